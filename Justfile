@@ -1,0 +1,22 @@
+# Recipes for contributors. Each calls a script or cargo, so CI needs no `just`.
+
+# The whole test suite (what CI runs).
+test:
+    cargo test --workspace
+
+# Formatting and lints, warnings denied.
+lint:
+    cargo fmt --all -- --check
+    cargo clippy --workspace --all-targets -- -D warnings
+
+# Run one fuzz target for SECONDS (needs nightly and cargo-fuzz).
+fuzz TARGET SECONDS="60":
+    scripts/fuzz.sh {{TARGET}} {{SECONDS}}
+
+# Static binaries (x86-64 static-pie, x86-64 musl, aarch64 musl) with stripped sizes.
+static:
+    scripts/static.sh
+
+# Benchmarks.
+bench:
+    cargo bench

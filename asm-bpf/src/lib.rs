@@ -1,0 +1,13 @@
+//! asm-bpf: a classic BPF toolchain exact to the Linux kernel's.
+//!
+//! Data flow: bpf_asm text --[`asm`]--> `Vec<Insn>` --[`check`]--> accepted program
+//! --[`interp`]--> return value for a described context. [`fmt`] prints the two bpf_asm
+//! output formats and reads them back; [`dis`] turns bytecode into source that assembles
+//! to the same bytes; [`builder`] lets Rust code emit programs without text.
+//!
+//! Required reading: `shared/notes/bpf-asm-spec.md` (the language, the kernel's
+//! `bpf_check_classic`, the interpreter semantics). No dependencies, no `unsafe`.
+
+pub mod insn;
+
+pub use insn::Insn;

@@ -1,0 +1,503 @@
+//! Stage 1 of the pipeline: command-line flags to a validated [`Command`].
+//!
+//! Input: the process arguments. Output: typed values that later stages use without
+//! re-checking. No syscalls and no file reads happen here: a CPU list is checked for
+//! syntax, not against the machine (that is the planner's job, with the topology).
+//! Every bad input is an [`ArgsError`] that names the flag and the value.
+
+use crate::cpuset::{CpuId, CpuSet};
+use core::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What the user asked steerd to do.
+#[derive(Debug)]
+pub enum Command {
+    /// `steerd [serve] ...`
+    Serve(ServeArgs),
+    /// `steerd check [serve options] [--json]`: plan and program, binds nothing.
+    Check {
+        /// The serve options the plan is made for.
+        serve: ServeArgs,
+        /// Print JSON instead of text.
+        json: bool,
+    },
+    /// `steerd topo [--sysfs DIR] [--json]`
+    Topo {
+        /// Where `/sys` and `/proc` are read from.
+        roots: Roots,
+        /// Print JSON instead of text.
+        json: bool,
+    },
+    /// `steerd bpf ...`: the rest of the arguments, parsed by the bpf tool.
+    Bpf(Vec<String>),
+    /// `steerd bench ...`: the rest of the arguments, parsed by the bench tool.
+    Bench(Vec<String>),
+    /// `--help`, with the text to print.
+    Help(&'static str),
+    /// `--version`
+    Version,
+}
+
+/// Where the kernel's files are read from; tests point these at captured trees.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Roots {
+    /// Normally `/sys`.
+    pub sysfs: PathBuf,
+    /// Normally `/proc`.
+    pub procfs: PathBuf,
+}
+
+impl Default for Roots {
+    fn default() -> Self {
+        Roots { sysfs: PathBuf::from("/sys"), procfs: PathBuf::from("/proc") }
+    }
+}
+
+/// How many workers to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Workers {
+    /// One per allowed CPU, capped by the CPU quota.
+    Auto,
+    /// Exactly this many (at least 1).
+    Count(u16),
+}
+
+/// Which program steers new connections to listeners.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SteerPolicy {
+    /// `ld #cpu` and a decision tree to the worker on (or nearest to) that CPU.
+    Cpu,
+    /// The CPU's NUMA node, then a spread over that node's listeners by `#rxhash`.
+    Numa,
+    /// No program: the kernel's 4-tuple hash.
+    Hash,
+}
+
+impl SteerPolicy {
+    /// The flag's spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            SteerPolicy::Cpu => "cpu",
+            SteerPolicy::Numa => "numa",
+            SteerPolicy::Hash => "hash",
+        }
+    }
+}
+
+/// Where the master process runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MasterCpu {
+    /// On the first worker's NUMA node, on a CPU running no worker if there is one.
+    Auto,
+    /// On this CPU.
+    Cpu(CpuId),
+    /// Not pinned.
+    None,
+}
+
+/// `--user NAME|UID[:GID]`, unresolved (names are looked up after binding).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UserSpec {
+    /// A user name, and optionally a group name or id.
+    Name(String, Option<String>),
+    /// A numeric uid, and optionally a group name or id.
+    Id(u32, Option<String>),
+}
+
+/// Options of `serve` (and of `check`, which plans the same thing).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServeArgs {
+    /// Directory to serve.
+    pub root: PathBuf,
+    /// Addresses to listen on (one reuseport group each).
+    pub listen: Vec<SocketAddr>,
+    /// Worker count.
+    pub workers: Workers,
+    /// Explicit worker CPUs.
+    pub cpus: Option<CpuSet>,
+    /// Steering policy.
+    pub steer: SteerPolicy,
+    /// Master placement.
+    pub master_cpu: MasterCpu,
+    /// User to become after binding.
+    pub user: Option<UserSpec>,
+    /// Connection slots per worker.
+    pub max_conns: u32,
+    /// Deadline for a complete request head.
+    pub header_timeout: Duration,
+    /// Idle time allowed between keep-alive requests.
+    pub keepalive_timeout: Duration,
+    /// Time a send may stall before the connection is cut.
+    pub send_timeout: Duration,
+    /// How long a graceful stop (SIGQUIT) waits for responses in flight.
+    pub shutdown_timeout: Duration,
+    /// Access log file; `None` is off.
+    pub access_log: Option<PathBuf>,
+    /// Prometheus metrics endpoint.
+    pub metrics: Option<SocketAddr>,
+    /// Where `/sys` and `/proc` are read from.
+    pub roots: Roots,
+}
+
+impl Default for ServeArgs {
+    fn default() -> Self {
+        ServeArgs {
+            root: PathBuf::from("."),
+            listen: Vec::new(),
+            workers: Workers::Auto,
+            cpus: None,
+            steer: SteerPolicy::Cpu,
+            master_cpu: MasterCpu::Auto,
+            user: None,
+            max_conns: DEFAULT_MAX_CONNS,
+            header_timeout: Duration::from_secs(20),
+            keepalive_timeout: Duration::from_secs(30),
+            send_timeout: Duration::from_secs(60),
+            shutdown_timeout: Duration::from_secs(30),
+            access_log: None,
+            metrics: None,
+            roots: Roots::default(),
+        }
+    }
+}
+
+/// Default connection slots per worker: 10,240 keeps 10,000 concurrent connections
+/// servable even when every one of them is steered to a single worker.
+pub const DEFAULT_MAX_CONNS: u32 = 10_240;
+/// The listen address when none is given.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+
+/// A flag or value that cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArgsError(pub String);
+
+impl fmt::Display for ArgsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn err<T>(msg: impl Into<String>) -> Result<T, ArgsError> {
+    Err(ArgsError(msg.into()))
+}
+
+/// Parses everything after the program name.
+pub fn parse(args: &[String]) -> Result<Command, ArgsError> {
+    let (first, rest) = match args.split_first() {
+        Some((f, r)) => (f.as_str(), r),
+        None => return parse_serve(&[]).map(Command::Serve),
+    };
+    match first {
+        "serve" => parse_serve_or_help(rest, SERVE_HELP, Command::Serve),
+        "check" => parse_check(rest),
+        "topo" => parse_topo(rest),
+        "bpf" => Ok(Command::Bpf(rest.to_vec())),
+        "bench" => Ok(Command::Bench(rest.to_vec())),
+        "-h" | "--help" | "help" => Ok(Command::Help(MAIN_HELP)),
+        "-V" | "--version" => Ok(Command::Version),
+        _ => parse_serve_or_help(args, SERVE_HELP, Command::Serve),
+    }
+}
+
+fn wants_help(args: &[String]) -> bool {
+    args.iter().any(|a| a == "-h" || a == "--help")
+}
+
+fn parse_serve_or_help(
+    args: &[String],
+    help: &'static str,
+    wrap: fn(ServeArgs) -> Command,
+) -> Result<Command, ArgsError> {
+    if wants_help(args) {
+        return Ok(Command::Help(help));
+    }
+    parse_serve(args).map(wrap)
+}
+
+fn parse_check(args: &[String]) -> Result<Command, ArgsError> {
+    if wants_help(args) {
+        return Ok(Command::Help(CHECK_HELP));
+    }
+    let json = args.iter().any(|a| a == "--json");
+    let rest: Vec<String> = args.iter().filter(|a| *a != "--json").cloned().collect();
+    Ok(Command::Check { serve: parse_serve(&rest)?, json })
+}
+
+fn parse_topo(args: &[String]) -> Result<Command, ArgsError> {
+    if wants_help(args) {
+        return Ok(Command::Help(TOPO_HELP));
+    }
+    let mut roots = Roots::default();
+    let mut json = false;
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--json" => json = true,
+            "--sysfs" => roots.sysfs = PathBuf::from(value(&mut it, "--sysfs")?),
+            "--procfs" => roots.procfs = PathBuf::from(value(&mut it, "--procfs")?),
+            other => return err(format!("topo: unknown argument {other:?}")),
+        }
+    }
+    Ok(Command::Topo { roots, json })
+}
+
+fn value<'a>(it: &mut impl Iterator<Item = &'a String>, flag: &str) -> Result<&'a str, ArgsError> {
+    match it.next() {
+        Some(v) => Ok(v.as_str()),
+        None => err(format!("{flag} needs a value")),
+    }
+}
+
+/// Parses serve options (everything but the subcommand word).
+pub fn parse_serve(args: &[String]) -> Result<ServeArgs, ArgsError> {
+    let mut out = ServeArgs::default();
+    let mut root: Option<PathBuf> = None;
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v)),
+            _ => (arg.as_str(), None),
+        };
+        let mut val = |name: &str| -> Result<String, ArgsError> {
+            match inline {
+                Some(v) => Ok(v.to_string()),
+                None => value(&mut it, name).map(str::to_string),
+            }
+        };
+        match flag {
+            "--listen" | "-l" => out.listen.push(parse_addr("--listen", &val(flag)?)?),
+            "--workers" | "-w" => out.workers = parse_workers(&val(flag)?)?,
+            "--cpus" => out.cpus = Some(parse_cpus(&val(flag)?)?),
+            "--steer" => out.steer = parse_steer(&val(flag)?)?,
+            "--master-cpu" => out.master_cpu = parse_master_cpu(&val(flag)?)?,
+            "--user" => out.user = Some(parse_user(&val(flag)?)?),
+            "--max-conns" => out.max_conns = parse_max_conns(&val(flag)?)?,
+            "--header-timeout" => out.header_timeout = parse_secs(flag, &val(flag)?)?,
+            "--keepalive-timeout" => out.keepalive_timeout = parse_secs(flag, &val(flag)?)?,
+            "--send-timeout" => out.send_timeout = parse_secs(flag, &val(flag)?)?,
+            "--shutdown-timeout" => out.shutdown_timeout = parse_secs(flag, &val(flag)?)?,
+            "--access-log" => out.access_log = parse_log(&val(flag)?)?,
+            "--metrics" => out.metrics = Some(parse_addr("--metrics", &val(flag)?)?),
+            "--sysfs" => out.roots.sysfs = PathBuf::from(val(flag)?),
+            "--procfs" => out.roots.procfs = PathBuf::from(val(flag)?),
+            f if f.starts_with('-') && f.len() > 1 => return err(format!("unknown flag {f:?} (see --help)")),
+            _ if root.is_some() => return err(format!("more than one ROOT given ({arg:?})")),
+            _ => root = Some(PathBuf::from(arg)),
+        }
+    }
+    if let Some(r) = root {
+        out.root = r;
+    }
+    if out.listen.is_empty() {
+        out.listen.push(DEFAULT_LISTEN.parse().expect("default listen address parses"));
+    }
+    check_listen_unique(&out.listen)?;
+    Ok(out)
+}
+
+fn check_listen_unique(addrs: &[SocketAddr]) -> Result<(), ArgsError> {
+    for (i, a) in addrs.iter().enumerate() {
+        if addrs[..i].contains(a) {
+            return err(format!("--listen {a} given twice"));
+        }
+    }
+    Ok(())
+}
+
+fn parse_addr(flag: &str, v: &str) -> Result<SocketAddr, ArgsError> {
+    v.parse().or_else(|_| err(format!("{flag} {v:?}: expected ADDR:PORT, such as 127.0.0.1:8080 or [::1]:8080")))
+}
+
+fn parse_workers(v: &str) -> Result<Workers, ArgsError> {
+    if v == "auto" {
+        return Ok(Workers::Auto);
+    }
+    match v.parse::<u16>() {
+        Ok(n) if n >= 1 => Ok(Workers::Count(n)),
+        _ => err(format!("--workers {v:?}: expected auto or a number from 1 to 65535")),
+    }
+}
+
+fn parse_cpus(v: &str) -> Result<CpuSet, ArgsError> {
+    match CpuSet::parse_list(v) {
+        Ok(set) if !set.is_empty() => Ok(set),
+        Ok(_) => err("--cpus: the list is empty"),
+        Err(e) => err(format!("--cpus {v:?}: {e}")),
+    }
+}
+
+fn parse_steer(v: &str) -> Result<SteerPolicy, ArgsError> {
+    match v {
+        "cpu" => Ok(SteerPolicy::Cpu),
+        "numa" => Ok(SteerPolicy::Numa),
+        "hash" => Ok(SteerPolicy::Hash),
+        _ => err(format!("--steer {v:?}: expected cpu, numa or hash")),
+    }
+}
+
+fn parse_master_cpu(v: &str) -> Result<MasterCpu, ArgsError> {
+    match v {
+        "auto" => Ok(MasterCpu::Auto),
+        "none" => Ok(MasterCpu::None),
+        _ => match v.parse::<usize>().ok().and_then(CpuId::new) {
+            Some(c) => Ok(MasterCpu::Cpu(c)),
+            None => err(format!("--master-cpu {v:?}: expected auto, none or a CPU number")),
+        },
+    }
+}
+
+fn parse_user(v: &str) -> Result<UserSpec, ArgsError> {
+    let (user, group) = match v.split_once(':') {
+        Some((u, g)) if !g.is_empty() => (u, Some(g.to_string())),
+        Some(_) => return err(format!("--user {v:?}: empty group after ':'")),
+        None => (v, None),
+    };
+    if user.is_empty() {
+        return err("--user: empty user name");
+    }
+    match user.parse::<u32>() {
+        Ok(uid) => Ok(UserSpec::Id(uid, group)),
+        Err(_) => Ok(UserSpec::Name(user.to_string(), group)),
+    }
+}
+
+fn parse_max_conns(v: &str) -> Result<u32, ArgsError> {
+    match v.parse::<u32>() {
+        Ok(n) if (1..=1_000_000).contains(&n) => Ok(n),
+        _ => err(format!("--max-conns {v:?}: expected a number from 1 to 1000000")),
+    }
+}
+
+/// Seconds, whole or fractional (`0.5`), from 1 ms to one day.
+fn parse_secs(flag: &str, v: &str) -> Result<Duration, ArgsError> {
+    match v.parse::<f64>() {
+        Ok(s) if s.is_finite() && (0.001..=86_400.0).contains(&s) => Ok(Duration::from_secs_f64(s)),
+        _ => err(format!("{flag} {v:?}: expected seconds between 0.001 and 86400")),
+    }
+}
+
+fn parse_log(v: &str) -> Result<Option<PathBuf>, ArgsError> {
+    match v {
+        "off" => Ok(None),
+        "" => err("--access-log: empty path (use off to disable)"),
+        _ => Ok(Some(PathBuf::from(v))),
+    }
+}
+
+/// `steerd --help`
+pub const MAIN_HELP: &str = "\
+steerd: a static HTTP/1.1 server that handles each connection on the CPU where it arrives
+
+USAGE:
+    steerd [serve] [OPTIONS] [ROOT]   serve ROOT (default: the current directory)
+    steerd check [OPTIONS] [--json]   topology, plan and steering program; binds nothing
+    steerd topo [--sysfs DIR] [--json]
+    steerd bpf asm|check|run|dis ...  the classic BPF assembler and its tools
+    steerd bench load|ab ...          load generator and A/B comparison
+
+Run `steerd serve --help` for the serve options.
+";
+
+/// `steerd serve --help`
+pub const SERVE_HELP: &str = "\
+USAGE: steerd [serve] [ROOT] [OPTIONS]
+
+    ROOT                      directory to serve (default: .)
+    --listen ADDR:PORT        address to listen on; repeatable (default: 127.0.0.1:8080)
+    --workers N|auto          worker count (default auto: one per allowed CPU, capped by quota)
+    --cpus LIST               worker CPUs, such as 0-3,8
+    --steer cpu|numa|hash     connection steering policy (default cpu)
+    --master-cpu auto|N|none  master placement (default auto: the first worker's node)
+    --user NAME|UID[:GID]     drop privileges after binding
+    --max-conns N             connection slots per worker (default 10240)
+    --header-timeout S        deadline for a request head; 408 after it (default 20)
+    --keepalive-timeout S     idle keep-alive time (default 30)
+    --send-timeout S          longest send stall before closing (default 60)
+    --shutdown-timeout S      graceful stop (SIGQUIT) grace period (default 30)
+    --access-log PATH|off     access log (default off)
+    --metrics ADDR:PORT       Prometheus metrics endpoint, served by the master
+    --sysfs DIR, --procfs DIR read the kernel's files from elsewhere (for tests)
+";
+
+/// `steerd check --help`
+pub const CHECK_HELP: &str = "\
+USAGE: steerd check [serve options] [--json]
+
+Prints the topology, the plan (workers, master CPU, CPU -> listener map) and the steering
+program as bpf_asm text and bytecode. It binds and listens on nothing.
+";
+
+/// `steerd topo --help`
+pub const TOPO_HELP: &str = "\
+USAGE: steerd topo [--sysfs DIR] [--procfs DIR] [--json]
+
+Prints the machine as steerd sees it: CPUs, cores, packages, clusters, NUMA nodes,
+distances, and the CPUs this process may use.
+";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn defaults() {
+        let Command::Serve(s) = parse(&[]).unwrap() else { panic!("not serve") };
+        assert_eq!(s.listen, vec![DEFAULT_LISTEN.parse().unwrap()]);
+        assert_eq!(s.steer, SteerPolicy::Cpu);
+        assert_eq!(s.root, PathBuf::from("."));
+    }
+
+    #[test]
+    fn serve_flags() {
+        let a = argv("serve site --listen [::1]:0 --listen=127.0.0.1:9 --workers 2 --cpus 0-1 --steer numa --master-cpu 3 --user www:web --max-conns 5 --header-timeout 0.5");
+        let Command::Serve(s) = parse(&a).unwrap() else { panic!("not serve") };
+        assert_eq!(s.root, PathBuf::from("site"));
+        assert_eq!(s.listen.len(), 2);
+        assert_eq!(s.workers, Workers::Count(2));
+        assert_eq!(s.cpus.unwrap().to_string(), "0-1");
+        assert_eq!(s.master_cpu, MasterCpu::Cpu(CpuId::new(3).unwrap()));
+        assert_eq!(s.user, Some(UserSpec::Name("www".into(), Some("web".into()))));
+        assert_eq!(s.header_timeout, Duration::from_millis(500));
+    }
+
+    #[test]
+    fn root_without_subcommand() {
+        let Command::Serve(s) = parse(&argv("./site --workers 1")).unwrap() else { panic!() };
+        assert_eq!(s.root, PathBuf::from("./site"));
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        for (input, needle) in [
+            ("--workers 0", "--workers"),
+            ("--cpus 3-1", "--cpus"),
+            ("--steer queue", "--steer"),
+            ("--listen localhost", "--listen"),
+            ("--max-conns 0", "--max-conns"),
+            ("--header-timeout -1", "--header-timeout"),
+            ("--bogus", "--bogus"),
+            ("a b", "ROOT"),
+            ("--listen", "needs a value"),
+            ("--listen 127.0.0.1:1 --listen 127.0.0.1:1", "twice"),
+        ] {
+            let e = parse(&argv(input)).unwrap_err();
+            assert!(e.0.contains(needle), "{input}: {e}");
+        }
+    }
+
+    #[test]
+    fn check_and_topo() {
+        let Command::Check { serve, json } = parse(&argv("check --json --workers 3")).unwrap() else { panic!() };
+        assert!(json);
+        assert_eq!(serve.workers, Workers::Count(3));
+        let Command::Topo { roots, json } = parse(&argv("topo --sysfs /tmp/x")).unwrap() else { panic!() };
+        assert!(!json);
+        assert_eq!(roots.sysfs, PathBuf::from("/tmp/x"));
+    }
+}

@@ -1,0 +1,1 @@
+//! `steerd bench`: load generator and A/B statistics.

@@ -1,0 +1,68 @@
+//! Subcommand dispatch: a parsed [`Command`] to the pipeline stage that runs it, and
+//! every error to one `stage: what failed: why` line on stderr with an exit status.
+//!
+//! Exit statuses: 0 success, 1 a failure of the work itself, 2 bad arguments.
+
+use crate::args::{self, Command};
+use core::fmt;
+
+pub mod bpf;
+
+/// An error on its way to the user: which stage, and what went wrong.
+#[derive(Debug)]
+pub struct Failure {
+    /// Pipeline stage, such as `topology` or `listen`.
+    pub stage: &'static str,
+    /// What failed and why.
+    pub message: String,
+    /// Process exit status.
+    pub status: i32,
+}
+
+impl Failure {
+    /// A failure of `stage` with exit status 1.
+    pub fn new(stage: &'static str, message: impl fmt::Display) -> Failure {
+        Failure { stage, message: message.to_string(), status: 1 }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "steerd: {}: {}", self.stage, self.message)
+    }
+}
+
+/// Runs the command line (without the program name) and returns the exit status.
+pub fn run(argv: &[String]) -> i32 {
+    let command = match args::parse(argv) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("steerd: args: {e}");
+            return 2;
+        }
+    };
+    match dispatch(command) {
+        Ok(status) => status,
+        Err(f) => {
+            eprintln!("{f}");
+            f.status
+        }
+    }
+}
+
+fn dispatch(command: Command) -> Result<i32, Failure> {
+    match command {
+        Command::Help(text) => {
+            print!("{text}");
+            Ok(0)
+        }
+        Command::Version => {
+            println!("steerd {}", env!("CARGO_PKG_VERSION"));
+            Ok(0)
+        }
+        Command::Bpf(rest) => Ok(bpf::main(&rest)),
+        Command::Serve(_) | Command::Check { .. } | Command::Topo { .. } | Command::Bench(_) => {
+            Err(Failure { stage: "args", message: "this subcommand is not built yet".into(), status: 2 })
+        }
+    }
+}

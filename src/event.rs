@@ -1,0 +1,1 @@
+//! Thin epoll layer: tokens with a generation, fixed event buffer.

@@ -1,0 +1,1 @@
+//! HTTP/1.1: request parser, byte tables, response heads.

@@ -1,0 +1,1 @@
+//! The master process: fork, pin, supervise, signals.

@@ -1,0 +1,1 @@
+//! Stage 3: (ServeArgs, Topology) to a Plan. Pure, no I/O.

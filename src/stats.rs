@@ -1,0 +1,1 @@
+//! Per-worker counters in a shared mapping; metrics text.

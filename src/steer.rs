@@ -1,0 +1,1 @@
+//! Stage 4: Plan to a checked steering program (asm-bpf).

@@ -1,0 +1,1 @@
+//! Stage 2: /sys, affinity and cgroup files to a Topology.

@@ -1,0 +1,1 @@
+//! Worker entry: verify pinning, build the loop, run it.

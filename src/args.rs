@@ -51,7 +51,10 @@ pub struct Roots {
 
 impl Default for Roots {
     fn default() -> Self {
-        Roots { sysfs: PathBuf::from("/sys"), procfs: PathBuf::from("/proc") }
+        Roots {
+            sysfs: PathBuf::from("/sys"),
+            procfs: PathBuf::from("/proc"),
+        }
     }
 }
 
@@ -222,7 +225,10 @@ fn parse_check(args: &[String]) -> Result<Command, ArgsError> {
     }
     let json = args.iter().any(|a| a == "--json");
     let rest: Vec<String> = args.iter().filter(|a| *a != "--json").cloned().collect();
-    Ok(Command::Check { serve: parse_serve(&rest)?, json })
+    Ok(Command::Check {
+        serve: parse_serve(&rest)?,
+        json,
+    })
 }
 
 fn parse_topo(args: &[String]) -> Result<Command, ArgsError> {
@@ -282,7 +288,9 @@ pub fn parse_serve(args: &[String]) -> Result<ServeArgs, ArgsError> {
             "--metrics" => out.metrics = Some(parse_addr("--metrics", &val(flag)?)?),
             "--sysfs" => out.roots.sysfs = PathBuf::from(val(flag)?),
             "--procfs" => out.roots.procfs = PathBuf::from(val(flag)?),
-            f if f.starts_with('-') && f.len() > 1 => return err(format!("unknown flag {f:?} (see --help)")),
+            f if f.starts_with('-') && f.len() > 1 => {
+                return err(format!("unknown flag {f:?} (see --help)"))
+            }
             _ if root.is_some() => return err(format!("more than one ROOT given ({arg:?})")),
             _ => root = Some(PathBuf::from(arg)),
         }
@@ -291,7 +299,11 @@ pub fn parse_serve(args: &[String]) -> Result<ServeArgs, ArgsError> {
         out.root = r;
     }
     if out.listen.is_empty() {
-        out.listen.push(DEFAULT_LISTEN.parse().expect("default listen address parses"));
+        out.listen.push(
+            DEFAULT_LISTEN
+                .parse()
+                .expect("default listen address parses"),
+        );
     }
     check_listen_unique(&out.listen)?;
     Ok(out)
@@ -307,7 +319,11 @@ fn check_listen_unique(addrs: &[SocketAddr]) -> Result<(), ArgsError> {
 }
 
 fn parse_addr(flag: &str, v: &str) -> Result<SocketAddr, ArgsError> {
-    v.parse().or_else(|_| err(format!("{flag} {v:?}: expected ADDR:PORT, such as 127.0.0.1:8080 or [::1]:8080")))
+    v.parse().or_else(|_| {
+        err(format!(
+            "{flag} {v:?}: expected ADDR:PORT, such as 127.0.0.1:8080 or [::1]:8080"
+        ))
+    })
 }
 
 fn parse_workers(v: &str) -> Result<Workers, ArgsError> {
@@ -316,7 +332,9 @@ fn parse_workers(v: &str) -> Result<Workers, ArgsError> {
     }
     match v.parse::<u16>() {
         Ok(n) if n >= 1 => Ok(Workers::Count(n)),
-        _ => err(format!("--workers {v:?}: expected auto or a number from 1 to 65535")),
+        _ => err(format!(
+            "--workers {v:?}: expected auto or a number from 1 to 65535"
+        )),
     }
 }
 
@@ -343,7 +361,9 @@ fn parse_master_cpu(v: &str) -> Result<MasterCpu, ArgsError> {
         "none" => Ok(MasterCpu::None),
         _ => match v.parse::<usize>().ok().and_then(CpuId::new) {
             Some(c) => Ok(MasterCpu::Cpu(c)),
-            None => err(format!("--master-cpu {v:?}: expected auto, none or a CPU number")),
+            None => err(format!(
+                "--master-cpu {v:?}: expected auto, none or a CPU number"
+            )),
         },
     }
 }
@@ -366,7 +386,9 @@ fn parse_user(v: &str) -> Result<UserSpec, ArgsError> {
 fn parse_max_conns(v: &str) -> Result<u32, ArgsError> {
     match v.parse::<u32>() {
         Ok(n) if (1..=1_000_000).contains(&n) => Ok(n),
-        _ => err(format!("--max-conns {v:?}: expected a number from 1 to 1000000")),
+        _ => err(format!(
+            "--max-conns {v:?}: expected a number from 1 to 1000000"
+        )),
     }
 }
 
@@ -374,7 +396,9 @@ fn parse_max_conns(v: &str) -> Result<u32, ArgsError> {
 fn parse_secs(flag: &str, v: &str) -> Result<Duration, ArgsError> {
     match v.parse::<f64>() {
         Ok(s) if s.is_finite() && (0.001..=86_400.0).contains(&s) => Ok(Duration::from_secs_f64(s)),
-        _ => err(format!("{flag} {v:?}: expected seconds between 0.001 and 86400")),
+        _ => err(format!(
+            "{flag} {v:?}: expected seconds between 0.001 and 86400"
+        )),
     }
 }
 
@@ -447,7 +471,9 @@ mod tests {
 
     #[test]
     fn defaults() {
-        let Command::Serve(s) = parse(&[]).unwrap() else { panic!("not serve") };
+        let Command::Serve(s) = parse(&[]).unwrap() else {
+            panic!("not serve")
+        };
         assert_eq!(s.listen, vec![DEFAULT_LISTEN.parse().unwrap()]);
         assert_eq!(s.steer, SteerPolicy::Cpu);
         assert_eq!(s.root, PathBuf::from("."));
@@ -456,19 +482,26 @@ mod tests {
     #[test]
     fn serve_flags() {
         let a = argv("serve site --listen [::1]:0 --listen=127.0.0.1:9 --workers 2 --cpus 0-1 --steer numa --master-cpu 3 --user www:web --max-conns 5 --header-timeout 0.5");
-        let Command::Serve(s) = parse(&a).unwrap() else { panic!("not serve") };
+        let Command::Serve(s) = parse(&a).unwrap() else {
+            panic!("not serve")
+        };
         assert_eq!(s.root, PathBuf::from("site"));
         assert_eq!(s.listen.len(), 2);
         assert_eq!(s.workers, Workers::Count(2));
         assert_eq!(s.cpus.unwrap().to_string(), "0-1");
         assert_eq!(s.master_cpu, MasterCpu::Cpu(CpuId::new(3).unwrap()));
-        assert_eq!(s.user, Some(UserSpec::Name("www".into(), Some("web".into()))));
+        assert_eq!(
+            s.user,
+            Some(UserSpec::Name("www".into(), Some("web".into())))
+        );
         assert_eq!(s.header_timeout, Duration::from_millis(500));
     }
 
     #[test]
     fn root_without_subcommand() {
-        let Command::Serve(s) = parse(&argv("./site --workers 1")).unwrap() else { panic!() };
+        let Command::Serve(s) = parse(&argv("./site --workers 1")).unwrap() else {
+            panic!()
+        };
         assert_eq!(s.root, PathBuf::from("./site"));
     }
 
@@ -493,10 +526,15 @@ mod tests {
 
     #[test]
     fn check_and_topo() {
-        let Command::Check { serve, json } = parse(&argv("check --json --workers 3")).unwrap() else { panic!() };
+        let Command::Check { serve, json } = parse(&argv("check --json --workers 3")).unwrap()
+        else {
+            panic!()
+        };
         assert!(json);
         assert_eq!(serve.workers, Workers::Count(3));
-        let Command::Topo { roots, json } = parse(&argv("topo --sysfs /tmp/x")).unwrap() else { panic!() };
+        let Command::Topo { roots, json } = parse(&argv("topo --sysfs /tmp/x")).unwrap() else {
+            panic!()
+        };
         assert!(!json);
         assert_eq!(roots.sysfs, PathBuf::from("/tmp/x"));
     }

@@ -133,7 +133,12 @@ impl CpuSet {
     /// Accepts the `N-M:used/group` stride form of `bitmap_parselist()`.
     pub fn parse_list(text: &str) -> Result<CpuSet, CpuListError> {
         let mut set = CpuSet::new();
-        for piece in text.trim().split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        for piece in text
+            .trim()
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+        {
             add_piece(&mut set, piece)?;
         }
         Ok(set)
@@ -145,11 +150,12 @@ impl CpuSet {
         let mut set = CpuSet::new();
         let groups: Vec<&str> = text.trim().split(',').collect();
         for (i, g) in groups.iter().rev().enumerate() {
-            let word = u32::from_str_radix(g, 16)
-                .map_err(|_| CpuListError::Syntax((*g).to_string()))?;
+            let word =
+                u32::from_str_radix(g, 16).map_err(|_| CpuListError::Syntax((*g).to_string()))?;
             for b in 0..32 {
                 if word & (1 << b) != 0 {
-                    let id = CpuId::new(i * 32 + b).ok_or_else(|| CpuListError::TooLarge(g.to_string()))?;
+                    let id = CpuId::new(i * 32 + b)
+                        .ok_or_else(|| CpuListError::TooLarge(g.to_string()))?;
                     set.insert(id);
                 }
             }
@@ -171,7 +177,9 @@ fn parse_id(text: &str, piece: &str) -> Result<CpuId, CpuListError> {
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) || text.len() > 6 {
         return Err(CpuListError::Syntax(piece.to_string()));
     }
-    let n: usize = text.parse().map_err(|_| CpuListError::Syntax(piece.to_string()))?;
+    let n: usize = text
+        .parse()
+        .map_err(|_| CpuListError::Syntax(piece.to_string()))?;
     CpuId::new(n).ok_or_else(|| CpuListError::TooLarge(piece.to_string()))
 }
 
@@ -193,9 +201,15 @@ fn add_piece(set: &mut CpuSet, piece: &str) -> Result<(), CpuListError> {
     let (used, group) = match stride {
         None => (1, 1),
         Some(s) => {
-            let (u, g) = s.split_once('/').ok_or_else(|| CpuListError::Syntax(piece.to_string()))?;
-            let u: usize = u.parse().map_err(|_| CpuListError::Syntax(piece.to_string()))?;
-            let g: usize = g.parse().map_err(|_| CpuListError::Syntax(piece.to_string()))?;
+            let (u, g) = s
+                .split_once('/')
+                .ok_or_else(|| CpuListError::Syntax(piece.to_string()))?;
+            let u: usize = u
+                .parse()
+                .map_err(|_| CpuListError::Syntax(piece.to_string()))?;
+            let g: usize = g
+                .parse()
+                .map_err(|_| CpuListError::Syntax(piece.to_string()))?;
             if u == 0 || g == 0 || u > g {
                 return Err(CpuListError::Syntax(piece.to_string()));
             }
@@ -253,24 +267,48 @@ mod tests {
         for text in ["0", "0-3", "0-3,8", "0,2,4-7,100", ""] {
             assert_eq!(CpuSet::parse_list(text).unwrap().to_string(), text);
         }
-        assert_eq!(CpuSet::parse_list("0-1,4-5\n").unwrap().to_string(), "0-1,4-5");
-        assert_eq!(CpuSet::parse_list("0-7:2/4").unwrap().to_string(), "0-1,4-5");
+        assert_eq!(
+            CpuSet::parse_list("0-1,4-5\n").unwrap().to_string(),
+            "0-1,4-5"
+        );
+        assert_eq!(
+            CpuSet::parse_list("0-7:2/4").unwrap().to_string(),
+            "0-1,4-5"
+        );
     }
 
     #[test]
     fn rejects_bad_lists() {
-        assert!(matches!(CpuSet::parse_list("3-1"), Err(CpuListError::Reversed(_))));
-        assert!(matches!(CpuSet::parse_list("a"), Err(CpuListError::Syntax(_))));
-        assert!(matches!(CpuSet::parse_list("1--2"), Err(CpuListError::Syntax(_))));
-        assert!(matches!(CpuSet::parse_list("9000"), Err(CpuListError::TooLarge(_))));
-        assert!(matches!(CpuSet::parse_list("-1"), Err(CpuListError::Syntax(_))));
+        assert!(matches!(
+            CpuSet::parse_list("3-1"),
+            Err(CpuListError::Reversed(_))
+        ));
+        assert!(matches!(
+            CpuSet::parse_list("a"),
+            Err(CpuListError::Syntax(_))
+        ));
+        assert!(matches!(
+            CpuSet::parse_list("1--2"),
+            Err(CpuListError::Syntax(_))
+        ));
+        assert!(matches!(
+            CpuSet::parse_list("9000"),
+            Err(CpuListError::TooLarge(_))
+        ));
+        assert!(matches!(
+            CpuSet::parse_list("-1"),
+            Err(CpuListError::Syntax(_))
+        ));
     }
 
     #[test]
     fn parses_masks() {
         assert_eq!(CpuSet::parse_mask("0").unwrap().to_string(), "");
         assert_eq!(CpuSet::parse_mask("f0").unwrap().to_string(), "4-7");
-        assert_eq!(CpuSet::parse_mask("1,00000001").unwrap().to_string(), "0,32");
+        assert_eq!(
+            CpuSet::parse_mask("1,00000001").unwrap().to_string(),
+            "0,32"
+        );
         assert!(CpuSet::parse_mask("zz").is_err());
     }
 

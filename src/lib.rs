@@ -24,18 +24,18 @@
 #![deny(unsafe_code)]
 
 pub mod args;
-pub mod cpuset;
-pub mod topology;
-pub mod plan;
-pub mod steer;
-pub mod listen;
-pub mod master;
-pub mod worker;
-pub mod event;
-pub mod conn;
-pub mod http;
-pub mod files;
-pub mod stats;
-pub mod sys;
 pub mod bench;
 pub mod cmd;
+pub mod conn;
+pub mod cpuset;
+pub mod event;
+pub mod files;
+pub mod http;
+pub mod listen;
+pub mod master;
+pub mod plan;
+pub mod stats;
+pub mod steer;
+pub mod sys;
+pub mod topology;
+pub mod worker;

@@ -22,7 +22,12 @@ pub struct Insn {
 impl Insn {
     /// An instruction with no jump offsets.
     pub const fn stmt(code: u16, k: u32) -> Insn {
-        Insn { code, jt: 0, jf: 0, k }
+        Insn {
+            code,
+            jt: 0,
+            jf: 0,
+            k,
+        }
     }
 
     /// A conditional jump.

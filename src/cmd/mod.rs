@@ -22,7 +22,11 @@ pub struct Failure {
 impl Failure {
     /// A failure of `stage` with exit status 1.
     pub fn new(stage: &'static str, message: impl fmt::Display) -> Failure {
-        Failure { stage, message: message.to_string(), status: 1 }
+        Failure {
+            stage,
+            message: message.to_string(),
+            status: 1,
+        }
     }
 }
 
@@ -62,7 +66,11 @@ fn dispatch(command: Command) -> Result<i32, Failure> {
         }
         Command::Bpf(rest) => Ok(bpf::main(&rest)),
         Command::Serve(_) | Command::Check { .. } | Command::Topo { .. } | Command::Bench(_) => {
-            Err(Failure { stage: "args", message: "this subcommand is not built yet".into(), status: 2 })
+            Err(Failure {
+                stage: "args",
+                message: "this subcommand is not built yet".into(),
+                status: 2,
+            })
         }
     }
 }

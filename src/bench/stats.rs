@@ -198,7 +198,7 @@ impl fmt::Display for Ratio {
 /// `None` with fewer than two pairs or a zero in A.
 pub fn paired_ratio(a: &[f64], b: &[f64], confidence: f64) -> Option<Ratio> {
     let n = a.len().min(b.len());
-    if n < 2 || a[..n].iter().any(|&x| x == 0.0) {
+    if n < 2 || a[..n].contains(&0.0) {
         return None;
     }
     let ratios: Vec<f64> = a.iter().zip(b).map(|(x, y)| y / x).collect();

@@ -65,12 +65,11 @@ fn dispatch(command: Command) -> Result<i32, Failure> {
             Ok(0)
         }
         Command::Bpf(rest) => Ok(bpf::main(&rest)),
-        Command::Serve(_) | Command::Check { .. } | Command::Topo { .. } | Command::Bench(_) => {
-            Err(Failure {
-                stage: "args",
-                message: "this subcommand is not built yet".into(),
-                status: 2,
-            })
-        }
+        Command::Bench(rest) => Ok(crate::bench::main(&rest)),
+        Command::Serve(_) | Command::Check { .. } | Command::Topo { .. } => Err(Failure {
+            stage: "args",
+            message: "this subcommand is not built yet".into(),
+            status: 2,
+        }),
     }
 }

@@ -1,0 +1,1 @@
+//! Server process figures from /proc (placeholder while written).

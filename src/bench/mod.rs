@@ -28,6 +28,7 @@ pub mod report;
 pub mod responder;
 pub mod spec;
 pub mod stats;
+pub mod wrk;
 
 const HELP: &str = "\
 steerd bench: load generator, A/B comparison, reference responder

@@ -178,8 +178,11 @@ pub struct RunFigures {
     pub split: Option<Vec<u64>>,
 }
 
+/// Reads one metric from a run.
+type Getter = fn(&RunFigures) -> f64;
+
 /// The metrics compared, with how each is read from a run.
-const METRICS: [(&str, fn(&RunFigures) -> f64); 5] = [
+const METRICS: [(&str, Getter); 5] = [
     ("requests/s", |r| r.rps),
     ("p50 latency (us)", |r| r.p50_us),
     ("p99 latency (us)", |r| r.p99_us),

@@ -20,3 +20,7 @@ static:
 # Benchmarks.
 bench:
     cargo bench
+
+# steerd against nginx and the reference responder (alternating A/B, minutes; not CI).
+bench-vs-nginx:
+    scripts/bench-vs-nginx.sh

@@ -157,6 +157,38 @@ pub fn main(args: &[String]) -> Result<i32, Usage> {
     }
 }
 
+/// `steerd bench stats A_FILE B_FILE`: the same per-metric verdict for numbers measured
+/// elsewhere, one per line (blank lines and `#` comments skipped), paired by line.
+pub fn stats_main(args: &[String]) -> Result<i32, Usage> {
+    let [a, b] = args else {
+        return Err(Usage(
+            "stats: usage: steerd bench stats A_FILE B_FILE".into(),
+        ));
+    };
+    let read = |path: &String| -> Result<Vec<f64>, Usage> {
+        let text =
+            std::fs::read_to_string(path).map_err(|e| Usage(format!("stats: {path}: {e}")))?;
+        text.lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(|l| {
+                l.parse::<f64>()
+                    .map_err(|_| Usage(format!("stats: {path}: {l:?} is not a number")))
+            })
+            .collect()
+    };
+    let (xa, xb) = (read(a)?, read(b)?);
+    println!("    N           Min           Max        Median           Avg        Stddev");
+    for (label, xs) in [("A", &xa), ("B", &xb)] {
+        match Summary::of(xs) {
+            Some(s) => println!("{}", summary_row(label, &s)),
+            None => return Err(Usage(format!("stats: {label} has no numbers"))),
+        }
+    }
+    println!("{}", verdict(&xa, &xb, 1));
+    Ok(0)
+}
+
 /// What one measured run produced.
 #[derive(Clone, Debug, Default)]
 pub struct RunFigures {

@@ -11,3 +11,5 @@
 pub mod insn;
 
 pub use insn::Insn;
+pub mod check;
+pub mod interp;

@@ -184,16 +184,14 @@ impl Oracle {
     }
 }
 
-/// The program in bpf_asm's default format, for a message that can be replayed.
+/// The program in bpf_asm's default format (the first 64 instructions), for a message
+/// that can be replayed.
 fn bytecode(prog: &[Insn]) -> String {
-    let mut s = format!("{},", prog.len());
-    for i in prog.iter().take(64) {
-        s += &format!("{} {} {} {},", i.code, i.jt, i.jf, i.k);
+    let shown = asm_bpf::fmt::format_default(&prog[..prog.len().min(64)]);
+    match prog.len() > 64 {
+        true => format!("{} ... ({} instructions)", shown.trim_end(), prog.len()),
+        false => shown.trim_end().to_string(),
     }
-    if prog.len() > 64 {
-        s += "...";
-    }
-    s
 }
 
 fn assert_all_agree(what: &str, failures: Vec<String>, total: usize) {

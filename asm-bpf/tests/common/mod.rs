@@ -1,6 +1,6 @@
 //! Shared by the checker and interpreter tests: the checker vectors (the data file plus
-//! the programs too long to write on one line), a reader for bpf_asm's default bytecode
-//! format, and a seeded generator of almost-valid random programs.
+//! the programs too long to write on one line) and a seeded generator of almost-valid
+//! random programs.
 #![allow(dead_code)]
 
 use asm_bpf::check::ALLOWED_OPCODES;
@@ -17,34 +17,6 @@ pub struct Vector {
     pub expect: Option<String>,
 }
 
-/// Reads `N,code jt jf k,code jt jf k,...` (decimal, trailing comma optional).
-pub fn parse_bytecode(text: &str) -> Result<Vec<Insn>, String> {
-    let mut parts = text.trim().split(',');
-    let count: usize = parts
-        .next()
-        .and_then(|n| n.trim().parse().ok())
-        .ok_or_else(|| format!("bad count in {text:?}"))?;
-    let mut prog = Vec::new();
-    for part in parts.filter(|p| !p.trim().is_empty()) {
-        let f: Vec<&str> = part.split_whitespace().collect();
-        let num = |i: usize| -> Result<u64, String> {
-            f.get(i)
-                .and_then(|s| s.parse().ok())
-                .ok_or_else(|| format!("bad instruction {part:?}"))
-        };
-        prog.push(Insn {
-            code: num(0)? as u16,
-            jt: num(1)? as u8,
-            jf: num(2)? as u8,
-            k: num(3)? as u32,
-        });
-    }
-    if prog.len() != count {
-        return Err(format!("count {count} but {} instructions", prog.len()));
-    }
-    Ok(prog)
-}
-
 /// Every checker vector: `tests/data/check_vectors.txt`, then [`long_vectors`].
 pub fn check_vectors() -> Vec<Vector> {
     let text = include_str!("../data/check_vectors.txt");
@@ -55,7 +27,7 @@ pub fn check_vectors() -> Vec<Vector> {
         }
         let cols: Vec<&str> = line.split(" | ").collect();
         assert_eq!(cols.len(), 3, "check_vectors.txt line {}: 3 columns", i + 1);
-        let prog = parse_bytecode(cols[1])
+        let prog = asm_bpf::fmt::parse_bytecode(cols[1])
             .unwrap_or_else(|e| panic!("check_vectors.txt line {}: {e}", i + 1));
         out.push(Vector {
             name: format!("line {}: {}", i + 1, cols[2]),

@@ -114,6 +114,15 @@ pub fn every_opcode() -> Vec<Insn> {
     prog
 }
 
+/// The number in environment variable `name`, or `default`: lets a randomized test be
+/// replayed with another seed or widened without editing it.
+pub fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// splitmix64: a small seeded generator, so a failing case can be replayed.
 pub struct Rng(pub u64);
 

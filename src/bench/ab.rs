@@ -208,6 +208,9 @@ pub struct RunFigures {
     pub errors: u64,
     /// Connections accepted per worker during the run, when the server reports it.
     pub split: Option<Vec<u64>>,
+    /// Share of those connections accepted on the CPU that received them (steerd's
+    /// `connections_local` counter), percent.
+    pub local_pct: Option<f64>,
 }
 
 /// Reads one metric from a run.
@@ -299,14 +302,15 @@ fn describe_load(spec: &AbSpec) -> String {
 
 fn run_line(f: &RunFigures) -> String {
     format!(
-        "{:.0} req/s, p50 {:.1}us, p99 {:.1}us, server cpu {:.2}us/req, client cpu {:.2}us/req, errors {}, split {}",
+        "{:.0} req/s, p50 {:.1}us, p99 {:.1}us, server cpu {:.2}us/req, client cpu {:.2}us/req, errors {}, split {}{}",
         f.rps,
         f.p50_us,
         f.p99_us,
         f.server_cpu_us,
         f.client_cpu_us,
         f.errors,
-        split_text(f.split.as_deref())
+        split_text(f.split.as_deref()),
+        f.local_pct.map_or(String::new(), |p| format!(", local {p:.1}%"))
     )
 }
 
@@ -405,7 +409,7 @@ fn one_run(
         load::run(&warm)?;
     }
     let metrics = procs::metrics_flag(argv);
-    let split_before = metrics.and_then(fetch_split);
+    let before = metrics.and_then(procs::fetch_metrics);
     let tracer = match traced.is_some() {
         true => Some(Tracer::attach(server.pid)?),
         false => None,
@@ -414,22 +418,21 @@ fn one_run(
     let measured = measure(spec);
     let server_cpu = procs::tree_cpu(server.pid).saturating_sub(cpu_before);
     let strace_text = tracer.map(Tracer::finish).transpose()?;
-    let split_after = metrics.and_then(fetch_split);
+    let after = metrics.and_then(procs::fetch_metrics);
     server.stop();
     let mut fig = measured?;
     if fig.requests > 0 {
         fig.server_cpu_us = server_cpu.as_secs_f64() * 1e6 / fig.requests as f64;
     }
-    fig.split = match (split_before, split_after) {
-        (Some(b), Some(a)) if a.len() == b.len() => Some(
-            a.iter()
-                .zip(&b)
-                .map(|(x, y)| x.saturating_sub(*y))
-                .collect(),
-        ),
-        (None, Some(a)) => Some(a),
-        _ => None,
-    };
+    if let Some(after) = after {
+        let before = before.unwrap_or_default();
+        fig.split = worker_delta(&before, &after, "accepted");
+        let local: Option<u64> = worker_delta(&before, &after, "local").map(|v| v.iter().sum());
+        let accepted: Option<u64> = fig.split.as_ref().map(|v| v.iter().sum());
+        if let (Some(l), Some(a)) = (local, accepted.filter(|&a| a > 0)) {
+            fig.local_pct = Some(l as f64 * 100.0 / a as f64);
+        }
+    }
     if let (Some(t), Some(text)) = (traced, strace_text) {
         t.requests = fig.requests;
         t.summary = procs::parse_strace(&text);
@@ -437,11 +440,16 @@ fn one_run(
     Ok(fig)
 }
 
-fn fetch_split(addr: SocketAddr) -> Option<Vec<u64>> {
-    let page = procs::fetch_metrics(addr)?;
-    let v: Vec<u64> = procs::parse_accepted(&page)
-        .into_iter()
-        .map(|(_, n)| n)
+/// A per-worker counter's growth between two metrics pages (missing before = 0).
+fn worker_delta(before: &str, after: &str, needle: &str) -> Option<Vec<u64>> {
+    let old = procs::parse_per_worker(before, needle);
+    let new = procs::parse_per_worker(after, needle);
+    let v: Vec<u64> = new
+        .iter()
+        .map(|(w, n)| {
+            let was = old.iter().find(|(v, _)| v == w).map_or(0, |p| p.1);
+            n.saturating_sub(was)
+        })
         .collect();
     (!v.is_empty()).then_some(v)
 }
@@ -463,6 +471,7 @@ fn builtin_figures(r: &LoadReport) -> RunFigures {
         requests: r.merged.requests,
         errors: r.merged.error_total(),
         split: None,
+        local_pct: None,
     }
 }
 
@@ -635,9 +644,10 @@ fn json_out(spec: &AbSpec, runs: &[Vec<RunFigures>; 2], syscalls: &[Traced]) -> 
     for (side, rs) in runs.iter().enumerate() {
         for (i, r) in rs.iter().enumerate() {
             let split = r.split.as_ref().map_or("null".into(), |s| format!("{s:?}"));
+            let local = num_or_null(r.local_pct);
             let _ = write!(
                 o,
-                "{}{{\"side\":\"{}\",\"round\":{},\"rps\":{:.3},\"p50_us\":{:.3},\"p99_us\":{:.3},\"server_cpu_us\":{:.4},\"client_cpu_us\":{:.4},\"requests\":{},\"errors\":{},\"split\":{split}}}",
+                "{}{{\"side\":\"{}\",\"round\":{},\"rps\":{:.3},\"p50_us\":{:.3},\"p99_us\":{:.3},\"server_cpu_us\":{:.4},\"client_cpu_us\":{:.4},\"requests\":{},\"errors\":{},\"split\":{split},\"local_pct\":{local}}}",
                 if first { "" } else { "," },
                 side_name(side),
                 i + 1,

@@ -116,9 +116,10 @@ fn ticks_to_duration(ticks: u64) -> Duration {
     Duration::from_nanos(ticks.saturating_mul(1_000_000_000) / hz)
 }
 
-/// Connections accepted per worker, from a Prometheus text page: every sample whose
-/// metric name contains `accepted` and that has a `worker` label, in worker order.
-pub fn parse_accepted(page: &str) -> Vec<(String, u64)> {
+/// A per-worker counter from a Prometheus text page: every sample whose metric name
+/// contains `needle` (such as `accepted`, matching `steerd_connections_accepted_total`)
+/// and that has a `worker` label, in worker order.
+pub fn parse_per_worker(page: &str, needle: &str) -> Vec<(String, u64)> {
     let mut out: Vec<(String, u64)> = Vec::new();
     for line in page.lines().filter(|l| !l.starts_with('#')) {
         let Some((series, value)) = line.rsplit_once(' ') else {
@@ -127,7 +128,7 @@ pub fn parse_accepted(page: &str) -> Vec<(String, u64)> {
         let Some((name, labels)) = series.split_once('{') else {
             continue;
         };
-        if !name.contains("accepted") {
+        if !name.contains(needle) {
             continue;
         }
         let worker = labels.split(',').find_map(|kv| {
@@ -219,7 +220,11 @@ mod tests {
     fn accepted_per_worker() {
         let page = "# HELP x\nsteerd_accepted_total{worker=\"1\",cpu=\"1\"} 7\n\
                     steerd_accepted_total{worker=\"0\",cpu=\"0\"} 5\nsteerd_open{worker=\"0\"} 3\n";
-        assert_eq!(parse_accepted(page), vec![("0".into(), 5), ("1".into(), 7)]);
+        assert_eq!(
+            parse_per_worker(page, "accepted"),
+            vec![("0".into(), 5), ("1".into(), 7)]
+        );
+        assert_eq!(parse_per_worker(page, "open"), vec![("0".into(), 3)]);
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! the per-round ratio httparse time / steerd time, so > 1 means steerd is faster.
 //!
 //! Run: `cargo bench --bench parser` (optionally `-- ROUNDS BATCH`).
+//! `PARSER_BENCH_ONLY=REQ_SHORT` runs one input, for profiling.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -134,6 +135,11 @@ fn main() {
         .collect();
     let rounds = args.first().and_then(|a| a.parse().ok()).unwrap_or(101);
     let batch = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(20_000);
-    bench("REQ", REQ, rounds, batch);
-    bench("REQ_SHORT", REQ_SHORT, rounds, batch);
+    // PARSER_BENCH_ONLY=REQ or REQ_SHORT runs one input (for profiling).
+    let only = std::env::var("PARSER_BENCH_ONLY").ok();
+    for (name, input) in [("REQ", REQ), ("REQ_SHORT", REQ_SHORT)] {
+        if only.as_deref().is_none_or(|o| o == name) {
+            bench(name, input, rounds, batch);
+        }
+    }
 }

@@ -11,6 +11,7 @@
 //! inherited fd in a child, and the `setgroups`/`setgid`/`setuid` privilege drop.
 #![allow(unsafe_code)]
 
+use crate::cpuset::CpuId;
 use crate::stats::WorkerCounters;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -192,6 +193,34 @@ pub fn become_user(uid: u32, gid: u32, groups: &[u32]) -> io::Result<()> {
     Ok(())
 }
 
+/// `sched_setaffinity(0, {cpu})` — run the calling thread on `cpu` only.
+///
+/// Per thread, not per process: a thread started later inherits the mask. The move happens
+/// at the next scheduling point; callers that need to be on the CPU now check with
+/// `sched_getcpu`. See sched_setaffinity(2).
+pub fn pin_to_cpu(cpu: CpuId) -> io::Result<()> {
+    let mut set = rustix::thread::CpuSet::new();
+    if cpu.get() >= rustix::thread::CpuSet::MAX_CPU {
+        return Err(io::Error::other(format!(
+            "CPU {cpu} is beyond the affinity mask size"
+        )));
+    }
+    set.set(cpu.get());
+    pin_to_set(&set)
+}
+
+/// `sched_setaffinity(0, set)` — run the calling thread on any CPU of `set`.
+/// See sched_setaffinity(2).
+pub fn pin_to_set(set: &rustix::thread::CpuSet) -> io::Result<()> {
+    rustix::thread::sched_setaffinity(None, set).map_err(io::Error::from)
+}
+
+/// `sched_getaffinity(0)` — the CPUs the calling thread may run on now.
+/// See sched_getaffinity(2).
+pub fn affinity() -> io::Result<rustix::thread::CpuSet> {
+    rustix::thread::sched_getaffinity(None).map_err(io::Error::from)
+}
+
 /// Per-worker counters in one `MAP_SHARED | MAP_ANONYMOUS` mapping, made before fork so
 /// the master and every worker see the same pages.
 ///
@@ -244,6 +273,39 @@ impl Drop for SharedCounters {
         // from `as_slice` outlives `self`.
         let _ = unsafe { rustix::mm::munmap(self.ptr.as_ptr().cast(), bytes) };
     }
+}
+
+/// `setsockopt(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, {len, prog})` — attach a classic
+/// BPF program that picks the listener index for each new connection of `fd`'s reuseport
+/// group.
+///
+/// Attach once, after every member has called `listen()`: the program belongs to the group
+/// and a socket that carries its own program before `bind` makes a separate group
+/// (`EADDRINUSE`). An index past the group's size falls back to the hash. Old kernels and
+/// gVisor answer `ENOPROTOOPT` or `EINVAL`. See socket(7), `net/core/sock_reuseport.c`.
+pub fn attach_reuseport_cbpf(fd: BorrowedFd, prog: &[asm_bpf::Insn]) -> io::Result<()> {
+    let len = u16::try_from(prog.len())
+        .map_err(|_| io::Error::other("BPF program longer than 65535 instructions"))?;
+    let fprog = libc::sock_fprog {
+        len,
+        filter: prog.as_ptr().cast::<libc::sock_filter>().cast_mut(),
+    };
+    // SAFETY: `asm_bpf::Insn` is `#[repr(C)]` with the layout of `struct sock_filter`, the
+    // pointer covers `len` instructions borrowed for the call, and the kernel only reads
+    // them (it copies the program).
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_ATTACH_REUSEPORT_CBPF,
+            (&fprog as *const libc::sock_fprog).cast(),
+            core::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -137,7 +137,7 @@ fn parse_imf(s: &[u8]) -> Option<i64> {
     if s.len() != IMF_LEN || &s[3..5] != b", " || s[7] != b' ' || s[11] != b' ' {
         return None;
     }
-    if s[16] != b' ' || &s[25..] != b" GMT" || !DAYS.iter().any(|d| &d[..] == &s[..3]) {
+    if s[16] != b' ' || &s[25..] != b" GMT" || !DAYS.iter().any(|d| d[..] == s[..3]) {
         return None;
     }
     let day = digits(&s[5..7])?;
@@ -170,7 +170,7 @@ fn parse_asctime(s: &[u8]) -> Option<i64> {
     if s.len() != 24 || s[3] != b' ' || s[7] != b' ' || s[10] != b' ' || s[19] != b' ' {
         return None;
     }
-    if !DAYS.iter().any(|d| &d[..] == &s[..3]) {
+    if !DAYS.iter().any(|d| d[..] == s[..3]) {
         return None;
     }
     let day = match s[8] {

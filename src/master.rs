@@ -544,6 +544,48 @@ fn describe(status: WaitStatus) -> String {
 mod tests {
     use super::*;
 
+    /// The kernel is the oracle: a program it refuses (an unknown opcode gets `EINVAL`)
+    /// leaves the listeners on the hash, and the policy says so.
+    #[test]
+    fn refused_program_falls_back_to_hash() {
+        let cpu = crate::cpuset::CpuId::new(rustix::thread::sched_getcpu()).expect("cpu");
+        let workers = [crate::plan::WorkerPlan {
+            index: 0,
+            cpu,
+            node: 0,
+        }];
+        let home = sys::affinity().expect("affinity");
+        let addrs = ["127.0.0.1:0".parse().expect("addr")];
+        let opts = SocketOptions {
+            defer_accept_secs: 0,
+        };
+        let l = listen::open(&workers, &addrs, &home, opts).expect("listeners");
+        let bad = [asm_bpf::Insn {
+            code: 0xffff,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        }];
+        assert_eq!(
+            attach_steering(&l, SteerPolicy::Cpu, Some(&bad)),
+            SteerPolicy::Hash
+        );
+        let ok = [asm_bpf::Insn {
+            code: 0x06,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        }];
+        assert_eq!(
+            attach_steering(&l, SteerPolicy::Cpu, Some(&ok)),
+            SteerPolicy::Cpu
+        );
+        assert_eq!(
+            attach_steering(&l, SteerPolicy::Cpu, None),
+            SteerPolicy::Hash
+        );
+    }
+
     #[test]
     fn backoff_doubles_and_caps() {
         assert_eq!(backoff(0), Duration::ZERO);

@@ -291,7 +291,10 @@ impl<'a> Supervisor<'a> {
             listeners: self.listeners.of_worker(i),
             close,
             args: self.args,
-            counters: &self.counters.as_slice()[i],
+            counters: self
+                .counters
+                .get(i)
+                .ok_or_else(|| io::Error::other("no counter block"))?,
         };
         sys::mask_signals(&SIGNALS, true)?;
         let forked = sys::fork();
@@ -373,9 +376,10 @@ impl<'a> Supervisor<'a> {
             }
             match self.spawn(i) {
                 Ok(()) => {
-                    let _ = self.counters.as_slice()[i]
-                        .respawns
-                        .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+                    if let Some(c) = self.counters.get(i) {
+                        c.respawns
+                            .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+                    }
                 }
                 Err(e) => {
                     crate::say!("worker {i}: fork: {e}; retrying");
@@ -454,7 +458,7 @@ impl<'a> Supervisor<'a> {
 
     fn answer_metrics(&self) {
         let Some(m) = self.metrics else { return };
-        let body = || stats::render(&self.plan.workers, self.counters.as_slice());
+        let body = || stats::render(&self.plan.workers, self.counters.iter());
         if let Err(e) = stats::serve_metrics_once(m.as_fd(), body) {
             crate::say!("metrics: {e}");
         }

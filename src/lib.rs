@@ -31,6 +31,7 @@ pub mod cpuset;
 pub mod event;
 pub mod files;
 pub mod http;
+pub mod json;
 pub mod listen;
 pub mod master;
 pub mod plan;

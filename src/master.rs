@@ -155,8 +155,8 @@ fn attach_steering(
     match listeners.attach(prog) {
         Ok(()) => planned,
         Err((addr, e)) => {
-            eprintln!(
-                "steerd: warning: steer: the kernel refused the {} steering program on {addr} \
+            crate::say!(
+                "warning: steer: the kernel refused the {} steering program on {addr} \
                  ({e}); falling back to hash",
                 planned.name()
             );
@@ -182,21 +182,21 @@ fn announce(plan: &Plan, policy: SteerPolicy, listeners: &Listeners, metrics: Op
     let master = plan
         .master_cpu
         .map_or_else(|| "unpinned".to_string(), |c| format!("on cpu {c}"));
-    eprintln!(
-        "steerd: policy {}, {} workers, master {master}, pid {}",
+    crate::say!(
+        "policy {}, {} workers, master {master}, pid {}",
         policy.name(),
         plan.workers.len(),
         rustix::process::getpid().as_raw_nonzero()
     );
     for w in &plan.workers {
-        eprintln!("steerd: worker {} cpu {} node {}", w.index, w.cpu, w.node);
+        crate::say!("worker {} cpu {} node {}", w.index, w.cpu, w.node);
     }
     for addr in listeners.addrs() {
-        eprintln!("steerd: listening on {addr}");
+        crate::say!("listening on {addr}");
     }
     let metrics_addr = metrics.and_then(|fd| rustix::net::getsockname(fd).ok());
     if let Some(Ok(addr)) = metrics_addr.map(SocketAddr::try_from) {
-        eprintln!("steerd: metrics on {addr}");
+        crate::say!("metrics on {addr}");
     }
 }
 
@@ -354,8 +354,8 @@ impl<'a> Supervisor<'a> {
         };
         let delay = backoff(slot.crashes);
         slot.respawn_at = Some(now + delay);
-        eprintln!(
-            "steerd: worker {i} (pid {}, cpu {}) {}; restarting in {} ms",
+        crate::say!(
+            "worker {i} (pid {}, cpu {}) {}; restarting in {} ms",
             pid.as_raw_nonzero(),
             self.plan.workers[i].cpu,
             describe(status),
@@ -378,7 +378,7 @@ impl<'a> Supervisor<'a> {
                         .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
                 }
                 Err(e) => {
-                    eprintln!("steerd: worker {i}: fork: {e}; retrying");
+                    crate::say!("worker {i}: fork: {e}; retrying");
                     self.slots[i].respawn_at = Some(now + BACKOFF_MAX.min(BACKOFF_FIRST * 10));
                 }
             }
@@ -394,15 +394,15 @@ impl<'a> Supervisor<'a> {
         }
         self.seen.hup = hup;
         if let Err(e) = worker::open_root(&self.args.root) {
-            eprintln!("steerd: reload: root: {e}; keeping the running workers");
+            crate::say!("reload: root: {e}; keeping the running workers");
             return;
         }
-        eprintln!("steerd: reload: starting new workers, stopping the old ones gracefully");
+        crate::say!("reload: starting new workers, stopping the old ones gracefully");
         let old: Vec<Pid> = self.slots.iter_mut().filter_map(|s| s.pid.take()).collect();
         for i in 0..self.slots.len() {
             self.slots[i].crashes = 0;
             if let Err(e) = self.spawn(i) {
-                eprintln!("steerd: worker {i}: fork: {e}; retrying");
+                crate::say!("worker {i}: fork: {e}; retrying");
                 self.slots[i].respawn_at = Some(Instant::now() + BACKOFF_FIRST);
             }
         }
@@ -456,14 +456,14 @@ impl<'a> Supervisor<'a> {
         let Some(m) = self.metrics else { return };
         let body = || stats::render(&self.plan.workers, self.counters.as_slice());
         if let Err(e) = stats::serve_metrics_once(m.as_fd(), body) {
-            eprintln!("steerd: metrics: {e}");
+            crate::say!("metrics: {e}");
         }
     }
 
     /// Stops every worker: TERM (fast) or QUIT (graceful), then waits; a TERM during a
     /// graceful stop makes it fast; whatever is left at the deadline is killed.
     fn stop(&mut self, mut kind: Stop) {
-        eprintln!("steerd: stopping ({})", stop_name(kind));
+        crate::say!("stopping ({})", stop_name(kind));
         self.signal_all(stop_signal(kind));
         let mut deadline = Instant::now() + self.grace(kind);
         loop {
@@ -477,13 +477,13 @@ impl<'a> Supervisor<'a> {
                 deadline = deadline.min(Instant::now() + FAST_STOP_GRACE);
             }
             if Instant::now() >= deadline {
-                eprintln!("steerd: workers still running after the grace period; killing them");
+                crate::say!("workers still running after the grace period; killing them");
                 self.signal_all(Signal::KILL);
                 deadline = Instant::now() + FAST_STOP_GRACE;
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        eprintln!("steerd: stopped");
+        crate::say!("stopped");
     }
 
     fn grace(&self, kind: Stop) -> Duration {

@@ -182,7 +182,6 @@ pub fn serve_metrics_once(
     };
     let mut stream = std::net::TcpStream::from(conn);
     stream.set_nonblocking(false)?;
-    stream.set_read_timeout(Some(METRICS_CLIENT_TIMEOUT))?;
     stream.set_write_timeout(Some(METRICS_CLIENT_TIMEOUT))?;
     let head = read_head(&mut stream)?;
     let (status, content) = if is_metrics_request(&head) {
@@ -198,10 +197,22 @@ pub fn serve_metrics_once(
     stream.write_all(reply.as_bytes())
 }
 
+/// Reads until the end of the head, 4 KiB, EOF, or the client's time is up: the whole
+/// exchange has one deadline, so a client sending a byte at a time cannot hold the
+/// master longer than [`METRICS_CLIENT_TIMEOUT`].
 fn read_head(stream: &mut std::net::TcpStream) -> io::Result<Vec<u8>> {
+    let deadline = std::time::Instant::now() + METRICS_CLIENT_TIMEOUT;
     let mut head = Vec::with_capacity(512);
     let mut buf = [0u8; 512];
     while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < METRICS_HEAD_MAX {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "metrics client too slow",
+            ));
+        }
+        stream.set_read_timeout(Some(left))?;
         let n = stream.read(&mut buf)?;
         if n == 0 {
             break;

@@ -193,6 +193,26 @@ pub fn become_user(uid: u32, gid: u32, groups: &[u32]) -> io::Result<()> {
     Ok(())
 }
 
+/// `say!("worker {i} ...")`: one `steerd: ...` line on stderr through [`log_line`].
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::sys::log_line(&format!($($arg)*))
+    };
+}
+
+/// `write(2, "steerd: " + line + "\n")` in one call, so lines from the master and its
+/// workers sharing one stderr pipe never interleave (a pipe write of at most `PIPE_BUF`
+/// bytes is atomic, pipe(7)). Errors are ignored: there is nowhere else to report them.
+pub fn log_line(line: &str) {
+    use std::io::Write;
+    let mut buf = Vec::with_capacity(line.len() + 9);
+    buf.extend_from_slice(b"steerd: ");
+    buf.extend_from_slice(line.as_bytes());
+    buf.push(b'\n');
+    let _ = std::io::stderr().lock().write_all(&buf);
+}
+
 /// `sched_setaffinity(0, {cpu})` — run the calling thread on `cpu` only.
 ///
 /// Per thread, not per process: a thread started later inherits the mask. The move happens

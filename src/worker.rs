@@ -92,7 +92,7 @@ pub fn main(start: WorkerStart<'_>) -> ! {
     let status = match run(start) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("steerd: worker {index}: {e}");
+            crate::say!("worker {index}: {e}");
             1
         }
     };
@@ -115,8 +115,8 @@ fn run(start: WorkerStart<'_>) -> Result<(), WorkerError> {
         sys::close_inherited(fd);
     }
     let root = open_root(&start.args.root).map_err(WorkerError::Root)?;
-    eprintln!(
-        "steerd: worker {} pid {} running on cpu {} node {}",
+    crate::say!(
+        "worker {} pid {} running on cpu {} node {}",
         start.plan.index,
         rustix::process::getpid().as_raw_nonzero(),
         cpu,

@@ -1,34 +1,16 @@
 //! The planner on the captured trees: worker CPUs, listener order, master CPU, the
 //! CPU -> listener map, and the errors for flags the machine cannot satisfy.
 
-use std::path::PathBuf;
-use steerd::args::{self, MasterCpu, Roots, ServeArgs, SteerPolicy, Workers};
+mod topology_fixtures;
+
+use steerd::args::{MasterCpu, Roots, ServeArgs, SteerPolicy, Workers};
 use steerd::cpuset::{CpuId, CpuSet};
 use steerd::plan::{self, Plan, PlanError};
 use steerd::topology::{self, Topology};
-
-fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/sys")
-        .join(name)
-}
-
-fn topo(name: &str) -> Topology {
-    topology::read(&Roots {
-        sysfs: fixture(name),
-        procfs: PathBuf::from("/proc"),
-    })
-    .0
-}
-
-/// Serve options from flags, as the command line gives them.
-fn serve(flags: &[&str]) -> ServeArgs {
-    let v: Vec<String> = flags.iter().map(|s| s.to_string()).collect();
-    args::parse_serve(&v).unwrap()
-}
+use topology_fixtures::{fixture, make_on, serve, topo};
 
 fn make(name: &str, flags: &[&str]) -> Plan {
-    plan::make(&serve(flags), &topo(name)).unwrap()
+    make_on(&topo(name), flags)
 }
 
 fn cpus(p: &Plan) -> Vec<usize> {

@@ -1,17 +1,14 @@
 //! Topology on the captured trees in tests/data/sys/ (made by make-fixtures.py), through
 //! the library and through `steerd topo`.
 
+mod topology_fixtures;
+
 use std::path::PathBuf;
 use std::process::Command;
 use steerd::args::Roots;
 use steerd::cpuset::{CpuId, CpuSet};
 use steerd::topology::{self, Topology};
-
-fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/sys")
-        .join(name)
-}
+use topology_fixtures::fixture;
 
 fn read(name: &str) -> (Topology, Vec<String>) {
     topology::read(&Roots {

@@ -77,14 +77,26 @@ fn err(line: usize, message: impl Into<String>) -> BytecodeError {
 
 /// Whether `text` looks like bytecode rather than bpf_asm source: its first
 /// non-blank character is a digit (default format) or `{` (C format). bpf_asm source
-/// never starts with a number or a brace.
+/// never starts with a number or a brace. A leading C comment (bpf_dbg's dump) is
+/// skipped first.
 pub fn looks_like_bytecode(text: &str) -> bool {
-    matches!(text.trim_start().bytes().next(), Some(b'0'..=b'9' | b'{'))
+    let first = text
+        .lines()
+        .map(strip_c_comments)
+        .find(|l| !l.trim().is_empty());
+    matches!(
+        first.and_then(|l| l.trim_start().bytes().next()),
+        Some(b'0'..=b'9' | b'{')
+    )
 }
 
 /// Reads a program printed in either bpf_asm format (see the module doc).
 pub fn parse_bytecode(text: &str) -> Result<Vec<Insn>, BytecodeError> {
-    if text.trim_start().starts_with('{') {
+    let c_format = text
+        .lines()
+        .map(strip_c_comments)
+        .find(|l| !l.trim().is_empty());
+    if c_format.is_some_and(|l| l.trim_start().starts_with('{')) {
         parse_c(text)
     } else {
         parse_default(text)
@@ -129,11 +141,12 @@ fn parse_default(text: &str) -> Result<Vec<Insn>, BytecodeError> {
         .collect()
 }
 
-/// `{ code, jt, jf, k },` per line; blank lines are skipped.
+/// `{ code, jt, jf, k },` per line; blank lines and C comments are skipped.
 fn parse_c(text: &str) -> Result<Vec<Insn>, BytecodeError> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
-        let l = line.trim_matches(|c: char| c.is_ascii_whitespace());
+        let uncommented = strip_c_comments(line);
+        let l = uncommented.trim_matches(|c: char| c.is_ascii_whitespace());
         if l.is_empty() {
             continue;
         }
@@ -147,6 +160,34 @@ fn parse_c(text: &str) -> Result<Vec<Insn>, BytecodeError> {
         out.push(insn);
     }
     Ok(out)
+}
+
+/// `line` without its `/* ... */` and `// ...` comments (bpf_dbg's dump has a comment
+/// line; C arrays often carry one per instruction).
+fn strip_c_comments(line: &str) -> String {
+    let mut out = String::new();
+    let mut rest = line;
+    loop {
+        let block = rest.find("/*");
+        let slashes = rest.find("//");
+        match (block, slashes) {
+            (Some(b), s) if s.map_or(true, |s| b < s) => {
+                out.push_str(&rest[..b]);
+                match rest[b + 2..].find("*/") {
+                    Some(end) => rest = &rest[b + 2 + end + 2..],
+                    None => return out,
+                }
+            }
+            (_, Some(s)) => {
+                out.push_str(&rest[..s]);
+                return out;
+            }
+            _ => {
+                out.push_str(rest);
+                return out;
+            }
+        }
+    }
 }
 
 /// Four numbers to an instruction, each checked against its field's width.

@@ -8,6 +8,8 @@ use core::fmt;
 
 pub mod bpf;
 pub mod bpf_exec;
+pub mod check;
+pub mod serve;
 pub mod topo;
 
 /// An error on its way to the user: which stage, and what went wrong.
@@ -68,7 +70,9 @@ fn dispatch(command: Command) -> Result<i32, Failure> {
         }
         Command::Bpf(rest) => Ok(bpf::main(&rest)),
         Command::Topo { roots, json } => Ok(topo::main(&roots, json)),
-        Command::Serve(_) | Command::Check { .. } | Command::Bench(_) => Err(Failure {
+        Command::Check { serve, json } => check::main(&serve, json),
+        Command::Serve(args) => serve::main(&args),
+        Command::Bench(_) => Err(Failure {
             stage: "args",
             message: "this subcommand is not built yet".into(),
             status: 2,

@@ -118,6 +118,9 @@ pub struct Conn {
     pub writable: bool,
     /// Registered with epoll.
     pub registered: bool,
+    /// The peer shut its write side: keep reading after short reads to see the EOF
+    /// (no new edge will announce it).
+    pub peer_shut: bool,
     /// The client's address (for the access log).
     pub peer: Option<SocketAddr>,
     in_len: usize,
@@ -140,6 +143,7 @@ impl Conn {
             readable: false,
             writable: false,
             registered: false,
+            peer_shut: false,
             peer: None,
             in_len: 0,
             scanned: 0,
@@ -303,7 +307,7 @@ fn transition(
                             ctx.timers.arm(slot, Kind::Header, ctx.now_ms);
                         }
                         c.in_len += n;
-                        c.readable = n == space;
+                        c.readable = n == space || c.peer_shut;
                     }
                     Read::Eof => return Next::Close,
                     Read::Blocked => {
@@ -330,7 +334,7 @@ fn transition(
                 match read_some(fd, inb) {
                     Read::Data(n) => {
                         c.in_len = n;
-                        c.readable = n == IN_CAP;
+                        c.readable = n == IN_CAP || c.peer_shut;
                     }
                     Read::Eof => return Next::Close,
                     Read::Blocked => {

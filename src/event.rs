@@ -57,6 +57,8 @@ pub struct Ready {
     pub writable: bool,
     /// The peer hung up or the socket has an error.
     pub hangup: bool,
+    /// The peer shut its write side (`EPOLLRDHUP`): an EOF waits behind any data.
+    pub peer_shut: bool,
 }
 
 impl Ready {
@@ -65,6 +67,7 @@ impl Ready {
             readable: f.intersects(EventFlags::IN | EventFlags::RDHUP),
             writable: f.contains(EventFlags::OUT),
             hangup: f.intersects(EventFlags::HUP | EventFlags::ERR),
+            peer_shut: f.contains(EventFlags::RDHUP),
         }
     }
 }

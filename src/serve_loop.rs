@@ -315,6 +315,7 @@ impl<'a> Loop<'a> {
         let c = &mut self.conns[token.slot as usize];
         c.readable |= ready.readable || ready.hangup;
         c.writable |= ready.writable || ready.hangup;
+        c.peer_shut |= ready.peer_shut || ready.hangup;
         self.drive(token.slot);
     }
 

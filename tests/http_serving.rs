@@ -376,3 +376,25 @@ fn counters_track_accepts_responses_and_bytes() {
     assert_eq!(c.open.load(Relaxed), 0);
     assert!(c.bytes_sent.load(Relaxed) > 5 * 12);
 }
+
+#[test]
+fn a_half_closed_client_gets_its_answer_and_the_connection_closes() {
+    let site = Site::new("halfclose");
+    let srv = server(&site);
+    let mut s = srv.connect();
+    s.write_all(b"GET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut all = Vec::new();
+    let started = Instant::now();
+    s.read_to_end(&mut all).unwrap();
+    assert!(
+        all.ends_with(b"0123456789"),
+        "{}",
+        String::from_utf8_lossy(&all)
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "closed at EOF, not at the idle timeout"
+    );
+}

@@ -87,6 +87,11 @@ pub struct InProc {
 
 impl InProc {
     pub fn start(cfg: LoopConfig, tuning: Tuning) -> InProc {
+        InProc::start_marked(cfg, tuning, || {})
+    }
+
+    /// As [`InProc::start`], running `mark` first on the server thread.
+    pub fn start_marked(cfg: LoopConfig, tuning: Tuning, mark: fn()) -> InProc {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap();
@@ -94,6 +99,7 @@ impl InProc {
         let stop = Arc::new(AtomicBool::new(false));
         let (c2, s2) = (counters.clone(), stop.clone());
         let thread = std::thread::spawn(move || {
+            mark();
             let fd = OwnedFd::from(listener);
             let mut control = || {
                 if s2.load(Ordering::Relaxed) {

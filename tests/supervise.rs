@@ -60,7 +60,19 @@ fn workers_and_master_are_pinned_as_planned() {
         );
     }
     drop(server);
-    // `auto`: the master line names a CPU, and the kernel agrees.
+    // `auto`: the master sits where `steerd check` plans it, and the kernel agrees; the
+    // workers are the planned ones.
+    let check = std::process::Command::new(binary())
+        .arg("check")
+        .output()
+        .expect("steerd check");
+    let text = String::from_utf8_lossy(&check.stdout).into_owned();
+    let planned_master = text
+        .lines()
+        .find_map(|l| l.strip_prefix("master: CPU "))
+        .expect("check names the master CPU")
+        .trim()
+        .to_string();
     let server = Server::start(&[]);
     let line = server.wait_line(|l| l.starts_with("steerd: policy "));
     let cpu = line
@@ -68,7 +80,27 @@ fn workers_and_master_are_pinned_as_planned() {
         .nth(1)
         .and_then(|r| r.split(',').next())
         .expect("pinned");
-    assert_eq!(status_field(server.pid, "Cpus_allowed_list"), cpu);
+    assert_eq!(
+        cpu, planned_master,
+        "serve pins the master where check plans it"
+    );
+    assert_eq!(
+        status_field(server.pid, "Cpus_allowed_list"),
+        planned_master
+    );
+    let rows: Vec<(usize, usize)> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("INDEX CPU NODE"))
+        .skip(1)
+        .map_while(|l| {
+            let f: Vec<usize> = l
+                .split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            (f.len() == 3).then(|| (f[0], f[1]))
+        })
+        .collect();
+    assert_eq!(server.plan(), rows, "serve runs the workers check plans");
 }
 
 #[test]

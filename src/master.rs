@@ -298,17 +298,18 @@ impl<'a> Supervisor<'a> {
         };
         sys::mask_signals(&SIGNALS, true)?;
         let forked = sys::fork();
-        let unmask = sys::mask_signals(&SIGNALS, false);
-        match forked? {
-            Forked::Child => worker::main(start),
-            Forked::Parent(pid) => {
-                let slot = &mut self.slots[i];
-                slot.pid = Some(pid);
-                slot.started = Some(Instant::now());
-                slot.respawn_at = None;
-                unmask
-            }
+        if let Ok(Forked::Child) = forked {
+            // Still masked: the worker resets its counters, then unmasks.
+            worker::main(start);
         }
+        let unmask = sys::mask_signals(&SIGNALS, false);
+        if let Forked::Parent(pid) = forked? {
+            let slot = &mut self.slots[i];
+            slot.pid = Some(pid);
+            slot.started = Some(Instant::now());
+            slot.respawn_at = None;
+        }
+        unmask
     }
 
     /// The supervision loop; returns once every worker has stopped after a stop signal.

@@ -123,7 +123,8 @@ pub fn run(
 
 /// `TCP_DEFER_ACCEPT` for the header timeout, rounded up to whole seconds: the listener
 /// wakes a worker only once a request's first bytes are there (one wakeup saved on every
-/// new connection), and a connection that never speaks is never accepted.
+/// new connection); a silent connection is handed over when the deferral ends, and the
+/// header timeout then closes it.
 fn defer_accept_secs(args: &ServeArgs) -> u32 {
     let ms = args.header_timeout.as_millis();
     u32::try_from(ms.div_ceil(1000)).unwrap_or(u32::MAX).max(1)

@@ -151,7 +151,7 @@ pub fn close_inherited(fd: RawFd) {
 /// data has arrived on a new connection.
 ///
 /// The kernel turns seconds into a count of SYN-ACK retransmissions, so the wait is
-/// rounded; a connection that never sends is dropped after it without ever being accepted.
+/// rounded; a connection that has sent nothing by then is queued for `accept` anyway.
 /// See tcp(7).
 pub fn set_tcp_defer_accept(fd: BorrowedFd<'_>, secs: u32) -> io::Result<()> {
     let value = libc::c_int::try_from(secs).unwrap_or(libc::c_int::MAX);

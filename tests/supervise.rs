@@ -282,6 +282,46 @@ fn hup_starts_new_workers_on_the_same_listeners() {
 }
 
 #[test]
+fn hup_picks_up_a_root_whose_path_now_points_elsewhere() {
+    let dir = TempDir::new("hup-root");
+    for (name, body) in [("a", "release a\n"), ("b", "release b\n")] {
+        std::fs::create_dir(dir.path().join(name)).unwrap();
+        std::fs::write(dir.path().join(name).join("index.html"), body).unwrap();
+    }
+    let site = dir.path().join("site");
+    std::os::unix::fs::symlink("a", &site).unwrap();
+    let server = Server::spawn(std::process::Command::new(binary()).args([
+        "serve",
+        &site.display().to_string(),
+        "--listen",
+        "127.0.0.1:0",
+    ]));
+    assert_eq!(get(server.addr, "/index.html").1, "release a\n");
+    // Deploy: swap the link atomically, then HUP.
+    let next = dir.path().join("site.next");
+    std::os::unix::fs::symlink("b", &next).unwrap();
+    std::fs::rename(&next, &site).unwrap();
+    assert_eq!(
+        get(server.addr, "/index.html").1,
+        "release a\n",
+        "workers keep their root"
+    );
+    let old: Vec<u32> = server
+        .plan()
+        .iter()
+        .map(|&(i, _)| server.worker_pid(i))
+        .collect();
+    server.signal(libc::SIGHUP);
+    for (i, _) in server.plan() {
+        wait_for_new_pid(&server, i, old[i]);
+    }
+    wait_until("the old workers are gone", || {
+        old.iter().all(|&p| !alive(p))
+    });
+    assert_eq!(get(server.addr, "/index.html").1, "release b\n");
+}
+
+#[test]
 fn usr1_reopens_the_access_log_after_rotation() {
     let logs = TempDir::new("logs");
     let log = logs.path().join("access.log");

@@ -58,7 +58,7 @@ pub enum MasterError {
     /// Resolving or becoming `--user`.
     User(String),
     /// The served root cannot be opened.
-    Root(io::Error),
+    Root(std::path::PathBuf, io::Error),
     /// The shared counters mapping.
     Counters(io::Error),
     /// `fork` failed at start.
@@ -70,10 +70,11 @@ impl fmt::Display for MasterError {
         match self {
             MasterError::Signals(e) => write!(f, "signals: {e}"),
             MasterError::Pin(e) => write!(f, "pinning the master: {e}"),
-            MasterError::Listen(e) => write!(f, "listen: {e}"),
-            MasterError::Metrics(a, e) => write!(f, "metrics: {a}: {e}"),
-            MasterError::User(e) => write!(f, "user: {e}"),
-            MasterError::Root(e) => write!(f, "root: {e}"),
+            // These four are printed under their own stage name (see `stage`).
+            MasterError::Listen(e) => write!(f, "{e}"),
+            MasterError::Metrics(a, e) => write!(f, "{a}: {e}"),
+            MasterError::User(e) => write!(f, "{e}"),
+            MasterError::Root(path, e) => write!(f, "{}: {e}", path.display()),
             MasterError::Counters(e) => write!(f, "counters mapping: {e}"),
             MasterError::Fork(e) => write!(f, "fork: {e}"),
         }
@@ -87,7 +88,7 @@ impl MasterError {
             MasterError::Listen(_) => "listen",
             MasterError::Metrics(..) => "metrics",
             MasterError::User(_) => "user",
-            MasterError::Root(_) => "root",
+            MasterError::Root(..) => "root",
             _ => "master",
         }
     }
@@ -113,7 +114,7 @@ pub fn run(
     if let Some(spec) = &args.user {
         drop_privileges(spec)?;
     }
-    worker::open_root(&args.root).map_err(MasterError::Root)?;
+    worker::open_root(&args.root).map_err(|e| MasterError::Root(args.root.clone(), e))?;
     let counters = SharedCounters::new(plan.workers.len()).map_err(MasterError::Counters)?;
     let mut sup = Supervisor::new(args, plan, &listeners, &counters, metrics.as_ref());
     sup.start_all()?;

@@ -104,6 +104,20 @@ fn workers_and_master_are_pinned_as_planned() {
 }
 
 #[test]
+fn master_cpu_none_leaves_the_master_unpinned() {
+    let server = Server::start(&["--master-cpu", "none"]);
+    assert!(server
+        .find_line(|l| l.contains("master unpinned"))
+        .is_some());
+    let ours = status_field(std::process::id(), "Cpus_allowed_list");
+    assert_eq!(status_field(server.pid, "Cpus_allowed_list"), ours);
+    for (index, cpu) in server.plan() {
+        let pid = server.worker_pid(index);
+        assert_eq!(status_field(pid, "Cpus_allowed_list"), cpu.to_string());
+    }
+}
+
+#[test]
 fn one_cpu_falls_back_to_hash_with_one_warning() {
     let cpu = allowed_cpus()[0];
     let server = Server::start(&["--cpus", &cpu.to_string(), "--steer", "cpu"]);

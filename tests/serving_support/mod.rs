@@ -217,6 +217,31 @@ impl Server {
         s
     }
 
+    /// The sum over workers of a Prometheus series (needs `--metrics 127.0.0.1:0`).
+    pub fn metric(&self, name: &str) -> u64 {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let addr = loop {
+            let log = self.stderr.lock().unwrap().clone();
+            if let Some(a) = log
+                .lines()
+                .find_map(|l| l.strip_prefix("steerd: metrics on "))
+            {
+                break a.trim().parse::<SocketAddr>().expect("metrics address");
+            }
+            assert!(Instant::now() < deadline, "no metrics line in {log}");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let text = exchange(
+            addr,
+            "GET /metrics HTTP/1.1\r\nHost: m\r\nConnection: close\r\n\r\n",
+        )
+        .text();
+        text.lines()
+            .filter(|l| l.starts_with(name) && l[name.len()..].starts_with('{'))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum()
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.addr, path)
     }

@@ -398,3 +398,37 @@ fn a_half_closed_client_gets_its_answer_and_the_connection_closes() {
         "closed at EOF, not at the idle timeout"
     );
 }
+
+#[test]
+fn a_full_table_pauses_accepting_and_serves_the_queue_when_a_slot_frees() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let site = Site::new("fulltable");
+    let mut cfg = config(&site.root);
+    cfg.max_conns = 2;
+    let srv = InProc::start(cfg, Tuning::default());
+    let mut a = srv.connect();
+    let mut b = srv.connect();
+    a.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+    b.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let mut c = srv.connect();
+    c.write_all(b"GET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    c.set_read_timeout(Some(Duration::from_millis(400)))
+        .unwrap();
+    let mut one = [0u8; 1];
+    assert!(
+        c.read(&mut one).is_err(),
+        "no slot: the third connection waits in the backlog"
+    );
+    assert!(srv.counters.accept_pauses.load(Relaxed) >= 1);
+    drop(a);
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let r = read_response(&mut BufReader::new(c), false).unwrap();
+    assert_eq!(r.text(), "0123456789");
+    b.write_all(b"Host: t\r\n\r\n").unwrap();
+    assert_eq!(
+        read_response(&mut BufReader::new(b), false).unwrap().status,
+        200
+    );
+}

@@ -290,7 +290,8 @@ impl<'a> Loop<'a> {
         if let Some(d) = self.ctx.timers.next_deadline() {
             until = until.min(d);
         }
-        if !self.accepting && !self.ctx.draining {
+        // A full table resumes when a slot frees (in the same turn), not on a timer.
+        if !self.accepting && !self.ctx.draining && !self.free.is_empty() {
             until = until.min(self.resume_at);
         }
         if let Some(end) = grace_end {

@@ -398,3 +398,110 @@ fn a_half_closed_client_gets_its_answer_and_the_connection_closes() {
         "closed at EOF, not at the idle timeout"
     );
 }
+
+#[test]
+fn a_full_table_pauses_accepting_and_serves_the_queue_when_a_slot_frees() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let site = Site::new("fulltable");
+    let mut cfg = config(&site.root);
+    cfg.max_conns = 2;
+    let srv = InProc::start(cfg, Tuning::default());
+    let mut a = srv.connect();
+    let mut b = srv.connect();
+    a.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+    b.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let mut c = srv.connect();
+    c.write_all(b"GET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    c.set_read_timeout(Some(Duration::from_millis(400)))
+        .unwrap();
+    let mut one = [0u8; 1];
+    assert!(
+        c.read(&mut one).is_err(),
+        "no slot: the third connection waits in the backlog"
+    );
+    assert!(srv.counters.accept_pauses.load(Relaxed) >= 1);
+    drop(a);
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let r = read_response(&mut BufReader::new(c), false).unwrap();
+    assert_eq!(r.text(), "0123456789");
+    b.write_all(b"Host: t\r\n\r\n").unwrap();
+    assert_eq!(
+        read_response(&mut BufReader::new(b), false).unwrap().status,
+        200
+    );
+}
+
+#[test]
+fn a_stalled_reader_is_cut_at_the_send_timeout() {
+    let site = Site::new("sendstall");
+    let mut cfg = config(&site.root);
+    cfg.send_timeout = Duration::from_millis(300);
+    // Larger than every socket buffer on the way (tcp_wmem max is 4 MiB): sparse, 64 MiB.
+    let huge = std::fs::File::create(site.root.join("huge.bin")).unwrap();
+    huge.set_len(64 << 20).unwrap();
+    let srv = InProc::start(cfg, Tuning::default());
+    let s = srv.connect();
+    let mut w = s.try_clone().unwrap();
+    w.write_all(b"GET /huge.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500)); // never read: the send stalls
+    let mut r = s;
+    let mut total = 0usize;
+    let mut buf = vec![0u8; 1 << 16];
+    r.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    while let Ok(n) = r.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        total += n;
+    }
+    assert!(
+        total < 64 << 20,
+        "the server gave up before the end: got {total} bytes"
+    );
+}
+
+#[test]
+fn graceful_stop_finishes_the_download_in_flight_and_reopen_log_works() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let site = Site::new("graceful");
+    let mut cfg = config(&site.root);
+    let log = site.base.join("access.log");
+    cfg.access_log = Some(log.clone());
+    let mut srv = InProc::start(cfg, Tuning::default());
+    // Rotate the log: the loop reopens the path and writes there.
+    get(srv.addr, "/ten.bin", "");
+    std::fs::rename(&log, site.base.join("access.log.1")).unwrap();
+    srv.control.store(3, Relaxed);
+    std::thread::sleep(Duration::from_millis(700));
+    get(srv.addr, "/hello.txt", "");
+    // A large download in flight, a kept-alive idle connection, then the graceful stop.
+    let mut idle = srv.connect();
+    idle.write_all(b"GET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    read_response(&mut BufReader::new(idle.try_clone().unwrap()), false).unwrap();
+    let mut dl = srv.connect();
+    dl.write_all(b"GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    srv.control.store(1, Relaxed);
+    let resp = read_response(&mut BufReader::new(dl.try_clone().unwrap()), false).unwrap();
+    assert!(resp.body == site.big(), "the download in flight completed");
+    assert!(
+        closed_within(&mut idle, Duration::from_secs(3)),
+        "idle keep-alive closed"
+    );
+    assert!(srv.join_within(Duration::from_secs(5)), "the loop returned");
+    let old = std::fs::read_to_string(site.base.join("access.log.1")).unwrap();
+    let new = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        old.contains("GET /ten.bin") && !old.contains("/hello.txt"),
+        "{old}"
+    );
+    assert!(
+        new.contains("GET /hello.txt") && new.contains("GET /big.bin"),
+        "{new}"
+    );
+}

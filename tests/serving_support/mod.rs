@@ -8,7 +8,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -81,7 +81,9 @@ pub fn config(root: &Path) -> LoopConfig {
 pub struct InProc {
     pub addr: SocketAddr,
     pub counters: Arc<WorkerCounters>,
-    stop: Arc<AtomicBool>,
+    /// What the control callback returns next: 0 run, 1 graceful stop, 2 stop now,
+    /// 3 reopen the log (once, then back to 0).
+    pub control: Arc<AtomicU8>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -96,17 +98,19 @@ impl InProc {
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap();
         let counters = Arc::new(WorkerCounters::default());
-        let stop = Arc::new(AtomicBool::new(false));
-        let (c2, s2) = (counters.clone(), stop.clone());
+        let control = Arc::new(AtomicU8::new(0));
+        let (c2, s2) = (counters.clone(), control.clone());
         let thread = std::thread::spawn(move || {
             mark();
             let fd = OwnedFd::from(listener);
-            let mut control = || {
-                if s2.load(Ordering::Relaxed) {
-                    Control::StopNow
-                } else {
-                    Control::Run
+            let mut control = || match s2.load(Ordering::Relaxed) {
+                1 => Control::StopGraceful,
+                2 => Control::StopNow,
+                3 => {
+                    let _ = s2.compare_exchange(3, 0, Ordering::Relaxed, Ordering::Relaxed);
+                    Control::ReopenLog
                 }
+                _ => Control::Run,
             };
             use std::os::fd::AsFd;
             serve_loop::run_tuned(fd.as_fd(), cfg, tuning, &c2, &mut control).unwrap();
@@ -114,7 +118,7 @@ impl InProc {
         InProc {
             addr,
             counters,
-            stop,
+            control,
             thread: Some(thread),
         }
     }
@@ -126,9 +130,26 @@ impl InProc {
     }
 }
 
+impl InProc {
+    /// Waits for the loop to return (after a stop), with a bound.
+    pub fn join_within(&mut self, t: Duration) -> bool {
+        let deadline = Instant::now() + t;
+        while Instant::now() < deadline {
+            if self.thread.as_ref().map_or(true, |h| h.is_finished()) {
+                if let Some(h) = self.thread.take() {
+                    let _ = h.join();
+                }
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
+    }
+}
+
 impl Drop for InProc {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.control.store(2, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -215,6 +236,31 @@ impl Server {
         let s = TcpStream::connect(self.addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         s
+    }
+
+    /// The sum over workers of a Prometheus series (needs `--metrics 127.0.0.1:0`).
+    pub fn metric(&self, name: &str) -> u64 {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let addr = loop {
+            let log = self.stderr.lock().unwrap().clone();
+            if let Some(a) = log
+                .lines()
+                .find_map(|l| l.strip_prefix("steerd: metrics on "))
+            {
+                break a.trim().parse::<SocketAddr>().expect("metrics address");
+            }
+            assert!(Instant::now() < deadline, "no metrics line in {log}");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let text = exchange(
+            addr,
+            "GET /metrics HTTP/1.1\r\nHost: m\r\nConnection: close\r\n\r\n",
+        )
+        .text();
+        text.lines()
+            .filter(|l| l.starts_with(name) && l[name.len()..].starts_with('{'))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum()
     }
 
     pub fn url(&self, path: &str) -> String {

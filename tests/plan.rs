@@ -95,6 +95,13 @@ fn kunpeng_spreads_nodes_then_clusters() {
     let p = make("kunpeng920-2x2", &["--workers", "12"]);
     assert_eq!(cpus(&p), [0, 1, 4, 8, 9, 12, 16, 17, 20, 24, 25, 28]);
     check_invariants(&p, &t);
+    // CPUs without a worker go to the worker of their own cluster.
+    let p = make("kunpeng920-2x2", &["--workers", "8"]);
+    let map: Vec<u16> = p.cpu_map.iter().map(|&(_, i)| i).collect();
+    assert_eq!(
+        &map[..16],
+        &[0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]
+    );
     // Every CPU of node 0 reaches the node-0 worker(s).
     let p = make("kunpeng920-2x2", &["--workers", "4"]);
     for c in 0..8 {
@@ -115,6 +122,22 @@ fn xeon_distinct_cores_before_smt_siblings() {
     let p = make("xeon-2s-smt-112", &["--workers", "56"]);
     let want: Vec<usize> = (0..56).collect();
     assert_eq!(cpus(&p), want, "every physical core once, no sibling");
+    for sibling in 56..112 {
+        assert_eq!(
+            p.index_for(cpu(sibling)),
+            p.index_for(cpu(sibling - 56)),
+            "SMT sibling"
+        );
+    }
+    let p = make("xeon-2s-smt-112", &["--workers", "4"]);
+    assert_eq!(cpus(&p), [0, 1, 28, 29]);
+    let on_node0: Vec<u32> = (2..10).map(|c| p.index_for(cpu(c))).collect();
+    assert_eq!(
+        on_node0,
+        [0, 1, 0, 1, 0, 1, 0, 1],
+        "round-robin inside the node"
+    );
+    assert_eq!(p.index_for(cpu(84)), 2, "sibling of 28");
     let p = make("xeon-2s-smt-112", &["--workers", "58"]);
     assert!(cpus(&p).contains(&56) && cpus(&p).contains(&84));
     check_invariants(&p, &t);

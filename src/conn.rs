@@ -534,3 +534,187 @@ fn advance_sent(c: &mut Conn, mut n: usize) {
         _ => {}
     }
 }
+
+/// One fixture per state: a socket pair, one slot, a real root directory.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::files::cache::CacheConfig;
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixStream;
+
+    struct Fixture {
+        conn: Conn,
+        buf: Vec<u8>,
+        peer: UnixStream,
+        scratch: Scratch,
+        counters: &'static WorkerCounters,
+        dir: std::path::PathBuf,
+        root: OwnedFd,
+    }
+
+    fn fixture(name: &str) -> Fixture {
+        let dir = std::env::temp_dir().join(format!("steerd-conn-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("a.txt"), "abc").unwrap();
+        std::fs::File::create(dir.join("big"))
+            .unwrap()
+            .set_len(8 << 20)
+            .unwrap();
+        let root = rustix::fs::open(
+            &dir,
+            rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY,
+            rustix::fs::Mode::empty(),
+        )
+        .unwrap();
+        let (ours, peer) = UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        let mut conn = Conn::free();
+        conn.open(OwnedFd::from(ours), None);
+        Fixture {
+            conn,
+            buf: vec![0; SLOT_BYTES],
+            peer,
+            scratch: Scratch::new(),
+            counters: Box::leak(Box::default()),
+            dir,
+            root,
+        }
+    }
+
+    impl Fixture {
+        fn step(&mut self) -> Next {
+            let cache_cfg = CacheConfig {
+                entries: 4,
+                file_max: 1024,
+                revalidate: std::time::Duration::from_secs(1),
+            };
+            let mut ctx = Ctx {
+                root: self.root.as_fd(),
+                cache: FileCache::new(cache_cfg),
+                date: DateCache::new(0),
+                now_ms: 0,
+                counters: self.counters,
+                log: AccessLog::open(None).unwrap(),
+                timers: Timers::new(1, [1000; 4]),
+                draining: false,
+            };
+            self.conn.readable = true;
+            self.conn.writable = true;
+            advance(
+                0,
+                &mut self.conn,
+                &mut self.buf,
+                &mut ctx,
+                &mut self.scratch,
+            )
+        }
+
+        fn answer(&mut self) -> String {
+            self.peer
+                .set_read_timeout(Some(std::time::Duration::from_secs(2)))
+                .unwrap();
+            let mut b = vec![0u8; 4096];
+            let n = self.peer.read(&mut b).unwrap();
+            String::from_utf8_lossy(&b[..n]).into_owned()
+        }
+    }
+
+    impl Drop for Fixture {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+
+    #[test]
+    fn head_partial_then_complete_then_keep_alive() {
+        let mut f = fixture("head");
+        f.peer.write_all(b"GET /a.txt HTTP/1.1\r\nHo").unwrap();
+        assert_eq!(f.step(), Next::Park);
+        assert_eq!(f.conn.awaiting, Awaiting::Head);
+        f.peer.write_all(b"st: t\r\n\r\n").unwrap();
+        assert_eq!(f.step(), Next::Park);
+        let a = f.answer();
+        assert!(
+            a.starts_with("HTTP/1.1 200 OK\r\n") && a.ends_with("\r\n\r\nabc"),
+            "{a}"
+        );
+        assert_eq!(f.conn.awaiting, Awaiting::Head, "kept alive");
+        assert!(f.conn.idle());
+    }
+
+    #[test]
+    fn body_is_discarded_across_reads() {
+        let mut f = fixture("body");
+        f.peer
+            .write_all(b"GET /a.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nxy")
+            .unwrap();
+        assert_eq!(f.step(), Next::Park);
+        assert_eq!(f.conn.awaiting, Awaiting::Body { left: 3 });
+        assert!(f.answer().ends_with("abc"));
+        f.peer
+            .write_all(b"zzzGET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        assert_eq!(f.step(), Next::Park);
+        assert!(
+            f.answer().ends_with("abc"),
+            "the next request after exactly 5 bytes"
+        );
+        assert_eq!(f.conn.awaiting, Awaiting::Head);
+    }
+
+    #[test]
+    fn send_waits_for_space_then_finishes() {
+        let mut f = fixture("send");
+        f.peer
+            .write_all(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        assert_eq!(f.step(), Next::Park);
+        assert_eq!(
+            f.conn.awaiting,
+            Awaiting::Send,
+            "8 MiB do not fit the socket buffer"
+        );
+        let mut total = 0usize;
+        let mut b = vec![0u8; 1 << 16];
+        f.peer.set_nonblocking(true).unwrap();
+        while f.conn.awaiting == Awaiting::Send {
+            while let Ok(n) = f.peer.read(&mut b) {
+                total += n;
+            }
+            assert_eq!(f.step(), Next::Park);
+        }
+        while let Ok(n) = f.peer.read(&mut b) {
+            total += n;
+        }
+        assert!(total > 8 << 20, "head and the whole body: {total}");
+        assert_eq!(f.conn.awaiting, Awaiting::Head);
+    }
+
+    #[test]
+    fn peer_close_after_an_error_that_closes() {
+        let mut f = fixture("linger");
+        f.peer
+            .write_all(b"GET / HTTP/1.1\r\nBad Name: x\r\n\r\n")
+            .unwrap();
+        assert_eq!(f.step(), Next::Park);
+        assert_eq!(f.conn.awaiting, Awaiting::PeerClose);
+        let a = f.answer();
+        assert!(
+            a.starts_with("HTTP/1.1 400 ") && a.contains("Connection: close"),
+            "{a}"
+        );
+        f.peer.write_all(b"more junk").unwrap();
+        assert_eq!(f.step(), Next::Park, "still lingering while the peer sends");
+        f.peer.shutdown(std::net::Shutdown::Write).unwrap();
+        assert_eq!(f.step(), Next::Close, "peer EOF ends the linger");
+    }
+
+    #[test]
+    fn free_slot_closes() {
+        let mut f = fixture("free");
+        f.conn = Conn::free();
+        assert_eq!(f.step(), Next::Close);
+    }
+}

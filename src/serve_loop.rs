@@ -468,3 +468,74 @@ impl<'a> Loop<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{TcpListener, TcpStream};
+
+    #[test]
+    fn an_event_for_an_old_generation_is_dropped_and_counted() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let dir = std::env::temp_dir();
+        let cfg = LoopConfig {
+            cpu: CpuId::new(0).unwrap(),
+            root: rustix::fs::open(&dir, rustix::fs::OFlags::PATH, rustix::fs::Mode::empty())
+                .unwrap(),
+            max_conns: 4,
+            header_timeout: Duration::from_secs(5),
+            keepalive_timeout: Duration::from_secs(5),
+            send_timeout: Duration::from_secs(5),
+            shutdown_timeout: Duration::from_secs(5),
+            access_log: None,
+        };
+        let counters = WorkerCounters::default();
+        let mut lp = Loop::new(listener.as_fd(), &cfg, Tuning::default(), &counters).unwrap();
+        let _client = TcpStream::connect(addr).unwrap();
+        let ready = Ready {
+            readable: true,
+            writable: true,
+            hangup: false,
+            peer_shut: false,
+        };
+        lp.dispatch(Token::LISTENER, ready);
+        assert_eq!(lp.open, 1);
+        let live = lp.conns[0].generation;
+        lp.dispatch(
+            Token {
+                slot: 0,
+                generation: live.wrapping_sub(1),
+            },
+            ready,
+        );
+        lp.dispatch(
+            Token {
+                slot: 3,
+                generation: 0,
+            },
+            ready,
+        ); // a free slot
+        lp.dispatch(
+            Token {
+                slot: 99,
+                generation: 0,
+            },
+            ready,
+        ); // out of range
+        assert_eq!(counters.stale_events.load(Relaxed), 3);
+        lp.dispatch(
+            Token {
+                slot: 0,
+                generation: live,
+            },
+            ready,
+        );
+        assert_eq!(
+            counters.stale_events.load(Relaxed),
+            3,
+            "the live token is not stale"
+        );
+    }
+}

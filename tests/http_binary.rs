@@ -158,7 +158,7 @@ fn slowloris_clients_do_not_delay_others_and_are_cut_at_the_header_timeout() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(
-        worst < Duration::from_millis(500),
+        worst < Duration::from_millis(1000),
         "a normal request took {worst:?}"
     );
     // Past the 2 s header deadline every slow client has been answered 408 and closed.

@@ -505,3 +505,23 @@ fn graceful_stop_finishes_the_download_in_flight_and_reopen_log_works() {
         "{new}"
     );
 }
+
+#[test]
+fn a_refused_well_framed_request_keeps_the_connection() {
+    let site = Site::new("refusekeep");
+    let srv = server(&site);
+    let mut s = srv.connect();
+    // Unknown method (501) on HTTP/1.0 keep-alive, then a normal request on the same socket.
+    s.write_all(
+        b"BREW /pot HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /ten.bin HTTP/1.0\r\n\r\n",
+    )
+    .unwrap();
+    let mut r = BufReader::new(s);
+    let first = read_response(&mut r, false).unwrap();
+    assert_eq!(
+        (first.status, first.header("connection")),
+        (501, Some("keep-alive"))
+    );
+    let second = read_response(&mut r, false).unwrap();
+    assert_eq!((second.status, second.text().as_str()), (200, "0123456789"));
+}

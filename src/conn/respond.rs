@@ -61,7 +61,15 @@ pub(super) fn request(
             let end = memchr::memmem::find(inb, b"\r\n\r\n").filter(|&i| i > 0);
             match end {
                 Some(i) if !e.must_close() && !ctx.draining => {
-                    refuse(c, out, ctx, e.status(), Some(persist(true, 1)), &UNPARSED);
+                    let minor = u8::from(!request_line(inb).ends_with(b"HTTP/1.0"));
+                    refuse(
+                        c,
+                        out,
+                        ctx,
+                        e.status(),
+                        Some(persist(true, minor)),
+                        &UNPARSED,
+                    );
                     Some(i + 4)
                 }
                 _ => {
@@ -71,6 +79,12 @@ pub(super) fn request(
             }
         }
     }
+}
+
+/// The first line without its CRLF (for the version of a refused request).
+fn request_line(inb: &[u8]) -> &[u8] {
+    let end = memchr::memchr(b'\r', inb).unwrap_or(inb.len());
+    &inb[..end]
 }
 
 fn persist(keep: bool, minor: u8) -> Persist {

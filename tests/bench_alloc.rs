@@ -1,7 +1,7 @@
 //! The load generator allocates nothing per request: a counting global allocator watches
 //! whole `steerd::bench::load::run` calls against a reference responder in another
-//! process, a short run and a run four times longer, keep-alive and close. The longer
-//! run completes thousands more requests; its allocation count must not grow with them.
+//! process, a short run and a run four times longer, keep-alive and close. Each run
+//! completes hundreds to thousands of requests with the same few dozen allocations.
 //! One test only, so no other test thread allocates while it counts.
 
 mod bench_support;
@@ -66,15 +66,14 @@ fn allocations_do_not_grow_with_requests() {
         spec.duration = Duration::from_millis(600);
         let (long_reqs, long_allocs) = measure(&spec);
         drop(r);
-        assert!(
-            long_reqs > short_reqs + 500,
-            "close={close}: {short_reqs} then {long_reqs} requests"
-        );
-        // The same setup (threads, buffers, histograms) each time; nothing per request.
-        assert!(
-            long_allocs <= short_allocs + 8,
+        // Hundreds to thousands of requests per run, and the same few dozen allocations
+        // (threads, buffers, histograms) whatever the count: nothing per request.
+        let runs = format!(
             "close={close}: {short_allocs} allocations for {short_reqs} requests, \
              {long_allocs} for {long_reqs}"
         );
+        assert!(short_reqs.min(long_reqs) >= 300, "{runs}");
+        assert!(short_allocs.max(long_allocs) <= 64, "{runs}");
+        assert!(short_allocs.abs_diff(long_allocs) <= 8, "{runs}");
     }
 }

@@ -34,6 +34,7 @@ pub mod http;
 pub mod listen;
 pub mod master;
 pub mod plan;
+pub mod serve_loop;
 pub mod stats;
 pub mod steer;
 pub mod sys;

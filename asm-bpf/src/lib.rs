@@ -10,9 +10,11 @@
 
 pub mod asm;
 pub mod builder;
+pub mod check;
 pub mod dis;
 pub mod fmt;
 pub mod insn;
+pub mod interp;
 mod lex;
 mod names;
 mod resolve;

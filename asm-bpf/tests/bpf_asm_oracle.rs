@@ -145,7 +145,7 @@ fn valid_program(rng: &mut Rng) -> String {
         let (mnemonic, forms) = rng.pick(VALID);
         let mut s = format!("l{i}: {mnemonic} {}", rng.pick(forms));
         while let Some(at) = s.find('N') {
-            let k = rng.pick(GOOD_NUMBERS);
+            let k = *rng.pick(GOOD_NUMBERS);
             s.replace_range(at..at + 1, k);
         }
         while let Some(at) = s.find('T') {
@@ -175,7 +175,7 @@ fn instruction(rng: &mut Rng) -> String {
         s.replace_range(at..at + 1, &n);
     }
     while let Some(at) = s.find('L') {
-        let label = rng.pick(LABELS);
+        let label = *rng.pick(LABELS);
         s.replace_range(at..at + 1, label);
     }
     if rng.below(4) == 0 {
@@ -190,7 +190,7 @@ fn random_source(rng: &mut Rng) -> Vec<u8> {
         0 => (0..n * 2).map(|_| rng.pick(SOUP).to_string()).collect(),
         1 => vec![valid_program(rng)],
         _ => (0..n)
-            .map(|_| instruction(rng) + rng.pick(&["\n", " ", "\n\t"]))
+            .map(|_| instruction(rng) + *rng.pick(&["\n", " ", "\n\t"]))
             .collect(),
     };
     parts.concat().into_bytes()

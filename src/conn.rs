@@ -297,9 +297,10 @@ fn transition(
             // A head: answer a complete buffered one, else read more (header deadline runs).
             Awaiting::Head => {
                 if c.in_len > 0 && head_ready(c, inb) {
-                    ctx.timers.disarm(slot);
                     match respond::request(c, out, &inb[..c.in_len], ctx, s) {
                         Some(used) => {
+                            // Answered: no deadline until it waits again.
+                            ctx.timers.disarm(slot);
                             consume(c, inb, used);
                             continue;
                         }

@@ -4,12 +4,12 @@
 # stderr and exit status.
 #
 #   scripts/vm/run.sh [--arch x86_64|arm64] [--preset NAME] [--timeout SECS]
-#                     [--file PATH]... [--verbose] [--keep] SNIPPET
+#                     [--steerd PATH] [--file PATH]... [--verbose] [--keep] SNIPPET
 #
 # The snippet runs as `sh -c SNIPPET` (busybox) in /job, where every --file is copied
-# and which is first on PATH. Exit status: the snippet's own; 124 when the guest ran past
-# --timeout; 125 when it stopped without reporting a status (kernel panic, QEMU error);
-# 2 for bad usage or a missing tool.
+# (and the --steerd binary, as /job/steerd) and which is first on PATH. Exit status: the
+# snippet's own; 124 when the guest ran past --timeout; 125 when it stopped without
+# reporting a status (kernel panic, QEMU error); 2 for bad usage or a missing tool.
 #
 # Guest serial lines: console (kernel log; shown with --verbose or when the guest fails),
 # then stdout, stderr and the exit status, each on its own port written raw, so nothing
@@ -30,11 +30,11 @@
 # Environment: STEERD_VM_CACHE (kernel and busybox cache, see fetch.sh).
 set -euo pipefail
 
-usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0" >&2; exit 2; }
 fail() { echo "vm/run.sh: $*" >&2; exit 2; }
 
 arch=x86_64 preset=kunpeng920-2x2 timeout=120 verbose=0 keep=0 mem=1024
-files=()
+files=() steerd=""
 while [ $# -gt 0 ]; do
     case $1 in
         --arch) arch=${2:?}; shift 2 ;;
@@ -42,6 +42,7 @@ while [ $# -gt 0 ]; do
         --timeout) timeout=${2:?}; shift 2 ;;
         --mem) mem=${2:?}; shift 2 ;;
         --file) files+=("${2:?}"); shift 2 ;;
+        --steerd) steerd=${2:?}; files+=("$2"); shift 2 ;;
         --verbose) verbose=1; shift ;;
         --keep) keep=1; shift ;;
         -h | --help) usage ;;
@@ -118,6 +119,7 @@ root=$work/root
 mkdir -p "$root"/{bin,dev,proc,sys,tmp,run,job,etc,root}
 cp "$cache/busybox" "$root/bin/busybox"
 for f in "${files[@]}"; do install -m 755 "$f" "$root/job/"; done
+[ -z "$steerd" ] || install -m 755 "$steerd" "$root/job/steerd"
 printf '%s\n' "$snippet" >"$root/job/.snippet"
 echo 'root:x:0:0:root:/root:/bin/sh' >"$root/etc/passwd"
 echo 'root:x:0:' >"$root/etc/group"

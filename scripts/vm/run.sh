@@ -4,7 +4,8 @@
 # stderr and exit status.
 #
 #   scripts/vm/run.sh [--arch x86_64|arm64] [--preset NAME] [--timeout SECS]
-#                     [--steerd PATH] [--file PATH]... [--verbose] [--keep] SNIPPET
+#                     [--tcg multi|single] [--steerd PATH] [--file PATH]...
+#                     [--verbose] [--keep] SNIPPET
 #
 # The snippet runs as `sh -c SNIPPET` (busybox) in /job, where every --file is copied
 # (and the --steerd binary, as /job/steerd) and which is first on PATH. Exit status: the
@@ -27,13 +28,16 @@
 #                          Kunpeng SLIT
 #   arm64  kunpeng920-2x2  16 CPUs: 2 sockets x 2 nodes, 4-core clusters, Kunpeng SLIT
 #   arm64  kunpeng920-32   32 CPUs: as above with two 4-core clusters per node
+# --tcg single runs every vCPU on one host thread: no two vCPUs ever run at once, but a
+# 16-vCPU arm64 guest boots about twice as fast (the kernel's boot-time code patching
+# broadcasts TLB flushes that multi-threaded TCG must synchronise over every vCPU).
 # Environment: STEERD_VM_CACHE (kernel and busybox cache, see fetch.sh).
 set -euo pipefail
 
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0" >&2; exit 2; }
 fail() { echo "vm/run.sh: $*" >&2; exit 2; }
 
-arch=x86_64 preset=kunpeng920-2x2 timeout=120 verbose=0 keep=0 mem=1024
+arch=x86_64 preset=kunpeng920-2x2 timeout=120 verbose=0 keep=0 mem=1024 tcg=multi
 files=() steerd=""
 while [ $# -gt 0 ]; do
     case $1 in
@@ -41,6 +45,7 @@ while [ $# -gt 0 ]; do
         --preset) preset=${2:?}; shift 2 ;;
         --timeout) timeout=${2:?}; shift 2 ;;
         --mem) mem=${2:?}; shift 2 ;;
+        --tcg) tcg=${2:?}; shift 2 ;;
         --file) files+=("${2:?}"); shift 2 ;;
         --steerd) steerd=${2:?}; files+=("$2"); shift 2 ;;
         --verbose) verbose=1; shift ;;
@@ -54,6 +59,7 @@ done
 [ $# = 1 ] || usage
 snippet=$1
 [[ $timeout =~ ^[0-9]+$ && $mem =~ ^[0-9]+$ ]] || fail "--timeout and --mem take integers"
+[[ $tcg == multi || $tcg == single ]] || fail "--tcg takes multi or single"
 here=$(cd "$(dirname "$0")" && pwd)
 
 case $arch in
@@ -154,12 +160,12 @@ cmd=($qemu -nodefaults -no-user-config -display none -no-reboot -m "$mem" "${top
 if [ $arch = x86_64 ]; then
     # vendor=GenuineIntel: QEMU then exposes CPUID leaf 0x1F and the guest sees the dies.
     # tsc=reliable skips the per-CPU TSC sync check (slow under TCG).
-    cmd+=(-machine pc -accel tcg,thread=multi -cpu max,vendor=GenuineIntel
+    cmd+=(-machine pc -accel tcg,thread=$tcg -cpu max,vendor=GenuineIntel
         -append "console=ttyS0 tsc=reliable $flags")
     for ch in console stdout stderr status; do cmd+=(-serial "file:$work/$ch"); done
 else
     # GICv3: GICv2 stops at 8 CPUs. pauth=off: pointer authentication emulation is slow.
-    cmd+=(-machine virt,gic-version=3 -accel tcg,thread=multi -cpu max,pauth=off
+    cmd+=(-machine virt,gic-version=3 -accel tcg,thread=$tcg -cpu max,pauth=off
         -append "console=ttyAMA0 $flags" -serial "file:$work/console"
         -chardev null,id=unused)
     for ch in stdout stderr status; do cmd+=(-chardev "file,id=$ch,path=$work/$ch"); done

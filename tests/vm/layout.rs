@@ -117,6 +117,10 @@ impl Layout {
         self.cpus / self.cpus_per_node
     }
 
+    pub fn node_of(&self, cpu: usize) -> usize {
+        cpu / self.cpus_per_node
+    }
+
     pub fn node_cpus(&self, node: usize) -> Vec<usize> {
         group(node * self.cpus_per_node, self.cpus_per_node)
     }

@@ -8,6 +8,17 @@
 //! Required reading: `shared/notes/bpf-asm-spec.md` (the language, the kernel's
 //! `bpf_check_classic`, the interpreter semantics). No dependencies, no `unsafe`.
 
+pub mod asm;
+pub mod builder;
+pub mod check;
+pub mod dis;
+pub mod fmt;
 pub mod insn;
+pub mod interp;
+mod lex;
+mod names;
+mod resolve;
 
+pub use asm::{assemble, assemble_bytes, AsmError, AsmErrorKind};
 pub use insn::Insn;
+pub use resolve::Slot;

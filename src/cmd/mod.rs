@@ -7,6 +7,7 @@ use crate::args::{self, Command};
 use core::fmt;
 
 pub mod bpf;
+pub mod bpf_exec;
 
 /// An error on its way to the user: which stage, and what went wrong.
 #[derive(Debug)]

@@ -24,7 +24,11 @@ children() {
 }
 
 # allowed PID: the CPU list the process may run on.
-allowed() { sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "/proc/$1/status"; }
+allowed() {
+    while read -r key value; do
+        [ "$key" = Cpus_allowed_list: ] && echo "$value" && return 0
+    done <"/proc/$1/status"
+}
 
 # procs MASTER_PID: "master CPULIST" and "worker PID CPULIST" lines.
 procs() {
@@ -76,7 +80,7 @@ serve_start() {
             grep -q 'listening on' /tmp/serve.log && break
         kill -0 $SERVE_PID 2>/dev/null || break
         i=$((i + 1))
-        usleep 100000
+        usleep 200000
     done
     grep -E 'policy|worker 0 cpu' /tmp/serve.log
     procs $SERVE_PID
@@ -88,37 +92,58 @@ serve_stop() {
     kill -TERM $SERVE_PID
     wait $SERVE_PID
     echo "stopped $?"
-    grep -vE 'policy|worker [0-9]+ (cpu|pid)|listening on|metrics on|killed by signal' /tmp/serve.log |
+    grep -vE 'policy|worker [0-9]+ (cpu|pid)|listening on|metrics on|killed by signal|stopping|stopped' /tmp/serve.log |
         sed 's/^/complaint /'
 }
 
-# metrics: the accepted and local counters, one "NAME CPU VALUE" line per worker.
-metrics() {
-    wget -q -O - "http://127.0.0.1:$METRICS/metrics" |
-        sed -nE 's/^steerd_connections_(accepted|local)_total\{.*cpu="([0-9]+)".*\} ([0-9]+)$/\1 \2 \3/p'
-}
+# Probing. Under TCG on a busy host every process start in the guest costs up to a
+# second, so a probe is two: one pinned busybox wget fetching the file COUNT times (a
+# new connection per URL), and one fetch of /metrics after it. One awk at the end turns
+# the snapshots into deltas.
 
-# probe CPU COUNT: COUNT requests, each on a new connection, from a client pinned to CPU;
-# then one "probe CPU COUNTER WORKER_CPU DELTA" line per counter that moved.
+# snapshot N: the raw metrics text into /tmp/snap.N.
+snapshot() { wget -q -O "/tmp/snap.$1" "http://127.0.0.1:$METRICS/metrics"; }
+
+# probe CPU... : for each CPU, COUNT (default 2, or $PROBES) requests from a client
+# pinned to it; then one "probe CPU COUNTER WORKER_CPU DELTA" line per accepted/local
+# counter that moved during that CPU's turn, and "probe CPU failed" for a failed client.
 probe() {
-    metrics >/tmp/before
-    i=0
-    while [ $i -lt "$2" ]; do
-        taskset -c "$1" wget -q -O /dev/null "http://127.0.0.1:$PORT/a" ||
-            echo "probe $1 failed"
-        i=$((i + 1))
+    n=${PROBES:-2} urls="" j=0
+    while [ $j -lt "$n" ]; do urls="$urls http://127.0.0.1:$PORT/a"; j=$((j + 1)); done
+    snapshot start
+    for c in "$@"; do
+        taskset -c "$c" wget -q -O /dev/null $urls || echo "probe $c failed"
+        snapshot "$c"
     done
-    metrics >/tmp/after
-    awk -v from="$1" 'FNR == NR { seen[$1 " " $2] = $3; next }
-        $3 > seen[$1 " " $2] { print "probe", from, $1, $2, $3 - seen[$1 " " $2] }' /tmp/before /tmp/after
+    files=/tmp/snap.start
+    for c in "$@"; do files="$files /tmp/snap.$c"; done
+    awk -v cpus="$*" '
+        BEGIN { split("start " cpus, from, " ") }
+        FNR == 1 { file++ }
+        match($0, /^steerd_connections_(accepted|local)_total\{.*cpu="[0-9]+"/) {
+            counter = ($0 ~ /^steerd_connections_accepted/) ? "accepted" : "local"
+            match($0, /cpu="[0-9]+"/)
+            key = counter " " substr($0, RSTART + 5, RLENGTH - 6)
+            if (file > 1 && $NF > last[key]) print "probe", from[file], key, $NF - last[key]
+            last[key] = $NF
+        }' $files
 }
 
-# probe_all COUNT: probe every online CPU.
-probe_all() {
-    for c in $(cd /sys/devices/system/cpu && ls -d cpu[0-9]* | sed 's/cpu//' | sort -n); do
-        [ "$(cat /sys/devices/system/cpu/cpu$c/online 2>/dev/null || echo 1)" = 1 ] && probe "$c" "$1"
+# online_cpus: the online CPU ids, ascending, from the kernel's cpulist (shell only:
+# no process per CPU).
+online_cpus() {
+    read -r list </sys/devices/system/cpu/online
+    saved_ifs=$IFS
+    IFS=,
+    for range in $list; do
+        lo=${range%-*} hi=${range#*-}
+        while [ "$lo" -le "$hi" ]; do echo "$lo"; lo=$((lo + 1)); done
     done
+    IFS=$saved_ifs
 }
+
+# probe_all: probe every online CPU.
+probe_all() { probe $(online_cpus); }
 
 # respawn CPU: SIGKILL the worker pinned to CPU, wait until the master has started its
 # replacement, and print "respawned CPU OLD_PID NEW_PID NEW_CPULIST".

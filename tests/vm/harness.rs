@@ -108,7 +108,12 @@ pub fn boot(test: &str, layout: &Layout, snippet: &str, timeout: Duration) -> Op
     let started = Instant::now();
     let out = Command::new(repo().join("scripts/vm/run.sh"))
         .args(["--arch", layout.arch.name(), "--preset", layout.preset])
-        .args(["--timeout", &timeout.as_secs().to_string()])
+        .args([
+            "--timeout",
+            &timeout.as_secs().to_string(),
+            "--tcg",
+            layout.tcg,
+        ])
         .arg("--steerd")
         .arg(static_binary(layout.arch))
         .arg("--file")

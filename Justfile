@@ -25,3 +25,7 @@ bench:
 syscalls SECONDS="5":
     cargo build --release -p steerd
     scripts/syscalls.sh target/release/steerd {{SECONDS}}
+
+# steerd against nginx and the reference responder (alternating A/B, minutes; not CI).
+bench-vs-nginx:
+    scripts/bench-vs-nginx.sh

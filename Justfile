@@ -20,3 +20,8 @@ static:
 # Benchmarks.
 bench:
     cargo bench
+
+# Syscalls per request of one worker (strace -c while wrk runs), keep-alive and close.
+syscalls SECONDS="5":
+    cargo build --release -p steerd
+    scripts/syscalls.sh target/release/steerd {{SECONDS}}

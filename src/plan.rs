@@ -1,10 +1,26 @@
 //! Stage 3: (ServeArgs, Topology) to a Plan. Pure: no I/O, no syscalls.
 //!
-//! The types below are the contract later stages (steer, listen, master, worker, check)
-//! rely on; the planner that fills them is built in the placement work.
+//! Input: validated [`ServeArgs`] and a [`Topology`]. Output: a [`Plan`] that every later
+//! stage (steer, listen, master, worker, check) consumes, or a [`PlanError`] naming the
+//! flag the machine cannot satisfy. The rules, with worked examples, are in
+//! `docs/placement.md`:
+//!
+//! - Worker CPUs: one per allowed CPU, capped by the quota; `--workers N` picks N by the
+//!   spread order ([`spread_order`]); `--cpus LIST` names them.
+//! - Listener index order: the NIC's node first, then nodes by id; within a node, CPUs by
+//!   id. Each node's workers are therefore one contiguous index range.
+//! - Master CPU `auto`: the first worker's node, on an allowed CPU that runs no worker if
+//!   there is one (the lowest such id), else on the first worker's CPU.
+//! - `cpu_map`: every online CPU to the worker on it; else round-robin over the workers of
+//!   its node that share its closest group (SMT core, then cluster, then last-level
+//!   cache, then just the node); a node without workers goes round-robin over the
+//!   workers of the nearest node (by distance) that has some.
 
-use crate::args::SteerPolicy;
-use crate::cpuset::CpuId;
+use crate::args::{MasterCpu, ServeArgs, SteerPolicy, Workers};
+use crate::cpuset::{CpuId, CpuSet};
+use crate::topology::Topology;
+use core::fmt;
+use std::collections::HashMap;
 
 /// A NUMA node id as the kernel numbers it.
 pub type NodeId = u32;
@@ -32,4 +48,266 @@ pub struct Plan {
     pub steer: SteerPolicy,
     /// Every online CPU to the listener index its connections should reach, by CPU id.
     pub cpu_map: Vec<(CpuId, u16)>,
+}
+
+impl Plan {
+    /// The listener index for connections processed on `cpu`. CPUs outside the map
+    /// (offline at planning time) get `workers.len()`: an index the group does not have,
+    /// which makes the kernel fall back to its 4-tuple hash (`reuseport_select_sock`).
+    pub fn index_for(&self, cpu: CpuId) -> u32 {
+        match self.cpu_map.binary_search_by_key(&cpu, |&(c, _)| c) {
+            Ok(i) => u32::from(self.cpu_map[i].1),
+            Err(_) => self.workers.len() as u32,
+        }
+    }
+
+    /// The contiguous listener index range of each node that has workers, in index order.
+    pub fn node_ranges(&self) -> Vec<(NodeId, core::ops::Range<u16>)> {
+        let mut out: Vec<(NodeId, core::ops::Range<u16>)> = Vec::new();
+        for w in &self.workers {
+            match out.last_mut() {
+                Some((node, range)) if *node == w.node => range.end = w.index + 1,
+                _ => out.push((w.node, w.index..w.index + 1)),
+            }
+        }
+        out
+    }
+}
+
+/// Why no plan can be made for these flags on this machine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PlanError {
+    /// `--cpus` names CPUs the process may not use.
+    CpusNotAllowed {
+        /// The offending CPUs, as a cpulist.
+        cpus: String,
+        /// What is allowed, as a cpulist.
+        allowed: String,
+    },
+    /// `--workers N` asks for more workers than CPUs are available.
+    TooManyWorkers {
+        /// N.
+        asked: usize,
+        /// The CPUs it must fit on (allowed, or the `--cpus` list).
+        available: usize,
+    },
+    /// `--master-cpu N` names a CPU the process may not use.
+    MasterNotAllowed {
+        /// N.
+        cpu: CpuId,
+        /// What is allowed, as a cpulist.
+        allowed: String,
+    },
+}
+
+impl fmt::Display for PlanError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PlanError::CpusNotAllowed { cpus, allowed } => write!(
+                f,
+                "--cpus: CPUs {cpus} are not allowed (allowed: {allowed})"
+            ),
+            PlanError::TooManyWorkers { asked, available } => write!(
+                f,
+                "--workers {asked}: only {available} CPUs are available (one worker per CPU)"
+            ),
+            PlanError::MasterNotAllowed { cpu, allowed } => write!(
+                f,
+                "--master-cpu {cpu}: not an allowed CPU (allowed: {allowed})"
+            ),
+        }
+    }
+}
+
+/// Makes the plan. Pure: the same inputs give the same plan.
+pub fn make(args: &ServeArgs, topo: &Topology) -> Result<Plan, PlanError> {
+    let cpus = worker_cpus(args, topo)?;
+    let workers = index_order(&cpus, topo);
+    let master_cpu = master_cpu(args.master_cpu, &workers, topo)?;
+    let cpu_map = cpu_map(&workers, topo);
+    let steer = if workers.len() == 1 {
+        SteerPolicy::Hash
+    } else {
+        args.steer
+    };
+    Ok(Plan {
+        workers,
+        master_cpu,
+        steer,
+        cpu_map,
+    })
+}
+
+fn worker_cpus(args: &ServeArgs, topo: &Topology) -> Result<Vec<CpuId>, PlanError> {
+    let pool = match &args.cpus {
+        Some(list) => {
+            let outside = CpuSet::from_ids(list.iter().filter(|c| !topo.allowed.contains(*c)));
+            if !outside.is_empty() {
+                return Err(PlanError::CpusNotAllowed {
+                    cpus: outside.to_string(),
+                    allowed: topo.allowed.to_string(),
+                });
+            }
+            list.clone()
+        }
+        None => topo.allowed.clone(),
+    };
+    let count = match (args.workers, &args.cpus) {
+        (Workers::Count(n), _) => usize::from(n),
+        (Workers::Auto, Some(list)) => list.len(),
+        (Workers::Auto, None) => pool.len().min(topo.quota_cap().unwrap_or(usize::MAX)),
+    };
+    if count > pool.len() {
+        return Err(PlanError::TooManyWorkers {
+            asked: count,
+            available: pool.len(),
+        });
+    }
+    let mut chosen: Vec<CpuId> = spread_order(&pool, topo).into_iter().take(count).collect();
+    chosen.sort_unstable();
+    Ok(chosen)
+}
+
+/// The order in which `--workers N` takes CPUs from `pool`: N first entries.
+///
+/// Greedy: each step takes the CPU whose node has the fewest chosen CPUs (the NIC's node
+/// winning ties), then whose last-level-cache group has the fewest, then whose cluster
+/// has the fewest, then whose physical core has the fewest (so distinct cores come before
+/// SMT siblings), then the lowest id. Groups are the kernel's `*_cpus_list` masks.
+pub fn spread_order(pool: &CpuSet, topo: &Topology) -> Vec<CpuId> {
+    let nic_node = topo.nic.as_ref().and_then(|n| n.node);
+    let keys: Vec<[u32; 5]> = pool.iter().map(|c| group_keys(c, topo)).collect();
+    let ids: Vec<CpuId> = pool.iter().collect();
+    let mut counts: [HashMap<u32, u32>; 5] = Default::default();
+    let mut taken = vec![false; ids.len()];
+    let mut order = Vec::with_capacity(ids.len());
+    for _ in 0..ids.len() {
+        let cost = |i: usize| {
+            let k = &keys[i];
+            let n = |level: usize| counts[level].get(&k[level]).copied().unwrap_or(0);
+            let off_nic = nic_node.is_some_and(|nn| nn != k[0]);
+            (n(0), off_nic, n(1), n(2), n(3), ids[i])
+        };
+        let Some(best) = (0..ids.len())
+            .filter(|&i| !taken[i])
+            .min_by_key(|&i| cost(i))
+        else {
+            break;
+        };
+        taken[best] = true;
+        for (level, count) in counts.iter_mut().enumerate().take(4) {
+            *count.entry(keys[best][level]).or_insert(0) += 1;
+        }
+        order.push(ids[best]);
+    }
+    order
+}
+
+/// (node, LLC group, cluster group, core group, id) of a CPU; missing groups fall back
+/// to the enclosing level so they do not split anything.
+fn group_keys(cpu: CpuId, topo: &Topology) -> [u32; 5] {
+    let id = cpu.get() as u32;
+    let Some(c) = topo.cpu(cpu) else {
+        return [0, id, id, id, id];
+    };
+    let core = c.core_group.get() as u32;
+    let package = c.package_group.get() as u32;
+    let llc = c.llc_group.map_or(package, |g| g.get() as u32);
+    let cluster = c.cluster_group.map_or(llc, |g| g.get() as u32);
+    [c.node, llc, cluster, core, id]
+}
+
+/// Workers in listener order: the NIC's node first, then by node id, then by CPU id.
+fn index_order(cpus: &[CpuId], topo: &Topology) -> Vec<WorkerPlan> {
+    let nic_node = topo.nic.as_ref().and_then(|n| n.node);
+    let mut placed: Vec<(bool, NodeId, CpuId)> = cpus
+        .iter()
+        .map(|&c| {
+            let node = topo.node_of(c).unwrap_or(0);
+            (Some(node) != nic_node, node, c)
+        })
+        .collect();
+    placed.sort_unstable();
+    placed
+        .into_iter()
+        .enumerate()
+        .map(|(i, (_, node, cpu))| WorkerPlan {
+            index: i as u16,
+            cpu,
+            node,
+        })
+        .collect()
+}
+
+fn master_cpu(
+    spec: MasterCpu,
+    workers: &[WorkerPlan],
+    topo: &Topology,
+) -> Result<Option<CpuId>, PlanError> {
+    match spec {
+        MasterCpu::None => Ok(None),
+        MasterCpu::Cpu(c) if topo.allowed.contains(c) => Ok(Some(c)),
+        MasterCpu::Cpu(cpu) => Err(PlanError::MasterNotAllowed {
+            cpu,
+            allowed: topo.allowed.to_string(),
+        }),
+        MasterCpu::Auto => {
+            let Some(first) = workers.first() else {
+                return Ok(None);
+            };
+            let free = topo.allowed.iter().find(|&c| {
+                topo.node_of(c) == Some(first.node) && !workers.iter().any(|w| w.cpu == c)
+            });
+            Ok(Some(free.unwrap_or(first.cpu)))
+        }
+    }
+}
+
+/// Every online CPU to a listener index (see the module doc for the rule).
+fn cpu_map(workers: &[WorkerPlan], topo: &Topology) -> Vec<(CpuId, u16)> {
+    let on_cpu: HashMap<CpuId, u16> = workers.iter().map(|w| (w.cpu, w.index)).collect();
+    let worker_keys: Vec<[u32; 5]> = workers.iter().map(|w| group_keys(w.cpu, topo)).collect();
+    let mut next: HashMap<(usize, u32, NodeId), usize> = HashMap::new();
+    let mut map = Vec::with_capacity(topo.cpus.len());
+    for cpu in &topo.cpus {
+        if let Some(&index) = on_cpu.get(&cpu.id) {
+            map.push((cpu.id, index));
+            continue;
+        }
+        let Some(target) = nearest_node_with_workers(cpu.node, workers, topo) else {
+            continue;
+        };
+        let keys = group_keys(cpu.id, topo);
+        let share = |level: usize| -> Vec<u16> {
+            workers
+                .iter()
+                .zip(&worker_keys)
+                .filter(|(w, k)| w.node == target && (level == 0 || k[level] == keys[level]))
+                .map(|(w, _)| w.index)
+                .collect()
+        };
+        // The closest group with workers: core (SMT sibling), cluster, LLC, else the node.
+        let level = [3, 2, 1]
+            .into_iter()
+            .find(|&l| target == cpu.node && !share(l).is_empty());
+        let level = level.unwrap_or(0);
+        let candidates = share(level);
+        let key = if level == 0 { target } else { keys[level] };
+        let k = next.entry((level, key, target)).or_insert(0);
+        map.push((cpu.id, candidates[*k % candidates.len()]));
+        *k += 1;
+    }
+    map
+}
+
+/// `node` itself if it has workers, else the closest node that has (lowest id on ties).
+fn nearest_node_with_workers(
+    node: NodeId,
+    workers: &[WorkerPlan],
+    topo: &Topology,
+) -> Option<NodeId> {
+    workers
+        .iter()
+        .map(|w| w.node)
+        .min_by_key(|&n| (n != node, topo.distance(node, n), n))
 }

@@ -8,6 +8,9 @@ use core::fmt;
 
 pub mod bpf;
 pub mod bpf_exec;
+pub mod check;
+pub mod serve;
+pub mod topo;
 
 /// An error on its way to the user: which stage, and what went wrong.
 #[derive(Debug)]
@@ -66,12 +69,13 @@ fn dispatch(command: Command) -> Result<i32, Failure> {
             Ok(0)
         }
         Command::Bpf(rest) => Ok(bpf::main(&rest)),
-        Command::Serve(_) | Command::Check { .. } | Command::Topo { .. } | Command::Bench(_) => {
-            Err(Failure {
-                stage: "args",
-                message: "this subcommand is not built yet".into(),
-                status: 2,
-            })
-        }
+        Command::Topo { roots, json } => Ok(topo::main(&roots, json)),
+        Command::Check { serve, json } => check::main(&serve, json),
+        Command::Serve(args) => serve::main(&args),
+        Command::Bench(_) => Err(Failure {
+            stage: "args",
+            message: "this subcommand is not built yet".into(),
+            status: 2,
+        }),
     }
 }

@@ -35,3 +35,8 @@ pub use error::{ErrorKind, ParseError};
 pub use parse::{parse_head, Head, Header, Status, MAX_FIELDS, MAX_HEAD, MAX_TARGET};
 pub use request::{parse_request, Body, Method, Request};
 pub use scan::find_head_end;
+
+pub mod conditional;
+pub mod date;
+pub mod range;
+pub mod response;

@@ -1,12 +1,6 @@
-<<<<<<< HEAD
-//! Shared by the checker and interpreter tests: the checker vectors (the data file plus
-//! the programs too long to write on one line) and a seeded generator of almost-valid
-//! random programs.
-=======
 //! Shared by the asm-bpf tests: a seeded generator with no dependencies, the checker
 //! vectors (the data file plus the programs too long to write on one line), and a
 //! generator of almost-valid random programs for the checker and interpreter tests.
->>>>>>> bpfcheck
 #![allow(dead_code)]
 
 use asm_bpf::check::ALLOWED_OPCODES;
@@ -157,49 +151,6 @@ pub fn every_opcode() -> Vec<Insn> {
     prog
 }
 
-<<<<<<< HEAD
-/// splitmix64: a small seeded generator, so a failing case can be replayed.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `0..n` (n > 0).
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    /// True with probability `num / den`.
-    pub fn chance(&mut self, num: u64, den: u64) -> bool {
-        self.below(den) < num
-    }
-
-    /// A copy of one element of `items`.
-    fn one<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len() as u64) as usize]
-    }
-
-    /// One element of `items`.
-    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len() as u64) as usize]
-    }
-
-    /// A k value that is often small, sometimes an edge, sometimes anything.
-    pub fn k(&mut self) -> u32 {
-        match self.below(4) {
-            0 => self.below(16) as u32,
-            1 => self.one(&[0, 1, 0xffff, 0x10000, 0xffff_ffff, 0xffff_f000, 0xfff0_0000]),
-            2 => 0xffff_f000 + 4 * self.below(17) as u32,
-            _ => self.next() as u32,
-        }
-    }
-=======
 /// The number in environment variable `name`, or `default`: lets a randomized test be
 /// replayed with another seed or widened without editing it.
 pub fn env_u64(name: &str, default: u64) -> u64 {
@@ -207,7 +158,6 @@ pub fn env_u64(name: &str, default: u64) -> u64 {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
->>>>>>> bpfcheck
 }
 
 /// A random program biased towards almost-valid ones: valid opcodes, jumps at the edge
@@ -219,22 +169,14 @@ pub fn random_program(rng: &mut Rng) -> Vec<Insn> {
         return mutated_valid_program(rng);
     }
     let len = match rng.below(100) {
-<<<<<<< HEAD
-        0 => rng.one(&[0, 4095, 4096, 4097]),
-=======
         0 => *rng.pick(&[0, 4095, 4096, 4097]),
->>>>>>> bpfcheck
         1..=9 => 13 + rng.below(300) as usize,
         _ => 1 + rng.below(12) as usize,
     };
     let mut prog: Vec<Insn> = (0..len).map(|pc| random_insn(rng, len, pc)).collect();
     if let Some(last) = prog.last_mut() {
         if rng.chance(8, 10) {
-<<<<<<< HEAD
-            *last = Insn::stmt(rng.one(&[BPF_RET | BPF_K, BPF_RET | BPF_A]), 0);
-=======
             *last = Insn::stmt(*rng.pick(&[BPF_RET | BPF_K, BPF_RET | BPF_A]), 0);
->>>>>>> bpfcheck
         }
     }
     prog
@@ -246,17 +188,10 @@ fn random_code(rng: &mut Rng) -> u16 {
         3..=6 => rng.below(256) as u16,
         7 => rng.next() as u16,
         // Scratch traffic, to exercise the data-flow rule.
-<<<<<<< HEAD
-        8..=27 => rng.one(&[BPF_ST, BPF_STX, BPF_LD | BPF_MEM, BPF_LDX | BPF_MEM]),
-        // Jumps, to exercise targets and the data flow across them.
-        28..=45 => rng.one(&[0x05, 0x15, 0x1d, 0x25, 0x2d, 0x35, 0x3d, 0x45, 0x4d]),
-        _ => rng.one(&ALLOWED_OPCODES),
-=======
         8..=27 => *rng.pick(&[BPF_ST, BPF_STX, BPF_LD | BPF_MEM, BPF_LDX | BPF_MEM]),
         // Jumps, to exercise targets and the data flow across them.
         28..=45 => *rng.pick(&[0x05, 0x15, 0x1d, 0x25, 0x2d, 0x35, 0x3d, 0x45, 0x4d]),
         _ => *rng.pick(&ALLOWED_OPCODES),
->>>>>>> bpfcheck
     }
 }
 
@@ -277,11 +212,7 @@ fn random_insn(rng: &mut Rng, len: usize, pc: usize) -> Insn {
             1 => 14 + rng.below(4) as u32,
             _ => rng.below(4) as u32,
         },
-<<<<<<< HEAD
-        0x34 | 0x94 => rng.one(&[0, 1, 7, u32::MAX]),
-=======
         0x34 | 0x94 => *rng.pick(&[0, 1, 7, u32::MAX]),
->>>>>>> bpfcheck
         0x64 | 0x74 => 29 + rng.below(6) as u32,
         0x05 => match rng.below(3) {
             0 => rng.below((remaining as u64).max(1)) as u32,
@@ -292,11 +223,7 @@ fn random_insn(rng: &mut Rng, len: usize, pc: usize) -> Insn {
             0 => ancillary_k(0)
                 .wrapping_add(rng.below(72) as u32)
                 .wrapping_sub(4),
-<<<<<<< HEAD
-            1 => rng.one(&[0xfff0_0009, 0xffe0_000c, 0xffff_ffff, 0xffff_efff]),
-=======
             1 => *rng.pick(&[0xfff0_0009, 0xffe0_000c, 0xffff_ffff, 0xffff_efff]),
->>>>>>> bpfcheck
             2 => rng.next() as u32,
             _ => rng.below(64) as u32,
         },
@@ -341,11 +268,7 @@ fn mutated_valid_program(rng: &mut Rng) -> Vec<Insn> {
 /// An instruction that passes its own rules at `pc` of `len`, reading only cells
 /// below `written`.
 fn valid_insn(rng: &mut Rng, len: usize, pc: usize, written: u32) -> Insn {
-<<<<<<< HEAD
-    let code = rng.one(&ALLOWED_OPCODES);
-=======
     let code = *rng.pick(&ALLOWED_OPCODES);
->>>>>>> bpfcheck
     let remaining = (len - pc - 1) as u64;
     let k = match code {
         0x02 | 0x03 => rng.below(16) as u32,
@@ -375,11 +298,7 @@ fn nudge(rng: &mut Rng, mut insn: Insn) -> Insn {
         1 => insn.jt = (i64::from(insn.jt) + delta) as u8,
         2 => insn.jf = (i64::from(insn.jf) + delta) as u8,
         _ => {
-<<<<<<< HEAD
-            insn.k = rng.one(&[
-=======
             insn.k = *rng.pick(&[
->>>>>>> bpfcheck
                 0,
                 15,
                 16,

@@ -1,0 +1,168 @@
+//! A tiny JSON writer for `steerd topo --json` and `steerd check --json`.
+//!
+//! Input: a [`Value`] tree built by the caller, in the order the keys should appear.
+//! Output: pretty-printed JSON text (RFC 8259), two-space indents, arrays of scalars on one
+//! line, objects whose values are all scalars on one line, and a final newline. Key order is exactly the insertion order, so the output is
+//! stable for tests that compare it. It does not parse JSON.
+
+use core::fmt::Write;
+
+/// A JSON value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    /// `null`
+    Null,
+    /// `true` / `false`
+    Bool(bool),
+    /// An integer.
+    Int(i64),
+    /// A string (escaped on output).
+    Str(String),
+    /// An array.
+    Arr(Vec<Value>),
+    /// An object; keys in insertion order.
+    Obj(Vec<(String, Value)>),
+}
+
+impl Value {
+    /// An object from `(key, value)` pairs.
+    pub fn obj<const N: usize>(pairs: [(&str, Value); N]) -> Value {
+        Value::Obj(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+    }
+
+    /// A string value.
+    pub fn str(s: impl Into<String>) -> Value {
+        Value::Str(s.into())
+    }
+
+    /// An integer value, or `null` for `None`.
+    pub fn opt_int<T: Into<i64>>(v: Option<T>) -> Value {
+        v.map_or(Value::Null, |n| Value::Int(n.into()))
+    }
+
+    /// The text, ending with a newline.
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        self.write(&mut out, 0);
+        out.push('\n');
+        out
+    }
+
+    fn is_scalar(&self) -> bool {
+        !matches!(self, Value::Arr(_) | Value::Obj(_))
+    }
+
+    fn write(&self, out: &mut String, depth: usize) {
+        match self {
+            Value::Null => out.push_str("null"),
+            Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Value::Int(n) => {
+                let _ = write!(out, "{n}");
+            }
+            Value::Str(s) => write_str(out, s),
+            Value::Arr(items) if items.iter().all(Value::is_scalar) => {
+                out.push('[');
+                for (i, v) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    v.write(out, depth);
+                }
+                out.push(']');
+            }
+            Value::Arr(items) => {
+                write_block(out, depth, '[', ']', items.iter().map(|v| (None, v)));
+            }
+            Value::Obj(pairs) if !pairs.is_empty() && pairs.iter().all(|(_, v)| v.is_scalar()) => {
+                out.push('{');
+                for (i, (k, v)) in pairs.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    write_str(out, k);
+                    out.push_str(": ");
+                    v.write(out, depth);
+                }
+                out.push('}');
+            }
+            Value::Obj(pairs) => {
+                let entries = pairs.iter().map(|(k, v)| (Some(k.as_str()), v));
+                write_block(out, depth, '{', '}', entries);
+            }
+        }
+    }
+}
+
+fn write_block<'a>(
+    out: &mut String,
+    depth: usize,
+    open: char,
+    close: char,
+    entries: impl Iterator<Item = (Option<&'a str>, &'a Value)>,
+) {
+    out.push(open);
+    let mut any = false;
+    for (i, (key, v)) in entries.enumerate() {
+        out.push_str(if i > 0 { ",\n" } else { "\n" });
+        indent(out, depth + 1);
+        if let Some(k) = key {
+            write_str(out, k);
+            out.push_str(": ");
+        }
+        v.write(out, depth + 1);
+        any = true;
+    }
+    if any {
+        out.push('\n');
+        indent(out, depth);
+    }
+    out.push(close);
+}
+
+fn indent(out: &mut String, depth: usize) {
+    for _ in 0..depth {
+        out.push_str("  ");
+    }
+}
+
+/// A JSON string literal: `"`, `\` and control characters escaped (RFC 8259 section 7).
+fn write_str(out: &mut String, s: &str) {
+    out.push('"');
+    for ch in s.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_nested_values_in_order() {
+        let v = Value::obj([
+            ("b", Value::Int(-1)),
+            ("a", Value::Arr(vec![Value::Int(1), Value::Null])),
+            (
+                "o",
+                Value::obj([("s", Value::str("q\"\\\n\u{1}")), ("n", Value::obj([]))]),
+            ),
+            ("e", Value::Arr(vec![])),
+            (
+                "l",
+                Value::Arr(vec![Value::obj([("k", Value::Bool(true))])]),
+            ),
+        ]);
+        let want = "{\n  \"b\": -1,\n  \"a\": [1, null],\n  \"o\": {\n    \"s\": \"q\\\"\\\\\\n\\u0001\",\n    \"n\": {}\n  },\n  \"e\": [],\n  \"l\": [\n    {\"k\": true}\n  ]\n}\n";
+        assert_eq!(v.to_text(), want);
+    }
+}

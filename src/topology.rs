@@ -1,1 +1,0 @@
-//! Stage 2: /sys, affinity and cgroup files to a Topology.

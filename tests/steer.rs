@@ -272,19 +272,22 @@ fn no_packet_loads_in_any_program() {
     }
 }
 
-fn check_json(args: &[&str]) -> serde_json::Value {
+/// stdout of a successful `steerd check ARGS`.
+fn check_stdout(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_steerd"))
         .arg("check")
-        .arg("--json")
         .args(args)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("check --json is JSON")
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn check_json(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    serde_json::from_str(&check_stdout(&all)).expect("check --json is JSON")
 }
 
 /// Re-assembles the program text from `steerd check --json` and runs every CPU of its
@@ -386,24 +389,14 @@ fn check_binds_nothing_and_prints_the_program() {
     let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = held.local_addr().unwrap().to_string();
     let dir = fixture("kunpeng920-2x2");
-    let out = Command::new(env!("CARGO_BIN_EXE_steerd"))
-        .args([
-            "check",
-            "--listen",
-            &addr,
-            "--workers",
-            "4",
-            "--sysfs",
-            dir.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = check_stdout(&[
+        "--listen",
+        &addr,
+        "--workers",
+        "4",
+        "--sysfs",
+        dir.to_str().unwrap(),
+    ]);
     assert!(text.contains(&format!("listen: {addr}")), "{text}");
     assert!(text.contains("master: CPU 1\n"), "{text}");
     let program = text

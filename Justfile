@@ -20,3 +20,12 @@ static:
 # Benchmarks.
 bench:
     cargo bench
+
+# Syscalls per request of one worker (strace -c while wrk runs), keep-alive and close.
+syscalls SECONDS="5":
+    cargo build --release -p steerd
+    scripts/syscalls.sh target/release/steerd {{SECONDS}}
+
+# steerd against nginx and the reference responder (alternating A/B, minutes; not CI).
+bench-vs-nginx:
+    scripts/bench-vs-nginx.sh

@@ -1,1 +1,751 @@
-//! The connection state machine.
+//! The connection state machine: one enum named after what the connection waits for, and
+//! one transition function, [`advance`], that moves it as far as the socket allows.
+//!
+//! Input: a connection slot (its socket, its state, its two buffers: a 1 KiB response-head
+//! area and a 16 KiB receive area), readiness hints from epoll, and the worker's shared
+//! [`Ctx`] (root, file cache, cached Date, counters, access log, deadlines). Output: bytes
+//! written to the socket, and a [`Next`] telling the loop to park the slot or close it.
+//! It does not accept, poll or own the table; `serve_loop` does.
+//!
+//! Rules (RFC 9112 §9.3 persistence, §9.3.2 pipelining, §9.6 closing; RFC 9110 §9.3.1):
+//! - requests are answered strictly in order: the next buffered head is parsed only once
+//!   the previous response is completely written;
+//! - a GET/HEAD body announced by Content-Length is read and discarded exactly, after the
+//!   response, before the next head (never parsed as a request);
+//! - HTTP/1.0 without keep-alive and `Connection: close` close after the response;
+//! - after an error that must close (400, 413, 414, 431, 505, framing errors) the write
+//!   side is shut, and the connection lingers reading and discarding input until the peer
+//!   closes or the linger timeout fires, so the client reads the answer instead of a reset.
+//!
+//! Syscalls, the figure this design is judged on: a request that arrives whole costs one
+//! `read`; its response one `sendmsg` (head + cached small body from the file cache, or
+//! head + static error page) or `send(MSG_MORE)` + `sendfile` for an uncached file. A read
+//! shorter than the space offered means the socket was drained (a new edge will come),
+//! so no extra read that would return `EAGAIN` is made.
+
+mod respond;
+
+use crate::files::cache::FileCache;
+use crate::files::PATH_MAX;
+use crate::http::date::DateCache;
+use crate::http::{find_head_end, MAX_HEAD, MAX_TARGET};
+use crate::serve_loop::log::AccessLog;
+use crate::serve_loop::timers::{Kind, Timers};
+use crate::stats::WorkerCounters;
+use core::sync::atomic::Ordering::Relaxed;
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::io::{Errno, IoSlice};
+use rustix::net::{SendAncillaryBuffer, SendFlags, Shutdown};
+use std::net::SocketAddr;
+
+/// Bytes of the response-head area of a slot.
+pub const OUT_CAP: usize = 1024;
+/// Bytes of the receive area of a slot (the parser's head limit).
+pub const IN_CAP: usize = MAX_HEAD;
+/// Bytes of arena per connection slot.
+pub const SLOT_BYTES: usize = OUT_CAP + IN_CAP;
+/// Largest `sendfile` count per call (the socket buffer bounds it anyway).
+const SENDFILE_CHUNK: usize = 1 << 20;
+
+/// What a connection is waiting for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Awaiting {
+    /// Nothing: the slot is free.
+    Free,
+    /// The bytes of a request head.
+    Head,
+    /// `left` more body bytes of a GET/HEAD, to discard.
+    Body {
+        /// Bytes still to discard.
+        left: u64,
+    },
+    /// Send space, to continue the response.
+    Send,
+    /// The peer's EOF, after a closing error response (lingering close).
+    PeerClose,
+}
+
+/// What remains of a response body.
+#[derive(Debug)]
+pub enum Outgoing {
+    /// No body (HEAD, 304) or all sent.
+    Nothing,
+    /// A static page (error bodies); `at` bytes already sent.
+    Static(&'static [u8], usize),
+    /// Bytes `at..end` of a pinned file-cache entry.
+    Cached {
+        /// Entry index.
+        index: u32,
+        /// Next byte to send.
+        at: usize,
+        /// End (exclusive).
+        end: usize,
+    },
+    /// Bytes `at..end` of a file-cache entry's open file, by `sendfile`.
+    CachedFile {
+        /// Entry index.
+        index: u32,
+        /// Next byte to send.
+        at: u64,
+        /// End (exclusive).
+        end: u64,
+    },
+    /// Bytes `at..end` of an open file, by `sendfile`.
+    File {
+        /// The open file.
+        fd: OwnedFd,
+        /// Next byte to send.
+        at: u64,
+        /// End (exclusive).
+        end: u64,
+    },
+}
+
+/// What happens once the response is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum After {
+    /// Wait for the next request.
+    KeepAlive,
+    /// Close (lingering only if input is left unread).
+    Close,
+    /// Shut the write side and linger until the peer closes.
+    Linger,
+}
+
+/// One connection slot's state (its buffers live in the loop's arena).
+#[derive(Debug)]
+pub struct Conn {
+    /// The socket; `None` when free.
+    pub fd: Option<OwnedFd>,
+    /// Incremented on each reuse of the slot (the epoll token carries it).
+    pub generation: u32,
+    /// What the connection waits for.
+    pub awaiting: Awaiting,
+    /// Input may be available (edge seen, or last read filled the space).
+    pub readable: bool,
+    /// Send space may be available.
+    pub writable: bool,
+    /// Registered with epoll.
+    pub registered: bool,
+    /// The peer shut its write side: keep reading after short reads to see the EOF
+    /// (no new edge will announce it).
+    pub peer_shut: bool,
+    /// The client's address (for the access log).
+    pub peer: Option<SocketAddr>,
+    in_len: usize,
+    scanned: usize,
+    head_len: usize,
+    head_sent: usize,
+    body: Outgoing,
+    pinned: bool,
+    after: After,
+    discard: u64,
+}
+
+impl Conn {
+    /// A free slot.
+    pub fn free() -> Conn {
+        Conn {
+            fd: None,
+            generation: 0,
+            awaiting: Awaiting::Free,
+            readable: false,
+            writable: false,
+            registered: false,
+            peer_shut: false,
+            peer: None,
+            in_len: 0,
+            scanned: 0,
+            head_len: 0,
+            head_sent: 0,
+            body: Outgoing::Nothing,
+            pinned: false,
+            after: After::KeepAlive,
+            discard: 0,
+        }
+    }
+
+    /// Takes a freshly accepted socket: waits for a head, assumed readable and writable
+    /// (with `TCP_DEFER_ACCEPT` the request is normally already there).
+    pub fn open(&mut self, fd: OwnedFd, peer: Option<SocketAddr>) {
+        let generation = self.generation.wrapping_add(1);
+        *self = Conn::free();
+        self.generation = generation;
+        self.fd = Some(fd);
+        self.peer = peer;
+        self.awaiting = Awaiting::Head;
+        self.readable = true;
+        self.writable = true;
+    }
+
+    /// Releases everything the slot holds (the socket closes when dropped).
+    pub fn release(&mut self, cache: &mut FileCache) {
+        drop_body(self, cache);
+        let generation = self.generation;
+        *self = Conn::free();
+        self.generation = generation;
+    }
+
+    /// Waiting between requests with nothing buffered (a graceful stop may close it).
+    pub fn idle(&self) -> bool {
+        self.awaiting == Awaiting::Head && self.in_len == 0
+    }
+}
+
+/// Per-worker state every connection uses.
+pub struct Ctx<'a> {
+    /// The served root.
+    pub root: BorrowedFd<'a>,
+    /// Small-file cache.
+    pub cache: FileCache,
+    /// The Date header of this second.
+    pub date: DateCache,
+    /// Monotonic milliseconds of this loop turn.
+    pub now_ms: u64,
+    /// Shared counters.
+    pub counters: &'a WorkerCounters,
+    /// Access log.
+    pub log: AccessLog,
+    /// Deadlines.
+    pub timers: Timers,
+    /// Graceful stop in progress: no more keep-alive.
+    pub draining: bool,
+}
+
+/// Scratch space for one request at a time (decoded path, path to open).
+pub struct Scratch {
+    /// The parser's decoded path.
+    pub path: Box<[u8; MAX_TARGET]>,
+    /// NUL-terminated relative path for `openat2`.
+    pub open: Box<[u8; PATH_MAX + 1]>,
+}
+
+impl Scratch {
+    /// Allocated once per worker.
+    pub fn new() -> Scratch {
+        Scratch {
+            path: Box::new([0; MAX_TARGET]),
+            open: Box::new([0; PATH_MAX + 1]),
+        }
+    }
+}
+
+impl Default for Scratch {
+    fn default() -> Self {
+        Scratch::new()
+    }
+}
+
+/// What the loop does with the slot after [`advance`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Keep it; make sure it is registered with epoll.
+    Park,
+    /// Close it and free the slot.
+    Close,
+}
+
+enum Read {
+    Data(usize),
+    Eof,
+    Blocked,
+}
+
+fn read_some(fd: BorrowedFd<'_>, dst: &mut [u8]) -> Read {
+    loop {
+        match rustix::io::read(fd, &mut *dst) {
+            Ok(0) => return Read::Eof,
+            Ok(n) => return Read::Data(n),
+            Err(Errno::INTR) => continue,
+            Err(Errno::AGAIN) => return Read::Blocked,
+            Err(_) => return Read::Eof,
+        }
+    }
+}
+
+/// Moves connection `slot` as far as its socket allows. `buf` is its arena region.
+pub fn advance(
+    slot: u32,
+    c: &mut Conn,
+    buf: &mut [u8],
+    ctx: &mut Ctx<'_>,
+    s: &mut Scratch,
+) -> Next {
+    // The socket is lent to the transition while it mutates the rest of the slot.
+    let Some(sock) = c.fd.take() else {
+        return Next::Close;
+    };
+    let next = transition(slot, c, sock.as_fd(), buf, ctx, s);
+    c.fd = Some(sock);
+    next
+}
+
+/// The transition function: one arm per state, each looping until the socket would block.
+fn transition(
+    slot: u32,
+    c: &mut Conn,
+    fd: BorrowedFd<'_>,
+    buf: &mut [u8],
+    ctx: &mut Ctx<'_>,
+    s: &mut Scratch,
+) -> Next {
+    let (out, inb) = buf.split_at_mut(OUT_CAP);
+    loop {
+        match c.awaiting {
+            // A free slot has nothing to do.
+            Awaiting::Free => return Next::Close,
+            // A head: answer a complete buffered one, else read more (header deadline runs).
+            Awaiting::Head => {
+                if c.in_len > 0 && head_ready(c, inb) {
+                    match respond::request(c, out, &inb[..c.in_len], ctx, s) {
+                        Some(used) => {
+                            // Answered: no deadline until it waits again.
+                            ctx.timers.disarm(slot);
+                            consume(c, inb, used);
+                            continue;
+                        }
+                        None => c.scanned = c.in_len,
+                    }
+                }
+                if !c.readable {
+                    return Next::Park;
+                }
+                match read_some(fd, &mut inb[c.in_len..]) {
+                    Read::Data(n) => {
+                        let space = IN_CAP - c.in_len;
+                        if c.in_len == 0 {
+                            ctx.timers.arm(slot, Kind::Header, ctx.now_ms);
+                        }
+                        c.in_len += n;
+                        c.readable = n == space || c.peer_shut;
+                    }
+                    Read::Eof => return Next::Close,
+                    Read::Blocked => {
+                        c.readable = false;
+                        return Next::Park;
+                    }
+                }
+            }
+            // Body bytes of a GET/HEAD: drop exactly `left`, then the next head.
+            Awaiting::Body { left } => {
+                let k = left.min(c.in_len as u64) as usize;
+                consume(c, inb, k);
+                if left == k as u64 {
+                    c.awaiting = Awaiting::Head;
+                    arm_between_requests(slot, c, ctx);
+                    continue;
+                }
+                c.awaiting = Awaiting::Body {
+                    left: left - k as u64,
+                };
+                if !c.readable {
+                    return Next::Park;
+                }
+                match read_some(fd, inb) {
+                    Read::Data(n) => {
+                        c.in_len = n;
+                        c.readable = n == IN_CAP || c.peer_shut;
+                    }
+                    Read::Eof => return Next::Close,
+                    Read::Blocked => {
+                        c.readable = false;
+                        return Next::Park;
+                    }
+                }
+            }
+            // Send space: write until done or the socket is full (send deadline re-armed
+            // on progress).
+            Awaiting::Send => {
+                if !c.writable {
+                    return Next::Park;
+                }
+                match send_some(fd, c, out, ctx) {
+                    Sent::Done => {
+                        if finish_response(slot, c, fd, ctx) == Next::Close {
+                            return Next::Close;
+                        }
+                    }
+                    Sent::Blocked { progressed } => {
+                        c.writable = false;
+                        if progressed || ctx.timers.kind(slot) != Some(Kind::Send) {
+                            ctx.timers.arm(slot, Kind::Send, ctx.now_ms);
+                        }
+                        pin_if_cached(c, &mut ctx.cache);
+                        return Next::Park;
+                    }
+                    Sent::Failed => return Next::Close,
+                }
+            }
+            // Lingering: discard input until EOF (then close) or the linger deadline.
+            Awaiting::PeerClose => {
+                if !c.readable {
+                    return Next::Park;
+                }
+                match read_some(fd, inb) {
+                    Read::Data(_) => {}
+                    Read::Eof => return Next::Close,
+                    Read::Blocked => {
+                        c.readable = false;
+                        return Next::Park;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Whether the buffered bytes may hold a complete head (or enough to refuse one).
+fn head_ready(c: &mut Conn, inb: &[u8]) -> bool {
+    if c.in_len >= IN_CAP {
+        return true;
+    }
+    match find_head_end(&inb[..c.in_len], c.scanned) {
+        Some(_) => true,
+        None => {
+            c.scanned = c.in_len;
+            false
+        }
+    }
+}
+
+/// Drops `n` bytes from the front of the receive area.
+fn consume(c: &mut Conn, inb: &mut [u8], n: usize) {
+    let n = n.min(c.in_len);
+    inb.copy_within(n..c.in_len, 0);
+    c.in_len -= n;
+    c.scanned = 0;
+}
+
+/// The deadline between requests: idle if nothing is buffered, else the header deadline.
+fn arm_between_requests(slot: u32, c: &Conn, ctx: &mut Ctx<'_>) {
+    let kind = if c.in_len == 0 {
+        Kind::Idle
+    } else {
+        Kind::Header
+    };
+    ctx.timers.arm(slot, kind, ctx.now_ms);
+}
+
+/// A paused cached body must not change under us: pin its entry (once).
+fn pin_if_cached(c: &mut Conn, cache: &mut FileCache) {
+    if let Outgoing::Cached { index, .. } | Outgoing::CachedFile { index, .. } = c.body {
+        if !c.pinned {
+            cache.pin(index);
+            c.pinned = true;
+        }
+    }
+}
+
+/// Drops the body, unpinning a cached entry this connection pinned.
+fn drop_body(c: &mut Conn, cache: &mut FileCache) {
+    if let (Outgoing::Cached { index, .. } | Outgoing::CachedFile { index, .. }, true) =
+        (&c.body, c.pinned)
+    {
+        cache.unpin(*index);
+    }
+    c.pinned = false;
+    c.body = Outgoing::Nothing;
+}
+
+/// The response is out: count, then keep-alive, close or linger.
+fn finish_response(slot: u32, c: &mut Conn, fd: BorrowedFd<'_>, ctx: &mut Ctx<'_>) -> Next {
+    drop_body(c, &mut ctx.cache);
+    match c.after {
+        After::KeepAlive if !ctx.draining => {
+            if c.discard > 0 {
+                c.awaiting = Awaiting::Body { left: c.discard };
+                c.discard = 0;
+                ctx.timers.arm(slot, Kind::Header, ctx.now_ms);
+            } else {
+                c.awaiting = Awaiting::Head;
+                arm_between_requests(slot, c, ctx);
+            }
+            Next::Park
+        }
+        After::KeepAlive | After::Close if c.in_len == 0 && c.discard == 0 => Next::Close,
+        _ => {
+            c.in_len = 0;
+            let _ = rustix::net::shutdown(fd, Shutdown::Write);
+            c.awaiting = Awaiting::PeerClose;
+            ctx.timers.arm(slot, Kind::Linger, ctx.now_ms);
+            Next::Park
+        }
+    }
+}
+
+enum Sent {
+    Done,
+    Blocked { progressed: bool },
+    Failed,
+}
+
+/// Writes as much of the response as the socket takes.
+fn send_some(fd: BorrowedFd<'_>, c: &mut Conn, out: &[u8], ctx: &mut Ctx<'_>) -> Sent {
+    let mut progressed = false;
+    loop {
+        let head = &out[c.head_sent..c.head_len];
+        let result = match &mut c.body {
+            Outgoing::File { fd: file, at, end } => send_file(fd, head, file.as_fd(), at, *end),
+            Outgoing::CachedFile { index, at, end } => match ctx.cache.file(*index) {
+                Some(file) => send_file(fd, head, file, at, *end),
+                None => return Sent::Failed,
+            },
+            _ => {
+                let body = body_rest(&c.body, &ctx.cache);
+                if head.is_empty() && body.is_empty() {
+                    return Sent::Done;
+                }
+                let iov = [IoSlice::new(head), IoSlice::new(body)];
+                let mut control = SendAncillaryBuffer::default();
+                rustix::net::sendmsg(fd, &iov, &mut control, SendFlags::NOSIGNAL).map(Some)
+            }
+        };
+        match result {
+            Ok(None) => return Sent::Done,
+            Ok(Some(0)) => return Sent::Failed,
+            Ok(Some(n)) => {
+                progressed = true;
+                ctx.counters.bytes_sent.fetch_add(n as u64, Relaxed);
+                advance_sent(c, n);
+            }
+            Err(Errno::INTR) => {}
+            Err(Errno::AGAIN) => return Sent::Blocked { progressed },
+            Err(_) => return Sent::Failed,
+        }
+    }
+}
+
+/// One step of a file response: the head (with `MSG_MORE` while body bytes follow), else
+/// one `sendfile` from `at` (which the kernel advances). `None`: nothing left.
+fn send_file(
+    sock: BorrowedFd<'_>,
+    head: &[u8],
+    file: BorrowedFd<'_>,
+    at: &mut u64,
+    end: u64,
+) -> rustix::io::Result<Option<usize>> {
+    if !head.is_empty() {
+        let more = if *at < end {
+            SendFlags::MORE
+        } else {
+            SendFlags::empty()
+        };
+        return rustix::net::send(sock, head, more | SendFlags::NOSIGNAL).map(Some);
+    }
+    if *at >= end {
+        return Ok(None);
+    }
+    let count = (end - *at).min(SENDFILE_CHUNK as u64) as usize;
+    rustix::fs::sendfile(sock, file, Some(at), count).map(Some)
+}
+
+/// The unsent part of an in-memory body.
+fn body_rest<'c>(body: &Outgoing, cache: &'c FileCache) -> &'c [u8] {
+    match *body {
+        Outgoing::Static(b, at) => b.get(at..).unwrap_or(&[]),
+        Outgoing::Cached { index, at, end } => cache.body(index).get(at..end).unwrap_or(&[]),
+        _ => &[],
+    }
+}
+
+/// Accounts `n` written bytes: head first, then the in-memory body. (`sendfile` moves a
+/// `File` body's offset itself.)
+fn advance_sent(c: &mut Conn, mut n: usize) {
+    let head_left = c.head_len - c.head_sent;
+    let h = n.min(head_left);
+    c.head_sent += h;
+    n -= h;
+    match &mut c.body {
+        Outgoing::Static(_, at) => *at += n,
+        Outgoing::Cached { at, .. } => *at += n,
+        _ => {}
+    }
+}
+
+/// One fixture per state: a socket pair, one slot, a real root directory.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::files::cache::CacheConfig;
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixStream;
+
+    struct Fixture {
+        conn: Conn,
+        buf: Vec<u8>,
+        peer: UnixStream,
+        scratch: Scratch,
+        counters: &'static WorkerCounters,
+        cache: Option<FileCache>,
+        dir: std::path::PathBuf,
+        root: OwnedFd,
+    }
+
+    fn fixture(name: &str) -> Fixture {
+        let dir = std::env::temp_dir().join(format!("steerd-conn-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("a.txt"), "abc").unwrap();
+        std::fs::File::create(dir.join("big"))
+            .unwrap()
+            .set_len(8 << 20)
+            .unwrap();
+        let root = rustix::fs::open(
+            &dir,
+            rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY,
+            rustix::fs::Mode::empty(),
+        )
+        .unwrap();
+        let (ours, peer) = UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        let mut conn = Conn::free();
+        conn.open(OwnedFd::from(ours), None);
+        Fixture {
+            conn,
+            buf: vec![0; SLOT_BYTES],
+            peer,
+            scratch: Scratch::new(),
+            counters: Box::leak(Box::default()),
+            cache: Some(FileCache::new(CacheConfig {
+                entries: 4,
+                file_max: 1024,
+                revalidate: std::time::Duration::from_secs(1),
+            })),
+            dir,
+            root,
+        }
+    }
+
+    impl Fixture {
+        fn step(&mut self) -> Next {
+            let cache = self.cache.take().expect("cache");
+            let mut ctx = Ctx {
+                root: self.root.as_fd(),
+                cache,
+                date: DateCache::new(0),
+                now_ms: 0,
+                counters: self.counters,
+                log: AccessLog::open(None).unwrap(),
+                timers: Timers::new(1, [1000; 4]),
+                draining: false,
+            };
+            self.conn.readable = true;
+            self.conn.writable = true;
+            let next = advance(
+                0,
+                &mut self.conn,
+                &mut self.buf,
+                &mut ctx,
+                &mut self.scratch,
+            );
+            self.cache = Some(ctx.cache);
+            next
+        }
+
+        fn answer(&mut self) -> String {
+            self.peer
+                .set_read_timeout(Some(std::time::Duration::from_secs(2)))
+                .unwrap();
+            let mut b = vec![0u8; 4096];
+            let n = self.peer.read(&mut b).unwrap();
+            String::from_utf8_lossy(&b[..n]).into_owned()
+        }
+    }
+
+    impl Drop for Fixture {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+
+    #[test]
+    fn head_partial_then_complete_then_keep_alive() {
+        let mut f = fixture("head");
+        f.peer.write_all(b"GET /a.txt HTTP/1.1\r\nHo").unwrap();
+        assert_eq!(f.step(), Next::Park);
+        assert_eq!(f.conn.awaiting, Awaiting::Head);
+        f.peer.write_all(b"st: t\r\n\r\n").unwrap();
+        assert_eq!(f.step(), Next::Park);
+        let a = f.answer();
+        assert!(
+            a.starts_with("HTTP/1.1 200 OK\r\n") && a.ends_with("\r\n\r\nabc"),
+            "{a}"
+        );
+        assert_eq!(f.conn.awaiting, Awaiting::Head, "kept alive");
+        assert!(f.conn.idle());
+    }
+
+    #[test]
+    fn body_is_discarded_across_reads() {
+        let mut f = fixture("body");
+        f.peer
+            .write_all(b"GET /a.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nxy")
+            .unwrap();
+        assert_eq!(f.step(), Next::Park);
+        assert_eq!(f.conn.awaiting, Awaiting::Body { left: 3 });
+        assert!(f.answer().ends_with("abc"));
+        f.peer
+            .write_all(b"zzzGET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        assert_eq!(f.step(), Next::Park);
+        assert!(
+            f.answer().ends_with("abc"),
+            "the next request after exactly 5 bytes"
+        );
+        assert_eq!(f.conn.awaiting, Awaiting::Head);
+    }
+
+    #[test]
+    fn send_waits_for_space_then_finishes() {
+        let mut f = fixture("send");
+        f.peer
+            .write_all(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        assert_eq!(f.step(), Next::Park);
+        assert_eq!(
+            f.conn.awaiting,
+            Awaiting::Send,
+            "8 MiB do not fit the socket buffer"
+        );
+        let mut total = 0usize;
+        let mut b = vec![0u8; 1 << 16];
+        f.peer.set_nonblocking(true).unwrap();
+        while f.conn.awaiting == Awaiting::Send {
+            while let Ok(n) = f.peer.read(&mut b) {
+                total += n;
+            }
+            assert_eq!(f.step(), Next::Park);
+        }
+        while let Ok(n) = f.peer.read(&mut b) {
+            total += n;
+        }
+        assert!(total > 8 << 20, "head and the whole body: {total}");
+        assert_eq!(f.conn.awaiting, Awaiting::Head);
+    }
+
+    #[test]
+    fn peer_close_after_an_error_that_closes() {
+        let mut f = fixture("linger");
+        f.peer
+            .write_all(b"GET / HTTP/1.1\r\nBad Name: x\r\n\r\n")
+            .unwrap();
+        assert_eq!(f.step(), Next::Park);
+        assert_eq!(f.conn.awaiting, Awaiting::PeerClose);
+        let a = f.answer();
+        assert!(
+            a.starts_with("HTTP/1.1 400 ") && a.contains("Connection: close"),
+            "{a}"
+        );
+        f.peer.write_all(b"more junk").unwrap();
+        assert_eq!(f.step(), Next::Park, "still lingering while the peer sends");
+        f.peer.shutdown(std::net::Shutdown::Write).unwrap();
+        assert_eq!(f.step(), Next::Close, "peer EOF ends the linger");
+    }
+
+    #[test]
+    fn free_slot_closes() {
+        let mut f = fixture("free");
+        f.conn = Conn::free();
+        assert_eq!(f.step(), Next::Close);
+    }
+}

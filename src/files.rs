@@ -1,1 +1,232 @@
-//! Path to open file under the root (openat2 RESOLVE_BENEATH), metadata, MIME.
+//! Stage: file lookup. A decoded request path to an open file under the served root,
+//! with the metadata a response needs (length, Last-Modified, strong ETag, media type).
+//!
+//! Input: the root directory fd (opened once by the master, `O_PATH | O_DIRECTORY`) and
+//! the parser's decoded, dot-segment-free path (starts with `/`, no NUL). Output: a
+//! [`Lookup`]. It does not write to sockets and does not evaluate Range or conditionals
+//! (`http::range`, `http::conditional` do).
+//!
+//! Containment: every path is resolved with `openat2(root, path, RESOLVE_BENEATH |
+//! RESOLVE_NO_MAGICLINKS)` (openat2(2), Linux ≥ 5.6): the kernel refuses `..` above the
+//! root, absolute symlinks and any symlink whose target leaves the root (`EXDEV`), and
+//! `/proc` magic links, whatever the request or the tree contains. Files are opened
+//! `O_NONBLOCK` so a FIFO in the tree cannot block the worker; only regular files are
+//! served.
+//!
+//! Mapping (nginx's static module as the reference): a path ending in `/` serves its
+//! `index.html`; a directory named without the slash is a 301 to add it; ENOENT, ENOTDIR,
+//! ENAMETOOLONG and non-regular files are 404; EACCES, EPERM, ELOOP, EMLINK and EXDEV
+//! (an escaping symlink) are 403; EMFILE/ENFILE/ENOMEM are 503; anything else is 500.
+
+pub mod cache;
+pub mod mime;
+
+use crate::http::date::{format_imf, IMF_LEN};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
+use rustix::io::Errno;
+
+/// Longest relative path we try to open (Linux `PATH_MAX` minus the NUL).
+pub const PATH_MAX: usize = 4095;
+const INDEX: &[u8] = b"index.html";
+
+/// A strong ETag's text: `"<mtime seconds hex>.<mtime nanoseconds hex>-<size hex>"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ETag {
+    buf: [u8; 48],
+    len: u8,
+}
+
+impl ETag {
+    fn new(mtime: i64, nsec: u32, size: u64) -> ETag {
+        let mut buf = [0u8; 48];
+        let mut w = HexWriter {
+            buf: &mut buf,
+            len: 0,
+        };
+        w.put(b'"');
+        w.hex(mtime as u64);
+        w.put(b'.');
+        w.hex(u64::from(nsec));
+        w.put(b'-');
+        w.hex(size);
+        w.put(b'"');
+        let len = w.len as u8;
+        ETag { buf, len }
+    }
+
+    /// The quoted tag.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..usize::from(self.len)]
+    }
+}
+
+struct HexWriter<'a> {
+    buf: &'a mut [u8; 48],
+    len: usize,
+}
+
+impl HexWriter<'_> {
+    fn put(&mut self, b: u8) {
+        self.buf[self.len] = b;
+        self.len += 1;
+    }
+
+    /// At most 16 digits, so three numbers and four marks always fit in 48 bytes.
+    fn hex(&mut self, v: u64) {
+        let digits = (16 - (v.leading_zeros() / 4) as usize).max(1);
+        for i in (0..digits).rev() {
+            self.put(b"0123456789abcdef"[((v >> (i * 4)) & 15) as usize]);
+        }
+    }
+}
+
+/// What a response needs to know about a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileMeta {
+    /// Length in bytes.
+    pub size: u64,
+    /// Modification time, Unix seconds.
+    pub mtime: i64,
+    /// Modification time, nanoseconds part.
+    pub mtime_nsec: u32,
+    /// Inode number (to notice a file replaced by rename).
+    pub ino: u64,
+    /// Strong validator.
+    pub etag: ETag,
+    /// `Last-Modified` text.
+    pub last_modified: [u8; IMF_LEN],
+    /// `Content-Type` value.
+    pub mime: &'static [u8],
+}
+
+impl FileMeta {
+    /// Whether two metadata snapshots describe the same file contents (by inode, mtime
+    /// and size: the revalidation rule of the cache).
+    pub fn same_file(&self, other: &FileMeta) -> bool {
+        (self.ino, self.mtime, self.mtime_nsec, self.size)
+            == (other.ino, other.mtime, other.mtime_nsec, other.size)
+    }
+}
+
+/// The result of resolving a request path.
+#[derive(Debug)]
+pub enum Lookup {
+    /// A regular file, open for reading.
+    File(OwnedFd, FileMeta),
+    /// A directory named without its trailing slash: 301 to `path/`.
+    AddSlash,
+    /// An error status (403, 404, 500, 503).
+    Status(u16),
+}
+
+/// The status an `openat2`/`fstat` failure maps to.
+pub fn errno_status(e: Errno) -> u16 {
+    match e {
+        Errno::NOENT | Errno::NOTDIR | Errno::NAMETOOLONG => 404,
+        Errno::ACCESS | Errno::PERM | Errno::LOOP | Errno::MLINK | Errno::XDEV => 403,
+        Errno::MFILE | Errno::NFILE | Errno::NOMEM => 503,
+        _ => 500,
+    }
+}
+
+/// Builds the NUL-terminated relative path to open into `out`: the request path without
+/// its leading `/`, plus `index.html` when it ends in `/`. `None` if it is too long.
+fn relative_path<'o>(path: &[u8], out: &'o mut [u8; PATH_MAX + 1]) -> Option<&'o core::ffi::CStr> {
+    let rel = path.strip_prefix(b"/").unwrap_or(path);
+    let index: &[u8] = if rel.is_empty() || rel.ends_with(b"/") {
+        INDEX
+    } else {
+        b""
+    };
+    let n = rel.len() + index.len();
+    if n >= PATH_MAX || memchr::memchr(0, rel).is_some() {
+        return None;
+    }
+    out[..rel.len()].copy_from_slice(rel);
+    out[rel.len()..n].copy_from_slice(index);
+    out[n] = 0;
+    core::ffi::CStr::from_bytes_with_nul(&out[..=n]).ok()
+}
+
+/// Metadata of an open file, from `fstat`.
+pub fn meta_of(fd: BorrowedFd<'_>, path: &[u8]) -> Result<(FileType, FileMeta), Errno> {
+    let st = rustix::fs::fstat(fd)?;
+    #[allow(clippy::unnecessary_cast)] // the field widths differ between architectures
+    let (mtime, nsec, size, ino) = (
+        st.st_mtime as i64,
+        st.st_mtime_nsec as u32,
+        st.st_size.max(0) as u64,
+        st.st_ino as u64,
+    );
+    let meta = FileMeta {
+        size,
+        mtime,
+        mtime_nsec: nsec,
+        ino,
+        etag: ETag::new(mtime, nsec, size),
+        last_modified: format_imf(mtime),
+        mime: mime::for_path(if path.ends_with(b"/") { INDEX } else { path }),
+    };
+    Ok((FileType::from_raw_mode(st.st_mode as _), meta))
+}
+
+/// Resolves `path` (decoded, starting with `/`) under `root`. Two syscalls on success
+/// (`openat2`, `fstat`); `scratch` holds the NUL-terminated relative path.
+pub fn open(root: BorrowedFd<'_>, path: &[u8], scratch: &mut [u8; PATH_MAX + 1]) -> Lookup {
+    let Some(rel) = relative_path(path, scratch) else {
+        return Lookup::Status(404);
+    };
+    let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+    let fd = match rustix::fs::openat2(root, rel, flags, Mode::empty(), resolve) {
+        Ok(fd) => fd,
+        Err(e) => return Lookup::Status(errno_status(e)),
+    };
+    match meta_of(fd.as_fd(), path) {
+        Ok((FileType::RegularFile, meta)) => Lookup::File(fd, meta),
+        Ok((FileType::Directory, _)) if !path.ends_with(b"/") => Lookup::AddSlash,
+        Ok(_) => Lookup::Status(404),
+        Err(e) => Lookup::Status(errno_status(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn etag_shape() {
+        let t = ETag::new(0x5f3e8c1a, 0, 0x264);
+        assert_eq!(t.as_bytes(), b"\"5f3e8c1a.0-264\"");
+        let t = ETag::new(-1, u32::MAX, u64::MAX);
+        assert_eq!(t.as_bytes().len(), 2 + 16 + 1 + 8 + 1 + 16);
+    }
+
+    #[test]
+    fn relative_paths() {
+        let mut s = [0u8; PATH_MAX + 1];
+        assert_eq!(
+            relative_path(b"/", &mut s).unwrap().to_bytes(),
+            b"index.html"
+        );
+        assert_eq!(
+            relative_path(b"/a/b/", &mut s).unwrap().to_bytes(),
+            b"a/b/index.html"
+        );
+        assert_eq!(
+            relative_path(b"/a.txt", &mut s).unwrap().to_bytes(),
+            b"a.txt"
+        );
+        assert!(relative_path(b"/a\0b", &mut s).is_none());
+        assert!(relative_path(&[b'a'; PATH_MAX + 3], &mut s).is_none());
+    }
+
+    #[test]
+    fn errno_mapping() {
+        assert_eq!(errno_status(Errno::NOENT), 404);
+        assert_eq!(errno_status(Errno::XDEV), 403);
+        assert_eq!(errno_status(Errno::MFILE), 503);
+        assert_eq!(errno_status(Errno::IO), 500);
+    }
+}

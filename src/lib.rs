@@ -40,4 +40,5 @@ pub mod stats;
 pub mod steer;
 pub mod sys;
 pub mod topology;
+pub mod user;
 pub mod worker;

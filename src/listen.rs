@@ -1,1 +1,279 @@
 //! Stage 5: one SO_REUSEPORT listener per worker, in plan order; the program attached once.
+//!
+//! Input: the plan's workers (index order), the `--listen` addresses, the CPU set the
+//! master returns to. Output: [`Listeners`], one reuseport group per address holding one
+//! fd per worker. The master keeps every fd for its whole life, so a worker's death never
+//! reshuffles a group (on close the kernel moves the *last* member into the freed slot,
+//! `net/core/sock_reuseport.c`).
+//!
+//! Required reading: `kernel-steering.md` §2.2–2.3. For TCP the group index is the order of
+//! `listen()`; so every worker's sockets are made in plan index order, each while the
+//! master is pinned to that worker's CPU, so the socket's memory is allocated on the
+//! worker's node. The steering program is attached after the last `listen()`, once per
+//! group: `0.0.0.0:P` and `[::]:P` (V6ONLY) are two groups.
+//!
+//! It does not fork, accept or decide the policy.
+
+use crate::cpuset::CpuId;
+use crate::plan::WorkerPlan;
+use crate::sys;
+use core::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+
+/// Backlog asked of `listen()`. The kernel silently caps it at `net.core.somaxconn`
+/// (4096 by default since 5.4), so this asks for "as many as allowed". See listen(2).
+pub const BACKLOG: i32 = 65_535;
+
+/// One `--listen` address: its bound address (the real port when `:0` was asked) and one
+/// listener per worker, position = group index = worker index.
+#[derive(Debug)]
+pub struct Group {
+    /// The address every member is bound to.
+    pub addr: SocketAddr,
+    /// Listeners in `listen()` order.
+    pub fds: Vec<OwnedFd>,
+}
+
+/// Every reuseport group, in `--listen` order.
+#[derive(Debug)]
+pub struct Listeners {
+    /// Groups in `--listen` order.
+    pub groups: Vec<Group>,
+}
+
+/// A bring-up step that failed, with what it was working on.
+#[derive(Debug)]
+pub enum ListenError {
+    /// Pinning the master to a worker's CPU (or back) failed.
+    Pin(String, io::Error),
+    /// `socket`, a socket option, `bind` or `listen` failed for an address.
+    Socket(SocketAddr, &'static str, io::Error),
+}
+
+impl fmt::Display for ListenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ListenError::Pin(what, e) => write!(f, "pinning to {what}: {e}"),
+            ListenError::Socket(addr, step, e) => write!(f, "{addr}: {step}: {e}"),
+        }
+    }
+}
+
+/// How each listener is set up, besides the address.
+#[derive(Clone, Copy, Debug)]
+pub struct SocketOptions {
+    /// `TCP_DEFER_ACCEPT` seconds; 0 leaves it off.
+    pub defer_accept_secs: u32,
+}
+
+/// Makes every listener: for each worker in index order, pin to its CPU, then make its
+/// socket for each address; then pin back to `home`. An address with port 0 gets its port
+/// from the first worker's socket, and every later member binds that port.
+pub fn open(
+    workers: &[WorkerPlan],
+    addrs: &[SocketAddr],
+    home: &rustix::thread::CpuSet,
+    opts: SocketOptions,
+) -> Result<Listeners, ListenError> {
+    let mut groups: Vec<Group> = addrs
+        .iter()
+        .map(|&addr| Group {
+            addr,
+            fds: Vec::with_capacity(workers.len()),
+        })
+        .collect();
+    let made = make_all(workers, &mut groups, opts);
+    // Return home even when a step failed, so the error path runs where the master lives.
+    let back = sys::pin_to_set(home).map_err(|e| ListenError::Pin("the master's CPUs".into(), e));
+    made?;
+    back?;
+    Ok(Listeners { groups })
+}
+
+fn make_all(
+    workers: &[WorkerPlan],
+    groups: &mut [Group],
+    opts: SocketOptions,
+) -> Result<(), ListenError> {
+    for w in workers {
+        sys::pin_to_cpu(w.cpu).map_err(|e| ListenError::Pin(format!("CPU {}", w.cpu), e))?;
+        for group in groups.iter_mut() {
+            let fd = make_listener(group.addr, opts)?;
+            if group.fds.is_empty() {
+                group.addr = local_addr(&fd)
+                    .map_err(|e| ListenError::Socket(group.addr, "getsockname", e))?;
+            }
+            group.fds.push(fd);
+        }
+    }
+    Ok(())
+}
+
+/// `socket`, `SO_REUSEADDR`, `SO_REUSEPORT`, `IPV6_V6ONLY` for IPv6, `TCP_DEFER_ACCEPT`,
+/// `bind`, `listen`: nonblocking and close-on-exec.
+fn make_listener(addr: SocketAddr, opts: SocketOptions) -> Result<OwnedFd, ListenError> {
+    use rustix::net::{sockopt, AddressFamily, SocketFlags, SocketType};
+    let fail = |step| move |e: rustix::io::Errno| ListenError::Socket(addr, step, e.into());
+    let family = match addr {
+        SocketAddr::V4(_) => AddressFamily::INET,
+        SocketAddr::V6(_) => AddressFamily::INET6,
+    };
+    let flags = SocketFlags::NONBLOCK | SocketFlags::CLOEXEC;
+    let fd = rustix::net::socket_with(family, SocketType::STREAM, flags, None)
+        .map_err(fail("socket"))?;
+    sockopt::set_socket_reuseaddr(&fd, true).map_err(fail("SO_REUSEADDR"))?;
+    sockopt::set_socket_reuseport(&fd, true).map_err(fail("SO_REUSEPORT"))?;
+    if addr.is_ipv6() {
+        sockopt::set_ipv6_v6only(&fd, true).map_err(fail("IPV6_V6ONLY"))?;
+    }
+    if opts.defer_accept_secs > 0 {
+        sys::set_tcp_defer_accept(fd.as_fd(), opts.defer_accept_secs)
+            .map_err(|e| ListenError::Socket(addr, "TCP_DEFER_ACCEPT", e))?;
+    }
+    rustix::net::bind(&fd, &addr).map_err(fail("bind"))?;
+    rustix::net::listen(&fd, BACKLOG).map_err(fail("listen"))?;
+    Ok(fd)
+}
+
+fn local_addr(fd: &OwnedFd) -> io::Result<SocketAddr> {
+    let any = rustix::net::getsockname(fd)?;
+    SocketAddr::try_from(any).map_err(|_| io::Error::other("not an IP socket address"))
+}
+
+impl Listeners {
+    /// Attaches `prog` to every group, once, on its first member (after every member has
+    /// listened: the program then belongs to the whole group). Stops at the first group
+    /// the kernel refuses and says which.
+    pub fn attach(&self, prog: &[asm_bpf::Insn]) -> Result<(), (SocketAddr, io::Error)> {
+        for group in &self.groups {
+            if let Some(first) = group.fds.first() {
+                sys::attach_reuseport_cbpf(first.as_fd(), prog).map_err(|e| (group.addr, e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Worker `index`'s listeners, one per address.
+    pub fn of_worker(&self, index: usize) -> Vec<BorrowedFd<'_>> {
+        self.groups
+            .iter()
+            .filter_map(|g| g.fds.get(index).map(|fd| fd.as_fd()))
+            .collect()
+    }
+
+    /// Every other worker's listener fds (for a forked worker to close).
+    pub fn raw_fds_not_of(&self, index: usize) -> Vec<RawFd> {
+        self.groups
+            .iter()
+            .flat_map(|g| g.fds.iter().enumerate())
+            .filter(|(i, _)| *i != index)
+            .map(|(_, fd)| fd.as_raw_fd())
+            .collect()
+    }
+
+    /// The bound addresses, in `--listen` order.
+    pub fn addrs(&self) -> Vec<SocketAddr> {
+        self.groups.iter().map(|g| g.addr).collect()
+    }
+}
+
+/// The CPU the caller is on, as a [`CpuId`] (for the "made on CPU c" checks).
+pub fn current_cpu() -> Option<CpuId> {
+    CpuId::new(rustix::thread::sched_getcpu())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::WorkerPlan;
+    use std::io::{Read, Write};
+
+    fn allowed() -> Vec<CpuId> {
+        let set = sys::affinity().expect("affinity");
+        (0..rustix::thread::CpuSet::MAX_CPU)
+            .filter(|&c| set.is_set(c))
+            .filter_map(CpuId::new)
+            .collect()
+    }
+
+    fn workers(cpus: &[CpuId]) -> Vec<WorkerPlan> {
+        cpus.iter()
+            .enumerate()
+            .map(|(i, &cpu)| WorkerPlan {
+                index: i as u16,
+                cpu,
+                node: 0,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn port_zero_gives_one_port_per_group_and_affinity_is_restored() {
+        let cpus = allowed();
+        let home = sys::affinity().expect("affinity");
+        let addrs: Vec<SocketAddr> =
+            vec!["127.0.0.1:0".parse().unwrap(), "[::1]:0".parse().unwrap()];
+        let ws = workers(&cpus);
+        let opts = SocketOptions {
+            defer_accept_secs: 0,
+        };
+        let l = match open(&ws, &addrs, &home, opts) {
+            Ok(l) => l,
+            // A machine without IPv6 loopback cannot run the second group.
+            Err(ListenError::Socket(a, "bind", _)) if a.is_ipv6() => {
+                eprintln!("skipped: no IPv6 loopback");
+                return;
+            }
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(sys::affinity().expect("affinity"), home);
+        assert_eq!(l.groups.len(), 2);
+        for g in &l.groups {
+            assert_ne!(g.addr.port(), 0);
+            assert_eq!(g.fds.len(), cpus.len());
+            for fd in &g.fds {
+                assert_eq!(local_addr(fd).expect("name"), g.addr);
+            }
+        }
+        assert_eq!(l.of_worker(0).len(), 2);
+        assert_eq!(l.raw_fds_not_of(0).len(), 2 * (cpus.len() - 1));
+    }
+
+    /// A connection to the group's address is accepted by one of the members: the
+    /// sockets really share the port.
+    #[test]
+    fn members_accept_connections() {
+        let cpus = allowed();
+        let home = sys::affinity().expect("affinity");
+        let addrs: Vec<SocketAddr> = vec!["127.0.0.1:0".parse().unwrap()];
+        let l = open(
+            &workers(&cpus),
+            &addrs,
+            &home,
+            SocketOptions {
+                defer_accept_secs: 0,
+            },
+        )
+        .expect("listeners");
+        let mut client = std::net::TcpStream::connect(l.groups[0].addr).expect("connect");
+        client.write_all(b"x").expect("write");
+        let accepted = (0..200).find_map(|_| {
+            let hit = l.groups[0]
+                .fds
+                .iter()
+                .find_map(|fd| rustix::net::accept(fd).ok());
+            if hit.is_none() {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            hit
+        });
+        let conn = accepted.expect("some member accepted the connection");
+        let mut server = std::net::TcpStream::from(conn);
+        server.set_nonblocking(false).expect("blocking");
+        let mut b = [0u8; 1];
+        server.read_exact(&mut b).expect("read");
+        assert_eq!(&b, b"x");
+    }
+}

@@ -1,1 +1,616 @@
-//! The master process: fork, pin, supervise, signals.
+//! The master process: bring-up (pin, listeners, steering, privileges), fork, supervise,
+//! signals.
+//!
+//! Input: validated [`ServeArgs`], the [`Plan`], and the steering program (or none for
+//! `hash`). Output: exit once stopped. The master never serves HTTP; it holds every
+//! listener fd for its whole life (so a dead worker's group slot never moves), forks one
+//! worker per plan entry, restarts the ones that die on the same CPU with the same
+//! listener, and answers `--metrics` scrapes.
+//!
+//! Signals are those nginx users know (`ngx_process_cycle.c`): the handlers only count
+//! deliveries (`sys::count_signals`); this loop reads the counters.
+//! TERM, INT: fast stop. QUIT: graceful stop (workers finish responses in flight up to
+//! `--shutdown-timeout`, then the master kills what is left). HUP: start fresh workers on
+//! the same listeners (they reopen the root and the log) and stop the old ones gracefully.
+//! USR1: workers reopen the access log.
+//!
+//! It does not decide the plan or assemble the program (plan.rs, steer.rs), and does not
+//! accept connections (serve_loop.rs in each worker).
+
+use crate::args::{ServeArgs, SteerPolicy};
+use crate::listen::{self, Listeners, SocketOptions};
+use crate::plan::Plan;
+use crate::stats;
+use crate::sys::{self, Forked, SharedCounters};
+use crate::user;
+use crate::worker::{self, WorkerStart, SIGNALS};
+use core::fmt;
+use rustix::process::{Pid, Signal, WaitOptions, WaitStatus};
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+/// A worker that lived less than this before dying counts as a crash for the back-off.
+const CRASH_WINDOW: Duration = Duration::from_secs(2);
+/// First back-off delay after a crash; doubles per consecutive crash.
+const BACKOFF_FIRST: Duration = Duration::from_millis(100);
+/// Longest back-off delay.
+const BACKOFF_MAX: Duration = Duration::from_secs(10);
+/// How long a fast stop waits for workers before `SIGKILL`.
+const FAST_STOP_GRACE: Duration = Duration::from_secs(3);
+/// Extra wait after `--shutdown-timeout` before a graceful stop kills what is left.
+const GRACEFUL_SLACK: Duration = Duration::from_secs(1);
+/// Longest sleep of the supervision loop (signals interrupt it sooner).
+const TICK: Duration = Duration::from_millis(100);
+
+/// A bring-up step of the master that failed.
+#[derive(Debug)]
+pub enum MasterError {
+    /// Installing the signal handlers.
+    Signals(io::Error),
+    /// Reading or applying the master's own CPU placement.
+    Pin(io::Error),
+    /// Making the listeners.
+    Listen(listen::ListenError),
+    /// Binding the metrics endpoint.
+    Metrics(SocketAddr, io::Error),
+    /// Resolving or becoming `--user`.
+    User(String),
+    /// The served root cannot be opened.
+    Root(std::path::PathBuf, io::Error),
+    /// The shared counters mapping.
+    Counters(io::Error),
+    /// `fork` failed at start.
+    Fork(io::Error),
+}
+
+impl fmt::Display for MasterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MasterError::Signals(e) => write!(f, "signals: {e}"),
+            MasterError::Pin(e) => write!(f, "pinning the master: {e}"),
+            // These four are printed under their own stage name (see `stage`).
+            MasterError::Listen(e) => write!(f, "{e}"),
+            MasterError::Metrics(a, e) => write!(f, "{a}: {e}"),
+            MasterError::User(e) => write!(f, "{e}"),
+            MasterError::Root(path, e) => write!(f, "{}: {e}", path.display()),
+            MasterError::Counters(e) => write!(f, "counters mapping: {e}"),
+            MasterError::Fork(e) => write!(f, "fork: {e}"),
+        }
+    }
+}
+
+impl MasterError {
+    /// The pipeline stage to name in the one-line error.
+    pub fn stage(&self) -> &'static str {
+        match self {
+            MasterError::Listen(_) => "listen",
+            MasterError::Metrics(..) => "metrics",
+            MasterError::User(_) => "user",
+            MasterError::Root(..) => "root",
+            _ => "master",
+        }
+    }
+}
+
+/// Runs the server until a stop signal: bring-up, then supervision. `program` is the
+/// steering program for `plan.steer` (`None` for hash). Startup lines go to stderr.
+pub fn run(
+    args: &ServeArgs,
+    plan: &Plan,
+    program: Option<&[asm_bpf::Insn]>,
+) -> Result<(), MasterError> {
+    sys::count_signals(&SIGNALS).map_err(MasterError::Signals)?;
+    let home = place_master(plan).map_err(MasterError::Pin)?;
+    let opts = SocketOptions {
+        defer_accept_secs: defer_accept_secs(args),
+    };
+    let listeners =
+        listen::open(&plan.workers, &args.listen, &home, opts).map_err(MasterError::Listen)?;
+    let policy = attach_steering(&listeners, plan.steer, program);
+    let metrics = args.metrics.map(bind_metrics).transpose()?;
+    announce(plan, policy, &listeners, metrics.as_ref());
+    if let Some(spec) = &args.user {
+        drop_privileges(spec)?;
+    }
+    worker::open_root(&args.root).map_err(|e| MasterError::Root(args.root.clone(), e))?;
+    let counters = SharedCounters::new(plan.workers.len()).map_err(MasterError::Counters)?;
+    let mut sup = Supervisor::new(args, plan, &listeners, &counters, metrics.as_ref());
+    sup.start_all()?;
+    sup.supervise();
+    Ok(())
+}
+
+/// `TCP_DEFER_ACCEPT` for the header timeout, rounded up to whole seconds: the listener
+/// wakes a worker only once a request's first bytes are there (one wakeup saved on every
+/// new connection); a silent connection is handed over when the deferral ends, and the
+/// header timeout then closes it.
+fn defer_accept_secs(args: &ServeArgs) -> u32 {
+    let ms = args.header_timeout.as_millis();
+    u32::try_from(ms.div_ceil(1000)).unwrap_or(u32::MAX).max(1)
+}
+
+/// Pins the master to the plan's CPU (when it names one) and returns the CPU set the
+/// master comes back to after making each listener on its worker's CPU.
+fn place_master(plan: &Plan) -> io::Result<rustix::thread::CpuSet> {
+    match plan.master_cpu {
+        Some(cpu) => {
+            sys::pin_to_cpu(cpu)?;
+            sys::affinity()
+        }
+        None => sys::affinity(),
+    }
+}
+
+/// Attaches the program to every group; the policy actually in force. A kernel that
+/// refuses it (an old kernel, gVisor: ENOPROTOOPT, EINVAL) leaves the kernel's hash, with
+/// one warning line.
+fn attach_steering(
+    listeners: &Listeners,
+    planned: SteerPolicy,
+    program: Option<&[asm_bpf::Insn]>,
+) -> SteerPolicy {
+    let Some(prog) = program else {
+        return SteerPolicy::Hash;
+    };
+    match listeners.attach(prog) {
+        Ok(()) => planned,
+        Err((addr, e)) => {
+            crate::say!(
+                "warning: steer: the kernel refused the {} steering program on {addr} \
+                 ({e}); falling back to hash",
+                planned.name()
+            );
+            SteerPolicy::Hash
+        }
+    }
+}
+
+/// The metrics endpoint: a plain nonblocking listener (not reuseport: only the master
+/// answers it).
+fn bind_metrics(addr: SocketAddr) -> Result<OwnedFd, MasterError> {
+    let std_listener =
+        std::net::TcpListener::bind(addr).map_err(|e| MasterError::Metrics(addr, e))?;
+    std_listener
+        .set_nonblocking(true)
+        .map_err(|e| MasterError::Metrics(addr, e))?;
+    Ok(OwnedFd::from(std_listener))
+}
+
+/// The startup lines (stderr): policy, one line per worker, the bound addresses.
+/// Tests and scripts read `listening on ADDR` and `metrics on ADDR`.
+fn announce(plan: &Plan, policy: SteerPolicy, listeners: &Listeners, metrics: Option<&OwnedFd>) {
+    let master = plan
+        .master_cpu
+        .map_or_else(|| "unpinned".to_string(), |c| format!("on cpu {c}"));
+    crate::say!(
+        "policy {}, {} workers, master {master}, pid {}",
+        policy.name(),
+        plan.workers.len(),
+        rustix::process::getpid().as_raw_nonzero()
+    );
+    for w in &plan.workers {
+        crate::say!("worker {} cpu {} node {}", w.index, w.cpu, w.node);
+    }
+    for addr in listeners.addrs() {
+        crate::say!("listening on {addr}");
+    }
+    let metrics_addr = metrics.and_then(|fd| rustix::net::getsockname(fd).ok());
+    if let Some(Ok(addr)) = metrics_addr.map(SocketAddr::try_from) {
+        crate::say!("metrics on {addr}");
+    }
+}
+
+/// Resolves `--user` from `/etc/passwd` and `/etc/group` and becomes that user.
+fn drop_privileges(spec: &crate::args::UserSpec) -> Result<(), MasterError> {
+    let read = |path: &str| {
+        std::fs::read_to_string(path).map_err(|e| MasterError::User(format!("reading {path}: {e}")))
+    };
+    let passwd = read("/etc/passwd")?;
+    let group = read("/etc/group").unwrap_or_default();
+    let id = user::resolve(spec, &passwd, &group).map_err(|e| MasterError::User(e.to_string()))?;
+    sys::become_user(id.uid, id.gid, &id.groups)
+        .map_err(|e| MasterError::User(format!("becoming uid {} gid {}: {e}", id.uid, id.gid)))?;
+    if id.uid != 0 && sys::become_user(0, 0, &[0]).is_ok() {
+        return Err(MasterError::User(
+            "privileges could be regained after dropping them".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// One worker slot: the process serving plan entry `index`, and its crash history.
+#[derive(Debug, Default)]
+struct Slot {
+    pid: Option<Pid>,
+    started: Option<Instant>,
+    crashes: u32,
+    respawn_at: Option<Instant>,
+}
+
+/// Which stop was asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stop {
+    Fast,
+    Graceful,
+}
+
+/// The signal counts the master has already acted on.
+#[derive(Debug, Default)]
+struct Seen {
+    hup: u32,
+    usr1: u32,
+}
+
+struct Supervisor<'a> {
+    args: &'a ServeArgs,
+    plan: &'a Plan,
+    listeners: &'a Listeners,
+    counters: &'a SharedCounters,
+    metrics: Option<&'a OwnedFd>,
+    slots: Vec<Slot>,
+    /// Workers of an older generation (after HUP) that are stopping gracefully.
+    retiring: Vec<Pid>,
+    seen: Seen,
+}
+
+impl<'a> Supervisor<'a> {
+    fn new(
+        args: &'a ServeArgs,
+        plan: &'a Plan,
+        listeners: &'a Listeners,
+        counters: &'a SharedCounters,
+        metrics: Option<&'a OwnedFd>,
+    ) -> Self {
+        let slots = plan.workers.iter().map(|_| Slot::default()).collect();
+        Supervisor {
+            args,
+            plan,
+            listeners,
+            counters,
+            metrics,
+            slots,
+            retiring: Vec::new(),
+            seen: Seen::default(),
+        }
+    }
+
+    fn start_all(&mut self) -> Result<(), MasterError> {
+        for i in 0..self.slots.len() {
+            self.spawn(i).map_err(MasterError::Fork)?;
+        }
+        Ok(())
+    }
+
+    /// Forks worker `i` with signals blocked across the fork (the child unblocks them
+    /// once its counters are reset).
+    fn spawn(&mut self, i: usize) -> io::Result<()> {
+        let mut close = self.listeners.raw_fds_not_of(i);
+        close.extend(self.metrics.map(|m| m.as_raw_fd()));
+        let start = WorkerStart {
+            plan: self.plan.workers[i],
+            listeners: self.listeners.of_worker(i),
+            close,
+            args: self.args,
+            counters: self
+                .counters
+                .get(i)
+                .ok_or_else(|| io::Error::other("no counter block"))?,
+        };
+        sys::mask_signals(&SIGNALS, true)?;
+        let forked = sys::fork();
+        if let Ok(Forked::Child) = forked {
+            // Still masked: the worker resets its counters, then unmasks.
+            worker::main(start);
+        }
+        let unmask = sys::mask_signals(&SIGNALS, false);
+        if let Forked::Parent(pid) = forked? {
+            let slot = &mut self.slots[i];
+            slot.pid = Some(pid);
+            slot.started = Some(Instant::now());
+            slot.respawn_at = None;
+        }
+        unmask
+    }
+
+    /// The supervision loop; returns once every worker has stopped after a stop signal.
+    fn supervise(&mut self) {
+        loop {
+            self.reap(false);
+            if let Some(stop) = requested_stop() {
+                self.stop(stop);
+                return;
+            }
+            self.handle_reload();
+            self.handle_reopen();
+            self.respawn_due();
+            if self.wait_for_events() {
+                self.answer_metrics();
+            }
+        }
+    }
+
+    /// Collects every exited child; schedules a respawn for current workers unless
+    /// `stopping`.
+    fn reap(&mut self, stopping: bool) {
+        while let Ok(Some((pid, status))) = rustix::process::waitpid(None, WaitOptions::NOHANG) {
+            if let Some(pos) = self.retiring.iter().position(|&p| p == pid) {
+                self.retiring.swap_remove(pos);
+                continue;
+            }
+            let Some(i) = self.slots.iter().position(|s| s.pid == Some(pid)) else {
+                continue;
+            };
+            self.slots[i].pid = None;
+            if !stopping {
+                self.schedule_respawn(i, pid, status);
+            }
+        }
+    }
+
+    fn schedule_respawn(&mut self, i: usize, pid: Pid, status: WaitStatus) {
+        let slot = &mut self.slots[i];
+        let now = Instant::now();
+        let lived = slot.started.map_or(Duration::ZERO, |t| now - t);
+        slot.crashes = if lived < CRASH_WINDOW {
+            slot.crashes + 1
+        } else {
+            0
+        };
+        let delay = backoff(slot.crashes);
+        slot.respawn_at = Some(now + delay);
+        crate::say!(
+            "worker {i} (pid {}, cpu {}) {}; restarting in {} ms",
+            pid.as_raw_nonzero(),
+            self.plan.workers[i].cpu,
+            describe(status),
+            delay.as_millis()
+        );
+    }
+
+    fn respawn_due(&mut self) {
+        let now = Instant::now();
+        for i in 0..self.slots.len() {
+            let due =
+                self.slots[i].pid.is_none() && self.slots[i].respawn_at.is_some_and(|t| t <= now);
+            if !due {
+                continue;
+            }
+            match self.spawn(i) {
+                Ok(()) => {
+                    if let Some(c) = self.counters.get(i) {
+                        c.respawns
+                            .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+                Err(e) => {
+                    crate::say!("worker {i}: fork: {e}; retrying");
+                    self.slots[i].respawn_at = Some(now + BACKOFF_MAX.min(BACKOFF_FIRST * 10));
+                }
+            }
+        }
+    }
+
+    /// HUP: fresh workers on the same listeners (they reopen the root and the log), then
+    /// the old ones stop gracefully. If the root cannot be opened the old workers stay.
+    fn handle_reload(&mut self) {
+        let hup = sys::signal_count(libc::SIGHUP);
+        if hup == self.seen.hup {
+            return;
+        }
+        self.seen.hup = hup;
+        if let Err(e) = worker::open_root(&self.args.root) {
+            crate::say!("reload: root: {e}; keeping the running workers");
+            return;
+        }
+        crate::say!("reload: starting new workers, stopping the old ones gracefully");
+        let old: Vec<Pid> = self.slots.iter_mut().filter_map(|s| s.pid.take()).collect();
+        for i in 0..self.slots.len() {
+            self.slots[i].crashes = 0;
+            if let Err(e) = self.spawn(i) {
+                crate::say!("worker {i}: fork: {e}; retrying");
+                self.slots[i].respawn_at = Some(Instant::now() + BACKOFF_FIRST);
+            }
+        }
+        for &pid in &old {
+            let _ = rustix::process::kill_process(pid, Signal::QUIT);
+        }
+        self.retiring.extend(old);
+    }
+
+    /// USR1: every current worker reopens its access log.
+    fn handle_reopen(&mut self) {
+        let usr1 = sys::signal_count(libc::SIGUSR1);
+        if usr1 != self.seen.usr1 {
+            self.seen.usr1 = usr1;
+            self.signal_all(Signal::USR1);
+        }
+    }
+
+    fn live(&self) -> impl Iterator<Item = Pid> + '_ {
+        self.slots
+            .iter()
+            .filter_map(|s| s.pid)
+            .chain(self.retiring.iter().copied())
+    }
+
+    fn signal_all(&self, sig: Signal) {
+        for pid in self.live() {
+            let _ = rustix::process::kill_process(pid, sig);
+        }
+    }
+
+    /// Sleeps until a signal, the next due respawn, or a metrics client; true when the
+    /// metrics socket is readable.
+    fn wait_for_events(&self) -> bool {
+        let now = Instant::now();
+        let next = self.slots.iter().filter_map(|s| s.respawn_at).min();
+        let timeout = next.map_or(TICK, |t| t.saturating_duration_since(now).min(TICK));
+        let ts = rustix::time::Timespec {
+            tv_sec: timeout.as_secs() as i64,
+            tv_nsec: i64::from(timeout.subsec_nanos()),
+        };
+        let mut fds: Vec<rustix::event::PollFd<'_>> = self
+            .metrics
+            .iter()
+            .map(|m| rustix::event::PollFd::new(m, rustix::event::PollFlags::IN))
+            .collect();
+        matches!(rustix::event::poll(&mut fds, Some(&ts)), Ok(n) if n > 0)
+    }
+
+    fn answer_metrics(&self) {
+        let Some(m) = self.metrics else { return };
+        let body = || stats::render(&self.plan.workers, self.counters.iter());
+        if let Err(e) = stats::serve_metrics_once(m.as_fd(), body) {
+            crate::say!("metrics: {e}");
+        }
+    }
+
+    /// Stops every worker: TERM (fast) or QUIT (graceful), then waits; a TERM during a
+    /// graceful stop makes it fast; whatever is left at the deadline is killed.
+    fn stop(&mut self, mut kind: Stop) {
+        crate::say!("stopping ({})", stop_name(kind));
+        self.signal_all(stop_signal(kind));
+        let mut deadline = Instant::now() + self.grace(kind);
+        loop {
+            self.reap(true);
+            if self.live().next().is_none() {
+                break;
+            }
+            if kind == Stop::Graceful && requested_stop() == Some(Stop::Fast) {
+                kind = Stop::Fast;
+                self.signal_all(Signal::TERM);
+                deadline = deadline.min(Instant::now() + FAST_STOP_GRACE);
+            }
+            if Instant::now() >= deadline {
+                crate::say!("workers still running after the grace period; killing them");
+                self.signal_all(Signal::KILL);
+                deadline = Instant::now() + FAST_STOP_GRACE;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        crate::say!("stopped");
+    }
+
+    fn grace(&self, kind: Stop) -> Duration {
+        match kind {
+            Stop::Fast => FAST_STOP_GRACE,
+            Stop::Graceful => self.args.shutdown_timeout + GRACEFUL_SLACK,
+        }
+    }
+}
+
+/// TERM or INT: fast; QUIT: graceful; fast wins when both came.
+fn requested_stop() -> Option<Stop> {
+    if sys::signal_count(libc::SIGTERM) > 0 || sys::signal_count(libc::SIGINT) > 0 {
+        Some(Stop::Fast)
+    } else if sys::signal_count(libc::SIGQUIT) > 0 {
+        Some(Stop::Graceful)
+    } else {
+        None
+    }
+}
+
+fn stop_signal(kind: Stop) -> Signal {
+    match kind {
+        Stop::Fast => Signal::TERM,
+        Stop::Graceful => Signal::QUIT,
+    }
+}
+
+fn stop_name(kind: Stop) -> &'static str {
+    match kind {
+        Stop::Fast => "fast",
+        Stop::Graceful => "graceful",
+    }
+}
+
+/// The delay before restarting a worker after `crashes` consecutive early deaths:
+/// none for a worker that had been running a while, then 100 ms doubling to 10 s.
+pub fn backoff(crashes: u32) -> Duration {
+    match crashes {
+        0 => Duration::ZERO,
+        n => BACKOFF_FIRST
+            .checked_mul(1u32 << (n - 1).min(16))
+            .map_or(BACKOFF_MAX, |d| d.min(BACKOFF_MAX)),
+    }
+}
+
+fn describe(status: WaitStatus) -> String {
+    if let Some(sig) = status.terminating_signal() {
+        format!("killed by signal {sig}")
+    } else if let Some(code) = status.exit_status() {
+        format!("exited with status {code}")
+    } else {
+        "ended".to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The kernel is the oracle: a program it refuses (an unknown opcode gets `EINVAL`)
+    /// leaves the listeners on the hash, and the policy says so.
+    #[test]
+    fn refused_program_falls_back_to_hash() {
+        let cpu = crate::cpuset::CpuId::new(rustix::thread::sched_getcpu()).expect("cpu");
+        let workers = [crate::plan::WorkerPlan {
+            index: 0,
+            cpu,
+            node: 0,
+        }];
+        let home = sys::affinity().expect("affinity");
+        let addrs = ["127.0.0.1:0".parse().expect("addr")];
+        let opts = SocketOptions {
+            defer_accept_secs: 0,
+        };
+        let l = listen::open(&workers, &addrs, &home, opts).expect("listeners");
+        let bad = [asm_bpf::Insn {
+            code: 0xffff,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        }];
+        assert_eq!(
+            attach_steering(&l, SteerPolicy::Cpu, Some(&bad)),
+            SteerPolicy::Hash
+        );
+        let ok = [asm_bpf::Insn {
+            code: 0x06,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        }];
+        assert_eq!(
+            attach_steering(&l, SteerPolicy::Cpu, Some(&ok)),
+            SteerPolicy::Cpu
+        );
+        assert_eq!(
+            attach_steering(&l, SteerPolicy::Cpu, None),
+            SteerPolicy::Hash
+        );
+    }
+
+    #[test]
+    fn backoff_doubles_and_caps() {
+        assert_eq!(backoff(0), Duration::ZERO);
+        assert_eq!(backoff(1), Duration::from_millis(100));
+        assert_eq!(backoff(2), Duration::from_millis(200));
+        assert_eq!(backoff(4), Duration::from_millis(800));
+        assert_eq!(backoff(8), BACKOFF_MAX);
+        assert_eq!(backoff(u32::MAX), BACKOFF_MAX);
+    }
+
+    #[test]
+    fn defer_accept_rounds_up_to_seconds() {
+        let mut args = ServeArgs {
+            header_timeout: Duration::from_millis(1500),
+            ..ServeArgs::default()
+        };
+        assert_eq!(defer_accept_secs(&args), 2);
+        args.header_timeout = Duration::from_millis(1);
+        assert_eq!(defer_accept_secs(&args), 1);
+    }
+}

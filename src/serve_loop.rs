@@ -5,6 +5,45 @@
 //! worker's shared [`WorkerCounters`], and a control callback polled at least once per
 //! loop turn (signals only set flags; this loop reads them). Output: served connections,
 //! counted. It does not fork, pin or bind: the master and `worker.rs` did that.
+//!
+//! The loop's contract (mio's, written down): readiness is a hint. The listener is
+//! level-triggered and accepted from until `EAGAIN` (at most [`Tuning::accept_batch`] per
+//! turn, so a connection flood cannot starve the connections already open); connections
+//! are edge-triggered and each one is driven by `conn::advance` until it would block.
+//! Every token carries its slot's generation: an event for a slot that was closed (and
+//! perhaps reused) earlier in the same batch is dropped and counted in `stale_events`.
+//!
+//! Memory: everything is allocated in [`run`] before the first `epoll_wait` (after the
+//! worker pinned itself, so first touch puts it on the worker's node): the connection
+//! table (`max_conns` slots), one arena of `max_conns × conn::SLOT_BYTES` (17 KiB a slot:
+//! a 1 KiB response-head area and a 16 KiB receive area, zero-filled by the allocator so a
+//! page becomes resident only when a connection first uses it: about 4 KiB per
+//! connection for ordinary requests, 17 KiB at most), the deadline lists, the event
+//! buffer, the file cache and the access log buffer. Serving a request allocates nothing.
+//!
+//! Accepting: `accept4` until `EAGAIN`; `EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM` or a full
+//! table pause accepting for [`Tuning::accept_pause`] (the listener's interest is cleared,
+//! so a level-triggered listener cannot spin the CPU), counted in `accept_pauses`; the
+//! queued connections wait in the kernel's backlog and are served after the pause.
+//! A connection just accepted is read at once without registering it with epoll: with
+//! `TCP_DEFER_ACCEPT` its request is already there, so a `Connection: close` exchange costs
+//! `accept4`, `getsockopt(SO_INCOMING_CPU)`, `read`, `sendmsg`, `close` and nothing else.
+
+use crate::conn::{self, Awaiting, Conn, Ctx, Next, Scratch, SLOT_BYTES};
+use crate::event::{Poller, Ready, Token};
+use crate::files::cache::{CacheConfig, FileCache};
+use crate::http::date::DateCache;
+use crate::http::response::{error_body, write_error_head, Persist};
+use core::sync::atomic::Ordering::Relaxed;
+use log::AccessLog;
+use rustix::fd::AsFd;
+use rustix::io::{Errno, IoSlice};
+use rustix::net::{SendAncillaryBuffer, SendFlags, Shutdown, SocketFlags};
+use rustix::time::ClockId;
+use timers::{Kind, Timers};
+
+pub mod log;
+pub mod timers;
 
 use crate::cpuset::CpuId;
 use crate::stats::WorkerCounters;
@@ -62,15 +101,441 @@ impl fmt::Display for LoopError {
     }
 }
 
+/// Knobs that are not command-line flags (defaults suit production; tests shrink them).
+#[derive(Clone, Copy, Debug)]
+pub struct Tuning {
+    /// The per-worker small-file cache.
+    pub cache: CacheConfig,
+    /// How long a connection closing after an error reads and discards input.
+    pub linger: Duration,
+    /// How long accepting pauses on EMFILE/ENFILE or a full table.
+    pub accept_pause: Duration,
+    /// Most connections accepted per listener event.
+    pub accept_batch: usize,
+    /// epoll events fetched per wait.
+    pub events: usize,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning {
+            cache: CacheConfig::default(),
+            linger: Duration::from_secs(2),
+            accept_pause: Duration::from_millis(100),
+            accept_batch: 256,
+            events: 256,
+        }
+    }
+}
+
+/// Longest sleep, so the control callback is polled even with no signal to this thread.
+const MAX_WAIT_MS: u64 = 500;
+/// Slots are indexed by u32 and `u32::MAX` is the listener's token.
+const MAX_SLOTS: u32 = 1 << 24;
+
 /// Serves connections from `listener` until `control` says stop.
 pub fn run(
-    _listener: BorrowedFd<'_>,
-    _cfg: LoopConfig,
-    _counters: &WorkerCounters,
-    _control: &mut dyn FnMut() -> Control,
+    listener: BorrowedFd<'_>,
+    cfg: LoopConfig,
+    counters: &WorkerCounters,
+    control: &mut dyn FnMut() -> Control,
 ) -> Result<(), LoopError> {
-    Err(LoopError::Setup(
-        "serve loop",
-        std::io::Error::new(std::io::ErrorKind::Unsupported, "not built yet"),
-    ))
+    run_tuned(listener, cfg, Tuning::default(), counters, control)
+}
+
+/// [`run`] with explicit [`Tuning`].
+pub fn run_tuned(
+    listener: BorrowedFd<'_>,
+    cfg: LoopConfig,
+    tuning: Tuning,
+    counters: &WorkerCounters,
+    control: &mut dyn FnMut() -> Control,
+) -> Result<(), LoopError> {
+    let mut lp = Loop::new(listener, &cfg, tuning, counters)?;
+    lp.serve(&cfg, control)
+}
+
+fn now_ms() -> u64 {
+    let t = rustix::time::clock_gettime(ClockId::Monotonic);
+    (t.tv_sec as u64).saturating_mul(1000) + (t.tv_nsec as u64) / 1_000_000
+}
+
+fn wall_secs() -> i64 {
+    rustix::time::clock_gettime(ClockId::Realtime).tv_sec
+}
+
+fn ms(d: Duration) -> u64 {
+    d.as_millis().min(u128::from(u64::MAX / 4)) as u64
+}
+
+fn setup(step: &'static str) -> impl FnOnce(rustix::io::Errno) -> LoopError {
+    move |e| LoopError::Setup(step, e.into())
+}
+
+struct Loop<'a> {
+    listener: BorrowedFd<'a>,
+    poller: Poller,
+    conns: Vec<Conn>,
+    arena: Vec<u8>,
+    free: Vec<u32>,
+    ctx: Ctx<'a>,
+    scratch: Scratch,
+    cpu: u32,
+    open: usize,
+    accepting: bool,
+    resume_at: u64,
+    tuning: Tuning,
+}
+
+impl<'a> Loop<'a> {
+    fn new(
+        listener: BorrowedFd<'a>,
+        cfg: &'a LoopConfig,
+        tuning: Tuning,
+        counters: &'a WorkerCounters,
+    ) -> Result<Loop<'a>, LoopError> {
+        let slots = cfg.max_conns.clamp(1, MAX_SLOTS);
+        let n = slots as usize;
+        let poller = Poller::new(tuning.events).map_err(setup("epoll_create1"))?;
+        poller
+            .add_listener(listener)
+            .map_err(setup("epoll_ctl(listener)"))?;
+        // Accepted sockets inherit TCP_NODELAY from the listener: no per-connection call.
+        let _ = rustix::net::sockopt::set_tcp_nodelay(listener, true);
+        let log = AccessLog::open(cfg.access_log.clone())
+            .map_err(|e| LoopError::Setup("opening the access log", e))?;
+        let durations = [
+            ms(cfg.header_timeout),
+            ms(cfg.keepalive_timeout),
+            ms(cfg.send_timeout),
+            ms(tuning.linger),
+        ];
+        let ctx = Ctx {
+            root: cfg.root.as_fd(),
+            cache: FileCache::new(tuning.cache),
+            date: DateCache::new(wall_secs()),
+            now_ms: now_ms(),
+            counters,
+            log,
+            timers: Timers::new(n, durations),
+            draining: false,
+        };
+        Ok(Loop {
+            listener,
+            poller,
+            conns: (0..n).map(|_| Conn::free()).collect(),
+            arena: vec![0u8; n * SLOT_BYTES],
+            free: (0..slots).rev().collect(),
+            ctx,
+            scratch: Scratch::new(),
+            cpu: cfg.cpu.get() as u32,
+            open: 0,
+            accepting: true,
+            resume_at: 0,
+            tuning,
+        })
+    }
+
+    fn serve(
+        &mut self,
+        cfg: &LoopConfig,
+        control: &mut dyn FnMut() -> Control,
+    ) -> Result<(), LoopError> {
+        let mut grace_end = None;
+        loop {
+            match control() {
+                Control::Run => {}
+                Control::ReopenLog => {
+                    let _ = self.ctx.log.reopen();
+                }
+                Control::StopNow => break,
+                Control::StopGraceful => {
+                    if grace_end.is_none() {
+                        grace_end = Some(self.ctx.now_ms + ms(cfg.shutdown_timeout));
+                        self.drain();
+                    }
+                }
+            }
+            if let Some(end) = grace_end {
+                if self.open == 0 || self.ctx.now_ms >= end {
+                    break;
+                }
+            }
+            let timeout = self.wait_ms(grace_end);
+            let n = self.poller.wait(timeout).map_err(setup("epoll_wait"))?;
+            self.tick();
+            for i in 0..n {
+                if let Some((token, ready)) = self.poller.event(i) {
+                    self.dispatch(token, ready);
+                }
+            }
+            self.expire();
+            self.maybe_resume();
+            self.ctx.log.flush();
+        }
+        self.ctx.log.flush();
+        self.close_all();
+        Ok(())
+    }
+
+    fn tick(&mut self) {
+        self.ctx.now_ms = now_ms();
+        self.ctx.date.update(wall_secs());
+    }
+
+    /// Milliseconds until the next deadline of any kind (capped).
+    fn wait_ms(&self, grace_end: Option<u64>) -> i32 {
+        let now = self.ctx.now_ms;
+        let mut until = now + MAX_WAIT_MS;
+        if let Some(d) = self.ctx.timers.next_deadline() {
+            until = until.min(d);
+        }
+        // A full table resumes when a slot frees (in the same turn), not on a timer.
+        if !self.accepting && !self.ctx.draining && !self.free.is_empty() {
+            until = until.min(self.resume_at);
+        }
+        if let Some(end) = grace_end {
+            until = until.min(end);
+        }
+        // Round up: waking a millisecond early would spin once more for nothing.
+        (until.saturating_sub(now) + u64::from(until > now)).min(MAX_WAIT_MS) as i32
+    }
+
+    fn dispatch(&mut self, token: Token, ready: Ready) {
+        if token == Token::LISTENER {
+            return self.accept_batch();
+        }
+        let live = self
+            .conns
+            .get(token.slot as usize)
+            .is_some_and(|c| c.generation == token.generation && c.awaiting != Awaiting::Free);
+        if !live {
+            self.ctx.counters.stale_events.fetch_add(1, Relaxed);
+            return;
+        }
+        let c = &mut self.conns[token.slot as usize];
+        c.readable |= ready.readable || ready.hangup;
+        c.writable |= ready.writable || ready.hangup;
+        c.peer_shut |= ready.peer_shut || ready.hangup;
+        self.drive(token.slot);
+    }
+
+    fn accept_batch(&mut self) {
+        for _ in 0..self.tuning.accept_batch {
+            if self.ctx.draining || !self.accepting {
+                return;
+            }
+            let Some(&slot) = self.free.last() else {
+                return self.pause();
+            };
+            match rustix::net::acceptfrom_with(
+                self.listener,
+                SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
+            ) {
+                Ok((fd, addr)) => {
+                    self.free.pop();
+                    self.accepted(slot, fd, addr);
+                }
+                Err(Errno::AGAIN) => return,
+                Err(Errno::INTR | Errno::CONNABORTED | Errno::PROTO | Errno::PERM) => {}
+                Err(Errno::MFILE | Errno::NFILE | Errno::NOBUFS | Errno::NOMEM) => {
+                    return self.pause()
+                }
+                Err(_) => return self.pause(),
+            }
+        }
+    }
+
+    fn accepted(&mut self, slot: u32, fd: OwnedFd, addr: Option<rustix::net::SocketAddrAny>) {
+        let counters = self.ctx.counters;
+        counters.accepted.fetch_add(1, Relaxed);
+        counters.open.fetch_add(1, Relaxed);
+        if rustix::net::sockopt::socket_incoming_cpu(&fd) == Ok(self.cpu) {
+            counters.local.fetch_add(1, Relaxed);
+        }
+        let peer = match (self.ctx.log.enabled(), addr) {
+            (true, Some(a)) => std::net::SocketAddr::try_from(a).ok(),
+            _ => None,
+        };
+        self.open += 1;
+        self.conns[slot as usize].open(fd, peer);
+        self.ctx.timers.arm(slot, Kind::Header, self.ctx.now_ms);
+        self.drive(slot);
+    }
+
+    fn drive(&mut self, slot: u32) {
+        let i = slot as usize;
+        let buf = &mut self.arena[i * SLOT_BYTES..(i + 1) * SLOT_BYTES];
+        let c = &mut self.conns[i];
+        match conn::advance(slot, c, buf, &mut self.ctx, &mut self.scratch) {
+            Next::Park if c.registered => {}
+            Next::Park => {
+                let token = Token {
+                    slot,
+                    generation: c.generation,
+                };
+                let added = c.fd.as_ref().map(|fd| self.poller.add_conn(fd, token));
+                match added {
+                    Some(Ok(())) => c.registered = true,
+                    _ => self.close(slot),
+                }
+            }
+            Next::Close => self.close(slot),
+        }
+    }
+
+    fn close(&mut self, slot: u32) {
+        let Some(c) = self.conns.get_mut(slot as usize) else {
+            return;
+        };
+        if c.fd.is_none() {
+            return;
+        }
+        self.ctx.timers.disarm(slot);
+        c.release(&mut self.ctx.cache);
+        self.free.push(slot);
+        self.open -= 1;
+        self.ctx.counters.open.fetch_sub(1, Relaxed);
+    }
+
+    fn close_all(&mut self) {
+        for slot in 0..self.conns.len() as u32 {
+            self.close(slot);
+        }
+    }
+
+    /// Closes every connection whose deadline passed; a head that timed out gets a 408.
+    fn expire(&mut self) {
+        while let Some((slot, kind)) = self.ctx.timers.pop_expired(self.ctx.now_ms) {
+            if kind == Kind::Header {
+                self.request_timeout(slot);
+            }
+            self.close(slot);
+        }
+    }
+
+    /// Best effort 408: one non-blocking send of the page, then the write side shut.
+    fn request_timeout(&mut self, slot: u32) {
+        let i = slot as usize;
+        let c = &self.conns[i];
+        let Some(fd) = c.fd.as_ref() else { return };
+        let started = !c.idle() || matches!(c.awaiting, Awaiting::Body { .. });
+        if !started {
+            return;
+        }
+        let out = &mut self.arena[i * SLOT_BYTES..i * SLOT_BYTES + conn::OUT_CAP];
+        let date = *self.ctx.date.text();
+        let Some(n) = write_error_head(out, 408, &date, Persist::Close, None) else {
+            return;
+        };
+        let page = error_body(408);
+        let iov = [IoSlice::new(&out[..n]), IoSlice::new(page)];
+        let mut control = SendAncillaryBuffer::default();
+        if let Ok(sent) = rustix::net::sendmsg(fd, &iov, &mut control, SendFlags::NOSIGNAL) {
+            self.ctx.counters.bytes_sent.fetch_add(sent as u64, Relaxed);
+        }
+        self.ctx.counters.responses[3].fetch_add(1, Relaxed);
+        let _ = rustix::net::shutdown(fd, Shutdown::Write);
+    }
+
+    fn pause(&mut self) {
+        self.ctx.counters.accept_pauses.fetch_add(1, Relaxed);
+        self.resume_at = self.ctx.now_ms + ms(self.tuning.accept_pause);
+        if self.accepting {
+            self.accepting = false;
+            let _ = self.poller.listener_interest(self.listener, false);
+        }
+    }
+
+    fn maybe_resume(&mut self) {
+        let due = self.ctx.now_ms >= self.resume_at && !self.free.is_empty();
+        if !self.accepting && !self.ctx.draining && due {
+            self.accepting = self.poller.listener_interest(self.listener, true).is_ok();
+        }
+    }
+
+    /// Graceful stop: accept no more, close idle connections, let the others finish.
+    fn drain(&mut self) {
+        self.ctx.draining = true;
+        if self.accepting {
+            self.accepting = false;
+            let _ = self.poller.listener_interest(self.listener, false);
+        }
+        for slot in 0..self.conns.len() as u32 {
+            if self.conns[slot as usize].fd.is_some() && self.conns[slot as usize].idle() {
+                self.close(slot);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{TcpListener, TcpStream};
+
+    #[test]
+    fn an_event_for_an_old_generation_is_dropped_and_counted() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let dir = std::env::temp_dir();
+        let cfg = LoopConfig {
+            cpu: CpuId::new(0).unwrap(),
+            root: rustix::fs::open(&dir, rustix::fs::OFlags::PATH, rustix::fs::Mode::empty())
+                .unwrap(),
+            max_conns: 4,
+            header_timeout: Duration::from_secs(5),
+            keepalive_timeout: Duration::from_secs(5),
+            send_timeout: Duration::from_secs(5),
+            shutdown_timeout: Duration::from_secs(5),
+            access_log: None,
+        };
+        let counters = WorkerCounters::default();
+        let mut lp = Loop::new(listener.as_fd(), &cfg, Tuning::default(), &counters).unwrap();
+        let _client = TcpStream::connect(addr).unwrap();
+        let ready = Ready {
+            readable: true,
+            writable: true,
+            hangup: false,
+            peer_shut: false,
+        };
+        lp.dispatch(Token::LISTENER, ready);
+        assert_eq!(lp.open, 1);
+        let live = lp.conns[0].generation;
+        lp.dispatch(
+            Token {
+                slot: 0,
+                generation: live.wrapping_sub(1),
+            },
+            ready,
+        );
+        lp.dispatch(
+            Token {
+                slot: 3,
+                generation: 0,
+            },
+            ready,
+        ); // a free slot
+        lp.dispatch(
+            Token {
+                slot: 99,
+                generation: 0,
+            },
+            ready,
+        ); // out of range
+        assert_eq!(counters.stale_events.load(Relaxed), 3);
+        lp.dispatch(
+            Token {
+                slot: 0,
+                generation: live,
+            },
+            ready,
+        );
+        assert_eq!(
+            counters.stale_events.load(Relaxed),
+            3,
+            "the live token is not stale"
+        );
+    }
 }

@@ -1,10 +1,23 @@
 //! Per-worker counters in a shared mapping made before fork; the master reads them for
 //! `--metrics` (Prometheus text) and for the locality figure.
 //!
+//! Input: the plan's workers and their [`WorkerCounters`] blocks (in `sys::SharedCounters`).
+//! Output: the Prometheus text exposition format (version 0.0.4), and a tiny blocking
+//! responder the master calls when its metrics socket is readable. It does not count
+//! anything itself: workers (the serve loop) and the master (respawns) do.
+//!
 //! Workers only ever `fetch_add` their own block with `Relaxed` ordering: the counters are
 //! statistics, not synchronisation.
+//!
+//! Metric names and labels are an interface (dashboards and `steerd bench` read them):
+//! `steerd_connections_accepted_total{worker="0",cpu="0",node="0"}` and the rest below.
 
-use core::sync::atomic::AtomicU64;
+use crate::plan::WorkerPlan;
+use core::fmt::Write as _;
+use core::sync::atomic::{AtomicU64, Ordering};
+use std::io::{self, Read, Write};
+use std::os::fd::BorrowedFd;
+use std::time::Duration;
 
 /// One worker's counters. `#[repr(C)]` and all-atomic so it can live in a `MAP_SHARED`
 /// mapping that master and workers see.
@@ -25,4 +38,272 @@ pub struct WorkerCounters {
     pub stale_events: AtomicU64,
     /// Times accepting paused on EMFILE/ENFILE.
     pub accept_pauses: AtomicU64,
+    /// Times the master started a replacement for this worker (written by the master).
+    pub respawns: AtomicU64,
+}
+
+/// One worker's counters alone on a 4 KiB-aligned block of the shared mapping. Workers
+/// bump their counters on every request: blocks that shared a cache line would bounce it
+/// between CPUs, and a block on its own page is first touched (so placed) by its worker,
+/// on the worker's node (on 4 KiB-page machines; larger pages group several blocks).
+#[repr(C, align(4096))]
+#[derive(Debug, Default)]
+pub struct PageCounters {
+    /// The counters.
+    pub counters: WorkerCounters,
+}
+
+/// Number of `u64` atomics in [`WorkerCounters`]. The mapping relies on zero bytes being a
+/// valid block, true only while every field is an atomic integer with no padding: this
+/// size check fails to compile if a field of another kind is added.
+const COUNTER_WORDS: usize = 12;
+const _: () = assert!(core::mem::size_of::<WorkerCounters>() == COUNTER_WORDS * 8);
+const _: () = assert!(core::mem::size_of::<PageCounters>() == 4096);
+
+/// The status class label for each `responses` slot.
+const CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
+
+/// One metric family: name, type, help, and how to read it from a block.
+struct Family {
+    name: &'static str,
+    kind: &'static str,
+    help: &'static str,
+    read: fn(&WorkerCounters) -> u64,
+}
+
+fn load(c: &AtomicU64) -> u64 {
+    c.load(Ordering::Relaxed)
+}
+
+const FAMILIES: [Family; 7] = [
+    Family {
+        name: "steerd_connections_accepted_total",
+        kind: "counter",
+        help: "Connections accepted by the worker.",
+        read: |c| load(&c.accepted),
+    },
+    Family {
+        name: "steerd_connections_local_total",
+        kind: "counter",
+        help: "Accepted connections whose SO_INCOMING_CPU was the worker's CPU.",
+        read: |c| load(&c.local),
+    },
+    Family {
+        name: "steerd_bytes_sent_total",
+        kind: "counter",
+        help: "Response bytes written, head and body.",
+        read: |c| load(&c.bytes_sent),
+    },
+    Family {
+        name: "steerd_connections_open",
+        kind: "gauge",
+        help: "Connections open now.",
+        read: |c| load(&c.open),
+    },
+    Family {
+        name: "steerd_stale_events_total",
+        kind: "counter",
+        help: "Epoll events dropped because their token was stale.",
+        read: |c| load(&c.stale_events),
+    },
+    Family {
+        name: "steerd_accept_pauses_total",
+        kind: "counter",
+        help: "Times accepting paused on EMFILE or ENFILE.",
+        read: |c| load(&c.accept_pauses),
+    },
+    Family {
+        name: "steerd_worker_respawns_total",
+        kind: "counter",
+        help: "Times the master restarted the worker after it died.",
+        read: |c| load(&c.respawns),
+    },
+];
+
+/// Writes `worker="0",cpu="0",node="0"`.
+fn labels(out: &mut String, w: &WorkerPlan) {
+    let _ = write!(
+        out,
+        "worker=\"{}\",cpu=\"{}\",node=\"{}\"",
+        w.index, w.cpu, w.node
+    );
+}
+
+/// Renders every worker's counters in the Prometheus text format, families in a fixed
+/// order, workers in plan order. `workers` and `counters` pair up by position.
+pub fn render<'a>(
+    workers: &'a [WorkerPlan],
+    counters: impl Iterator<Item = &'a WorkerCounters> + Clone,
+) -> String {
+    let mut out = String::with_capacity(256 + workers.len() * 1024);
+    let pairs = || workers.iter().zip(counters.clone());
+    for f in &FAMILIES[..2] {
+        family(&mut out, f, pairs());
+    }
+    let _ = write!(
+        out,
+        "# HELP steerd_responses_total Responses sent, by status class.\n\
+         # TYPE steerd_responses_total counter\n"
+    );
+    for (w, c) in pairs() {
+        for (class, n) in CLASSES.iter().zip(&c.responses) {
+            out.push_str("steerd_responses_total{");
+            labels(&mut out, w);
+            let _ = writeln!(out, ",class=\"{class}\"}} {}", load(n));
+        }
+    }
+    for f in &FAMILIES[2..] {
+        family(&mut out, f, pairs());
+    }
+    out
+}
+
+fn family<'a>(
+    out: &mut String,
+    f: &Family,
+    pairs: impl Iterator<Item = (&'a WorkerPlan, &'a WorkerCounters)>,
+) {
+    let _ = write!(
+        out,
+        "# HELP {} {}\n# TYPE {} {}\n",
+        f.name, f.help, f.name, f.kind
+    );
+    for (w, c) in pairs {
+        out.push_str(f.name);
+        out.push('{');
+        labels(out, w);
+        let _ = writeln!(out, "}} {}", (f.read)(c));
+    }
+}
+
+/// Largest request head the metrics responder reads.
+const METRICS_HEAD_MAX: usize = 4096;
+/// How long one metrics client may take; the master's supervision waits at most this.
+const METRICS_CLIENT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Accepts at most one client on the (nonblocking) metrics listener and answers it:
+/// `GET /metrics` gets `body()`, anything else a 404. One request per connection.
+///
+/// Blocking with a short timeout is enough here: metrics scrapes are rare and the master
+/// has nothing urgent to do that a one-second stall would hurt (signals interrupt it).
+pub fn serve_metrics_once(
+    listener: BorrowedFd<'_>,
+    body: impl FnOnce() -> String,
+) -> io::Result<()> {
+    let conn = match rustix::net::accept_with(listener, rustix::net::SocketFlags::CLOEXEC) {
+        Ok(c) => c,
+        Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    let mut stream = std::net::TcpStream::from(conn);
+    stream.set_nonblocking(false)?;
+    stream.set_write_timeout(Some(METRICS_CLIENT_TIMEOUT))?;
+    let head = read_head(&mut stream)?;
+    let (status, content) = if is_metrics_request(&head) {
+        ("200 OK", body())
+    } else {
+        ("404 Not Found", "not found: try GET /metrics\n".to_string())
+    };
+    let reply = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{content}",
+        content.len()
+    );
+    stream.write_all(reply.as_bytes())
+}
+
+/// Reads until the end of the head, 4 KiB, EOF, or the client's time is up: the whole
+/// exchange has one deadline, so a client sending a byte at a time cannot hold the
+/// master longer than [`METRICS_CLIENT_TIMEOUT`].
+fn read_head(stream: &mut std::net::TcpStream) -> io::Result<Vec<u8>> {
+    let deadline = std::time::Instant::now() + METRICS_CLIENT_TIMEOUT;
+    let mut head = Vec::with_capacity(512);
+    let mut buf = [0u8; 512];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < METRICS_HEAD_MAX {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "metrics client too slow",
+            ));
+        }
+        stream.set_read_timeout(Some(left))?;
+        let n = stream.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    Ok(head)
+}
+
+/// `GET /metrics` or `GET /metrics?...`, any HTTP version.
+fn is_metrics_request(head: &[u8]) -> bool {
+    let line = head.split(|&b| b == b'\n').next().unwrap_or(&[]);
+    let mut parts = line.split(|&b| b == b' ');
+    let method = parts.next();
+    let target = parts.next().unwrap_or(&[]);
+    let path = target.split(|&b| b == b'?').next().unwrap_or(&[]);
+    method == Some(b"GET") && path == b"/metrics"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpuset::CpuId;
+
+    fn worker(index: u16, cpu: usize, node: u32) -> WorkerPlan {
+        WorkerPlan {
+            index,
+            cpu: CpuId::new(cpu).expect("cpu id"),
+            node,
+        }
+    }
+
+    #[test]
+    fn renders_names_and_labels_tools_depend_on() {
+        let workers = [worker(0, 2, 0), worker(1, 5, 1)];
+        let counters = [WorkerCounters::default(), WorkerCounters::default()];
+        counters[1].accepted.store(12, Ordering::Relaxed);
+        counters[1].local.store(11, Ordering::Relaxed);
+        counters[0].responses[1].store(3, Ordering::Relaxed);
+        counters[1].responses[3].store(4, Ordering::Relaxed);
+        let text = render(&workers, counters.iter());
+        let lines: Vec<&str> = text.lines().collect();
+        for want in [
+            "steerd_connections_accepted_total{worker=\"0\",cpu=\"2\",node=\"0\"} 0",
+            "steerd_connections_accepted_total{worker=\"1\",cpu=\"5\",node=\"1\"} 12",
+            "steerd_connections_local_total{worker=\"1\",cpu=\"5\",node=\"1\"} 11",
+            "steerd_responses_total{worker=\"0\",cpu=\"2\",node=\"0\",class=\"2xx\"} 3",
+            "steerd_responses_total{worker=\"1\",cpu=\"5\",node=\"1\",class=\"4xx\"} 4",
+            "steerd_connections_open{worker=\"1\",cpu=\"5\",node=\"1\"} 0",
+            "# TYPE steerd_connections_open gauge",
+            "# TYPE steerd_bytes_sent_total counter",
+        ] {
+            assert!(lines.contains(&want), "missing {want:?} in\n{text}");
+        }
+    }
+
+    #[test]
+    fn every_sample_line_is_name_labels_value() {
+        let workers = [worker(0, 0, 0)];
+        let text = render(&workers, [WorkerCounters::default()].iter());
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let (series, value) = line.rsplit_once(' ').expect("a value");
+            assert!(value.parse::<u64>().is_ok(), "{line}");
+            assert!(
+                series.starts_with("steerd_") && series.ends_with('}'),
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_get_metrics_is_served() {
+        assert!(is_metrics_request(b"GET /metrics HTTP/1.1\r\n\r\n"));
+        assert!(is_metrics_request(b"GET /metrics?x=1 HTTP/1.0\r\n\r\n"));
+        assert!(!is_metrics_request(b"POST /metrics HTTP/1.1\r\n\r\n"));
+        assert!(!is_metrics_request(b"GET /metricsx HTTP/1.1\r\n\r\n"));
+        assert!(!is_metrics_request(b""));
+    }
 }

@@ -1,1 +1,240 @@
 //! Worker entry: verify pinning, build the loop, run it.
+//!
+//! Input: a [`WorkerStart`] made by the master just before `fork` (this worker's plan
+//! entry, its listeners, the fds it must close, the serve options, its counter block).
+//! Output: nothing; the process ends with `_exit`. Order matters and is the point of this
+//! file: clean signal state, die with the master, pin, verify the pin with `sched_getcpu`,
+//! close every listener that is not ours, and only then allocate (open the root, build the
+//! loop's tables inside `serve_loop::run`), so first touch puts the memory on our node.
+//!
+//! It does not accept or parse: `serve_loop` does. Several `--listen` addresses give a
+//! worker several listeners; the first is served on the worker's main thread and each
+//! further one by a thread of the same (pinned) process, each with its own loop.
+
+use crate::args::ServeArgs;
+use crate::cpuset::CpuId;
+use crate::plan::WorkerPlan;
+use crate::serve_loop::{self, Control, LoopConfig};
+use crate::stats::WorkerCounters;
+use crate::sys;
+use core::fmt;
+use rustix::fs::{Mode, OFlags};
+use std::io;
+use std::os::fd::{BorrowedFd, OwnedFd, RawFd};
+use std::path::Path;
+
+/// The signals master and workers count (handlers only bump a counter, see `sys.rs`).
+pub const SIGNALS: [libc::c_int; 6] = [
+    libc::SIGTERM,
+    libc::SIGINT,
+    libc::SIGQUIT,
+    libc::SIGHUP,
+    libc::SIGUSR1,
+    libc::SIGCHLD,
+];
+
+/// What a forked worker is handed.
+pub struct WorkerStart<'a> {
+    /// This worker's plan entry.
+    pub plan: WorkerPlan,
+    /// Its listeners, one per `--listen` address.
+    pub listeners: Vec<BorrowedFd<'a>>,
+    /// Fds inherited from the master that are not this worker's (other workers'
+    /// listeners, the metrics socket), closed after fork.
+    pub close: Vec<RawFd>,
+    /// The serve options.
+    pub args: &'a ServeArgs,
+    /// This worker's counter block in the shared mapping.
+    pub counters: &'a WorkerCounters,
+}
+
+/// A bring-up step of the worker that failed.
+#[derive(Debug)]
+pub enum WorkerError {
+    /// Signal mask or parent-death signal.
+    Signals(io::Error),
+    /// `sched_setaffinity` refused the CPU.
+    Pin(CpuId, io::Error),
+    /// The pin did not hold: `sched_getcpu` names another CPU.
+    Verify {
+        /// The CPU asked for.
+        want: CpuId,
+        /// The CPU `sched_getcpu` reported.
+        got: usize,
+    },
+    /// The served root could not be opened.
+    Root(io::Error),
+    /// The serving loop failed.
+    Loop(serve_loop::LoopError),
+    /// A thread for a further `--listen` address could not start or panicked.
+    Thread(io::Error),
+}
+
+impl fmt::Display for WorkerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WorkerError::Signals(e) => write!(f, "signals: {e}"),
+            WorkerError::Pin(cpu, e) => write!(f, "pinning to CPU {cpu}: {e}"),
+            WorkerError::Verify { want, got } => {
+                write!(
+                    f,
+                    "pinning: running on CPU {got} after pinning to CPU {want}"
+                )
+            }
+            WorkerError::Root(e) => write!(f, "opening the root: {e}"),
+            WorkerError::Loop(e) => write!(f, "serve loop: {e}"),
+            WorkerError::Thread(e) => write!(f, "listener thread: {e}"),
+        }
+    }
+}
+
+/// The child's whole life after `fork`. Never returns: exit status 0 after a requested
+/// stop, 1 after a bring-up or loop failure (the master then respawns with back-off).
+pub fn main(start: WorkerStart<'_>) -> ! {
+    let index = start.plan.index;
+    let status = match run(start) {
+        Ok(()) => 0,
+        Err(e) => {
+            crate::say!("worker {index}: {e}");
+            1
+        }
+    };
+    sys::exit_now(status)
+}
+
+fn run(start: WorkerStart<'_>) -> Result<(), WorkerError> {
+    let master = rustix::process::getppid();
+    sys::reset_signal_counts();
+    sys::mask_signals(&SIGNALS, false).map_err(WorkerError::Signals)?;
+    rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
+        .map_err(|e| WorkerError::Signals(e.into()))?;
+    if rustix::process::getppid() != master {
+        // The master died between fork and prctl: the death signal will never come.
+        sys::exit_now(1);
+    }
+    let cpu = start.plan.cpu;
+    pin_and_verify(cpu)?;
+    for fd in start.close {
+        sys::close_inherited(fd);
+    }
+    let root = open_root(&start.args.root).map_err(WorkerError::Root)?;
+    crate::say!(
+        "worker {} pid {} running on cpu {} node {}",
+        start.plan.index,
+        rustix::process::getpid().as_raw_nonzero(),
+        cpu,
+        start.plan.node
+    );
+    serve_all(&start.listeners, root, start.args, cpu, start.counters)
+}
+
+/// Pins the process to `cpu` and checks with `sched_getcpu` that it now runs there
+/// (`sched_setaffinity` on oneself migrates before returning, so a mismatch is a failure).
+pub fn pin_and_verify(cpu: CpuId) -> Result<(), WorkerError> {
+    sys::pin_to_cpu(cpu).map_err(|e| WorkerError::Pin(cpu, e))?;
+    let got = rustix::thread::sched_getcpu();
+    if got != cpu.get() {
+        return Err(WorkerError::Verify { want: cpu, got });
+    }
+    Ok(())
+}
+
+/// `open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)`: the handle every file is resolved under.
+pub fn open_root(root: &Path) -> io::Result<OwnedFd> {
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    rustix::fs::open(root, flags, Mode::empty()).map_err(io::Error::from)
+}
+
+fn loop_config(args: &ServeArgs, cpu: CpuId, root: OwnedFd) -> LoopConfig {
+    LoopConfig {
+        cpu,
+        root,
+        max_conns: args.max_conns,
+        header_timeout: args.header_timeout,
+        keepalive_timeout: args.keepalive_timeout,
+        send_timeout: args.send_timeout,
+        shutdown_timeout: args.shutdown_timeout,
+        access_log: args.access_log.clone(),
+    }
+}
+
+/// Serves the first listener here and every further one on a thread of its own; returns
+/// when all loops have stopped, with the first error any of them met.
+fn serve_all(
+    listeners: &[BorrowedFd<'_>],
+    root: OwnedFd,
+    args: &ServeArgs,
+    cpu: CpuId,
+    counters: &WorkerCounters,
+) -> Result<(), WorkerError> {
+    let Some((&first, rest)) = listeners.split_first() else {
+        return Ok(());
+    };
+    let mut configs = Vec::with_capacity(rest.len());
+    for _ in rest {
+        let dup = root.try_clone().map_err(WorkerError::Root)?;
+        configs.push(loop_config(args, cpu, dup));
+    }
+    let main_cfg = loop_config(args, cpu, root);
+    std::thread::scope(|s| {
+        let mut others = Vec::with_capacity(rest.len());
+        for (&l, cfg) in rest.iter().zip(configs) {
+            let spawned = std::thread::Builder::new()
+                .name(format!("steerd-w{cpu}"))
+                .spawn_scoped(s, move || serve_one(l, cfg, counters));
+            match spawned {
+                Ok(h) => others.push(h),
+                // Threads already serving stop only on a signal: end the whole worker
+                // now and let the master start it again.
+                Err(e) => {
+                    crate::say!("worker on cpu {cpu}: {}", WorkerError::Thread(e));
+                    sys::exit_now(1);
+                }
+            }
+        }
+        let mut result = serve_one(first, main_cfg, counters);
+        for h in others {
+            let joined = h.join().unwrap_or_else(|_| {
+                Err(WorkerError::Thread(io::Error::other(
+                    "a listener thread panicked",
+                )))
+            });
+            result = result.and(joined);
+        }
+        result
+    })
+}
+
+fn serve_one(
+    listener: BorrowedFd<'_>,
+    cfg: LoopConfig,
+    counters: &WorkerCounters,
+) -> Result<(), WorkerError> {
+    let mut signals = SignalView::default();
+    serve_loop::run(listener, cfg, counters, &mut || signals.control()).map_err(WorkerError::Loop)
+}
+
+/// Maps the worker's signal counters to what the loop should do, as nginx workers do:
+/// TERM/INT stop now, QUIT stops gracefully, USR1 reopens the log (once per delivery).
+#[derive(Debug, Default)]
+pub struct SignalView {
+    reopened: u32,
+}
+
+impl SignalView {
+    /// The loop's next step given the signals counted so far.
+    pub fn control(&mut self) -> Control {
+        if sys::signal_count(libc::SIGTERM) > 0 || sys::signal_count(libc::SIGINT) > 0 {
+            return Control::StopNow;
+        }
+        if sys::signal_count(libc::SIGQUIT) > 0 {
+            return Control::StopGraceful;
+        }
+        let usr1 = sys::signal_count(libc::SIGUSR1);
+        if usr1 != self.reopened {
+            self.reopened = usr1;
+            return Control::ReopenLog;
+        }
+        Control::Run
+    }
+}

@@ -64,8 +64,9 @@ fn parse_input_args(args: &[String], allow_c: bool) -> Result<Input, String> {
     for a in args {
         match a.as_str() {
             "-c" if allow_c => input.c_format = true,
-            "-" | "" => set_path(&mut input, a)?,
-            flag if flag.starts_with('-') => return Err(format!("unknown option `{flag}`")),
+            flag if flag.starts_with('-') && flag != "-" => {
+                return Err(format!("unknown option `{flag}`"))
+            }
             _ => set_path(&mut input, a)?,
         }
     }

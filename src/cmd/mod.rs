@@ -9,6 +9,7 @@ use core::fmt;
 pub mod bpf;
 pub mod bpf_exec;
 pub mod check;
+pub mod serve;
 pub mod topo;
 
 /// An error on its way to the user: which stage, and what went wrong.
@@ -70,10 +71,7 @@ fn dispatch(command: Command) -> Result<i32, Failure> {
         Command::Bpf(rest) => Ok(bpf::main(&rest)),
         Command::Topo { roots, json } => Ok(topo::main(&roots, json)),
         Command::Check { serve, json } => check::main(&serve, json),
-        Command::Serve(_) | Command::Bench(_) => Err(Failure {
-            stage: "args",
-            message: "this subcommand is not built yet".into(),
-            status: 2,
-        }),
+        Command::Serve(args) => serve::main(&args),
+        Command::Bench(rest) => Ok(crate::bench::main(&rest)),
     }
 }

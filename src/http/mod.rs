@@ -1,1 +1,42 @@
-//! HTTP/1.1: request parser, byte tables, response heads.
+//! HTTP/1.1 request heads, from received bytes to a validated [`Request`].
+//!
+//! Stage: between the connection state machine (`conn.rs`) and the file layer
+//! (`files.rs`). Input: the bytes read so far on a connection, caller-owned header slots
+//! and a caller-owned path buffer. Output: `Status::Partial`, a [`Request`] whose slices
+//! point into those buffers, or a [`ParseError`] that names exactly one status code and
+//! whether the connection must close.
+//!
+//! Layers, each in its own file:
+//!
+//! - [`tables`]: `const` byte classes quoting the RFC 9110/9112 grammar;
+//! - [`scan`]: wide (SWAR) scanning of header values and the end-of-head finder;
+//! - [`parse`]: the token-level head parser (request line, field lines), strict profile;
+//! - [`fields`]: one function per semantic field (Content-Length, Transfer-Encoding,
+//!   Connection, Host, Expect);
+//! - [`path`]: percent-decoding and dot-segment removal into a caller buffer;
+//! - [`request`]: the semantic layer that assembles a [`Request`] from the tokens.
+//!
+//! Nothing here allocates, panics on client input, or reads past the slice it is given
+//! (tested with a counting allocator, a fuzz target and a guard page).
+//!
+//! Required reading: RFC 9112 §2–§7, RFC 9110 §5, §6.2, §8.6, §9, RFC 3986 §3.3, §5.2.4,
+//! and `docs/parser.md` for the strict profile and every deliberate difference from
+//! httparse.
+
+pub mod error;
+pub mod fields;
+pub mod parse;
+pub mod path;
+pub mod request;
+pub mod scan;
+pub mod tables;
+
+pub use error::{ErrorKind, ParseError};
+pub use parse::{parse_head, Head, Header, Status, MAX_FIELDS, MAX_HEAD, MAX_TARGET};
+pub use request::{parse_request, Body, Method, Request};
+pub use scan::find_head_end;
+
+pub mod conditional;
+pub mod date;
+pub mod range;
+pub mod response;

@@ -1,0 +1,346 @@
+//! One request to one response plan: status, head bytes in the slot's head area, body
+//! source, and what follows (keep-alive, close, linger).
+//!
+//! Input: the buffered bytes (a complete head, or enough to refuse one), the worker's
+//! [`Ctx`] (file cache, Date, counters, log). Output: the connection set to
+//! [`Awaiting::Send`] with its plan, and the number of bytes the head took. No I/O except
+//! the file lookup; no allocation.
+//!
+//! Order of evaluation for GET/HEAD on a file (RFC 9110 §13.2.2): If-None-Match, else
+//! If-Modified-Since (304); then Range (GET only, §14.2) subject to If-Range; 416 for an
+//! unsatisfiable single range. Other methods get 405 with `Allow: GET, HEAD`.
+
+use super::{After, Awaiting, Conn, Ctx, Outgoing, Scratch, IN_CAP};
+use crate::files::cache::Served;
+use crate::files::{FileMeta, Lookup, PATH_MAX};
+use crate::http::conditional::not_modified;
+use crate::http::range::{evaluate, if_range_holds, RangeAnswer};
+use crate::http::response::{
+    error_body, write_error_head, write_head, ContentRange, Head, Persist,
+};
+use crate::http::{parse_request, Body, Header, Method, Request, Status, MAX_FIELDS};
+use crate::serve_loop::log::Entry;
+use core::sync::atomic::Ordering::Relaxed;
+use rustix::fd::OwnedFd;
+
+/// The parts of a request the log and the persistence rule need.
+struct Line<'a> {
+    method: &'a [u8],
+    target: &'a [u8],
+    minor: u8,
+}
+
+const UNPARSED: Line<'static> = Line {
+    method: b"-",
+    target: b"-",
+    minor: 1,
+};
+
+/// Plans the response to the head at the start of `inb`. `None`: not complete yet.
+pub(super) fn request(
+    c: &mut Conn,
+    out: &mut [u8],
+    inb: &[u8],
+    ctx: &mut Ctx<'_>,
+    s: &mut Scratch,
+) -> Option<usize> {
+    let mut fields = [Header::EMPTY; MAX_FIELDS];
+    match parse_request(inb, &mut fields, &mut s.path[..]) {
+        Ok(Status::Complete(req)) => {
+            serve(c, out, ctx, &req, &mut s.open);
+            Some(req.head_len)
+        }
+        Ok(Status::Partial) if inb.len() < IN_CAP => None,
+        Ok(Status::Partial) => {
+            refuse(c, out, ctx, 431, None, &UNPARSED);
+            Some(inb.len())
+        }
+        Err(e) => {
+            // A refusal that may keep the connection came from a complete, well-framed
+            // head without a body: it ends at the first blank line.
+            let end = memchr::memmem::find(inb, b"\r\n\r\n").filter(|&i| i > 0);
+            match end {
+                Some(i) if !e.must_close() && !ctx.draining => {
+                    let minor = u8::from(!request_line(inb).ends_with(b"HTTP/1.0"));
+                    refuse(
+                        c,
+                        out,
+                        ctx,
+                        e.status(),
+                        Some(persist(true, minor)),
+                        &UNPARSED,
+                    );
+                    Some(i + 4)
+                }
+                _ => {
+                    refuse(c, out, ctx, e.status(), None, &UNPARSED);
+                    Some(inb.len())
+                }
+            }
+        }
+    }
+}
+
+/// The first line without its CRLF (for the version of a refused request).
+fn request_line(inb: &[u8]) -> &[u8] {
+    let end = memchr::memchr(b'\r', inb).unwrap_or(inb.len());
+    &inb[..end]
+}
+
+fn persist(keep: bool, minor: u8) -> Persist {
+    match (keep, minor) {
+        (false, _) => Persist::Close,
+        (true, 0) => Persist::KeepAlive,
+        (true, _) => Persist::Implicit,
+    }
+}
+
+/// An error page. `keep`: the connection persists with this `Connection` value; `None`:
+/// it closes after a linger.
+fn refuse(
+    c: &mut Conn,
+    out: &mut [u8],
+    ctx: &mut Ctx<'_>,
+    status: u16,
+    keep: Option<Persist>,
+    line: &Line<'_>,
+) {
+    let p = keep.unwrap_or(Persist::Close);
+    let after = match keep {
+        Some(Persist::Close) => After::Close,
+        Some(_) => After::KeepAlive,
+        None => After::Linger,
+    };
+    error_reply(c, out, ctx, status, p, after, None, line);
+}
+
+#[allow(clippy::too_many_arguments)]
+fn error_reply(
+    c: &mut Conn,
+    out: &mut [u8],
+    ctx: &mut Ctx<'_>,
+    status: u16,
+    p: Persist,
+    after: After,
+    unsatisfied: Option<u64>,
+    line: &Line<'_>,
+) {
+    let date = *ctx.date.text();
+    let head = write_error_head(out, status, &date, p, unsatisfied).unwrap_or(0);
+    let page = error_body(status);
+    plan(
+        c,
+        ctx,
+        status,
+        head,
+        Outgoing::Static(page, 0),
+        page.len() as u64,
+        after,
+        line,
+    );
+}
+
+/// Records the plan on the connection, counts it and logs it.
+#[allow(clippy::too_many_arguments)]
+fn plan(
+    c: &mut Conn,
+    ctx: &mut Ctx<'_>,
+    status: u16,
+    head_len: usize,
+    body: Outgoing,
+    body_len: u64,
+    after: After,
+    line: &Line<'_>,
+) {
+    c.head_len = head_len;
+    c.head_sent = 0;
+    c.body = body;
+    c.pinned = false;
+    c.after = after;
+    c.awaiting = Awaiting::Send;
+    let class = usize::from(status / 100).clamp(1, 5) - 1;
+    ctx.counters.responses[class].fetch_add(1, Relaxed);
+    let entry = Entry {
+        peer: c.peer,
+        method: line.method,
+        target: line.target,
+        minor: line.minor,
+        status,
+        bytes: head_len as u64 + body_len,
+    };
+    ctx.log.record(&entry, ctx.date.text());
+}
+
+/// A parsed request: method check, body handling, lookup, then the file answer.
+fn serve(
+    c: &mut Conn,
+    out: &mut [u8],
+    ctx: &mut Ctx<'_>,
+    req: &Request<'_, '_>,
+    open: &mut [u8; PATH_MAX + 1],
+) {
+    let line = Line {
+        method: req.method.as_str().as_bytes(),
+        target: req.target,
+        minor: req.minor,
+    };
+    let has_body = req.body != Body::None;
+    // Expect: 100-continue with a body we will not read: answer and close rather than
+    // wait for a body the client may never send (RFC 9110 §10.1.1).
+    let keep = req.keep_alive && !ctx.draining && !(has_body && req.expect_continue);
+    c.discard = 0;
+    if !matches!(req.method, Method::Get | Method::Head) {
+        // 405; an unread body of another method closes the connection.
+        let keep = keep && !has_body;
+        let after = if keep { After::KeepAlive } else { After::Close };
+        return error_reply(
+            c,
+            out,
+            ctx,
+            405,
+            persist(keep, req.minor),
+            after,
+            None,
+            &line,
+        );
+    }
+    if let (Body::Length(n), true) = (req.body, keep) {
+        c.discard = n;
+    }
+    let p = persist(keep, req.minor);
+    let after = if keep { After::KeepAlive } else { After::Close };
+    let after_err = after;
+    match ctx.cache.lookup(ctx.root, req.path, ctx.now_ms, open) {
+        Served::Hit(index) => {
+            let Some(&meta) = ctx.cache.meta(index) else {
+                return error_reply(c, out, ctx, 500, p, after_err, None, &line);
+            };
+            file(
+                c,
+                out,
+                ctx,
+                req,
+                &meta,
+                Source::Cached(index),
+                p,
+                after,
+                &line,
+            );
+        }
+        Served::Miss(Lookup::File(fd, meta)) => {
+            file(c, out, ctx, req, &meta, Source::File(fd), p, after, &line);
+        }
+        Served::Miss(Lookup::AddSlash) => redirect(c, out, ctx, req, p, after, &line),
+        Served::Miss(Lookup::Status(s)) => error_reply(c, out, ctx, s, p, after_err, None, &line),
+    }
+}
+
+/// 301 to the same path with a trailing slash, query kept.
+fn redirect(
+    c: &mut Conn,
+    out: &mut [u8],
+    ctx: &mut Ctx<'_>,
+    req: &Request<'_, '_>,
+    p: Persist,
+    after: After,
+    line: &Line<'_>,
+) {
+    let date = *ctx.date.text();
+    let page = error_body(301);
+    let mut h = Head::new(301, &date, p);
+    h.content_type = Some(crate::http::response::HTML);
+    h.content_length = Some(page.len() as u64);
+    h.location = Some((req.path, req.query));
+    match write_head(out, &h) {
+        Some(n) => plan(
+            c,
+            ctx,
+            301,
+            n,
+            Outgoing::Static(page, 0),
+            page.len() as u64,
+            after,
+            line,
+        ),
+        // Only a path near the 8 KiB limit, percent-encoded, outgrows the head area.
+        None => error_reply(c, out, ctx, 414, p, after, None, line),
+    }
+}
+
+enum Source {
+    Cached(u32),
+    File(OwnedFd),
+}
+
+/// 200, 206, 304 or 416 for a regular file.
+#[allow(clippy::too_many_arguments)]
+fn file(
+    c: &mut Conn,
+    out: &mut [u8],
+    ctx: &mut Ctx<'_>,
+    req: &Request<'_, '_>,
+    meta: &FileMeta,
+    src: Source,
+    p: Persist,
+    after: After,
+    line: &Line<'_>,
+) {
+    let date = *ctx.date.text();
+    let etag = meta.etag.as_bytes();
+    let mut h = Head::new(200, &date, p);
+    h.last_modified = Some(&meta.last_modified);
+    h.etag = Some(etag);
+    if not_modified(req.if_none_match, req.if_modified_since, etag, meta.mtime) {
+        h.status = 304;
+        let n = write_head(out, &h).unwrap_or(0);
+        return plan(c, ctx, 304, n, Outgoing::Nothing, 0, after, line);
+    }
+    let validated = match req.if_range {
+        Some(v) => if_range_holds(v, etag, meta.mtime),
+        None => true,
+    };
+    let range = match (req.method, req.range) {
+        (Method::Get, Some(r)) if validated => evaluate(r, meta.size),
+        _ => RangeAnswer::Full,
+    };
+    let (first, end) = match range {
+        RangeAnswer::Full => (0, meta.size),
+        RangeAnswer::Partial { first, last } => {
+            h.status = 206;
+            h.content_range = Some(ContentRange::Bytes {
+                first,
+                last,
+                len: meta.size,
+            });
+            (first, last + 1)
+        }
+        RangeAnswer::Unsatisfiable => {
+            return error_reply(c, out, ctx, 416, p, after, Some(meta.size), line);
+        }
+    };
+    h.content_type = Some(meta.mime);
+    h.content_length = Some(end - first);
+    h.accept_ranges = true;
+    let n = write_head(out, &h).unwrap_or(0);
+    let (body, len) = match (req.method, src) {
+        (Method::Head, _) => (Outgoing::Nothing, 0),
+        (_, Source::Cached(index)) if ctx.cache.file(index).is_some() => (
+            Outgoing::CachedFile {
+                index,
+                at: first,
+                end,
+            },
+            end - first,
+        ),
+        (_, Source::Cached(index)) => (
+            Outgoing::Cached {
+                index,
+                at: first as usize,
+                end: end as usize,
+            },
+            end - first,
+        ),
+        (_, Source::File(fd)) => (Outgoing::File { fd, at: first, end }, end - first),
+    };
+    plan(c, ctx, h.status, n, body, len, after, line);
+}

@@ -1,0 +1,251 @@
+//! A per-worker cache of small files: bytes and metadata, revalidated at a bounded rate.
+//!
+//! Input: lookups by decoded path, with the loop's monotonic time. Output: either a hit
+//! (an entry index whose bytes and metadata the connection sends with one `writev`), or
+//! the plain [`Lookup`] for files the cache does not hold. All memory is allocated once in
+//! [`FileCache::new`]: a table of entries and one arena of `entries × file_max` bytes,
+//! zero-filled by the allocator so pages are touched (and count in the worker's resident
+//! memory) only when a file is stored in them.
+//!
+//! Policy: direct-mapped by a hash of the path (a collision replaces the older entry).
+//! An entry is served without any syscall for `revalidate` after it was last checked;
+//! then the next request re-resolves the path (`openat2` + `fstat` + `close`) and compares
+//! inode, mtime and size. **Staleness a user can see:** a changed, replaced or deleted
+//! file may still be served from a worker's cache for up to `revalidate` (1 s by default)
+//! after the change, each worker independently; a change that keeps inode, mtime and size
+//! identical is not noticed at all (as with any mtime-based cache).
+//!
+//! Larger files are cached as an **open descriptor** with their metadata (nginx's
+//! `open_file_cache`): a hit then costs no `openat2`, `fstat` or `close`, only the
+//! `sendfile`. A worker holds at most `entries` such descriptors. The same revalidation
+//! applies; a file rewritten in place (same inode) within the period may be sent with
+//! the old length: a shorter file ends the response early and the connection is closed.
+//!
+//! Pins: a connection whose response is partly written from an entry pins it; a pinned
+//! entry is never reloaded or replaced, so the bytes (or the descriptor) under a paused
+//! write do not change.
+
+use super::{open, FileMeta, Lookup, PATH_MAX};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::time::Duration;
+
+/// Longest path the cache keys on; longer paths are served uncached.
+pub const KEY_MAX: usize = 192;
+
+/// Sizes fixed at start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CacheConfig {
+    /// Number of entries (0 disables the cache).
+    pub entries: u32,
+    /// Largest file stored, in bytes.
+    pub file_max: u32,
+    /// How long an entry is trusted before it is checked against the file again.
+    pub revalidate: Duration,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        CacheConfig {
+            entries: 256,
+            file_max: 64 * 1024,
+            revalidate: Duration::from_secs(1),
+        }
+    }
+}
+
+struct Entry {
+    key: [u8; KEY_MAX],
+    key_len: usize,
+    meta: Option<FileMeta>,
+    /// The open file, for an entry too large for the arena.
+    file: Option<OwnedFd>,
+    checked_ms: u64,
+    pins: u32,
+}
+
+/// The result of a cached lookup.
+#[derive(Debug)]
+pub enum Served {
+    /// The file is in entry `index` (see [`FileCache::meta`] and [`FileCache::body`]).
+    Hit(u32),
+    /// Not cached: the uncached lookup's answer.
+    Miss(Lookup),
+}
+
+/// Counters for tests and docs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Lookups answered from memory.
+    pub hits: u64,
+    /// Files read into the arena.
+    pub loads: u64,
+    /// Revalidations (re-resolve and compare).
+    pub revalidations: u64,
+}
+
+/// One worker's small-file cache.
+pub struct FileCache {
+    entries: Vec<Entry>,
+    arena: Vec<u8>,
+    file_max: usize,
+    revalidate_ms: u64,
+    /// Running counters.
+    pub stats: CacheStats,
+}
+
+fn hash(path: &[u8]) -> u64 {
+    // FNV-1a: short keys, no adversary gains more than evicting entries.
+    path.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+impl FileCache {
+    /// Allocates the table and the arena (the only allocation the cache ever makes).
+    pub fn new(cfg: CacheConfig) -> FileCache {
+        let n = cfg.entries as usize;
+        let entries = (0..n)
+            .map(|_| Entry {
+                key: [0; KEY_MAX],
+                key_len: 0,
+                meta: None,
+                file: None,
+                checked_ms: 0,
+                pins: 0,
+            })
+            .collect();
+        FileCache {
+            entries,
+            arena: vec![0u8; n * cfg.file_max as usize],
+            file_max: cfg.file_max as usize,
+            revalidate_ms: cfg.revalidate.as_millis() as u64,
+            stats: CacheStats::default(),
+        }
+    }
+
+    /// Metadata of a hit entry.
+    pub fn meta(&self, index: u32) -> Option<&FileMeta> {
+        self.entries.get(index as usize)?.meta.as_ref()
+    }
+
+    /// The open file of a hit entry that holds a descriptor instead of bytes.
+    pub fn file(&self, index: u32) -> Option<BorrowedFd<'_>> {
+        self.entries
+            .get(index as usize)?
+            .file
+            .as_ref()
+            .map(|f| f.as_fd())
+    }
+
+    /// Bytes of a hit entry (valid while it is pinned or until the next lookup).
+    pub fn body(&self, index: u32) -> &[u8] {
+        if self.file(index).is_some() {
+            return &[];
+        }
+        let size = self.meta(index).map_or(0, |m| m.size as usize);
+        let start = index as usize * self.file_max;
+        self.arena.get(start..start + size).unwrap_or(&[])
+    }
+
+    /// Keeps entry `index` unchanged until [`FileCache::unpin`].
+    pub fn pin(&mut self, index: u32) {
+        if let Some(e) = self.entries.get_mut(index as usize) {
+            e.pins += 1;
+        }
+    }
+
+    /// Releases one pin.
+    pub fn unpin(&mut self, index: u32) {
+        if let Some(e) = self.entries.get_mut(index as usize) {
+            e.pins = e.pins.saturating_sub(1);
+        }
+    }
+
+    /// Looks `path` up, revalidating or loading as the policy says.
+    pub fn lookup(
+        &mut self,
+        root: BorrowedFd<'_>,
+        path: &[u8],
+        now_ms: u64,
+        scratch: &mut [u8; PATH_MAX + 1],
+    ) -> Served {
+        if self.entries.is_empty() || path.len() > KEY_MAX {
+            return Served::Miss(open(root, path, scratch));
+        }
+        let index = (hash(path) % self.entries.len() as u64) as u32;
+        let e = &self.entries[index as usize];
+        let same_key = e.meta.is_some() && &e.key[..e.key_len] == path;
+        if same_key && now_ms.saturating_sub(e.checked_ms) < self.revalidate_ms {
+            self.stats.hits += 1;
+            return Served::Hit(index);
+        }
+        let found = open(root, path, scratch);
+        if same_key {
+            self.stats.revalidations += 1;
+        }
+        self.store(index, path, found, now_ms)
+    }
+
+    /// Decides what to do with a fresh lookup for the entry's slot.
+    fn store(&mut self, index: u32, path: &[u8], found: Lookup, now_ms: u64) -> Served {
+        let file_max = self.file_max;
+        let e = &mut self.entries[index as usize];
+        let ours = &e.key[..e.key_len] == path;
+        let (fd, meta) = match found {
+            Lookup::File(fd, meta) => (fd, meta),
+            other => {
+                if e.pins == 0 && ours {
+                    e.forget();
+                }
+                return Served::Miss(other);
+            }
+        };
+        if ours && e.meta.is_some_and(|m| m.same_file(&meta)) {
+            e.checked_ms = now_ms;
+            self.stats.hits += 1;
+            return Served::Hit(index);
+        }
+        if e.pins > 0 {
+            return Served::Miss(Lookup::File(fd, meta));
+        }
+        e.forget();
+        if meta.size > file_max as u64 {
+            e.file = Some(fd);
+        } else {
+            let start = index as usize * file_max;
+            let dst = &mut self.arena[start..start + meta.size as usize];
+            if !read_exact_at(fd.as_fd(), dst) {
+                return Served::Miss(Lookup::File(fd, meta));
+            }
+        }
+        e.key[..path.len()].copy_from_slice(path);
+        e.key_len = path.len();
+        e.meta = Some(meta);
+        e.checked_ms = now_ms;
+        self.stats.loads += 1;
+        Served::Hit(index)
+    }
+}
+
+impl Entry {
+    /// Empties the entry (closing its descriptor, if any).
+    fn forget(&mut self) {
+        self.meta = None;
+        self.file = None;
+        self.key_len = 0;
+    }
+}
+
+/// `pread` until `dst` is full; false on an error or a file that shrank.
+fn read_exact_at(fd: BorrowedFd<'_>, dst: &mut [u8]) -> bool {
+    let mut done = 0;
+    while done < dst.len() {
+        match rustix::io::pread(fd, &mut dst[done..], done as u64) {
+            Ok(0) => return false,
+            Ok(n) => done += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return false,
+        }
+    }
+    true
+}

@@ -1,0 +1,256 @@
+//! The meaning of the few fields the server acts on, one function each.
+//!
+//! Input: a field value already checked byte by byte by `parse.rs` (no controls, OWS
+//! trimmed). Output: the typed value or the [`ErrorKind`] to answer. Lists are split on
+//! "," with OWS trimmed and empty elements ignored (RFC 9110 §5.6.1). Nothing here
+//! allocates; lists are walked, never collected.
+
+use super::error::ErrorKind;
+use super::scan::class_end;
+use super::tables::{IP_LITERAL, REG_NAME, TOKEN};
+
+/// The elements of a `#list` value: split on ",", OWS trimmed, empty ones skipped.
+pub fn list_elements(value: &[u8]) -> impl Iterator<Item = &[u8]> {
+    value
+        .split(|&b| b == b',')
+        .map(trim_ows)
+        .filter(|e| !e.is_empty())
+}
+
+fn trim_ows(mut s: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = s {
+        s = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = s {
+        s = rest;
+    }
+    s
+}
+
+/// RFC 9110 §8.6 `Content-Length = 1*DIGIT`, decimal (leading zeros are decimal, never
+/// octal), overflow refused. No sign, no list, no inner whitespace.
+pub fn content_length(value: &[u8]) -> Result<u64, ErrorKind> {
+    if value.is_empty() {
+        return Err(ErrorKind::BadContentLength);
+    }
+    let mut n: u64 = 0;
+    for &b in value {
+        if !b.is_ascii_digit() {
+            return Err(ErrorKind::BadContentLength);
+        }
+        n = n
+            .checked_mul(10)
+            .and_then(|n| n.checked_add(u64::from(b - b'0')))
+            .ok_or(ErrorKind::BadContentLength)?;
+    }
+    Ok(n)
+}
+
+/// Transfer-Encoding lines seen so far (RFC 9112 §6.1): `chunked` must be the final
+/// coding and appear once; any other coding is not implemented here.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Codings {
+    present: bool,
+    chunked: bool,
+    other: bool,
+}
+
+impl Codings {
+    /// Adds one Transfer-Encoding field line. Codings compare exactly, case-insensitively
+    /// (`xchunked`, `chunked;x=1` and `\xa0chunked` are other codings, never chunked).
+    pub fn add(&mut self, value: &[u8]) -> Result<(), ErrorKind> {
+        self.present = true;
+        for coding in list_elements(value) {
+            if self.chunked {
+                return Err(ErrorKind::BadTransferEncoding);
+            }
+            if coding.eq_ignore_ascii_case(b"chunked") {
+                self.chunked = true;
+            } else if coding.iter().all(|&b| TOKEN[b as usize]) {
+                self.other = true;
+            } else {
+                return Err(ErrorKind::BadTransferEncoding);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether any Transfer-Encoding line was seen.
+    pub fn present(&self) -> bool {
+        self.present
+    }
+
+    /// The verdict once every line is in: `Ok(true)` for a chunked body, `Ok(false)` for
+    /// no Transfer-Encoding at all.
+    pub fn chunked(&self) -> Result<bool, ErrorKind> {
+        match (self.present, self.chunked, self.other) {
+            (false, _, _) => Ok(false),
+            (true, false, _) => Err(ErrorKind::BadTransferEncoding),
+            (true, true, true) => Err(ErrorKind::UnsupportedCoding),
+            (true, true, false) => Ok(true),
+        }
+    }
+}
+
+/// Connection options this server acts on (RFC 9112 §9.3, §9.6).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ConnectionOptions {
+    /// `close` was listed.
+    pub close: bool,
+    /// `keep-alive` was listed (meaningful for HTTP/1.0).
+    pub keep_alive: bool,
+}
+
+impl ConnectionOptions {
+    /// Adds one Connection field line; unknown options are ignored.
+    pub fn add(&mut self, value: &[u8]) {
+        if !value.contains(&b',') {
+            return self.add_option(value);
+        }
+        for option in list_elements(value) {
+            self.add_option(option);
+        }
+    }
+
+    fn add_option(&mut self, option: &[u8]) {
+        match option.len() {
+            5 => self.close |= option.eq_ignore_ascii_case(b"close"),
+            10 => self.keep_alive |= option.eq_ignore_ascii_case(b"keep-alive"),
+            _ => {}
+        }
+    }
+}
+
+/// RFC 9110 §10.1.1: true when the only expectation is `100-continue`. Any other
+/// expectation is ignored (the 417 it MAY get is not worth a status of its own).
+pub fn expects_continue(value: &[u8]) -> bool {
+    value.eq_ignore_ascii_case(b"100-continue")
+}
+
+/// RFC 9112 §3.2 / RFC 3986 §3.2.2–3.2.3: `uri-host [ ":" port ]`, where uri-host is an
+/// IP-literal in brackets or a non-empty reg-name (IPv4 addresses are reg-names
+/// syntactically) and port is 1–5 digits up to 65535. No userinfo, path, list or escape.
+pub fn valid_host(value: &[u8]) -> bool {
+    let port = match value.first() {
+        Some(b'[') => {
+            let close = class_end(value, 1, &IP_LITERAL);
+            match close {
+                Some(c) if c > 1 && value[c] == b']' => &value[c + 1..],
+                _ => return false,
+            }
+        }
+        Some(_) => match class_end(value, 0, &REG_NAME) {
+            Some(0) => return false,
+            Some(end) => &value[end..],
+            None => b"",
+        },
+        None => return false,
+    };
+    match port {
+        [] => true,
+        [b':', digits @ ..] => valid_port(digits),
+        _ => false,
+    }
+}
+
+fn valid_port(digits: &[u8]) -> bool {
+    (1..=5).contains(&digits.len())
+        && digits.iter().all(u8::is_ascii_digit)
+        && digits
+            .iter()
+            .fold(0u32, |n, &d| n * 10 + u32::from(d - b'0'))
+            <= 65535
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_length_is_plain_decimal() {
+        assert_eq!(content_length(b"0"), Ok(0));
+        assert_eq!(content_length(b"010"), Ok(10));
+        assert_eq!(content_length(b"18446744073709551615"), Ok(u64::MAX));
+        for bad in [
+            &b""[..],
+            b"+10",
+            b"-48",
+            b"0x10",
+            b"1_0",
+            b"1Z",
+            b"4 2",
+            b"5, 5",
+            b"18446744073709551616",
+        ] {
+            assert_eq!(
+                content_length(bad),
+                Err(ErrorKind::BadContentLength),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn hosts() {
+        for good in [
+            &b"a"[..],
+            b"example.com",
+            b"example.com:80",
+            b"[::1]",
+            b"[::1]:8080",
+            b"127.0.0.1:65535",
+        ] {
+            assert!(valid_host(good), "{good:?}");
+        }
+        for bad in [
+            &b""[..],
+            b"user@h",
+            b"h/path",
+            b"a, b",
+            b"a,b",
+            b"h:",
+            b"h:65536",
+            b"h:1:2",
+            b"[::1",
+            b"[]",
+            b"[v1.x]",
+            b":80",
+            b"h%41",
+        ] {
+            assert!(!valid_host(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn codings() {
+        let verdict = |lines: &[&[u8]]| {
+            let mut c = Codings::default();
+            for l in lines {
+                c.add(l)?;
+            }
+            c.chunked()
+        };
+        assert_eq!(verdict(&[b"chunked"]), Ok(true));
+        assert_eq!(verdict(&[b"Chunked"]), Ok(true));
+        assert_eq!(verdict(&[b",chunked"]), Ok(true));
+        assert_eq!(
+            verdict(&[b"gzip, chunked"]),
+            Err(ErrorKind::UnsupportedCoding)
+        );
+        assert_eq!(
+            verdict(&[b"chunked, gzip"]),
+            Err(ErrorKind::BadTransferEncoding)
+        );
+        assert_eq!(
+            verdict(&[b"chunked", b"chunked"]),
+            Err(ErrorKind::BadTransferEncoding)
+        );
+        assert_eq!(verdict(&[b"xchunked"]), Err(ErrorKind::BadTransferEncoding));
+        assert_eq!(verdict(&[b"identity"]), Err(ErrorKind::BadTransferEncoding));
+        assert_eq!(
+            verdict(&[b"\xa0chunked\xa0"]),
+            Err(ErrorKind::BadTransferEncoding)
+        );
+        assert_eq!(verdict(&[b""]), Err(ErrorKind::BadTransferEncoding));
+    }
+}

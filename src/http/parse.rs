@@ -1,0 +1,294 @@
+//! The token-level head parser: request line and field lines, strict profile.
+//!
+//! Input: the bytes received so far and caller-owned [`Header`] slots. Output:
+//! `Status::Partial` (every byte seen so far is valid, the head is not complete),
+//! `Status::Complete(Head)` with slices into the buffer and the slots filled, or the
+//! [`ErrorKind`] of the first offending byte. The parser is stateless: call it again on
+//! the longer buffer (after [`crate::http::find_head_end`] says a head may be there).
+//!
+//! Grammar (RFC 9112 §2.1, §3, §5), strict: `method SP request-target SP HTTP/D.D CRLF`,
+//! exactly one SP between tokens, then `field-name ":" OWS field-value OWS CRLF` lines,
+//! then CRLF. Refused: bare LF, bare CR, obs-fold, whitespace before a colon, non-token
+//! name bytes, controls in values, HTTP/0.9. Empty lines before the request line are
+//! skipped (RFC 9112 §2.2). What the fields mean is `request.rs`'s business; this layer
+//! only checks bytes. It never allocates, panics, or reads past the slice.
+//!
+//! Fast paths: `GET ` and `HEAD ` as 4/5-byte compares, `HTTP/1.1\r\n` as one 10-byte
+//! compare, SWAR scanning of values and 8-wide table checks of the target (`scan.rs`).
+
+use super::error::ErrorKind;
+use super::scan::{target_end, token_end, value_end};
+
+/// Longest request-target accepted; longer gives 414. RFC 9112 §3 asks for request
+/// lines of at least 8000 octets.
+pub const MAX_TARGET: usize = 8192;
+/// Longest head accepted (request line, fields, blank line); longer gives 431.
+pub const MAX_HEAD: usize = 16 * 1024;
+/// Most field lines accepted; more gives 431.
+pub const MAX_FIELDS: usize = 100;
+/// Longest method token; a longer one is not a method we know (RFC 9112 §3: 501).
+pub const MAX_METHOD: usize = 32;
+
+/// Result of a parse that may need more bytes (`Partial` is not an error).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status<T> {
+    /// The head is complete and valid.
+    Complete(T),
+    /// Every byte so far is valid; the head is not complete yet.
+    Partial,
+}
+
+/// One field line: name and value (OWS trimmed), both slices of the receive buffer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Header<'b> {
+    /// The field name as sent (compare case-insensitively).
+    pub name: &'b [u8],
+    /// The field value without leading or trailing SP/HTAB.
+    pub value: &'b [u8],
+}
+
+impl Header<'_> {
+    /// An unused slot, for initialising arrays: `[Header::EMPTY; 100]`.
+    pub const EMPTY: Header<'static> = Header {
+        name: b"",
+        value: b"",
+    };
+}
+
+/// A syntactically valid head: slices into the buffer, fields in the first `fields` slots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Head<'b> {
+    /// The method token, case-sensitive (RFC 9110 §9.1).
+    pub method: &'b [u8],
+    /// The request-target, every byte in [`super::tables::TARGET`].
+    pub target: &'b [u8],
+    /// Bytes of `target` before its first "?" (all of it when there is none).
+    pub path_len: usize,
+    /// The minor version digit (`HTTP/1.x`).
+    pub minor: u8,
+    /// How many slots hold field lines.
+    pub fields: usize,
+    /// Bytes consumed, up to and including the blank line.
+    pub len: usize,
+}
+
+/// Parses a request head from `buf`, filling `slots` with its field lines.
+pub fn parse_head<'b>(
+    buf: &'b [u8],
+    slots: &mut [Header<'b>],
+) -> Result<Status<Head<'b>>, ErrorKind> {
+    let status = parse_within(buf, slots)?;
+    match status {
+        Status::Complete(head) if head.len > MAX_HEAD => Err(ErrorKind::HeadTooLarge),
+        Status::Partial if buf.len() >= MAX_HEAD => Err(ErrorKind::HeadTooLarge),
+        _ => Ok(status),
+    }
+}
+
+/// Unwraps a byte or returns `Partial` from the enclosing function.
+macro_rules! byte {
+    ($buf:expr, $at:expr) => {
+        match $buf.get($at) {
+            Some(&b) => b,
+            None => return Ok(Status::Partial),
+        }
+    };
+}
+
+fn parse_within<'b>(
+    buf: &'b [u8],
+    slots: &mut [Header<'b>],
+) -> Result<Status<Head<'b>>, ErrorKind> {
+    let Some(mut at) = skip_empty_lines(buf)? else {
+        return Ok(Status::Partial);
+    };
+    let Some((method, after_method)) = method(buf, at)? else {
+        return Ok(Status::Partial);
+    };
+    at = after_method;
+    let Some(((target, path_len), after_target)) = target(buf, at)? else {
+        return Ok(Status::Partial);
+    };
+    at = after_target;
+    let Some((minor, after_version)) = version(buf, at)? else {
+        return Ok(Status::Partial);
+    };
+    at = after_version;
+    let mut fields = 0;
+    loop {
+        match byte!(buf, at) {
+            b'\r' => {
+                if byte!(buf, at + 1) != b'\n' {
+                    return Err(ErrorKind::BareLineEnd);
+                }
+                let len = at + 2;
+                return Ok(Status::Complete(Head {
+                    method,
+                    target,
+                    path_len,
+                    minor,
+                    fields,
+                    len,
+                }));
+            }
+            b'\n' => return Err(ErrorKind::BareLineEnd),
+            b' ' | b'\t' => return Err(ErrorKind::ObsFold),
+            _ => {}
+        }
+        if fields == MAX_FIELDS || fields == slots.len() {
+            return Err(ErrorKind::TooManyFields);
+        }
+        let Some((header, next)) = field_line(buf, at)? else {
+            return Ok(Status::Partial);
+        };
+        slots[fields] = header;
+        fields += 1;
+        at = next;
+    }
+}
+
+/// Skips CRLF pairs before the request line; a lone CR or LF is refused.
+/// `None`: the buffer ends inside them.
+fn skip_empty_lines(buf: &[u8]) -> Result<Option<usize>, ErrorKind> {
+    let mut at = 0;
+    loop {
+        match buf.get(at) {
+            Some(b'\r') => match buf.get(at + 1) {
+                Some(b'\n') => at += 2,
+                Some(_) => return Err(ErrorKind::BareLineEnd),
+                None => return Ok(None),
+            },
+            Some(b'\n') => return Err(ErrorKind::BareLineEnd),
+            Some(_) => return Ok(Some(at)),
+            None => return Ok(None),
+        }
+    }
+}
+
+type Step<T> = Result<Option<(T, usize)>, ErrorKind>;
+
+/// `method = token`, then exactly one SP. Returns the method and the offset after the SP.
+#[inline]
+fn method(buf: &[u8], start: usize) -> Step<&[u8]> {
+    let rest = &buf[start..];
+    if rest.starts_with(b"GET ") {
+        return Ok(Some((&rest[..3], start + 4)));
+    }
+    if rest.starts_with(b"HEAD ") {
+        return Ok(Some((&rest[..4], start + 5)));
+    }
+    let Some(end) = token_end(buf, start) else {
+        if buf.len() - start > MAX_METHOD {
+            return Err(ErrorKind::UnknownMethod);
+        }
+        return Ok(None);
+    };
+    if end - start > MAX_METHOD {
+        return Err(ErrorKind::UnknownMethod);
+    }
+    match buf[end] {
+        b' ' if end > start => Ok(Some((&buf[start..end], end + 1))),
+        b' ' | b'\t' | b'\r' | b'\n' => Err(ErrorKind::BadRequestLine),
+        _ => Err(ErrorKind::BadMethod),
+    }
+}
+
+/// `request-target`, then exactly one SP. CR or LF right after it means HTTP/0.9.
+#[inline]
+fn target(buf: &[u8], start: usize) -> Step<(&[u8], usize)> {
+    let Some((end, path_end)) = target_end(buf, start) else {
+        if buf.len() - start > MAX_TARGET {
+            return Err(ErrorKind::TargetTooLong);
+        }
+        return Ok(None);
+    };
+    if end - start > MAX_TARGET {
+        return Err(ErrorKind::TargetTooLong);
+    }
+    match buf[end] {
+        b' ' if end > start => Ok(Some(((&buf[start..end], path_end - start), end + 1))),
+        b' ' | b'\t' => Err(ErrorKind::BadRequestLine),
+        b'\r' | b'\n' if end > start => Err(ErrorKind::Http09),
+        b'\r' | b'\n' => Err(ErrorKind::BadRequestLine),
+        _ => Err(ErrorKind::BadTarget),
+    }
+}
+
+/// `HTTP-version = "HTTP/" DIGIT "." DIGIT` (case-sensitive), then CRLF.
+/// Returns the minor digit and the offset after the CRLF.
+#[inline]
+fn version(buf: &[u8], start: usize) -> Step<u8> {
+    if buf.get(start..start + 10) == Some(b"HTTP/1.1\r\n") {
+        return Ok(Some((1, start + 10)));
+    }
+    if let Some(b' ' | b'\t') = buf.get(start) {
+        return Err(ErrorKind::BadRequestLine);
+    }
+    for (i, &want) in b"HTTP/".iter().enumerate() {
+        if byte_or_none(buf, start + i).is_some_and(|b| b != want) {
+            return Err(ErrorKind::BadVersion);
+        }
+    }
+    let digits = [start + 5, start + 7];
+    for at in digits {
+        if byte_or_none(buf, at).is_some_and(|b| !b.is_ascii_digit()) {
+            return Err(ErrorKind::BadVersion);
+        }
+    }
+    if byte_or_none(buf, start + 6).is_some_and(|b| b != b'.') {
+        return Err(ErrorKind::BadVersion);
+    }
+    match byte_or_none(buf, start + 8) {
+        None => return Ok(None),
+        Some(b'\r') => {}
+        Some(b'\n') => return Err(ErrorKind::BareLineEnd),
+        Some(_) => return Err(ErrorKind::BadVersion),
+    }
+    match byte_or_none(buf, start + 9) {
+        None => Ok(None),
+        Some(b'\n') if buf[start + 5] != b'1' => Err(ErrorKind::UnsupportedVersion),
+        Some(b'\n') => Ok(Some((buf[start + 7] - b'0', start + 10))),
+        Some(_) => Err(ErrorKind::BareLineEnd),
+    }
+}
+
+fn byte_or_none(buf: &[u8], at: usize) -> Option<u8> {
+    buf.get(at).copied()
+}
+
+/// `field-name ":" OWS field-value OWS CRLF`, starting at a byte that is not CR, LF, SP
+/// or HTAB. Returns the field and the offset of the next line.
+#[inline]
+fn field_line(buf: &[u8], start: usize) -> Step<Header<'_>> {
+    let Some(colon) = token_end(buf, start) else {
+        return Ok(None);
+    };
+    match buf[colon] {
+        b':' if colon > start => {}
+        b' ' | b'\t' if colon > start => return Err(ErrorKind::SpaceBeforeColon),
+        _ => return Err(ErrorKind::BadFieldName),
+    }
+    let mut value_start = colon + 1;
+    while let Some(b' ' | b'\t') = buf.get(value_start) {
+        value_start += 1;
+    }
+    let Some(cr) = value_end(buf, value_start)? else {
+        return Ok(None);
+    };
+    match buf.get(cr + 1) {
+        None => return Ok(None),
+        Some(b'\n') => {}
+        Some(_) => return Err(ErrorKind::BareLineEnd),
+    }
+    let mut value = &buf[value_start..cr];
+    while let [rest @ .., b' ' | b'\t'] = value {
+        value = rest;
+    }
+    Ok(Some((
+        Header {
+            name: &buf[start..colon],
+            value,
+        },
+        cr + 2,
+    )))
+}

@@ -1,0 +1,378 @@
+//! Response heads: the status line and header fields written into a caller's fixed
+//! buffer, plus the small static bodies of error responses.
+//!
+//! Input: a [`Head`] describing one response (all values already validated by the file
+//! layer or the connection). Output: bytes in the caller's buffer, or `None` if they do not
+//! fit (the caller's buffer is sized so that this cannot happen for any head we build;
+//! `None` is still handled, never a panic). No allocation, no I/O.
+//!
+//! Rules carried here: a 405 carries `Allow: GET, HEAD` (RFC 9110 §15.5.6); a 416 carries
+//! `Content-Range: bytes */len` (§14.4, §15.5.17); a `Location` path is percent-encoded so
+//! the decoded path we hold is sent back as a valid URI reference (RFC 3986 §2.1).
+
+/// The `Connection` field we send, if any.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Persist {
+    /// HTTP/1.1 keeping the connection: no field needed.
+    Implicit,
+    /// HTTP/1.0 keeping the connection: `Connection: keep-alive`.
+    KeepAlive,
+    /// The connection closes after this response: `Connection: close`.
+    Close,
+}
+
+/// A `Content-Range` value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ContentRange {
+    /// `bytes first-last/len` of a 206.
+    Bytes {
+        /// First byte sent.
+        first: u64,
+        /// Last byte sent (inclusive).
+        last: u64,
+        /// Whole representation length.
+        len: u64,
+    },
+    /// `bytes */len` of a 416.
+    Unsatisfied(u64),
+}
+
+/// Everything a response head says.
+#[derive(Clone, Copy, Debug)]
+pub struct Head<'a> {
+    /// Status code (one of [`reason`]'s).
+    pub status: u16,
+    /// IMF-fixdate text of now.
+    pub date: &'a [u8],
+    /// `Content-Type` value.
+    pub content_type: Option<&'a [u8]>,
+    /// `Content-Length` value (absent on 304).
+    pub content_length: Option<u64>,
+    /// `Last-Modified` value (IMF-fixdate text).
+    pub last_modified: Option<&'a [u8]>,
+    /// `ETag` value, quotes included.
+    pub etag: Option<&'a [u8]>,
+    /// Send `Accept-Ranges: bytes`.
+    pub accept_ranges: bool,
+    /// `Content-Range` value.
+    pub content_range: Option<ContentRange>,
+    /// `Location`: decoded path (percent-encoded on output) and raw query (without `?`).
+    pub location: Option<(&'a [u8], Option<&'a [u8]>)>,
+    /// Send `Allow: GET, HEAD` (405).
+    pub allow: bool,
+    /// The `Connection` field.
+    pub persist: Persist,
+}
+
+impl<'a> Head<'a> {
+    /// A head with only the status, date and persistence set.
+    pub fn new(status: u16, date: &'a [u8], persist: Persist) -> Head<'a> {
+        Head {
+            status,
+            date,
+            content_type: None,
+            content_length: None,
+            last_modified: None,
+            etag: None,
+            accept_ranges: false,
+            content_range: None,
+            location: None,
+            allow: false,
+            persist,
+        }
+    }
+}
+
+/// The reason phrase of every status steerd sends.
+pub fn reason(status: u16) -> &'static str {
+    match status {
+        100 => "Continue",
+        200 => "OK",
+        206 => "Partial Content",
+        301 => "Moved Permanently",
+        304 => "Not Modified",
+        400 => "Bad Request",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        411 => "Length Required",
+        413 => "Content Too Large",
+        414 => "URI Too Long",
+        416 => "Range Not Satisfiable",
+        417 => "Expectation Failed",
+        431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
+        503 => "Service Unavailable",
+        505 => "HTTP Version Not Supported",
+        _ => "Unknown",
+    }
+}
+
+macro_rules! page {
+    ($code:literal, $text:literal) => {
+        concat!(
+            "<html><head><title>",
+            $code,
+            " ",
+            $text,
+            "</title></head><body><h1>",
+            $code,
+            " ",
+            $text,
+            "</h1></body></html>\n"
+        )
+        .as_bytes()
+    };
+}
+
+/// The small HTML body of an error status (empty for statuses that are not errors).
+pub fn error_body(status: u16) -> &'static [u8] {
+    match status {
+        301 => page!("301", "Moved Permanently"),
+        400 => page!("400", "Bad Request"),
+        403 => page!("403", "Forbidden"),
+        404 => page!("404", "Not Found"),
+        405 => page!("405", "Method Not Allowed"),
+        408 => page!("408", "Request Timeout"),
+        411 => page!("411", "Length Required"),
+        413 => page!("413", "Content Too Large"),
+        414 => page!("414", "URI Too Long"),
+        416 => page!("416", "Range Not Satisfiable"),
+        417 => page!("417", "Expectation Failed"),
+        431 => page!("431", "Request Header Fields Too Large"),
+        500 => page!("500", "Internal Server Error"),
+        501 => page!("501", "Not Implemented"),
+        503 => page!("503", "Service Unavailable"),
+        505 => page!("505", "HTTP Version Not Supported"),
+        _ => b"",
+    }
+}
+
+/// The media type of [`error_body`].
+pub const HTML: &[u8] = b"text/html; charset=utf-8";
+
+/// A cursor over a fixed buffer that remembers whether anything failed to fit.
+pub struct Writer<'b> {
+    buf: &'b mut [u8],
+    len: usize,
+    overflow: bool,
+}
+
+impl<'b> Writer<'b> {
+    /// An empty writer over `buf`.
+    pub fn new(buf: &'b mut [u8]) -> Writer<'b> {
+        Writer {
+            buf,
+            len: 0,
+            overflow: false,
+        }
+    }
+
+    /// Appends bytes (or records the overflow).
+    pub fn put(&mut self, b: &[u8]) -> &mut Self {
+        match self.buf.get_mut(self.len..self.len + b.len()) {
+            Some(dst) => {
+                dst.copy_from_slice(b);
+                self.len += b.len();
+            }
+            None => self.overflow = true,
+        }
+        self
+    }
+
+    /// Appends a decimal number.
+    pub fn num(&mut self, mut v: u64) -> &mut Self {
+        let mut tmp = [0u8; 20];
+        let mut i = tmp.len();
+        loop {
+            i -= 1;
+            tmp[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+            if v == 0 {
+                break;
+            }
+        }
+        self.put(&tmp[i..])
+    }
+
+    /// Bytes written, or `None` if something did not fit.
+    pub fn finish(&self) -> Option<usize> {
+        (!self.overflow).then_some(self.len)
+    }
+}
+
+/// RFC 3986 `pchar` minus `%` plus `/`: bytes a path may carry unescaped.
+fn path_safe(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/".contains(&b)
+}
+
+fn put_encoded_path(w: &mut Writer<'_>, path: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    for &b in path {
+        if path_safe(b) {
+            w.put(&[b]);
+        } else {
+            w.put(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+        }
+    }
+}
+
+/// Writes the status line and header section (ending in the empty line) into `out`.
+pub fn write_head(out: &mut [u8], h: &Head<'_>) -> Option<usize> {
+    let mut w = Writer::new(out);
+    w.put(b"HTTP/1.1 ").num(u64::from(h.status)).put(b" ");
+    w.put(reason(h.status).as_bytes());
+    w.put(b"\r\nServer: steerd\r\nDate: ")
+        .put(h.date)
+        .put(b"\r\n");
+    if let Some(t) = h.content_type {
+        w.put(b"Content-Type: ").put(t).put(b"\r\n");
+    }
+    if let Some(n) = h.content_length {
+        w.put(b"Content-Length: ").num(n).put(b"\r\n");
+    }
+    if let Some(lm) = h.last_modified {
+        w.put(b"Last-Modified: ").put(lm).put(b"\r\n");
+    }
+    if let Some(e) = h.etag {
+        w.put(b"ETag: ").put(e).put(b"\r\n");
+    }
+    if h.accept_ranges {
+        w.put(b"Accept-Ranges: bytes\r\n");
+    }
+    match h.content_range {
+        Some(ContentRange::Bytes { first, last, len }) => {
+            w.put(b"Content-Range: bytes ")
+                .num(first)
+                .put(b"-")
+                .num(last);
+            w.put(b"/").num(len).put(b"\r\n");
+        }
+        Some(ContentRange::Unsatisfied(len)) => {
+            w.put(b"Content-Range: bytes */").num(len).put(b"\r\n");
+        }
+        None => {}
+    }
+    if let Some((path, query)) = h.location {
+        w.put(b"Location: ");
+        put_encoded_path(&mut w, path);
+        w.put(b"/");
+        if let Some(q) = query {
+            w.put(b"?").put(q);
+        }
+        w.put(b"\r\n");
+    }
+    if h.allow {
+        w.put(b"Allow: GET, HEAD\r\n");
+    }
+    match h.persist {
+        Persist::Implicit => {}
+        Persist::KeepAlive => {
+            w.put(b"Connection: keep-alive\r\n");
+        }
+        Persist::Close => {
+            w.put(b"Connection: close\r\n");
+        }
+    }
+    w.put(b"\r\n");
+    w.finish()
+}
+
+/// Writes the head of an error response whose body is [`error_body`]`(status)`.
+/// `len` is the representation length for a 416's `Content-Range`.
+pub fn write_error_head(
+    out: &mut [u8],
+    status: u16,
+    date: &[u8],
+    persist: Persist,
+    unsatisfied_len: Option<u64>,
+) -> Option<usize> {
+    let body = error_body(status);
+    let mut h = Head::new(status, date, persist);
+    h.content_type = Some(HTML);
+    h.content_length = Some(body.len() as u64);
+    h.allow = status == 405;
+    h.content_range = unsatisfied_len.map(ContentRange::Unsatisfied);
+    write_head(out, &h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DATE: &[u8] = b"Sun, 06 Nov 1994 08:49:37 GMT";
+
+    fn head_text(h: &Head<'_>) -> String {
+        let mut buf = [0u8; 1024];
+        let n = write_head(&mut buf, h).expect("fits");
+        String::from_utf8(buf[..n].to_vec()).expect("ascii")
+    }
+
+    #[test]
+    fn a_full_200_head() {
+        let mut h = Head::new(200, DATE, Persist::KeepAlive);
+        h.content_type = Some(b"text/html");
+        h.content_length = Some(1234);
+        h.etag = Some(b"\"1-2-3\"");
+        h.last_modified = Some(DATE);
+        h.accept_ranges = true;
+        assert_eq!(
+            head_text(&h),
+            "HTTP/1.1 200 OK\r\nServer: steerd\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n\
+             Content-Type: text/html\r\nContent-Length: 1234\r\n\
+             Last-Modified: Sun, 06 Nov 1994 08:49:37 GMT\r\nETag: \"1-2-3\"\r\n\
+             Accept-Ranges: bytes\r\nConnection: keep-alive\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn error_heads_carry_their_required_fields() {
+        let mut buf = [0u8; 512];
+        let n = write_error_head(&mut buf, 405, DATE, Persist::Implicit, None).unwrap();
+        let t = std::str::from_utf8(&buf[..n]).unwrap();
+        assert!(t.starts_with("HTTP/1.1 405 Method Not Allowed\r\n"));
+        assert!(t.contains("\r\nAllow: GET, HEAD\r\n"));
+        let len = error_body(405).len();
+        assert!(t.contains(&format!("\r\nContent-Length: {len}\r\n")));
+        let n = write_error_head(&mut buf, 416, DATE, Persist::Close, Some(10)).unwrap();
+        let t = std::str::from_utf8(&buf[..n]).unwrap();
+        assert!(t.contains("\r\nContent-Range: bytes */10\r\n"));
+        assert!(t.ends_with("Connection: close\r\n\r\n"));
+    }
+
+    #[test]
+    fn location_is_percent_encoded_and_keeps_the_query() {
+        let mut h = Head::new(301, DATE, Persist::Implicit);
+        h.location = Some((b"/a dir/\xc3\xa9", Some(b"x=1&y")));
+        assert!(head_text(&h).contains("\r\nLocation: /a%20dir/%C3%A9/?x=1&y\r\n"));
+    }
+
+    #[test]
+    fn overflow_is_reported_not_panicked() {
+        let mut small = [0u8; 20];
+        let h = Head::new(200, DATE, Persist::Close);
+        assert_eq!(write_head(&mut small, &h), None);
+    }
+
+    #[test]
+    fn every_error_status_has_a_tidy_page() {
+        for s in [
+            400, 403, 404, 405, 408, 413, 414, 416, 431, 500, 501, 503, 505,
+        ] {
+            let body = std::str::from_utf8(error_body(s)).unwrap();
+            assert!(body.contains(&format!("{s} {}", reason(s))), "{body}");
+            assert!(body.len() < 200);
+        }
+    }
+
+    #[test]
+    fn numbers() {
+        let mut b = [0u8; 32];
+        let mut w = Writer::new(&mut b);
+        w.num(0).put(b" ").num(u64::MAX);
+        let n = w.finish().unwrap();
+        assert_eq!(&b[..n], b"0 18446744073709551615");
+    }
+}

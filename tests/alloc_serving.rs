@@ -1,0 +1,127 @@
+//! Zero heap allocation per request after start-up, shown with a counting global
+//! allocator: the serve loop runs in a thread of this test; only allocations made on that
+//! thread are counted. After a warm-up, many requests of every kind (keep-alive, close,
+//! pipelined, HEAD, Range, 304, 301, 404, 405, errors that close, a large file by
+//! sendfile, cached and uncached files, with the access log on) must allocate nothing.
+
+mod serving_support;
+
+use serving_support::*;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use steerd::serve_loop::Tuning;
+
+struct Counting;
+
+static SERVER_ALLOCS: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    static ON_SERVER: Cell<bool> = const { Cell::new(false) };
+}
+
+fn count() {
+    if ON_SERVER.try_with(Cell::get).unwrap_or(false) {
+        SERVER_ALLOCS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+// SAFETY: forwards every call unchanged to the system allocator; only counts.
+#[allow(unsafe_code)]
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        count();
+        // SAFETY: same layout contract as our caller's.
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        count();
+        // SAFETY: same layout contract as our caller's.
+        unsafe { System.alloc_zeroed(l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+        count();
+        // SAFETY: `p` came from this allocator with layout `l`.
+        unsafe { System.realloc(p, l, n) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: `p` came from this allocator with layout `l`.
+        unsafe { System.dealloc(p, l) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Twelve requests on three connections, each read until the server closes.
+fn round(addr: std::net::SocketAddr, buf: &mut [u8]) {
+    // keep-alive with pipelining and every kind of answer, closed by the last request.
+    let reqs: &[u8] = b"GET /hello.txt HTTP/1.1\r\nHost: t\r\n\r\n\
+        HEAD /index.html HTTP/1.1\r\nHost: t\r\n\r\n\
+        GET /ten.bin HTTP/1.1\r\nHost: t\r\nRange: bytes=2-5\r\n\r\n\
+        GET /ten.bin HTTP/1.1\r\nHost: t\r\nRange: bytes=20-\r\n\r\n\
+        GET /ten.bin HTTP/1.1\r\nHost: t\r\nIf-None-Match: *\r\n\r\n\
+        GET /dir?q=1 HTTP/1.1\r\nHost: t\r\n\r\n\
+        GET /missing HTTP/1.1\r\nHost: t\r\n\r\n\
+        DELETE /x HTTP/1.1\r\nHost: t\r\n\r\n\
+        GET /hello.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc\
+        GET /big.bin HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(reqs).unwrap();
+    while s.read(buf).unwrap() > 0 {}
+    // A request that closes after a 400 (lingering close).
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\nBad Header: 1\r\n\r\n")
+        .unwrap();
+    while s.read(buf).unwrap_or(0) > 0 {}
+    // HTTP/1.0, one request per connection.
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(b"GET /hello.txt HTTP/1.0\r\n\r\n").unwrap();
+    while s.read(buf).unwrap() > 0 {}
+}
+
+#[test]
+fn no_allocation_per_request_after_warm_up() {
+    let site = Site::new("alloc");
+    let mut cfg = config(&site.root);
+    cfg.access_log = Some(site.base.join("access.log"));
+    let srv = InProc::start_marked(cfg, Tuning::default(), || ON_SERVER.with(|f| f.set(true)));
+    let mut buf = vec![0u8; 1 << 16];
+    for _ in 0..3 {
+        round(srv.addr, &mut buf);
+    }
+    let before = SERVER_ALLOCS.load(Ordering::Relaxed);
+    assert!(
+        before > 0,
+        "the counter sees the server thread's start-up allocations"
+    );
+    let rounds = 200;
+    for _ in 0..rounds {
+        round(srv.addr, &mut buf);
+    }
+    let after = SERVER_ALLOCS.load(Ordering::Relaxed);
+    assert_eq!(
+        after - before,
+        0,
+        "allocations over {} requests",
+        rounds * 12
+    );
+    drop(srv); // stops the loop, which flushes the log
+    let log = std::fs::read_to_string(site.base.join("access.log")).unwrap();
+    assert_eq!(
+        log.lines().count(),
+        (rounds + 3) * 12,
+        "one line per request"
+    );
+    assert!(
+        log.contains("\"GET /big.bin HTTP/1.1\" 200 "),
+        "{}",
+        &log[..log.len().min(500)]
+    );
+}

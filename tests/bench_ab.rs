@@ -167,3 +167,72 @@ fn responder_close_mode_answers_and_closes() {
         assert!(text.contains("Connection: close"));
     }
 }
+
+#[test]
+fn ab_json_carries_runs_and_verdicts() {
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let url = format!("http://127.0.0.1:{port}/");
+    let side = [
+        BIN,
+        "bench",
+        "responder",
+        "--listen",
+        &listen,
+        "--cpus",
+        "0",
+    ];
+    let mut args = vec![
+        "bench", "ab", "--rounds", "2", "--cold", "-d", "0.2s", "-c", "2", "-t", "1", "--json",
+        &url, "--",
+    ];
+    args.extend(side);
+    args.push("--");
+    args.extend(side);
+    let out = Command::new(BIN).args(&args).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.starts_with('{') && text.trim_end().ends_with('}'),
+        "{text}"
+    );
+    assert_eq!(text.matches("\"side\":").count(), 4, "{text}");
+    for want in [
+        "\"name\":\"requests/s\"",
+        "\"significant\":",
+        "\"ratio_low\":",
+        "\"p\":",
+    ] {
+        assert!(text.contains(want), "missing {want} in {text}");
+    }
+}
+
+#[test]
+fn stats_reproduces_ministat_on_its_example() {
+    let dir = std::env::temp_dir().join(format!("steerd-bench-stats-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (a, b) = (dir.join("iguana"), dir.join("chameleon"));
+    std::fs::write(&a, "50\n200\n150\n400\n750\n400\n150\n").unwrap();
+    std::fs::write(&b, "# chameleon\n150\n400\n720\n500\n930\n").unwrap();
+    let out = Command::new(BIN)
+        .args(["bench", "stats"])
+        .arg(&a)
+        .arg(&b)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{text}");
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .skip(1)
+        .take(2)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows[0], ["A", "7", "50", "750", "200", "300", "238.048"]);
+    assert_eq!(rows[1], ["B", "5", "150", "930", "500", "540", "299.082"]);
+    assert!(
+        text.contains("No difference proven at 95.0% confidence"),
+        "{text}"
+    );
+}

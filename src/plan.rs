@@ -164,6 +164,9 @@ fn worker_cpus(args: &ServeArgs, topo: &Topology) -> Result<Vec<CpuId>, PlanErro
             available: pool.len(),
         });
     }
+    if count == pool.len() {
+        return Ok(pool.iter().collect());
+    }
     let mut chosen: Vec<CpuId> = spread_order(&pool, topo).into_iter().take(count).collect();
     chosen.sort_unstable();
     Ok(chosen)

@@ -25,3 +25,12 @@ bench:
 syscalls SECONDS="5":
     cargo build --release -p steerd
     scripts/syscalls.sh target/release/steerd {{SECONDS}}
+
+# steerd against nginx and the reference responder (alternating A/B, minutes; not CI).
+bench-vs-nginx:
+    scripts/bench-vs-nginx.sh
+
+# The VM tests alone (emulated NUMA machines; needs QEMU and the static build).
+vm:
+    scripts/static.sh
+    cargo test -p steerd --test vm -- --nocapture

@@ -58,7 +58,7 @@ pub enum MasterError {
     /// Resolving or becoming `--user`.
     User(String),
     /// The served root cannot be opened.
-    Root(io::Error),
+    Root(std::path::PathBuf, io::Error),
     /// The shared counters mapping.
     Counters(io::Error),
     /// `fork` failed at start.
@@ -70,10 +70,11 @@ impl fmt::Display for MasterError {
         match self {
             MasterError::Signals(e) => write!(f, "signals: {e}"),
             MasterError::Pin(e) => write!(f, "pinning the master: {e}"),
-            MasterError::Listen(e) => write!(f, "listen: {e}"),
-            MasterError::Metrics(a, e) => write!(f, "metrics: {a}: {e}"),
-            MasterError::User(e) => write!(f, "user: {e}"),
-            MasterError::Root(e) => write!(f, "root: {e}"),
+            // These four are printed under their own stage name (see `stage`).
+            MasterError::Listen(e) => write!(f, "{e}"),
+            MasterError::Metrics(a, e) => write!(f, "{a}: {e}"),
+            MasterError::User(e) => write!(f, "{e}"),
+            MasterError::Root(path, e) => write!(f, "{}: {e}", path.display()),
             MasterError::Counters(e) => write!(f, "counters mapping: {e}"),
             MasterError::Fork(e) => write!(f, "fork: {e}"),
         }
@@ -87,7 +88,7 @@ impl MasterError {
             MasterError::Listen(_) => "listen",
             MasterError::Metrics(..) => "metrics",
             MasterError::User(_) => "user",
-            MasterError::Root(_) => "root",
+            MasterError::Root(..) => "root",
             _ => "master",
         }
     }
@@ -113,7 +114,7 @@ pub fn run(
     if let Some(spec) = &args.user {
         drop_privileges(spec)?;
     }
-    worker::open_root(&args.root).map_err(MasterError::Root)?;
+    worker::open_root(&args.root).map_err(|e| MasterError::Root(args.root.clone(), e))?;
     let counters = SharedCounters::new(plan.workers.len()).map_err(MasterError::Counters)?;
     let mut sup = Supervisor::new(args, plan, &listeners, &counters, metrics.as_ref());
     sup.start_all()?;
@@ -123,7 +124,8 @@ pub fn run(
 
 /// `TCP_DEFER_ACCEPT` for the header timeout, rounded up to whole seconds: the listener
 /// wakes a worker only once a request's first bytes are there (one wakeup saved on every
-/// new connection), and a connection that never speaks is never accepted.
+/// new connection); a silent connection is handed over when the deferral ends, and the
+/// header timeout then closes it.
 fn defer_accept_secs(args: &ServeArgs) -> u32 {
     let ms = args.header_timeout.as_millis();
     u32::try_from(ms.div_ceil(1000)).unwrap_or(u32::MAX).max(1)
@@ -291,21 +293,25 @@ impl<'a> Supervisor<'a> {
             listeners: self.listeners.of_worker(i),
             close,
             args: self.args,
-            counters: &self.counters.as_slice()[i],
+            counters: self
+                .counters
+                .get(i)
+                .ok_or_else(|| io::Error::other("no counter block"))?,
         };
         sys::mask_signals(&SIGNALS, true)?;
         let forked = sys::fork();
-        let unmask = sys::mask_signals(&SIGNALS, false);
-        match forked? {
-            Forked::Child => worker::main(start),
-            Forked::Parent(pid) => {
-                let slot = &mut self.slots[i];
-                slot.pid = Some(pid);
-                slot.started = Some(Instant::now());
-                slot.respawn_at = None;
-                unmask
-            }
+        if let Ok(Forked::Child) = forked {
+            // Still masked: the worker resets its counters, then unmasks.
+            worker::main(start);
         }
+        let unmask = sys::mask_signals(&SIGNALS, false);
+        if let Forked::Parent(pid) = forked? {
+            let slot = &mut self.slots[i];
+            slot.pid = Some(pid);
+            slot.started = Some(Instant::now());
+            slot.respawn_at = None;
+        }
+        unmask
     }
 
     /// The supervision loop; returns once every worker has stopped after a stop signal.
@@ -373,9 +379,10 @@ impl<'a> Supervisor<'a> {
             }
             match self.spawn(i) {
                 Ok(()) => {
-                    let _ = self.counters.as_slice()[i]
-                        .respawns
-                        .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+                    if let Some(c) = self.counters.get(i) {
+                        c.respawns
+                            .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+                    }
                 }
                 Err(e) => {
                     crate::say!("worker {i}: fork: {e}; retrying");
@@ -454,7 +461,7 @@ impl<'a> Supervisor<'a> {
 
     fn answer_metrics(&self) {
         let Some(m) = self.metrics else { return };
-        let body = || stats::render(&self.plan.workers, self.counters.as_slice());
+        let body = || stats::render(&self.plan.workers, self.counters.iter());
         if let Err(e) = stats::serve_metrics_once(m.as_fd(), body) {
             crate::say!("metrics: {e}");
         }
@@ -543,6 +550,48 @@ fn describe(status: WaitStatus) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The kernel is the oracle: a program it refuses (an unknown opcode gets `EINVAL`)
+    /// leaves the listeners on the hash, and the policy says so.
+    #[test]
+    fn refused_program_falls_back_to_hash() {
+        let cpu = crate::cpuset::CpuId::new(rustix::thread::sched_getcpu()).expect("cpu");
+        let workers = [crate::plan::WorkerPlan {
+            index: 0,
+            cpu,
+            node: 0,
+        }];
+        let home = sys::affinity().expect("affinity");
+        let addrs = ["127.0.0.1:0".parse().expect("addr")];
+        let opts = SocketOptions {
+            defer_accept_secs: 0,
+        };
+        let l = listen::open(&workers, &addrs, &home, opts).expect("listeners");
+        let bad = [asm_bpf::Insn {
+            code: 0xffff,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        }];
+        assert_eq!(
+            attach_steering(&l, SteerPolicy::Cpu, Some(&bad)),
+            SteerPolicy::Hash
+        );
+        let ok = [asm_bpf::Insn {
+            code: 0x06,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        }];
+        assert_eq!(
+            attach_steering(&l, SteerPolicy::Cpu, Some(&ok)),
+            SteerPolicy::Cpu
+        );
+        assert_eq!(
+            attach_steering(&l, SteerPolicy::Cpu, None),
+            SteerPolicy::Hash
+        );
+    }
 
     #[test]
     fn backoff_doubles_and_caps() {

@@ -10,9 +10,12 @@
 //! - Listener index order: the NIC's node first, then nodes by id; within a node, CPUs by
 //!   id. Each node's workers are therefore one contiguous index range.
 //! - Master CPU `auto`: the first worker's node, on an allowed CPU that runs no worker if
-//!   there is one (the lowest such id), else on the first worker's CPU.
-//! - `cpu_map`: every online CPU to the worker on it; else round-robin over its node's
-//!   workers; else over the workers of the nearest node (by distance) that has some.
+//!   there is one (preferring one whose physical core runs no worker, then the lowest
+//!   id), else on the first worker's CPU.
+//! - `cpu_map`: every online CPU to the worker on it; else round-robin over the workers of
+//!   its node that share its closest group (SMT core, then cluster, then last-level
+//!   cache, then just the node); a node without workers goes round-robin over the
+//!   workers of the nearest node (by distance) that has some.
 
 use crate::args::{MasterCpu, ServeArgs, SteerPolicy, Workers};
 use crate::cpuset::{CpuId, CpuSet};
@@ -253,9 +256,19 @@ fn master_cpu(
             let Some(first) = workers.first() else {
                 return Ok(None);
             };
-            let free = topo.allowed.iter().find(|&c| {
-                topo.node_of(c) == Some(first.node) && !workers.iter().any(|w| w.cpu == c)
-            });
+            // A free CPU whose physical core runs no worker beats an SMT sibling of one.
+            let busy_core = |c: CpuId| {
+                let core = topo.cpu(c).map(|x| x.core_group);
+                workers
+                    .iter()
+                    .any(|w| topo.cpu(w.cpu).map(|x| x.core_group) == core)
+            };
+            let free = topo
+                .allowed
+                .iter()
+                .filter(|&c| topo.node_of(c) == Some(first.node))
+                .filter(|&c| !workers.iter().any(|w| w.cpu == c))
+                .min_by_key(|&c| (busy_core(c), c));
             Ok(Some(free.unwrap_or(first.cpu)))
         }
     }
@@ -263,23 +276,36 @@ fn master_cpu(
 
 /// Every online CPU to a listener index (see the module doc for the rule).
 fn cpu_map(workers: &[WorkerPlan], topo: &Topology) -> Vec<(CpuId, u16)> {
-    let mut next: HashMap<NodeId, usize> = HashMap::new();
+    let on_cpu: HashMap<CpuId, u16> = workers.iter().map(|w| (w.cpu, w.index)).collect();
+    let worker_keys: Vec<[u32; 5]> = workers.iter().map(|w| group_keys(w.cpu, topo)).collect();
+    let mut next: HashMap<(usize, u32, NodeId), usize> = HashMap::new();
     let mut map = Vec::with_capacity(topo.cpus.len());
     for cpu in &topo.cpus {
-        if let Some(w) = workers.iter().find(|w| w.cpu == cpu.id) {
-            map.push((cpu.id, w.index));
+        if let Some(&index) = on_cpu.get(&cpu.id) {
+            map.push((cpu.id, index));
             continue;
         }
         let Some(target) = nearest_node_with_workers(cpu.node, workers, topo) else {
             continue;
         };
-        let local: Vec<u16> = workers
-            .iter()
-            .filter(|w| w.node == target)
-            .map(|w| w.index)
-            .collect();
-        let k = next.entry(target).or_insert(0);
-        map.push((cpu.id, local[*k % local.len()]));
+        let keys = group_keys(cpu.id, topo);
+        let share = |level: usize| -> Vec<u16> {
+            workers
+                .iter()
+                .zip(&worker_keys)
+                .filter(|(w, k)| w.node == target && (level == 0 || k[level] == keys[level]))
+                .map(|(w, _)| w.index)
+                .collect()
+        };
+        // The closest group with workers: core (SMT sibling), cluster, LLC, else the node.
+        let level = [3, 2, 1]
+            .into_iter()
+            .find(|&l| target == cpu.node && !share(l).is_empty());
+        let level = level.unwrap_or(0);
+        let candidates = share(level);
+        let key = if level == 0 { target } else { keys[level] };
+        let k = next.entry((level, key, target)).or_insert(0);
+        map.push((cpu.id, candidates[*k % candidates.len()]));
         *k += 1;
     }
     map

@@ -42,11 +42,23 @@ pub struct WorkerCounters {
     pub respawns: AtomicU64,
 }
 
+/// One worker's counters alone on a 4 KiB-aligned block of the shared mapping. Workers
+/// bump their counters on every request: blocks that shared a cache line would bounce it
+/// between CPUs, and a block on its own page is first touched (so placed) by its worker,
+/// on the worker's node (on 4 KiB-page machines; larger pages group several blocks).
+#[repr(C, align(4096))]
+#[derive(Debug, Default)]
+pub struct PageCounters {
+    /// The counters.
+    pub counters: WorkerCounters,
+}
+
 /// Number of `u64` atomics in [`WorkerCounters`]. The mapping relies on zero bytes being a
 /// valid block, true only while every field is an atomic integer with no padding: this
 /// size check fails to compile if a field of another kind is added.
 const COUNTER_WORDS: usize = 12;
 const _: () = assert!(core::mem::size_of::<WorkerCounters>() == COUNTER_WORDS * 8);
+const _: () = assert!(core::mem::size_of::<PageCounters>() == 4096);
 
 /// The status class label for each `responses` slot.
 const CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
@@ -119,9 +131,12 @@ fn labels(out: &mut String, w: &WorkerPlan) {
 
 /// Renders every worker's counters in the Prometheus text format, families in a fixed
 /// order, workers in plan order. `workers` and `counters` pair up by position.
-pub fn render(workers: &[WorkerPlan], counters: &[WorkerCounters]) -> String {
+pub fn render<'a>(
+    workers: &'a [WorkerPlan],
+    counters: impl Iterator<Item = &'a WorkerCounters> + Clone,
+) -> String {
     let mut out = String::with_capacity(256 + workers.len() * 1024);
-    let pairs = || workers.iter().zip(counters);
+    let pairs = || workers.iter().zip(counters.clone());
     for f in &FAMILIES[..2] {
         family(&mut out, f, pairs());
     }
@@ -253,7 +268,7 @@ mod tests {
         counters[1].local.store(11, Ordering::Relaxed);
         counters[0].responses[1].store(3, Ordering::Relaxed);
         counters[1].responses[3].store(4, Ordering::Relaxed);
-        let text = render(&workers, &counters);
+        let text = render(&workers, counters.iter());
         let lines: Vec<&str> = text.lines().collect();
         for want in [
             "steerd_connections_accepted_total{worker=\"0\",cpu=\"2\",node=\"0\"} 0",
@@ -272,7 +287,7 @@ mod tests {
     #[test]
     fn every_sample_line_is_name_labels_value() {
         let workers = [worker(0, 0, 0)];
-        let text = render(&workers, &[WorkerCounters::default()]);
+        let text = render(&workers, [WorkerCounters::default()].iter());
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             let (series, value) = line.rsplit_once(' ').expect("a value");
             assert!(value.parse::<u64>().is_ok(), "{line}");

@@ -12,7 +12,7 @@
 #![allow(unsafe_code)]
 
 use crate::cpuset::CpuId;
-use crate::stats::WorkerCounters;
+use crate::stats::{PageCounters, WorkerCounters};
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU32, Ordering};
 use std::io;
@@ -151,7 +151,7 @@ pub fn close_inherited(fd: RawFd) {
 /// data has arrived on a new connection.
 ///
 /// The kernel turns seconds into a count of SYN-ACK retransmissions, so the wait is
-/// rounded; a connection that never sends is dropped after it without ever being accepted.
+/// rounded; a connection that has sent nothing by then is queued for `accept` anyway.
 /// See tcp(7).
 pub fn set_tcp_defer_accept(fd: BorrowedFd<'_>, secs: u32) -> io::Result<()> {
     let value = libc::c_int::try_from(secs).unwrap_or(libc::c_int::MAX);
@@ -242,26 +242,24 @@ pub fn affinity() -> io::Result<rustix::thread::CpuSet> {
 }
 
 /// Per-worker counters in one `MAP_SHARED | MAP_ANONYMOUS` mapping, made before fork so
-/// the master and every worker see the same pages.
+/// the master and every worker see the same pages; one [`PageCounters`] block per worker.
 ///
-/// Zero-filled pages are a valid `[WorkerCounters]` because every field of
-/// `WorkerCounters` is an atomic integer (see `stats.rs`, which asserts that).
+/// Zero-filled pages are a valid `[PageCounters]` because every field of
+/// `WorkerCounters` is an atomic integer and the rest is padding (see `stats.rs`, which
+/// asserts that).
 pub struct SharedCounters {
-    ptr: NonNull<WorkerCounters>,
+    ptr: NonNull<PageCounters>,
     len: usize,
 }
 
 impl SharedCounters {
-    /// `mmap(NULL, n * size, PROT_READ|PROT_WRITE, MAP_SHARED|MAP_ANONYMOUS, -1, 0)` —
+    /// `mmap(NULL, n * 4096, PROT_READ|PROT_WRITE, MAP_SHARED|MAP_ANONYMOUS, -1, 0)` —
     /// `n` zeroed counter blocks shared across `fork`.
     ///
     /// Pages are first touched by whoever writes them first: the worker, after pinning,
-    /// so each block tends to land on its worker's node. See mmap(2).
+    /// so each block lands on its worker's node. See mmap(2).
     pub fn new(n: usize) -> io::Result<SharedCounters> {
-        let bytes = n
-            .max(1)
-            .checked_mul(core::mem::size_of::<WorkerCounters>())
-            .ok_or_else(|| io::Error::other("counter mapping too large"))?;
+        let bytes = Self::bytes(n).ok_or_else(|| io::Error::other("counter mapping too large"))?;
         // SAFETY: a fresh anonymous mapping at an address the kernel picks aliases no
         // existing Rust memory.
         let addr = unsafe {
@@ -272,25 +270,48 @@ impl SharedCounters {
                 rustix::mm::MapFlags::SHARED,
             )
         }?;
-        let ptr = NonNull::new(addr.cast::<WorkerCounters>())
+        let ptr = NonNull::new(addr.cast::<PageCounters>())
             .ok_or_else(|| io::Error::other("mmap returned null"))?;
         Ok(SharedCounters { ptr, len: n })
     }
 
-    /// The counter blocks, one per worker in plan order.
-    pub fn as_slice(&self) -> &[WorkerCounters] {
-        // SAFETY: `ptr` is page-aligned (so aligned for WorkerCounters), the mapping holds
-        // `len` blocks and lives until drop, zero bytes are valid atomics, and the slice is
-        // only ever accessed through atomics (shared mutation across processes is allowed).
+    fn bytes(n: usize) -> Option<usize> {
+        n.max(1).checked_mul(core::mem::size_of::<PageCounters>())
+    }
+
+    fn pages(&self) -> &[PageCounters] {
+        // SAFETY: `ptr` is page-aligned (mmap), so aligned for PageCounters; the mapping
+        // holds `len` blocks and lives until drop; zero bytes are valid atomics; and the
+        // blocks are only accessed through atomics (shared mutation across processes).
         unsafe { core::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// Worker `index`'s counters; `None` past the last worker.
+    pub fn get(&self, index: usize) -> Option<&WorkerCounters> {
+        self.pages().get(index).map(|p| &p.counters)
+    }
+
+    /// Every worker's counters, in plan order.
+    pub fn iter(&self) -> impl Iterator<Item = &WorkerCounters> + Clone {
+        self.pages().iter().map(|p| &p.counters)
+    }
+
+    /// Number of blocks.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when there are no blocks.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 }
 
 impl Drop for SharedCounters {
     fn drop(&mut self) {
-        let bytes = self.len.max(1) * core::mem::size_of::<WorkerCounters>();
+        let bytes = Self::bytes(self.len).unwrap_or(0);
         // SAFETY: the mapping was made by `new` with this exact length and no reference
-        // from `as_slice` outlives `self`.
+        // from `get`/`iter` outlives `self`.
         let _ = unsafe { rustix::mm::munmap(self.ptr.as_ptr().cast(), bytes) };
     }
 }
@@ -396,6 +417,26 @@ impl Drop for GuardedBuf {
     }
 }
 
+/// Bit `i` set when byte `i` of `bytes` is a control (below 0x20) or DEL: the header
+/// value scanner's inner step (`http/scan.rs`), 16 bytes with four SSE2 operations.
+/// Bytes >= 0x80 (obs-text) are never flagged: `max_epu8` compares unsigned.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub fn sse2_controls(bytes: &[u8; 16]) -> u32 {
+    use core::arch::x86_64::{
+        _mm_cmpeq_epi8, _mm_loadu_si128, _mm_max_epu8, _mm_movemask_epi8, _mm_set1_epi8,
+    };
+    // SAFETY: SSE2 is part of the x86-64 baseline, enabled for every x86_64 target, so
+    // these instructions exist; `_mm_loadu_si128` reads exactly the 16 bytes `bytes`
+    // borrows and allows any alignment.
+    unsafe {
+        let v = _mm_loadu_si128(bytes.as_ptr().cast());
+        let printable = _mm_cmpeq_epi8(_mm_max_epu8(v, _mm_set1_epi8(0x20)), v);
+        let del = _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f));
+        (!_mm_movemask_epi8(printable) | _mm_movemask_epi8(del)) as u32 & 0xffff
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -403,10 +444,16 @@ mod tests {
     #[test]
     fn shared_counters_survive_fork() {
         let shared = SharedCounters::new(3).expect("mmap");
-        assert_eq!(shared.as_slice().len(), 3);
+        assert_eq!(shared.len(), 3);
+        let a = shared.get(0).expect("block 0") as *const WorkerCounters as usize;
+        let b = shared.get(1).expect("block 1") as *const WorkerCounters as usize;
+        assert_eq!(b - a, 4096, "one page per worker");
+        assert!(shared.get(3).is_none());
         match fork().expect("fork") {
             Forked::Child => {
-                shared.as_slice()[2]
+                shared
+                    .get(2)
+                    .expect("block")
                     .accepted
                     .fetch_add(7, Ordering::Relaxed);
                 exit_now(0);
@@ -420,8 +467,22 @@ mod tests {
                 assert_eq!(status.exit_status(), Some(0));
             }
         }
-        assert_eq!(shared.as_slice()[2].accepted.load(Ordering::Relaxed), 7);
-        assert_eq!(shared.as_slice()[0].accepted.load(Ordering::Relaxed), 0);
+        assert_eq!(
+            shared
+                .get(2)
+                .expect("block")
+                .accepted
+                .load(Ordering::Relaxed),
+            7
+        );
+        assert_eq!(
+            shared
+                .get(0)
+                .expect("block")
+                .accepted
+                .load(Ordering::Relaxed),
+            0
+        );
     }
 
     #[test]

@@ -66,6 +66,8 @@ pub enum WorkerError {
     Root(io::Error),
     /// The serving loop failed.
     Loop(serve_loop::LoopError),
+    /// A thread for a further `--listen` address could not start or panicked.
+    Thread(io::Error),
 }
 
 impl fmt::Display for WorkerError {
@@ -81,6 +83,7 @@ impl fmt::Display for WorkerError {
             }
             WorkerError::Root(e) => write!(f, "opening the root: {e}"),
             WorkerError::Loop(e) => write!(f, "serve loop: {e}"),
+            WorkerError::Thread(e) => write!(f, "listener thread: {e}"),
         }
     }
 }
@@ -174,15 +177,29 @@ fn serve_all(
     }
     let main_cfg = loop_config(args, cpu, root);
     std::thread::scope(|s| {
-        let others: Vec<_> = rest
-            .iter()
-            .zip(configs)
-            .map(|(&l, cfg)| s.spawn(move || serve_one(l, cfg, counters)))
-            .collect();
+        let mut others = Vec::with_capacity(rest.len());
+        for (&l, cfg) in rest.iter().zip(configs) {
+            let spawned = std::thread::Builder::new()
+                .name(format!("steerd-w{cpu}"))
+                .spawn_scoped(s, move || serve_one(l, cfg, counters));
+            match spawned {
+                Ok(h) => others.push(h),
+                // Threads already serving stop only on a signal: end the whole worker
+                // now and let the master start it again.
+                Err(e) => {
+                    crate::say!("worker on cpu {cpu}: {}", WorkerError::Thread(e));
+                    sys::exit_now(1);
+                }
+            }
+        }
         let mut result = serve_one(first, main_cfg, counters);
         for h in others {
-            let r = h.join().unwrap_or(Ok(()));
-            result = result.and(r);
+            let joined = h.join().unwrap_or_else(|_| {
+                Err(WorkerError::Thread(io::Error::other(
+                    "a listener thread panicked",
+                )))
+            });
+            result = result.and(joined);
         }
         result
     })

@@ -60,7 +60,19 @@ fn workers_and_master_are_pinned_as_planned() {
         );
     }
     drop(server);
-    // `auto`: the master line names a CPU, and the kernel agrees.
+    // `auto`: the master sits where `steerd check` plans it, and the kernel agrees; the
+    // workers are the planned ones.
+    let check = std::process::Command::new(binary())
+        .arg("check")
+        .output()
+        .expect("steerd check");
+    let text = String::from_utf8_lossy(&check.stdout).into_owned();
+    let planned_master = text
+        .lines()
+        .find_map(|l| l.strip_prefix("master: CPU "))
+        .expect("check names the master CPU")
+        .trim()
+        .to_string();
     let server = Server::start(&[]);
     let line = server.wait_line(|l| l.starts_with("steerd: policy "));
     let cpu = line
@@ -68,7 +80,41 @@ fn workers_and_master_are_pinned_as_planned() {
         .nth(1)
         .and_then(|r| r.split(',').next())
         .expect("pinned");
-    assert_eq!(status_field(server.pid, "Cpus_allowed_list"), cpu);
+    assert_eq!(
+        cpu, planned_master,
+        "serve pins the master where check plans it"
+    );
+    assert_eq!(
+        status_field(server.pid, "Cpus_allowed_list"),
+        planned_master
+    );
+    let rows: Vec<(usize, usize)> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("INDEX CPU NODE"))
+        .skip(1)
+        .map_while(|l| {
+            let f: Vec<usize> = l
+                .split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            (f.len() == 3).then(|| (f[0], f[1]))
+        })
+        .collect();
+    assert_eq!(server.plan(), rows, "serve runs the workers check plans");
+}
+
+#[test]
+fn master_cpu_none_leaves_the_master_unpinned() {
+    let server = Server::start(&["--master-cpu", "none"]);
+    assert!(server
+        .find_line(|l| l.contains("master unpinned"))
+        .is_some());
+    let ours = status_field(std::process::id(), "Cpus_allowed_list");
+    assert_eq!(status_field(server.pid, "Cpus_allowed_list"), ours);
+    for (index, cpu) in server.plan() {
+        let pid = server.worker_pid(index);
+        assert_eq!(status_field(pid, "Cpus_allowed_list"), cpu.to_string());
+    }
 }
 
 #[test]
@@ -247,6 +293,46 @@ fn hup_starts_new_workers_on_the_same_listeners() {
     assert!(ok.load(Ordering::Relaxed) > 0);
     let (status, _) = get(server.addr, "/index.html");
     assert_eq!(status, 200, "same address after reload");
+}
+
+#[test]
+fn hup_picks_up_a_root_whose_path_now_points_elsewhere() {
+    let dir = TempDir::new("hup-root");
+    for (name, body) in [("a", "release a\n"), ("b", "release b\n")] {
+        std::fs::create_dir(dir.path().join(name)).unwrap();
+        std::fs::write(dir.path().join(name).join("index.html"), body).unwrap();
+    }
+    let site = dir.path().join("site");
+    std::os::unix::fs::symlink("a", &site).unwrap();
+    let server = Server::spawn(std::process::Command::new(binary()).args([
+        "serve",
+        &site.display().to_string(),
+        "--listen",
+        "127.0.0.1:0",
+    ]));
+    assert_eq!(get(server.addr, "/index.html").1, "release a\n");
+    // Deploy: swap the link atomically, then HUP.
+    let next = dir.path().join("site.next");
+    std::os::unix::fs::symlink("b", &next).unwrap();
+    std::fs::rename(&next, &site).unwrap();
+    assert_eq!(
+        get(server.addr, "/index.html").1,
+        "release a\n",
+        "workers keep their root"
+    );
+    let old: Vec<u32> = server
+        .plan()
+        .iter()
+        .map(|&(i, _)| server.worker_pid(i))
+        .collect();
+    server.signal(libc::SIGHUP);
+    for (i, _) in server.plan() {
+        wait_for_new_pid(&server, i, old[i]);
+    }
+    wait_until("the old workers are gone", || {
+        old.iter().all(|&p| !alive(p))
+    });
+    assert_eq!(get(server.addr, "/index.html").1, "release b\n");
 }
 
 #[test]

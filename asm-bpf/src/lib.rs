@@ -21,4 +21,3 @@ mod resolve;
 
 pub use asm::{assemble, assemble_bytes, AsmError, AsmErrorKind};
 pub use insn::Insn;
-pub use resolve::Slot;

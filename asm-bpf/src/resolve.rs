@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 /// Which field of an instruction a label fills.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Slot {
+pub(crate) enum Slot {
     /// The `ja` distance in `k`.
     K,
     /// The taken branch.

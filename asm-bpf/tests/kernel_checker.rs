@@ -250,14 +250,8 @@ fn kernel_agrees_on_every_16_bit_opcode() {
 fn kernel_agrees_on_seeded_random_programs() {
     let Some(oracle) = Oracle::new() else { return };
     // ASM_BPF_ORACLE_SEED / ASM_BPF_ORACLE_COUNT replay or widen a run.
-    let env = |name: &str, default: u64| {
-        std::env::var(name)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
-    };
-    let seed = env("ASM_BPF_ORACLE_SEED", 0x5eed_b9f0);
-    let count = env("ASM_BPF_ORACLE_COUNT", 10_000) as usize;
+    let seed = common::env_u64("ASM_BPF_ORACLE_SEED", 0x5eed_b9f0);
+    let count = common::env_u64("ASM_BPF_ORACLE_COUNT", 10_000) as usize;
     let mut rng = common::Rng(seed);
     let mut failures = Vec::new();
     let mut accepted = 0;

@@ -5,31 +5,9 @@
 //! reported as such, and their text must not assemble.
 
 use asm_bpf::{assemble, dis, fmt, Insn};
+use common::Rng;
 
-/// xorshift64*: deterministic, good enough to spread test cases.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    /// A k value that is often small, sometimes an edge, sometimes anything.
-    fn k(&mut self) -> u32 {
-        match self.below(4) {
-            0 => self.below(16) as u32,
-            1 => [0, 1, 0xffff, 0x10000, 0xffff_ffff, 0xffff_f000, 0xfff0_0000]
-                [self.below(7) as usize],
-            2 => 0xffff_f000 + 4 * self.below(17) as u32,
-            _ => self.next() as u32,
-        }
-    }
-}
+mod common;
 
 /// Opcodes whose k bpf_asm lets the source choose.
 const K_FREE: &[u16] = &[

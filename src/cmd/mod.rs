@@ -72,10 +72,6 @@ fn dispatch(command: Command) -> Result<i32, Failure> {
         Command::Topo { roots, json } => Ok(topo::main(&roots, json)),
         Command::Check { serve, json } => check::main(&serve, json),
         Command::Serve(args) => serve::main(&args),
-        Command::Bench(_) => Err(Failure {
-            stage: "args",
-            message: "this subcommand is not built yet".into(),
-            status: 2,
-        }),
+        Command::Bench(rest) => Ok(crate::bench::main(&rest)),
     }
 }

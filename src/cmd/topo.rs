@@ -241,6 +241,9 @@ pub fn topology_text(topo: &Topology) -> String {
         None => out.push_str("quota: none\n"),
     }
     let join = |sets: Vec<CpuSet>| {
+        if sets.is_empty() {
+            return "none (the kernel gives no list)".to_string();
+        }
         sets.iter()
             .map(CpuSet::to_string)
             .collect::<Vec<_>>()

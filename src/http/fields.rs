@@ -6,6 +6,7 @@
 //! allocates; lists are walked, never collected.
 
 use super::error::ErrorKind;
+use super::scan::class_end;
 use super::tables::{IP_LITERAL, REG_NAME, TOKEN};
 
 /// The elements of a `#list` value: split on ",", OWS trimmed, empty ones skipped.
@@ -103,9 +104,19 @@ pub struct ConnectionOptions {
 impl ConnectionOptions {
     /// Adds one Connection field line; unknown options are ignored.
     pub fn add(&mut self, value: &[u8]) {
+        if !value.contains(&b',') {
+            return self.add_option(value);
+        }
         for option in list_elements(value) {
-            self.close |= option.eq_ignore_ascii_case(b"close");
-            self.keep_alive |= option.eq_ignore_ascii_case(b"keep-alive");
+            self.add_option(option);
+        }
+    }
+
+    fn add_option(&mut self, option: &[u8]) {
+        match option.len() {
+            5 => self.close |= option.eq_ignore_ascii_case(b"close"),
+            10 => self.keep_alive |= option.eq_ignore_ascii_case(b"keep-alive"),
+            _ => {}
         }
     }
 }
@@ -120,25 +131,21 @@ pub fn expects_continue(value: &[u8]) -> bool {
 /// IP-literal in brackets or a non-empty reg-name (IPv4 addresses are reg-names
 /// syntactically) and port is 1–5 digits up to 65535. No userinfo, path, list or escape.
 pub fn valid_host(value: &[u8]) -> bool {
-    let (host, port) = match value {
-        [b'[', rest @ ..] => match rest.iter().position(|&b| b == b']') {
-            Some(close) => {
-                let literal = &rest[..close];
-                if literal.is_empty() || !literal.iter().all(|&b| IP_LITERAL[b as usize]) {
-                    return false;
-                }
-                (&value[..close + 2], &rest[close + 1..])
+    let port = match value.first() {
+        Some(b'[') => {
+            let close = class_end(value, 1, &IP_LITERAL);
+            match close {
+                Some(c) if c > 1 && value[c] == b']' => &value[c + 1..],
+                _ => return false,
             }
-            None => return false,
+        }
+        Some(_) => match class_end(value, 0, &REG_NAME) {
+            Some(0) => return false,
+            Some(end) => &value[end..],
+            None => b"",
         },
-        _ => match value.iter().position(|&b| b == b':') {
-            Some(colon) => (&value[..colon], &value[colon..]),
-            None => (value, &value[value.len()..]),
-        },
+        None => return false,
     };
-    if host.is_empty() || (host[0] != b'[' && !host.iter().all(|&b| REG_NAME[b as usize])) {
-        return false;
-    }
     match port {
         [] => true,
         [b':', digits @ ..] => valid_port(digits),

@@ -17,8 +17,7 @@
 //! compare, SWAR scanning of values and 8-wide table checks of the target (`scan.rs`).
 
 use super::error::ErrorKind;
-use super::scan::{target_end, value_end};
-use super::tables::TOKEN;
+use super::scan::{target_end, token_end, value_end};
 
 /// Longest request-target accepted; longer gives 414. RFC 9112 §3 asks for request
 /// lines of at least 8000 octets.
@@ -63,6 +62,8 @@ pub struct Head<'b> {
     pub method: &'b [u8],
     /// The request-target, every byte in [`super::tables::TARGET`].
     pub target: &'b [u8],
+    /// Bytes of `target` before its first "?" (all of it when there is none).
+    pub path_len: usize,
     /// The minor version digit (`HTTP/1.x`).
     pub minor: u8,
     /// How many slots hold field lines.
@@ -105,7 +106,7 @@ fn parse_within<'b>(
         return Ok(Status::Partial);
     };
     at = after_method;
-    let Some((target, after_target)) = target(buf, at)? else {
+    let Some(((target, path_len), after_target)) = target(buf, at)? else {
         return Ok(Status::Partial);
     };
     at = after_target;
@@ -124,6 +125,7 @@ fn parse_within<'b>(
                 return Ok(Status::Complete(Head {
                     method,
                     target,
+                    path_len,
                     minor,
                     fields,
                     len,
@@ -175,27 +177,26 @@ fn method(buf: &[u8], start: usize) -> Step<&[u8]> {
     if rest.starts_with(b"HEAD ") {
         return Ok(Some((&rest[..4], start + 5)));
     }
-    let mut at = start;
-    while let Some(&b) = buf.get(at) {
-        if !TOKEN[b as usize] {
-            return match b {
-                b' ' if at > start => Ok(Some((&buf[start..at], at + 1))),
-                b' ' | b'\t' | b'\r' | b'\n' => Err(ErrorKind::BadRequestLine),
-                _ => Err(ErrorKind::BadMethod),
-            };
-        }
-        at += 1;
-        if at - start > MAX_METHOD {
+    let Some(end) = token_end(buf, start) else {
+        if buf.len() - start > MAX_METHOD {
             return Err(ErrorKind::UnknownMethod);
         }
+        return Ok(None);
+    };
+    if end - start > MAX_METHOD {
+        return Err(ErrorKind::UnknownMethod);
     }
-    Ok(None)
+    match buf[end] {
+        b' ' if end > start => Ok(Some((&buf[start..end], end + 1))),
+        b' ' | b'\t' | b'\r' | b'\n' => Err(ErrorKind::BadRequestLine),
+        _ => Err(ErrorKind::BadMethod),
+    }
 }
 
 /// `request-target`, then exactly one SP. CR or LF right after it means HTTP/0.9.
 #[inline]
-fn target(buf: &[u8], start: usize) -> Step<&[u8]> {
-    let Some(end) = target_end(buf, start) else {
+fn target(buf: &[u8], start: usize) -> Step<(&[u8], usize)> {
+    let Some((end, path_end)) = target_end(buf, start) else {
         if buf.len() - start > MAX_TARGET {
             return Err(ErrorKind::TargetTooLong);
         }
@@ -205,7 +206,7 @@ fn target(buf: &[u8], start: usize) -> Step<&[u8]> {
         return Err(ErrorKind::TargetTooLong);
     }
     match buf[end] {
-        b' ' if end > start => Ok(Some((&buf[start..end], end + 1))),
+        b' ' if end > start => Ok(Some(((&buf[start..end], path_end - start), end + 1))),
         b' ' | b'\t' => Err(ErrorKind::BadRequestLine),
         b'\r' | b'\n' if end > start => Err(ErrorKind::Http09),
         b'\r' | b'\n' => Err(ErrorKind::BadRequestLine),
@@ -259,25 +260,18 @@ fn byte_or_none(buf: &[u8], at: usize) -> Option<u8> {
 /// or HTAB. Returns the field and the offset of the next line.
 #[inline]
 fn field_line(buf: &[u8], start: usize) -> Step<Header<'_>> {
-    let mut at = start;
-    let colon = loop {
-        let Some(&b) = buf.get(at) else {
-            return Ok(None);
-        };
-        if !TOKEN[b as usize] {
-            match b {
-                b':' if at > start => break at,
-                b' ' | b'\t' if at > start => return Err(ErrorKind::SpaceBeforeColon),
-                _ => return Err(ErrorKind::BadFieldName),
-            }
-        }
-        at += 1;
+    let Some(colon) = token_end(buf, start) else {
+        return Ok(None);
     };
-    at = colon + 1;
-    while let Some(b' ' | b'\t') = buf.get(at) {
-        at += 1;
+    match buf[colon] {
+        b':' if colon > start => {}
+        b' ' | b'\t' if colon > start => return Err(ErrorKind::SpaceBeforeColon),
+        _ => return Err(ErrorKind::BadFieldName),
     }
-    let value_start = at;
+    let mut value_start = colon + 1;
+    while let Some(b' ' | b'\t') = buf.get(value_start) {
+        value_start += 1;
+    }
     let Some(cr) = value_end(buf, value_start)? else {
         return Ok(None);
     };
@@ -286,13 +280,15 @@ fn field_line(buf: &[u8], start: usize) -> Step<Header<'_>> {
         Some(b'\n') => {}
         Some(_) => return Err(ErrorKind::BareLineEnd),
     }
-    let mut end = cr;
-    while end > value_start && matches!(buf[end - 1], b' ' | b'\t') {
-        end -= 1;
+    let mut value = &buf[value_start..cr];
+    while let [rest @ .., b' ' | b'\t'] = value {
+        value = rest;
     }
-    let header = Header {
-        name: &buf[start..colon],
-        value: &buf[value_start..end],
-    };
-    Ok(Some((header, cr + 2)))
+    Ok(Some((
+        Header {
+            name: &buf[start..colon],
+            value,
+        },
+        cr + 2,
+    )))
 }

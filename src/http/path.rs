@@ -17,6 +17,7 @@
 //! redirect. This module does not look at the filesystem.
 
 use super::error::ErrorKind;
+use super::scan::bytes_equal;
 
 /// Decodes and normalises `raw` into `out`; returns the result's length.
 /// `out` shorter than `raw` gives `TargetTooLong`.
@@ -24,8 +25,41 @@ pub fn normalize(raw: &[u8], out: &mut [u8]) -> Result<usize, ErrorKind> {
     if out.len() < raw.len() {
         return Err(ErrorKind::TargetTooLong);
     }
+    if is_normal(raw) {
+        out[..raw.len()].copy_from_slice(raw);
+        return Ok(raw.len());
+    }
     let decoded = decode(raw, out)?;
     remove_dot_segments(out, decoded)
+}
+
+/// Fast path: a path starting with "/" without "%", "//" or "/." is already decoded and
+/// normal (it has no empty, `.` or `..` segment), so it is copied as is. Checked 8 bytes
+/// at a time: the "/" flags shifted up one byte meet the "/" or "." flags of the next;
+/// the last few bytes one at a time.
+fn is_normal(raw: &[u8]) -> bool {
+    if raw.first() != Some(&b'/') {
+        return false;
+    }
+    let mut words = raw.chunks_exact(8);
+    let mut slash_before = 0;
+    for chunk in &mut words {
+        let w = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
+        let slash = bytes_equal(w, b'/');
+        let after_slash = (slash << 8) | slash_before;
+        if bytes_equal(w, b'%') | (after_slash & (slash | bytes_equal(w, b'.'))) != 0 {
+            return false;
+        }
+        slash_before = slash >> 56;
+    }
+    let mut prev_slash = slash_before != 0;
+    for &b in words.remainder() {
+        if b == b'%' || (prev_slash && (b == b'/' || b == b'.')) {
+            return false;
+        }
+        prev_slash = b == b'/';
+    }
+    true
 }
 
 /// Percent-decodes `raw` into `out` (long enough); returns the decoded length.

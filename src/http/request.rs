@@ -161,7 +161,7 @@ pub fn parse_request<'b, 'p>(
     if body == Body::Chunked && matches!(method, Method::Get | Method::Head) {
         return Err(ParseError::closing(ErrorKind::ChunkedWithoutContent));
     }
-    let target = Target::split(method, head.target).map_err(refuse)?;
+    let target = Target::split(method, head.target, head.path_len).map_err(refuse)?;
     let host = target.authority.or(fields.host);
     if fields.host.is_some_and(|h| !valid_host(h)) || (minor == 1 && fields.host.is_none()) {
         return Err(refuse(ErrorKind::BadHost));
@@ -203,6 +203,48 @@ fn request<'b, 'p>(
     }
 }
 
+/// The field names the server acts on.
+#[derive(Clone, Copy)]
+enum Known {
+    Host,
+    Range,
+    Expect,
+    IfRange,
+    IfNoneMatch,
+    IfModifiedSince,
+    Connection,
+    ContentLength,
+    TransferEncoding,
+}
+
+impl Known {
+    /// Which known field `name` is (case-insensitive, RFC 9110 §5.1). Length and first
+    /// letter pick the one candidate, so most names cost two compares. `b | 0x20` equals
+    /// a lowercase letter or "-" only for that letter in either case or "-" itself among
+    /// `tchar` bytes, which is all a parsed name holds.
+    #[inline]
+    fn of(name: &[u8]) -> Option<Known> {
+        let first = *name.first()? | 0x20;
+        let (known, spelled): (Known, &[u8]) = match (name.len(), first) {
+            (4, b'h') => (Known::Host, b"host"),
+            (5, b'r') => (Known::Range, b"range"),
+            (6, b'e') => (Known::Expect, b"expect"),
+            (8, b'i') => (Known::IfRange, b"if-range"),
+            (10, b'c') => (Known::Connection, b"connection"),
+            (13, b'i') => (Known::IfNoneMatch, b"if-none-match"),
+            (14, b'c') => (Known::ContentLength, b"content-length"),
+            (17, b't') => (Known::TransferEncoding, b"transfer-encoding"),
+            (17, b'i') => (Known::IfModifiedSince, b"if-modified-since"),
+            _ => return None,
+        };
+        let same = name
+            .iter()
+            .zip(spelled)
+            .all(|(&b, &lower)| b | 0x20 == lower);
+        same.then_some(known)
+    }
+}
+
 /// The fields the server acts on, gathered in one pass over the slots.
 #[derive(Default)]
 struct Fields<'b> {
@@ -224,32 +266,31 @@ impl<'b> Fields<'b> {
     fn collect(headers: &[Header<'b>]) -> Result<Self, ParseError> {
         let mut f = Fields::default();
         for h in headers {
-            let (name, value) = (h.name, h.value);
-            let is = |known: &[u8]| name.len() == known.len() && name.eq_ignore_ascii_case(known);
-            match name.len() {
-                4 if is(b"host") => f.once(|f| &mut f.host, value, ErrorKind::BadHost),
-                5 if is(b"range") => f.once(|f| &mut f.range, value, ErrorKind::RepeatedField),
-                6 if is(b"expect") => f.once(|f| &mut f.expect, value, ErrorKind::RepeatedField),
-                8 if is(b"if-range") => {
+            let value = h.value;
+            match Known::of(h.name) {
+                None => {}
+                Some(Known::Host) => f.once(|f| &mut f.host, value, ErrorKind::BadHost),
+                Some(Known::Range) => f.once(|f| &mut f.range, value, ErrorKind::RepeatedField),
+                Some(Known::Expect) => f.once(|f| &mut f.expect, value, ErrorKind::RepeatedField),
+                Some(Known::IfRange) => {
                     f.once(|f| &mut f.if_range, value, ErrorKind::RepeatedField)
                 }
-                10 if is(b"connection") => f.connection.add(value),
-                13 if is(b"if-none-match") => {
+                Some(Known::IfNoneMatch) => {
                     f.once(|f| &mut f.if_none_match, value, ErrorKind::RepeatedField)
                 }
-                14 if is(b"content-length") => {
+                Some(Known::IfModifiedSince) => f.once(
+                    |f| &mut f.if_modified_since,
+                    value,
+                    ErrorKind::RepeatedField,
+                ),
+                Some(Known::Connection) => f.connection.add(value),
+                Some(Known::ContentLength) => {
                     if f.content_length.is_some() {
                         return Err(ErrorKind::BadContentLength.into());
                     }
                     f.content_length = Some(content_length(value)?);
                 }
-                17 if is(b"transfer-encoding") => f.codings.add(value)?,
-                17 if is(b"if-modified-since") => f.once(
-                    |f| &mut f.if_modified_since,
-                    value,
-                    ErrorKind::RepeatedField,
-                ),
-                _ => {}
+                Some(Known::TransferEncoding) => f.codings.add(value)?,
             }
         }
         Ok(f)
@@ -299,31 +340,47 @@ struct Target<'b> {
 }
 
 impl<'b> Target<'b> {
-    fn split(method: Method, raw: &'b [u8]) -> Result<Self, ErrorKind> {
+    /// `raw` is the whole target; `path_len` where its first "?" is (or its length).
+    fn split(method: Method, raw: &'b [u8], path_len: usize) -> Result<Self, ErrorKind> {
         if method == Method::Connect {
             // RFC 9112 §3.2.3: CONNECT takes the authority-form and only it.
-            return match valid_host(raw) {
-                true => Ok(Target {
-                    path: b"",
-                    query: None,
-                    authority: Some(raw),
-                }),
-                false => Err(ErrorKind::BadTarget),
-            };
+            if !valid_host(raw) {
+                return Err(ErrorKind::BadTarget);
+            }
+            return Ok(Target {
+                path: b"",
+                query: None,
+                authority: Some(raw),
+            });
         }
-        if raw.first() == Some(&b'/') {
-            return Ok(Self::origin(raw, None));
+        let (before, query) = match raw.get(path_len + 1..) {
+            Some(query) => (&raw[..path_len], Some(query)),
+            None => (raw, None),
+        };
+        if before.first() == Some(&b'/') {
+            return Ok(Target {
+                path: before,
+                query,
+                authority: None,
+            });
         }
-        if let Some(rest) = strip_scheme(raw) {
-            let end = rest
-                .iter()
-                .position(|&b| b == b'/' || b == b'?')
-                .unwrap_or(rest.len());
+        if let Some(rest) = strip_scheme(before) {
+            let end = memchr::memchr(b'/', rest).unwrap_or(rest.len());
             let authority = &rest[..end];
             if !valid_host(authority) {
                 return Err(ErrorKind::BadTarget);
             }
-            return Ok(Self::origin(&rest[end..], Some(authority)));
+            // An empty path in absolute-form is "/" (RFC 9112 §3.2.1).
+            let path = if end == rest.len() {
+                b"/"
+            } else {
+                &rest[end..]
+            };
+            return Ok(Target {
+                path,
+                query,
+                authority: Some(authority),
+            });
         }
         match method {
             Method::Options if raw == b"*" => Ok(Target {
@@ -332,20 +389,6 @@ impl<'b> Target<'b> {
                 authority: None,
             }),
             _ => Err(ErrorKind::BadTarget),
-        }
-    }
-
-    /// Splits `path [ "?" query ]`; an empty path (absolute-form `http://h`) is "/".
-    fn origin(raw: &'b [u8], authority: Option<&'b [u8]>) -> Self {
-        let (path, query) = match memchr::memchr(b'?', raw) {
-            Some(q) => (&raw[..q], Some(&raw[q + 1..])),
-            None => (raw, None),
-        };
-        let path = if path.is_empty() { b"/" } else { path };
-        Target {
-            path,
-            query,
-            authority,
         }
     }
 

@@ -15,15 +15,14 @@
 //! tail shorter than a word goes byte by byte through the same table, which is the naive
 //! oracle the property test compares against.
 //!
-//! The request-target has a richer class (RFC 3986), so [`target_end`] checks 8 table
-//! lookups per iteration with one branch, and falls back to one byte at a time near the
-//! end of the run.
+//! The request-target and field names have richer classes (RFC 3986, `tchar`), so
+//! [`class_end`] walks them through a table, 8 lookups per bounds check.
 //!
 //! [`find_head_end`] is the slowloris guard (picohttpparser's `last_len`): each call looks
 //! only at bytes not seen before, so a client sending one byte at a time costs O(n).
 
 use super::error::ErrorKind;
-use super::tables::{FIELD_VALUE, TARGET};
+use super::tables::{FIELD_VALUE, PATH, TARGET, TOKEN};
 
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
@@ -35,6 +34,14 @@ fn word_at(buf: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_le_bytes(bytes.try_into().ok()?))
 }
 
+/// High bit set in exactly the bytes of `w` equal to `c` (no borrow between bytes:
+/// `(y & 0x7F) + 0x7F` sets a byte's high bit iff its low 7 bits are not all zero).
+#[inline(always)]
+pub fn bytes_equal(w: u64, c: u8) -> u64 {
+    let y = w ^ (ONES * u64::from(c));
+    !(((y & !HIGHS) + !HIGHS) | y) & HIGHS
+}
+
 /// High bit set in every byte of `w` below 0x20 or equal to 0x7F (exact for the lowest).
 #[inline(always)]
 fn controls(w: u64) -> u64 {
@@ -44,32 +51,67 @@ fn controls(w: u64) -> u64 {
     (below_space | is_del) & HIGHS
 }
 
+/// Advances from `at` over whole words holding no control byte and no DEL; stops at
+/// the first such byte, or where less than a word is left (the caller goes on byte by
+/// byte). On x86-64 the words are 16 bytes compared with SSE2 (part of the x86-64
+/// baseline, so no runtime detection); elsewhere they are SWAR `u64`s.
+#[inline(always)]
+fn skip_plain(buf: &[u8], at: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    return skip_plain_sse2(buf, at);
+    #[cfg(not(target_arch = "x86_64"))]
+    return skip_plain_swar(buf, at);
+}
+
+/// The portable `skip_plain`: two `u64` per step.
+#[inline(always)]
+fn skip_plain_swar(buf: &[u8], mut at: usize) -> usize {
+    while let (Some(a), Some(b)) = (word_at(buf, at), word_at(buf, at + 8)) {
+        let (ca, cb) = (controls(a), controls(b));
+        if ca | cb != 0 {
+            let skip = if ca != 0 {
+                ca.trailing_zeros()
+            } else {
+                64 + cb.trailing_zeros()
+            };
+            return at + (skip / 8) as usize;
+        }
+        at += 16;
+    }
+    if let Some(a) = word_at(buf, at) {
+        let ca = controls(a);
+        return at
+            + if ca == 0 {
+                8
+            } else {
+                (ca.trailing_zeros() / 8) as usize
+            };
+    }
+    at
+}
+
+/// `skip_plain` with SSE2 (`sys::sse2_controls`), 16 bytes per step.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn skip_plain_sse2(buf: &[u8], mut at: usize) -> usize {
+    while let Some(chunk) = buf.get(at..at + 16) {
+        let Ok(chunk) = chunk.try_into() else { break };
+        let flagged = crate::sys::sse2_controls(chunk);
+        if flagged != 0 {
+            return at + flagged.trailing_zeros() as usize;
+        }
+        at += 16;
+    }
+    skip_plain_swar(buf, at)
+}
+
 /// Offset of the CR that ends the field value starting at `at`.
 /// `Ok(None)`: the buffer ends first. LF gives `BareLineEnd`; another control or DEL
 /// gives `BadFieldValue` (RFC 9110 §5.5; RFC 9112 §2.2).
 #[inline]
 pub fn value_end(buf: &[u8], mut at: usize) -> Result<Option<usize>, ErrorKind> {
     loop {
-        if let (Some(a), Some(b)) = (word_at(buf, at), word_at(buf, at + 8)) {
-            let (ca, cb) = (controls(a), controls(b));
-            if ca | cb == 0 {
-                at += 16;
-                continue;
-            }
-            let skip = if ca != 0 {
-                ca.trailing_zeros()
-            } else {
-                64 + cb.trailing_zeros()
-            };
-            at += (skip / 8) as usize;
-        } else if let Some(a) = word_at(buf, at) {
-            let ca = controls(a);
-            if ca == 0 {
-                at += 8;
-                continue;
-            }
-            at += (ca.trailing_zeros() / 8) as usize;
-        }
+        at = skip_plain(buf, at);
         let Some(&b) = buf.get(at) else {
             return Ok(None);
         };
@@ -82,25 +124,53 @@ pub fn value_end(buf: &[u8], mut at: usize) -> Result<Option<usize>, ErrorKind> 
     }
 }
 
-/// Offset of the first byte at or after `at` that is not in [`TARGET`] (normally the SP
-/// before the version), or `None` when the buffer ends first.
-#[inline]
-pub fn target_end(buf: &[u8], mut at: usize) -> Option<usize> {
-    let ok = |b: u8| TARGET[b as usize];
+/// Offset of the first byte at or after `at` outside `class`, or `None` when the buffer
+/// ends first. One bounds check per 8 bytes, then 8 table lookups each with its own
+/// early exit (field names are short, so an all-or-nothing 8-byte test mostly fails and
+/// costs twice).
+#[inline(always)]
+pub fn class_end(buf: &[u8], mut at: usize, class: &[bool; 256]) -> Option<usize> {
     while let Some(w) = buf.get(at..at + 8) {
-        if ok(w[0]) & ok(w[1]) & ok(w[2]) & ok(w[3]) & ok(w[4]) & ok(w[5]) & ok(w[6]) & ok(w[7]) {
-            at += 8;
-        } else {
-            break;
+        for (i, &b) in w.iter().enumerate() {
+            if !class[b as usize] {
+                return Some(at + i);
+            }
         }
+        at += 8;
     }
     while let Some(&b) = buf.get(at) {
-        if !ok(b) {
+        if !class[b as usize] {
             return Some(at);
         }
         at += 1;
     }
     None
+}
+
+/// Offset of the first byte at or after `at` that is not in [`TARGET`] (normally the SP
+/// before the version), and of the first "?" before it (the same offset when there is
+/// none); `None` when the buffer ends first.
+#[inline]
+pub fn target_end(buf: &[u8], at: usize) -> Option<(usize, usize)> {
+    let path_end = class_end(buf, at, &PATH)?;
+    if buf[path_end] != b'?' {
+        return Some((path_end, path_end));
+    }
+    Some((query_end(buf, path_end + 1)?, path_end))
+}
+
+/// The rest of a target after its "?", kept out of line: queries are rare in the hot
+/// path and inlining a second table walk slows the field loop.
+#[inline(never)]
+fn query_end(buf: &[u8], at: usize) -> Option<usize> {
+    class_end(buf, at, &TARGET)
+}
+
+/// Offset of the first byte at or after `at` that is not a `tchar` (normally the colon
+/// after a field name), or `None` when the buffer ends first.
+#[inline]
+pub fn token_end(buf: &[u8], at: usize) -> Option<usize> {
+    class_end(buf, at, &TOKEN)
 }
 
 /// Where to try parsing: the offset just past the blank line that ends a head, or just
@@ -181,6 +251,64 @@ mod tests {
         }
     }
 
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn sse2_and_swar_skip_the_same_bytes() {
+        let mut s = 0x51_7cc1_b727_220a;
+        let specials = [0u8, b'\t', b'\r', 0x1f, 0x20, 0x7e, 0x7f, 0x80, 0xff];
+        for _ in 0..20_000 {
+            let len = (next(&mut s) % 48) as usize;
+            let mut buf = [b'x'; 48];
+            for b in buf.iter_mut().take(len) {
+                let r = next(&mut s);
+                *b = if r % 16 == 0 {
+                    specials[(r >> 8) as usize % specials.len()]
+                } else {
+                    b'a'
+                };
+            }
+            let at = (next(&mut s) as usize) % (len + 1);
+            let flagged = |b: u8| b < 0x20 || b == 0x7f;
+            for got in [
+                skip_plain_sse2(&buf[..len], at),
+                skip_plain_swar(&buf[..len], at),
+            ] {
+                // Everything skipped is plain; the stop is a flagged byte or a short tail.
+                assert!(got >= at && got <= len);
+                assert!(
+                    !buf[at..got].iter().any(|&b| flagged(b)),
+                    "{:?} at {at}: {got}",
+                    &buf[..len]
+                );
+                assert!(
+                    got == len || flagged(buf[got]) || got + 8 > len,
+                    "{:?} at {at}: {got}",
+                    &buf[..len]
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn bytes_equal_is_exact_per_byte() {
+        let mut s = 0x0123_4567_89ab_cdef;
+        for _ in 0..20_000 {
+            let w = next(&mut s);
+            let c = (next(&mut s) >> 3) as u8;
+            let w = if c % 3 == 0 {
+                w & !0xff00 | u64::from(c) << 8
+            } else {
+                w
+            };
+            let want = w
+                .to_le_bytes()
+                .iter()
+                .enumerate()
+                .fold(0, |m, (i, &b)| m | (u64::from(b == c) << (8 * i + 7)));
+            assert_eq!(bytes_equal(w, c), want, "{w:#x} {c:#x}");
+        }
+    }
+
     #[test]
     fn target_end_agrees_with_the_byte_loop() {
         let mut s = 0x2545_f491_4f6c_dd1d;
@@ -196,7 +324,8 @@ mod tests {
                 };
             }
             let naive = buf[..len].iter().position(|&b| !TARGET[b as usize]);
-            assert_eq!(target_end(&buf[..len], 0), naive);
+            let naive_q = naive.map(|n| buf[..n].iter().position(|&b| b == b'?').unwrap_or(n));
+            assert_eq!(target_end(&buf[..len], 0), naive.zip(naive_q));
         }
     }
 

@@ -52,6 +52,9 @@ pub const FIELD_VALUE: [bool; 256] = {
 /// Strict: raw SP, controls, DEL, non-ASCII and `"#<>[\]^`{|}` are refused.
 pub const TARGET: [bool; 256] = class(b"-._~!$&'()*+,;=:@/?%", true, false);
 
+/// [`TARGET`] without "?": the bytes of the path part of a target.
+pub const PATH: [bool; 256] = class(b"-._~!$&'()*+,;=:@/%", true, false);
+
 /// RFC 3986 §3.2.2 `reg-name = *( unreserved / pct-encoded / sub-delims )`, strict:
 /// without "%" (no escapes in a host name) and without "," (a list separator: `a, b`).
 /// "." and "-" are in `unreserved`.

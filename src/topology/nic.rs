@@ -19,7 +19,8 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 pub struct Nic {
     /// Interface name, such as `eth0`.
     pub interface: String,
-    /// `device/numa_node`, or the node of `device/local_cpulist`; `None` if unknown.
+    /// `device/numa_node`, else the node of `device/local_cpulist`, else the node all its
+    /// interrupts are affine to; `None` if unknown.
     pub node: Option<NodeId>,
     /// `device/local_cpulist`, if the device has one.
     pub local_cpus: Option<CpuSet>,
@@ -94,12 +95,21 @@ fn read_nic(r: &mut Reader, name: String, topo: &Topology) -> Nic {
         .and_then(|c| topo.node_of(c));
     let irq_cpus = irq_cpus(r, &name);
     Nic {
-        node: declared.or(from_cpus),
+        node: declared
+            .or(from_cpus)
+            .or_else(|| single_node(&irq_cpus, topo)),
         local_cpus,
         rps_cpus: rps_cpus(r, &name),
         irq_cpus,
         interface: name,
     }
+}
+
+/// The node of every CPU in `cpus`, if they are all on one.
+fn single_node(cpus: &CpuSet, topo: &Topology) -> Option<NodeId> {
+    let mut nodes = cpus.iter().map(|c| topo.node_of(c));
+    let first = nodes.next()??;
+    nodes.all(|n| n == Some(first)).then_some(first)
 }
 
 fn rps_cpus(r: &mut Reader, name: &str) -> CpuSet {

@@ -1,11 +1,50 @@
-//! Shared by the checker and interpreter tests: the checker vectors (the data file plus
-//! the programs too long to write on one line) and a seeded generator of almost-valid
-//! random programs.
+//! Shared by the asm-bpf tests: a seeded generator with no dependencies, the checker
+//! vectors (the data file plus the programs too long to write on one line), and a
+//! generator of almost-valid random programs for the checker and interpreter tests, and
+//! the readers of the assembler's vector files in `tests/data/`.
 #![allow(dead_code)]
 
 use asm_bpf::check::ALLOWED_OPCODES;
 use asm_bpf::insn::*;
 use asm_bpf::Insn;
+use std::path::{Path, PathBuf};
+
+/// xorshift64*: deterministic, good enough to spread test cases.
+pub struct Rng(pub u64);
+
+#[allow(dead_code)]
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    /// One element of `items`.
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as u64) as usize]
+    }
+
+    /// True with probability `num / den`.
+    pub fn chance(&mut self, num: u64, den: u64) -> bool {
+        self.below(den) < num
+    }
+
+    /// A k value that is often small, sometimes an edge, sometimes anything.
+    pub fn k(&mut self) -> u32 {
+        match self.below(4) {
+            0 => self.below(16) as u32,
+            1 => *self.pick(&[0, 1, 0xffff, 0x10000, 0xffff_ffff, 0xffff_f000, 0xfff0_0000]),
+            2 => 0xffff_f000 + 4 * self.below(17) as u32,
+            _ => self.next() as u32,
+        }
+    }
+}
 
 /// One checker test case.
 pub struct Vector {
@@ -114,31 +153,13 @@ pub fn every_opcode() -> Vec<Insn> {
     prog
 }
 
-/// splitmix64: a small seeded generator, so a failing case can be replayed.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `0..n` (n > 0).
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    /// True with probability `num / den`.
-    pub fn chance(&mut self, num: u64, den: u64) -> bool {
-        self.below(den) < num
-    }
-
-    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len() as u64) as usize]
-    }
+/// The number in environment variable `name`, or `default`: lets a randomized test be
+/// replayed with another seed or widened without editing it.
+pub fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 /// A random program biased towards almost-valid ones: valid opcodes, jumps at the edge
@@ -150,14 +171,14 @@ pub fn random_program(rng: &mut Rng) -> Vec<Insn> {
         return mutated_valid_program(rng);
     }
     let len = match rng.below(100) {
-        0 => rng.pick(&[0, 4095, 4096, 4097]),
+        0 => *rng.pick(&[0, 4095, 4096, 4097]),
         1..=9 => 13 + rng.below(300) as usize,
         _ => 1 + rng.below(12) as usize,
     };
     let mut prog: Vec<Insn> = (0..len).map(|pc| random_insn(rng, len, pc)).collect();
     if let Some(last) = prog.last_mut() {
         if rng.chance(8, 10) {
-            *last = Insn::stmt(rng.pick(&[BPF_RET | BPF_K, BPF_RET | BPF_A]), 0);
+            *last = Insn::stmt(*rng.pick(&[BPF_RET | BPF_K, BPF_RET | BPF_A]), 0);
         }
     }
     prog
@@ -169,10 +190,10 @@ fn random_code(rng: &mut Rng) -> u16 {
         3..=6 => rng.below(256) as u16,
         7 => rng.next() as u16,
         // Scratch traffic, to exercise the data-flow rule.
-        8..=27 => rng.pick(&[BPF_ST, BPF_STX, BPF_LD | BPF_MEM, BPF_LDX | BPF_MEM]),
+        8..=27 => *rng.pick(&[BPF_ST, BPF_STX, BPF_LD | BPF_MEM, BPF_LDX | BPF_MEM]),
         // Jumps, to exercise targets and the data flow across them.
-        28..=45 => rng.pick(&[0x05, 0x15, 0x1d, 0x25, 0x2d, 0x35, 0x3d, 0x45, 0x4d]),
-        _ => rng.pick(&ALLOWED_OPCODES),
+        28..=45 => *rng.pick(&[0x05, 0x15, 0x1d, 0x25, 0x2d, 0x35, 0x3d, 0x45, 0x4d]),
+        _ => *rng.pick(&ALLOWED_OPCODES),
     }
 }
 
@@ -193,7 +214,7 @@ fn random_insn(rng: &mut Rng, len: usize, pc: usize) -> Insn {
             1 => 14 + rng.below(4) as u32,
             _ => rng.below(4) as u32,
         },
-        0x34 | 0x94 => rng.pick(&[0, 1, 7, u32::MAX]),
+        0x34 | 0x94 => *rng.pick(&[0, 1, 7, u32::MAX]),
         0x64 | 0x74 => 29 + rng.below(6) as u32,
         0x05 => match rng.below(3) {
             0 => rng.below((remaining as u64).max(1)) as u32,
@@ -204,7 +225,7 @@ fn random_insn(rng: &mut Rng, len: usize, pc: usize) -> Insn {
             0 => ancillary_k(0)
                 .wrapping_add(rng.below(72) as u32)
                 .wrapping_sub(4),
-            1 => rng.pick(&[0xfff0_0009, 0xffe0_000c, 0xffff_ffff, 0xffff_efff]),
+            1 => *rng.pick(&[0xfff0_0009, 0xffe0_000c, 0xffff_ffff, 0xffff_efff]),
             2 => rng.next() as u32,
             _ => rng.below(64) as u32,
         },
@@ -249,7 +270,7 @@ fn mutated_valid_program(rng: &mut Rng) -> Vec<Insn> {
 /// An instruction that passes its own rules at `pc` of `len`, reading only cells
 /// below `written`.
 fn valid_insn(rng: &mut Rng, len: usize, pc: usize, written: u32) -> Insn {
-    let code = rng.pick(&ALLOWED_OPCODES);
+    let code = *rng.pick(&ALLOWED_OPCODES);
     let remaining = (len - pc - 1) as u64;
     let k = match code {
         0x02 | 0x03 => rng.below(16) as u32,
@@ -279,7 +300,7 @@ fn nudge(rng: &mut Rng, mut insn: Insn) -> Insn {
         1 => insn.jt = (i64::from(insn.jt) + delta) as u8,
         2 => insn.jf = (i64::from(insn.jf) + delta) as u8,
         _ => {
-            insn.k = rng.pick(&[
+            insn.k = *rng.pick(&[
                 0,
                 15,
                 16,
@@ -292,4 +313,56 @@ fn nudge(rng: &mut Rng, mut insn: Insn) -> Insn {
         }
     }
     insn
+}
+
+/// A path under `tests/data/`.
+pub fn data(sub: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(sub)
+}
+
+/// A data file's text.
+pub fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The source escapes of the one-line vector files: \n \t \r \\ \xHH.
+pub fn unescape(s: &str) -> Vec<u8> {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            out.push(b[i]);
+            i += 1;
+            continue;
+        }
+        let (byte, len) = match b.get(i + 1) {
+            Some(b'n') => (b'\n', 2),
+            Some(b't') => (b'\t', 2),
+            Some(b'r') => (b'\r', 2),
+            Some(b'\\') => (b'\\', 2),
+            Some(b'x') => (u8::from_str_radix(&s[i + 2..i + 4], 16).expect("\\xHH"), 4),
+            _ => panic!("bad escape in {s:?}"),
+        };
+        out.push(byte);
+        i += len;
+    }
+    out
+}
+
+/// The `SOURCE ==> EXPECTED` lines of a vector file.
+pub fn cases(file: &str) -> Vec<(Vec<u8>, String)> {
+    let text = read(&data(file));
+    let cases: Vec<_> = text
+        .lines()
+        .filter(|l| !l.starts_with("//") && !l.trim().is_empty())
+        .map(|l| {
+            let (src, expected) = l.rsplit_once(" ==> ").expect("SOURCE ==> EXPECTED");
+            (unescape(src), expected.to_string())
+        })
+        .collect();
+    assert!(cases.len() > 50, "{file} has only {} cases", cases.len());
+    cases
 }

@@ -1,0 +1,205 @@
+//! A [`LoadReport`] as text for people or JSON for scripts.
+//!
+//! Input: the report and the spec it came from. Output: a `String`. Text: a header line,
+//! one line per thread, the merged totals, errors by kind, and a latency table (request,
+//! connect, time to first byte) with p50/p90/p99/p99.9/max. JSON: one object with the
+//! same figures, latencies in microseconds. No I/O here.
+
+use super::hist::{Hist, REPORTED};
+use super::load::{ErrorKind, LoadReport, ThreadReport};
+use super::spec::LoadSpec;
+use std::fmt::Write;
+
+/// Formats nanoseconds with a unit a person reads quickly.
+pub fn human_ns(ns: u64) -> String {
+    let ns = ns as f64;
+    if ns < 1e3 {
+        format!("{ns:.0}ns")
+    } else if ns < 1e6 {
+        format!("{:.1}us", ns / 1e3)
+    } else if ns < 1e9 {
+        format!("{:.2}ms", ns / 1e6)
+    } else {
+        format!("{:.2}s", ns / 1e9)
+    }
+}
+
+fn mode(spec: &LoadSpec) -> String {
+    let conn = if spec.close { "close" } else { "keep-alive" };
+    let lp = match spec.rate {
+        Some(r) => format!("open loop at {r} req/s"),
+        None => "closed loop".into(),
+    };
+    format!("{conn}, {lp}")
+}
+
+/// The text report.
+pub fn text(spec: &LoadSpec, r: &LoadReport) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "load http://{}{}: {} threads, {} connections, {:.2} s, {}",
+        spec.target.host,
+        spec.target.path,
+        spec.threads,
+        spec.conns,
+        spec.duration.as_secs_f64(),
+        mode(spec)
+    );
+    let _ = writeln!(
+        o,
+        "  thread  cpu   requests       req/s     p50       p99       max"
+    );
+    for (i, t) in r.threads.iter().enumerate() {
+        let cpu = t.cpu.map_or("-".to_string(), |c| c.to_string());
+        let _ = writeln!(
+            o,
+            "  {i:<6}  {cpu:<4}  {:<12}  {:<8.0}  {:<8}  {:<8}  {}",
+            t.requests,
+            t.rate(),
+            human_ns(t.latency.percentile(50.0)),
+            human_ns(t.latency.percentile(99.0)),
+            human_ns(t.latency.max())
+        );
+    }
+    let m = &r.merged;
+    let _ = writeln!(
+        o,
+        "requests: {} in {:.3} s",
+        m.requests,
+        m.elapsed.as_secs_f64()
+    );
+    let _ = writeln!(o, "requests/s: {:.1}", m.rate());
+    let _ = writeln!(
+        o,
+        "bytes/s: {:.0} ({:.2} MiB/s)",
+        m.byte_rate(),
+        m.byte_rate() / 1048576.0
+    );
+    let _ = writeln!(o, "errors: {}", errors_text(m));
+    if spec.rate.is_some() {
+        let _ = writeln!(o, "unsent (due but not sent by the end): {}", m.unsent);
+    }
+    let _ = writeln!(
+        o,
+        "latency     p50       p90       p99       p99.9     max       mean"
+    );
+    for (name, h) in [
+        ("request", &m.latency),
+        ("connect", &m.connect),
+        ("ttfb", &m.ttfb),
+    ] {
+        let _ = write!(o, "{name:<10}");
+        for (p, _) in REPORTED {
+            let _ = write!(o, "  {:<8}", human_ns(h.percentile(p)));
+        }
+        let _ = writeln!(
+            o,
+            "  {:<8}  {}",
+            human_ns(h.max()),
+            human_ns(h.mean() as u64)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "client cpu: {:.3} s, {:.2} us/request",
+        r.client_cpu.as_secs_f64(),
+        r.cpu_per_request_us()
+    );
+    o
+}
+
+fn errors_text(t: &ThreadReport) -> String {
+    let parts: Vec<String> = ErrorKind::ALL
+        .iter()
+        .map(|k| format!("{} {}", k.name(), t.errors[*k as usize]))
+        .collect();
+    format!("{} ({})", t.error_total(), parts.join(", "))
+}
+
+fn hist_json(h: &Hist) -> String {
+    let mut o = format!("{{\"count\":{}", h.count());
+    for (p, name) in REPORTED {
+        let _ = write!(o, ",\"{name}_us\":{:.3}", h.percentile(p) as f64 / 1e3);
+    }
+    let _ = write!(
+        o,
+        ",\"max_us\":{:.3},\"mean_us\":{:.3}}}",
+        h.max() as f64 / 1e3,
+        h.mean() / 1e3
+    );
+    o
+}
+
+fn thread_json(t: &ThreadReport) -> String {
+    let cpu = t.cpu.map_or("null".to_string(), |c| c.to_string());
+    let errors: Vec<String> = ErrorKind::ALL
+        .iter()
+        .map(|k| format!("\"{}\":{}", k.name(), t.errors[*k as usize]))
+        .collect();
+    format!(
+        "{{\"cpu\":{cpu},\"requests\":{},\"seconds\":{:.6},\"requests_per_s\":{:.3},\"bytes\":{},\
+         \"bytes_per_s\":{:.3},\"errors\":{{{}}},\"unsent\":{},\"latency\":{},\"connect\":{},\"ttfb\":{}}}",
+        t.requests,
+        t.elapsed.as_secs_f64(),
+        t.rate(),
+        t.bytes,
+        t.byte_rate(),
+        errors.join(","),
+        t.unsent,
+        hist_json(&t.latency),
+        hist_json(&t.connect),
+        hist_json(&t.ttfb)
+    )
+}
+
+/// The JSON report: `{"url", "threads", "connections", ..., "merged": {...}, "per_thread": [...]}`.
+pub fn json(spec: &LoadSpec, r: &LoadReport) -> String {
+    let per: Vec<String> = r.threads.iter().map(thread_json).collect();
+    let rate = spec.rate.map_or("null".to_string(), |x| format!("{x}"));
+    format!(
+        "{{\"url\":\"http://{}{}\",\"threads\":{},\"connections\":{},\"duration_s\":{:.3},\
+         \"close\":{},\"rate\":{rate},\"client_cpu_s\":{:.6},\"client_cpu_per_request_us\":{:.4},\
+         \"merged\":{},\"per_thread\":[{}]}}\n",
+        json_escape(&spec.target.host),
+        json_escape(&spec.target.path),
+        spec.threads,
+        spec.conns,
+        spec.duration.as_secs_f64(),
+        spec.close,
+        r.client_cpu.as_secs_f64(),
+        r.cpu_per_request_us(),
+        thread_json(&r.merged),
+        per.join(",")
+    )
+}
+
+/// Escapes `"`, `\` and control characters for a JSON string.
+pub fn json_escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(o, "\\u{:04x}", c as u32);
+            }
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units() {
+        assert_eq!(human_ns(999), "999ns");
+        assert_eq!(human_ns(12_340), "12.3us");
+        assert_eq!(human_ns(2_500_000), "2.50ms");
+        assert_eq!(human_ns(3_000_000_000), "3.00s");
+        assert_eq!(json_escape("a\"b\\\n"), "a\\\"b\\\\\\u000a");
+    }
+}

@@ -1,0 +1,238 @@
+//! `steerd bench ab` end to end through the real binary: two `steerd bench responder`
+//! command lines on one loopback port, 2 rounds of 0.3 s, and the report must carry
+//! every run line and every summary line. Also the responder itself, checked with a
+//! plain std client in both modes.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_steerd");
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn ab_of_two_responders_prints_runs_and_statistics() {
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let url = format!("http://127.0.0.1:{port}/");
+    let responder = |cpus: &str| -> Vec<String> {
+        [
+            BIN,
+            "bench",
+            "responder",
+            "--listen",
+            &listen,
+            "--cpus",
+            cpus,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    };
+    let mut args: Vec<String> = [
+        "bench", "ab", "--rounds", "2", "--warmup", "0.1s", "-d", "0.3s", "-c", "4", "-t", "1",
+        &url,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.push("--".into());
+    args.extend(responder("0"));
+    args.push("--".into());
+    args.extend(responder("0"));
+    let out = Command::new(BIN).args(&args).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for want in [
+        "round 1 A:",
+        "round 1 B:",
+        "round 2 A:",
+        "round 2 B:",
+        "== requests/s",
+        "== p99 latency (us)",
+        "== server CPU per request (us)",
+        "    N           Min           Max        Median           Avg        Stddev",
+        "B/A per round:",
+        "permutation test on paired differences (exact): p = ",
+        "split n/a",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+    let verdicts = text.matches("Difference at 95.0% confidence").count()
+        + text
+            .matches("No difference proven at 95.0% confidence")
+            .count();
+    assert_eq!(verdicts, 5, "one verdict per metric:\n{text}");
+    // Every run served requests without errors and measured some server CPU.
+    for line in text.lines().filter(|l| l.starts_with("round ")) {
+        assert!(line.contains("errors 0"), "{line}");
+        assert!(!line.contains(": 0 req/s"), "{line}");
+    }
+    // Nothing is left listening once ab returns: it stopped every server it started.
+    assert!(
+        TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "a server outlived ab"
+    );
+}
+
+#[test]
+fn ab_rejects_a_missing_b_command() {
+    let out = Command::new(BIN)
+        .args(["bench", "ab", "http://127.0.0.1:1/", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("steerd: bench: ab:"));
+}
+
+struct Kill(Child);
+
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts a responder on port 0 and returns it with the port it printed.
+fn responder(extra: &[&str]) -> (Kill, u16) {
+    let mut child = Command::new(BIN)
+        .args([
+            "bench",
+            "responder",
+            "--listen",
+            "127.0.0.1:0",
+            "--cpus",
+            "0",
+        ])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    let mut stdout = child.stdout.take().unwrap();
+    while stdout.read(&mut byte).unwrap() == 1 && byte[0] != b'\n' {
+        line.push(byte[0]);
+    }
+    let line = String::from_utf8(line).unwrap();
+    let port = line.rsplit(':').next().unwrap().parse().unwrap();
+    (Kill(child), port)
+}
+
+#[test]
+fn responder_answers_every_request_on_a_keep_alive_connection() {
+    let (_r, port) = responder(&[]);
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    // Two requests in one write, then one split across writes.
+    s.write_all(b"GET / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n")
+        .unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\n\r").unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    s.write_all(b"\n").unwrap();
+    let one = b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nHello, world!".len();
+    let mut got = vec![0u8; one * 3];
+    s.read_exact(&mut got).unwrap();
+    assert_eq!(got.windows(13).filter(|w| w == b"Hello, world!").count(), 3);
+}
+
+#[test]
+fn responder_close_mode_answers_and_closes() {
+    let (_r, port) = responder(&["--close"]);
+    for _ in 0..3 {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        s.write_all(b"GET / HTTP/1.1\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut all = Vec::new();
+        s.read_to_end(&mut all).unwrap();
+        let text = String::from_utf8(all).unwrap();
+        assert!(
+            text.starts_with("HTTP/1.1 200 OK\r\n") && text.ends_with("\r\n\r\nHello, world!"),
+            "{text}"
+        );
+        assert!(text.contains("Connection: close"));
+    }
+}
+
+#[test]
+fn ab_json_carries_runs_and_verdicts() {
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let url = format!("http://127.0.0.1:{port}/");
+    let side = [
+        BIN,
+        "bench",
+        "responder",
+        "--listen",
+        &listen,
+        "--cpus",
+        "0",
+    ];
+    let mut args = vec![
+        "bench", "ab", "--rounds", "2", "--cold", "-d", "0.2s", "-c", "2", "-t", "1", "--json",
+        &url, "--",
+    ];
+    args.extend(side);
+    args.push("--");
+    args.extend(side);
+    let out = Command::new(BIN).args(&args).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.starts_with('{') && text.trim_end().ends_with('}'),
+        "{text}"
+    );
+    assert_eq!(text.matches("\"side\":").count(), 4, "{text}");
+    for want in [
+        "\"name\":\"requests/s\"",
+        "\"significant\":",
+        "\"ratio_low\":",
+        "\"p\":",
+    ] {
+        assert!(text.contains(want), "missing {want} in {text}");
+    }
+}
+
+#[test]
+fn stats_reproduces_ministat_on_its_example() {
+    let dir = std::env::temp_dir().join(format!("steerd-bench-stats-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (a, b) = (dir.join("iguana"), dir.join("chameleon"));
+    std::fs::write(&a, "50\n200\n150\n400\n750\n400\n150\n").unwrap();
+    std::fs::write(&b, "# chameleon\n150\n400\n720\n500\n930\n").unwrap();
+    let out = Command::new(BIN)
+        .args(["bench", "stats"])
+        .arg(&a)
+        .arg(&b)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{text}");
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .skip(1)
+        .take(2)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows[0], ["A", "7", "50", "750", "200", "300", "238.048"]);
+    assert_eq!(rows[1], ["B", "5", "150", "930", "500", "540", "299.082"]);
+    assert!(
+        text.contains("No difference proven at 95.0% confidence"),
+        "{text}"
+    );
+}

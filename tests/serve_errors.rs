@@ -1,0 +1,100 @@
+//! Bring-up failures through the real binary: each is one `steerd: STAGE: ...` line on
+//! stderr naming the step, with exit status 1, and no process left behind.
+
+mod serve_support;
+
+use serve_support::*;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// Runs `steerd serve ARGS` to completion (bounded: killed after 20 s).
+fn serve_fails(args: &[&str]) -> (i32, String) {
+    let mut child = Command::new(binary())
+        .arg("serve")
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + PATIENCE;
+    while child.try_wait().expect("try_wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("steerd serve {args:?} kept running");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let Output { status, stderr, .. } = child.wait_with_output().expect("output");
+    (
+        status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&stderr).into_owned(),
+    )
+}
+
+fn last_line(stderr: &str) -> &str {
+    stderr.lines().last().unwrap_or("")
+}
+
+#[test]
+fn a_port_held_by_another_socket_names_the_bind_step() {
+    let holder = std::net::TcpListener::bind("127.0.0.1:0").expect("hold a port");
+    let addr = holder.local_addr().unwrap().to_string();
+    let root = TempDir::new("errors");
+    let (code, err) = serve_fails(&[&root.path().display().to_string(), "--listen", &addr]);
+    assert_eq!(code, 1, "{err}");
+    let line = last_line(&err);
+    assert!(
+        line.starts_with(&format!("steerd: listen: {addr}: bind: ")),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_missing_root_is_reported_before_any_worker_starts() {
+    let dir = TempDir::new("errors");
+    let missing = dir.path().join("no-such-dir");
+    let (code, err) = serve_fails(&[&missing.display().to_string(), "--listen", "127.0.0.1:0"]);
+    assert_eq!(code, 1, "{err}");
+    let want = format!(
+        "steerd: root: {}: No such file or directory",
+        missing.display()
+    );
+    assert!(last_line(&err).starts_with(&want), "{err}");
+    assert!(!err.contains("running on cpu"), "no worker started: {err}");
+}
+
+#[test]
+fn an_unknown_user_is_reported() {
+    let root = TempDir::new("errors");
+    let (code, err) = serve_fails(&[
+        &root.path().display().to_string(),
+        "--listen",
+        "127.0.0.1:0",
+        "--user",
+        "no-such-user-steerd",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(
+        last_line(&err),
+        "steerd: user: user \"no-such-user-steerd\" is not in /etc/passwd"
+    );
+}
+
+#[test]
+fn a_metrics_address_in_use_names_the_metrics_step() {
+    let holder = std::net::TcpListener::bind("127.0.0.1:0").expect("hold a port");
+    let addr = holder.local_addr().unwrap().to_string();
+    let root = TempDir::new("errors");
+    let (code, err) = serve_fails(&[
+        &root.path().display().to_string(),
+        "--listen",
+        "127.0.0.1:0",
+        "--metrics",
+        &addr,
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        last_line(&err).starts_with(&format!("steerd: metrics: {addr}: ")),
+        "{err}"
+    );
+}

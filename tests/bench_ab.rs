@@ -151,7 +151,13 @@ fn responder_answers_every_request_on_a_keep_alive_connection() {
 
 #[test]
 fn responder_close_mode_answers_and_closes() {
-    let (_r, port) = responder(&["--close"]);
+    for extra in [&["--close"][..], &["--close", "--steer"][..]] {
+        close_mode_answers(extra);
+    }
+}
+
+fn close_mode_answers(extra: &[&str]) {
+    let (_r, port) = responder(extra);
     for _ in 0..3 {
         let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();

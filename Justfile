@@ -29,3 +29,8 @@ syscalls SECONDS="5":
 # steerd against nginx and the reference responder (alternating A/B, minutes; not CI).
 bench-vs-nginx:
     scripts/bench-vs-nginx.sh
+
+# The VM tests alone (emulated NUMA machines; needs QEMU and the static build).
+vm:
+    scripts/static.sh
+    cargo test -p steerd --test vm -- --nocapture

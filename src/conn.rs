@@ -81,6 +81,15 @@ pub enum Outgoing {
         /// End (exclusive).
         end: usize,
     },
+    /// Bytes `at..end` of a file-cache entry's open file, by `sendfile`.
+    CachedFile {
+        /// Entry index.
+        index: u32,
+        /// Next byte to send.
+        at: u64,
+        /// End (exclusive).
+        end: u64,
+    },
     /// Bytes `at..end` of an open file, by `sendfile`.
     File {
         /// The open file.
@@ -288,9 +297,10 @@ fn transition(
             // A head: answer a complete buffered one, else read more (header deadline runs).
             Awaiting::Head => {
                 if c.in_len > 0 && head_ready(c, inb) {
-                    ctx.timers.disarm(slot);
                     match respond::request(c, out, &inb[..c.in_len], ctx, s) {
                         Some(used) => {
+                            // Answered: no deadline until it waits again.
+                            ctx.timers.disarm(slot);
                             consume(c, inb, used);
                             continue;
                         }
@@ -303,7 +313,8 @@ fn transition(
                 match read_some(fd, &mut inb[c.in_len..]) {
                     Read::Data(n) => {
                         let space = IN_CAP - c.in_len;
-                        if c.in_len == 0 {
+                        // The first bytes of a head start its deadline.
+                        if c.in_len == 0 || ctx.timers.kind(slot) == Some(Kind::Idle) {
                             ctx.timers.arm(slot, Kind::Header, ctx.now_ms);
                         }
                         c.in_len += n;
@@ -322,7 +333,7 @@ fn transition(
                 consume(c, inb, k);
                 if left == k as u64 {
                     c.awaiting = Awaiting::Head;
-                    arm_between_requests(slot, c, ctx);
+                    arm_between_requests(slot, c, inb, ctx);
                     continue;
                 }
                 c.awaiting = Awaiting::Body {
@@ -351,7 +362,7 @@ fn transition(
                 }
                 match send_some(fd, c, out, ctx) {
                     Sent::Done => {
-                        if finish_response(slot, c, fd, ctx) == Next::Close {
+                        if finish_response(slot, c, fd, inb, ctx) == Next::Close {
                             return Next::Close;
                         }
                     }
@@ -406,19 +417,17 @@ fn consume(c: &mut Conn, inb: &mut [u8], n: usize) {
     c.scanned = 0;
 }
 
-/// The deadline between requests: idle if nothing is buffered, else the header deadline.
-fn arm_between_requests(slot: u32, c: &Conn, ctx: &mut Ctx<'_>) {
-    let kind = if c.in_len == 0 {
-        Kind::Idle
-    } else {
-        Kind::Header
-    };
+/// The deadline between requests: idle if nothing (or only the blank lines a client may
+/// send between requests, RFC 9112 §2.2) is buffered, else the header deadline.
+fn arm_between_requests(slot: u32, c: &Conn, inb: &[u8], ctx: &mut Ctx<'_>) {
+    let blank = inb[..c.in_len].iter().all(|&b| b == b'\r' || b == b'\n');
+    let kind = if blank { Kind::Idle } else { Kind::Header };
     ctx.timers.arm(slot, kind, ctx.now_ms);
 }
 
 /// A paused cached body must not change under us: pin its entry (once).
 fn pin_if_cached(c: &mut Conn, cache: &mut FileCache) {
-    if let Outgoing::Cached { index, .. } = c.body {
+    if let Outgoing::Cached { index, .. } | Outgoing::CachedFile { index, .. } = c.body {
         if !c.pinned {
             cache.pin(index);
             c.pinned = true;
@@ -428,7 +437,9 @@ fn pin_if_cached(c: &mut Conn, cache: &mut FileCache) {
 
 /// Drops the body, unpinning a cached entry this connection pinned.
 fn drop_body(c: &mut Conn, cache: &mut FileCache) {
-    if let (Outgoing::Cached { index, .. }, true) = (&c.body, c.pinned) {
+    if let (Outgoing::Cached { index, .. } | Outgoing::CachedFile { index, .. }, true) =
+        (&c.body, c.pinned)
+    {
         cache.unpin(*index);
     }
     c.pinned = false;
@@ -436,7 +447,13 @@ fn drop_body(c: &mut Conn, cache: &mut FileCache) {
 }
 
 /// The response is out: count, then keep-alive, close or linger.
-fn finish_response(slot: u32, c: &mut Conn, fd: BorrowedFd<'_>, ctx: &mut Ctx<'_>) -> Next {
+fn finish_response(
+    slot: u32,
+    c: &mut Conn,
+    fd: BorrowedFd<'_>,
+    inb: &[u8],
+    ctx: &mut Ctx<'_>,
+) -> Next {
     drop_body(c, &mut ctx.cache);
     match c.after {
         After::KeepAlive if !ctx.draining => {
@@ -446,7 +463,7 @@ fn finish_response(slot: u32, c: &mut Conn, fd: BorrowedFd<'_>, ctx: &mut Ctx<'_
                 ctx.timers.arm(slot, Kind::Header, ctx.now_ms);
             } else {
                 c.awaiting = Awaiting::Head;
-                arm_between_requests(slot, c, ctx);
+                arm_between_requests(slot, c, inb, ctx);
             }
             Next::Park
         }
@@ -473,21 +490,11 @@ fn send_some(fd: BorrowedFd<'_>, c: &mut Conn, out: &[u8], ctx: &mut Ctx<'_>) ->
     loop {
         let head = &out[c.head_sent..c.head_len];
         let result = match &mut c.body {
-            Outgoing::File { fd: file, at, end } => {
-                if !head.is_empty() {
-                    let more = if *at < *end {
-                        SendFlags::MORE
-                    } else {
-                        SendFlags::empty()
-                    };
-                    rustix::net::send(fd, head, more | SendFlags::NOSIGNAL)
-                } else if *at < *end {
-                    let count = (*end - *at).min(SENDFILE_CHUNK as u64) as usize;
-                    rustix::fs::sendfile(fd, &*file, Some(at), count)
-                } else {
-                    return Sent::Done;
-                }
-            }
+            Outgoing::File { fd: file, at, end } => send_file(fd, head, file.as_fd(), at, *end),
+            Outgoing::CachedFile { index, at, end } => match ctx.cache.file(*index) {
+                Some(file) => send_file(fd, head, file, at, *end),
+                None => return Sent::Failed,
+            },
             _ => {
                 let body = body_rest(&c.body, &ctx.cache);
                 if head.is_empty() && body.is_empty() {
@@ -495,12 +502,13 @@ fn send_some(fd: BorrowedFd<'_>, c: &mut Conn, out: &[u8], ctx: &mut Ctx<'_>) ->
                 }
                 let iov = [IoSlice::new(head), IoSlice::new(body)];
                 let mut control = SendAncillaryBuffer::default();
-                rustix::net::sendmsg(fd, &iov, &mut control, SendFlags::NOSIGNAL)
+                rustix::net::sendmsg(fd, &iov, &mut control, SendFlags::NOSIGNAL).map(Some)
             }
         };
         match result {
-            Ok(0) => return Sent::Failed,
-            Ok(n) => {
+            Ok(None) => return Sent::Done,
+            Ok(Some(0)) => return Sent::Failed,
+            Ok(Some(n)) => {
                 progressed = true;
                 ctx.counters.bytes_sent.fetch_add(n as u64, Relaxed);
                 advance_sent(c, n);
@@ -510,6 +518,30 @@ fn send_some(fd: BorrowedFd<'_>, c: &mut Conn, out: &[u8], ctx: &mut Ctx<'_>) ->
             Err(_) => return Sent::Failed,
         }
     }
+}
+
+/// One step of a file response: the head (with `MSG_MORE` while body bytes follow), else
+/// one `sendfile` from `at` (which the kernel advances). `None`: nothing left.
+fn send_file(
+    sock: BorrowedFd<'_>,
+    head: &[u8],
+    file: BorrowedFd<'_>,
+    at: &mut u64,
+    end: u64,
+) -> rustix::io::Result<Option<usize>> {
+    if !head.is_empty() {
+        let more = if *at < end {
+            SendFlags::MORE
+        } else {
+            SendFlags::empty()
+        };
+        return rustix::net::send(sock, head, more | SendFlags::NOSIGNAL).map(Some);
+    }
+    if *at >= end {
+        return Ok(None);
+    }
+    let count = (end - *at).min(SENDFILE_CHUNK as u64) as usize;
+    rustix::fs::sendfile(sock, file, Some(at), count).map(Some)
 }
 
 /// The unsent part of an in-memory body.
@@ -549,6 +581,7 @@ mod tests {
         peer: UnixStream,
         scratch: Scratch,
         counters: &'static WorkerCounters,
+        cache: Option<FileCache>,
         dir: std::path::PathBuf,
         root: OwnedFd,
     }
@@ -578,6 +611,11 @@ mod tests {
             peer,
             scratch: Scratch::new(),
             counters: Box::leak(Box::default()),
+            cache: Some(FileCache::new(CacheConfig {
+                entries: 4,
+                file_max: 1024,
+                revalidate: std::time::Duration::from_secs(1),
+            })),
             dir,
             root,
         }
@@ -585,14 +623,10 @@ mod tests {
 
     impl Fixture {
         fn step(&mut self) -> Next {
-            let cache_cfg = CacheConfig {
-                entries: 4,
-                file_max: 1024,
-                revalidate: std::time::Duration::from_secs(1),
-            };
+            let cache = self.cache.take().expect("cache");
             let mut ctx = Ctx {
                 root: self.root.as_fd(),
-                cache: FileCache::new(cache_cfg),
+                cache,
                 date: DateCache::new(0),
                 now_ms: 0,
                 counters: self.counters,
@@ -602,13 +636,15 @@ mod tests {
             };
             self.conn.readable = true;
             self.conn.writable = true;
-            advance(
+            let next = advance(
                 0,
                 &mut self.conn,
                 &mut self.buf,
                 &mut ctx,
                 &mut self.scratch,
-            )
+            );
+            self.cache = Some(ctx.cache);
+            next
         }
 
         fn answer(&mut self) -> String {

@@ -153,7 +153,7 @@ fn cache_serves_from_memory_and_revalidates_at_a_bounded_rate() {
 }
 
 #[test]
-fn cache_leaves_large_files_and_pinned_entries_alone() {
+fn cache_holds_large_files_as_descriptors_and_leaves_pinned_entries_alone() {
     let (base, root) = tree("pins");
     std::fs::write(base.join("root/big.bin"), vec![7u8; 5000]).unwrap();
     let cfg = CacheConfig {
@@ -163,8 +163,12 @@ fn cache_leaves_large_files_and_pinned_entries_alone() {
     };
     let mut cache = FileCache::new(cfg);
     let mut scratch = [0u8; PATH_MAX + 1];
-    let big = cache.lookup(root.as_fd(), b"/big.bin", 0, &mut scratch);
-    assert!(matches!(big, Served::Miss(Lookup::File(..))), "{big:?}");
+    // A file above file_max is held as an open descriptor, not as bytes.
+    let Served::Hit(b) = cache.lookup(root.as_fd(), b"/big.bin", 0, &mut scratch) else {
+        panic!("large files are cached as descriptors");
+    };
+    assert!(cache.file(b).is_some() && cache.body(b).is_empty());
+    assert_eq!(cache.meta(b).unwrap().size, 5000);
     let Served::Hit(i) = cache.lookup(root.as_fd(), b"/a.txt", 0, &mut scratch) else {
         panic!("hit");
     };
@@ -176,5 +180,42 @@ fn cache_leaves_large_files_and_pinned_entries_alone() {
     cache.unpin(i);
     let again = cache.lookup(root.as_fd(), b"/dir/index.html", 2, &mut scratch);
     assert!(matches!(again, Served::Hit(_)));
+    cleanup(&base);
+}
+
+#[test]
+fn a_cached_descriptor_follows_a_replaced_file_after_revalidation() {
+    let (base, root) = tree("fdcache");
+    let path = base.join("root/big.bin");
+    std::fs::write(&path, vec![1u8; 4000]).unwrap();
+    let cfg = CacheConfig {
+        entries: 4,
+        file_max: 100,
+        revalidate: Duration::from_millis(1000),
+    };
+    let mut cache = FileCache::new(cfg);
+    let mut scratch = [0u8; PATH_MAX + 1];
+    let first = |c: &mut FileCache, now, s: &mut [u8; PATH_MAX + 1]| -> u8 {
+        let Served::Hit(i) = c.lookup(root.as_fd(), b"/big.bin", now, s) else {
+            panic!("hit");
+        };
+        let mut b = [0u8; 1];
+        rustix::io::pread(c.file(i).unwrap(), &mut b, 0).unwrap();
+        b[0]
+    };
+    assert_eq!(first(&mut cache, 0, &mut scratch), 1);
+    let tmp = base.join("root/big.tmp");
+    std::fs::write(&tmp, vec![2u8; 4000]).unwrap();
+    std::fs::rename(&tmp, &path).unwrap(); // atomic replace: same size, new inode
+    assert_eq!(
+        first(&mut cache, 500, &mut scratch),
+        1,
+        "stale within the period"
+    );
+    assert_eq!(
+        first(&mut cache, 1000, &mut scratch),
+        2,
+        "revalidated: the new file"
+    );
     cleanup(&base);
 }

@@ -525,3 +525,41 @@ fn a_refused_well_framed_request_keeps_the_connection() {
     let second = read_response(&mut r, false).unwrap();
     assert_eq!((second.status, second.text().as_str()), (200, "0123456789"));
 }
+
+#[test]
+fn blank_lines_alone_still_meet_the_header_deadline() {
+    let site = Site::new("blanklines");
+    let mut cfg = config(&site.root);
+    cfg.header_timeout = Duration::from_millis(300);
+    let srv = InProc::start(cfg, Tuning::default());
+    let mut s = srv.connect();
+    s.write_all(b"\r\n\r\n").unwrap(); // blank lines, no request yet (RFC 9112 §2.2)
+    let mut got = Vec::new();
+    s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    s.read_to_end(&mut got)
+        .expect("closed before the read timeout");
+    assert!(
+        got.starts_with(b"HTTP/1.1 408 "),
+        "{}",
+        String::from_utf8_lossy(&got)
+    );
+}
+
+#[test]
+fn a_stray_crlf_after_a_request_leaves_the_connection_idle_not_timed_out() {
+    let site = Site::new("straycrlf");
+    let mut cfg = config(&site.root);
+    cfg.header_timeout = Duration::from_millis(200);
+    cfg.keepalive_timeout = Duration::from_millis(1500);
+    let srv = InProc::start(cfg, Tuning::default());
+    let mut s = srv.connect();
+    s.write_all(b"GET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n\r\n")
+        .unwrap();
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    assert_eq!(read_response(&mut r, false).unwrap().status, 200);
+    std::thread::sleep(Duration::from_millis(600)); // past the header timeout
+    s.write_all(b"GET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let second = read_response(&mut r, false).unwrap();
+    assert_eq!((second.status, second.text().as_str()), (200, "0123456789"));
+}

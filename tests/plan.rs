@@ -138,6 +138,18 @@ fn xeon_distinct_cores_before_smt_siblings() {
         "round-robin inside the node"
     );
     assert_eq!(p.index_for(cpu(84)), 2, "sibling of 28");
+    let p = make("xeon-2s-smt-112", &["--workers", "54"]);
+    assert_eq!(
+        p.master_cpu,
+        Some(cpu(27)),
+        "a free core beats CPU 56, a worker's sibling"
+    );
+    let p = make("xeon-2s-smt-112", &["--workers", "56"]);
+    assert_eq!(
+        p.master_cpu,
+        Some(cpu(56)),
+        "every core busy: the lowest free CPU"
+    );
     let p = make("xeon-2s-smt-112", &["--workers", "58"]);
     assert!(cpus(&p).contains(&56) && cpus(&p).contains(&84));
     check_invariants(&p, &t);
@@ -275,4 +287,69 @@ fn explicit_master_and_none() {
     a.cpus = Some(CpuSet::parse_list("6-7").unwrap());
     let p = plan::make(&a, &topo("container-4-7")).unwrap();
     assert_eq!(p.master_cpu, Some(cpu(4)));
+}
+
+/// Nodes of `p`'s workers, counted.
+fn per_node(p: &Plan, t: &Topology) -> Vec<usize> {
+    t.nodes
+        .iter()
+        .map(|n| p.workers.iter().filter(|w| w.node == n.id).count())
+        .collect()
+}
+
+#[test]
+fn every_worker_count_spreads_evenly_on_every_fixture() {
+    for name in [
+        "kunpeng920-2x2",
+        "arm64-guest-16",
+        "xeon-2s-smt-112",
+        "interleaved-8",
+        "holes-offline",
+        "container-4-7",
+    ] {
+        let t = topo(name);
+        let cores: std::collections::HashSet<CpuId> = t
+            .cpus
+            .iter()
+            .filter(|c| t.allowed.contains(c.id))
+            .map(|c| c.core_group)
+            .collect();
+        for n in 1..=t.allowed.len() {
+            let p = make_on(&t, &["--workers", &n.to_string()]);
+            assert_eq!(p.workers.len(), n);
+            check_invariants(&p, &t);
+            // Node balance, as long as no node has run out of allowed CPUs.
+            let counts = per_node(&p, &t);
+            let room: Vec<usize> = t
+                .nodes
+                .iter()
+                .map(|nd| nd.cpus.intersection(&t.allowed).len())
+                .collect();
+            let open: Vec<usize> = counts
+                .iter()
+                .zip(&room)
+                .filter(|(c, r)| c < r)
+                .map(|(c, _)| *c)
+                .collect();
+            let max = counts.iter().copied().max().unwrap_or(0);
+            for c in open {
+                assert!(max - c <= 1, "{name} n={n}: node counts {counts:?}");
+            }
+            // Distinct physical cores until every core has a worker.
+            if n <= cores.len() {
+                let mut used: Vec<CpuId> = p
+                    .workers
+                    .iter()
+                    .map(|w| t.cpu(w.cpu).unwrap().core_group)
+                    .collect();
+                used.sort();
+                used.dedup();
+                assert_eq!(
+                    used.len(),
+                    n,
+                    "{name} n={n}: SMT sibling before a free core"
+                );
+            }
+        }
+    }
 }

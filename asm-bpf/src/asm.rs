@@ -257,7 +257,6 @@ impl<'a> Parser<'a> {
     }
 
     fn operands(&mut self, op: Op) -> Result<Parsed<'a>, AsmError> {
-        let alu = |code: u16| BPF_ALU | code;
         Ok(match op {
             Op::Ld => self.ld()?,
             Op::Ldh => self.ld_sized(BPF_H)?,
@@ -285,17 +284,17 @@ impl<'a> Parser<'a> {
             Op::Jneq => self.cond_jump(BPF_JEQ, false)?,
             Op::Jlt => self.cond_jump(BPF_JGE, false)?,
             Op::Jle => self.cond_jump(BPF_JGT, false)?,
-            Op::Add => self.alu(alu(BPF_ADD))?,
-            Op::Sub => self.alu(alu(BPF_SUB))?,
-            Op::Mul => self.alu(alu(BPF_MUL))?,
-            Op::Div => self.alu(alu(BPF_DIV))?,
-            Op::Mod => self.alu(alu(BPF_MOD))?,
-            Op::And => self.alu(alu(BPF_AND))?,
-            Op::Or => self.alu(alu(BPF_OR))?,
-            Op::Xor => self.alu(alu(BPF_XOR))?,
-            Op::Lsh => self.alu(alu(BPF_LSH))?,
-            Op::Rsh => self.alu(alu(BPF_RSH))?,
-            Op::Neg => Parsed::stmt(alu(BPF_NEG), 0),
+            Op::Add => self.alu(BPF_ADD)?,
+            Op::Sub => self.alu(BPF_SUB)?,
+            Op::Mul => self.alu(BPF_MUL)?,
+            Op::Div => self.alu(BPF_DIV)?,
+            Op::Mod => self.alu(BPF_MOD)?,
+            Op::And => self.alu(BPF_AND)?,
+            Op::Or => self.alu(BPF_OR)?,
+            Op::Xor => self.alu(BPF_XOR)?,
+            Op::Lsh => self.alu(BPF_LSH)?,
+            Op::Rsh => self.alu(BPF_RSH)?,
+            Op::Neg => Parsed::stmt(BPF_ALU | BPF_NEG, 0),
             Op::Tax => Parsed::stmt(BPF_MISC | BPF_TAX, 0),
             Op::Txa => Parsed::stmt(BPF_MISC | BPF_TXA, 0),
             Op::Ret => self.ret()?,
@@ -416,9 +415,10 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn alu(&mut self, code: u16) -> Result<Parsed<'a>, AsmError> {
+    /// `op #k` or `op x` for an ALU operation.
+    fn alu(&mut self, op: u16) -> Result<Parsed<'a>, AsmError> {
         let (src, k) = self.k_or_x()?;
-        Ok(Parsed::stmt(code | src, k))
+        Ok(Parsed::stmt(BPF_ALU | op | src, k))
     }
 
     /// `op operand, L` and, when `two_targets`, `op operand, Lt, Lf`. The one-target form

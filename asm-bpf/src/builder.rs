@@ -144,178 +144,25 @@ impl Builder {
         self.insn(Insn::stmt(code, k))
     }
 
-    /// `ld #k`
-    pub fn ld_imm(&mut self, k: u32) -> &mut Self {
-        self.stmt(BPF_LD | BPF_IMM, k)
-    }
-    /// `ld #len`
-    pub fn ld_len(&mut self) -> &mut Self {
-        self.stmt(BPF_LD | BPF_W | BPF_LEN, 0)
-    }
-    /// `ld M[i]`
-    pub fn ld_mem(&mut self, i: u32) -> &mut Self {
-        self.stmt(BPF_LD | BPF_MEM, i)
-    }
-    /// `ld [k]`: 32-bit big-endian word at packet offset k.
-    pub fn ld_abs(&mut self, k: u32) -> &mut Self {
-        self.stmt(BPF_LD | BPF_W | BPF_ABS, k)
-    }
-    /// `ldh [k]`
-    pub fn ldh_abs(&mut self, k: u32) -> &mut Self {
-        self.stmt(BPF_LD | BPF_H | BPF_ABS, k)
-    }
-    /// `ldb [k]`
-    pub fn ldb_abs(&mut self, k: u32) -> &mut Self {
-        self.stmt(BPF_LD | BPF_B | BPF_ABS, k)
-    }
-    /// `ld [x + k]`
-    pub fn ld_ind(&mut self, k: u32) -> &mut Self {
-        self.stmt(BPF_LD | BPF_W | BPF_IND, k)
-    }
-    /// `ldh [x + k]`
-    pub fn ldh_ind(&mut self, k: u32) -> &mut Self {
-        self.stmt(BPF_LD | BPF_H | BPF_IND, k)
-    }
-    /// `ldb [x + k]`
-    pub fn ldb_ind(&mut self, k: u32) -> &mut Self {
-        self.stmt(BPF_LD | BPF_B | BPF_IND, k)
-    }
-    /// `ld #name`: the ancillary value `SKF_AD_*` offset `off` (e.g. [`SKF_AD_CPU`]).
-    pub fn ld_ancillary(&mut self, off: u32) -> &mut Self {
-        self.ld_abs(ancillary_k(off))
-    }
-    /// `ldx #k`
-    pub fn ldx_imm(&mut self, k: u32) -> &mut Self {
-        self.stmt(BPF_LDX | BPF_IMM, k)
-    }
-    /// `ldx #len`
-    pub fn ldx_len(&mut self) -> &mut Self {
-        self.stmt(BPF_LDX | BPF_W | BPF_LEN, 0)
-    }
-    /// `ldx M[i]`
-    pub fn ldx_mem(&mut self, i: u32) -> &mut Self {
-        self.stmt(BPF_LDX | BPF_MEM, i)
-    }
-    /// `ldxb 4*([k]&0xf)`
-    pub fn ldx_msh(&mut self, k: u32) -> &mut Self {
-        self.stmt(BPF_LDX | BPF_B | BPF_MSH, k)
-    }
-    /// `st M[i]`
-    pub fn st(&mut self, i: u32) -> &mut Self {
-        self.stmt(BPF_ST, i)
-    }
-    /// `stx M[i]`
-    pub fn stx(&mut self, i: u32) -> &mut Self {
-        self.stmt(BPF_STX, i)
-    }
     /// A := A `op` k, with `op` one of `BPF_ADD` .. `BPF_XOR`.
     pub fn alu_k(&mut self, op: u16, k: u32) -> &mut Self {
         self.stmt(BPF_ALU | op | BPF_K, k)
     }
+
     /// A := A `op` X.
     pub fn alu_x(&mut self, op: u16) -> &mut Self {
         self.stmt(BPF_ALU | op | BPF_X, 0)
     }
-    /// `add #k`
-    pub fn add_k(&mut self, k: u32) -> &mut Self {
-        self.alu_k(BPF_ADD, k)
-    }
-    /// `sub #k`
-    pub fn sub_k(&mut self, k: u32) -> &mut Self {
-        self.alu_k(BPF_SUB, k)
-    }
-    /// `mul #k`
-    pub fn mul_k(&mut self, k: u32) -> &mut Self {
-        self.alu_k(BPF_MUL, k)
-    }
-    /// `div #k`
-    pub fn div_k(&mut self, k: u32) -> &mut Self {
-        self.alu_k(BPF_DIV, k)
-    }
-    /// `mod #k`
-    pub fn mod_k(&mut self, k: u32) -> &mut Self {
-        self.alu_k(BPF_MOD, k)
-    }
-    /// `and #k`
-    pub fn and_k(&mut self, k: u32) -> &mut Self {
-        self.alu_k(BPF_AND, k)
-    }
-    /// `or #k`
-    pub fn or_k(&mut self, k: u32) -> &mut Self {
-        self.alu_k(BPF_OR, k)
-    }
-    /// `xor #k`
-    pub fn xor_k(&mut self, k: u32) -> &mut Self {
-        self.alu_k(BPF_XOR, k)
-    }
-    /// `lsh #k`
-    pub fn lsh_k(&mut self, k: u32) -> &mut Self {
-        self.alu_k(BPF_LSH, k)
-    }
-    /// `rsh #k`
-    pub fn rsh_k(&mut self, k: u32) -> &mut Self {
-        self.alu_k(BPF_RSH, k)
-    }
-    /// `neg`
-    pub fn neg(&mut self) -> &mut Self {
-        self.stmt(BPF_ALU | BPF_NEG, 0)
-    }
-    /// `tax`: X := A.
-    pub fn tax(&mut self) -> &mut Self {
-        self.stmt(BPF_MISC | BPF_TAX, 0)
-    }
-    /// `txa`: A := X.
-    pub fn txa(&mut self) -> &mut Self {
-        self.stmt(BPF_MISC | BPF_TXA, 0)
-    }
-    /// `ret #k`
-    pub fn ret_k(&mut self, k: u32) -> &mut Self {
-        self.stmt(BPF_RET | BPF_K, k)
-    }
-    /// `ret a`
-    pub fn ret_a(&mut self) -> &mut Self {
-        self.stmt(BPF_RET | BPF_A, 0)
-    }
+
     /// `ja target` (must jump forward; [`NEXT`] is a distance of 0).
     pub fn ja(&mut self, target: &str) -> &mut Self {
         self.push(Insn::stmt(BPF_JMP | BPF_JA, 0), [target, NEXT, NEXT])
     }
+
     /// A conditional jump: `op` is `BPF_JEQ`, `BPF_JGT`, `BPF_JGE` or `BPF_JSET`, `src`
     /// is `BPF_K` (compare with k) or `BPF_X`. [`NEXT`] as a target falls through.
     pub fn jump(&mut self, op: u16, src: u16, k: u32, jt: &str, jf: &str) -> &mut Self {
         self.push(Insn::jump(BPF_JMP | op | src, k, 0, 0), [NEXT, jt, jf])
-    }
-    /// `jeq #k, jt, jf`
-    pub fn jeq_k(&mut self, k: u32, jt: &str, jf: &str) -> &mut Self {
-        self.jump(BPF_JEQ, BPF_K, k, jt, jf)
-    }
-    /// `jgt #k, jt, jf`
-    pub fn jgt_k(&mut self, k: u32, jt: &str, jf: &str) -> &mut Self {
-        self.jump(BPF_JGT, BPF_K, k, jt, jf)
-    }
-    /// `jge #k, jt, jf`
-    pub fn jge_k(&mut self, k: u32, jt: &str, jf: &str) -> &mut Self {
-        self.jump(BPF_JGE, BPF_K, k, jt, jf)
-    }
-    /// `jset #k, jt, jf`
-    pub fn jset_k(&mut self, k: u32, jt: &str, jf: &str) -> &mut Self {
-        self.jump(BPF_JSET, BPF_K, k, jt, jf)
-    }
-    /// `jeq x, jt, jf`
-    pub fn jeq_x(&mut self, jt: &str, jf: &str) -> &mut Self {
-        self.jump(BPF_JEQ, BPF_X, 0, jt, jf)
-    }
-    /// `jgt x, jt, jf`
-    pub fn jgt_x(&mut self, jt: &str, jf: &str) -> &mut Self {
-        self.jump(BPF_JGT, BPF_X, 0, jt, jf)
-    }
-    /// `jge x, jt, jf`
-    pub fn jge_x(&mut self, jt: &str, jf: &str) -> &mut Self {
-        self.jump(BPF_JGE, BPF_X, 0, jt, jf)
-    }
-    /// `jset x, jt, jf`
-    pub fn jset_x(&mut self, jt: &str, jf: &str) -> &mut Self {
-        self.jump(BPF_JSET, BPF_X, 0, jt, jf)
     }
 
     /// Resolves the labels and returns the program.
@@ -372,6 +219,111 @@ impl Builder {
         }
         Ok(())
     }
+}
+
+/// Emitters of one instruction with a fixed code: `name(args) => code, k;`.
+macro_rules! statements {
+    ($($(#[$doc:meta])* $name:ident($($arg:ident),*) => $code:expr, $k:expr;)*) => {
+        impl Builder {
+            $(
+                $(#[$doc])*
+                pub fn $name(&mut self, $($arg: u32),*) -> &mut Self {
+                    self.stmt($code, $k)
+                }
+            )*
+        }
+    };
+}
+
+statements! {
+    /// `ld #k`
+    ld_imm(k) => BPF_LD | BPF_IMM, k;
+    /// `ld #len`
+    ld_len() => BPF_LD | BPF_W | BPF_LEN, 0;
+    /// `ld M[i]`
+    ld_mem(i) => BPF_LD | BPF_MEM, i;
+    /// `ld [k]`: the big-endian word at packet offset k.
+    ld_abs(k) => BPF_LD | BPF_W | BPF_ABS, k;
+    /// `ldh [k]`
+    ldh_abs(k) => BPF_LD | BPF_H | BPF_ABS, k;
+    /// `ldb [k]`
+    ldb_abs(k) => BPF_LD | BPF_B | BPF_ABS, k;
+    /// `ld [x + k]`
+    ld_ind(k) => BPF_LD | BPF_W | BPF_IND, k;
+    /// `ldh [x + k]`
+    ldh_ind(k) => BPF_LD | BPF_H | BPF_IND, k;
+    /// `ldb [x + k]`
+    ldb_ind(k) => BPF_LD | BPF_B | BPF_IND, k;
+    /// `ld #name`: the ancillary value at `SKF_AD_*` offset `off` (e.g. [`SKF_AD_CPU`]).
+    ld_ancillary(off) => BPF_LD | BPF_W | BPF_ABS, ancillary_k(off);
+    /// `ldx #k`
+    ldx_imm(k) => BPF_LDX | BPF_IMM, k;
+    /// `ldx #len`
+    ldx_len() => BPF_LDX | BPF_W | BPF_LEN, 0;
+    /// `ldx M[i]`
+    ldx_mem(i) => BPF_LDX | BPF_MEM, i;
+    /// `ldxb 4*([k]&0xf)`
+    ldx_msh(k) => BPF_LDX | BPF_B | BPF_MSH, k;
+    /// `st M[i]`
+    st(i) => BPF_ST, i;
+    /// `stx M[i]`
+    stx(i) => BPF_STX, i;
+    /// `add #k`
+    add_k(k) => BPF_ALU | BPF_ADD | BPF_K, k;
+    /// `sub #k`
+    sub_k(k) => BPF_ALU | BPF_SUB | BPF_K, k;
+    /// `mul #k`
+    mul_k(k) => BPF_ALU | BPF_MUL | BPF_K, k;
+    /// `div #k`
+    div_k(k) => BPF_ALU | BPF_DIV | BPF_K, k;
+    /// `mod #k`
+    mod_k(k) => BPF_ALU | BPF_MOD | BPF_K, k;
+    /// `and #k`
+    and_k(k) => BPF_ALU | BPF_AND | BPF_K, k;
+    /// `or #k`
+    or_k(k) => BPF_ALU | BPF_OR | BPF_K, k;
+    /// `xor #k`
+    xor_k(k) => BPF_ALU | BPF_XOR | BPF_K, k;
+    /// `lsh #k`
+    lsh_k(k) => BPF_ALU | BPF_LSH | BPF_K, k;
+    /// `rsh #k`
+    rsh_k(k) => BPF_ALU | BPF_RSH | BPF_K, k;
+    /// `neg`
+    neg() => BPF_ALU | BPF_NEG, 0;
+    /// `tax`: X := A.
+    tax() => BPF_MISC | BPF_TAX, 0;
+    /// `txa`: A := X.
+    txa() => BPF_MISC | BPF_TXA, 0;
+    /// `ret #k`
+    ret_k(k) => BPF_RET | BPF_K, k;
+    /// `ret a`
+    ret_a() => BPF_RET | BPF_A, 0;
+}
+
+/// Conditional jumps on A compared with k (`name_k`) or with X (`name_x`).
+macro_rules! conditional_jumps {
+    ($($k_name:ident, $x_name:ident => $op:expr, $text:literal;)*) => {
+        impl Builder {
+            $(
+                #[doc = concat!("`", $text, " #k, jt, jf`")]
+                pub fn $k_name(&mut self, k: u32, jt: &str, jf: &str) -> &mut Self {
+                    self.jump($op, BPF_K, k, jt, jf)
+                }
+
+                #[doc = concat!("`", $text, " x, jt, jf`")]
+                pub fn $x_name(&mut self, jt: &str, jf: &str) -> &mut Self {
+                    self.jump($op, BPF_X, 0, jt, jf)
+                }
+            )*
+        }
+    };
+}
+
+conditional_jumps! {
+    jeq_k, jeq_x => BPF_JEQ, "jeq";
+    jgt_k, jgt_x => BPF_JGT, "jgt";
+    jge_k, jge_x => BPF_JGE, "jge";
+    jset_k, jset_x => BPF_JSET, "jset";
 }
 
 /// A jump slot's label, or none for [`NEXT`].

@@ -1,9 +1,10 @@
 //! Disassembler: bytecode to bpf_asm source that assembles back to the same bytes.
 //!
 //! Input: any instructions. Output: one line per instruction, `Ln:` in front of every
-//! jump target (`n` is the target's index). Immediates below 0x10000 print in decimal,
-//! larger ones in hex; ancillary loads print their name (`ld #cpu`); `[x + k]` keeps the
-//! spaces around `+` (`[x+14]` would lex `+14` as one number, spec 2.4).
+//! jump target (`n` is the target's index). Immediates print in hex from 10 up,
+//! offsets and scratch indexes in decimal below 0x10000; ancillary loads print their
+//! name (`ld #cpu`); `[x + k]` keeps the spaces around `+` (`[x+14]` would lex `+14`
+//! as one number, spec 2.4).
 //!
 //! bpf_asm cannot write every bit pattern: it has no way to name a jump target outside
 //! the program, and it always emits 0 in the fields an instruction does not use (jt/jf of
@@ -93,8 +94,19 @@ pub fn inexpressible(prog: &[Insn]) -> Vec<DisError> {
         .collect()
 }
 
-/// An immediate as the disassembler writes it.
-fn num(k: u32) -> String {
+/// An immediate (`#k`): decimal below 10, else hex, as masks, ethertypes and return
+/// values usually read best (bpf_dbg prints them in hex too).
+fn imm(k: u32) -> String {
+    if k < 10 {
+        k.to_string()
+    } else {
+        format!("{k:#x}")
+    }
+}
+
+/// A packet offset or scratch index: decimal below 0x10000, else hex (the negative
+/// SKF_NET_OFF/SKF_LL_OFF ranges).
+fn off(k: u32) -> String {
     if k < 0x10000 {
         k.to_string()
     } else {
@@ -152,21 +164,21 @@ fn statement_with_k(i: Insn) -> Option<String> {
         _ => "ld",
     };
     Some(match i.code {
-        0x00 => format!("ld #{}", num(k)),
-        0x01 => format!("ldx #{}", num(k)),
+        0x00 => format!("ld #{}", imm(k)),
+        0x01 => format!("ldx #{}", imm(k)),
         0x20 | 0x28 | 0x30 => match extension_name(k) {
             Some(name) => format!("{ld} #{name}"),
-            None => format!("{ld} [{}]", num(k)),
+            None => format!("{ld} [{}]", off(k)),
         },
-        0x40 | 0x48 | 0x50 => format!("{ld} [x + {}]", num(k)),
-        0x60 => format!("ld M[{}]", num(k)),
-        0x61 => format!("ldx M[{}]", num(k)),
-        0xb1 => format!("ldxb 4*([{}]&0xf)", num(k)),
-        0x02 => format!("st M[{}]", num(k)),
-        0x03 => format!("stx M[{}]", num(k)),
-        0x06 => format!("ret #{}", num(k)),
+        0x40 | 0x48 | 0x50 => format!("{ld} [x + {}]", off(k)),
+        0x60 => format!("ld M[{}]", off(k)),
+        0x61 => format!("ldx M[{}]", off(k)),
+        0xb1 => format!("ldxb 4*([{}]&0xf)", off(k)),
+        0x02 => format!("st M[{}]", off(k)),
+        0x03 => format!("stx M[{}]", off(k)),
+        0x06 => format!("ret #{}", imm(k)),
         0x04 | 0x14 | 0x24 | 0x34 | 0x44 | 0x54 | 0x64 | 0x74 | 0x94 | 0xa4 => {
-            format!("{} #{}", alu_name(i.code), num(k))
+            format!("{} #{}", alu_name(i.code), imm(k))
         }
         _ => return None,
     })
@@ -221,7 +233,7 @@ fn decode_jump(prog: &[Insn], pc: usize) -> Result<Line, String> {
         }
         "x".to_string()
     } else {
-        format!("#{}", num(i.k))
+        format!("#{}", imm(i.k))
     };
     let jt = target(i.jt.into(), "jt")?;
     let jf = target(i.jf.into(), "jf")?;

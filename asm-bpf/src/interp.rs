@@ -243,7 +243,8 @@ fn packet_load(ctx: &Context, off: i32, size: usize) -> Option<u32> {
     for i in 0..size {
         let byte = usize::try_from(start)
             .ok()
-            .and_then(|s| bytes.get(s + i))
+            .and_then(|s| s.checked_add(i))
+            .and_then(|at| bytes.get(at))
             .copied()
             .unwrap_or(0);
         v = (v << 8) | u32::from(byte);
@@ -339,7 +340,7 @@ fn nla_find(mut attrs: Attrs<'_>, x: u32) -> Option<u32> {
             return Some(attrs.start);
         }
         let step = (nla_len + 3) & !3;
-        attrs.start += step;
+        attrs.start = attrs.start.saturating_add(step);
         attrs.rem = attrs.rem.saturating_sub(step);
     }
     None

@@ -7,9 +7,8 @@
 //! `BPF_ASM` the test prints why it skipped and passes.
 
 use asm_bpf::{assemble_bytes, fmt};
-use common::Rng;
+use common::{cases, data, Rng};
 use std::io::Write;
-use std::path::Path;
 use std::process::{Command, Stdio};
 
 mod common;
@@ -199,46 +198,16 @@ fn random_source(rng: &mut Rng) -> Vec<u8> {
 
 /// Every source the data files hold.
 fn vector_sources() -> Vec<Vec<u8>> {
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
     let mut out = Vec::new();
-    for entry in std::fs::read_dir(data.join("programs")).expect("programs") {
+    for entry in std::fs::read_dir(data("programs")).expect("programs") {
         let path = entry.expect("entry").path();
         if path.extension().is_some_and(|e| e == "bpf") {
             out.push(std::fs::read(path).expect("read vector"));
         }
     }
     for file in ["accept.txt", "reject.txt"] {
-        let text = std::fs::read_to_string(data.join(file)).expect("vector file");
-        for line in text
-            .lines()
-            .filter(|l| !l.starts_with("//") && l.contains(" ==> "))
-        {
-            let src = line.rsplit_once(" ==> ").expect("SOURCE ==> EXPECTED").0;
-            out.push(unescape(src));
-        }
+        out.extend(cases(file).into_iter().map(|(src, _)| src));
     }
-    out
-}
-
-fn unescape(s: &str) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut rest = s;
-    while let Some(at) = rest.find('\\') {
-        out.extend(rest[..at].bytes());
-        let (byte, len) = match &rest[at + 1..at + 2] {
-            "n" => (b'\n', 2),
-            "t" => (b'\t', 2),
-            "r" => (b'\r', 2),
-            "x" => (
-                u8::from_str_radix(&rest[at + 2..at + 4], 16).expect("\\xHH"),
-                4,
-            ),
-            _ => (b'\\', 2),
-        };
-        out.push(byte);
-        rest = &rest[at + len..];
-    }
-    out.extend(rest.bytes());
     out
 }
 

@@ -392,11 +392,11 @@ fn aborted_programs_send_everything_to_listener_0() {
 
 /// UDP part: a reuseport group of [`UDP_GROUP`] sockets; each random program ends by
 /// folding A's 32 bits into 4 with xor and adding 1, so a run that completes selects
-/// sockets 1..=16 (any wrong bit of A changes which) and an aborted one socket 0. Every datagram must land where the interpreter says, with a
-/// context built from what is known about a loopback datagram: its payload, and for
-/// SKF_NET_OFF loads the IPv4 and UDP headers (the fields the generator reads are the
-/// ones that do not vary: version, TOS, total length, TTL, protocol, addresses, ports,
-/// UDP length).
+/// sockets 1..=16 (any wrong bit of A changes which) and an aborted one socket 0. Every
+/// datagram must land where the interpreter says, with a context built from what is
+/// known about a loopback datagram: its payload, and for SKF_NET_OFF and SKF_LL_OFF
+/// loads the Ethernet, IPv4 and UDP headers (the generator reads only fields that do
+/// not vary: version, TOS, total length, TTL, protocol, addresses, ports, UDP length).
 const UDP_GROUP: usize = 17;
 
 struct UdpGroup {
@@ -478,6 +478,9 @@ const STABLE_ANCILLARY: [u32; 12] = [
     SKF_AD_VLAN_TPID,
 ];
 
+/// Loopback's link-layer header length (an Ethernet header with zero addresses).
+const ETH_HLEN: i32 = 14;
+
 /// (size, offset) of the network-header reads that do not vary between datagrams.
 const STABLE_NET_READS: [(u16, i32); 11] = [
     (BPF_B, 0),
@@ -521,7 +524,12 @@ fn body_insn(rng: &mut common::Rng, len: usize, pc: usize) -> Insn {
         }
         4 => {
             let (size, off) = STABLE_NET_READS[rng.below(STABLE_NET_READS.len() as u64) as usize];
-            Insn::stmt(BPF_LD | size | BPF_ABS, (SKF_NET_OFF + off) as u32)
+            // Through the link-layer header too: loopback's is 14 bytes, both MACs 0.
+            let base = match rng.below(3) {
+                0 => SKF_LL_OFF + ETH_HLEN,
+                _ => SKF_NET_OFF,
+            };
+            Insn::stmt(BPF_LD | size | BPF_ABS, (base + off) as u32)
         }
         5 => match rng.below(4) {
             0 => Insn::stmt(BPF_LDX | BPF_B | BPF_MSH, SKF_NET_OFF as u32),
@@ -612,8 +620,13 @@ fn kernel_runs_random_programs_on_udp_payloads_as_the_interpreter_does() {
         group.attach(&prog);
         for _ in 0..4 {
             let payload: Vec<u8> = (0..rng.below(24)).map(|_| rng.next() as u8).collect();
+            let net = udp_network_bytes(src_port, group.port, &payload);
+            let mut link = vec![0; 12];
+            link.extend([0x08, 0x00]);
+            link.extend_from_slice(&net);
             let ctx = Context {
-                net: udp_network_bytes(src_port, group.port, &payload),
+                net,
+                link: Some(link),
                 ..Context::with_packet(payload.clone())
             };
             let predicted = run(&prog, &ctx) as usize;

@@ -4,17 +4,10 @@
 //! published ones (filter.rst, the xt_bpf man page, Envoy) also match their documents.
 
 use asm_bpf::{assemble, assemble_bytes, dis, fmt, AsmErrorKind, Insn};
-use std::path::{Path, PathBuf};
+use common::{cases, data, read};
+use std::path::PathBuf;
 
-fn data(sub: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(sub)
-}
-
-fn read(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
+mod common;
 
 /// Files in `dir` ending in `ext`, sorted.
 fn files(dir: &str, ext: &str) -> Vec<PathBuf> {
@@ -26,46 +19,6 @@ fn files(dir: &str, ext: &str) -> Vec<PathBuf> {
     out.sort();
     assert!(!out.is_empty(), "no *.{ext} in {dir}");
     out
-}
-
-/// The source escapes of the one-line vector files: \n \t \r \\ \xHH.
-fn unescape(s: &str) -> Vec<u8> {
-    let b = s.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] != b'\\' {
-            out.push(b[i]);
-            i += 1;
-            continue;
-        }
-        let (byte, len) = match b.get(i + 1) {
-            Some(b'n') => (b'\n', 2),
-            Some(b't') => (b'\t', 2),
-            Some(b'r') => (b'\r', 2),
-            Some(b'\\') => (b'\\', 2),
-            Some(b'x') => (u8::from_str_radix(&s[i + 2..i + 4], 16).expect("\\xHH"), 4),
-            _ => panic!("bad escape in {s:?}"),
-        };
-        out.push(byte);
-        i += len;
-    }
-    out
-}
-
-/// The `SOURCE ==> EXPECTED` lines of a vector file.
-fn cases(file: &str) -> Vec<(Vec<u8>, String)> {
-    let text = read(&data(file));
-    let cases: Vec<_> = text
-        .lines()
-        .filter(|l| !l.starts_with("//") && !l.trim().is_empty())
-        .map(|l| {
-            let (src, expected) = l.rsplit_once(" ==> ").expect("SOURCE ==> EXPECTED");
-            (unescape(src), expected.to_string())
-        })
-        .collect();
-    assert!(cases.len() > 50, "{file} has only {} cases", cases.len());
-    cases
 }
 
 /// Disassembling a program and assembling the text gives the same bytes.

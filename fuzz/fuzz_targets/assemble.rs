@@ -13,6 +13,7 @@ fuzz_target!(|data: &[u8]| {
     let prog = match assemble_bytes(data) {
         Ok(prog) => prog,
         Err(e) => {
+            assert!(e.line >= 1 && e.column >= 1, "{e}");
             let _ = (e.to_string(), e.stdout_bytes());
             return;
         }

@@ -324,6 +324,14 @@ fn file(
     let n = write_head(out, &h).unwrap_or(0);
     let (body, len) = match (req.method, src) {
         (Method::Head, _) => (Outgoing::Nothing, 0),
+        (_, Source::Cached(index)) if ctx.cache.file(index).is_some() => (
+            Outgoing::CachedFile {
+                index,
+                at: first,
+                end,
+            },
+            end - first,
+        ),
         (_, Source::Cached(index)) => (
             Outgoing::Cached {
                 index,

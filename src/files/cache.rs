@@ -15,8 +15,15 @@
 //! after the change, each worker independently; a change that keeps inode, mtime and size
 //! identical is not noticed at all (as with any mtime-based cache).
 //!
+//! Larger files are cached as an **open descriptor** with their metadata (nginx's
+//! `open_file_cache`): a hit then costs no `openat2`, `fstat` or `close`, only the
+//! `sendfile`. A worker holds at most `entries` such descriptors. The same revalidation
+//! applies; a file rewritten in place (same inode) within the period may be sent with
+//! the old length: a shorter file ends the response early and the connection is closed.
+//!
 //! Pins: a connection whose response is partly written from an entry pins it; a pinned
-//! entry is never reloaded or replaced, so the bytes under a paused write do not change.
+//! entry is never reloaded or replaced, so the bytes (or the descriptor) under a paused
+//! write do not change.
 
 use super::{open, FileMeta, Lookup, PATH_MAX};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -50,6 +57,8 @@ struct Entry {
     key: [u8; KEY_MAX],
     key_len: usize,
     meta: Option<FileMeta>,
+    /// The open file, for an entry too large for the arena.
+    file: Option<OwnedFd>,
     checked_ms: u64,
     pins: u32,
 }
@@ -100,6 +109,7 @@ impl FileCache {
                 key: [0; KEY_MAX],
                 key_len: 0,
                 meta: None,
+                file: None,
                 checked_ms: 0,
                 pins: 0,
             })
@@ -118,8 +128,20 @@ impl FileCache {
         self.entries.get(index as usize)?.meta.as_ref()
     }
 
+    /// The open file of a hit entry that holds a descriptor instead of bytes.
+    pub fn file(&self, index: u32) -> Option<BorrowedFd<'_>> {
+        self.entries
+            .get(index as usize)?
+            .file
+            .as_ref()
+            .map(|f| f.as_fd())
+    }
+
     /// Bytes of a hit entry (valid while it is pinned or until the next lookup).
     pub fn body(&self, index: u32) -> &[u8] {
+        if self.file(index).is_some() {
+            return &[];
+        }
         let size = self.meta(index).map_or(0, |m| m.size as usize);
         let start = index as usize * self.file_max;
         self.arena.get(start..start + size).unwrap_or(&[])
@@ -168,40 +190,49 @@ impl FileCache {
     fn store(&mut self, index: u32, path: &[u8], found: Lookup, now_ms: u64) -> Served {
         let file_max = self.file_max;
         let e = &mut self.entries[index as usize];
+        let ours = &e.key[..e.key_len] == path;
         let (fd, meta) = match found {
             Lookup::File(fd, meta) => (fd, meta),
             other => {
-                if e.pins == 0 && &e.key[..e.key_len] == path {
-                    e.meta = None;
+                if e.pins == 0 && ours {
+                    e.forget();
                 }
                 return Served::Miss(other);
             }
         };
-        let unchanged = &e.key[..e.key_len] == path && e.meta.is_some_and(|m| m.same_file(&meta));
-        if unchanged {
+        if ours && e.meta.is_some_and(|m| m.same_file(&meta)) {
             e.checked_ms = now_ms;
             self.stats.hits += 1;
             return Served::Hit(index);
         }
-        if e.pins > 0 || meta.size > file_max as u64 {
-            if &e.key[..e.key_len] == path && e.pins == 0 {
-                e.meta = None;
-            }
+        if e.pins > 0 {
             return Served::Miss(Lookup::File(fd, meta));
         }
-        e.meta = None;
-        let start = index as usize * file_max;
-        let dst = &mut self.arena[start..start + meta.size as usize];
-        if !read_exact_at(fd.as_fd(), dst) {
-            return Served::Miss(Lookup::File(fd, meta));
+        e.forget();
+        if meta.size > file_max as u64 {
+            e.file = Some(fd);
+        } else {
+            let start = index as usize * file_max;
+            let dst = &mut self.arena[start..start + meta.size as usize];
+            if !read_exact_at(fd.as_fd(), dst) {
+                return Served::Miss(Lookup::File(fd, meta));
+            }
         }
         e.key[..path.len()].copy_from_slice(path);
         e.key_len = path.len();
         e.meta = Some(meta);
         e.checked_ms = now_ms;
         self.stats.loads += 1;
-        drop::<OwnedFd>(fd);
         Served::Hit(index)
+    }
+}
+
+impl Entry {
+    /// Empties the entry (closing its descriptor, if any).
+    fn forget(&mut self) {
+        self.meta = None;
+        self.file = None;
+        self.key_len = 0;
     }
 }
 

@@ -219,7 +219,9 @@ enum Known {
 
 impl Known {
     /// Which known field `name` is (case-insensitive, RFC 9110 §5.1). Length and first
-    /// letter pick the one candidate, so most names cost two compares.
+    /// letter pick the one candidate, so most names cost two compares. `b | 0x20` equals
+    /// a lowercase letter or "-" only for that letter in either case or "-" itself among
+    /// `tchar` bytes, which is all a parsed name holds.
     #[inline]
     fn of(name: &[u8]) -> Option<Known> {
         let first = *name.first()? | 0x20;
@@ -235,7 +237,11 @@ impl Known {
             (17, b'i') => (Known::IfModifiedSince, b"if-modified-since"),
             _ => return None,
         };
-        name.eq_ignore_ascii_case(spelled).then_some(known)
+        let same = name
+            .iter()
+            .zip(spelled)
+            .all(|(&b, &lower)| b | 0x20 == lower);
+        same.then_some(known)
     }
 }
 

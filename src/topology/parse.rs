@@ -361,6 +361,17 @@ mod tests {
     }
 
     #[test]
+    fn mountinfo_escapes_that_are_not_octal() {
+        // Regression: the decoder once did digit arithmetic on the three bytes after every
+        // position, not only after a backslash, and underflowed on `/` (found on this
+        // machine's real mountinfo). Also: non-octal escapes and values above 255 stay as
+        // they are.
+        let mi = "1 1 0:1 / /sys/fs/cgroup/a\\x2db\\777\\ rw - cgroup2 cgroup2 rw\n";
+        let m = parse_cgroup_mounts(mi);
+        assert_eq!(m[0].mount_point, "/sys/fs/cgroup/a\\x2db\\777\\");
+    }
+
+    #[test]
     fn net_files() {
         let routes = "Iface\tDestination\tGateway\tFlags\tRefCnt\tUse\tMetric\tMask\n\
                       eth0\t000200C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n";

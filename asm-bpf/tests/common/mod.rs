@@ -1,11 +1,13 @@
 //! Shared by the asm-bpf tests: a seeded generator with no dependencies, the checker
 //! vectors (the data file plus the programs too long to write on one line), and a
-//! generator of almost-valid random programs for the checker and interpreter tests.
+//! generator of almost-valid random programs for the checker and interpreter tests, and
+//! the readers of the assembler's vector files in `tests/data/`.
 #![allow(dead_code)]
 
 use asm_bpf::check::ALLOWED_OPCODES;
 use asm_bpf::insn::*;
 use asm_bpf::Insn;
+use std::path::{Path, PathBuf};
 
 /// xorshift64*: deterministic, good enough to spread test cases.
 pub struct Rng(pub u64);
@@ -311,4 +313,56 @@ fn nudge(rng: &mut Rng, mut insn: Insn) -> Insn {
         }
     }
     insn
+}
+
+/// A path under `tests/data/`.
+pub fn data(sub: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(sub)
+}
+
+/// A data file's text.
+pub fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The source escapes of the one-line vector files: \n \t \r \\ \xHH.
+pub fn unescape(s: &str) -> Vec<u8> {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            out.push(b[i]);
+            i += 1;
+            continue;
+        }
+        let (byte, len) = match b.get(i + 1) {
+            Some(b'n') => (b'\n', 2),
+            Some(b't') => (b'\t', 2),
+            Some(b'r') => (b'\r', 2),
+            Some(b'\\') => (b'\\', 2),
+            Some(b'x') => (u8::from_str_radix(&s[i + 2..i + 4], 16).expect("\\xHH"), 4),
+            _ => panic!("bad escape in {s:?}"),
+        };
+        out.push(byte);
+        i += len;
+    }
+    out
+}
+
+/// The `SOURCE ==> EXPECTED` lines of a vector file.
+pub fn cases(file: &str) -> Vec<(Vec<u8>, String)> {
+    let text = read(&data(file));
+    let cases: Vec<_> = text
+        .lines()
+        .filter(|l| !l.starts_with("//") && !l.trim().is_empty())
+        .map(|l| {
+            let (src, expected) = l.rsplit_once(" ==> ").expect("SOURCE ==> EXPECTED");
+            (unescape(src), expected.to_string())
+        })
+        .collect();
+    assert!(cases.len() > 50, "{file} has only {} cases", cases.len());
+    cases
 }

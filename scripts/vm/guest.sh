@@ -1,0 +1,167 @@
+# scripts/vm/guest.sh - shell functions sourced inside the guest (busybox sh) by the VM
+# tests. They print compact, line-oriented facts; the Rust tests (tests/vm.rs) compare
+# them with the layout they asked for. Serial output is slow: print only what is checked.
+
+# One line per NUMA node and per online CPU, straight from /sys:
+#   node N CPULIST DISTANCES...
+#   cpu N pkg=P core=CORE_CPUS package=PACKAGE_CPUS cluster=CLUSTER_CPUS|-
+sys_layout() {
+    for n in /sys/devices/system/node/node[0-9]*; do
+        echo "node ${n##*node} $(cat "$n/cpulist") $(cat "$n/distance")"
+    done
+    for c in /sys/devices/system/cpu/cpu[0-9]*; do
+        t=$c/topology
+        [ -d "$t" ] || continue
+        echo "cpu ${c##*cpu} pkg=$(cat "$t/physical_package_id") core=$(cat "$t/core_cpus_list")" \
+            "package=$(cat "$t/package_cpus_list") cluster=$(cat "$t/cluster_cpus_list" 2>/dev/null || echo -)"
+    done
+}
+
+# children PID: the PIDs whose parent is PID (field 4 of /proc/N/stat; a command name
+# with a space would shift the fields, and steerd's has none).
+children() {
+    cat /proc/[0-9]*/stat 2>/dev/null | awk -v p="$1" '$4 == p { print $1 }'
+}
+
+# allowed PID: the CPU list the process may run on.
+allowed() {
+    while read -r key value; do
+        [ "$key" = Cpus_allowed_list: ] && echo "$value" && return 0
+    done <"/proc/$1/status"
+}
+
+# procs MASTER_PID: "master CPULIST" and "worker PID CPULIST" lines.
+procs() {
+    echo "master $(allowed "$1")"
+    for w in $(children "$1"); do echo "worker $w $(allowed "$w")"; done
+}
+
+# wait_http PORT: until something answers on 127.0.0.1:PORT (at most ~20 s).
+wait_http() {
+    i=0
+    while [ $i -lt 200 ]; do
+        wget -q -T 2 -O /dev/null "http://127.0.0.1:$1/" 2>/dev/null && return 0
+        nc -z 127.0.0.1 "$1" 2>/dev/null && return 0
+        i=$((i + 1))
+        usleep 100000
+    done
+    echo "guest: nothing answers on port $1" >&2
+    return 1
+}
+
+# wait_workers MASTER_PID COUNT: until the master has COUNT children (at most ~20 s).
+wait_workers() {
+    i=0
+    while [ $i -lt 200 ]; do
+        [ "$(children "$1" | wc -l)" -ge "$2" ] && return 0
+        i=$((i + 1))
+        usleep 100000
+    done
+    echo "guest: master $1 has $(children "$1" | wc -l) workers, expected $2" >&2
+    return 1
+}
+
+# ---------------------------------------------------------------- steerd serve
+PORT=8080
+METRICS=9100
+
+# serve_start ARGS...: `$SERVE_PREFIX steerd serve` on 127.0.0.1:$PORT with metrics on
+# $METRICS, serving /www; waits until every planned worker says it runs on its CPU, then
+# prints the policy line, worker 0's line and the processes. Sets SERVE_PID.
+serve_start() {
+    mkdir -p /www && echo ok >/www/a
+    $SERVE_PREFIX steerd serve --listen 127.0.0.1:$PORT --metrics 127.0.0.1:$METRICS "$@" /www \
+        2>/tmp/serve.log &
+    SERVE_PID=$!
+    i=0
+    while [ $i -lt 600 ]; do
+        want=$(sed -n 's/.*policy [a-z]*, \([0-9]*\) workers.*/\1/p' /tmp/serve.log)
+        [ -n "$want" ] && [ "$(grep -c 'running on cpu' /tmp/serve.log)" -ge "$want" ] &&
+            grep -q 'listening on' /tmp/serve.log && break
+        kill -0 $SERVE_PID 2>/dev/null || break
+        i=$((i + 1))
+        usleep 200000
+    done
+    grep -E 'policy|worker 0 cpu' /tmp/serve.log
+    procs $SERVE_PID
+}
+
+# serve_stop: TERM to the master, wait for it, then every line it wrote to stderr that is
+# not a startup, respawn or exit line, as "complaint ...".
+serve_stop() {
+    kill -TERM $SERVE_PID
+    wait $SERVE_PID
+    echo "stopped $?"
+    grep -vE 'policy|worker [0-9]+ (cpu|pid)|listening on|metrics on|killed by signal|stopping|stopped' /tmp/serve.log |
+        sed 's/^/complaint /'
+}
+
+# Probing. Under TCG on a busy host every process start in the guest costs up to a
+# second, so a probe is two: one pinned busybox wget fetching the file COUNT times (a
+# new connection per URL), and one fetch of /metrics after it. One awk at the end turns
+# the snapshots into deltas.
+
+# snapshot N: the raw metrics text into /tmp/snap.N.
+snapshot() { wget -q -O "/tmp/snap.$1" "http://127.0.0.1:$METRICS/metrics"; }
+
+# probe CPU... : for each CPU, COUNT (default 2, or $PROBES) requests from a client
+# pinned to it; then one "probe CPU COUNTER WORKER_CPU DELTA" line per accepted/local
+# counter that moved during that CPU's turn, and "probe CPU failed" for a failed client.
+probe() {
+    n=${PROBES:-2} urls="" j=0
+    while [ $j -lt "$n" ]; do urls="$urls http://127.0.0.1:$PORT/a"; j=$((j + 1)); done
+    snapshot start
+    for c in "$@"; do
+        taskset -c "$c" wget -q -O /dev/null $urls || echo "probe $c failed"
+        snapshot "$c"
+    done
+    files=/tmp/snap.start
+    for c in "$@"; do files="$files /tmp/snap.$c"; done
+    awk -v cpus="$*" '
+        BEGIN { split("start " cpus, from, " ") }
+        FNR == 1 { file++ }
+        match($0, /^steerd_connections_(accepted|local)_total\{.*cpu="[0-9]+"/) {
+            counter = ($0 ~ /^steerd_connections_accepted/) ? "accepted" : "local"
+            match($0, /cpu="[0-9]+"/)
+            key = counter " " substr($0, RSTART + 5, RLENGTH - 6)
+            if (file > 1 && $NF > last[key]) print "probe", from[file], key, $NF - last[key]
+            last[key] = $NF
+        }' $files
+}
+
+# online_cpus: the online CPU ids, ascending, from the kernel's cpulist (shell only:
+# no process per CPU).
+online_cpus() {
+    read -r list </sys/devices/system/cpu/online
+    saved_ifs=$IFS
+    IFS=,
+    for range in $list; do
+        lo=${range%-*} hi=${range#*-}
+        while [ "$lo" -le "$hi" ]; do echo "$lo"; lo=$((lo + 1)); done
+    done
+    IFS=$saved_ifs
+}
+
+# probe_all: probe every online CPU.
+probe_all() { probe $(online_cpus); }
+
+# respawn CPU: SIGKILL the worker pinned to CPU, wait until the master has started its
+# replacement, and print "respawned CPU OLD_PID NEW_PID NEW_CPULIST".
+respawn() {
+    old=$(procs $SERVE_PID | awk -v c="$1" '$1 == "worker" && $3 == c { print $2 }')
+    kill -KILL "$old"
+    i=0
+    while [ $i -lt 300 ]; do
+        new=$(procs $SERVE_PID | awk -v c="$1" '$1 == "worker" && $3 == c { print $2 }')
+        [ -n "$new" ] && [ "$new" != "$old" ] && break
+        i=$((i + 1))
+        usleep 100000
+    done
+    echo "respawned $1 $old ${new:-none} $(allowed "${new:-$old}" 2>/dev/null)"
+    # the replacement is listed before it has pinned itself: wait for its running line
+    i=0
+    while [ $i -lt 300 ] && ! grep -q "pid $new running" /tmp/serve.log; do
+        i=$((i + 1))
+        usleep 100000
+    done
+}

@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# scripts/vm/run.sh - boot a throwaway QEMU guest with a chosen multi-socket NUMA layout,
+# run one shell snippet in it with the given static files, and carry back its stdout,
+# stderr and exit status.
+#
+#   scripts/vm/run.sh [--arch x86_64|arm64] [--preset NAME] [--timeout SECS]
+#                     [--tcg multi|single] [--steerd PATH] [--file PATH]...
+#                     [--verbose] [--keep] SNIPPET
+#
+# The snippet runs as `sh -c SNIPPET` (busybox) in /job, where every --file is copied
+# (and the --steerd binary, as /job/steerd) and which is first on PATH. Exit status: the
+# snippet's own; 124 when the guest ran past --timeout; 125 when it stopped without
+# reporting a status (kernel panic, QEMU error); 2 for bad usage or a missing tool.
+#
+# Guest serial lines: console (kernel log; shown with --verbose or when the guest fails),
+# then stdout, stderr and the exit status, each on its own port written raw, so nothing
+# is translated and closing the port at the end drains it. x86 has four 16550 UARTs
+# (ttyS0 console, ttyS1-3 the channels). arm64's virt machine has one PL011 (ttyAMA0,
+# the console), so a pci-serial-4x card supplies ttyS0-3 and ttyS1-3 are used the same way.
+#
+# Presets (the layouts steerd is for; vCPUs are host threads under TCG, so timing inside
+# means nothing, only behaviour):
+#   x86_64 kunpeng920-2x2  8 CPUs: 2 sockets x 2 dies x 2 cores, a NUMA node per die,
+#                          Kunpeng 920 SLIT 10/12 (same socket)/20,22,24 (other socket)
+#   x86_64 xeon-2s-smt     8 CPUs: 2 sockets x 2 cores x 2 threads, a node per socket,
+#                          SLIT 10/21; siblings are adjacent (0-1), QEMU's numbering
+#   x86_64 numa4-smt32     32 CPUs: 2 sockets x 2 dies x 4 cores x 2 threads, 4 nodes,
+#                          Kunpeng SLIT
+#   arm64  kunpeng920-2x2  16 CPUs: 2 sockets x 2 nodes, 4-core clusters, Kunpeng SLIT
+#   arm64  kunpeng920-32   32 CPUs: as above with two 4-core clusters per node
+# --tcg single runs every vCPU on one host thread: no two vCPUs ever run at once, but a
+# 16-vCPU arm64 guest boots about twice as fast (the kernel's boot-time code patching
+# broadcasts TLB flushes that multi-threaded TCG must synchronise over every vCPU).
+# Environment: STEERD_VM_CACHE (kernel and busybox cache, see fetch.sh).
+set -euo pipefail
+
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0" >&2; exit 2; }
+fail() { echo "vm/run.sh: $*" >&2; exit 2; }
+
+arch=x86_64 preset=kunpeng920-2x2 timeout=120 verbose=0 keep=0 mem=1024 tcg=multi
+files=() steerd=""
+while [ $# -gt 0 ]; do
+    case $1 in
+        --arch) arch=${2:?}; shift 2 ;;
+        --preset) preset=${2:?}; shift 2 ;;
+        --timeout) timeout=${2:?}; shift 2 ;;
+        --mem) mem=${2:?}; shift 2 ;;
+        --tcg) tcg=${2:?}; shift 2 ;;
+        --file) files+=("${2:?}"); shift 2 ;;
+        --steerd) steerd=${2:?}; files+=("$2"); shift 2 ;;
+        --verbose) verbose=1; shift ;;
+        --keep) keep=1; shift ;;
+        -h | --help) usage ;;
+        --) shift; break ;;
+        -*) fail "unknown option $1" ;;
+        *) break ;;
+    esac
+done
+[ $# = 1 ] || usage
+snippet=$1
+[[ $timeout =~ ^[0-9]+$ && $mem =~ ^[0-9]+$ ]] || fail "--timeout and --mem take integers"
+[[ $tcg == multi || $tcg == single ]] || fail "--tcg takes multi or single"
+here=$(cd "$(dirname "$0")" && pwd)
+
+case $arch in
+    x86_64 | amd64) arch=x86_64 qemu=qemu-system-x86_64 elf_machine=3e00 ;;
+    arm64 | aarch64) arch=arm64 qemu=qemu-system-aarch64 elf_machine=b700 ;;
+    *) fail "--arch must be x86_64 or arm64" ;;
+esac
+command -v $qemu >/dev/null || fail "$qemu not found (Debian: qemu-system-x86 / qemu-system-arm)"
+command -v cpio >/dev/null || fail "cpio not found"
+
+# Every ELF shipped must be static and built for the guest: e_machine at offset 18, and
+# no PT_INTERP program header (type 3) among the first program headers.
+for f in "${files[@]}"; do
+    [ -f "$f" ] || fail "no such file: $f"
+    [ "$(head -c 4 "$f" | od -An -tx1 | tr -d ' \n')" = 7f454c46 ] || continue
+    [ "$(od -An -tx1 -j 18 -N 2 "$f" | tr -d ' \n')" = $elf_machine ] ||
+        fail "$f is not built for $arch"
+    if command -v readelf >/dev/null && readelf -lW "$f" | grep -q 'program interpreter'; then
+        fail "$f is dynamically linked; the guest has no libraries (build it with scripts/static.sh)"
+    fi
+done
+
+"$here/fetch.sh" $arch
+cache=${STEERD_VM_CACHE:-$here/../../vm-cache}/$([ $arch = x86_64 ] && echo amd64 || echo arm64)
+kernel=$cache/kernel
+[ $arch = arm64 ] || [ ! -s "$cache/vmlinux" ] || kernel=$cache/vmlinux
+
+# ---------------------------------------------------------------- layout
+# QEMU numbers CPUs socket, then die/cluster, then core, then thread. Memory is split
+# evenly over the nodes; node i owns `per` consecutive CPUs.
+topo=()
+nodes() { # nodes COUNT CPUS_PER_NODE
+    local i m=$((mem / $1))
+    for ((i = 0; i < $1; i++)); do
+        topo+=(-object "memory-backend-ram,id=m$i,size=${m}M"
+            -numa "node,nodeid=$i,cpus=$((i * $2))-$((i * $2 + $2 - 1)),memdev=m$i")
+    done
+}
+distances() { # SRC DST VALUE triples; QEMU fills in the symmetric entry
+    while [ $# -ge 3 ]; do topo+=(-numa "dist,src=$1,dst=$2,val=$3"); shift 3; done
+}
+kunpeng_slit() { distances 0 1 12 0 2 20 0 3 22 1 2 22 1 3 24 2 3 12; }
+case $arch:$preset in
+    x86_64:kunpeng920-2x2) topo=(-smp 8,sockets=2,dies=2,cores=2,threads=1); nodes 4 2; kunpeng_slit ;;
+    x86_64:xeon-2s-smt) topo=(-smp 8,sockets=2,dies=1,cores=2,threads=2); nodes 2 4; distances 0 1 21 ;;
+    x86_64:numa4-smt32) topo=(-smp 32,sockets=2,dies=2,cores=4,threads=2); nodes 4 8; kunpeng_slit ;;
+    arm64:kunpeng920-2x2) topo=(-smp 16,sockets=2,clusters=2,cores=4,threads=1); nodes 4 4; kunpeng_slit ;;
+    arm64:kunpeng920-32) topo=(-smp 32,sockets=2,clusters=4,cores=4,threads=1); nodes 4 8; kunpeng_slit ;;
+    *) fail "no preset '$preset' for $arch" ;;
+esac
+
+# ---------------------------------------------------------------- initramfs
+work=$(mktemp -d "${TMPDIR:-/tmp}/steerd-vm.XXXXXX")
+qemu_pid=""
+finish() {
+    [ -z "$qemu_pid" ] || kill "$qemu_pid" 2>/dev/null || true
+    if [ $keep = 1 ]; then echo "vm/run.sh: kept $work" >&2; else rm -rf "$work"; fi
+}
+trap finish EXIT
+trap 'exit 130' INT TERM
+
+root=$work/root
+mkdir -p "$root"/{bin,dev,proc,sys,tmp,run,job,etc,root}
+cp "$cache/busybox" "$root/bin/busybox"
+for f in "${files[@]}"; do install -m 755 "$f" "$root/job/"; done
+[ -z "$steerd" ] || install -m 755 "$steerd" "$root/job/steerd"
+printf '%s\n' "$snippet" >"$root/job/.snippet"
+echo 'root:x:0:0:root:/root:/bin/sh' >"$root/etc/passwd"
+echo 'root:x:0:' >"$root/etc/group"
+# PID 1: busybox installs its own applet links, so the host never has to run a foreign
+# busybox to list them.
+cat >"$root/init" <<'INIT'
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/job:/bin HOME=/root
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs tmpfs /tmp
+mount -t tmpfs tmpfs /run
+mkdir -p /sys/fs/cgroup && mount -t cgroup2 cgroup2 /sys/fs/cgroup
+ip link set lo up
+for port in 1 2 3; do stty -F /dev/ttyS$port raw -echo; done
+cd /job
+sh /job/.snippet </dev/null >/dev/ttyS1 2>/dev/ttyS2
+echo "STEERD_VM_STATUS=$?" >/dev/ttyS3
+sync
+poweroff -f
+INIT
+chmod 755 "$root/init"
+(cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$work/initramfs"
+
+# ---------------------------------------------------------------- boot
+for ch in console stdout stderr status; do : >"$work/$ch"; done
+flags="quiet loglevel=3 panic=-1 oops=panic random.trust_cpu=on rdinit=/init"
+cmd=($qemu -nodefaults -no-user-config -display none -no-reboot -m "$mem" "${topo[@]}"
+    -kernel "$kernel" -initrd "$work/initramfs")
+if [ $arch = x86_64 ]; then
+    # vendor=GenuineIntel: QEMU then exposes CPUID leaf 0x1F and the guest sees the dies.
+    # tsc=reliable skips the per-CPU TSC sync check (slow under TCG).
+    cmd+=(-machine pc -accel tcg,thread=$tcg -cpu max,vendor=GenuineIntel
+        -append "console=ttyS0 tsc=reliable $flags")
+    for ch in console stdout stderr status; do cmd+=(-serial "file:$work/$ch"); done
+else
+    # GICv3: GICv2 stops at 8 CPUs. pauth=off: pointer authentication emulation is slow.
+    cmd+=(-machine virt,gic-version=3 -accel tcg,thread=$tcg -cpu max,pauth=off
+        -append "console=ttyAMA0 $flags" -serial "file:$work/console"
+        -chardev null,id=unused)
+    for ch in stdout stderr status; do cmd+=(-chardev "file,id=$ch,path=$work/$ch"); done
+    cmd+=(-device pci-serial-4x,chardev1=unused,chardev2=stdout,chardev3=stderr,chardev4=status)
+fi
+
+start=$(date +%s%N)
+timeout "$timeout" "${cmd[@]}" </dev/null >"$work/qemu.log" 2>&1 &
+qemu_pid=$!
+wait $qemu_pid && qemu_rc=0 || qemu_rc=$?
+qemu_pid=""
+elapsed_ms=$((($(date +%s%N) - start) / 1000000))
+
+cat "$work/stdout"
+cat "$work/stderr" >&2
+status=$(sed -n 's/^STEERD_VM_STATUS=\([0-9]*\).*/\1/p' "$work/status" | tail -n 1)
+[ $verbose = 0 ] || {
+    tr -d '\r' <"$work/console" >&2
+    echo "vm/run.sh: $arch $preset: ${elapsed_ms} ms, status ${status:-none}" >&2
+}
+[ -z "$status" ] || exit "$status"
+if [ $qemu_rc = 124 ]; then
+    echo "vm/run.sh: $arch $preset: guest still running after ${timeout}s; console tail:" >&2
+    rc=124
+else
+    echo "vm/run.sh: $arch $preset: guest stopped (qemu status $qemu_rc) without a status; console tail:" >&2
+    rc=125
+fi
+[ $verbose = 1 ] || tr -d '\r' <"$work/console" | tail -n 20 >&2
+cat "$work/qemu.log" >&2
+exit $rc

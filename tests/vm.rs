@@ -1,0 +1,173 @@
+//! The static binary on real kernels with the topologies steerd is for: emulated
+//! multi-socket NUMA guests booted by `scripts/vm/run.sh` (QEMU, TCG), one guest per
+//! layout, every check for that layout in one boot.
+//!
+//! Input: the static binary from `scripts/static.sh` (or `STEERD_STATIC_BIN`,
+//! `STEERD_STATIC_BIN_ARM64`). Output: pass, or a failure naming the check and the
+//! guest's lines. Each test skips with one printed line when QEMU, the binary or a
+//! guest kernel is missing, or when `STEERD_VM=0`. Timing inside a guest means nothing
+//! (its vCPUs are threads on two host cores): only behaviour is checked.
+//!
+//! In each guest, `steerd serve` runs several times (`scripts/vm/guest.sh`): default
+//! options (one pinned worker per CPU, master beside worker 0, `--steer cpu` from every
+//! CPU, then a worker killed and respawned), `--steer numa`, `--workers 2`, and on the
+//! 8-CPU layouts under `taskset -c 2-5` and with CPU 3 offline. Clients are busybox
+//! `wget` pinned with `taskset`, one connection per request; the server's own counters
+//! (read from `/metrics` before and after each client CPU) say which worker accepted.
+
+mod vm {
+    pub mod harness;
+    pub mod layout;
+    pub mod serve;
+}
+
+use std::time::Duration;
+use vm::harness::{boot, Guest};
+use vm::layout::{Layout, ARM64_KUNPENG, X86_KUNPENG, X86_NUMA4_SMT32, X86_XEON};
+use vm::serve::Run;
+
+/// What to run in one guest beyond the default serve run.
+struct Plan {
+    /// Connections per client CPU with `--steer cpu` and with `--steer numa`.
+    per_cpu: u64,
+    per_cpu_numa: u64,
+    /// Also run with `--workers 2`, under `taskset -c 2-5` and with CPU 3 offline.
+    variants: bool,
+}
+
+/// The guest side: each section starts with a `== NAME` line.
+fn snippet(plan: &Plan) -> String {
+    let (n, m) = (plan.per_cpu, plan.per_cpu_numa);
+    let mut sh = format!(
+        "echo '== sys'; sys_layout
+echo '== version'; steerd --version
+PROBES={n}
+echo '== default'; serve_start; probe_all
+echo '== respawn'; respawn 1; procs $SERVE_PID; probe 1; serve_stop
+echo '== numa'; serve_start --steer numa; PROBES={m}; probe_all; serve_stop; PROBES={n}
+"
+    );
+    if plan.variants {
+        sh.push_str(
+            "echo '== fewer'; serve_start --workers 2; probe_all; serve_stop
+echo '== taskset'; SERVE_PREFIX='taskset -c 2-5'; serve_start; PROBES=1; probe_all; serve_stop
+SERVE_PREFIX=
+echo '== offline'; echo 0 > /sys/devices/system/cpu/cpu3/online
+PROBES=2; serve_start; probe_all; serve_stop
+echo 1 > /sys/devices/system/cpu/cpu3/online
+",
+        );
+    }
+    sh
+}
+
+fn run(test: &str, layout: &Layout, plan: &Plan, timeout_secs: u64) {
+    let timeout = Duration::from_secs(timeout_secs);
+    if let Some(guest) = boot(test, layout, &snippet(plan), timeout) {
+        check(&guest, layout, plan);
+    }
+}
+
+/// The value, or a panic with the check's message.
+fn ok<T>(result: Result<T, String>) -> T {
+    result.unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn check(guest: &Guest, layout: &Layout, plan: &Plan) {
+    assert_eq!(guest.status, 0, "guest snippet failed:\n{}", guest.stderr);
+    layout.check_sys(guest.section("sys"));
+    let version = guest.section("version");
+    assert!(
+        version.len() == 1 && version[0].starts_with("steerd "),
+        "steerd --version in the guest printed {version:?}"
+    );
+    let all: Vec<usize> = (0..layout.cpus).collect();
+    let serve = |name: &str| Run::parse(name, guest.section(name));
+
+    let default = serve("default");
+    ok(default.check_one_worker_per_cpu(&all));
+    ok(default.check_master(layout, &all));
+    ok(default.check_cpu_steering(layout, &all, plan.per_cpu));
+
+    let respawn = serve("respawn");
+    ok(respawn.check_respawn(1));
+    ok(respawn.check_one_worker_per_cpu(&all));
+    ok(respawn.check_cpu_steering(layout, &[1], plan.per_cpu));
+    ok(respawn.check_stopped());
+
+    let numa = serve("numa");
+    ok(numa.check_one_worker_per_cpu(&all));
+    ok(numa.check_numa_steering(layout, &all, plan.per_cpu_numa));
+    ok(numa.check_stopped());
+
+    if plan.variants {
+        let fewer = serve("fewer");
+        assert_eq!(
+            ok(fewer.worker_cpus()).len(),
+            2,
+            "--workers 2: {:?}",
+            fewer.lines
+        );
+        ok(fewer.check_cpu_steering(layout, &all, plan.per_cpu));
+        ok(fewer.check_stopped());
+
+        let taskset = serve("taskset");
+        ok(taskset.check_one_worker_per_cpu(&[2, 3, 4, 5]));
+        ok(taskset.check_master(layout, &[2, 3, 4, 5]));
+        ok(taskset.check_cpu_steering(layout, &all, 1));
+        ok(taskset.check_stopped());
+
+        let online: Vec<usize> = all.iter().copied().filter(|c| *c != 3).collect();
+        let offline = serve("offline");
+        ok(offline.check_one_worker_per_cpu(&online));
+        ok(offline.check_cpu_steering(layout, &online, 2));
+        ok(offline.check_stopped());
+        let usual = [&default, &respawn];
+        for c in &offline.complaints {
+            assert!(
+                usual.iter().any(|r| r.complaints.contains(c)),
+                "with CPU 3 offline steerd said {c:?}, which it does not say with every CPU online"
+            );
+        }
+    }
+}
+
+#[test]
+fn x86_kunpeng920_2x2() {
+    let plan = Plan {
+        per_cpu: 3,
+        per_cpu_numa: 4,
+        variants: true,
+    };
+    run("x86_kunpeng920_2x2", &X86_KUNPENG, &plan, 300);
+}
+
+#[test]
+fn x86_xeon_2s_smt() {
+    let plan = Plan {
+        per_cpu: 3,
+        per_cpu_numa: 4,
+        variants: true,
+    };
+    run("x86_xeon_2s_smt", &X86_XEON, &plan, 300);
+}
+
+#[test]
+fn x86_numa4_smt32() {
+    let plan = Plan {
+        per_cpu: 2,
+        per_cpu_numa: 2,
+        variants: false,
+    };
+    run("x86_numa4_smt32", &X86_NUMA4_SMT32, &plan, 600);
+}
+
+#[test]
+fn arm64_kunpeng920_clusters() {
+    let plan = Plan {
+        per_cpu: 2,
+        per_cpu_numa: 3,
+        variants: false,
+    };
+    run("arm64_kunpeng920_clusters", &ARM64_KUNPENG, &plan, 600);
+}

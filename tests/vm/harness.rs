@@ -1,0 +1,161 @@
+//! Booting a guest for a test: finds QEMU and the static binary (or says why the test is
+//! skipped), runs `scripts/vm/run.sh` one guest at a time, and splits the guest's output
+//! into the sections the snippet printed.
+//!
+//! Input: a [`Layout`] and a guest shell snippet. Output: [`Guest`] (status, stdout by
+//! section, stderr, wall time), or `None` after one printed line saying why it skipped.
+//! It asserts nothing about steerd: the tests do.
+
+use super::layout::{Arch, Layout};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Guests run one at a time: the host has two cores, and two guests of 8-32 vCPUs each
+/// would only slow each other down past their timeouts.
+static ONE_GUEST: Mutex<()> = Mutex::new(());
+
+/// What came back from one guest.
+pub struct Guest {
+    /// The snippet's exit status.
+    pub status: i32,
+    /// Stdout lines by section: a line `== NAME` starts section NAME; lines before the
+    /// first marker are in section "".
+    pub sections: BTreeMap<String, Vec<String>>,
+    /// The snippet's stderr (and the harness's complaints).
+    pub stderr: String,
+}
+
+impl Guest {
+    /// The lines of section `name`, or a panic naming what the guest printed instead.
+    pub fn section(&self, name: &str) -> &[String] {
+        match self.sections.get(name) {
+            Some(lines) => lines,
+            None => panic!(
+                "guest printed no section {name:?} (status {}); sections: {:?}; stderr:\n{}",
+                self.status,
+                self.sections.keys().collect::<Vec<_>>(),
+                self.stderr
+            ),
+        }
+    }
+}
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
+        .unwrap_or(false)
+}
+
+/// The static binary for `arch`: `STEERD_STATIC_BIN` (x86-64) or
+/// `STEERD_STATIC_BIN_ARM64`, else where `scripts/static.sh` leaves it.
+fn static_binary(arch: Arch) -> PathBuf {
+    let (var, target) = match arch {
+        Arch::X86_64 => ("STEERD_STATIC_BIN", "x86_64-unknown-linux-gnu"),
+        Arch::Arm64 => ("STEERD_STATIC_BIN_ARM64", "aarch64-unknown-linux-musl"),
+    };
+    match std::env::var_os(var) {
+        Some(path) => PathBuf::from(path),
+        None => repo().join("target").join(target).join("release/steerd"),
+    }
+}
+
+/// Why a guest for `arch` cannot run here, if it cannot.
+fn missing(arch: Arch) -> Option<String> {
+    if std::env::var("STEERD_VM").as_deref() == Ok("0") {
+        return Some("STEERD_VM=0".into());
+    }
+    if !on_path(arch.qemu()) {
+        return Some(format!("{} is not installed", arch.qemu()));
+    }
+    let bin = static_binary(arch);
+    if !bin.is_file() {
+        return Some(format!(
+            "no static binary at {} (build it with scripts/static.sh)",
+            bin.display()
+        ));
+    }
+    let fetch = Command::new(repo().join("scripts/vm/fetch.sh"))
+        .arg(arch.name())
+        .output();
+    match fetch {
+        Ok(out) if out.status.success() => None,
+        Ok(out) => Some(format!(
+            "no guest kernel: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+        Err(e) => Some(format!("scripts/vm/fetch.sh: {e}")),
+    }
+}
+
+/// Boots `layout`, runs `snippet` in the guest with steerd and `guest.sh` in its working
+/// directory, and returns what it printed; `None` (after one line on stdout) when the
+/// test has to be skipped here.
+pub fn boot(test: &str, layout: &Layout, snippet: &str, timeout: Duration) -> Option<Guest> {
+    if let Some(why) = missing(layout.arch) {
+        println!("skipped {test}: {why}");
+        return None;
+    }
+    let _one = ONE_GUEST
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let started = Instant::now();
+    let out = Command::new(repo().join("scripts/vm/run.sh"))
+        .args(["--arch", layout.arch.name(), "--preset", layout.preset])
+        .args([
+            "--timeout",
+            &timeout.as_secs().to_string(),
+            "--tcg",
+            layout.tcg,
+        ])
+        .arg("--steerd")
+        .arg(static_binary(layout.arch))
+        .arg("--file")
+        .arg(repo().join("scripts/vm/guest.sh"))
+        .arg(format!(". ./guest.sh\n{snippet}"))
+        .output()
+        .expect("scripts/vm/run.sh could not be started");
+    let status = out.status.code().unwrap_or(-1);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    println!(
+        "{test}: {} {} guest: {:.1} s, status {status}, {} bytes out",
+        layout.arch.name(),
+        layout.preset,
+        started.elapsed().as_secs_f64(),
+        out.stdout.len()
+    );
+    assert!(
+        status != 124 && status != 125,
+        "the guest did not finish (status {status}):\n{stderr}"
+    );
+    Some(Guest {
+        status,
+        sections: split_sections(&stdout),
+        stderr,
+    })
+}
+
+fn split_sections(stdout: &str) -> BTreeMap<String, Vec<String>> {
+    let mut sections = BTreeMap::new();
+    let mut current = String::new();
+    for line in stdout.lines() {
+        match line.strip_prefix("== ") {
+            Some(name) => {
+                current = name.trim().to_string();
+                sections.entry(current.clone()).or_insert_with(Vec::new);
+            }
+            None => sections
+                .entry(current.clone())
+                .or_insert_with(Vec::new)
+                .push(line.to_string()),
+        }
+    }
+    sections
+}

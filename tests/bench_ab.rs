@@ -212,3 +212,26 @@ fn stats_reproduces_ministat_on_its_example() {
         "{text}"
     );
 }
+
+#[test]
+fn ab_quotes_a_server_that_fails_to_start() {
+    let url = format!("http://127.0.0.1:{}/", free_port());
+    let out = Command::new(BIN)
+        .args(["bench", "ab", "--rounds", "1", "-d", "0.1s", &url])
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "echo listen failed: boom >&2; exit 3",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("before accepting") && err.contains("listen failed: boom"),
+        "{err}"
+    );
+}

@@ -329,29 +329,39 @@ pub fn split_text(split: Option<&[u64]>) -> String {
 }
 
 /// A server this harness started, in its own process group.
+/// Its stdout and stderr go to a log file, removed when it stops; the log's tail is
+/// quoted if it fails to start.
 struct Server {
     child: Child,
     pid: u32,
+    log: std::path::PathBuf,
 }
 
 impl Server {
     fn start(argv: &[String], addr: SocketAddr) -> Result<Server, String> {
         use std::os::unix::process::CommandExt;
+        let log = std::env::temp_dir().join(format!("steerd-ab-{}-server.log", std::process::id()));
+        let out = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let err = out
+            .try_clone()
+            .map_err(|e| format!("{}: {e}", log.display()))?;
         let child = Command::new(&argv[0])
             .args(&argv[1..])
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(out)
+            .stderr(err)
             .process_group(0)
             .spawn()
             .map_err(|e| format!("starting {:?}: {e}", argv[0]))?;
         let pid = child.id();
-        let mut s = Server { child, pid };
+        let mut s = Server { child, pid, log };
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             if let Ok(Some(status)) = s.child.try_wait() {
                 return Err(format!(
-                    "{:?} exited ({status}) before accepting on {addr}",
-                    argv[0]
+                    "{:?} exited ({status}) before accepting on {addr}; its output ends:\n{}",
+                    argv[0],
+                    s.log_tail()
                 ));
             }
             if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
@@ -366,6 +376,13 @@ impl Server {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// The last lines the server wrote.
+    fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(8)..].join("\n")
     }
 
     /// SIGTERM to the server's first process (a master stops its own workers, as nginx
@@ -391,6 +408,7 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.log);
         if !matches!(self.child.try_wait(), Ok(Some(_))) || procs::group_alive(self.pid) {
             self.stop();
         }

@@ -19,7 +19,7 @@
 use super::load::{self, LoadReport};
 use super::spec::LoadSpec;
 use super::stats::{self, Summary};
-use super::{procs, report, Usage};
+use super::{emit, procs, report, Usage};
 use std::fmt::Write as _;
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -144,7 +144,7 @@ fn parse_num(flag: &str, v: &str, min: u64, max: u64) -> Result<u64, String> {
 /// Entry point of `steerd bench ab`.
 pub fn main(args: &[String]) -> Result<i32, Usage> {
     if super::wants_help(args.split(|a| a == "--").next().unwrap_or(&[])) {
-        print!("{HELP}{}", super::spec::LOAD_FLAGS);
+        emit(&format!("{HELP}{}", super::spec::LOAD_FLAGS));
         return Ok(0);
     }
     let spec = parse(args).map_err(|m| Usage(format!("ab: {m}")))?;
@@ -178,14 +178,17 @@ pub fn stats_main(args: &[String]) -> Result<i32, Usage> {
             .collect()
     };
     let (xa, xb) = (read(a)?, read(b)?);
-    println!("    N           Min           Max        Median           Avg        Stddev");
+    let mut o = String::from(
+        "    N           Min           Max        Median           Avg        Stddev\n",
+    );
     for (label, xs) in [("A", &xa), ("B", &xb)] {
         match Summary::of(xs) {
-            Some(s) => println!("{}", summary_row(label, &s)),
+            Some(s) => o.push_str(&format!("{}\n", summary_row(label, &s))),
             None => return Err(Usage(format!("stats: {label} has no numbers"))),
         }
     }
-    println!("{}", verdict(&xa, &xb, 1));
+    o.push_str(&format!("{}\n", verdict(&xa, &xb, 1)));
+    emit(&o);
     Ok(0)
 }
 
@@ -229,7 +232,7 @@ fn run(spec: &AbSpec) -> Result<(), String> {
     let json = spec.load.json;
     let say = |line: String| {
         if !json {
-            println!("{line}");
+            emit(&format!("{line}\n"));
         }
     };
     say(format!("A: {}", spec.a.join(" ")));
@@ -257,9 +260,9 @@ fn run(spec: &AbSpec) -> Result<(), String> {
         }
     }
     if json {
-        print!("{}", json_out(spec, &runs, &syscalls));
+        emit(&json_out(spec, &runs, &syscalls));
     } else {
-        print!("{}", summaries(spec, &runs));
+        emit(&summaries(spec, &runs));
     }
     Ok(())
 }

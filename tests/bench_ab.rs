@@ -3,9 +3,12 @@
 //! every run line and every summary line. Also the responder itself, checked with a
 //! plain std client in both modes.
 
+mod bench_support;
+
+use bench_support::responder;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_steerd");
@@ -97,44 +100,10 @@ fn ab_rejects_a_missing_b_command() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("steerd: bench: ab:"));
 }
 
-struct Kill(Child);
-
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts a responder on port 0 and returns it with the port it printed.
-fn responder(extra: &[&str]) -> (Kill, u16) {
-    let mut child = Command::new(BIN)
-        .args([
-            "bench",
-            "responder",
-            "--listen",
-            "127.0.0.1:0",
-            "--cpus",
-            "0",
-        ])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = Vec::new();
-    let mut byte = [0u8; 1];
-    let mut stdout = child.stdout.take().unwrap();
-    while stdout.read(&mut byte).unwrap() == 1 && byte[0] != b'\n' {
-        line.push(byte[0]);
-    }
-    let line = String::from_utf8(line).unwrap();
-    let port = line.rsplit(':').next().unwrap().parse().unwrap();
-    (Kill(child), port)
-}
-
 #[test]
 fn responder_answers_every_request_on_a_keep_alive_connection() {
-    let (_r, port) = responder(&[]);
+    let r = responder(&[]);
+    let port = r.port;
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
     // Two requests in one write, then one split across writes.
@@ -157,7 +126,8 @@ fn responder_close_mode_answers_and_closes() {
 }
 
 fn close_mode_answers(extra: &[&str]) {
-    let (_r, port) = responder(extra);
+    let r = responder(extra);
+    let port = r.port;
     for _ in 0..3 {
         let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();

@@ -18,12 +18,14 @@
 mod vm {
     pub mod harness;
     pub mod layout;
+    pub mod report;
     pub mod serve;
 }
 
 use std::time::Duration;
 use vm::harness::{boot, Guest};
-use vm::layout::{Layout, ARM64_KUNPENG, X86_KUNPENG, X86_NUMA4_SMT32, X86_XEON};
+use vm::layout::{Layout, ARM64_KUNPENG, ARM64_KUNPENG_32, X86_KUNPENG, X86_NUMA4_SMT32, X86_XEON};
+use vm::report;
 use vm::serve::Run;
 
 /// What to run in one guest beyond the default serve run.
@@ -41,6 +43,8 @@ fn snippet(plan: &Plan) -> String {
     let mut sh = format!(
         "echo '== sys'; sys_layout
 echo '== version'; steerd --version
+echo '== topo'; steerd topo --json
+echo '== check'; steerd check --json
 PROBES={n}
 echo '== default'; serve_start; probe_all
 echo '== respawn'; respawn 1; procs $SERVE_PID; probe 1; serve_stop
@@ -81,8 +85,17 @@ fn check(guest: &Guest, layout: &Layout, plan: &Plan) {
         version.len() == 1 && version[0].starts_with("steerd "),
         "steerd --version in the guest printed {version:?}"
     );
+    let topo = ok(report::parse(guest.section("topo")));
+    ok(report::check_topology(&topo, layout));
+    let plan_json = ok(report::parse(guest.section("check")));
+    ok(report::check_default_plan(&plan_json, layout));
+
     let all: Vec<usize> = (0..layout.cpus).collect();
-    let serve = |name: &str| Run::parse(name, guest.section(name));
+    let serve = |name: &str| {
+        let run = Run::parse(name, guest.section(name));
+        println!("{} {}", layout.preset, run.summary(layout));
+        run
+    };
 
     let default = serve("default");
     ok(default.check_one_worker_per_cpu(&all));
@@ -170,4 +183,33 @@ fn arm64_kunpeng920_clusters() {
         variants: false,
     };
     run("arm64_kunpeng920_clusters", &ARM64_KUNPENG, &plan, 600);
+}
+
+/// Two 4-core clusters per node: `steerd topo` shows the eight clusters, and
+/// `--workers 8` puts one worker in each cluster rather than two in one. Plan only: no
+/// server runs in this guest.
+#[test]
+fn arm64_kunpeng920_32_cluster_spread() {
+    let layout = &ARM64_KUNPENG_32;
+    let snippet = "echo '== sys'; sys_layout
+echo '== topo'; steerd topo --json
+echo '== spread'; steerd check --json --workers 8
+";
+    let timeout = Duration::from_secs(300);
+    let Some(guest) = boot(
+        "arm64_kunpeng920_32_cluster_spread",
+        layout,
+        snippet,
+        timeout,
+    ) else {
+        return;
+    };
+    assert_eq!(guest.status, 0, "guest snippet failed:\n{}", guest.stderr);
+    layout.check_sys(guest.section("sys"));
+    ok(report::check_topology(
+        &ok(report::parse(guest.section("topo"))),
+        layout,
+    ));
+    let spread = ok(report::parse(guest.section("spread")));
+    ok(report::check_cluster_spread(&spread, layout, 8));
 }

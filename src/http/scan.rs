@@ -167,7 +167,9 @@ fn query_end(buf: &[u8], at: usize) -> Option<usize> {
 }
 
 /// Offset of the first byte at or after `at` that is not a `tchar` (normally the colon
-/// after a field name), or `None` when the buffer ends first.
+/// after a field name), or `None` when the buffer ends first. (An SSE2 step that skips
+/// letters, digits and "-" first was measured slower on the bench inputs: names are
+/// short and the table walk then still has to look at the colon.)
 #[inline]
 pub fn token_end(buf: &[u8], at: usize) -> Option<usize> {
     class_end(buf, at, &TOKEN)
@@ -286,6 +288,23 @@ mod tests {
                     &buf[..len]
                 );
             }
+        }
+    }
+
+    #[test]
+    fn token_end_agrees_with_the_byte_loop() {
+        let mut s = 0x7a3c_91d4_0be8_5f21;
+        let alphabet = b"aZ09-_.!~:; \t\r\x00\x7f\x80\xff@`{";
+        for _ in 0..50_000 {
+            let len = (next(&mut s) % 40) as usize;
+            let mut buf = [b'a'; 40];
+            for b in buf.iter_mut().take(len) {
+                let r = next(&mut s);
+                *b = if r % 6 == 0 { alphabet[(r >> 8) as usize % alphabet.len()] } else { b"Ab-9"[(r >> 16) as usize % 4] };
+            }
+            let at = (next(&mut s) as usize) % (len + 1);
+            let naive = buf[..len].iter().skip(at).position(|&b| !TOKEN[b as usize]).map(|i| at + i);
+            assert_eq!(token_end(&buf[..len], at), naive, "{:?} at {at}", &buf[..len]);
         }
     }
 

@@ -174,3 +174,15 @@ impl Layout {
         }
     }
 }
+
+pub const ARM64_KUNPENG_32: Layout = Layout {
+    arch: Arch::Arm64,
+    preset: "kunpeng920-32",
+    cpus: 32,
+    cpus_per_node: 8,
+    cpus_per_package: 16,
+    threads_per_core: 1,
+    cpus_per_cluster: Some(4),
+    distances: KUNPENG_SLIT,
+    tcg: "single",
+};

@@ -243,6 +243,31 @@ impl Run {
     }
 }
 
+impl Run {
+    /// One line for the test log: where the connections landed.
+    pub fn summary(&self, layout: &Layout) -> String {
+        let total: u64 = self.accepted.values().sum();
+        let same_cpu: u64 = self
+            .accepted
+            .iter()
+            .filter(|((f, w), _)| f == w)
+            .map(|(_, n)| n)
+            .sum();
+        let same_node: u64 = self
+            .accepted
+            .iter()
+            .filter(|((f, w), _)| layout.node_of(*f) == layout.node_of(*w))
+            .map(|(_, n)| n)
+            .sum();
+        let local: u64 = self.local.values().sum();
+        format!(
+            "{}: {} workers, {total} connections: {same_cpu} on the client's CPU, {same_node} on its node, {local} counted local by SO_INCOMING_CPU",
+            self.name,
+            self.workers.len()
+        )
+    }
+}
+
 /// The nodes nearest to `from`'s node (by the SLIT) among those that have a worker.
 fn nearest_nodes(layout: &Layout, from: usize, workers: &BTreeSet<usize>) -> Vec<usize> {
     let with_workers: BTreeSet<usize> = workers.iter().map(|w| layout.node_of(*w)).collect();

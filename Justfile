@@ -25,3 +25,7 @@ bench:
 syscalls SECONDS="5":
     cargo build --release -p steerd
     scripts/syscalls.sh target/release/steerd {{SECONDS}}
+
+# Request parser against httparse on httparse's own inputs (ratios in the same run).
+bench-parser:
+    cargo bench --bench parser

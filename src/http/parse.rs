@@ -74,6 +74,7 @@ pub struct Head<'b> {
 }
 
 /// Parses a request head from `buf`, filling `slots` with its field lines.
+#[inline]
 pub fn parse_head<'b>(
     buf: &'b [u8],
     slots: &mut [Header<'b>],

@@ -41,7 +41,7 @@ fn ab_of_two_responders_prints_runs_and_statistics() {
         .collect()
     };
     let mut args: Vec<String> = [
-        "bench", "ab", "--rounds", "2", "--warmup", "0.1s", "-d", "0.3s", "-c", "4", "-t", "1",
+        "bench", "ab", "--rounds", "2", "--warmup", "0.3s", "-d", "1s", "-c", "4", "-t", "1",
         &url,
     ]
     .iter()

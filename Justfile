@@ -29,3 +29,11 @@ syscalls SECONDS="5":
 # steerd against nginx and the reference responder (alternating A/B, minutes; not CI).
 bench-vs-nginx:
     scripts/bench-vs-nginx.sh
+
+# The VM suite (emulated NUMA guests; needs QEMU, see docs/placement-vm.md).
+vm: static
+    cargo test -p steerd --test vm -- --nocapture
+
+# The suite built for aarch64 and run under qemu-aarch64-static.
+test-arm64:
+    scripts/test-arm64.sh

@@ -30,9 +30,14 @@ syscalls SECONDS="5":
 bench-vs-nginx:
     scripts/bench-vs-nginx.sh
 
-# The VM suite (emulated NUMA guests; needs QEMU, see docs/placement-vm.md).
-vm: static
+# The VM tests alone (emulated NUMA machines; needs QEMU and the static build).
+vm:
+    scripts/static.sh
     cargo test -p steerd --test vm -- --nocapture
+
+# Request parser against httparse on httparse's own inputs (ratios in the same run).
+bench-parser:
+    cargo bench --bench parser
 
 # The suite built for aarch64 and run under qemu-aarch64-static.
 test-arm64:

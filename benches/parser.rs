@@ -133,8 +133,8 @@ fn main() {
         .skip(1)
         .filter(|a| !a.starts_with('-'))
         .collect();
-    let rounds = args.first().and_then(|a| a.parse().ok()).unwrap_or(101);
-    let batch = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(20_000);
+    let rounds = args.first().and_then(|a| a.parse().ok()).unwrap_or(501);
+    let batch = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(2_000);
     // PARSER_BENCH_ONLY=REQ or REQ_SHORT runs one input (for profiling).
     let only = std::env::var("PARSER_BENCH_ONLY").ok();
     for (name, input) in [("REQ", REQ), ("REQ_SHORT", REQ_SHORT)] {

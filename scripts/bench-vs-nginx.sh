@@ -83,6 +83,9 @@ EOF
 NGINX=(nginx -p "$T/" -c "$T/nginx.conf" -e "$T/logs/error.log")
 RESP=("$BIN" bench responder --listen "127.0.0.1:$PORT" --cpus 0,1)
 RESP_CLOSE=("${RESP[@]}" --close)
+# Steered like steerd --steer cpu: the reference steerd is measured against.
+RESP_STEER=("${RESP[@]}" --steer)
+RESP_STEER_CLOSE=("${RESP[@]}" --close --steer)
 steerd_cmd() { # steerd_cmd [extra serve flags...]
     echo "$BIN" serve "$T/www" --workers 2 --listen "127.0.0.1:$PORT" --metrics "127.0.0.1:$MPORT" "$@"
 }
@@ -155,9 +158,9 @@ ab 1m-nginx-vs-steerd "${COMMON[@]}" -c 10 "$U1M" -- "${NGINX[@]}" -- "${STEERD[
 ab 10k-nginx-vs-steerd "${COMMON[@]}" -c 10000 "$U13" -- "${NGINX[@]}" -- "${STEERD[@]}"
 ab rate-nginx-vs-steerd "${COMMON[@]}" -c 200 --rate "$RATE" "$U13" -- "${NGINX[@]}" -- "${STEERD[@]}"
 
-echo "== steerd (B) as a fraction of the responder (A)"
-ab ka-responder-vs-steerd "${COMMON[@]}" -c 50 "$U13" -- "${RESP[@]}" -- "${STEERD[@]}"
-ab close-responder-vs-steerd "${COMMON[@]}" -c 50 --close "$U13" -- "${RESP_CLOSE[@]}" -- "${STEERD[@]}"
+echo "== steerd (B) as a fraction of the steered responder (A)"
+ab ka-responder-vs-steerd "${COMMON[@]}" -c 50 "$U13" -- "${RESP_STEER[@]}" -- "${STEERD[@]}"
+ab close-responder-vs-steerd "${COMMON[@]}" -c 50 --close "$U13" -- "${RESP_STEER_CLOSE[@]}" -- "${STEERD[@]}"
 
 echo "== steering: hash (A) against cpu (B), numa (A) against cpu (B)"
 read -r -a S_CPU <<<"$(steerd_cmd --steer cpu)"

@@ -313,7 +313,8 @@ fn transition(
                 match read_some(fd, &mut inb[c.in_len..]) {
                     Read::Data(n) => {
                         let space = IN_CAP - c.in_len;
-                        if c.in_len == 0 {
+                        // The first bytes of a head start its deadline.
+                        if c.in_len == 0 || ctx.timers.kind(slot) == Some(Kind::Idle) {
                             ctx.timers.arm(slot, Kind::Header, ctx.now_ms);
                         }
                         c.in_len += n;
@@ -332,7 +333,7 @@ fn transition(
                 consume(c, inb, k);
                 if left == k as u64 {
                     c.awaiting = Awaiting::Head;
-                    arm_between_requests(slot, c, ctx);
+                    arm_between_requests(slot, c, inb, ctx);
                     continue;
                 }
                 c.awaiting = Awaiting::Body {
@@ -361,7 +362,7 @@ fn transition(
                 }
                 match send_some(fd, c, out, ctx) {
                     Sent::Done => {
-                        if finish_response(slot, c, fd, ctx) == Next::Close {
+                        if finish_response(slot, c, fd, inb, ctx) == Next::Close {
                             return Next::Close;
                         }
                     }
@@ -416,13 +417,11 @@ fn consume(c: &mut Conn, inb: &mut [u8], n: usize) {
     c.scanned = 0;
 }
 
-/// The deadline between requests: idle if nothing is buffered, else the header deadline.
-fn arm_between_requests(slot: u32, c: &Conn, ctx: &mut Ctx<'_>) {
-    let kind = if c.in_len == 0 {
-        Kind::Idle
-    } else {
-        Kind::Header
-    };
+/// The deadline between requests: idle if nothing (or only the blank lines a client may
+/// send between requests, RFC 9112 §2.2) is buffered, else the header deadline.
+fn arm_between_requests(slot: u32, c: &Conn, inb: &[u8], ctx: &mut Ctx<'_>) {
+    let blank = inb[..c.in_len].iter().all(|&b| b == b'\r' || b == b'\n');
+    let kind = if blank { Kind::Idle } else { Kind::Header };
     ctx.timers.arm(slot, kind, ctx.now_ms);
 }
 
@@ -448,7 +447,13 @@ fn drop_body(c: &mut Conn, cache: &mut FileCache) {
 }
 
 /// The response is out: count, then keep-alive, close or linger.
-fn finish_response(slot: u32, c: &mut Conn, fd: BorrowedFd<'_>, ctx: &mut Ctx<'_>) -> Next {
+fn finish_response(
+    slot: u32,
+    c: &mut Conn,
+    fd: BorrowedFd<'_>,
+    inb: &[u8],
+    ctx: &mut Ctx<'_>,
+) -> Next {
     drop_body(c, &mut ctx.cache);
     match c.after {
         After::KeepAlive if !ctx.draining => {
@@ -458,7 +463,7 @@ fn finish_response(slot: u32, c: &mut Conn, fd: BorrowedFd<'_>, ctx: &mut Ctx<'_
                 ctx.timers.arm(slot, Kind::Header, ctx.now_ms);
             } else {
                 c.awaiting = Awaiting::Head;
-                arm_between_requests(slot, c, ctx);
+                arm_between_requests(slot, c, inb, ctx);
             }
             Next::Park
         }

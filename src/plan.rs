@@ -10,7 +10,8 @@
 //! - Listener index order: the NIC's node first, then nodes by id; within a node, CPUs by
 //!   id. Each node's workers are therefore one contiguous index range.
 //! - Master CPU `auto`: the first worker's node, on an allowed CPU that runs no worker if
-//!   there is one (the lowest such id), else on the first worker's CPU.
+//!   there is one (preferring one whose physical core runs no worker, then the lowest
+//!   id), else on the first worker's CPU.
 //! - `cpu_map`: every online CPU to the worker on it; else round-robin over the workers of
 //!   its node that share its closest group (SMT core, then cluster, then last-level
 //!   cache, then just the node); a node without workers goes round-robin over the
@@ -163,6 +164,9 @@ fn worker_cpus(args: &ServeArgs, topo: &Topology) -> Result<Vec<CpuId>, PlanErro
             available: pool.len(),
         });
     }
+    if count == pool.len() {
+        return Ok(pool.iter().collect());
+    }
     let mut chosen: Vec<CpuId> = spread_order(&pool, topo).into_iter().take(count).collect();
     chosen.sort_unstable();
     Ok(chosen)
@@ -255,9 +259,19 @@ fn master_cpu(
             let Some(first) = workers.first() else {
                 return Ok(None);
             };
-            let free = topo.allowed.iter().find(|&c| {
-                topo.node_of(c) == Some(first.node) && !workers.iter().any(|w| w.cpu == c)
-            });
+            // A free CPU whose physical core runs no worker beats an SMT sibling of one.
+            let busy_core = |c: CpuId| {
+                let core = topo.cpu(c).map(|x| x.core_group);
+                workers
+                    .iter()
+                    .any(|w| topo.cpu(w.cpu).map(|x| x.core_group) == core)
+            };
+            let free = topo
+                .allowed
+                .iter()
+                .filter(|&c| topo.node_of(c) == Some(first.node))
+                .filter(|&c| !workers.iter().any(|w| w.cpu == c))
+                .min_by_key(|&c| (busy_core(c), c));
             Ok(Some(free.unwrap_or(first.cpu)))
         }
     }

@@ -16,9 +16,9 @@
 //! Memory: everything is allocated in [`run`] before the first `epoll_wait` (after the
 //! worker pinned itself, so first touch puts it on the worker's node): the connection
 //! table (`max_conns` slots), one arena of `max_conns × conn::SLOT_BYTES` (17 KiB a slot:
-//! a 1 KiB response-head area and a 16 KiB receive area, zero-filled by the allocator so a
-//! page becomes resident only when a connection first uses it: about 4 KiB per
-//! connection for ordinary requests, 17 KiB at most), the deadline lists, the event
+//! a 1 KiB response-head area and a 16 KiB receive area, in one anonymous `MAP_NORESERVE`
+//! mapping, `sys::ZeroedArena`, so a page becomes resident only when a connection first
+//! uses it: about 5 KiB per connection for ordinary requests, 17 KiB at most), the deadline lists, the event
 //! buffer, the file cache and the access log buffer. Serving a request allocates nothing.
 //!
 //! Accepting: `accept4` until `EAGAIN`; `EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM` or a full
@@ -176,7 +176,7 @@ struct Loop<'a> {
     listener: BorrowedFd<'a>,
     poller: Poller,
     conns: Vec<Conn>,
-    arena: Vec<u8>,
+    arena: crate::sys::ZeroedArena,
     free: Vec<u32>,
     ctx: Ctx<'a>,
     scratch: Scratch,
@@ -224,7 +224,8 @@ impl<'a> Loop<'a> {
             listener,
             poller,
             conns: (0..n).map(|_| Conn::free()).collect(),
-            arena: vec![0u8; n * SLOT_BYTES],
+            arena: crate::sys::ZeroedArena::new(n * SLOT_BYTES)
+                .map_err(|e| LoopError::Setup("mapping the connection arena", e))?,
             free: (0..slots).rev().collect(),
             ctx,
             scratch: Scratch::new(),
@@ -365,7 +366,7 @@ impl<'a> Loop<'a> {
 
     fn drive(&mut self, slot: u32) {
         let i = slot as usize;
-        let buf = &mut self.arena[i * SLOT_BYTES..(i + 1) * SLOT_BYTES];
+        let buf = &mut self.arena.as_mut_slice()[i * SLOT_BYTES..(i + 1) * SLOT_BYTES];
         let c = &mut self.conns[i];
         match conn::advance(slot, c, buf, &mut self.ctx, &mut self.scratch) {
             Next::Park if c.registered => {}
@@ -423,7 +424,7 @@ impl<'a> Loop<'a> {
         if !started {
             return;
         }
-        let out = &mut self.arena[i * SLOT_BYTES..i * SLOT_BYTES + conn::OUT_CAP];
+        let out = &mut self.arena.as_mut_slice()[i * SLOT_BYTES..i * SLOT_BYTES + conn::OUT_CAP];
         let date = *self.ctx.date.text();
         let Some(n) = write_error_head(out, 408, &date, Persist::Close, None) else {
             return;

@@ -91,7 +91,6 @@ impl fmt::Display for SteerError {
 
 /// Builds, assembles, checks and verifies the plan's program; `None` for `hash`.
 pub fn program(plan: &Plan, topo: &Topology) -> Result<Option<SteerProgram>, SteerError> {
-    let _ = topo;
     let Some(tree) = decision_tree(plan) else {
         return Ok(None);
     };
@@ -104,7 +103,7 @@ pub fn program(plan: &Plan, topo: &Topology) -> Result<Option<SteerProgram>, Ste
     let text = source(&tree);
     let insns = asm_bpf::assemble(&text).map_err(|e| SteerError::Assemble(e.to_string()))?;
     asm_bpf::check::check(&insns).map_err(|e| SteerError::Checker(e.to_string()))?;
-    verify(plan, &insns)?;
+    verify(plan, topo, &insns)?;
     Ok(Some(SteerProgram {
         text,
         insns,
@@ -136,9 +135,12 @@ pub fn expected(plan: &Plan, cpu: u32, rxhash: u32, rand: u32) -> u32 {
     u32::from(range.start) + hash % range.len() as u32
 }
 
-/// The CPU ids and hashes every program is verified on.
-fn probes(plan: &Plan) -> Vec<(u32, u32, u32)> {
-    let max = plan.cpu_map.last().map_or(0, |(c, _)| c.get() as u32);
+/// The CPU ids and hashes every program is verified on: every id up to the highest
+/// possible or mapped CPU + 2, then ids no machine has.
+fn probes(plan: &Plan, topo: &Topology) -> Vec<(u32, u32, u32)> {
+    let mapped = plan.cpu_map.last().map_or(0, |(c, _)| c.get());
+    let possible = topo.possible.iter().last().map_or(0, |c| c.get());
+    let max = mapped.max(possible) as u32;
     let mut cpus: Vec<u32> = (0..=max + 2).collect();
     cpus.extend([4095, 8191, 8192, 65535, u32::MAX]);
     let hashes: &[(u32, u32)] = match plan.steer {
@@ -158,8 +160,8 @@ fn probes(plan: &Plan) -> Vec<(u32, u32, u32)> {
         .collect()
 }
 
-fn verify(plan: &Plan, insns: &[Insn]) -> Result<(), SteerError> {
-    for (cpu, rxhash, rand) in probes(plan) {
+fn verify(plan: &Plan, topo: &Topology, insns: &[Insn]) -> Result<(), SteerError> {
+    for (cpu, rxhash, rand) in probes(plan, topo) {
         let ctx = Context {
             cpu,
             rxhash,

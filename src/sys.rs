@@ -437,6 +437,57 @@ pub fn sse2_controls(bytes: &[u8; 16]) -> u32 {
     }
 }
 
+/// A private anonymous mapping of zero bytes: the serve loop's connection arena.
+///
+/// Unlike `vec![0; n]` its creation can fail with an error instead of aborting the
+/// process, and `MAP_NORESERVE` keeps a large `--max-conns` from being refused by the
+/// kernel's overcommit heuristic: pages become resident (on the toucher's node) only when
+/// a connection first writes them.
+pub struct ZeroedArena {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+impl ZeroedArena {
+    /// `mmap(NULL, len, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE)` —
+    /// `len` zero bytes, nothing resident yet. See mmap(2).
+    pub fn new(len: usize) -> io::Result<ZeroedArena> {
+        let len = len.max(1);
+        // SAFETY: a fresh anonymous mapping at an address the kernel picks aliases no
+        // existing Rust memory.
+        let addr = unsafe {
+            rustix::mm::mmap_anonymous(
+                core::ptr::null_mut(),
+                len,
+                rustix::mm::ProtFlags::READ | rustix::mm::ProtFlags::WRITE,
+                rustix::mm::MapFlags::PRIVATE | rustix::mm::MapFlags::NORESERVE,
+            )
+        }?;
+        let ptr = NonNull::new(addr.cast::<u8>())
+            .ok_or_else(|| io::Error::other("mmap returned null"))?;
+        Ok(ZeroedArena { ptr, len })
+    }
+
+    /// The whole arena.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: `ptr..ptr+len` is our live, readable and writable mapping, zero-filled
+        // by the kernel (so initialised), and `&mut self` makes this the only reference.
+        unsafe { core::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for ZeroedArena {
+    fn drop(&mut self) {
+        // SAFETY: the mapping was made by `new` with this exact length and no slice from
+        // `as_mut_slice` outlives `self`.
+        let _ = unsafe { rustix::mm::munmap(self.ptr.as_ptr().cast(), self.len) };
+    }
+}
+
+// SAFETY: the arena owns its mapping exclusively (no aliasing pointer exists elsewhere),
+// so moving it to another thread moves sole ownership, as with a Vec<u8>.
+unsafe impl Send for ZeroedArena {}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,9 +3,12 @@
 //! every run line and every summary line. Also the responder itself, checked with a
 //! plain std client in both modes.
 
+mod bench_support;
+
+use bench_support::responder;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_steerd");
@@ -97,44 +100,10 @@ fn ab_rejects_a_missing_b_command() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("steerd: bench: ab:"));
 }
 
-struct Kill(Child);
-
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts a responder on port 0 and returns it with the port it printed.
-fn responder(extra: &[&str]) -> (Kill, u16) {
-    let mut child = Command::new(BIN)
-        .args([
-            "bench",
-            "responder",
-            "--listen",
-            "127.0.0.1:0",
-            "--cpus",
-            "0",
-        ])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = Vec::new();
-    let mut byte = [0u8; 1];
-    let mut stdout = child.stdout.take().unwrap();
-    while stdout.read(&mut byte).unwrap() == 1 && byte[0] != b'\n' {
-        line.push(byte[0]);
-    }
-    let line = String::from_utf8(line).unwrap();
-    let port = line.rsplit(':').next().unwrap().parse().unwrap();
-    (Kill(child), port)
-}
-
 #[test]
 fn responder_answers_every_request_on_a_keep_alive_connection() {
-    let (_r, port) = responder(&[]);
+    let r = responder(&[]);
+    let port = r.port;
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
     // Two requests in one write, then one split across writes.
@@ -151,7 +120,14 @@ fn responder_answers_every_request_on_a_keep_alive_connection() {
 
 #[test]
 fn responder_close_mode_answers_and_closes() {
-    let (_r, port) = responder(&["--close"]);
+    for extra in [&["--close"][..], &["--close", "--steer"][..]] {
+        close_mode_answers(extra);
+    }
+}
+
+fn close_mode_answers(extra: &[&str]) {
+    let r = responder(extra);
+    let port = r.port;
     for _ in 0..3 {
         let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
@@ -166,4 +142,73 @@ fn responder_close_mode_answers_and_closes() {
         );
         assert!(text.contains("Connection: close"));
     }
+}
+
+#[test]
+fn ab_json_carries_runs_and_verdicts() {
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let url = format!("http://127.0.0.1:{port}/");
+    let side = [
+        BIN,
+        "bench",
+        "responder",
+        "--listen",
+        &listen,
+        "--cpus",
+        "0",
+    ];
+    let mut args = vec![
+        "bench", "ab", "--rounds", "2", "--cold", "-d", "0.2s", "-c", "2", "-t", "1", "--json",
+        &url, "--",
+    ];
+    args.extend(side);
+    args.push("--");
+    args.extend(side);
+    let out = Command::new(BIN).args(&args).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.starts_with('{') && text.trim_end().ends_with('}'),
+        "{text}"
+    );
+    assert_eq!(text.matches("\"side\":").count(), 4, "{text}");
+    for want in [
+        "\"name\":\"requests/s\"",
+        "\"significant\":",
+        "\"ratio_low\":",
+        "\"p\":",
+    ] {
+        assert!(text.contains(want), "missing {want} in {text}");
+    }
+}
+
+#[test]
+fn stats_reproduces_ministat_on_its_example() {
+    let dir = std::env::temp_dir().join(format!("steerd-bench-stats-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (a, b) = (dir.join("iguana"), dir.join("chameleon"));
+    std::fs::write(&a, "50\n200\n150\n400\n750\n400\n150\n").unwrap();
+    std::fs::write(&b, "# chameleon\n150\n400\n720\n500\n930\n").unwrap();
+    let out = Command::new(BIN)
+        .args(["bench", "stats"])
+        .arg(&a)
+        .arg(&b)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{text}");
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .skip(1)
+        .take(2)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows[0], ["A", "7", "50", "750", "200", "300", "238.048"]);
+    assert_eq!(rows[1], ["B", "5", "150", "930", "500", "540", "299.082"]);
+    assert!(
+        text.contains("No difference proven at 95.0% confidence"),
+        "{text}"
+    );
 }

@@ -1,9 +1,10 @@
 //! `steerd bpf check` and `steerd bpf run` through the real binary.
 //!
 //! `check` must give every checker vector's verdict and message (the same vectors the
-//! asm-bpf kernel-oracle test attaches to real sockets); `run` must print what the
-//! interpreter computes (which asm-bpf's kernel-oracle test compares with the kernel's
-//! reuseport selection); bad input and bad flags get their exit statuses.
+//! asm-bpf kernel-oracle test attaches to real sockets); `run` must print the values of
+//! `tests/data/bpf_run.txt` and what the interpreter computes (which asm-bpf's
+//! kernel-oracle test compares with the kernel's reuseport selection); bad input and
+//! bad flags get their exit statuses.
 
 use asm_bpf::interp::{self, Context};
 use std::io::Write;
@@ -198,6 +199,41 @@ fn run_prints_the_interpreters_value_for_each_context_field() {
         .1,
         "0\n"
     );
+}
+
+#[test]
+fn run_gives_every_vector_its_value() {
+    let vectors = include_str!("data/bpf_run.txt");
+    let mut cases = 0;
+    for line in vectors
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        let cols: Vec<&str> = line.split(" | ").collect();
+        assert_eq!(cols.len(), 4, "bpf_run.txt: 4 columns in {line:?}");
+        let mut args = vec!["run"];
+        args.extend(cols[1].split_whitespace());
+        let (status, stdout, stderr) = outcome(&args, cols[2]);
+        match cols[0].strip_prefix("refused: ") {
+            Some(rule) => {
+                assert_eq!((status, stdout.as_str()), (1, ""), "{line}");
+                assert_eq!(
+                    stderr,
+                    format!("steerd: bpf: run: <stdin>: {rule}\n"),
+                    "{line}"
+                );
+            }
+            None => assert_eq!(outcome_ok(status, &stdout, &stderr), cols[0], "{line}"),
+        }
+        cases += 1;
+    }
+    assert!(cases >= 28, "{cases} vectors");
+}
+
+/// The printed value of a successful run (asserting it was one).
+fn outcome_ok<'a>(status: i32, stdout: &'a str, stderr: &str) -> &'a str {
+    assert_eq!((status, stderr), (0, ""), "stdout {stdout:?}");
+    stdout.strip_suffix('\n').expect("one line")
 }
 
 #[test]

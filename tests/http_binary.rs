@@ -293,3 +293,25 @@ fn ten_thousand_concurrent_connections_are_served() {
     let resp = read_response(&mut BufReader::new(&conns[0]), false).unwrap();
     assert_eq!(resp.text(), "0123456789");
 }
+
+/// A client that vanishes mid-download costs the worker nothing: `sendfile` and `sendmsg`
+/// get EPIPE/ECONNRESET (SIGPIPE is ignored), the connection is closed, the same worker
+/// keeps serving.
+#[test]
+fn clients_that_vanish_mid_response_do_not_hurt_the_worker() {
+    let site = Site::new("bin-vanish");
+    let srv = Server::start(&site.root, &["--workers", "1"], &[]);
+    let before = srv.pids();
+    for _ in 0..20 {
+        let mut s = srv.connect();
+        s.write_all(b"GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        let mut some = [0u8; 1000];
+        let _ = s.read(&mut some);
+        drop(s); // unread data: the kernel answers the server's next segment with RST
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let r = get(srv.addr, "/hello.txt", "");
+    assert_eq!(r.status, 200);
+    assert_eq!(srv.pids(), before, "no worker died and was respawned");
+}

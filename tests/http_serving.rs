@@ -544,3 +544,22 @@ fn blank_lines_alone_still_meet_the_header_deadline() {
         String::from_utf8_lossy(&got)
     );
 }
+
+#[test]
+fn a_stray_crlf_after_a_request_leaves_the_connection_idle_not_timed_out() {
+    let site = Site::new("straycrlf");
+    let mut cfg = config(&site.root);
+    cfg.header_timeout = Duration::from_millis(200);
+    cfg.keepalive_timeout = Duration::from_millis(1500);
+    let srv = InProc::start(cfg, Tuning::default());
+    let mut s = srv.connect();
+    s.write_all(b"GET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n\r\n")
+        .unwrap();
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    assert_eq!(read_response(&mut r, false).unwrap().status, 200);
+    std::thread::sleep(Duration::from_millis(600)); // past the header timeout
+    s.write_all(b"GET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let second = read_response(&mut r, false).unwrap();
+    assert_eq!((second.status, second.text().as_str()), (200, "0123456789"));
+}

@@ -138,6 +138,18 @@ fn xeon_distinct_cores_before_smt_siblings() {
         "round-robin inside the node"
     );
     assert_eq!(p.index_for(cpu(84)), 2, "sibling of 28");
+    let p = make("xeon-2s-smt-112", &["--workers", "54"]);
+    assert_eq!(
+        p.master_cpu,
+        Some(cpu(27)),
+        "a free core beats CPU 56, a worker's sibling"
+    );
+    let p = make("xeon-2s-smt-112", &["--workers", "56"]);
+    assert_eq!(
+        p.master_cpu,
+        Some(cpu(56)),
+        "every core busy: the lowest free CPU"
+    );
     let p = make("xeon-2s-smt-112", &["--workers", "58"]);
     assert!(cpus(&p).contains(&56) && cpus(&p).contains(&84));
     check_invariants(&p, &t);

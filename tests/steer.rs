@@ -272,19 +272,22 @@ fn no_packet_loads_in_any_program() {
     }
 }
 
-fn check_json(args: &[&str]) -> serde_json::Value {
+/// stdout of a successful `steerd check ARGS`.
+fn check_stdout(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_steerd"))
         .arg("check")
-        .arg("--json")
         .args(args)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("check --json is JSON")
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn check_json(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    serde_json::from_str(&check_stdout(&all)).expect("check --json is JSON")
 }
 
 /// Re-assembles the program text from `steerd check --json` and runs every CPU of its
@@ -378,4 +381,39 @@ fn check_refuses_impossible_flags_with_the_stage() {
         String::from_utf8_lossy(&out.stderr),
         "steerd: plan: --cpus: CPUs 0-3 are not allowed (allowed: 4-7)\n"
     );
+}
+
+#[test]
+fn check_binds_nothing_and_prints_the_program() {
+    // A plain listener (no SO_REUSEPORT) holds the port: anything that bound it would fail.
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = held.local_addr().unwrap().to_string();
+    let dir = fixture("kunpeng920-2x2");
+    let text = check_stdout(&[
+        "--listen",
+        &addr,
+        "--workers",
+        "4",
+        "--sysfs",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(text.contains(&format!("listen: {addr}")), "{text}");
+    assert!(text.contains("master: CPU 1\n"), "{text}");
+    let program = text
+        .split("\nbytecode:\n")
+        .nth(1)
+        .expect("bytecode section");
+    let source: String = text
+        .lines()
+        .skip_while(|l| !l.starts_with("program: "))
+        .skip(1)
+        .take_while(|l| *l != "bytecode:")
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let insns = asm_bpf::assemble(&source).unwrap();
+    assert_eq!(program, asm_bpf::fmt::format_default(&insns));
+    for (c, want) in [(0, 0), (7, 0), (8, 1), (31, 3), (32, 4)] {
+        assert_eq!(run(&insns, c, 0, 0), want, "cpu {c}");
+    }
+    drop(held);
 }

@@ -9,8 +9,8 @@
 //! A and B alternate, A B A B, for `--rounds` rounds, each run with the same load, and
 //! each B run is paired with the A run of its round. Both command lines usually bind
 //! the URL's port, so every run starts its server afresh in its own process group,
-//! waits until the port accepts, optionally warms it up, measures, and stops the whole
-//! group (SIGTERM, then SIGKILL after 5 s). Server CPU per request is the CPU time of
+//! waits until the port accepts, optionally warms it up, measures, and stops it (SIGTERM
+//! to its first process, SIGKILL to its whole group if anything is left after 5 s). Server CPU per request is the CPU time of
 //! the server's process tree during the measured load (`procs.rs`) over the requests
 //! served. The per-worker split comes from steerd's `--metrics` page when the command
 //! line has that flag, and is "n/a" otherwise. It does not build anything, compare
@@ -368,13 +368,14 @@ impl Server {
         }
     }
 
-    /// SIGTERM to the group; SIGKILL if anything in it is alive 5 s later.
+    /// SIGTERM to the server's first process (a master stops its own workers, as nginx
+    /// and steerd do); SIGKILL to the whole group if anything in it is alive 5 s later.
     fn stop(&mut self) {
-        use rustix::process::{kill_process_group, Pid, Signal};
+        use rustix::process::{kill_process, kill_process_group, Pid, Signal};
         let Some(pgid) = Pid::from_raw(self.pid as i32) else {
             return;
         };
-        let _ = kill_process_group(pgid, Signal::TERM);
+        let _ = kill_process(pgid, Signal::TERM);
         let deadline = Instant::now() + Duration::from_secs(5);
         while Instant::now() < deadline {
             let root_gone = matches!(self.child.try_wait(), Ok(Some(_)));

@@ -10,6 +10,10 @@
 //! `write` (plus a share of `epoll_wait`). Close: the listener has TCP_DEFER_ACCEPT, so a
 //! blocking `accept4` returns a connection whose request is already queued, and the
 //! thread answers straight away: accept4, read, write, close, four calls and no epoll.
+//! `--steer` attaches a classic BPF program to the group that sends each connection to
+//! the listener of the CPU that received it (`ld #cpu`, one `jeq` per CPU), as steerd's
+//! `--steer cpu` does; without it the kernel's 4-tuple hash spreads connections, so on
+//! loopback about half of them are served on the other CPU than the client's.
 //! It prints `responder: listening on ADDR` once every listener is bound. It does not
 //! parse requests, serve files or stop gracefully: it is a measuring stick.
 
@@ -22,11 +26,12 @@ use rustix::net::{AddressFamily, SocketFlags, SocketType};
 use std::net::SocketAddr;
 
 const HELP: &str = "\
-usage: steerd bench responder --listen ADDR:PORT --cpus LIST [--close]
+usage: steerd bench responder --listen ADDR:PORT --cpus LIST [--close] [--steer]
 
 The reference responder: one pinned thread per CPU in LIST, one SO_REUSEPORT listener
 each, a canned 13-byte response to every request, one read and one write per request.
 --close answers and closes each connection (TCP_DEFER_ACCEPT, no epoll).
+--steer sends each connection to the listener of the CPU that received it (cBPF).
 Port 0 picks a free port; the address is printed once all listeners are bound.
 ";
 
@@ -40,8 +45,8 @@ pub fn main(args: &[String]) -> Result<i32, Usage> {
         print!("{HELP}");
         return Ok(0);
     }
-    let (addr, cpus, close) = parse(args).map_err(|m| Usage(format!("responder: {m}")))?;
-    match serve(addr, &cpus, close) {
+    let (addr, cpus, close, steer) = parse(args).map_err(|m| Usage(format!("responder: {m}")))?;
+    match serve(addr, &cpus, close, steer) {
         Ok(()) => Ok(0),
         Err(e) => {
             eprintln!("steerd: bench: responder: {e}");
@@ -50,8 +55,10 @@ pub fn main(args: &[String]) -> Result<i32, Usage> {
     }
 }
 
-fn parse(args: &[String]) -> Result<(SocketAddr, Vec<CpuId>, bool), String> {
-    let (mut addr, mut cpus, mut close) = (None, None, false);
+type Options = (SocketAddr, Vec<CpuId>, bool, bool);
+
+fn parse(args: &[String]) -> Result<Options, String> {
+    let (mut addr, mut cpus, mut close, mut steer) = (None, None, false, false);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -68,17 +75,23 @@ fn parse(args: &[String]) -> Result<(SocketAddr, Vec<CpuId>, bool), String> {
                 cpus = Some(set.iter().collect::<Vec<_>>());
             }
             "--close" => close = true,
+            "--steer" => steer = true,
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
     let cpus = cpus
         .filter(|c| !c.is_empty())
         .ok_or("--cpus LIST is required")?;
-    Ok((addr.ok_or("--listen ADDR:PORT is required")?, cpus, close))
+    Ok((
+        addr.ok_or("--listen ADDR:PORT is required")?,
+        cpus,
+        close,
+        steer,
+    ))
 }
 
 /// Binds every listener, then runs one pinned thread per CPU until the process is killed.
-fn serve(addr: SocketAddr, cpus: &[CpuId], close: bool) -> Result<(), String> {
+fn serve(addr: SocketAddr, cpus: &[CpuId], close: bool, steer: bool) -> Result<(), String> {
     let mut listeners = Vec::with_capacity(cpus.len());
     let mut bound = addr;
     for _ in cpus {
@@ -88,6 +101,12 @@ fn serve(addr: SocketAddr, cpus: &[CpuId], close: bool) -> Result<(), String> {
             .and_then(|a| SocketAddr::try_from(a).ok())
             .ok_or("getsockname failed")?;
         listeners.push(l);
+    }
+    if steer {
+        let prog =
+            asm_bpf::assemble(&steer_source(cpus)).map_err(|e| format!("steering program: {e}"))?;
+        crate::sys::attach_reuseport_cbpf(listeners[0].as_fd(), &prog)
+            .map_err(|e| format!("SO_ATTACH_REUSEPORT_CBPF: {e}"))?;
     }
     println!("responder: listening on {bound}");
     let threads: Vec<_> = cpus
@@ -229,6 +248,20 @@ fn accept_all(ep: &OwnedFd, listener: &OwnedFd, conns: &mut Vec<Option<(OwnedFd,
     }
 }
 
+/// bpf_asm source: the receiving CPU's listener index, or past the group (the kernel
+/// then falls back to its hash) for a CPU without a listener.
+fn steer_source(cpus: &[CpuId]) -> String {
+    let mut src = String::from("ld #cpu\n");
+    for (i, cpu) in cpus.iter().enumerate() {
+        src.push_str(&format!("jeq #{cpu}, l{i}\n"));
+    }
+    src.push_str("ret #0xffffffff\n");
+    for i in 0..cpus.len() {
+        src.push_str(&format!("l{i}: ret #{i}\n"));
+    }
+    src
+}
+
 /// Counts request heads ending in `data`, carrying a partial `\r\n\r\n` across reads.
 fn count_heads(data: &[u8], matched: &mut u8) -> usize {
     const END: &[u8; 4] = b"\r\n\r\n";
@@ -265,6 +298,17 @@ mod tests {
         );
         assert_eq!(count_heads(b"\n", &mut m), 1);
         assert_eq!(count_heads(b"\r\r\n\r\n", &mut m), 1);
+    }
+
+    #[test]
+    fn steering_program_maps_each_cpu_to_its_listener() {
+        let cpus: Vec<CpuId> = [3, 5].iter().map(|&c| CpuId::new(c).unwrap()).collect();
+        let src = steer_source(&cpus);
+        assert_eq!(
+            src,
+            "ld #cpu\njeq #3, l0\njeq #5, l1\nret #0xffffffff\nl0: ret #0\nl1: ret #1\n"
+        );
+        assert!(asm_bpf::assemble(&src).is_ok());
     }
 
     #[test]

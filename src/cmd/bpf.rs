@@ -84,20 +84,30 @@ fn set_path(input: &mut Input, a: &str) -> Result<(), String> {
 impl Input {
     /// The name used in messages.
     fn name(&self) -> &str {
-        match self.path.as_deref() {
-            None | Some("-") => "<stdin>",
-            Some(p) => p,
-        }
+        input_name(self.path.as_deref())
     }
 
     fn read(&self) -> Result<Vec<u8>, String> {
-        let mut buf = Vec::new();
-        let read = match self.path.as_deref() {
-            None | Some("-") => std::io::stdin().read_to_end(&mut buf).map(|_| ()),
-            Some(p) => std::fs::read(p).map(|b| buf = b),
-        };
-        read.map_err(|e| format!("cannot read {}: {e}", self.name()))?;
-        Ok(buf)
+        read_input(self.path.as_deref()).map_err(|e| format!("cannot read {}: {e}", self.name()))
+    }
+}
+
+/// The name of an input path in messages: `<stdin>` for none or `-`.
+pub(super) fn input_name(path: Option<&str>) -> &str {
+    match path {
+        None | Some("-") => "<stdin>",
+        Some(p) => p,
+    }
+}
+
+/// Reads FILE, or stdin for none or `-`.
+pub(super) fn read_input(path: Option<&str>) -> std::io::Result<Vec<u8>> {
+    match path {
+        None | Some("-") => {
+            let mut buf = Vec::new();
+            std::io::stdin().read_to_end(&mut buf).map(|_| buf)
+        }
+        Some(p) => std::fs::read(p),
     }
 }
 

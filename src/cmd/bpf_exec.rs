@@ -15,7 +15,6 @@
 
 use asm_bpf::interp::{self, Context};
 use asm_bpf::{check::check as kernel_check, Insn};
-use std::io::Read;
 
 const CHECK_USAGE: &str = "usage: steerd bpf check [FILE|-]\n";
 const RUN_USAGE: &str = "usage: steerd bpf run [FILE|-] [--cpu N] [--queue Q] [--rxhash H] \
@@ -72,10 +71,7 @@ fn positional(path: &mut Option<String>, a: &str) -> Result<(), String> {
 
 /// Reads, loads and checks the program; on failure prints why and gives the status.
 fn load_checked(sub: &str, path: Option<&str>) -> Result<Vec<Insn>, i32> {
-    let name = match path {
-        None | Some("-") => "<stdin>",
-        Some(p) => p,
-    };
+    let name = super::bpf::input_name(path);
     let fail = |why: String| {
         eprintln!("steerd: bpf: {sub}: {name}: {why}");
         1
@@ -87,12 +83,7 @@ fn load_checked(sub: &str, path: Option<&str>) -> Result<Vec<Insn>, i32> {
 }
 
 fn read_input(path: Option<&str>) -> Result<String, String> {
-    let mut bytes = Vec::new();
-    let read = match path {
-        None | Some("-") => std::io::stdin().read_to_end(&mut bytes).map(drop),
-        Some(p) => std::fs::read(p).map(|b| bytes = b),
-    };
-    read.map_err(|e| format!("cannot read: {e}"))?;
+    let bytes = super::bpf::read_input(path).map_err(|e| format!("cannot read: {e}"))?;
     String::from_utf8(bytes).map_err(|_| "input is not UTF-8 text".to_string())
 }
 

@@ -172,7 +172,7 @@ fn check_text(
                 p.longest_path
             );
             out.push_str(&p.text);
-            let _ = writeln!(out, "bytecode:\n{}", asm_bpf::fmt::format_default(&p.insns));
+            let _ = write!(out, "bytecode:\n{}", asm_bpf::fmt::format_default(&p.insns));
         }
     }
     out

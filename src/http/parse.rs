@@ -13,8 +13,9 @@
 //! skipped (RFC 9112 §2.2). What the fields mean is `request.rs`'s business; this layer
 //! only checks bytes. It never allocates, panics, or reads past the slice.
 //!
-//! Fast paths: `GET ` and `HEAD ` as 4/5-byte compares, `HTTP/1.1\r\n` as one 10-byte
-//! compare, SWAR scanning of values and 8-wide table checks of the target (`scan.rs`).
+//! Fast paths: `GET ` and `HEAD ` as 4/5-byte compares, `HTTP/1.x\r\n` as one 10-byte
+//! pattern, 16-byte (SSE2 or SWAR) scanning of values, table walks of the target and
+//! names with one bounds check per 8 bytes (`scan.rs`).
 
 use super::error::ErrorKind;
 use super::scan::{target_end, token_end, value_end};
@@ -73,6 +74,7 @@ pub struct Head<'b> {
 }
 
 /// Parses a request head from `buf`, filling `slots` with its field lines.
+#[inline]
 pub fn parse_head<'b>(
     buf: &'b [u8],
     slots: &mut [Header<'b>],
@@ -218,8 +220,12 @@ fn target(buf: &[u8], start: usize) -> Step<(&[u8], usize)> {
 /// Returns the minor digit and the offset after the CRLF.
 #[inline]
 fn version(buf: &[u8], start: usize) -> Step<u8> {
-    if buf.get(start..start + 10) == Some(b"HTTP/1.1\r\n") {
-        return Ok(Some((1, start + 10)));
+    if let Some(&[b'H', b'T', b'T', b'P', b'/', b'1', b'.', minor, b'\r', b'\n']) =
+        buf.get(start..start + 10)
+    {
+        if minor.is_ascii_digit() {
+            return Ok(Some((minor - b'0', start + 10)));
+        }
     }
     if let Some(b' ' | b'\t') = buf.get(start) {
         return Err(ErrorKind::BadRequestLine);

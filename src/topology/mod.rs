@@ -141,6 +141,9 @@ impl Topology {
 }
 
 /// Reads the topology under `roots`. Never fails: problems become warnings.
+///
+/// The live affinity is the calling thread's: call this before pinning the master, or
+/// the process seems to own one CPU.
 pub fn read(roots: &Roots) -> (Topology, Vec<String>) {
     let mut r = Reader::new(roots);
     let topo = r.topology();

@@ -135,7 +135,7 @@ impl InProc {
     pub fn join_within(&mut self, t: Duration) -> bool {
         let deadline = Instant::now() + t;
         while Instant::now() < deadline {
-            if self.thread.as_ref().map_or(true, |h| h.is_finished()) {
+            if self.thread.as_ref().is_none_or(|h| h.is_finished()) {
                 if let Some(h) = self.thread.take() {
                     let _ = h.join();
                 }

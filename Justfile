@@ -38,3 +38,7 @@ vm:
 # Request parser against httparse on httparse's own inputs (ratios in the same run).
 bench-parser:
     cargo bench --bench parser
+
+# The suite built for aarch64 and run under qemu-aarch64-static.
+test-arm64:
+    scripts/test-arm64.sh

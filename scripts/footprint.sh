@@ -8,9 +8,10 @@
 #       BINARY  default target/x86_64-unknown-linux-musl/release/steerd (scripts/static.sh)
 #       CONNS   default 10000
 #
-# The client is python3 (standard library only), one process; with --steer cpu (the
-# default) every connection it makes is steered to the worker on the client's CPU, so
-# one worker holds them all: the worst case for one worker, the one --max-conns sizes.
+# The client is python3 (standard library only), one process pinned to CPU
+# $CLIENT_CPU (default 0); with --steer cpu (the default) every connection it makes is
+# steered to the worker on that CPU, so one worker holds them all: the worst case for
+# one worker, the one --max-conns sizes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-target/x86_64-unknown-linux-musl/release/steerd}
@@ -47,7 +48,7 @@ report() {
 
 echo "footprint: $bin, $(stat -c %s "$bin") bytes, serve ${*:-(defaults)}, on $addr"
 report "idle:"
-python3 - "$addr" "$conns" "$work/held" <<'PY' &
+taskset -c "${CLIENT_CPU:-0}" python3 - "$addr" "$conns" "$work/held" <<'PY' &
 import socket, sys, time
 host, port = sys.argv[1].rsplit(":", 1)
 n, flag = int(sys.argv[2]), sys.argv[3]

@@ -6,14 +6,21 @@
 #   node N CPULIST DISTANCES...
 #   cpu N pkg=P core=CORE_CPUS package=PACKAGE_CPUS cluster=CLUSTER_CPUS|-
 sys_layout() {
+    # one cat per node and per CPU (a process costs a lot under TCG); the shell's own
+    # `read` cannot be used: it reads byte by byte, and the cpulist files are binary
+    # sysfs attributes that then read as empty
     for n in /sys/devices/system/node/node[0-9]*; do
-        echo "node ${n##*node} $(cat "$n/cpulist") $(cat "$n/distance")"
+        set -- $(cat "$n/cpulist" "$n/distance")
+        list=$1
+        shift
+        echo "node ${n##*node} $list $*"
     done
     for c in /sys/devices/system/cpu/cpu[0-9]*; do
         t=$c/topology
         [ -d "$t" ] || continue
-        echo "cpu ${c##*cpu} pkg=$(cat "$t/physical_package_id") core=$(cat "$t/core_cpus_list")" \
-            "package=$(cat "$t/package_cpus_list") cluster=$(cat "$t/cluster_cpus_list" 2>/dev/null || echo -)"
+        set -- $(cat "$t/physical_package_id" "$t/core_cpus_list" "$t/package_cpus_list" \
+            "$t/cluster_cpus_list" 2>/dev/null)
+        echo "cpu ${c##*cpu} pkg=$1 core=$2 package=$3 cluster=${4:--}"
     done
 }
 

@@ -447,13 +447,19 @@ fn numa_with_alternating_nodes_fits_and_agrees_for_every_cpu() {
     let p = alternating_nodes(1024);
     let segs = steer::segments(&p).len();
     assert!(segs >= 1024, "one segment per CPU: {segs}");
-    let prog = steer::program(&p, &topo("this-machine")).expect("fits").unwrap();
+    let prog = steer::program(&p, &topo("this-machine"))
+        .expect("fits")
+        .unwrap();
     assert!(
         prog.insns.len() <= 2 * segs + 2 * 6 + 2,
         "{} instructions for {segs} segments",
         prog.insns.len()
     );
-    assert_eq!(prog.text.matches("ld #rxhash").count(), 2, "one block per node");
+    assert_eq!(
+        prog.text.matches("ld #rxhash").count(),
+        2,
+        "one block per node"
+    );
     for c in 0..1026u32 {
         for (h, r) in [(7, 0), (0x9e37_79b9, 0), (0, 3)] {
             assert_eq!(
@@ -472,5 +478,8 @@ fn a_numa_program_too_long_does_not_advise_numa() {
     let text = err.to_string();
     assert!(text.ends_with("use --steer hash"), "{text}");
     let err = steer::program(&alternating(2100), &topo("this-machine")).unwrap_err();
-    assert!(err.to_string().ends_with("use --steer numa or hash"), "{err}");
+    assert!(
+        err.to_string().ends_with("use --steer numa or hash"),
+        "{err}"
+    );
 }

@@ -22,10 +22,7 @@ pub fn main(args: &ServeArgs, json: bool) -> Result<i32, Failure> {
         warnings,
         plan,
         program,
-    } = super::prepare::prepare(args)?;
-    for w in &warnings {
-        eprintln!("steerd: {w}");
-    }
+    } = super::prepare::prepare(args, |w| eprintln!("steerd: {w}"))?;
     if json {
         print!(
             "{}",

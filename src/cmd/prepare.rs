@@ -2,8 +2,8 @@
 //!
 //! Input: validated [`ServeArgs`]. Output: [`Prepared`] (or the failing stage). Both
 //! commands call [`prepare`], so what `check` prints is what `serve` runs: they once read
-//! the NIC in `check` only and planned differently on multi-node machines. It prints
-//! nothing; each command shows the warnings its own way. It does not pin, bind or fork.
+//! the NIC in `check` only and planned differently on multi-node machines. Each command
+//! shows the warnings its own way. It does not pin, bind or fork.
 
 use super::Failure;
 use crate::args::ServeArgs;
@@ -24,10 +24,14 @@ pub struct Prepared {
 }
 
 /// Reads the topology (before anything pins the process), attaches the NIC of the listen
-/// addresses, makes the plan and the steering program.
-pub fn prepare(args: &ServeArgs) -> Result<Prepared, Failure> {
+/// addresses, makes the plan and the steering program. Each warning goes to `show` as
+/// soon as the machine is read, so it is seen even when planning then fails.
+pub fn prepare(args: &ServeArgs, show: impl Fn(&str)) -> Result<Prepared, Failure> {
     let (mut topo, mut warnings) = topology::read(&args.roots);
     warnings.extend(topology::attach_nic(&mut topo, &args.listen, &args.roots));
+    for w in &warnings {
+        show(w);
+    }
     let plan = plan::make(args, &topo).map_err(|e| Failure::new("plan", e))?;
     let program = steer::program(&plan, &topo).map_err(|e| Failure::new("steer", e))?;
     Ok(Prepared {

@@ -13,16 +13,9 @@ use crate::master;
 
 /// Runs `steerd serve` and returns the exit status.
 pub fn main(args: &ServeArgs) -> Result<i32, Failure> {
-    let super::prepare::Prepared {
-        warnings,
-        plan,
-        program,
-        ..
-    } = super::prepare::prepare(args)?;
     // Each warning already names its stage (`topology: ...`).
-    for w in warnings {
-        crate::say!("warning: {w}");
-    }
+    let super::prepare::Prepared { plan, program, .. } =
+        super::prepare::prepare(args, |w| crate::say!("warning: {w}"))?;
     if args.steer != SteerPolicy::Hash && plan.steer == SteerPolicy::Hash {
         crate::say!(
             "warning: steer: only one worker CPU, so --steer {} has nothing to choose \

@@ -189,22 +189,6 @@ fn killed_worker_is_respawned_on_its_cpu_and_its_queue_is_served() {
     );
 }
 
-/// Waits for worker `index` to report a pid other than `old`.
-fn wait_for_new_pid(server: &Server, index: usize, old: u32) -> u32 {
-    let prefix = format!("steerd: worker {index} pid ");
-    let line = server.wait_line(|l| {
-        l.starts_with(&prefix)
-            && l.contains(" running on cpu ")
-            && !l.starts_with(&format!("{prefix}{old} "))
-    });
-    line[prefix.len()..]
-        .split(' ')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap()
-}
-
 #[test]
 fn crash_loop_backs_off_and_recovers() {
     let server = Server::start(&["--workers", "1"]);

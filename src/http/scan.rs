@@ -300,11 +300,24 @@ mod tests {
             let mut buf = [b'a'; 40];
             for b in buf.iter_mut().take(len) {
                 let r = next(&mut s);
-                *b = if r % 6 == 0 { alphabet[(r >> 8) as usize % alphabet.len()] } else { b"Ab-9"[(r >> 16) as usize % 4] };
+                *b = if r % 6 == 0 {
+                    alphabet[(r >> 8) as usize % alphabet.len()]
+                } else {
+                    b"Ab-9"[(r >> 16) as usize % 4]
+                };
             }
             let at = (next(&mut s) as usize) % (len + 1);
-            let naive = buf[..len].iter().skip(at).position(|&b| !TOKEN[b as usize]).map(|i| at + i);
-            assert_eq!(token_end(&buf[..len], at), naive, "{:?} at {at}", &buf[..len]);
+            let naive = buf[..len]
+                .iter()
+                .skip(at)
+                .position(|&b| !TOKEN[b as usize])
+                .map(|i| at + i);
+            assert_eq!(
+                token_end(&buf[..len], at),
+                naive,
+                "{:?} at {at}",
+                &buf[..len]
+            );
         }
     }
 

@@ -563,3 +563,32 @@ fn a_stray_crlf_after_a_request_leaves_the_connection_idle_not_timed_out() {
     let second = read_response(&mut r, false).unwrap();
     assert_eq!((second.status, second.text().as_str()), (200, "0123456789"));
 }
+
+/// RFC 9110 §9.3.2, RFC 9112 §6.3 rule 1: a HEAD response has no content whatever its
+/// status; a body would be read as the start of the next pipelined response.
+#[test]
+fn head_error_redirect_and_refusal_have_no_body() {
+    let site = Site::new("headerr");
+    let srv = server(&site);
+    for (req, status) in [
+        ("HEAD /nope HTTP/1.1\r\nHost: t\r\n\r\n", 404),
+        ("HEAD /dir HTTP/1.1\r\nHost: t\r\n\r\n", 301),
+        // No Host: a keep-alive 400.
+        ("HEAD / HTTP/1.1\r\n\r\n", 400),
+    ] {
+        let mut s = srv.connect();
+        let next = "GET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n";
+        s.write_all(format!("{req}{next}").as_bytes()).unwrap();
+        let mut r = BufReader::new(s);
+        let h = read_response(&mut r, true).unwrap();
+        assert_eq!(h.status, status, "{req:?}");
+        let len: usize = h.header("content-length").unwrap().parse().unwrap();
+        assert!(len > 0, "Content-Length as for GET: {req:?}");
+        let g = read_response(&mut r, false).unwrap();
+        assert_eq!(
+            (g.status, g.text().as_str()),
+            (200, "0123456789"),
+            "{req:?}"
+        );
+    }
+}

@@ -28,13 +28,25 @@ struct Line<'a> {
     method: &'a [u8],
     target: &'a [u8],
     minor: u8,
+    /// A HEAD request: the response has no content whatever its status (RFC 9110 §9.3.2,
+    /// RFC 9112 §6.3 rule 1), though its Content-Length stays that of GET.
+    head: bool,
 }
 
 const UNPARSED: Line<'static> = Line {
     method: b"-",
     target: b"-",
     minor: 1,
+    head: false,
 };
+
+/// A refused head: unparsed, but a HEAD still gets no content (the client will read none).
+fn unparsed(inb: &[u8]) -> Line<'static> {
+    Line {
+        head: request_line(inb).starts_with(b"HEAD "),
+        ..UNPARSED
+    }
+}
 
 /// Plans the response to the head at the start of `inb`. `None`: not complete yet.
 pub(super) fn request(
@@ -52,7 +64,7 @@ pub(super) fn request(
         }
         Ok(Status::Partial) if inb.len() < IN_CAP => None,
         Ok(Status::Partial) => {
-            refuse(c, out, ctx, 431, None, &UNPARSED);
+            refuse(c, out, ctx, 431, None, &unparsed(inb));
             Some(inb.len())
         }
         Err(e) => {
@@ -68,12 +80,12 @@ pub(super) fn request(
                         ctx,
                         e.status(),
                         Some(persist(true, minor)),
-                        &UNPARSED,
+                        &unparsed(inb),
                     );
                     Some(i + 4)
                 }
                 _ => {
-                    refuse(c, out, ctx, e.status(), None, &UNPARSED);
+                    refuse(c, out, ctx, e.status(), None, &unparsed(inb));
                     Some(inb.len())
                 }
             }
@@ -140,7 +152,8 @@ fn error_reply(
     );
 }
 
-/// Records the plan on the connection, counts it and logs it.
+/// Records the plan on the connection, counts it and logs it. A HEAD drops the body here,
+/// for every status.
 #[allow(clippy::too_many_arguments)]
 fn plan(
     c: &mut Conn,
@@ -152,6 +165,11 @@ fn plan(
     after: After,
     line: &Line<'_>,
 ) {
+    let (body, body_len) = if line.head {
+        (Outgoing::Nothing, 0)
+    } else {
+        (body, body_len)
+    };
     c.head_len = head_len;
     c.head_sent = 0;
     c.body = body;
@@ -183,6 +201,7 @@ fn serve(
         method: req.method.as_str().as_bytes(),
         target: req.target,
         minor: req.minor,
+        head: req.method == Method::Head,
     };
     let has_body = req.body != Body::None;
     // Expect: 100-continue with a body we will not read: answer and close rather than

@@ -592,3 +592,50 @@ fn head_error_redirect_and_refusal_have_no_body() {
         );
     }
 }
+
+/// RFC 9110 §13.1.1, §13.1.4, §13.2.2: If-Match, else If-Unmodified-Since, before
+/// If-None-Match; a false one is 412.
+#[test]
+fn if_match_and_if_unmodified_since_give_412() {
+    let site = Site::new("ifmatch");
+    let srv = server(&site);
+    let first = get(srv.addr, "/ten.bin", "");
+    let etag = first.header("etag").unwrap().to_string();
+    let old = "Sun, 06 Nov 1994 08:49:37 GMT";
+    let future = "Fri, 01 Jan 2100 00:00:00 GMT";
+    let cases = [
+        (format!("If-Match: {etag}\r\n"), 200),
+        (format!("If-Match: \"nope\", {etag}\r\n"), 200),
+        ("If-Match: *\r\n".to_string(), 200),
+        ("If-Match: \"nope\"\r\n".to_string(), 412),
+        (format!("If-Match: W/{etag}\r\n"), 412),
+        (format!("If-Unmodified-Since: {old}\r\n"), 412),
+        (format!("If-Unmodified-Since: {future}\r\n"), 200),
+        ("If-Unmodified-Since: garbage\r\n".to_string(), 200),
+        // If-Match present: If-Unmodified-Since is not evaluated.
+        (
+            format!("If-Match: {etag}\r\nIf-Unmodified-Since: {old}\r\n"),
+            200,
+        ),
+        // Preconditions before If-None-Match and Range.
+        (
+            format!("If-Match: \"nope\"\r\nIf-None-Match: {etag}\r\n"),
+            412,
+        ),
+        (
+            format!("If-Unmodified-Since: {old}\r\nRange: bytes=0-1\r\n"),
+            412,
+        ),
+        (
+            format!("If-Match: {etag}\r\nIf-None-Match: {etag}\r\n"),
+            304,
+        ),
+    ];
+    for (extra, status) in cases {
+        let r = get(srv.addr, "/ten.bin", &extra);
+        assert_eq!(r.status, status, "{extra:?}");
+        if status == 412 {
+            assert!(r.text().contains("412 Precondition Failed"), "{extra:?}");
+        }
+    }
+}

@@ -6,14 +6,14 @@
 //! [`Awaiting::Send`] with its plan, and the number of bytes the head took. No I/O except
 //! the file lookup; no allocation.
 //!
-//! Order of evaluation for GET/HEAD on a file (RFC 9110 §13.2.2): If-None-Match, else
-//! If-Modified-Since (304); then Range (GET only, §14.2) subject to If-Range; 416 for an
+//! Order of evaluation for GET/HEAD on a file (RFC 9110 §13.2.2): If-Match, else
+//! If-Unmodified-Since (412); then If-None-Match, else If-Modified-Since (304); then Range (GET only, §14.2) subject to If-Range; 416 for an
 //! unsatisfiable single range. Other methods get 405 with `Allow: GET, HEAD`.
 
 use super::{After, Awaiting, Conn, Ctx, Outgoing, Scratch, IN_CAP};
 use crate::files::cache::Served;
 use crate::files::{FileMeta, Lookup, PATH_MAX};
-use crate::http::conditional::not_modified;
+use crate::http::conditional::{not_modified, precondition_fails};
 use crate::http::range::{evaluate, if_range_holds, RangeAnswer};
 use crate::http::response::{
     error_body, write_error_head, write_head, ContentRange, Head, Persist,
@@ -309,6 +309,9 @@ fn file(
     let mut h = Head::new(200, &date, p);
     h.last_modified = Some(&meta.last_modified);
     h.etag = Some(etag);
+    if precondition_fails(req.if_match, req.if_unmodified_since, etag, meta.mtime) {
+        return error_reply(c, out, ctx, 412, p, after, None, line);
+    }
     if not_modified(req.if_none_match, req.if_modified_since, etag, meta.mtime) {
         h.status = 304;
         let n = write_head(out, &h).unwrap_or(0);

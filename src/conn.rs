@@ -44,6 +44,12 @@ pub const OUT_CAP: usize = 1024;
 pub const IN_CAP: usize = MAX_HEAD;
 /// Bytes of arena per connection slot.
 pub const SLOT_BYTES: usize = OUT_CAP + IN_CAP;
+/// Bytes of the worker's spill area for a response head too long for a slot's head area:
+/// only a 301 whose `Location` repeats a long target (at most [`MAX_TARGET`] + 1 bytes,
+/// since the target's bytes are all `pchar` and re-encode to no more bytes than they came
+/// from). It is copied to the front of the slot's receive area, which must hold it.
+pub const SPILL_CAP: usize = MAX_TARGET + OUT_CAP;
+const _: () = assert!(SPILL_CAP <= IN_CAP);
 /// Largest `sendfile` count per call (the socket buffer bounds it anyway).
 const SENDFILE_CHUNK: usize = 1 << 20;
 
@@ -138,6 +144,8 @@ pub struct Conn {
     head_sent: usize,
     body: Outgoing,
     pinned: bool,
+    /// The response head lives at the front of the receive area (see [`SPILL_CAP`]).
+    head_spilled: bool,
     after: After,
     discard: u64,
 }
@@ -160,6 +168,7 @@ impl Conn {
             head_sent: 0,
             body: Outgoing::Nothing,
             pinned: false,
+            head_spilled: false,
             after: After::KeepAlive,
             discard: 0,
         }
@@ -218,6 +227,8 @@ pub struct Scratch {
     pub path: Box<[u8; MAX_TARGET]>,
     /// NUL-terminated relative path for `openat2`.
     pub open: Box<[u8; PATH_MAX + 1]>,
+    /// A response head too long for the head area, until it is moved to the slot.
+    pub spill: Box<[u8; SPILL_CAP]>,
 }
 
 impl Scratch {
@@ -226,6 +237,7 @@ impl Scratch {
         Scratch {
             path: Box::new([0; MAX_TARGET]),
             open: Box::new([0; PATH_MAX + 1]),
+            spill: Box::new([0; SPILL_CAP]),
         }
     }
 }
@@ -302,6 +314,12 @@ fn transition(
                             // Answered: no deadline until it waits again.
                             ctx.timers.disarm(slot);
                             consume(c, inb, used);
+                            if c.head_spilled {
+                                // The connection closes after this answer: the receive
+                                // area holds the head instead of further input.
+                                c.in_len = 0;
+                                inb[..c.head_len].copy_from_slice(&s.spill[..c.head_len]);
+                            }
                             continue;
                         }
                         None => c.scanned = c.in_len,
@@ -360,7 +378,8 @@ fn transition(
                 if !c.writable {
                     return Next::Park;
                 }
-                match send_some(fd, c, out, ctx) {
+                let head_area: &[u8] = if c.head_spilled { inb } else { out };
+                match send_some(fd, c, head_area, ctx) {
                     Sent::Done => {
                         if finish_response(slot, c, fd, inb, ctx) == Next::Close {
                             return Next::Close;

@@ -639,3 +639,44 @@ fn if_match_and_if_unmodified_since_give_412() {
         }
     }
 }
+
+/// A directory redirect whose Location outgrows the 1 KiB head area is still a 301 (the
+/// head is written elsewhere), and the connection then closes cleanly.
+#[test]
+fn long_directory_redirects_are_301() {
+    let site = Site::new("longredir");
+    let name = "a".repeat(200);
+    std::fs::create_dir(site.root.join(&name)).unwrap();
+    let long_path = "%61".repeat(200);
+    for (target, location) in [
+        (
+            format!("/dir?{}", "q".repeat(900)),
+            format!("/dir/?{}", "q".repeat(900)),
+        ),
+        (
+            format!("/{long_path}?{}", "b".repeat(7390)),
+            format!("/{name}/?{}", "b".repeat(7390)),
+        ),
+    ] {
+        assert!(
+            target.len() >= 905 && target.len() <= 8192,
+            "{}",
+            target.len()
+        );
+        let srv = server(&site);
+        let mut s = srv.connect();
+        let req = format!(
+            "GET {target} HTTP/1.1\r\nHost: t\r\n\r\nGET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n"
+        );
+        s.write_all(req.as_bytes()).unwrap();
+        let mut r = BufReader::new(s.try_clone().unwrap());
+        let resp = read_response(&mut r, false).unwrap();
+        assert_eq!(resp.status, 301, "target of {} bytes", target.len());
+        assert_eq!(resp.header("location"), Some(location.as_str()));
+        assert_eq!(resp.header("connection"), Some("close"));
+        assert!(resp.text().contains("301 Moved Permanently"));
+        let mut rest = Vec::new();
+        let _ = r.read_to_end(&mut rest);
+        assert!(rest.is_empty(), "nothing after the closing 301");
+    }
+}

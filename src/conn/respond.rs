@@ -59,7 +59,7 @@ pub(super) fn request(
     let mut fields = [Header::EMPTY; MAX_FIELDS];
     match parse_request(inb, &mut fields, &mut s.path[..]) {
         Ok(Status::Complete(req)) => {
-            serve(c, out, ctx, &req, &mut s.open);
+            serve(c, out, ctx, &req, &mut s.open, &mut s.spill[..]);
             Some(req.head_len)
         }
         Ok(Status::Partial) if inb.len() < IN_CAP => None,
@@ -71,8 +71,9 @@ pub(super) fn request(
             // A refusal that may keep the connection came from a complete, well-framed
             // head without a body: it ends at the first blank line.
             let end = memchr::memmem::find(inb, b"\r\n\r\n").filter(|&i| i > 0);
+            // A 414 always closes (the target may be cut anywhere).
             match end {
-                Some(i) if !e.must_close() && !ctx.draining => {
+                Some(i) if !e.must_close() && e.status() != 414 && !ctx.draining => {
                     let minor = u8::from(!request_line(inb).ends_with(b"HTTP/1.0"));
                     refuse(
                         c,
@@ -172,6 +173,7 @@ fn plan(
     };
     c.head_len = head_len;
     c.head_sent = 0;
+    c.head_spilled = false;
     c.body = body;
     c.pinned = false;
     c.after = after;
@@ -196,6 +198,7 @@ fn serve(
     ctx: &mut Ctx<'_>,
     req: &Request<'_, '_>,
     open: &mut [u8; PATH_MAX + 1],
+    spill: &mut [u8],
 ) {
     let line = Line {
         method: req.method.as_str().as_bytes(),
@@ -249,15 +252,20 @@ fn serve(
         Served::Miss(Lookup::File(fd, meta)) => {
             file(c, out, ctx, req, &meta, Source::File(fd), p, after, &line);
         }
-        Served::Miss(Lookup::AddSlash) => redirect(c, out, ctx, req, p, after, &line),
+        Served::Miss(Lookup::AddSlash) => redirect(c, out, spill, ctx, req, p, after, &line),
         Served::Miss(Lookup::Status(s)) => error_reply(c, out, ctx, s, p, after_err, None, &line),
     }
 }
 
-/// 301 to the same path with a trailing slash, query kept.
+/// 301 to the same path with a trailing slash, query kept. A `Location` too long for the
+/// head area (a path of more than about 800 bytes) is written to the worker's spill area,
+/// which the transition moves to the receive area; the connection then closes, since
+/// that area can no longer hold the pipelined input.
+#[allow(clippy::too_many_arguments)]
 fn redirect(
     c: &mut Conn,
     out: &mut [u8],
+    spill: &mut [u8],
     ctx: &mut Ctx<'_>,
     req: &Request<'_, '_>,
     p: Persist,
@@ -270,19 +278,18 @@ fn redirect(
     h.content_type = Some(crate::http::response::HTML);
     h.content_length = Some(page.len() as u64);
     h.location = Some((req.path, req.query));
-    match write_head(out, &h) {
-        Some(n) => plan(
-            c,
-            ctx,
-            301,
-            n,
-            Outgoing::Static(page, 0),
-            page.len() as u64,
-            after,
-            line,
-        ),
-        // Only a path near the 8 KiB limit, percent-encoded, outgrows the head area.
-        None => error_reply(c, out, ctx, 414, p, after, None, line),
+    let body = Outgoing::Static(page, 0);
+    if let Some(n) = write_head(out, &h) {
+        return plan(c, ctx, 301, n, body, page.len() as u64, after, line);
+    }
+    h.persist = Persist::Close;
+    match write_head(spill, &h) {
+        Some(n) => {
+            plan(c, ctx, 301, n, body, page.len() as u64, After::Linger, line);
+            c.head_spilled = true;
+        }
+        // Unreachable for a target the parser accepted (see `SPILL_CAP`); closes.
+        None => error_reply(c, out, ctx, 414, Persist::Close, After::Linger, None, line),
     }
 }
 

@@ -486,6 +486,8 @@ fn finish_response(
             }
             Next::Park
         }
+        // Nothing unread and no body owed: close at once. Otherwise linger, so the late
+        // body meets a reading socket rather than a reset.
         After::KeepAlive | After::Close if c.in_len == 0 && c.discard == 0 => Next::Close,
         _ => {
             c.in_len = 0;

@@ -680,3 +680,33 @@ fn long_directory_redirects_are_301() {
         assert!(rest.is_empty(), "nothing after the closing 301");
     }
 }
+
+/// RFC 9112 §9.6: a closing response to a request whose body has not arrived yet lingers
+/// (write side shut, input drained): the late body meets a reading socket, and the
+/// client then reads a clean EOF instead of a reset.
+#[test]
+fn close_with_a_body_still_owed_lingers() {
+    let site = Site::new("closebody");
+    let srv = server(&site);
+    for method in ["GET /hello.txt", "POST /hello.txt"] {
+        let mut s = srv.connect();
+        let head = format!(
+            "{method} HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Length: 200000\r\n\r\n"
+        );
+        s.write_all(head.as_bytes()).unwrap();
+        let mut r = BufReader::new(s.try_clone().unwrap());
+        let resp = read_response(&mut r, false).unwrap();
+        assert_eq!(resp.header("connection"), Some("close"), "{method}");
+        std::thread::sleep(Duration::from_millis(100));
+        let sent = s.write_all(&vec![b'x'; 200_000]);
+        assert!(sent.is_ok(), "{method}: body refused: {sent:?}");
+        s.shutdown(std::net::Shutdown::Write).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let mut rest = Vec::new();
+        let end = r.read_to_end(&mut rest);
+        assert!(
+            matches!(end, Ok(0)),
+            "{method}: a clean FIN after the drained body, not {end:?}"
+        );
+    }
+}

@@ -210,7 +210,14 @@ fn serve(
     // Expect: 100-continue with a body we will not read: answer and close rather than
     // wait for a body the client may never send (RFC 9110 §10.1.1).
     let keep = req.keep_alive && !ctx.draining && !(has_body && req.expect_continue);
-    c.discard = 0;
+    // Body bytes still owed: discarded before the next head when the connection persists,
+    // else they make the close linger (closing with unread input sends a reset, which
+    // can destroy the response at the client, RFC 9112 §9.6).
+    c.discard = match req.body {
+        Body::None => 0,
+        Body::Length(n) => n,
+        Body::Chunked => u64::MAX,
+    };
     if !matches!(req.method, Method::Get | Method::Head) {
         // 405; an unread body of another method closes the connection.
         let keep = keep && !has_body;
@@ -225,9 +232,6 @@ fn serve(
             None,
             &line,
         );
-    }
-    if let (Body::Length(n), true) = (req.body, keep) {
-        c.discard = n;
     }
     let p = persist(keep, req.minor);
     let after = if keep { After::KeepAlive } else { After::Close };

@@ -130,6 +130,8 @@ impl Default for Tuning {
 
 /// Longest sleep, so the control callback is polled even with no signal to this thread.
 const MAX_WAIT_MS: u64 = 500;
+/// Period of the file cache's sweep.
+const SWEEP_MS: u64 = 1000;
 /// Slots are indexed by u32 and `u32::MAX` is the listener's token.
 const MAX_SLOTS: u32 = 1 << 24;
 
@@ -184,6 +186,8 @@ struct Loop<'a> {
     open: usize,
     accepting: bool,
     resume_at: u64,
+    /// When the file cache's unused descriptors are next swept.
+    sweep_at: u64,
     tuning: Tuning,
 }
 
@@ -233,6 +237,7 @@ impl<'a> Loop<'a> {
             open: 0,
             accepting: true,
             resume_at: 0,
+            sweep_at: 0,
             tuning,
         })
     }
@@ -271,12 +276,22 @@ impl<'a> Loop<'a> {
                 }
             }
             self.expire();
+            self.sweep_cache();
             self.maybe_resume();
             self.ctx.log.flush();
         }
         self.ctx.log.flush();
         self.close_all();
         Ok(())
+    }
+
+    /// About once a second (the wait never exceeds `MAX_WAIT_MS`): close cached
+    /// descriptors of unused or deleted files.
+    fn sweep_cache(&mut self) {
+        if self.ctx.now_ms >= self.sweep_at {
+            self.ctx.cache.sweep(self.ctx.now_ms);
+            self.sweep_at = self.ctx.now_ms + SWEEP_MS;
+        }
     }
 
     fn tick(&mut self) {

@@ -710,3 +710,59 @@ fn close_with_a_body_still_owed_lingers() {
         );
     }
 }
+
+/// Whether this process holds a descriptor whose link names `path` (a deleted file's
+/// link reads "PATH (deleted)").
+fn holds_open(path: &std::path::Path) -> bool {
+    let want = path.to_string_lossy().into_owned();
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .flatten()
+        .any(|e| {
+            std::fs::read_link(e.path())
+                .map(|l| l.to_string_lossy().starts_with(want.as_str()))
+                .unwrap_or(false)
+        })
+}
+
+/// Waits (bounded) until `path` is no longer held open.
+fn released_within(path: &std::path::Path, t: Duration) -> bool {
+    let end = Instant::now() + t;
+    while Instant::now() < end {
+        if !holds_open(path) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+/// A large file cached as an open descriptor is closed once deleted (or merely unused)
+/// by the loop's sweep, without any further request.
+#[test]
+fn cached_descriptors_of_deleted_or_unused_files_are_closed() {
+    let site = Site::new("fdsweep");
+    let mut tuning = Tuning::default();
+    tuning.cache.revalidate = Duration::from_millis(200);
+    let srv = InProc::start(config(&site.root), tuning);
+    let big = site.root.join("big.bin");
+    let kept = site.root.join("kept.bin");
+    std::fs::copy(&big, &kept).unwrap();
+    for path in ["/big.bin", "/kept.bin"] {
+        let r = get(srv.addr, path, "");
+        assert_eq!((r.status, r.body.len()), (200, 3_000_000));
+    }
+    assert!(
+        holds_open(&big) && holds_open(&kept),
+        "both cached as descriptors"
+    );
+    std::fs::remove_file(&big).unwrap();
+    assert!(
+        released_within(&big, Duration::from_secs(5)),
+        "the deleted file is still held open"
+    );
+    assert!(
+        released_within(&kept, Duration::from_secs(5)),
+        "an unused descriptor is still held open"
+    );
+}

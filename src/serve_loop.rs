@@ -180,6 +180,9 @@ struct Loop<'a> {
     conns: Vec<Conn>,
     arena: crate::sys::ZeroedArena,
     free: Vec<u32>,
+    /// Connections that yielded with work left, driven again next turn (capacity: one
+    /// per slot, so pushing never allocates).
+    ready: Vec<Token>,
     ctx: Ctx<'a>,
     scratch: Scratch,
     cpu: u32,
@@ -231,6 +234,7 @@ impl<'a> Loop<'a> {
             arena: crate::sys::ZeroedArena::new(n * SLOT_BYTES)
                 .map_err(|e| LoopError::Setup("mapping the connection arena", e))?,
             free: (0..slots).rev().collect(),
+            ready: Vec::with_capacity(n),
             ctx,
             scratch: Scratch::new(),
             cpu: cfg.cpu.get() as u32,
@@ -275,6 +279,7 @@ impl<'a> Loop<'a> {
                     self.dispatch(token, ready);
                 }
             }
+            self.drive_ready();
             self.expire();
             self.sweep_cache();
             self.maybe_resume();
@@ -312,6 +317,10 @@ impl<'a> Loop<'a> {
         }
         if let Some(end) = grace_end {
             until = until.min(end);
+        }
+        // Connections that yielded are driven again at once, after polling the others.
+        if !self.ready.is_empty() {
+            until = now;
         }
         // Round up: waking a millisecond early would spin once more for nothing.
         (until.saturating_sub(now) + u64::from(until > now)).min(MAX_WAIT_MS) as i32
@@ -396,8 +405,53 @@ impl<'a> Loop<'a> {
                     _ => self.close(slot),
                 }
             }
+            Next::Yield => {
+                let token = Token {
+                    slot,
+                    generation: c.generation,
+                };
+                let added = match (c.registered, c.fd.as_ref()) {
+                    (true, _) => Ok(()),
+                    (false, Some(fd)) => self.poller.add_conn(fd, token),
+                    (false, None) => Err(Errno::BADF),
+                };
+                if added.is_err() {
+                    return self.close(slot);
+                }
+                c.registered = true;
+                if !c.queued {
+                    c.queued = true;
+                    self.queue(token);
+                }
+            }
             Next::Close => self.close(slot),
         }
+    }
+
+    /// Puts a yielded connection on the ready list. Entries of slots closed since they
+    /// were queued are dropped first if the list is full, so it never outgrows one entry
+    /// per slot (a live slot is queued at most once).
+    fn queue(&mut self, token: Token) {
+        if self.ready.len() == self.ready.capacity() {
+            let conns = &self.conns;
+            self.ready.retain(|t| is_queued(conns, *t));
+        }
+        self.ready.push(token);
+    }
+
+    /// Drives the connections that yielded before this pass (those yielding again
+    /// during it wait for the next turn).
+    fn drive_ready(&mut self) {
+        let k = self.ready.len();
+        for i in 0..k {
+            let token = self.ready[i];
+            if !is_queued(&self.conns, token) {
+                continue;
+            }
+            self.conns[token.slot as usize].queued = false;
+            self.drive(token.slot);
+        }
+        self.ready.drain(..k);
     }
 
     fn close(&mut self, slot: u32) {
@@ -483,6 +537,13 @@ impl<'a> Loop<'a> {
             }
         }
     }
+}
+
+/// Whether `token` is a live connection still waiting on the ready list.
+fn is_queued(conns: &[Conn], token: Token) -> bool {
+    conns
+        .get(token.slot as usize)
+        .is_some_and(|c| c.queued && c.generation == token.generation && c.fd.is_some())
 }
 
 #[cfg(test)]

@@ -766,3 +766,80 @@ fn cached_descriptors_of_deleted_or_unused_files_are_closed() {
         "an unused descriptor is still held open"
     );
 }
+
+/// One client pipelining without pause cannot hold the worker: a second client on the
+/// same (single) loop is answered while the flood is still being answered, and every
+/// pipelined request is answered (a yielded connection is driven again without a new
+/// event). The access log records responses in the order they were planned: the second
+/// client's request must not come after the whole flood. (Whether the old loop starved
+/// the second client here depends on scheduling; `conn`'s unit tests pin the budget.)
+#[test]
+fn a_pipelining_flood_does_not_starve_another_client() {
+    const N: usize = 50_000;
+    let site = Site::new("flood");
+    let log = site.base.join("access.log");
+    let mut cfg = config(&site.root);
+    cfg.access_log = Some(log.clone());
+    let srv = InProc::start(cfg, Tuning::default());
+    let flood = srv.connect();
+    // Room for every request and response in the kernel, so the flood never waits for
+    // this process to be scheduled: the kernel keeps the server's input full.
+    let _ = rustix::net::sockopt::set_socket_send_buffer_size(&flood, 4 << 20);
+    let _ = rustix::net::sockopt::set_socket_recv_buffer_size(&flood, 4 << 20);
+    let req = b"GET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n";
+    let all: Vec<u8> = req.iter().copied().cycle().take(req.len() * N).collect();
+    let mut w = flood.try_clone().unwrap();
+    let writer = std::thread::spawn(move || w.write_all(&all).is_ok());
+    let answered = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = answered.clone();
+    let mut r = flood;
+    // Every response has the same length (fixed-width Date): progress is bytes / length.
+    let reader = std::thread::spawn(move || {
+        let mut all = Vec::with_capacity(N * 300);
+        let mut buf = vec![0u8; 1 << 20];
+        let end = Instant::now() + Duration::from_secs(60);
+        let mut one = None;
+        while Instant::now() < end {
+            let n = match r.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            all.extend_from_slice(&buf[..n]);
+            one = one.or_else(|| memchr::memmem::find(&all, b"0123456789").map(|i| i + 10));
+            let seen = one.map_or(0, |len| all.len() / len);
+            counted.store(seen, std::sync::atomic::Ordering::SeqCst);
+            if seen >= N {
+                break;
+            }
+        }
+        memchr::memmem::find_iter(&all, b"\r\n\r\n0123456789").count()
+    });
+    let start = Instant::now();
+    while answered.load(std::sync::atomic::Ordering::SeqCst) < 100 {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the flood never started"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let other = get(srv.addr, "/hello.txt", "");
+    assert_eq!(other.status, 200);
+    assert!(writer.join().unwrap(), "the flood was written");
+    assert_eq!(
+        reader.join().unwrap(),
+        N,
+        "every pipelined request was answered"
+    );
+    drop(srv);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let at = text.lines().position(|l| l.contains("/hello.txt")).unwrap();
+    let flood_after = text
+        .lines()
+        .skip(at)
+        .filter(|l| l.contains("/ten.bin"))
+        .count();
+    assert!(
+        flood_after > 0,
+        "the other client was answered only after all {N} pipelined requests"
+    );
+}

@@ -843,3 +843,40 @@ fn a_pipelining_flood_does_not_starve_another_client() {
         "the other client was answered only after all {N} pipelined requests"
     );
 }
+
+/// A FIFO in the tree is resolved without being opened (`O_PATH`): a writer waiting in
+/// `open(O_WRONLY)` for a reader is not released by the request, which gets a 404.
+#[test]
+fn a_fifo_is_never_opened() {
+    let site = Site::new("fifo");
+    let fifo = site.root.join("pipe");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .unwrap();
+    let srv = server(&site);
+    let path = fifo.clone();
+    let writer =
+        std::thread::spawn(move || drop(std::fs::OpenOptions::new().write(true).open(path)));
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(get(srv.addr, "/pipe", "").status, 404);
+    assert_eq!(get(srv.addr, "/pipe", "").status, 404, "cached answer too");
+    std::thread::sleep(Duration::from_millis(200));
+    let released = writer.is_finished();
+    // Release the writer ourselves (O_NONBLOCK read end: no wait).
+    let _reader = rustix::fs::open(
+        &fifo,
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::NONBLOCK,
+        rustix::fs::Mode::empty(),
+    )
+    .unwrap();
+    writer.join().unwrap();
+    assert!(
+        !released,
+        "the server opened the FIFO (its writer was released)"
+    );
+}

@@ -9,8 +9,9 @@
 //!
 //! Policy: direct-mapped by a hash of the path (a collision replaces the older entry).
 //! An entry is served without any syscall for `revalidate` after it was last checked;
-//! then the next request re-resolves the path (`openat2` + `fstat` + `close`) and compares
-//! inode, mtime and size. **Staleness a user can see:** a changed, replaced or deleted
+//! then the next request re-resolves the path without opening it (`openat2(O_PATH)` +
+//! `fstat` + `close`, [`probe`]) and compares inode, mtime and size; only a changed file
+//! is opened again. **Staleness a user can see:** a changed, replaced or deleted
 //! file may still be served from a worker's cache for up to `revalidate` (1 s by default)
 //! after the change, each worker independently; a change that keeps inode, mtime and size
 //! identical is not noticed at all (as with any mtime-based cache).
@@ -30,7 +31,7 @@
 //! entry is never reloaded or replaced, so the bytes (or the descriptor) under a paused
 //! write do not change.
 
-use super::{open, FileMeta, Lookup, PATH_MAX};
+use super::{open, probe, FileMeta, Lookup, Probe, PATH_MAX};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
 
@@ -191,11 +192,32 @@ impl FileCache {
             self.stats.hits += 1;
             return Served::Hit(index);
         }
-        let found = open(root, path, scratch);
         if same_key {
             self.stats.revalidations += 1;
+            match probe(root, path, scratch) {
+                Probe::File(meta) if self.refresh_if_same(index, &meta, now_ms) => {
+                    return Served::Hit(index)
+                }
+                // Changed: opened afresh below.
+                Probe::File(_) => {}
+                Probe::Other(answer) => return self.store(index, path, answer, now_ms),
+            }
         }
+        let found = open(root, path, scratch);
         self.store(index, path, found, now_ms)
+    }
+
+    /// Whether a revalidation found the entry's file unchanged (then it is trusted for
+    /// another period).
+    fn refresh_if_same(&mut self, index: u32, meta: &FileMeta, now_ms: u64) -> bool {
+        let e = &mut self.entries[index as usize];
+        if !e.meta.is_some_and(|m| m.same_file(meta)) {
+            return false;
+        }
+        e.checked_ms = now_ms;
+        e.used_ms = now_ms;
+        self.stats.hits += 1;
+        true
     }
 
     /// Decides what to do with a fresh lookup for the entry's slot.

@@ -34,3 +34,7 @@ bench-vs-nginx:
 vm:
     scripts/static.sh
     cargo test -p steerd --test vm -- --nocapture
+
+# Request parser against httparse on httparse's own inputs (ratios in the same run).
+bench-parser:
+    cargo bench --bench parser

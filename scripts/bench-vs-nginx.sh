@@ -121,6 +121,8 @@ echo "== machine"
 echo "$(nproc) CPUs, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
 
 echo "== client CPU per request: steerd bench load against wrk, alternating, on the responder"
+# wrk takes whole seconds: both clients run for DUR rounded up.
+WDUR=$(awk -v d="$DUR" 'BEGIN { x = int(d); if (x < d) x++; if (x < 1) x = 1; print x }')
 "${RESP[@]}" >/dev/null &
 RESP_PID=$!
 sleep 0.3
@@ -128,10 +130,10 @@ sleep 0.3
 : >"$OUT/client-cpu-steerd.txt"
 for _ in $(seq 5); do
     # wrk: user+system from /usr/bin/time over the requests it reports.
-    w=$( { /usr/bin/time -f 'cpu %U %S' wrk -t1 -c50 -d"${DUR}s" "$U13" >"$T/wrk.out"; } 2>&1)
+    w=$( { /usr/bin/time -f 'cpu %U %S' wrk -t1 -c50 -d"${WDUR}s" "$U13" >"$T/wrk.out"; } 2>&1)
     n=$(awk '/requests in/ {print $1}' "$T/wrk.out")
     echo "$w" | awk -v n="$n" '/^cpu/ {printf "%.4f\n", ($2 + $3) * 1e6 / n}' >>"$OUT/client-cpu-wrk.txt"
-    s=$( { /usr/bin/time -f 'cpu %U %S' "$BIN" bench load "$U13" -t 1 -c 50 -d "$DUR" --json >"$T/load.out"; } 2>&1)
+    s=$( { /usr/bin/time -f 'cpu %U %S' "$BIN" bench load "$U13" -t 1 -c 50 -d "$WDUR" --json >"$T/load.out"; } 2>&1)
     n=$(grep -o '"merged":{"cpu":[^,]*,"requests":[0-9]*' "$T/load.out" | grep -o '[0-9]*$')
     echo "$s" | awk -v n="$n" '/^cpu/ {printf "%.4f\n", ($2 + $3) * 1e6 / n}' >>"$OUT/client-cpu-steerd.txt"
 done

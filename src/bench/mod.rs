@@ -38,7 +38,7 @@ steerd bench: load generator, A/B comparison, reference responder
 usage:
   steerd bench load URL [options]
   steerd bench ab [ab options] [load options] URL -- A_COMMAND... -- B_COMMAND...
-  steerd bench responder --listen ADDR:PORT --cpus LIST [--close]
+  steerd bench responder --listen ADDR:PORT --cpus LIST [--close] [--steer]
   steerd bench stats A_FILE B_FILE     (one number per line, paired by line)
 
 Run `steerd bench load --help`, `steerd bench ab --help` or
@@ -57,7 +57,7 @@ pub fn main(args: &[String]) -> i32 {
         "responder" => responder::main(rest),
         "stats" => ab::stats_main(rest),
         "-h" | "--help" | "help" => {
-            print!("{HELP}");
+            emit(HELP);
             Ok(0)
         }
         other => Err(Usage(format!(
@@ -71,6 +71,14 @@ pub fn main(args: &[String]) -> i32 {
             2
         }
     }
+}
+
+/// Writes `text` to stdout and flushes it. A reader that went away (a closed pipe) is
+/// not an error worth a panic: the text is dropped.
+pub fn emit(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
 
 /// A bad command line: printed as `steerd: bench: ...`, exit status 2.
@@ -154,13 +162,13 @@ pub fn apply_flags(flags: &[String], s: &mut spec::LoadSpec) -> Result<(), Strin
 
 fn load_main(args: &[String]) -> Result<i32, Usage> {
     if wants_help(args) {
-        print!("{LOAD_HELP_HEAD}{}", spec::LOAD_FLAGS);
+        emit(&format!("{LOAD_HELP_HEAD}{}", spec::LOAD_FLAGS));
         return Ok(0);
     }
     let spec = parse_load(args).map_err(|Usage(m)| Usage(format!("load: {m}")))?;
     match load::run(&spec) {
-        Ok(r) if spec.json => print!("{}", report::json(&spec, &r)),
-        Ok(r) => print!("{}", report::text(&spec, &r)),
+        Ok(r) if spec.json => emit(&report::json(&spec, &r)),
+        Ok(r) => emit(&report::text(&spec, &r)),
         Err(e) => {
             eprintln!("steerd: bench: {e}");
             return Ok(1);

@@ -42,7 +42,7 @@ const CLOSE: &[u8] =
 /// Entry point of `steerd bench responder`.
 pub fn main(args: &[String]) -> Result<i32, Usage> {
     if super::wants_help(args) {
-        print!("{HELP}");
+        super::emit(HELP);
         return Ok(0);
     }
     let (addr, cpus, close, steer) = parse(args).map_err(|m| Usage(format!("responder: {m}")))?;
@@ -108,7 +108,7 @@ fn serve(addr: SocketAddr, cpus: &[CpuId], close: bool, steer: bool) -> Result<(
         crate::sys::attach_reuseport_cbpf(listeners[0].as_fd(), &prog)
             .map_err(|e| format!("SO_ATTACH_REUSEPORT_CBPF: {e}"))?;
     }
-    println!("responder: listening on {bound}");
+    super::emit(&format!("responder: listening on {bound}\n"));
     let threads: Vec<_> = cpus
         .iter()
         .zip(listeners)

@@ -126,8 +126,11 @@ impl ParseError {
         }
     }
 
-    /// An error on a well-framed request without a body whose client asked to persist.
+    /// An error on a well-framed request; it keeps the connection when `may_keep` (no
+    /// body, persistence asked for), except a 414, which always closes (the notes'
+    /// "close after 413, 414, 431 or 505").
     pub(crate) const fn keeping(kind: ErrorKind, may_keep: bool) -> Self {
+        let may_keep = may_keep && !matches!(kind, ErrorKind::TargetTooLong);
         Self { kind, may_keep }
     }
 

@@ -67,7 +67,8 @@ impl Method {
         Method::Patch,
     ];
 
-    /// The method for a token (case-sensitive, RFC 9110 §9.1), if known.
+    /// The method for a token (case-sensitive, RFC 9110 §9.1), if known. (A `match` on
+    /// the byte strings measured slower on the bench than this walk, GET being first.)
     pub fn from_token(token: &[u8]) -> Option<Method> {
         Self::ALL
             .into_iter()
@@ -434,4 +435,18 @@ fn strip_scheme(raw: &[u8]) -> Option<&[u8]> {
         return None;
     }
     rest.strip_prefix(b"://")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Method;
+
+    #[test]
+    fn method_tokens_round_trip() {
+        for m in Method::ALL {
+            assert_eq!(Method::from_token(m.as_str().as_bytes()), Some(m));
+        }
+        assert_eq!(Method::from_token(b"get"), None);
+        assert_eq!(Method::from_token(b"GETS"), None);
+    }
 }

@@ -5,12 +5,13 @@
 //! offending byte causes. Nothing here reads past the slice.
 //!
 //! Design. A header value is mostly printable ASCII ended by CR. Instead of a table
-//! lookup per byte, [`value_end`] loads 8 bytes as a little-endian `u64` and asks two
-//! SWAR questions at once ("is any byte below 0x20?", "is any byte 0x7F?") with the
-//! classic carry tricks: for `n <= 0x80`, `(w - 0x01..01 * n) & !w & 0x80..80` is
+//! lookup per byte, [`value_end`] skips 16 bytes per step that hold no control and no
+//! DEL: on x86-64 with one SSE2 test (`sys::sse2_controls`; SSE2 is in the x86-64
+//! baseline), elsewhere with two little-endian `u64` words asking two SWAR questions at
+//! once ("is any byte below 0x20?", "is any byte 0x7F?") with the classic carry tricks: for `n <= 0x80`, `(w - 0x01..01 * n) & !w & 0x80..80` is
 //! non-zero iff some byte of `w` is below `n`, and its lowest set bit marks the first
 //! such byte exactly (a borrow only corrupts the bytes above a true hit). Bytes >= 0x80
-//! (`obs-text`) never trip either test. When a word trips, the first flagged byte is
+//! (`obs-text`) never trip either test. When a step trips, the first flagged byte is
 //! looked at alone: CR ends the value, HTAB is allowed, anything else is an error. The
 //! tail shorter than a word goes byte by byte through the same table, which is the naive
 //! oracle the property test compares against.

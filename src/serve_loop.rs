@@ -19,7 +19,8 @@
 //! a 1 KiB response-head area and a 16 KiB receive area, in one anonymous `MAP_NORESERVE`
 //! mapping, `sys::ZeroedArena`, so a page becomes resident only when a connection first
 //! uses it: about 5 KiB per connection for ordinary requests, 17 KiB at most), the deadline lists, the event
-//! buffer, the file cache and the access log buffer. Serving a request allocates nothing.
+//! buffer, the two ready lists (one entry per slot), the file cache and the access log
+//! buffer. Serving a request allocates nothing.
 //!
 //! Accepting: `accept4` until `EAGAIN`; `EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM` or a full
 //! table pause accepting for [`Tuning::accept_pause`] (the listener's interest is cleared,
@@ -183,6 +184,8 @@ struct Loop<'a> {
     /// Connections that yielded with work left, driven again next turn (capacity: one
     /// per slot, so pushing never allocates).
     ready: Vec<Token>,
+    /// The ready list being driven this turn (swapped with `ready`, same capacity).
+    driving: Vec<Token>,
     ctx: Ctx<'a>,
     scratch: Scratch,
     cpu: u32,
@@ -235,6 +238,7 @@ impl<'a> Loop<'a> {
                 .map_err(|e| LoopError::Setup("mapping the connection arena", e))?,
             free: (0..slots).rev().collect(),
             ready: Vec::with_capacity(n),
+            driving: Vec::with_capacity(n),
             ctx,
             scratch: Scratch::new(),
             cpu: cfg.cpu.get() as u32,
@@ -439,19 +443,22 @@ impl<'a> Loop<'a> {
         self.ready.push(token);
     }
 
-    /// Drives the connections that yielded before this pass (those yielding again
-    /// during it wait for the next turn).
+    /// Drives the connections that yielded before this pass; those yielding again during
+    /// it go on the (swapped, empty) ready list for the next turn.
     fn drive_ready(&mut self) {
-        let k = self.ready.len();
-        for i in 0..k {
-            let token = self.ready[i];
+        if self.ready.is_empty() {
+            return;
+        }
+        core::mem::swap(&mut self.ready, &mut self.driving);
+        for i in 0..self.driving.len() {
+            let token = self.driving[i];
             if !is_queued(&self.conns, token) {
                 continue;
             }
             self.conns[token.slot as usize].queued = false;
             self.drive(token.slot);
         }
-        self.ready.drain(..k);
+        self.driving.clear();
     }
 
     fn close(&mut self, slot: u32) {

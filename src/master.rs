@@ -111,6 +111,7 @@ pub fn run(
     let policy = attach_steering(&listeners, plan.steer, program);
     let metrics = args.metrics.map(bind_metrics).transpose()?;
     announce(plan, policy, &listeners, metrics.as_ref());
+    raise_fd_limit(args, plan.workers.len());
     if let Some(spec) = &args.user {
         drop_privileges(spec)?;
     }
@@ -121,6 +122,49 @@ pub fn run(
     sup.start_all()?;
     sup.supervise();
     Ok(())
+}
+
+/// Descriptors a serving loop holds besides its connections: the file cache's open
+/// files (`CacheConfig::default().entries`).
+const LOOP_FDS: u64 = 256;
+/// Descriptors a worker holds besides its loops (epoll, root, log, stdio, listeners'
+/// copies before they are closed, metrics).
+const FD_HEADROOM: u64 = 64;
+
+/// Raises the soft `RLIMIT_NOFILE` (inherited by the workers) towards the hard limit so
+/// each worker can hold `--max-conns` connections on each listener, plus its cached
+/// files and headroom: the usual soft limit of 1024 is below the default 10,240
+/// connections. If the hard limit is lower, one warning names the capacity left (no
+/// privilege is used to raise the hard limit). getrlimit(2).
+fn raise_fd_limit(args: &ServeArgs, workers: usize) {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let loops = args.listen.len().max(1) as u64;
+    let inherited = (workers as u64).saturating_mul(loops);
+    let per_loop = u64::from(args.max_conns) + LOOP_FDS;
+    let want = per_loop * loops + FD_HEADROOM + inherited;
+    let lim = getrlimit(Resource::Nofile);
+    let soft = lim.current.unwrap_or(u64::MAX);
+    if soft >= want {
+        return;
+    }
+    let target = want.min(lim.maximum.unwrap_or(u64::MAX));
+    let raised = Rlimit {
+        current: Some(target),
+        maximum: lim.maximum,
+    };
+    let got = if setrlimit(Resource::Nofile, raised).is_ok() {
+        target
+    } else {
+        soft
+    };
+    if got < want {
+        let room = got.saturating_sub(FD_HEADROOM + inherited) / loops;
+        crate::say!(
+            "warning: open files limited to {got} (hard limit): about {} connections per worker and listener instead of --max-conns {}",
+            room.saturating_sub(LOOP_FDS),
+            args.max_conns
+        );
+    }
 }
 
 /// `TCP_DEFER_ACCEPT` for the header timeout, rounded up to whole seconds: the listener

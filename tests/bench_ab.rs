@@ -41,8 +41,7 @@ fn ab_of_two_responders_prints_runs_and_statistics() {
         .collect()
     };
     let mut args: Vec<String> = [
-        "bench", "ab", "--rounds", "2", "--warmup", "0.3s", "-d", "1s", "-c", "4", "-t", "1",
-        &url,
+        "bench", "ab", "--rounds", "2", "--warmup", "0.3s", "-d", "1s", "-c", "4", "-t", "1", &url,
     ]
     .iter()
     .map(|s| s.to_string())

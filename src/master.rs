@@ -381,7 +381,9 @@ impl<'a> Supervisor<'a> {
     /// The supervision loop; returns once every worker has stopped after a stop signal.
     fn supervise(&mut self) {
         loop {
-            self.reap(false);
+            // A stop signal sent to the whole process group (as service managers do)
+            // reaches the workers too: their exits are then part of the stop, not crashes.
+            self.reap(requested_stop().is_some());
             if let Some(stop) = requested_stop() {
                 self.stop(stop);
                 return;

@@ -455,8 +455,12 @@ fn term_to_the_process_group_is_a_clean_stop() {
         .args(["--listen", "127.0.0.1:0"])
         .process_group(0);
     let mut server = Server::spawn(&mut cmd);
+    // Hold the master so the workers surely exit before it sees its own TERM.
+    send_signal(server.pid, libc::SIGSTOP);
     // kill(-pgid): the master leads its own group.
     send_signal_group(server.pid, libc::SIGTERM);
+    std::thread::sleep(Duration::from_millis(300));
+    send_signal(server.pid, libc::SIGCONT);
     let status = server.wait_exit(Duration::from_secs(10));
     assert!(status.success(), "{status:?}");
     let lines = server.lines();

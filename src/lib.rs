@@ -8,7 +8,7 @@
 //! flags ----------------------------> args::Command     (validated, no syscalls)
 //! /sys, affinity, cgroup -----------> topology::Topology (what the machine is)
 //! Args + Topology ------------------> plan::Plan         (pure: CPUs, master, CPU -> index)
-//! Plan -----------------------------> steer::Program     (asm-bpf text -> checked bytecode)
+//! Plan -----------------------------> steer::SteerProgram (asm-bpf text -> checked bytecode)
 //! Plan -----------------------------> listen::Listeners  (one reuseport socket per worker,
 //!                                                         each made on that worker's CPU;
 //!                                                         program attached after the last listen)

@@ -77,6 +77,9 @@ METRICS=9100
 # prints the policy line, worker 0's line and the processes. Sets SERVE_PID.
 serve_start() {
     mkdir -p /www && echo ok >/www/a
+    # As a service manager would (LimitNOFILE): room for the default --max-conns, so the
+    # open-files warning, whose numbers depend on the worker count, stays out of the logs.
+    ulimit -n 65536 2>/dev/null
     $SERVE_PREFIX steerd serve --listen 127.0.0.1:$PORT --metrics 127.0.0.1:$METRICS "$@" /www \
         2>/tmp/serve.log &
     SERVE_PID=$!

@@ -105,32 +105,18 @@ pub fn boot(test: &str, layout: &Layout, snippet: &str, timeout: Duration) -> Op
     let _one = ONE_GUEST
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let started = Instant::now();
-    let out = Command::new(repo().join("scripts/vm/run.sh"))
-        .args(["--arch", layout.arch.name(), "--preset", layout.preset])
-        .args([
-            "--timeout",
-            &timeout.as_secs().to_string(),
-            "--tcg",
-            layout.tcg,
-        ])
-        .arg("--steerd")
-        .arg(static_binary(layout.arch))
-        .arg("--file")
-        .arg(repo().join("scripts/vm/guest.sh"))
-        .arg(format!(". ./guest.sh\n{snippet}"))
-        .output()
-        .expect("scripts/vm/run.sh could not be started");
-    let status = out.status.code().unwrap_or(-1);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    println!(
-        "{test}: {} {} guest: {:.1} s, status {status}, {} bytes out",
-        layout.arch.name(),
-        layout.preset,
-        started.elapsed().as_secs_f64(),
-        out.stdout.len()
-    );
+    // A guest that neither finishes nor dies is booted once more: under TCG on a busy
+    // two-core host a boot has been seen to stall with no output at all. A steerd hang
+    // stalls the second boot too, and fails.
+    let mut attempt = 1;
+    let (status, stdout, stderr) = loop {
+        let (status, stdout, stderr) = boot_once(test, layout, snippet, timeout);
+        if (status != 124 && status != 125) || attempt == 2 {
+            break (status, stdout, stderr);
+        }
+        println!("{test}: guest did not finish (status {status}); booting again:\n{stderr}");
+        attempt += 1;
+    };
     assert!(
         status != 124 && status != 125,
         "the guest did not finish (status {status}):\n{stderr}"
@@ -158,4 +144,40 @@ fn split_sections(stdout: &str) -> BTreeMap<String, Vec<String>> {
         }
     }
     sections
+}
+
+/// One boot of `scripts/vm/run.sh`; prints the guest's duration and output size.
+fn boot_once(
+    test: &str,
+    layout: &Layout,
+    snippet: &str,
+    timeout: Duration,
+) -> (i32, String, String) {
+    let started = Instant::now();
+    let out = Command::new(repo().join("scripts/vm/run.sh"))
+        .args(["--arch", layout.arch.name(), "--preset", layout.preset])
+        .args([
+            "--timeout",
+            &timeout.as_secs().to_string(),
+            "--tcg",
+            layout.tcg,
+        ])
+        .arg("--steerd")
+        .arg(static_binary(layout.arch))
+        .arg("--file")
+        .arg(repo().join("scripts/vm/guest.sh"))
+        .arg(format!(". ./guest.sh\n{snippet}"))
+        .output()
+        .expect("scripts/vm/run.sh could not be started");
+    let status = out.status.code().unwrap_or(-1);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    println!(
+        "{test}: {} {} guest: {:.1} s, status {status}, {} bytes out",
+        layout.arch.name(),
+        layout.preset,
+        started.elapsed().as_secs_f64(),
+        out.stdout.len()
+    );
+    (status, stdout, stderr)
 }

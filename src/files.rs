@@ -18,12 +18,13 @@
 //! ENAMETOOLONG and non-regular files are 404; EACCES, EPERM, ELOOP, EMLINK and EXDEV
 //! (an escaping symlink) are 403; EMFILE/ENFILE/ENOMEM are 503; anything else is 500.
 
+pub mod beneath;
 pub mod cache;
 pub mod mime;
 
 use crate::http::date::{format_imf, IMF_LEN};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
+use rustix::fs::{FileType, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
 /// Longest relative path we try to open (Linux `PATH_MAX` minus the NUL).
@@ -179,7 +180,7 @@ pub fn open(root: BorrowedFd<'_>, path: &[u8], scratch: &mut [u8; PATH_MAX + 1])
     };
     let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
     let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
-    let fd = match rustix::fs::openat2(root, rel, flags, Mode::empty(), resolve) {
+    let fd = match beneath::open(root, rel, flags, resolve) {
         Ok(fd) => fd,
         Err(e) => return Lookup::Status(errno_status(e)),
     };

@@ -138,7 +138,7 @@ fn main() {
     // PARSER_BENCH_ONLY=REQ or REQ_SHORT runs one input (for profiling).
     let only = std::env::var("PARSER_BENCH_ONLY").ok();
     for (name, input) in [("REQ", REQ), ("REQ_SHORT", REQ_SHORT)] {
-        if only.as_deref().map_or(true, |o| o == name) {
+        if only.as_deref().is_none_or(|o| o == name) {
             bench(name, input, rounds, batch);
         }
     }

@@ -17,6 +17,13 @@
 //!   side is shut, and the connection lingers reading and discarding input until the peer
 //!   closes or the linger timeout fires, so the client reads the answer instead of a reset.
 //!
+//! Fairness: one call of [`advance`] answers at most [`REQUEST_BUDGET`] requests and
+//! moves at most about [`BYTE_BUDGET`] bytes; then it returns [`Next::Yield`] with the
+//! work left undone, and the loop drives the slot again on its next turn, after the
+//! other ready connections (edge-triggered epoll would not announce it again). Without
+//! this, a client pipelining without end or a fast reader of a large file would keep
+//! the worker in one call while every other connection of the worker waits.
+//!
 //! Syscalls, the figure this design is judged on: a request that arrives whole costs one
 //! `read`; its response one `sendmsg` (head + cached small body from the file cache, or
 //! head + static error page) or `send(MSG_MORE)` + `sendfile` for an uncached file. A read
@@ -44,8 +51,18 @@ pub const OUT_CAP: usize = 1024;
 pub const IN_CAP: usize = MAX_HEAD;
 /// Bytes of arena per connection slot.
 pub const SLOT_BYTES: usize = OUT_CAP + IN_CAP;
+/// Bytes of the worker's spill area for a response head too long for a slot's head area:
+/// only a 301 whose `Location` repeats a long target (at most [`MAX_TARGET`] + 1 bytes,
+/// since the target's bytes are all `pchar` and re-encode to no more bytes than they came
+/// from). It is copied to the front of the slot's receive area, which must hold it.
+pub const SPILL_CAP: usize = MAX_TARGET + OUT_CAP;
+const _: () = assert!(SPILL_CAP <= IN_CAP);
 /// Largest `sendfile` count per call (the socket buffer bounds it anyway).
 const SENDFILE_CHUNK: usize = 1 << 20;
+/// Requests one [`advance`] answers before it yields the worker to other connections.
+pub const REQUEST_BUDGET: u32 = 16;
+/// Bytes one [`advance`] sends (or reads and discards) before it yields.
+pub const BYTE_BUDGET: u64 = 2 << 20;
 
 /// What a connection is waiting for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,12 +149,16 @@ pub struct Conn {
     pub peer_shut: bool,
     /// The client's address (for the access log).
     pub peer: Option<SocketAddr>,
+    /// On the loop's list of slots to drive next turn (after a [`Next::Yield`]).
+    pub queued: bool,
     in_len: usize,
     scanned: usize,
     head_len: usize,
     head_sent: usize,
     body: Outgoing,
     pinned: bool,
+    /// The response head lives at the front of the receive area (see [`SPILL_CAP`]).
+    head_spilled: bool,
     after: After,
     discard: u64,
 }
@@ -154,12 +175,14 @@ impl Conn {
             registered: false,
             peer_shut: false,
             peer: None,
+            queued: false,
             in_len: 0,
             scanned: 0,
             head_len: 0,
             head_sent: 0,
             body: Outgoing::Nothing,
             pinned: false,
+            head_spilled: false,
             after: After::KeepAlive,
             discard: 0,
         }
@@ -218,6 +241,8 @@ pub struct Scratch {
     pub path: Box<[u8; MAX_TARGET]>,
     /// NUL-terminated relative path for `openat2`.
     pub open: Box<[u8; PATH_MAX + 1]>,
+    /// A response head too long for the head area, until it is moved to the slot.
+    pub spill: Box<[u8; SPILL_CAP]>,
 }
 
 impl Scratch {
@@ -226,6 +251,7 @@ impl Scratch {
         Scratch {
             path: Box::new([0; MAX_TARGET]),
             open: Box::new([0; PATH_MAX + 1]),
+            spill: Box::new([0; SPILL_CAP]),
         }
     }
 }
@@ -243,6 +269,32 @@ pub enum Next {
     Park,
     /// Close it and free the slot.
     Close,
+    /// Its budget is spent with work left: keep it (registered) and drive it again on the
+    /// loop's next turn without waiting for an event.
+    Yield,
+}
+
+/// What one [`advance`] may still do before it yields.
+struct Budget {
+    requests: u32,
+    bytes: u64,
+}
+
+impl Budget {
+    fn fresh() -> Budget {
+        Budget {
+            requests: REQUEST_BUDGET,
+            bytes: BYTE_BUDGET,
+        }
+    }
+
+    fn spend_bytes(&mut self, n: usize) {
+        self.bytes = self.bytes.saturating_sub(n as u64);
+    }
+
+    fn bytes_spent(&self) -> bool {
+        self.bytes == 0
+    }
 }
 
 enum Read {
@@ -290,6 +342,7 @@ fn transition(
     s: &mut Scratch,
 ) -> Next {
     let (out, inb) = buf.split_at_mut(OUT_CAP);
+    let mut budget = Budget::fresh();
     loop {
         match c.awaiting {
             // A free slot has nothing to do.
@@ -297,11 +350,21 @@ fn transition(
             // A head: answer a complete buffered one, else read more (header deadline runs).
             Awaiting::Head => {
                 if c.in_len > 0 && head_ready(c, inb) {
+                    if budget.requests == 0 {
+                        return Next::Yield;
+                    }
                     match respond::request(c, out, &inb[..c.in_len], ctx, s) {
                         Some(used) => {
+                            budget.requests -= 1;
                             // Answered: no deadline until it waits again.
                             ctx.timers.disarm(slot);
                             consume(c, inb, used);
+                            if c.head_spilled {
+                                // The connection closes after this answer: the receive
+                                // area holds the head instead of further input.
+                                c.in_len = 0;
+                                inb[..c.head_len].copy_from_slice(&s.spill[..c.head_len]);
+                            }
                             continue;
                         }
                         None => c.scanned = c.in_len,
@@ -342,8 +405,12 @@ fn transition(
                 if !c.readable {
                     return Next::Park;
                 }
+                if budget.bytes_spent() {
+                    return Next::Yield;
+                }
                 match read_some(fd, inb) {
                     Read::Data(n) => {
+                        budget.spend_bytes(n);
                         c.in_len = n;
                         c.readable = n == IN_CAP || c.peer_shut;
                     }
@@ -360,7 +427,8 @@ fn transition(
                 if !c.writable {
                     return Next::Park;
                 }
-                match send_some(fd, c, out, ctx) {
+                let head_area: &[u8] = if c.head_spilled { inb } else { out };
+                match send_some(fd, c, head_area, ctx, &mut budget) {
                     Sent::Done => {
                         if finish_response(slot, c, fd, inb, ctx) == Next::Close {
                             return Next::Close;
@@ -374,6 +442,10 @@ fn transition(
                         pin_if_cached(c, &mut ctx.cache);
                         return Next::Park;
                     }
+                    Sent::Yield => {
+                        pin_if_cached(c, &mut ctx.cache);
+                        return Next::Yield;
+                    }
                     Sent::Failed => return Next::Close,
                 }
             }
@@ -382,8 +454,11 @@ fn transition(
                 if !c.readable {
                     return Next::Park;
                 }
+                if budget.bytes_spent() {
+                    return Next::Yield;
+                }
                 match read_some(fd, inb) {
-                    Read::Data(_) => {}
+                    Read::Data(n) => budget.spend_bytes(n),
                     Read::Eof => return Next::Close,
                     Read::Blocked => {
                         c.readable = false;
@@ -467,6 +542,8 @@ fn finish_response(
             }
             Next::Park
         }
+        // Nothing unread and no body owed: close at once. Otherwise linger, so the late
+        // body meets a reading socket rather than a reset.
         After::KeepAlive | After::Close if c.in_len == 0 && c.discard == 0 => Next::Close,
         _ => {
             c.in_len = 0;
@@ -480,14 +557,27 @@ fn finish_response(
 
 enum Sent {
     Done,
-    Blocked { progressed: bool },
+    Blocked {
+        progressed: bool,
+    },
+    /// The byte budget is spent and the response is not finished.
+    Yield,
     Failed,
 }
 
-/// Writes as much of the response as the socket takes.
-fn send_some(fd: BorrowedFd<'_>, c: &mut Conn, out: &[u8], ctx: &mut Ctx<'_>) -> Sent {
+/// Writes as much of the response as the socket (and the budget) takes.
+fn send_some(
+    fd: BorrowedFd<'_>,
+    c: &mut Conn,
+    out: &[u8],
+    ctx: &mut Ctx<'_>,
+    budget: &mut Budget,
+) -> Sent {
     let mut progressed = false;
     loop {
+        if budget.bytes_spent() && !response_done(c) {
+            return Sent::Yield;
+        }
         let head = &out[c.head_sent..c.head_len];
         let result = match &mut c.body {
             Outgoing::File { fd: file, at, end } => send_file(fd, head, file.as_fd(), at, *end),
@@ -510,6 +600,7 @@ fn send_some(fd: BorrowedFd<'_>, c: &mut Conn, out: &[u8], ctx: &mut Ctx<'_>) ->
             Ok(Some(0)) => return Sent::Failed,
             Ok(Some(n)) => {
                 progressed = true;
+                budget.spend_bytes(n);
                 ctx.counters.bytes_sent.fetch_add(n as u64, Relaxed);
                 advance_sent(c, n);
             }
@@ -542,6 +633,17 @@ fn send_file(
     }
     let count = (end - *at).min(SENDFILE_CHUNK as u64) as usize;
     rustix::fs::sendfile(sock, file, Some(at), count).map(Some)
+}
+
+/// Whether the head and the body are all written.
+fn response_done(c: &Conn) -> bool {
+    let body_done = match c.body {
+        Outgoing::Nothing => true,
+        Outgoing::Static(b, at) => at >= b.len(),
+        Outgoing::Cached { at, end, .. } => at >= end,
+        Outgoing::CachedFile { at, end, .. } | Outgoing::File { at, end, .. } => at >= end,
+    };
+    c.head_sent >= c.head_len && body_done
 }
 
 /// The unsent part of an in-memory body.
@@ -745,6 +847,54 @@ mod tests {
         assert_eq!(f.step(), Next::Park, "still lingering while the peer sends");
         f.peer.shutdown(std::net::Shutdown::Write).unwrap();
         assert_eq!(f.step(), Next::Close, "peer EOF ends the linger");
+    }
+
+    #[test]
+    fn pipelined_requests_yield_after_the_request_budget() {
+        let mut f = fixture("budget");
+        let n = REQUEST_BUDGET as usize + 4;
+        let one = "GET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n";
+        f.peer.write_all(one.repeat(n).as_bytes()).unwrap();
+        assert_eq!(f.step(), Next::Yield, "budget spent, requests left");
+        assert_eq!(f.conn.awaiting, Awaiting::Head);
+        let mut seen = String::new();
+        while seen.matches("HTTP/1.1 200").count() < REQUEST_BUDGET as usize {
+            seen += &f.answer();
+        }
+        assert_eq!(
+            seen.matches("HTTP/1.1 200").count(),
+            REQUEST_BUDGET as usize
+        );
+        assert_eq!(f.step(), Next::Park, "the rest fits the next budget");
+        while seen.matches("HTTP/1.1 200").count() < n {
+            seen += &f.answer();
+        }
+        assert!(f.conn.idle());
+    }
+
+    #[test]
+    fn a_large_send_yields_after_the_byte_budget() {
+        let mut f = fixture("bytes");
+        let sock = f.conn.fd.as_ref().unwrap();
+        rustix::net::sockopt::set_socket_send_buffer_size(sock, 4 << 20).unwrap();
+        let room = rustix::net::sockopt::socket_send_buffer_size(sock).unwrap();
+        if room < 3 << 20 {
+            eprintln!("skipped: the socket buffer ({room} bytes) blocks before the budget");
+            return;
+        }
+        f.peer
+            .write_all(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        assert_eq!(
+            f.step(),
+            Next::Yield,
+            "2 MiB sent, 6 MiB left, socket not full"
+        );
+        assert_eq!(f.conn.awaiting, Awaiting::Send);
+        assert!(
+            f.conn.pinned,
+            "the cached descriptor is pinned while paused"
+        );
     }
 
     #[test]

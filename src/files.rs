@@ -9,9 +9,16 @@
 //! Containment: every path is resolved with `openat2(root, path, RESOLVE_BENEATH |
 //! RESOLVE_NO_MAGICLINKS)` (openat2(2), Linux ≥ 5.6): the kernel refuses `..` above the
 //! root, absolute symlinks and any symlink whose target leaves the root (`EXDEV`), and
-//! `/proc` magic links, whatever the request or the tree contains. Files are opened
-//! `O_NONBLOCK` so a FIFO in the tree cannot block the worker; only regular files are
-//! served.
+//! `/proc` magic links, whatever the request or the tree contains.
+//!
+//! Nothing but a regular file is ever opened for reading: the path is first resolved
+//! with `O_PATH` (which opens nothing: no FIFO rendezvous, no device driver `open`) and
+//! `fstat`ed; only a regular file is then opened `O_RDONLY` by a second `openat2` of the
+//! same path, and `fstat`ed again. A file swapped for another between the two is served
+//! if it is still regular and refused (404) otherwise; the window cannot be closed
+//! without `/proc/self/fd` reopening, and only someone who can write the tree can use
+//! it. The second open is `O_NONBLOCK | O_NOCTTY` as a last guard. Revalidating a cached
+//! entry needs only the first step ([`probe`]).
 //!
 //! Mapping (nginx's static module as the reference): a path ending in `/` serves its
 //! `index.html`; a directory named without the slash is a 301 to add it; ENOENT, ENOTDIR,
@@ -172,21 +179,60 @@ pub fn meta_of(fd: BorrowedFd<'_>, path: &[u8]) -> Result<(FileType, FileMeta), 
     Ok((FileType::from_raw_mode(st.st_mode as _), meta))
 }
 
-/// Resolves `path` (decoded, starting with `/`) under `root`. Two syscalls on success
-/// (`openat2`, `fstat`); `scratch` holds the NUL-terminated relative path.
+/// What resolving a path without opening it found.
+#[derive(Debug)]
+pub enum Probe {
+    /// A regular file, with its metadata (not open).
+    File(FileMeta),
+    /// Anything else: the answer.
+    Other(Lookup),
+}
+
+fn openat2_beneath(
+    root: BorrowedFd<'_>,
+    rel: &core::ffi::CStr,
+    flags: OFlags,
+) -> Result<OwnedFd, Errno> {
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+    beneath::open(root, rel, flags | OFlags::CLOEXEC, resolve)
+}
+
+/// Resolves `path` (decoded, starting with `/`) under `root` with `O_PATH`, so that no
+/// node is opened: `openat2`, `fstat`, `close`. `scratch` holds the NUL-terminated
+/// relative path afterwards.
+pub fn probe(root: BorrowedFd<'_>, path: &[u8], scratch: &mut [u8; PATH_MAX + 1]) -> Probe {
+    let Some(rel) = relative_path(path, scratch) else {
+        return Probe::Other(Lookup::Status(404));
+    };
+    let node = match openat2_beneath(root, rel, OFlags::PATH) {
+        Ok(fd) => fd,
+        Err(e) => return Probe::Other(Lookup::Status(errno_status(e))),
+    };
+    match meta_of(node.as_fd(), path) {
+        Ok((FileType::RegularFile, meta)) => Probe::File(meta),
+        Ok((FileType::Directory, _)) if !path.ends_with(b"/") => Probe::Other(Lookup::AddSlash),
+        Ok(_) => Probe::Other(Lookup::Status(404)),
+        Err(e) => Probe::Other(Lookup::Status(errno_status(e))),
+    }
+}
+
+/// Resolves `path` under `root` and opens it for reading if it is a regular file:
+/// [`probe`], then `openat2(O_RDONLY)` and `fstat` (five syscalls on success).
 pub fn open(root: BorrowedFd<'_>, path: &[u8], scratch: &mut [u8; PATH_MAX + 1]) -> Lookup {
+    match probe(root, path, scratch) {
+        Probe::File(_) => {}
+        Probe::Other(answer) => return answer,
+    }
     let Some(rel) = relative_path(path, scratch) else {
         return Lookup::Status(404);
     };
-    let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
-    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
-    let fd = match beneath::open(root, rel, flags, resolve) {
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY;
+    let fd = match openat2_beneath(root, rel, flags) {
         Ok(fd) => fd,
         Err(e) => return Lookup::Status(errno_status(e)),
     };
     match meta_of(fd.as_fd(), path) {
         Ok((FileType::RegularFile, meta)) => Lookup::File(fd, meta),
-        Ok((FileType::Directory, _)) if !path.ends_with(b"/") => Lookup::AddSlash,
         Ok(_) => Lookup::Status(404),
         Err(e) => Lookup::Status(errno_status(e)),
     }

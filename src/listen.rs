@@ -50,6 +50,8 @@ pub enum ListenError {
     Pin(String, io::Error),
     /// `socket`, a socket option, `bind` or `listen` failed for an address.
     Socket(SocketAddr, &'static str, io::Error),
+    /// Another socket (such as a running steerd) already listens on the exact address.
+    InUse(SocketAddr),
 }
 
 impl fmt::Display for ListenError {
@@ -57,6 +59,7 @@ impl fmt::Display for ListenError {
         match self {
             ListenError::Pin(what, e) => write!(f, "pinning to {what}: {e}"),
             ListenError::Socket(addr, step, e) => write!(f, "{addr}: {step}: {e}"),
+            ListenError::InUse(addr) => write!(f, "{addr} is already in use"),
         }
     }
 }
@@ -68,15 +71,19 @@ pub struct SocketOptions {
     pub defer_accept_secs: u32,
 }
 
-/// Makes every listener: for each worker in index order, pin to its CPU, then make its
-/// socket for each address; then pin back to `home`. An address with port 0 gets its port
-/// from the first worker's socket, and every later member binds that port.
+/// Makes every listener: first [`probe`] each address, then for each worker in index
+/// order, pin to its CPU, then make its socket for each address; then pin back to `home`.
+/// An address with port 0 gets its port from the first worker's socket, and every later
+/// member binds that port.
 pub fn open(
     workers: &[WorkerPlan],
     addrs: &[SocketAddr],
     home: &rustix::thread::CpuSet,
     opts: SocketOptions,
 ) -> Result<Listeners, ListenError> {
+    for &addr in addrs {
+        probe(addr)?;
+    }
     let mut groups: Vec<Group> = addrs
         .iter()
         .map(|&addr| Group {
@@ -109,6 +116,39 @@ fn make_all(
         }
     }
     Ok(())
+}
+
+/// Refuses an address another socket already holds. Without this, a second steerd of
+/// the same uid would join the live reuseport group (the kernel lets any same-uid socket
+/// with `SO_REUSEPORT` in, `net/ipv4/inet_connection_sock.c`), replace its program and
+/// break steering for both servers.
+///
+/// The probe binds a socket *without* `SO_REUSEPORT` (but with `SO_REUSEADDR`, so
+/// `TIME_WAIT` leftovers do not count) and closes it: `EADDRINUSE` means a live
+/// listener. Port 0 is skipped, since the kernel picks a free port. There is a race
+/// window: a server that binds the address between this probe and our own `bind`
+/// is not seen; the probe closes the common mistake (starting steerd twice), not that.
+fn probe(addr: SocketAddr) -> Result<(), ListenError> {
+    use rustix::net::{sockopt, AddressFamily, SocketFlags, SocketType};
+    if addr.port() == 0 {
+        return Ok(());
+    }
+    let fail = |step| move |e: rustix::io::Errno| ListenError::Socket(addr, step, e.into());
+    let family = match addr {
+        SocketAddr::V4(_) => AddressFamily::INET,
+        SocketAddr::V6(_) => AddressFamily::INET6,
+    };
+    let fd = rustix::net::socket_with(family, SocketType::STREAM, SocketFlags::CLOEXEC, None)
+        .map_err(fail("socket"))?;
+    sockopt::set_socket_reuseaddr(&fd, true).map_err(fail("SO_REUSEADDR"))?;
+    if addr.is_ipv6() {
+        sockopt::set_ipv6_v6only(&fd, true).map_err(fail("IPV6_V6ONLY"))?;
+    }
+    match rustix::net::bind(&fd, &addr) {
+        Ok(()) => Ok(()),
+        Err(rustix::io::Errno::ADDRINUSE) => Err(ListenError::InUse(addr)),
+        Err(e) => Err(fail("bind")(e)),
+    }
 }
 
 /// `socket`, `SO_REUSEADDR`, `SO_REUSEPORT`, `IPV6_V6ONLY` for IPv6, `TCP_DEFER_ACCEPT`,

@@ -111,15 +111,60 @@ pub fn run(
     let policy = attach_steering(&listeners, plan.steer, program);
     let metrics = args.metrics.map(bind_metrics).transpose()?;
     announce(plan, policy, &listeners, metrics.as_ref());
+    raise_fd_limit(args, plan.workers.len());
     if let Some(spec) = &args.user {
         drop_privileges(spec)?;
     }
     worker::open_root(&args.root).map_err(|e| MasterError::Root(args.root.clone(), e))?;
-    let counters = SharedCounters::new(plan.workers.len()).map_err(MasterError::Counters)?;
+    // Two blocks per worker: one per generation (see `Slot::block`).
+    let counters = SharedCounters::new(2 * plan.workers.len()).map_err(MasterError::Counters)?;
     let mut sup = Supervisor::new(args, plan, &listeners, &counters, metrics.as_ref());
     sup.start_all()?;
     sup.supervise();
     Ok(())
+}
+
+/// Descriptors a serving loop holds besides its connections: the file cache's open
+/// files (`CacheConfig::default().entries`).
+const LOOP_FDS: u64 = 256;
+/// Descriptors a worker holds besides its loops (epoll, root, log, stdio, listeners'
+/// copies before they are closed, metrics).
+const FD_HEADROOM: u64 = 64;
+
+/// Raises the soft `RLIMIT_NOFILE` (inherited by the workers) towards the hard limit so
+/// each worker can hold `--max-conns` connections on each listener, plus its cached
+/// files and headroom: the usual soft limit of 1024 is below the default 10,240
+/// connections. If the hard limit is lower, one warning names the capacity left (no
+/// privilege is used to raise the hard limit). getrlimit(2).
+fn raise_fd_limit(args: &ServeArgs, workers: usize) {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let loops = args.listen.len().max(1) as u64;
+    let inherited = (workers as u64).saturating_mul(loops);
+    let per_loop = u64::from(args.max_conns) + LOOP_FDS;
+    let want = per_loop * loops + FD_HEADROOM + inherited;
+    let lim = getrlimit(Resource::Nofile);
+    let soft = lim.current.unwrap_or(u64::MAX);
+    if soft >= want {
+        return;
+    }
+    let target = want.min(lim.maximum.unwrap_or(u64::MAX));
+    let raised = Rlimit {
+        current: Some(target),
+        maximum: lim.maximum,
+    };
+    let got = if setrlimit(Resource::Nofile, raised).is_ok() {
+        target
+    } else {
+        soft
+    };
+    if got < want {
+        let room = got.saturating_sub(FD_HEADROOM + inherited) / loops;
+        crate::say!(
+            "warning: open files limited to {got} (hard limit): about {} connections per worker and listener instead of --max-conns {}",
+            room.saturating_sub(LOOP_FDS),
+            args.max_conns
+        );
+    }
 }
 
 /// `TCP_DEFER_ACCEPT` for the header timeout, rounded up to whole seconds: the listener
@@ -221,12 +266,22 @@ fn drop_privileges(spec: &crate::args::UserSpec) -> Result<(), MasterError> {
 }
 
 /// One worker slot: the process serving plan entry `index`, and its crash history.
+///
+/// Counter accounting: slot `i` owns blocks `i` and `i + n` of the shared counters and
+/// each HUP switches to the other one, so a new generation never counts into the block
+/// an old worker is still draining. When a worker is reaped, the master zeroes the
+/// `open` gauge of its block (a killed worker never decrements it), unless another live
+/// process still counts into that block (only when three generations of a slot are alive
+/// at once, after HUPs faster than the old workers drain): its leftovers are then
+/// cleared when the last of them is reaped. `/metrics` shows the sum of both blocks.
 #[derive(Debug, Default)]
 struct Slot {
     pid: Option<Pid>,
     started: Option<Instant>,
     crashes: u32,
     respawn_at: Option<Instant>,
+    /// The counter block the current process of this slot counts into.
+    block: usize,
 }
 
 /// Which stop was asked for.
@@ -250,9 +305,12 @@ struct Supervisor<'a> {
     counters: &'a SharedCounters,
     metrics: Option<&'a OwnedFd>,
     slots: Vec<Slot>,
-    /// Workers of an older generation (after HUP) that are stopping gracefully.
-    retiring: Vec<Pid>,
+    /// Workers of an older generation (after HUP) that are stopping gracefully, with
+    /// their counter block.
+    retiring: Vec<(Pid, usize)>,
     seen: Seen,
+    /// Open `/metrics` connections.
+    responder: stats::responder::Responder,
 }
 
 impl<'a> Supervisor<'a> {
@@ -263,7 +321,12 @@ impl<'a> Supervisor<'a> {
         counters: &'a SharedCounters,
         metrics: Option<&'a OwnedFd>,
     ) -> Self {
-        let slots = plan.workers.iter().map(|_| Slot::default()).collect();
+        let slots = (0..plan.workers.len())
+            .map(|i| Slot {
+                block: i,
+                ..Slot::default()
+            })
+            .collect();
         Supervisor {
             args,
             plan,
@@ -273,6 +336,7 @@ impl<'a> Supervisor<'a> {
             slots,
             retiring: Vec::new(),
             seen: Seen::default(),
+            responder: stats::responder::Responder::default(),
         }
     }
 
@@ -295,7 +359,7 @@ impl<'a> Supervisor<'a> {
             args: self.args,
             counters: self
                 .counters
-                .get(i)
+                .get(self.slots[i].block)
                 .ok_or_else(|| io::Error::other("no counter block"))?,
         };
         sys::mask_signals(&SIGNALS, true)?;
@@ -317,7 +381,9 @@ impl<'a> Supervisor<'a> {
     /// The supervision loop; returns once every worker has stopped after a stop signal.
     fn supervise(&mut self) {
         loop {
-            self.reap(false);
+            // A stop signal sent to the whole process group (as service managers do)
+            // reaches the workers too: their exits are then part of the stop, not crashes.
+            self.reap(requested_stop().is_some());
             if let Some(stop) = requested_stop() {
                 self.stop(stop);
                 return;
@@ -325,9 +391,8 @@ impl<'a> Supervisor<'a> {
             self.handle_reload();
             self.handle_reopen();
             self.respawn_due();
-            if self.wait_for_events() {
-                self.answer_metrics();
-            }
+            self.wait_for_events();
+            self.answer_metrics();
         }
     }
 
@@ -335,17 +400,32 @@ impl<'a> Supervisor<'a> {
     /// `stopping`.
     fn reap(&mut self, stopping: bool) {
         while let Ok(Some((pid, status))) = rustix::process::waitpid(None, WaitOptions::NOHANG) {
-            if let Some(pos) = self.retiring.iter().position(|&p| p == pid) {
-                self.retiring.swap_remove(pos);
+            if let Some(pos) = self.retiring.iter().position(|&(p, _)| p == pid) {
+                let (_, block) = self.retiring.swap_remove(pos);
+                self.release(block);
                 continue;
             }
             let Some(i) = self.slots.iter().position(|s| s.pid == Some(pid)) else {
                 continue;
             };
             self.slots[i].pid = None;
+            self.release(self.slots[i].block);
             if !stopping {
                 self.schedule_respawn(i, pid, status);
             }
+        }
+    }
+
+    /// A process counting into `block` is gone: its open connections closed with it, so
+    /// the gauge is zeroed, unless another live process still counts there.
+    fn release(&self, block: usize) {
+        let shared = self
+            .slots
+            .iter()
+            .any(|s| s.pid.is_some() && s.block == block)
+            || self.retiring.iter().any(|&(_, b)| b == block);
+        if let (false, Some(c)) = (shared, self.counters.get(block)) {
+            c.open.store(0, core::sync::atomic::Ordering::Relaxed);
         }
     }
 
@@ -379,7 +459,7 @@ impl<'a> Supervisor<'a> {
             }
             match self.spawn(i) {
                 Ok(()) => {
-                    if let Some(c) = self.counters.get(i) {
+                    if let Some(c) = self.counters.get(self.slots[i].block) {
                         c.respawns
                             .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
                     }
@@ -405,15 +485,22 @@ impl<'a> Supervisor<'a> {
             return;
         }
         crate::say!("reload: starting new workers, stopping the old ones gracefully");
-        let old: Vec<Pid> = self.slots.iter_mut().filter_map(|s| s.pid.take()).collect();
-        for i in 0..self.slots.len() {
+        let n = self.slots.len();
+        let old: Vec<(Pid, usize)> = self
+            .slots
+            .iter_mut()
+            .filter_map(|s| Some((s.pid.take()?, s.block)))
+            .collect();
+        for i in 0..n {
             self.slots[i].crashes = 0;
+            // The new generation counts into the slot's other block.
+            self.slots[i].block = (self.slots[i].block + n) % (2 * n);
             if let Err(e) = self.spawn(i) {
                 crate::say!("worker {i}: fork: {e}; retrying");
                 self.slots[i].respawn_at = Some(Instant::now() + BACKOFF_FIRST);
             }
         }
-        for &pid in &old {
+        for &(pid, _) in &old {
             let _ = rustix::process::kill_process(pid, Signal::QUIT);
         }
         self.retiring.extend(old);
@@ -432,7 +519,7 @@ impl<'a> Supervisor<'a> {
         self.slots
             .iter()
             .filter_map(|s| s.pid)
-            .chain(self.retiring.iter().copied())
+            .chain(self.retiring.iter().map(|&(p, _)| p))
     }
 
     fn signal_all(&self, sig: Signal) {
@@ -441,28 +528,40 @@ impl<'a> Supervisor<'a> {
         }
     }
 
-    /// Sleeps until a signal, the next due respawn, or a metrics client; true when the
-    /// metrics socket is readable.
-    fn wait_for_events(&self) -> bool {
+    /// Sleeps until a signal, the next due respawn, a metrics client's socket or its
+    /// deadline. The metrics sockets are nonblocking: nothing here waits on a client.
+    fn wait_for_events(&self) {
         let now = Instant::now();
-        let next = self.slots.iter().filter_map(|s| s.respawn_at).min();
+        let next = self
+            .slots
+            .iter()
+            .filter_map(|s| s.respawn_at)
+            .chain(self.responder.next_deadline())
+            .min();
         let timeout = next.map_or(TICK, |t| t.saturating_duration_since(now).min(TICK));
         let ts = rustix::time::Timespec {
             tv_sec: timeout.as_secs() as i64,
             tv_nsec: i64::from(timeout.subsec_nanos()),
         };
-        let mut fds: Vec<rustix::event::PollFd<'_>> = self
-            .metrics
-            .iter()
-            .map(|m| rustix::event::PollFd::new(m, rustix::event::PollFlags::IN))
-            .collect();
-        matches!(rustix::event::poll(&mut fds, Some(&ts)), Ok(n) if n > 0)
+        let mut fds = match self.metrics {
+            Some(m) => self.responder.poll_fds(m.as_fd()),
+            None => Vec::new(),
+        };
+        let _ = rustix::event::poll(&mut fds, Some(&ts));
     }
 
-    fn answer_metrics(&self) {
+    /// Accepts and moves every metrics client as far as it can go without waiting.
+    fn answer_metrics(&mut self) {
         let Some(m) = self.metrics else { return };
-        let body = || stats::render(&self.plan.workers, self.counters.iter());
-        if let Err(e) = stats::serve_metrics_once(m.as_fd(), body) {
+        let (workers, counters) = (&self.plan.workers, self.counters);
+        let body = || {
+            let n = workers.len();
+            let merged: Vec<stats::WorkerCounters> = (0..n)
+                .map(|i| stats::merged(counters.get(i), counters.get(i + n)))
+                .collect();
+            stats::render(workers, merged.iter())
+        };
+        if let Err(e) = self.responder.service(m.as_fd(), Instant::now(), body) {
             crate::say!("metrics: {e}");
         }
     }

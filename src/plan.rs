@@ -21,7 +21,9 @@ use crate::args::{MasterCpu, ServeArgs, SteerPolicy, Workers};
 use crate::cpuset::{CpuId, CpuSet};
 use crate::topology::Topology;
 use core::fmt;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+
+mod spread;
 
 /// A NUMA node id as the kernel numbers it.
 pub type NodeId = u32;
@@ -179,32 +181,7 @@ fn worker_cpus(args: &ServeArgs, topo: &Topology) -> Result<Vec<CpuId>, PlanErro
 /// has the fewest, then whose physical core has the fewest (so distinct cores come before
 /// SMT siblings), then the lowest id. Groups are the kernel's `*_cpus_list` masks.
 pub fn spread_order(pool: &CpuSet, topo: &Topology) -> Vec<CpuId> {
-    let nic_node = topo.nic.as_ref().and_then(|n| n.node);
-    let keys: Vec<[u32; 5]> = pool.iter().map(|c| group_keys(c, topo)).collect();
-    let ids: Vec<CpuId> = pool.iter().collect();
-    let mut counts: [HashMap<u32, u32>; 5] = Default::default();
-    let mut taken = vec![false; ids.len()];
-    let mut order = Vec::with_capacity(ids.len());
-    for _ in 0..ids.len() {
-        let cost = |i: usize| {
-            let k = &keys[i];
-            let n = |level: usize| counts[level].get(&k[level]).copied().unwrap_or(0);
-            let off_nic = nic_node.is_some_and(|nn| nn != k[0]);
-            (n(0), off_nic, n(1), n(2), n(3), ids[i])
-        };
-        let Some(best) = (0..ids.len())
-            .filter(|&i| !taken[i])
-            .min_by_key(|&i| cost(i))
-        else {
-            break;
-        };
-        taken[best] = true;
-        for (level, count) in counts.iter_mut().enumerate().take(4) {
-            *count.entry(keys[best][level]).or_insert(0) += 1;
-        }
-        order.push(ids[best]);
-    }
-    order
+    spread::order(pool, topo)
 }
 
 /// (node, LLC group, cluster group, core group, id) of a CPU; missing groups fall back
@@ -260,17 +237,17 @@ fn master_cpu(
                 return Ok(None);
             };
             // A free CPU whose physical core runs no worker beats an SMT sibling of one.
-            let busy_core = |c: CpuId| {
-                let core = topo.cpu(c).map(|x| x.core_group);
-                workers
-                    .iter()
-                    .any(|w| topo.cpu(w.cpu).map(|x| x.core_group) == core)
-            };
+            let busy: HashSet<Option<CpuId>> = workers
+                .iter()
+                .map(|w| topo.cpu(w.cpu).map(|x| x.core_group))
+                .collect();
+            let busy_core = |c: CpuId| busy.contains(&topo.cpu(c).map(|x| x.core_group));
+            let worker_cpus = CpuSet::from_ids(workers.iter().map(|w| w.cpu));
             let free = topo
                 .allowed
                 .iter()
                 .filter(|&c| topo.node_of(c) == Some(first.node))
-                .filter(|&c| !workers.iter().any(|w| w.cpu == c))
+                .filter(|&c| !worker_cpus.contains(c))
                 .min_by_key(|&c| (busy_core(c), c));
             Ok(Some(free.unwrap_or(first.cpu)))
         }
@@ -280,7 +257,13 @@ fn master_cpu(
 /// Every online CPU to a listener index (see the module doc for the rule).
 fn cpu_map(workers: &[WorkerPlan], topo: &Topology) -> Vec<(CpuId, u16)> {
     let on_cpu: HashMap<CpuId, u16> = workers.iter().map(|w| (w.cpu, w.index)).collect();
-    let worker_keys: Vec<[u32; 5]> = workers.iter().map(|w| group_keys(w.cpu, topo)).collect();
+    let sharing = workers_by_group(workers, topo);
+    let worker_nodes: Vec<NodeId> = {
+        let mut n: Vec<NodeId> = workers.iter().map(|w| w.node).collect();
+        n.sort_unstable();
+        n.dedup();
+        n
+    };
     let mut next: HashMap<(usize, u32, NodeId), usize> = HashMap::new();
     let mut map = Vec::with_capacity(topo.cpus.len());
     for cpu in &topo.cpus {
@@ -288,40 +271,52 @@ fn cpu_map(workers: &[WorkerPlan], topo: &Topology) -> Vec<(CpuId, u16)> {
             map.push((cpu.id, index));
             continue;
         }
-        let Some(target) = nearest_node_with_workers(cpu.node, workers, topo) else {
+        let Some(target) = nearest_node_with_workers(cpu.node, &worker_nodes, topo) else {
             continue;
         };
         let keys = group_keys(cpu.id, topo);
-        let share = |level: usize| -> Vec<u16> {
-            workers
-                .iter()
-                .zip(&worker_keys)
-                .filter(|(w, k)| w.node == target && (level == 0 || k[level] == keys[level]))
-                .map(|(w, _)| w.index)
-                .collect()
-        };
+        let group = |level: usize| (level, if level == 0 { target } else { keys[level] }, target);
         // The closest group with workers: core (SMT sibling), cluster, LLC, else the node.
         let level = [3, 2, 1]
             .into_iter()
-            .find(|&l| target == cpu.node && !share(l).is_empty());
-        let level = level.unwrap_or(0);
-        let candidates = share(level);
-        let key = if level == 0 { target } else { keys[level] };
-        let k = next.entry((level, key, target)).or_insert(0);
+            .find(|&l| target == cpu.node && sharing.contains_key(&group(l)))
+            .unwrap_or(0);
+        let Some(candidates) = sharing.get(&group(level)) else {
+            continue;
+        };
+        let k = next.entry(group(level)).or_insert(0);
         map.push((cpu.id, candidates[*k % candidates.len()]));
         *k += 1;
     }
     map
 }
 
+/// Worker indices (in worker order) by (level, group key, node): level 0 is the whole
+/// node (key = node id), levels 1-3 the LLC, cluster and core groups of `group_keys`.
+/// Built once, so mapping each CPU is a lookup rather than a scan of every worker.
+fn workers_by_group(
+    workers: &[WorkerPlan],
+    topo: &Topology,
+) -> HashMap<(usize, u32, NodeId), Vec<u16>> {
+    let mut out: HashMap<(usize, u32, NodeId), Vec<u16>> = HashMap::new();
+    for w in workers {
+        let keys = group_keys(w.cpu, topo);
+        for (level, &key) in keys.iter().enumerate().take(4) {
+            let key = if level == 0 { w.node } else { key };
+            out.entry((level, key, w.node)).or_default().push(w.index);
+        }
+    }
+    out
+}
+
 /// `node` itself if it has workers, else the closest node that has (lowest id on ties).
 fn nearest_node_with_workers(
     node: NodeId,
-    workers: &[WorkerPlan],
+    worker_nodes: &[NodeId],
     topo: &Topology,
 ) -> Option<NodeId> {
-    workers
+    worker_nodes
         .iter()
-        .map(|w| w.node)
+        .copied()
         .min_by_key(|&n| (n != node, topo.distance(node, n), n))
 }

@@ -19,7 +19,8 @@
 //! a 1 KiB response-head area and a 16 KiB receive area, in one anonymous `MAP_NORESERVE`
 //! mapping, `sys::ZeroedArena`, so a page becomes resident only when a connection first
 //! uses it: about 5 KiB per connection for ordinary requests, 17 KiB at most), the deadline lists, the event
-//! buffer, the file cache and the access log buffer. Serving a request allocates nothing.
+//! buffer, the two ready lists (one entry per slot), the file cache and the access log
+//! buffer. Serving a request allocates nothing.
 //!
 //! Accepting: `accept4` until `EAGAIN`; `EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM` or a full
 //! table pause accepting for [`Tuning::accept_pause`] (the listener's interest is cleared,
@@ -130,6 +131,8 @@ impl Default for Tuning {
 
 /// Longest sleep, so the control callback is polled even with no signal to this thread.
 const MAX_WAIT_MS: u64 = 500;
+/// Period of the file cache's sweep.
+const SWEEP_MS: u64 = 1000;
 /// Slots are indexed by u32 and `u32::MAX` is the listener's token.
 const MAX_SLOTS: u32 = 1 << 24;
 
@@ -178,12 +181,19 @@ struct Loop<'a> {
     conns: Vec<Conn>,
     arena: crate::sys::ZeroedArena,
     free: Vec<u32>,
+    /// Connections that yielded with work left, driven again next turn (capacity: one
+    /// per slot, so pushing never allocates).
+    ready: Vec<Token>,
+    /// The ready list being driven this turn (swapped with `ready`, same capacity).
+    driving: Vec<Token>,
     ctx: Ctx<'a>,
     scratch: Scratch,
     cpu: u32,
     open: usize,
     accepting: bool,
     resume_at: u64,
+    /// When the file cache's unused descriptors are next swept.
+    sweep_at: u64,
     tuning: Tuning,
 }
 
@@ -227,12 +237,15 @@ impl<'a> Loop<'a> {
             arena: crate::sys::ZeroedArena::new(n * SLOT_BYTES)
                 .map_err(|e| LoopError::Setup("mapping the connection arena", e))?,
             free: (0..slots).rev().collect(),
+            ready: Vec::with_capacity(n),
+            driving: Vec::with_capacity(n),
             ctx,
             scratch: Scratch::new(),
             cpu: cfg.cpu.get() as u32,
             open: 0,
             accepting: true,
             resume_at: 0,
+            sweep_at: 0,
             tuning,
         })
     }
@@ -270,13 +283,24 @@ impl<'a> Loop<'a> {
                     self.dispatch(token, ready);
                 }
             }
+            self.drive_ready();
             self.expire();
+            self.sweep_cache();
             self.maybe_resume();
             self.ctx.log.flush();
         }
         self.ctx.log.flush();
         self.close_all();
         Ok(())
+    }
+
+    /// About once a second (the wait never exceeds `MAX_WAIT_MS`): close cached
+    /// descriptors of unused or deleted files.
+    fn sweep_cache(&mut self) {
+        if self.ctx.now_ms >= self.sweep_at {
+            self.ctx.cache.sweep(self.ctx.now_ms);
+            self.sweep_at = self.ctx.now_ms + SWEEP_MS;
+        }
     }
 
     fn tick(&mut self) {
@@ -297,6 +321,10 @@ impl<'a> Loop<'a> {
         }
         if let Some(end) = grace_end {
             until = until.min(end);
+        }
+        // Connections that yielded are driven again at once, after polling the others.
+        if !self.ready.is_empty() {
+            until = now;
         }
         // Round up: waking a millisecond early would spin once more for nothing.
         (until.saturating_sub(now) + u64::from(until > now)).min(MAX_WAIT_MS) as i32
@@ -381,8 +409,56 @@ impl<'a> Loop<'a> {
                     _ => self.close(slot),
                 }
             }
+            Next::Yield => {
+                let token = Token {
+                    slot,
+                    generation: c.generation,
+                };
+                let added = match (c.registered, c.fd.as_ref()) {
+                    (true, _) => Ok(()),
+                    (false, Some(fd)) => self.poller.add_conn(fd, token),
+                    (false, None) => Err(Errno::BADF),
+                };
+                if added.is_err() {
+                    return self.close(slot);
+                }
+                c.registered = true;
+                if !c.queued {
+                    c.queued = true;
+                    self.queue(token);
+                }
+            }
             Next::Close => self.close(slot),
         }
+    }
+
+    /// Puts a yielded connection on the ready list. Entries of slots closed since they
+    /// were queued are dropped first if the list is full, so it never outgrows one entry
+    /// per slot (a live slot is queued at most once).
+    fn queue(&mut self, token: Token) {
+        if self.ready.len() == self.ready.capacity() {
+            let conns = &self.conns;
+            self.ready.retain(|t| is_queued(conns, *t));
+        }
+        self.ready.push(token);
+    }
+
+    /// Drives the connections that yielded before this pass; those yielding again during
+    /// it go on the (swapped, empty) ready list for the next turn.
+    fn drive_ready(&mut self) {
+        if self.ready.is_empty() {
+            return;
+        }
+        core::mem::swap(&mut self.ready, &mut self.driving);
+        for i in 0..self.driving.len() {
+            let token = self.driving[i];
+            if !is_queued(&self.conns, token) {
+                continue;
+            }
+            self.conns[token.slot as usize].queued = false;
+            self.drive(token.slot);
+        }
+        self.driving.clear();
     }
 
     fn close(&mut self, slot: u32) {
@@ -468,6 +544,13 @@ impl<'a> Loop<'a> {
             }
         }
     }
+}
+
+/// Whether `token` is a live connection still waiting on the ready list.
+fn is_queued(conns: &[Conn], token: Token) -> bool {
+    conns
+        .get(token.slot as usize)
+        .is_some_and(|c| c.queued && c.generation == token.generation && c.fd.is_some())
 }
 
 #[cfg(test)]

@@ -2,9 +2,10 @@
 //! `--metrics` (Prometheus text) and for the locality figure.
 //!
 //! Input: the plan's workers and their [`WorkerCounters`] blocks (in `sys::SharedCounters`).
-//! Output: the Prometheus text exposition format (version 0.0.4), and a tiny blocking
-//! responder the master calls when its metrics socket is readable. It does not count
-//! anything itself: workers (the serve loop) and the master (respawns) do.
+//! Output: the Prometheus text exposition format (version 0.0.4); the nonblocking
+//! responder the master polls is [`responder`]. It does not count anything itself:
+//! workers (the serve loop) and the master (respawns, and resetting a dead worker's
+//! open-connections gauge) do.
 //!
 //! Workers only ever `fetch_add` their own block with `Relaxed` ordering: the counters are
 //! statistics, not synchronisation.
@@ -15,9 +16,8 @@
 use crate::plan::WorkerPlan;
 use core::fmt::Write as _;
 use core::sync::atomic::{AtomicU64, Ordering};
-use std::io::{self, Read, Write};
-use std::os::fd::BorrowedFd;
-use std::time::Duration;
+
+pub mod responder;
 
 /// One worker's counters. `#[repr(C)]` and all-atomic so it can live in a `MAP_SHARED`
 /// mapping that master and workers see.
@@ -40,6 +40,28 @@ pub struct WorkerCounters {
     pub accept_pauses: AtomicU64,
     /// Times the master started a replacement for this worker (written by the master).
     pub respawns: AtomicU64,
+}
+
+/// The sum of two blocks (a worker slot's two generations), for rendering; a missing
+/// block counts as zeros.
+pub fn merged(a: Option<&WorkerCounters>, b: Option<&WorkerCounters>) -> WorkerCounters {
+    let sum = |f: fn(&WorkerCounters) -> &AtomicU64| {
+        AtomicU64::new(a.map_or(0, |c| load(f(c))) + b.map_or(0, |c| load(f(c))))
+    };
+    WorkerCounters {
+        accepted: sum(|c| &c.accepted),
+        local: sum(|c| &c.local),
+        responses: [0, 1, 2, 3, 4].map(|k| {
+            AtomicU64::new(
+                a.map_or(0, |c| load(&c.responses[k])) + b.map_or(0, |c| load(&c.responses[k])),
+            )
+        }),
+        bytes_sent: sum(|c| &c.bytes_sent),
+        open: sum(|c| &c.open),
+        stale_events: sum(|c| &c.stale_events),
+        accept_pauses: sum(|c| &c.accept_pauses),
+        respawns: sum(|c| &c.respawns),
+    }
 }
 
 /// One worker's counters alone on a 4 KiB-aligned block of the shared mapping. Workers
@@ -176,69 +198,8 @@ fn family<'a>(
     }
 }
 
-/// Largest request head the metrics responder reads.
-const METRICS_HEAD_MAX: usize = 4096;
-/// How long one metrics client may take; the master's supervision waits at most this.
-const METRICS_CLIENT_TIMEOUT: Duration = Duration::from_secs(1);
-
-/// Accepts at most one client on the (nonblocking) metrics listener and answers it:
-/// `GET /metrics` gets `body()`, anything else a 404. One request per connection.
-///
-/// Blocking with a short timeout is enough here: metrics scrapes are rare and the master
-/// has nothing urgent to do that a one-second stall would hurt (signals interrupt it).
-pub fn serve_metrics_once(
-    listener: BorrowedFd<'_>,
-    body: impl FnOnce() -> String,
-) -> io::Result<()> {
-    let conn = match rustix::net::accept_with(listener, rustix::net::SocketFlags::CLOEXEC) {
-        Ok(c) => c,
-        Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) => return Ok(()),
-        Err(e) => return Err(e.into()),
-    };
-    let mut stream = std::net::TcpStream::from(conn);
-    stream.set_nonblocking(false)?;
-    stream.set_write_timeout(Some(METRICS_CLIENT_TIMEOUT))?;
-    let head = read_head(&mut stream)?;
-    let (status, content) = if is_metrics_request(&head) {
-        ("200 OK", body())
-    } else {
-        ("404 Not Found", "not found: try GET /metrics\n".to_string())
-    };
-    let reply = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{content}",
-        content.len()
-    );
-    stream.write_all(reply.as_bytes())
-}
-
-/// Reads until the end of the head, 4 KiB, EOF, or the client's time is up: the whole
-/// exchange has one deadline, so a client sending a byte at a time cannot hold the
-/// master longer than [`METRICS_CLIENT_TIMEOUT`].
-fn read_head(stream: &mut std::net::TcpStream) -> io::Result<Vec<u8>> {
-    let deadline = std::time::Instant::now() + METRICS_CLIENT_TIMEOUT;
-    let mut head = Vec::with_capacity(512);
-    let mut buf = [0u8; 512];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < METRICS_HEAD_MAX {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        if left.is_zero() {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "metrics client too slow",
-            ));
-        }
-        stream.set_read_timeout(Some(left))?;
-        let n = stream.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        head.extend_from_slice(&buf[..n]);
-    }
-    Ok(head)
-}
-
 /// `GET /metrics` or `GET /metrics?...`, any HTTP version.
-fn is_metrics_request(head: &[u8]) -> bool {
+pub(crate) fn is_metrics_request(head: &[u8]) -> bool {
     let line = head.split(|&b| b == b'\n').next().unwrap_or(&[]);
     let mut parts = line.split(|&b| b == b' ');
     let method = parts.next();

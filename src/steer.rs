@@ -54,6 +54,8 @@ pub enum SteerError {
     TooLong {
         /// Its length.
         insns: usize,
+        /// The policy it was made for (the advice depends on it).
+        policy: SteerPolicy,
     },
     /// asm-bpf refused the generated source (a bug in this module).
     Assemble(String),
@@ -75,13 +77,25 @@ pub enum SteerError {
 impl fmt::Display for SteerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SteerError::TooLong { insns } => write!(
-                f,
-                "program needs {insns} instructions, more than the kernel's {MAX_INSNS}; use --steer numa or hash"
-            ),
+            SteerError::TooLong { insns, policy } => {
+                let advice = match policy {
+                    SteerPolicy::Cpu => "--steer numa or hash",
+                    _ => "--steer hash",
+                };
+                write!(
+                    f,
+                    "program needs {insns} instructions, more than the kernel's {MAX_INSNS}; \
+                     use {advice}"
+                )
+            }
             SteerError::Assemble(e) => write!(f, "generated program does not assemble: {e}"),
             SteerError::Checker(e) => write!(f, "checker refused the program: {e}"),
-            SteerError::Mismatch { cpu, rxhash, got, want } => write!(
+            SteerError::Mismatch {
+                cpu,
+                rxhash,
+                got,
+                want,
+            } => write!(
                 f,
                 "interpreter returned {got} for cpu {cpu} rxhash {rxhash}, the plan says {want}"
             ),
@@ -94,10 +108,12 @@ pub fn program(plan: &Plan, topo: &Topology) -> Result<Option<SteerProgram>, Ste
     let Some(tree) = decision_tree(plan) else {
         return Ok(None);
     };
-    let insns_needed = 1 + tree.size();
+    let insns_needed =
+        1 + tree.size() + tree.spreads().iter().map(|l| l.block_size()).sum::<usize>();
     if insns_needed > MAX_INSNS {
         return Err(SteerError::TooLong {
             insns: insns_needed,
+            policy: plan.steer,
         });
     }
     let text = source(&tree);
@@ -199,13 +215,24 @@ pub enum Leaf {
 }
 
 impl Leaf {
+    /// Instructions at the leaf's place in the tree. A spread is one `ja` to its node's
+    /// shared block (emitted once after the tree), so a map whose nodes alternate CPU by
+    /// CPU costs one instruction per segment, not one spread block per segment.
     fn size(self) -> usize {
         match self {
             Leaf::Const(_) => 1,
             Leaf::Linear(0) => 1,
             Leaf::Linear(_) => 2,
+            Leaf::Spread { .. } => 1,
+        }
+    }
+
+    /// Instructions of a spread's shared block (0 for the other leaves).
+    fn block_size(self) -> usize {
+        match self {
             Leaf::Spread { first: 0, .. } => 5,
             Leaf::Spread { .. } => 6,
+            _ => 0,
         }
     }
 }
@@ -339,11 +366,30 @@ impl Tree {
     /// The most instructions one run through this subtree executes.
     pub fn longest_path(&self) -> usize {
         match self {
-            Tree::Leaf(Leaf::Spread { first, .. }) => 5 + usize::from(*first > 0),
+            Tree::Leaf(l @ Leaf::Spread { .. }) => l.size() + l.block_size(),
             Tree::Leaf(l) => l.size(),
             Tree::Split { below, above, .. } => {
                 let trampoline = usize::from(below.size() > MAX_JUMP);
                 1 + (below.longest_path() + trampoline).max(above.longest_path())
+            }
+        }
+    }
+
+    /// The distinct spread leaves, in the order the tree is emitted: one shared block
+    /// each.
+    pub fn spreads(&self) -> Vec<Leaf> {
+        let mut out = Vec::new();
+        self.collect_spreads(&mut out);
+        out
+    }
+
+    fn collect_spreads(&self, out: &mut Vec<Leaf>) {
+        match self {
+            Tree::Leaf(l @ Leaf::Spread { .. }) if !out.contains(l) => out.push(*l),
+            Tree::Leaf(_) => {}
+            Tree::Split { below, above, .. } => {
+                below.collect_spreads(out);
+                above.collect_spreads(out);
             }
         }
     }
@@ -372,11 +418,16 @@ pub fn decision_tree(plan: &Plan) -> Option<Tree> {
     Some(Tree::build(&segments(plan)))
 }
 
-/// bpf_asm source for the tree: `ld #cpu`, then the tree in preorder.
+/// bpf_asm source for the tree: `ld #cpu`, then the tree in preorder, then one block per
+/// distinct spread (cBPF jumps only forward, so the shared blocks come last).
 pub fn source(tree: &Tree) -> String {
     let mut e = Emitter::default();
     e.line(None, "ld #cpu");
     e.tree(tree);
+    for (leaf, label) in std::mem::take(&mut e.blocks) {
+        e.place(label);
+        e.spread_block(leaf);
+    }
     e.out
 }
 
@@ -385,6 +436,9 @@ struct Emitter {
     out: String,
     labels: usize,
     pending: Option<String>,
+    /// Each distinct spread leaf and the label of its shared block. A node has one
+    /// spread, so this holds at most one entry per node and a linear search is enough.
+    blocks: Vec<(Leaf, String)>,
 }
 
 impl Emitter {
@@ -447,19 +501,35 @@ impl Emitter {
                 }
                 self.line(None, "ret a");
             }
-            Leaf::Spread { first, count } => {
-                let (rand, modulo) = (self.label("rand"), self.label("mod"));
-                self.line(None, "ld #rxhash");
-                self.line(None, &format!("jeq #0, {rand}, {modulo}"));
-                self.place(rand);
-                self.line(None, "ld #rand");
-                self.place(modulo);
-                self.line(None, &format!("mod #{count}"));
-                if first > 0 {
-                    self.line(None, &format!("add #{first}"));
-                }
-                self.line(None, "ret a");
+            Leaf::Spread { .. } => {
+                let label = match self.blocks.iter().find(|(l, _)| *l == leaf) {
+                    Some((_, label)) => label.clone(),
+                    None => {
+                        let label = self.label("spread");
+                        self.blocks.push((leaf, label.clone()));
+                        label
+                    }
+                };
+                self.line(None, &format!("ja {label}"));
             }
         }
+    }
+
+    /// `(rxhash or rand) % count + first`, returned.
+    fn spread_block(&mut self, leaf: Leaf) {
+        let Leaf::Spread { first, count } = leaf else {
+            return;
+        };
+        let (rand, modulo) = (self.label("rand"), self.label("mod"));
+        self.line(None, "ld #rxhash");
+        self.line(None, &format!("jeq #0, {rand}, {modulo}"));
+        self.place(rand);
+        self.line(None, "ld #rand");
+        self.place(modulo);
+        self.line(None, &format!("mod #{count}"));
+        if first > 0 {
+            self.line(None, &format!("add #{first}"));
+        }
+        self.line(None, "ret a");
     }
 }

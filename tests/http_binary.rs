@@ -315,3 +315,51 @@ fn clients_that_vanish_mid_response_do_not_hurt_the_worker() {
     assert_eq!(r.status, 200);
     assert_eq!(srv.pids(), before, "no worker died and was respawned");
 }
+
+/// The soft `RLIMIT_NOFILE` of a process, from `/proc/PID/limits`.
+fn soft_nofile(pid: u32) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    line.split_whitespace().nth(3).unwrap().parse().unwrap()
+}
+
+/// The default `--max-conns` (10,240) needs more descriptors than the usual soft limit of
+/// 1024: the master raises the soft limit towards the hard one for its workers, and
+/// says so in one line when the hard limit is too low.
+#[test]
+fn the_open_file_limit_is_raised_for_max_conns() {
+    let hard = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .maximum
+        .unwrap_or(1 << 20)
+        .min(1 << 20);
+    if hard < 10_240 + 400 {
+        eprintln!("skipped: RLIMIT_NOFILE hard limit {hard} is below the default --max-conns");
+        return;
+    }
+    let site = Site::new("bin-nofile");
+    let nofile = format!("--nofile=1024:{hard}");
+    let srv = Server::start(&site.root, &["--workers", "1"], &["prlimit", &nofile]);
+    let pids = srv.pids();
+    assert!(pids.len() >= 2, "a master and a worker: {pids:?}");
+    for pid in pids {
+        assert!(soft_nofile(pid) >= 10_240 + 256, "pid {pid}");
+    }
+    assert!(!srv.stderr.lock().unwrap().contains("warning: open files"));
+    drop(srv);
+    let srv = Server::start(
+        &site.root,
+        &["--workers", "1"],
+        &["prlimit", "--nofile=1024:2000"],
+    );
+    let log = srv.stderr.lock().unwrap().clone();
+    let warning: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("warning: open files"))
+        .collect();
+    assert_eq!(warning.len(), 1, "{log}");
+    assert!(warning[0].contains("limited to 2000"), "{log}");
+    assert!(srv.pids().iter().all(|&p| soft_nofile(p) == 2000));
+}

@@ -42,11 +42,35 @@ fn a_port_held_by_another_socket_names_the_bind_step() {
     let root = TempDir::new("errors");
     let (code, err) = serve_fails(&[&root.path().display().to_string(), "--listen", &addr]);
     assert_eq!(code, 1, "{err}");
-    let line = last_line(&err);
-    assert!(
-        line.starts_with(&format!("steerd: listen: {addr}: bind: ")),
+    assert_eq!(
+        last_line(&err),
+        format!("steerd: listen: {addr} is already in use"),
         "{err}"
     );
+}
+
+/// A second `serve` on a live server's address must not join its reuseport group (same
+/// uid, so the kernel would let it in): it refuses, and the first server still answers.
+#[test]
+fn a_second_serve_on_the_same_address_refuses_to_start() {
+    let first = Server::start(&["--workers", "1"]);
+    let addr = first.addr.to_string();
+    let root = TempDir::new("errors");
+    let (code, err) = serve_fails(&[
+        &root.path().display().to_string(),
+        "--listen",
+        &addr,
+        "--workers",
+        "1",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(
+        last_line(&err),
+        format!("steerd: listen: {addr} is already in use"),
+        "{err}"
+    );
+    let (status, body) = get(first.addr, "/index.html");
+    assert_eq!((status, body.as_str()), (200, "hello from steerd\n"));
 }
 
 #[test]

@@ -189,7 +189,7 @@ fn too_many_segments_is_an_error_not_a_fallback() {
     let p = alternating(2100);
     let err = steer::program(&p, &topo("this-machine")).unwrap_err();
     assert!(
-        matches!(err, SteerError::TooLong { insns } if insns > 4096),
+        matches!(err, SteerError::TooLong { insns, .. } if insns > 4096),
         "{err}"
     );
     assert!(err.to_string().contains("more than the kernel's 4096"));
@@ -416,4 +416,70 @@ fn check_binds_nothing_and_prints_the_program() {
         assert_eq!(run(&insns, c, 0, 0), want, "cpu {c}");
     }
     drop(held);
+}
+
+/// `n` CPUs whose node alternates (evens node 0, odds node 1), one worker each, under
+/// `numa`: workers are numbered node by node, so every CPU starts a new segment.
+fn alternating_nodes(n: usize) -> Plan {
+    let cpu = |i: usize| CpuId::new(i).unwrap();
+    let half = n.div_ceil(2);
+    let index_of = |c: usize| (c % 2) * half + c / 2;
+    let mut workers: Vec<WorkerPlan> = (0..n)
+        .map(|c| WorkerPlan {
+            index: index_of(c) as u16,
+            cpu: cpu(c),
+            node: (c % 2) as u32,
+        })
+        .collect();
+    workers.sort_by_key(|w| w.index);
+    Plan {
+        workers,
+        master_cpu: None,
+        steer: SteerPolicy::Numa,
+        cpu_map: (0..n).map(|c| (cpu(c), index_of(c) as u16)).collect(),
+    }
+}
+
+/// Each node's spread is emitted once and reached by `ja`: 1024 CPUs alternating between
+/// two nodes once needed 6673 instructions; the size now grows with segments + nodes.
+#[test]
+fn numa_with_alternating_nodes_fits_and_agrees_for_every_cpu() {
+    let p = alternating_nodes(1024);
+    let segs = steer::segments(&p).len();
+    assert!(segs >= 1024, "one segment per CPU: {segs}");
+    let prog = steer::program(&p, &topo("this-machine"))
+        .expect("fits")
+        .unwrap();
+    assert!(
+        prog.insns.len() <= 2 * segs + 2 * 6 + 2,
+        "{} instructions for {segs} segments",
+        prog.insns.len()
+    );
+    assert_eq!(
+        prog.text.matches("ld #rxhash").count(),
+        2,
+        "one block per node"
+    );
+    for c in 0..1026u32 {
+        for (h, r) in [(7, 0), (0x9e37_79b9, 0), (0, 3)] {
+            assert_eq!(
+                run(&prog.insns, c, h, r),
+                steer::expected(&p, c, h, r),
+                "cpu {c} rxhash {h} rand {r}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_numa_program_too_long_does_not_advise_numa() {
+    let err = steer::program(&alternating_nodes(8000), &topo("this-machine")).unwrap_err();
+    assert!(matches!(err, SteerError::TooLong { .. }), "{err}");
+    let text = err.to_string();
+    assert!(text.ends_with("use --steer hash"), "{text}");
+    let err = steer::program(&alternating(2100), &topo("this-machine")).unwrap_err();
+    assert!(
+        err.to_string().ends_with("use --steer numa or hash"),
+        "{err}"
+    );
 }

@@ -194,22 +194,6 @@ fn killed_worker_is_respawned_on_its_cpu_and_its_queue_is_served() {
     );
 }
 
-/// Waits for worker `index` to report a pid other than `old`.
-fn wait_for_new_pid(server: &Server, index: usize, old: u32) -> u32 {
-    let prefix = format!("steerd: worker {index} pid ");
-    let line = server.wait_line(|l| {
-        l.starts_with(&prefix)
-            && l.contains(" running on cpu ")
-            && !l.starts_with(&format!("{prefix}{old} "))
-    });
-    line[prefix.len()..]
-        .split(' ')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap()
-}
-
 #[test]
 fn crash_loop_backs_off_and_recovers() {
     let server = Server::start(&["--workers", "1"]);
@@ -462,4 +446,37 @@ fn user_drops_privileges_before_workers_start() {
     }
     let (status, _) = get(server.addr, "/index.html");
     assert_eq!(status, 200);
+}
+
+/// A service manager stops the whole process group: the workers' own exits are then part
+/// of the stop, and the master must not log them as crashes or restart anyone.
+#[test]
+fn term_to_the_process_group_is_a_clean_stop() {
+    use std::os::unix::process::CommandExt;
+    let root = serve_support::TempDir::new("pgrp");
+    std::fs::write(root.path().join("index.html"), b"x\n").unwrap();
+    let mut cmd = std::process::Command::new(serve_support::binary());
+    cmd.args(["serve", &root.path().display().to_string()])
+        .args(["--listen", "127.0.0.1:0"])
+        .process_group(0);
+    let mut server = Server::spawn(&mut cmd);
+    // Hold the master so the workers surely exit before it sees its own TERM.
+    send_signal(server.pid, libc::SIGSTOP);
+    // kill(-pgid): the master leads its own group.
+    send_signal_group(server.pid, libc::SIGTERM);
+    std::thread::sleep(Duration::from_millis(300));
+    send_signal(server.pid, libc::SIGCONT);
+    let status = server.wait_exit(Duration::from_secs(10));
+    assert!(status.success(), "{status:?}");
+    let lines = server.lines();
+    assert!(
+        !lines.iter().any(|l| l.contains("restarting")),
+        "a group-wide stop was taken for crashes: {lines:?}"
+    );
+}
+
+fn send_signal_group(pgid: u32, sig: i32) {
+    let pid = rustix::process::Pid::from_raw(pgid as i32).expect("pid");
+    let sig = rustix::process::Signal::from_named_raw(sig).expect("signal");
+    rustix::process::kill_process_group(pid, sig).expect("kill");
 }

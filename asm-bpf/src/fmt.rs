@@ -171,7 +171,7 @@ fn strip_c_comments(line: &str) -> String {
         let block = rest.find("/*");
         let slashes = rest.find("//");
         match (block, slashes) {
-            (Some(b), s) if s.map_or(true, |s| b < s) => {
+            (Some(b), s) if s.is_none_or(|s| b < s) => {
                 out.push_str(&rest[..b]);
                 match rest[b + 2..].find("*/") {
                     Some(end) => rest = &rest[b + 2 + end + 2..],

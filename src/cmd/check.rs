@@ -10,20 +10,19 @@ use super::topo::{ids, topology_json};
 use super::Failure;
 use crate::args::ServeArgs;
 use crate::json::Value;
-use crate::plan::{self, Plan};
-use crate::steer::{self, SteerProgram};
-use crate::topology::{self, Topology};
+use crate::plan::Plan;
+use crate::steer::SteerProgram;
+use crate::topology::Topology;
 use std::fmt::Write;
 
 /// Runs `steerd check`; returns the exit status or the failure.
 pub fn main(args: &ServeArgs, json: bool) -> Result<i32, Failure> {
-    let (mut topo, mut warnings) = topology::read(&args.roots);
-    warnings.extend(topology::attach_nic(&mut topo, &args.listen, &args.roots));
-    for w in &warnings {
-        eprintln!("steerd: {w}");
-    }
-    let plan = plan::make(args, &topo).map_err(|e| Failure::new("plan", e))?;
-    let program = steer::program(&plan, &topo).map_err(|e| Failure::new("steer", e))?;
+    let super::prepare::Prepared {
+        topo,
+        warnings,
+        plan,
+        program,
+    } = super::prepare::prepare(args, |w| eprintln!("steerd: {w}"))?;
     if json {
         print!(
             "{}",

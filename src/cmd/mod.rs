@@ -9,6 +9,7 @@ use core::fmt;
 pub mod bpf;
 pub mod bpf_exec;
 pub mod check;
+pub mod prepare;
 pub mod serve;
 pub mod topo;
 

@@ -2,21 +2,20 @@
 //!
 //! Input: validated [`ServeArgs`]. Output: an exit status once the server has stopped.
 //! Order is the point: the topology (and with it the allowed CPU set) is read before
-//! anything pins the process, then the plan, then the steering program, then the master
+//! anything pins the process, then the NIC, the plan and the steering program (all in
+//! [`super::prepare`], shared with `check`), then the master
 //! takes over (`master.rs`). Topology warnings and the hash fallback are one line each on
 //! stderr.
 
 use super::Failure;
 use crate::args::{ServeArgs, SteerPolicy};
-use crate::{master, plan, steer, topology};
+use crate::master;
 
 /// Runs `steerd serve` and returns the exit status.
 pub fn main(args: &ServeArgs) -> Result<i32, Failure> {
-    let (topo, warnings) = topology::read(&args.roots);
-    for w in warnings {
-        crate::say!("warning: topology: {w}");
-    }
-    let plan = plan::make(args, &topo).map_err(|e| Failure::new("plan", e))?;
+    // Each warning already names its stage (`topology: ...`).
+    let super::prepare::Prepared { plan, program, .. } =
+        super::prepare::prepare(args, |w| crate::say!("warning: {w}"))?;
     if args.steer != SteerPolicy::Hash && plan.steer == SteerPolicy::Hash {
         crate::say!(
             "warning: steer: only one worker CPU, so --steer {} has nothing to choose \
@@ -24,7 +23,6 @@ pub fn main(args: &ServeArgs) -> Result<i32, Failure> {
             args.steer.name()
         );
     }
-    let program = steer::program(&plan, &topo).map_err(|e| Failure::new("steer", e))?;
     let insns = program.as_ref().map(|p| p.insns.as_slice());
     master::run(args, &plan, insns).map_err(|e| Failure::new(e.stage(), e))?;
     Ok(0)

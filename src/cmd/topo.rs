@@ -10,6 +10,7 @@ use crate::args::Roots;
 use crate::cpuset::{CpuId, CpuSet};
 use crate::json::Value;
 use crate::topology::{self, Cpu, Topology};
+use std::collections::HashMap;
 use std::fmt::Write;
 
 /// Runs `steerd topo`; returns the exit status.
@@ -31,37 +32,74 @@ pub fn ids(set: &CpuSet) -> Value {
     Value::Arr(set.iter().map(|c| Value::Int(c.get() as i64)).collect())
 }
 
-/// The CPUs sharing a group key (`core_group`, ...) with the given value.
-fn members(topo: &Topology, key: impl Fn(&Cpu) -> Option<CpuId>, group: CpuId) -> CpuSet {
-    CpuSet::from_ids(
-        topo.cpus
-            .iter()
-            .filter(|c| key(c) == Some(group))
-            .map(|c| c.id),
-    )
+/// A group key of a CPU (`core_group`, ...): the lowest CPU of its group.
+type GroupKey = fn(&Cpu) -> Option<CpuId>;
+
+/// The groups of one kind, each with its online CPUs, built in one pass over the CPUs
+/// (a scan of every CPU per group or per row was quadratic: 8192 CPUs took minutes).
+struct Groups {
+    /// Group keys in order of first appearance.
+    firsts: Vec<CpuId>,
+    members: HashMap<CpuId, CpuSet>,
+    /// Each group's cpulist, formatted once (every row of the group prints it).
+    lists: HashMap<CpuId, String>,
 }
 
-/// Distinct groups of one kind, each as the set of its online CPUs.
-pub fn groups(topo: &Topology, key: impl Fn(&Cpu) -> Option<CpuId> + Copy) -> Vec<CpuSet> {
-    let mut seen = CpuSet::new();
-    let mut out = Vec::new();
-    for c in &topo.cpus {
-        if let Some(g) = key(c) {
-            if !seen.contains(g) {
-                seen.insert(g);
-                out.push(members(topo, key, g));
+impl Groups {
+    fn of(topo: &Topology, key: GroupKey) -> Groups {
+        let mut firsts = Vec::new();
+        let mut members: HashMap<CpuId, CpuSet> = HashMap::new();
+        for c in &topo.cpus {
+            if let Some(g) = key(c) {
+                members
+                    .entry(g)
+                    .or_insert_with(|| {
+                        firsts.push(g);
+                        CpuSet::new()
+                    })
+                    .insert(c.id);
             }
         }
+        let lists = members.iter().map(|(&g, s)| (g, s.to_string())).collect();
+        Groups {
+            firsts,
+            members,
+            lists,
+        }
     }
-    out
+
+    /// Every group's CPUs, in order of first appearance.
+    fn sets(&self) -> impl Iterator<Item = &CpuSet> {
+        self.firsts.iter().filter_map(|g| self.members.get(g))
+    }
+
+    /// `c`'s group as a cpulist, if `c` has one of this kind.
+    fn list_of(&self, key: GroupKey, c: &Cpu) -> Option<String> {
+        key(c).and_then(|g| self.lists.get(&g)).cloned()
+    }
 }
 
-fn cpu_json(topo: &Topology, c: &Cpu) -> Value {
-    let list = |key: fn(&Cpu) -> Option<CpuId>| {
-        key(c).map_or(Value::Null, |g| {
-            Value::str(members(topo, key, g).to_string())
-        })
-    };
+const CORE: GroupKey = |c| Some(c.core_group);
+const CLUSTER: GroupKey = |c| c.cluster_group;
+const LLC: GroupKey = |c| c.llc_group;
+const PACKAGE: GroupKey = |c| Some(c.package_group);
+
+/// The group kinds a CPU row shows, each indexed once per command.
+struct RowGroups([(GroupKey, Groups); 4]);
+
+impl RowGroups {
+    fn of(topo: &Topology) -> RowGroups {
+        RowGroups([CORE, CLUSTER, LLC, PACKAGE].map(|k| (k, Groups::of(topo, k))))
+    }
+
+    /// `c`'s core, cluster, LLC and package groups as cpulists.
+    fn lists(&self, c: &Cpu) -> [Option<String>; 4] {
+        self.0.each_ref().map(|(k, g)| g.list_of(*k, c))
+    }
+}
+
+fn cpu_json(topo: &Topology, rows: &RowGroups, c: &Cpu) -> Value {
+    let [core, cluster, llc, package] = rows.lists(c).map(|l| l.map_or(Value::Null, Value::str));
     Value::obj([
         ("cpu", Value::Int(c.id.get() as i64)),
         ("node", Value::Int(i64::from(c.node))),
@@ -71,10 +109,10 @@ fn cpu_json(topo: &Topology, c: &Cpu) -> Value {
         ("core", Value::opt_int(c.core)),
         ("online", Value::Bool(true)),
         ("allowed", Value::Bool(topo.allowed.contains(c.id))),
-        ("core_cpus", list(|c| Some(c.core_group))),
-        ("cluster_cpus", list(|c| c.cluster_group)),
-        ("llc_cpus", list(|c| c.llc_group)),
-        ("package_cpus", list(|c| Some(c.package_group))),
+        ("core_cpus", core),
+        ("cluster_cpus", cluster),
+        ("llc_cpus", llc),
+        ("package_cpus", package),
     ])
 }
 
@@ -95,10 +133,11 @@ fn offline_json(topo: &Topology, id: CpuId) -> Value {
 /// The topology's JSON members (shared with `steerd check --json`).
 pub fn topology_json(topo: &Topology, warnings: &[String]) -> Vec<(String, Value)> {
     let every = topo.possible.union(&topo.online);
+    let rows = RowGroups::of(topo);
     let cpus = every
         .iter()
         .map(|id| match topo.cpu(id) {
-            Some(c) => cpu_json(topo, c),
+            Some(c) => cpu_json(topo, &rows, c),
             None => offline_json(topo, id),
         })
         .collect();
@@ -121,8 +160,7 @@ pub fn topology_json(topo: &Topology, warnings: &[String]) -> Vec<(String, Value
             ])
         })
         .collect();
-    let group_list =
-        |key: fn(&Cpu) -> Option<CpuId>| Value::Arr(groups(topo, key).iter().map(ids).collect());
+    let group_list = |i: usize| Value::Arr(rows.0[i].1.sets().map(ids).collect());
     let quota = topo.quota.map_or(Value::Null, |q| {
         Value::obj([
             ("quota_us", Value::Int(q.quota_us as i64)),
@@ -137,10 +175,10 @@ pub fn topology_json(topo: &Topology, warnings: &[String]) -> Vec<(String, Value
         ("allowed", ids(&topo.allowed)),
         ("quota", quota),
         ("nodes", Value::Arr(nodes)),
-        ("cores", group_list(|c| Some(c.core_group))),
-        ("clusters", group_list(|c| c.cluster_group)),
-        ("llc_groups", group_list(|c| c.llc_group)),
-        ("packages", group_list(|c| Some(c.package_group))),
+        ("cores", group_list(0)),
+        ("clusters", group_list(1)),
+        ("llc_groups", group_list(2)),
+        ("packages", group_list(3)),
         ("cpus", Value::Arr(cpus)),
         ("nic", nic_json(topo)),
         (
@@ -178,6 +216,7 @@ pub fn topology_text(topo: &Topology) -> String {
         out,
         "CPU NODE PACKAGE DIE CLUSTER CORE ONLINE ALLOWED  CORE-CPUS CLUSTER-CPUS LLC-CPUS"
     );
+    let rows = RowGroups::of(topo);
     for id in topo.possible.union(&topo.online).iter() {
         let Some(c) = topo.cpu(id) else {
             let _ = writeln!(
@@ -194,9 +233,7 @@ pub fn topology_text(topo: &Topology) -> String {
             );
             continue;
         };
-        let group = |key: fn(&Cpu) -> Option<CpuId>| {
-            key(c).map_or_else(|| "-".into(), |g| members(topo, key, g).to_string())
-        };
+        let [core, cluster, llc, _] = rows.lists(c).map(|l| l.unwrap_or_else(|| "-".into()));
         let _ = writeln!(
             out,
             "{:>3} {:>4} {:>7} {:>3} {:>7} {:>4} {:>6} {:>7}  {:<9} {:<12} {}",
@@ -212,9 +249,9 @@ pub fn topology_text(topo: &Topology) -> String {
             } else {
                 "no"
             },
-            group(|c| Some(c.core_group)),
-            group(|c| c.cluster_group),
-            group(|c| c.llc_group),
+            core,
+            cluster,
+            llc,
         );
     }
     let _ = writeln!(
@@ -240,18 +277,19 @@ pub fn topology_text(topo: &Topology) -> String {
         }
         None => out.push_str("quota: none\n"),
     }
-    let join = |sets: Vec<CpuSet>| {
-        if sets.is_empty() {
+    let join = |groups: &Groups| {
+        if groups.firsts.is_empty() {
             return "none (the kernel gives no list)".to_string();
         }
-        sets.iter()
+        groups
+            .sets()
             .map(CpuSet::to_string)
             .collect::<Vec<_>>()
             .join(" ")
     };
-    let _ = writeln!(out, "cores: {}", groups(topo, |c| Some(c.core_group)).len());
-    let _ = writeln!(out, "clusters: {}", join(groups(topo, |c| c.cluster_group)));
-    let _ = writeln!(out, "llc groups: {}", join(groups(topo, |c| c.llc_group)));
+    let _ = writeln!(out, "cores: {}", rows.0[0].1.firsts.len());
+    let _ = writeln!(out, "clusters: {}", join(&rows.0[1].1));
+    let _ = writeln!(out, "llc groups: {}", join(&rows.0[2].1));
     out.push_str(&nodes_text(topo));
     if let Some(nic) = &topo.nic {
         let _ = writeln!(

@@ -6,14 +6,14 @@
 //! [`Awaiting::Send`] with its plan, and the number of bytes the head took. No I/O except
 //! the file lookup; no allocation.
 //!
-//! Order of evaluation for GET/HEAD on a file (RFC 9110 §13.2.2): If-None-Match, else
-//! If-Modified-Since (304); then Range (GET only, §14.2) subject to If-Range; 416 for an
+//! Order of evaluation for GET/HEAD on a file (RFC 9110 §13.2.2): If-Match, else
+//! If-Unmodified-Since (412); then If-None-Match, else If-Modified-Since (304); then Range (GET only, §14.2) subject to If-Range; 416 for an
 //! unsatisfiable single range. Other methods get 405 with `Allow: GET, HEAD`.
 
 use super::{After, Awaiting, Conn, Ctx, Outgoing, Scratch, IN_CAP};
 use crate::files::cache::Served;
 use crate::files::{FileMeta, Lookup, PATH_MAX};
-use crate::http::conditional::not_modified;
+use crate::http::conditional::{not_modified, precondition_fails};
 use crate::http::range::{evaluate, if_range_holds, RangeAnswer};
 use crate::http::response::{
     error_body, write_error_head, write_head, ContentRange, Head, Persist,
@@ -28,13 +28,25 @@ struct Line<'a> {
     method: &'a [u8],
     target: &'a [u8],
     minor: u8,
+    /// A HEAD request: the response has no content whatever its status (RFC 9110 §9.3.2,
+    /// RFC 9112 §6.3 rule 1), though its Content-Length stays that of GET.
+    head: bool,
 }
 
 const UNPARSED: Line<'static> = Line {
     method: b"-",
     target: b"-",
     minor: 1,
+    head: false,
 };
+
+/// A refused head: unparsed, but a HEAD still gets no content (the client will read none).
+fn unparsed(inb: &[u8]) -> Line<'static> {
+    Line {
+        head: request_line(inb).starts_with(b"HEAD "),
+        ..UNPARSED
+    }
+}
 
 /// Plans the response to the head at the start of `inb`. `None`: not complete yet.
 pub(super) fn request(
@@ -47,20 +59,21 @@ pub(super) fn request(
     let mut fields = [Header::EMPTY; MAX_FIELDS];
     match parse_request(inb, &mut fields, &mut s.path[..]) {
         Ok(Status::Complete(req)) => {
-            serve(c, out, ctx, &req, &mut s.open);
+            serve(c, out, ctx, &req, &mut s.open, &mut s.spill[..]);
             Some(req.head_len)
         }
         Ok(Status::Partial) if inb.len() < IN_CAP => None,
         Ok(Status::Partial) => {
-            refuse(c, out, ctx, 431, None, &UNPARSED);
+            refuse(c, out, ctx, 431, None, &unparsed(inb));
             Some(inb.len())
         }
         Err(e) => {
             // A refusal that may keep the connection came from a complete, well-framed
             // head without a body: it ends at the first blank line.
             let end = memchr::memmem::find(inb, b"\r\n\r\n").filter(|&i| i > 0);
+            // A 414 always closes (the target may be cut anywhere).
             match end {
-                Some(i) if !e.must_close() && !ctx.draining => {
+                Some(i) if !e.must_close() && e.status() != 414 && !ctx.draining => {
                     let minor = u8::from(!request_line(inb).ends_with(b"HTTP/1.0"));
                     refuse(
                         c,
@@ -68,12 +81,12 @@ pub(super) fn request(
                         ctx,
                         e.status(),
                         Some(persist(true, minor)),
-                        &UNPARSED,
+                        &unparsed(inb),
                     );
                     Some(i + 4)
                 }
                 _ => {
-                    refuse(c, out, ctx, e.status(), None, &UNPARSED);
+                    refuse(c, out, ctx, e.status(), None, &unparsed(inb));
                     Some(inb.len())
                 }
             }
@@ -140,7 +153,8 @@ fn error_reply(
     );
 }
 
-/// Records the plan on the connection, counts it and logs it.
+/// Records the plan on the connection, counts it and logs it. A HEAD drops the body here,
+/// for every status.
 #[allow(clippy::too_many_arguments)]
 fn plan(
     c: &mut Conn,
@@ -152,8 +166,14 @@ fn plan(
     after: After,
     line: &Line<'_>,
 ) {
+    let (body, body_len) = if line.head {
+        (Outgoing::Nothing, 0)
+    } else {
+        (body, body_len)
+    };
     c.head_len = head_len;
     c.head_sent = 0;
+    c.head_spilled = false;
     c.body = body;
     c.pinned = false;
     c.after = after;
@@ -178,17 +198,26 @@ fn serve(
     ctx: &mut Ctx<'_>,
     req: &Request<'_, '_>,
     open: &mut [u8; PATH_MAX + 1],
+    spill: &mut [u8],
 ) {
     let line = Line {
         method: req.method.as_str().as_bytes(),
         target: req.target,
         minor: req.minor,
+        head: req.method == Method::Head,
     };
     let has_body = req.body != Body::None;
     // Expect: 100-continue with a body we will not read: answer and close rather than
     // wait for a body the client may never send (RFC 9110 §10.1.1).
     let keep = req.keep_alive && !ctx.draining && !(has_body && req.expect_continue);
-    c.discard = 0;
+    // Body bytes still owed: discarded before the next head when the connection persists,
+    // else they make the close linger (closing with unread input sends a reset, which
+    // can destroy the response at the client, RFC 9112 §9.6).
+    c.discard = match req.body {
+        Body::None => 0,
+        Body::Length(n) => n,
+        Body::Chunked => u64::MAX,
+    };
     if !matches!(req.method, Method::Get | Method::Head) {
         // 405; an unread body of another method closes the connection.
         let keep = keep && !has_body;
@@ -203,9 +232,6 @@ fn serve(
             None,
             &line,
         );
-    }
-    if let (Body::Length(n), true) = (req.body, keep) {
-        c.discard = n;
     }
     let p = persist(keep, req.minor);
     let after = if keep { After::KeepAlive } else { After::Close };
@@ -230,15 +256,20 @@ fn serve(
         Served::Miss(Lookup::File(fd, meta)) => {
             file(c, out, ctx, req, &meta, Source::File(fd), p, after, &line);
         }
-        Served::Miss(Lookup::AddSlash) => redirect(c, out, ctx, req, p, after, &line),
+        Served::Miss(Lookup::AddSlash) => redirect(c, out, spill, ctx, req, p, after, &line),
         Served::Miss(Lookup::Status(s)) => error_reply(c, out, ctx, s, p, after_err, None, &line),
     }
 }
 
-/// 301 to the same path with a trailing slash, query kept.
+/// 301 to the same path with a trailing slash, query kept. A `Location` too long for the
+/// head area (a path of more than about 800 bytes) is written to the worker's spill area,
+/// which the transition moves to the receive area; the connection then closes, since
+/// that area can no longer hold the pipelined input.
+#[allow(clippy::too_many_arguments)]
 fn redirect(
     c: &mut Conn,
     out: &mut [u8],
+    spill: &mut [u8],
     ctx: &mut Ctx<'_>,
     req: &Request<'_, '_>,
     p: Persist,
@@ -251,19 +282,18 @@ fn redirect(
     h.content_type = Some(crate::http::response::HTML);
     h.content_length = Some(page.len() as u64);
     h.location = Some((req.path, req.query));
-    match write_head(out, &h) {
-        Some(n) => plan(
-            c,
-            ctx,
-            301,
-            n,
-            Outgoing::Static(page, 0),
-            page.len() as u64,
-            after,
-            line,
-        ),
-        // Only a path near the 8 KiB limit, percent-encoded, outgrows the head area.
-        None => error_reply(c, out, ctx, 414, p, after, None, line),
+    let body = Outgoing::Static(page, 0);
+    if let Some(n) = write_head(out, &h) {
+        return plan(c, ctx, 301, n, body, page.len() as u64, after, line);
+    }
+    h.persist = Persist::Close;
+    match write_head(spill, &h) {
+        Some(n) => {
+            plan(c, ctx, 301, n, body, page.len() as u64, After::Linger, line);
+            c.head_spilled = true;
+        }
+        // Unreachable for a target the parser accepted (see `SPILL_CAP`); closes.
+        None => error_reply(c, out, ctx, 414, Persist::Close, After::Linger, None, line),
     }
 }
 
@@ -290,6 +320,9 @@ fn file(
     let mut h = Head::new(200, &date, p);
     h.last_modified = Some(&meta.last_modified);
     h.etag = Some(etag);
+    if precondition_fails(req.if_match, req.if_unmodified_since, etag, meta.mtime) {
+        return error_reply(c, out, ctx, 412, p, after, None, line);
+    }
     if not_modified(req.if_none_match, req.if_modified_since, etag, meta.mtime) {
         h.status = 304;
         let n = write_head(out, &h).unwrap_or(0);

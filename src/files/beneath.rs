@@ -12,7 +12,8 @@
 //! O_NOFOLLOW)` per directory segment from the root, then `openat(dir, last, flags |
 //! O_NOFOLLOW)`. No symlink is ever followed, so nothing outside the root is reachable.
 //! The cost of that: in the fallback a symlink inside the root is refused rather than
-//! followed — as the last segment `ELOOP` (403), as a directory segment `ENOTDIR` (404).
+//! followed — as a directory segment `ENOTDIR` (404); as the last segment `ELOOP` (403),
+//! or with `O_PATH` the link itself, which is not a regular file (404).
 
 use core::ffi::CStr;
 use core::sync::atomic::{AtomicU8, Ordering};
@@ -173,6 +174,13 @@ mod tests {
         let t = Tree::new("inside");
         assert_eq!(t.read("in.txt"), Err(Errno::LOOP));
         assert_eq!(t.read("indir/b/f.txt"), Err(Errno::NOTDIR));
+        let link = walk(t.root.as_fd(), b"in.txt", OFlags::PATH | OFlags::CLOEXEC).unwrap();
+        let st = rustix::fs::fstat(&link).unwrap();
+        assert_eq!(
+            rustix::fs::FileType::from_raw_mode(st.st_mode as _),
+            rustix::fs::FileType::Symlink,
+            "O_PATH opens the link, not its target"
+        );
     }
 
     #[test]

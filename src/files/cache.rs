@@ -9,8 +9,9 @@
 //!
 //! Policy: direct-mapped by a hash of the path (a collision replaces the older entry).
 //! An entry is served without any syscall for `revalidate` after it was last checked;
-//! then the next request re-resolves the path (`openat2` + `fstat` + `close`) and compares
-//! inode, mtime and size. **Staleness a user can see:** a changed, replaced or deleted
+//! then the next request re-resolves the path without opening it (`openat2(O_PATH)` +
+//! `fstat` + `close`, [`probe`]) and compares inode, mtime and size; only a changed file
+//! is opened again. **Staleness a user can see:** a changed, replaced or deleted
 //! file may still be served from a worker's cache for up to `revalidate` (1 s by default)
 //! after the change, each worker independently; a change that keeps inode, mtime and size
 //! identical is not noticed at all (as with any mtime-based cache).
@@ -20,14 +21,22 @@
 //! `sendfile`. A worker holds at most `entries` such descriptors. The same revalidation
 //! applies; a file rewritten in place (same inode) within the period may be sent with
 //! the old length: a shorter file ends the response early and the connection is closed.
+//! So that a deleted or rotated file does not stay open for ever, the loop calls
+//! [`FileCache::sweep`] about once a second: an unpinned descriptor entry unused for
+//! [`IDLE_INTERVALS`] revalidation periods is closed, and one unused for a period whose
+//! `fstat` shows no link left (`st_nlink == 0`) is closed at once. An entry in use is
+//! never `fstat`ed by the sweep: its next revalidation notices the deletion.
 //!
 //! Pins: a connection whose response is partly written from an entry pins it; a pinned
 //! entry is never reloaded or replaced, so the bytes (or the descriptor) under a paused
 //! write do not change.
 
-use super::{open, FileMeta, Lookup, PATH_MAX};
+use super::{open, probe, FileMeta, Lookup, Probe, PATH_MAX};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
+
+/// Revalidation periods a descriptor entry may go unused before the sweep closes it.
+pub const IDLE_INTERVALS: u64 = 3;
 
 /// Longest path the cache keys on; longer paths are served uncached.
 pub const KEY_MAX: usize = 192;
@@ -60,6 +69,8 @@ struct Entry {
     /// The open file, for an entry too large for the arena.
     file: Option<OwnedFd>,
     checked_ms: u64,
+    /// Last hit (for the sweep of unused descriptors).
+    used_ms: u64,
     pins: u32,
 }
 
@@ -111,6 +122,7 @@ impl FileCache {
                 meta: None,
                 file: None,
                 checked_ms: 0,
+                used_ms: 0,
                 pins: 0,
             })
             .collect();
@@ -173,17 +185,39 @@ impl FileCache {
             return Served::Miss(open(root, path, scratch));
         }
         let index = (hash(path) % self.entries.len() as u64) as u32;
-        let e = &self.entries[index as usize];
+        let e = &mut self.entries[index as usize];
         let same_key = e.meta.is_some() && &e.key[..e.key_len] == path;
         if same_key && now_ms.saturating_sub(e.checked_ms) < self.revalidate_ms {
+            e.used_ms = now_ms;
             self.stats.hits += 1;
             return Served::Hit(index);
         }
-        let found = open(root, path, scratch);
         if same_key {
             self.stats.revalidations += 1;
+            match probe(root, path, scratch) {
+                Probe::File(meta) if self.refresh_if_same(index, &meta, now_ms) => {
+                    return Served::Hit(index)
+                }
+                // Changed: opened afresh below.
+                Probe::File(_) => {}
+                Probe::Other(answer) => return self.store(index, path, answer, now_ms),
+            }
         }
+        let found = open(root, path, scratch);
         self.store(index, path, found, now_ms)
+    }
+
+    /// Whether a revalidation found the entry's file unchanged (then it is trusted for
+    /// another period).
+    fn refresh_if_same(&mut self, index: u32, meta: &FileMeta, now_ms: u64) -> bool {
+        let e = &mut self.entries[index as usize];
+        if !e.meta.is_some_and(|m| m.same_file(meta)) {
+            return false;
+        }
+        e.checked_ms = now_ms;
+        e.used_ms = now_ms;
+        self.stats.hits += 1;
+        true
     }
 
     /// Decides what to do with a fresh lookup for the entry's slot.
@@ -202,6 +236,7 @@ impl FileCache {
         };
         if ours && e.meta.is_some_and(|m| m.same_file(&meta)) {
             e.checked_ms = now_ms;
+            e.used_ms = now_ms;
             self.stats.hits += 1;
             return Served::Hit(index);
         }
@@ -222,8 +257,31 @@ impl FileCache {
         e.key_len = path.len();
         e.meta = Some(meta);
         e.checked_ms = now_ms;
+        e.used_ms = now_ms;
         self.stats.loads += 1;
         Served::Hit(index)
+    }
+}
+
+impl FileCache {
+    /// Closes unpinned descriptor entries that went unused for [`IDLE_INTERVALS`]
+    /// revalidation periods, or for one period if their file has no link left. Called
+    /// by the loop about once a second; `fstat`s only entries unused for a period.
+    pub fn sweep(&mut self, now_ms: u64) {
+        let period = self.revalidate_ms;
+        for e in &mut self.entries {
+            let Some(file) = e.file.as_ref() else {
+                continue;
+            };
+            let idle = now_ms.saturating_sub(e.used_ms);
+            if e.pins > 0 || idle < period {
+                continue;
+            }
+            let unlinked = rustix::fs::fstat(file).map_or(true, |st| st.st_nlink == 0);
+            if unlinked || idle >= period.saturating_mul(IDLE_INTERVALS) {
+                e.forget();
+            }
+        }
     }
 }
 

@@ -1,13 +1,20 @@
-//! Conditional GET/HEAD (RFC 9110 §13): If-None-Match and If-Modified-Since to 304.
+//! Conditional GET/HEAD (RFC 9110 §13): If-Match and If-Unmodified-Since to 412,
+//! If-None-Match and If-Modified-Since to 304.
 //!
 //! Input: the raw field values the parser extracted and the file's validators. Output:
-//! whether the answer is 304 Not Modified. No allocation, no I/O.
+//! whether the answer is 412 Precondition Failed, or 304 Not Modified. No allocation,
+//! no I/O.
 //!
-//! Rules (§13.1.2, §13.1.3, §13.2.2): If-None-Match uses the weak comparison (`W/` ignored
-//! on both sides) and `*` matches any existing file; when If-None-Match is present
-//! If-Modified-Since is ignored; an invalid date is ignored; a file not modified since the
-//! given date (mtime <= date) is not modified. If-Match and If-Unmodified-Since are not
-//! evaluated: they are meaningful for state-changing methods, which a static server refuses.
+//! Order (§13.2.2): If-Match, else If-Unmodified-Since (412 when false); then
+//! If-None-Match, else If-Modified-Since (304 when false); the caller asks in that order.
+//! - If-Match (§13.1.1) uses the strong comparison (a `W/` tag never matches) and `*`
+//!   matches any existing file;
+//! - If-Unmodified-Since (§13.1.4) is ignored when If-Match is present or the date is
+//!   invalid; it fails when the file was modified after the date (mtime > date);
+//! - If-None-Match (§13.1.2) uses the weak comparison (`W/` ignored on both sides) and `*`
+//!   matches any existing file; when present If-Modified-Since is ignored;
+//! - If-Modified-Since (§13.1.3): an invalid date is ignored; a file not modified since
+//!   the given date (mtime <= date) is not modified.
 
 use crate::http::date::parse_http_date;
 
@@ -21,6 +28,29 @@ pub fn none_match_hits(raw: &[u8], etag: &[u8]) -> bool {
     raw.split(|&b| b == b',')
         .map(|t| t.trim_ascii())
         .any(|t| t == b"*" || opaque(t) == ours)
+}
+
+/// Whether an If-Match list matches `etag` (ours is strong) by strong comparison.
+fn match_hits(raw: &[u8], etag: &[u8]) -> bool {
+    raw.split(|&b| b == b',')
+        .map(|t| t.trim_ascii())
+        .any(|t| t == b"*" || t == etag)
+}
+
+/// True when a GET or HEAD must be answered 412 Precondition Failed.
+pub fn precondition_fails(
+    if_match: Option<&[u8]>,
+    if_unmodified_since: Option<&[u8]>,
+    etag: &[u8],
+    mtime: i64,
+) -> bool {
+    if let Some(im) = if_match {
+        return !match_hits(im, etag);
+    }
+    match if_unmodified_since.and_then(|v| parse_http_date(v.trim_ascii())) {
+        Some(since) => mtime > since,
+        None => false,
+    }
 }
 
 /// True when a GET or HEAD should be answered 304.
@@ -63,6 +93,35 @@ mod tests {
         assert!(not_modified(None, Some(LM_TEXT), TAG, LM - 5));
         assert!(!not_modified(None, Some(LM_TEXT), TAG, LM + 1));
         assert!(!not_modified(None, Some(b"yesterday"), TAG, LM));
+    }
+
+    #[test]
+    fn if_match() {
+        assert!(!precondition_fails(Some(b"\"5f-264\""), None, TAG, LM));
+        assert!(!precondition_fails(
+            Some(b"\"x\" , \"5f-264\""),
+            None,
+            TAG,
+            LM
+        ));
+        assert!(!precondition_fails(Some(b"*"), None, TAG, LM));
+        assert!(precondition_fails(Some(b"W/\"5f-264\""), None, TAG, LM));
+        assert!(precondition_fails(Some(b"\"x\""), None, TAG, LM));
+        assert!(precondition_fails(Some(b""), None, TAG, LM));
+    }
+
+    #[test]
+    fn if_unmodified_since() {
+        assert!(!precondition_fails(None, Some(LM_TEXT), TAG, LM));
+        assert!(!precondition_fails(None, Some(LM_TEXT), TAG, LM - 5));
+        assert!(precondition_fails(None, Some(LM_TEXT), TAG, LM + 1));
+        assert!(!precondition_fails(None, Some(b"yesterday"), TAG, LM + 1));
+        assert!(!precondition_fails(None, None, TAG, LM + 1));
+    }
+
+    #[test]
+    fn ius_is_ignored_when_if_match_is_present() {
+        assert!(!precondition_fails(Some(b"*"), Some(LM_TEXT), TAG, LM + 1));
     }
 
     #[test]

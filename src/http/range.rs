@@ -11,6 +11,8 @@
 //!   this also removes the overlapping-ranges amplification of CVE-2011-3192);
 //! - a single range whose first byte is at or past the end, or a `-0` suffix, or any
 //!   range of an empty file, is unsatisfiable: 416 with `Content-Range: bytes */len`.
+//! - positions too large for u64 saturate: a huge last-pos or suffix length means "to the
+//!   end" (206), a huge first-pos is past the end (416).
 //!
 //! Range is only evaluated for GET (§14.2: MUST ignore for other methods); the caller
 //! checks the method.
@@ -41,7 +43,9 @@ fn trim(mut s: &[u8]) -> &[u8] {
     s
 }
 
-/// 1*DIGIT as u64; `None` on anything else or overflow.
+/// 1*DIGIT as u64, saturating at `u64::MAX`; `None` on anything else. Saturation keeps
+/// the meaning of a huge position (§14.1.2): a last-pos or suffix-length past any file is
+/// clamped to the end, a first-pos past any file is unsatisfiable.
 fn number(s: &[u8]) -> Option<u64> {
     if s.is_empty() {
         return None;
@@ -50,7 +54,7 @@ fn number(s: &[u8]) -> Option<u64> {
         if !d.is_ascii_digit() {
             return None;
         }
-        acc.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+        Some(acc.saturating_mul(10).saturating_add(u64::from(d - b'0')))
     })
 }
 
@@ -138,7 +142,27 @@ mod tests {
             (b"bytes=x-1", Full),
             (b"bytes=", Full),
             (b"bytes", Full),
-            (b"bytes=99999999999999999999-", Full),
+            (b"bytes=99999999999999999999-", Unsatisfiable),
+            (
+                b"bytes=99999999999999999999-99999999999999999999",
+                Unsatisfiable,
+            ),
+            (
+                b"bytes=0-99999999999999999999",
+                Partial { first: 0, last: 9 },
+            ),
+            (
+                b"bytes=3-18446744073709551616",
+                Partial { first: 3, last: 9 },
+            ),
+            (
+                b"bytes=-99999999999999999999",
+                Partial { first: 0, last: 9 },
+            ),
+            (
+                b"bytes=-18446744073709551615",
+                Partial { first: 0, last: 9 },
+            ),
         ];
         for (raw, want) in cases {
             assert_eq!(evaluate(raw, 10), *want, "{}", String::from_utf8_lossy(raw));

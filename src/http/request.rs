@@ -133,6 +133,10 @@ pub struct Request<'b, 'p> {
     pub if_modified_since: Option<&'b [u8]>,
     /// Raw `If-Range` value.
     pub if_range: Option<&'b [u8]>,
+    /// Raw `If-Match` value.
+    pub if_match: Option<&'b [u8]>,
+    /// Raw `If-Unmodified-Since` value.
+    pub if_unmodified_since: Option<&'b [u8]>,
     /// How many header slots hold field lines.
     pub fields: usize,
     /// Bytes of the buffer the head took, blank line included; the body (if any) or the
@@ -199,6 +203,8 @@ fn request<'b, 'p>(
         if_none_match: fields.if_none_match,
         if_modified_since: fields.if_modified_since,
         if_range: fields.if_range,
+        if_match: fields.if_match,
+        if_unmodified_since: fields.if_unmodified_since,
         fields: head.fields,
         head_len: head.len,
     }
@@ -211,8 +217,10 @@ enum Known {
     Range,
     Expect,
     IfRange,
+    IfMatch,
     IfNoneMatch,
     IfModifiedSince,
+    IfUnmodifiedSince,
     Connection,
     ContentLength,
     TransferEncoding,
@@ -230,12 +238,15 @@ impl Known {
             (4, b'h') => (Known::Host, b"host"),
             (5, b'r') => (Known::Range, b"range"),
             (6, b'e') => (Known::Expect, b"expect"),
-            (8, b'i') => (Known::IfRange, b"if-range"),
+            // "if-range" and "if-match": the fourth letter decides.
+            (8, b'i') if name[3] | 0x20 == b'r' => (Known::IfRange, b"if-range"),
+            (8, b'i') => (Known::IfMatch, b"if-match"),
             (10, b'c') => (Known::Connection, b"connection"),
             (13, b'i') => (Known::IfNoneMatch, b"if-none-match"),
             (14, b'c') => (Known::ContentLength, b"content-length"),
             (17, b't') => (Known::TransferEncoding, b"transfer-encoding"),
             (17, b'i') => (Known::IfModifiedSince, b"if-modified-since"),
+            (19, b'i') => (Known::IfUnmodifiedSince, b"if-unmodified-since"),
             _ => return None,
         };
         let same = name
@@ -258,6 +269,8 @@ struct Fields<'b> {
     if_none_match: Option<&'b [u8]>,
     if_modified_since: Option<&'b [u8]>,
     if_range: Option<&'b [u8]>,
+    if_match: Option<&'b [u8]>,
+    if_unmodified_since: Option<&'b [u8]>,
     /// The first semantic error, reported once framing is known.
     repeated: Option<ErrorKind>,
 }
@@ -276,6 +289,14 @@ impl<'b> Fields<'b> {
                 Some(Known::IfRange) => {
                     f.once(|f| &mut f.if_range, value, ErrorKind::RepeatedField)
                 }
+                Some(Known::IfMatch) => {
+                    f.once(|f| &mut f.if_match, value, ErrorKind::RepeatedField)
+                }
+                Some(Known::IfUnmodifiedSince) => f.once(
+                    |f| &mut f.if_unmodified_since,
+                    value,
+                    ErrorKind::RepeatedField,
+                ),
                 Some(Known::IfNoneMatch) => {
                     f.once(|f| &mut f.if_none_match, value, ErrorKind::RepeatedField)
                 }

@@ -97,6 +97,7 @@ pub fn reason(status: u16) -> &'static str {
         405 => "Method Not Allowed",
         408 => "Request Timeout",
         411 => "Length Required",
+        412 => "Precondition Failed",
         413 => "Content Too Large",
         414 => "URI Too Long",
         416 => "Range Not Satisfiable",
@@ -137,6 +138,7 @@ pub fn error_body(status: u16) -> &'static [u8] {
         405 => page!("405", "Method Not Allowed"),
         408 => page!("408", "Request Timeout"),
         411 => page!("411", "Length Required"),
+        412 => page!("412", "Precondition Failed"),
         413 => page!("413", "Content Too Large"),
         414 => page!("414", "URI Too Long"),
         416 => page!("416", "Range Not Satisfiable"),
@@ -359,7 +361,7 @@ mod tests {
     #[test]
     fn every_error_status_has_a_tidy_page() {
         for s in [
-            400, 403, 404, 405, 408, 413, 414, 416, 431, 500, 501, 503, 505,
+            400, 403, 404, 405, 408, 412, 413, 414, 416, 431, 500, 501, 503, 505,
         ] {
             let body = std::str::from_utf8(error_body(s)).unwrap();
             assert!(body.contains(&format!("{s} {}", reason(s))), "{body}");

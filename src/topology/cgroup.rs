@@ -9,7 +9,7 @@
 use super::parse::{self, CgroupLine, Mount, Quota};
 use super::{Mode, Reader};
 use crate::cpuset::{CpuId, CpuSet};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 /// The cgroup's restrictions.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -68,7 +68,7 @@ pub(crate) fn limits(r: &mut Reader) -> Limits {
             });
         }
         for q in quotas_up_to(r, &dir) {
-            if limits.quota.map_or(true, |prev| q.tighter_than(prev)) {
+            if limits.quota.is_none_or(|prev| q.tighter_than(prev)) {
                 limits.quota = Some(q);
             }
         }
@@ -121,8 +121,13 @@ fn namespace_root_dirs(r: &Reader) -> Vec<CgroupDir> {
 }
 
 /// The process's cgroup in every hierarchy that `/proc/self/mountinfo` shows under `/sys`.
+/// A missing `self/cgroup` or `self/mountinfo` warns once: the cpuset and quota are then
+/// not applied, which the user must know (the plan may use CPUs the cgroup forbids).
 fn membership_dirs(r: &mut Reader) -> Vec<CgroupDir> {
-    let (Some(cg), Some(mi)) = (r.proc("self/cgroup"), r.proc("self/mountinfo")) else {
+    let (Some(cg), Some(mi)) = (
+        required_proc(r, "self/cgroup"),
+        required_proc(r, "self/mountinfo"),
+    ) else {
         return Vec::new();
     };
     let lines = parse::parse_proc_cgroup(&cg);
@@ -132,21 +137,51 @@ fn membership_dirs(r: &mut Reader) -> Vec<CgroupDir> {
         let Some(mount) = mounts.iter().find(|m| serves(m, line)) else {
             continue;
         };
-        let Some(top) = rebase(&r.sysfs, &mount.mount_point) else {
-            r.warn(format!(
-                "topology: cgroup mount {} is outside /sys: not read",
-                mount.mount_point
-            ));
-            continue;
-        };
-        let rel = line
-            .path
-            .strip_prefix(mount.root.as_str())
-            .unwrap_or(&line.path);
-        let path = top.join(rel.trim_start_matches('/'));
-        out.push(CgroupDir { path, top });
+        if let Some(dir) = cgroup_dir(r, mount, line) {
+            out.push(dir);
+        }
     }
     out
+}
+
+/// A proc file the cgroup limits depend on; missing or unreadable warns once.
+fn required_proc(r: &mut Reader, rel: &str) -> Option<String> {
+    let before = r.warnings.len();
+    let text = r.proc(rel);
+    if text.is_none() && r.warnings.len() == before {
+        r.warn(format!(
+            "topology: {}: missing: cgroup cpuset and CPU quota not applied",
+            r.procfs.join(rel).display()
+        ));
+    }
+    text
+}
+
+/// The directory of `line`'s cgroup under `mount`, rebased onto the sysfs root. A path
+/// with a `..` component could walk out of the tree, so it is refused with a warning.
+fn cgroup_dir(r: &mut Reader, mount: &Mount, line: &CgroupLine) -> Option<CgroupDir> {
+    let path = Path::new(&line.path);
+    if path.components().any(|c| c == Component::ParentDir) {
+        r.warn(format!(
+            "topology: cgroup path {} has a '..' component: not read",
+            line.path
+        ));
+        return None;
+    }
+    let Some(top) = rebase(&r.sysfs, &mount.mount_point) else {
+        r.warn(format!(
+            "topology: cgroup mount {} is outside /sys: not read",
+            mount.mount_point
+        ));
+        return None;
+    };
+    // `Path::strip_prefix` matches whole components: a root `/a` does not match `/ab/c`.
+    let rel = path.strip_prefix(&mount.root).unwrap_or(path);
+    let rel = rel.strip_prefix("/").unwrap_or(rel);
+    Some(CgroupDir {
+        path: top.join(rel),
+        top,
+    })
 }
 
 /// Whether `mount` is the hierarchy `line` names (v2: cgroup2; v1: same controllers).
@@ -164,8 +199,11 @@ fn serves(mount: &Mount, line: &CgroupLine) -> bool {
 
 /// `/sys/fs/cgroup/x` to `SYSFS/fs/cgroup/x`; `None` for mount points outside `/sys`.
 fn rebase(sysfs: &Path, mount_point: &str) -> Option<PathBuf> {
-    let rest = Path::new(mount_point).strip_prefix("/sys").ok()?;
-    Some(sysfs.join(rest))
+    let path = Path::new(mount_point);
+    if path.components().any(|c| c == Component::ParentDir) {
+        return None;
+    }
+    Some(sysfs.join(path.strip_prefix("/sys").ok()?))
 }
 
 /// The effective cpuset: v2 `cpuset.cpus.effective` or v1 `cpuset.effective_cpus`

@@ -327,6 +327,7 @@ impl Reader {
                 distances: self.distance_row(id, i, count),
             })
             .collect();
+        self.drop_duplicates(&mut nodes);
         self.adopt_orphans(&mut nodes, online);
         nodes
     }
@@ -349,7 +350,11 @@ impl Reader {
         let rel = format!("devices/system/node/node{id}/distance");
         let parsed = self.sys(&rel).map(|t| parse::parse_distance_row(&t));
         match parsed {
-            Some(Ok(row)) if row.len() == count => return row,
+            Some(Ok(row)) if row.len() == count && slit_shaped(&row, index) => return row,
+            Some(Ok(row)) if row.len() == count => self.warn(format!(
+                "topology: {rel}: local distance must be 10 and remote ones above 10: \
+                 using 10 local, 20 remote"
+            )),
             Some(Ok(row)) => self.warn(format!(
                 "topology: {rel}: {} distances for {count} nodes: using 10 local, 20 remote",
                 row.len()
@@ -362,6 +367,24 @@ impl Reader {
         (0..count)
             .map(|j| if j == index { 10 } else { 20 })
             .collect()
+    }
+
+    /// A CPU listed by two nodes stays in the first (lowest id), with a warning, so node
+    /// CPU sets are disjoint as every later stage assumes.
+    fn drop_duplicates(&mut self, nodes: &mut [Node]) {
+        let mut listed = CpuSet::new();
+        for n in nodes.iter_mut() {
+            let twice = n.cpus.intersection(&listed);
+            if !twice.is_empty() {
+                self.warn(format!(
+                    "topology: CPUs {twice} of node {} are listed by an earlier node too: \
+                     counted there",
+                    n.id
+                ));
+                n.cpus = n.cpus.difference(&twice);
+            }
+            listed = listed.union(&n.cpus);
+        }
     }
 
     /// Online CPUs no node lists go to the first node with CPUs, with a warning.
@@ -388,11 +411,19 @@ impl Reader {
     fn cpu_record(&mut self, id: CpuId, nodes: &[Node]) -> Cpu {
         let base = format!("devices/system/cpu/cpu{id}");
         let topo = format!("{base}/topology");
+        // The first file present names the group; one that omits the CPU itself is wrong,
+        // so the CPU is taken as alone in that group (with a warning).
         let group = |r: &mut Reader, names: &[&str]| -> Option<CpuId> {
-            names
+            let (name, set) = names
                 .iter()
-                .find_map(|n| r.cpulist(&format!("{topo}/{n}")))
-                .and_then(|s| s.first())
+                .find_map(|n| Some((n, r.cpulist(&format!("{topo}/{n}"))?)))?;
+            if !set.is_empty() && !set.contains(id) {
+                r.warn(format!(
+                    "topology: {topo}/{name} does not list CPU {id}: CPU {id} taken alone"
+                ));
+                return None;
+            }
+            set.first()
         };
         let core_group = group(self, &["core_cpus_list", "thread_siblings_list"]).unwrap_or(id);
         let package_group =
@@ -439,6 +470,14 @@ impl Reader {
         best.filter(|(level, _)| *level >= 2)
             .map(|(_, first)| first)
     }
+}
+
+/// Whether a distance row has the shape ACPI SLIT requires and the kernel checks
+/// (`slit_valid` in `drivers/acpi/numa/srat.c`): 10 to itself, more than 10 elsewhere.
+fn slit_shaped(row: &[u32], index: usize) -> bool {
+    row.iter()
+        .enumerate()
+        .all(|(j, &d)| if j == index { d == 10 } else { d > 10 })
 }
 
 const CPU_DIR_POSSIBLE: &str = "devices/system/cpu/possible";

@@ -47,7 +47,7 @@ pub fn parse_distance_row(text: &str) -> Result<Vec<u32>, ParseError> {
     let mut row = Vec::new();
     for word in text.split_ascii_whitespace() {
         match word.parse::<u32>() {
-            Ok(v) if v <= 255 => row.push(v),
+            Ok(v) if (10..=255).contains(&v) => row.push(v),
             _ => return bad("expected distances from 10 to 255", text),
         }
     }

@@ -119,7 +119,7 @@ pub fn describe(r: &Request<'_, '_>) -> String {
         Body::Chunked => "chunked".to_string(),
     };
     format!(
-        "ok method={} path={} query={} minor={} keep={} body={} expect={} host={} range={} inm={} ims={} ifrange={} fields={} len={}",
+        "ok method={} path={} query={} minor={} keep={} body={} expect={} host={} range={} inm={} ims={} ifrange={} im={} ius={} fields={} len={}",
         r.method.as_str(),
         text(r.path),
         opt(r.query),
@@ -132,6 +132,8 @@ pub fn describe(r: &Request<'_, '_>) -> String {
         opt(r.if_none_match),
         opt(r.if_modified_since),
         opt(r.if_range),
+        opt(r.if_match),
+        opt(r.if_unmodified_since),
         r.fields,
         r.head_len
     )

@@ -257,6 +257,23 @@ impl Drop for Server {
     }
 }
 
+/// Waits (bounded) for a `worker INDEX pid P running` line with a pid other than `old`
+/// (the replacement after a death or a HUP) and returns that pid.
+pub fn wait_for_new_pid(server: &Server, index: usize, old: u32) -> u32 {
+    let prefix = format!("steerd: worker {index} pid ");
+    let line = server.wait_line(|l| {
+        l.starts_with(&prefix)
+            && l.contains(" running on cpu ")
+            && !l.starts_with(&format!("{prefix}{old} "))
+    });
+    line[prefix.len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
 /// `kill(pid, sig)`.
 pub fn send_signal(pid: u32, sig: i32) {
     let pid = rustix::process::Pid::from_raw(pid as i32).expect("pid");

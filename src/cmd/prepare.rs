@@ -1,0 +1,43 @@
+//! The placement pipeline `check` and `serve` share: topology, NIC, plan, program.
+//!
+//! Input: validated [`ServeArgs`]. Output: [`Prepared`] (or the failing stage). Both
+//! commands call [`prepare`], so what `check` prints is what `serve` runs: they once read
+//! the NIC in `check` only and planned differently on multi-node machines. Each command
+//! shows the warnings its own way. It does not pin, bind or fork.
+
+use super::Failure;
+use crate::args::ServeArgs;
+use crate::plan::{self, Plan};
+use crate::steer::{self, SteerProgram};
+use crate::topology::{self, Topology};
+
+/// Everything decided before any socket exists.
+pub struct Prepared {
+    /// The machine as read, with the listen address's NIC attached.
+    pub topo: Topology,
+    /// Topology and NIC warnings, each already prefixed with its stage.
+    pub warnings: Vec<String>,
+    /// The plan made on `topo`.
+    pub plan: Plan,
+    /// The steering program; `None` when the plan needs none.
+    pub program: Option<SteerProgram>,
+}
+
+/// Reads the topology (before anything pins the process), attaches the NIC of the listen
+/// addresses, makes the plan and the steering program. Each warning goes to `show` as
+/// soon as the machine is read, so it is seen even when planning then fails.
+pub fn prepare(args: &ServeArgs, show: impl Fn(&str)) -> Result<Prepared, Failure> {
+    let (mut topo, mut warnings) = topology::read(&args.roots);
+    warnings.extend(topology::attach_nic(&mut topo, &args.listen, &args.roots));
+    for w in &warnings {
+        show(w);
+    }
+    let plan = plan::make(args, &topo).map_err(|e| Failure::new("plan", e))?;
+    let program = steer::program(&plan, &topo).map_err(|e| Failure::new("steer", e))?;
+    Ok(Prepared {
+        topo,
+        warnings,
+        plan,
+        program,
+    })
+}

@@ -1,0 +1,252 @@
+//! The master's `/metrics` endpoint: a small table of nonblocking client connections that
+//! the master's `poll` watches beside its signals and respawn timers.
+//!
+//! Input: the (nonblocking) metrics listener, readiness, the clock, and the body to send.
+//! Output: one reply per connection (`GET /metrics` gets the body, anything else a 404),
+//! then the connection is closed. It does not render the metrics (`stats::render`).
+//!
+//! The master supervises workers, so it must never wait on a client: a responder that
+//! read with a blocking timeout let 20 silent connections delay a worker's respawn by
+//! seconds and a real scrape by ~19 s. Here every read and write is nonblocking; a client
+//! has [`CLIENT_DEADLINE`] for the whole exchange, and the table holds at most
+//! [`MAX_CLIENTS`]: when a new connection arrives with the table full, the oldest client
+//! is dropped, so silent connections cannot starve a real scrape either.
+
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+/// Clients served at once.
+pub const MAX_CLIENTS: usize = 16;
+/// Time one client has, from accept to the last byte of the reply.
+pub const CLIENT_DEADLINE: Duration = Duration::from_secs(1);
+/// Largest request head read; a longer one is answered as it stands.
+const HEAD_MAX: usize = 4096;
+/// Connections accepted per readiness of the listener (bounds the master's work).
+const ACCEPTS_PER_WAKE: usize = 64;
+
+/// One metrics connection and where its exchange stands.
+struct Client {
+    fd: OwnedFd,
+    deadline: Instant,
+    head: Vec<u8>,
+    /// The reply and how much of it is written, once the head is read.
+    reply: Option<(Vec<u8>, usize)>,
+}
+
+/// What a step of a client's exchange left.
+enum Step {
+    /// Waiting for the socket.
+    Pending,
+    /// Answered, or failed: close it.
+    Done,
+}
+
+/// The open metrics connections, oldest first.
+#[derive(Default)]
+pub struct Responder {
+    clients: Vec<Client>,
+}
+
+impl Responder {
+    /// What to poll: the listener for new clients, each client for its next step.
+    pub fn poll_fds<'a>(&'a self, listener: BorrowedFd<'a>) -> Vec<rustix::event::PollFd<'a>> {
+        use rustix::event::{PollFd, PollFlags};
+        let mut fds = Vec::with_capacity(1 + self.clients.len());
+        fds.push(PollFd::from_borrowed_fd(listener, PollFlags::IN));
+        for c in &self.clients {
+            let want = if c.reply.is_some() {
+                PollFlags::OUT
+            } else {
+                PollFlags::IN
+            };
+            fds.push(PollFd::new(&c.fd, want));
+        }
+        fds
+    }
+
+    /// The earliest client deadline, for the master's poll timeout.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.clients.iter().map(|c| c.deadline).min()
+    }
+
+    /// Number of open metrics connections.
+    pub fn len(&self) -> usize {
+        self.clients.len()
+    }
+
+    /// True with no open metrics connection.
+    pub fn is_empty(&self) -> bool {
+        self.clients.is_empty()
+    }
+
+    /// Accepts what is waiting, moves every client as far as its socket allows, drops
+    /// the finished and the late. Never blocks. Returns the first accept error (other
+    /// than "nothing waiting"), after serving the clients it has.
+    pub fn service(
+        &mut self,
+        listener: BorrowedFd<'_>,
+        now: Instant,
+        body: impl Fn() -> String,
+    ) -> io::Result<()> {
+        let accepted = self.accept_waiting(listener, now);
+        self.clients.retain_mut(|c| {
+            if now >= c.deadline {
+                return false;
+            }
+            matches!(step(c, &body), Step::Pending)
+        });
+        accepted
+    }
+
+    fn accept_waiting(&mut self, listener: BorrowedFd<'_>, now: Instant) -> io::Result<()> {
+        use rustix::io::Errno;
+        use rustix::net::SocketFlags;
+        for _ in 0..ACCEPTS_PER_WAKE {
+            let fd = match rustix::net::accept_with(
+                listener,
+                SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
+            ) {
+                Ok(fd) => fd,
+                Err(Errno::AGAIN | Errno::INTR) => return Ok(()),
+                Err(Errno::CONNABORTED) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            if self.clients.len() >= MAX_CLIENTS {
+                self.clients.remove(0);
+            }
+            self.clients.push(Client {
+                fd,
+                deadline: now + CLIENT_DEADLINE,
+                head: Vec::new(),
+                reply: None,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Reads the head until it is complete (then builds the reply), writes the reply until
+/// it is sent; stops at the first `EAGAIN`.
+fn step(c: &mut Client, body: &impl Fn() -> String) -> Step {
+    use rustix::io::Errno;
+    let mut buf = [0u8; 512];
+    while c.reply.is_none() {
+        match rustix::io::read(&c.fd, &mut buf) {
+            // EOF before any byte: the client gave up.
+            Ok(0) if c.head.is_empty() => return Step::Done,
+            Ok(0) => c.reply = Some((reply(&c.head, body), 0)),
+            Ok(n) => {
+                c.head.extend_from_slice(&buf[..n]);
+                let complete = c.head.windows(4).any(|w| w == b"\r\n\r\n");
+                if complete || c.head.len() >= HEAD_MAX {
+                    c.reply = Some((reply(&c.head, body), 0));
+                }
+            }
+            Err(Errno::AGAIN) => return Step::Pending,
+            Err(Errno::INTR) => {}
+            Err(_) => return Step::Done,
+        }
+    }
+    let Some((bytes, written)) = &mut c.reply else {
+        return Step::Done;
+    };
+    while *written < bytes.len() {
+        // MSG_NOSIGNAL: a client that left gets EPIPE here, not a SIGPIPE for the master.
+        match rustix::net::send(
+            c.fd.as_fd(),
+            &bytes[*written..],
+            rustix::net::SendFlags::NOSIGNAL,
+        ) {
+            Ok(n) => *written += n,
+            Err(Errno::AGAIN) => return Step::Pending,
+            Err(Errno::INTR) => {}
+            Err(_) => return Step::Done,
+        }
+    }
+    Step::Done
+}
+
+/// The whole HTTP/1.1 reply to `head`.
+fn reply(head: &[u8], body: &impl Fn() -> String) -> Vec<u8> {
+    let (status, content) = if super::is_metrics_request(head) {
+        ("200 OK", body())
+    } else {
+        ("404 Not Found", "not found: try GET /metrics\n".to_string())
+    };
+    format!(
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{content}",
+        content.len()
+    )
+    .into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+
+    fn listener() -> TcpListener {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.set_nonblocking(true).expect("nonblocking");
+        l
+    }
+
+    /// Services until `done` or a bounded number of rounds.
+    fn pump(r: &mut Responder, l: &TcpListener, rounds: usize) {
+        for _ in 0..rounds {
+            r.service(l.as_fd(), Instant::now(), || "body\n".to_string())
+                .expect("service");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn silent_clients_do_not_delay_a_real_request_and_the_table_stays_bounded() {
+        let l = listener();
+        let addr = l.local_addr().unwrap();
+        let mut r = Responder::default();
+        let silent: Vec<TcpStream> = (0..MAX_CLIENTS + 4)
+            .map(|_| TcpStream::connect(addr).expect("connect"))
+            .collect();
+        pump(&mut r, &l, 3);
+        assert_eq!(r.len(), MAX_CLIENTS);
+        let mut real = TcpStream::connect(addr).expect("connect");
+        real.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            .expect("write");
+        pump(&mut r, &l, 5);
+        real.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut text = String::new();
+        real.read_to_string(&mut text).expect("reply");
+        assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+        assert!(text.ends_with("\r\n\r\nbody\n"), "{text}");
+        drop(silent);
+    }
+
+    #[test]
+    fn late_clients_are_dropped_at_their_deadline() {
+        let l = listener();
+        let _c = TcpStream::connect(l.local_addr().unwrap()).expect("connect");
+        let mut r = Responder::default();
+        pump(&mut r, &l, 3);
+        assert_eq!(r.len(), 1);
+        let later = Instant::now() + CLIENT_DEADLINE;
+        r.service(l.as_fd(), later, String::new).expect("service");
+        assert!(r.is_empty());
+    }
+
+    #[test]
+    fn other_paths_get_a_404() {
+        let l = listener();
+        let mut c = TcpStream::connect(l.local_addr().unwrap()).expect("connect");
+        c.write_all(b"GET / HTTP/1.0\r\n\r\n").expect("write");
+        let mut r = Responder::default();
+        pump(&mut r, &l, 5);
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut text = String::new();
+        c.read_to_string(&mut text).expect("reply");
+        assert!(text.starts_with("HTTP/1.1 404 Not Found\r\n"), "{text}");
+    }
+}

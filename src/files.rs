@@ -9,7 +9,9 @@
 //! Containment: every path is resolved with `openat2(root, path, RESOLVE_BENEATH |
 //! RESOLVE_NO_MAGICLINKS)` (openat2(2), Linux ≥ 5.6): the kernel refuses `..` above the
 //! root, absolute symlinks and any symlink whose target leaves the root (`EXDEV`), and
-//! `/proc` magic links, whatever the request or the tree contains.
+//! `/proc` magic links, whatever the request or the tree contains. Where the kernel has
+//! no `openat2` (ENOSYS: before 5.6, user-mode QEMU), [`beneath`] walks the path segment
+//! by segment instead and refuses every symlink.
 //!
 //! Nothing but a regular file is ever opened for reading: the path is first resolved
 //! with `O_PATH` (which opens nothing: no FIFO rendezvous, no device driver `open`) and

@@ -11,9 +11,11 @@
 #
 # What user-mode QEMU (Debian 12: 7.2) cannot show: /sys is the host's; it does not
 # translate setsockopt(SO_ATTACH_REUSEPORT_CBPF) (ENOPROTOOPT: the server falls back to
-# the hash); it has no openat2 (ENOSYS: serving a file answers 500); its /proc/self/stat
-# reports zero CPU time. Tests that need those fail here until they detect it and skip;
-# the arm64 VM tests (tests/vm.rs) prove serving and steering on a real arm64 kernel.
+# the hash); its /proc/self/stat reports zero CPU time. Tests that need those detect it
+# and print "skipped NAME: why" (the steering probe is tests/serve_support's
+# cbpf_refused); the arm64 VM tests (tests/vm.rs) prove steering on a real arm64 kernel.
+# It has no openat2 either (ENOSYS): steerd then resolves paths with its portable
+# fallback (src/files/beneath.rs), so file serving is tested here too.
 # The VM tests themselves are skipped here (STEERD_VM=0): the host run covers them.
 #
 #   scripts/test-arm64.sh [CARGO TEST ARGS...]

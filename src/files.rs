@@ -9,7 +9,9 @@
 //! Containment: every path is resolved with `openat2(root, path, RESOLVE_BENEATH |
 //! RESOLVE_NO_MAGICLINKS)` (openat2(2), Linux ≥ 5.6): the kernel refuses `..` above the
 //! root, absolute symlinks and any symlink whose target leaves the root (`EXDEV`), and
-//! `/proc` magic links, whatever the request or the tree contains.
+//! `/proc` magic links, whatever the request or the tree contains. Where the kernel has
+//! no `openat2` (ENOSYS: before 5.6, user-mode QEMU), [`beneath`] walks the path segment
+//! by segment instead and refuses every symlink.
 //!
 //! Nothing but a regular file is ever opened for reading: the path is first resolved
 //! with `O_PATH` (which opens nothing: no FIFO rendezvous, no device driver `open`) and
@@ -25,12 +27,13 @@
 //! ENAMETOOLONG and non-regular files are 404; EACCES, EPERM, ELOOP, EMLINK and EXDEV
 //! (an escaping symlink) are 403; EMFILE/ENFILE/ENOMEM are 503; anything else is 500.
 
+pub mod beneath;
 pub mod cache;
 pub mod mime;
 
 use crate::http::date::{format_imf, IMF_LEN};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
+use rustix::fs::{FileType, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
 /// Longest relative path we try to open (Linux `PATH_MAX` minus the NUL).
@@ -193,7 +196,7 @@ fn openat2_beneath(
     flags: OFlags,
 ) -> Result<OwnedFd, Errno> {
     let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
-    rustix::fs::openat2(root, rel, flags | OFlags::CLOEXEC, Mode::empty(), resolve)
+    beneath::open(root, rel, flags | OFlags::CLOEXEC, resolve)
 }
 
 /// Resolves `path` (decoded, starting with `/`) under `root` with `O_PATH`, so that no

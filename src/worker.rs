@@ -20,7 +20,7 @@ use crate::sys;
 use core::fmt;
 use rustix::fs::{Mode, OFlags};
 use std::io;
-use std::os::fd::{BorrowedFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
 use std::path::Path;
 
 /// The signals master and workers count (handlers only bump a counter, see `sys.rs`).
@@ -118,6 +118,13 @@ fn run(start: WorkerStart<'_>) -> Result<(), WorkerError> {
         sys::close_inherited(fd);
     }
     let root = open_root(&start.args.root).map_err(WorkerError::Root)?;
+    if crate::files::beneath::fallback_in_use(root.as_fd()) {
+        crate::say!(
+            "worker {}: {}",
+            start.plan.index,
+            crate::files::beneath::FALLBACK_WARNING
+        );
+    }
     crate::say!(
         "worker {} pid {} running on cpu {} node {}",
         start.plan.index,

@@ -44,6 +44,10 @@ fn affinity_cpus(line: &str) -> String {
 #[test]
 fn listeners_are_made_on_their_workers_cpus_in_plan_order_then_steered() {
     let Some((a, b)) = two_cpus() else { return };
+    if skip_without_steering("listeners_are_made_on_their_workers_cpus_in_plan_order_then_steered")
+    {
+        return;
+    }
     if Command::new("strace").arg("-V").output().is_err() {
         eprintln!("skipped: strace is not installed");
         return;

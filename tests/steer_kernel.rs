@@ -3,6 +3,8 @@
 //! listen(), and a client thread pinned to each allowed CPU; the connection must be
 //! accepted on the listener the plan maps that CPU to, with SO_INCOMING_CPU equal to it.
 
+mod serve_support;
+
 use rustix::net::{self, sockopt, AddressFamily, SocketAddrV4, SocketFlags, SocketType};
 use std::net::{Ipv4Addr, TcpStream};
 use std::os::fd::{AsFd, OwnedFd};
@@ -68,7 +70,7 @@ fn accepted(fds: &[OwnedFd]) -> (usize, OwnedFd) {
 
 /// Plans for this machine and attaches its program; `None` (after printing why) when the
 /// test cannot run here.
-fn steered(flags: &[&str]) -> Option<(Plan, Vec<OwnedFd>, u16)> {
+fn steered(name: &str, flags: &[&str]) -> Option<(Plan, Vec<OwnedFd>, u16)> {
     let (topo, _) = topology::read(&Roots::default());
     if topo.allowed.len() < 2 {
         eprintln!(
@@ -77,28 +79,21 @@ fn steered(flags: &[&str]) -> Option<(Plan, Vec<OwnedFd>, u16)> {
         );
         return None;
     }
+    if serve_support::skip_without_steering(name) {
+        return None;
+    }
     let v: Vec<String> = flags.iter().map(|s| s.to_string()).collect();
     let plan = plan::make(&args::parse_serve(&v).unwrap(), &topo).unwrap();
     let prog = steer::program(&plan, &topo).unwrap().expect("a program");
     let (fds, port) = group(&plan);
-    match steerd::sys::attach_reuseport_cbpf(fds[fds.len() - 1].as_fd(), &prog.insns) {
-        Ok(()) => Some((plan, fds, port)),
-        Err(e)
-            if matches!(
-                e.raw_os_error(),
-                Some(libc::ENOPROTOOPT) | Some(libc::EINVAL)
-            ) =>
-        {
-            eprintln!("skipped: SO_ATTACH_REUSEPORT_CBPF unavailable here: {e}");
-            None
-        }
-        Err(e) => panic!("attach: {e}"),
-    }
+    steerd::sys::attach_reuseport_cbpf(fds[fds.len() - 1].as_fd(), &prog.insns)
+        .unwrap_or_else(|e| panic!("attach: {e}"));
+    Some((plan, fds, port))
 }
 
 #[test]
 fn each_cpu_lands_on_its_mapped_listener() {
-    let Some((plan, fds, port)) = steered(&[]) else {
+    let Some((plan, fds, port)) = steered("each_cpu_lands_on_its_mapped_listener", &[]) else {
         return;
     };
     let (topo, _) = topology::read(&Roots::default());
@@ -121,7 +116,10 @@ fn each_cpu_lands_on_its_mapped_listener() {
 
 #[test]
 fn numa_policy_spreads_one_nodes_connections() {
-    let Some((plan, fds, port)) = steered(&["--steer", "numa"]) else {
+    let Some((plan, fds, port)) = steered(
+        "numa_policy_spreads_one_nodes_connections",
+        &["--steer", "numa"],
+    ) else {
         return;
     };
     let cpu = plan.workers[0].cpu;

@@ -36,6 +36,9 @@ fn start_two(policy: &str) -> Option<(Server, usize)> {
 
 #[test]
 fn cpu_steering_sends_each_client_cpu_to_its_worker() {
+    if skip_without_steering("cpu_steering_sends_each_client_cpu_to_its_worker") {
+        return;
+    }
     let Some((server, _)) = start_two("cpu") else {
         return;
     };
@@ -214,6 +217,9 @@ fn run_ip(args: &[String]) -> Result<(), String> {
 #[test]
 fn rps_cpu_decides_the_worker_whatever_the_client_cpu() {
     let Some((a, b)) = two_cpus() else { return };
+    if skip_without_steering("rps_cpu_decides_the_worker_whatever_the_client_cpu") {
+        return;
+    }
     if !is_root() {
         eprintln!("skipped: network namespaces need root");
         return;

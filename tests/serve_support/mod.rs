@@ -415,3 +415,38 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// Why steering cannot be checked here, or `None` when it can: asks the kernel once per
+/// process to attach a one-instruction program with `SO_ATTACH_REUSEPORT_CBPF` to a fresh
+/// `SO_REUSEPORT` socket. User-mode QEMU (7.2) does not translate that option and answers
+/// `ENOPROTOOPT`, as does a kernel built without it; the server then falls back to the hash.
+pub fn cbpf_refused() -> Option<&'static str> {
+    static ANSWER: std::sync::OnceLock<Option<&'static str>> = std::sync::OnceLock::new();
+    *ANSWER.get_or_init(|| {
+        use rustix::net::{socket, sockopt, AddressFamily, SocketType};
+        let sock = socket(AddressFamily::INET, SocketType::STREAM, None).expect("socket");
+        sockopt::set_socket_reuseport(&sock, true).expect("SO_REUSEPORT");
+        let ret0 = [asm_bpf::Insn {
+            code: 0x06,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        }];
+        match steerd::sys::attach_reuseport_cbpf(std::os::fd::AsFd::as_fd(&sock), &ret0) {
+            Err(e) if e.raw_os_error() == Some(libc::ENOPROTOOPT) => {
+                Some("the kernel (or emulator) refuses SO_ATTACH_REUSEPORT_CBPF: ENOPROTOOPT")
+            }
+            _ => None,
+        }
+    })
+}
+
+/// True (after printing `skipped NAME: why`) when the test `name` asserts steering and
+/// the kernel here refuses the steering program ([`cbpf_refused`]).
+pub fn skip_without_steering(name: &str) -> bool {
+    let refused = cbpf_refused();
+    if let Some(why) = refused {
+        eprintln!("skipped {name}: {why}");
+    }
+    refused.is_some()
+}

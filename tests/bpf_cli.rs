@@ -2,9 +2,9 @@
 //! gives them, input from a file, from `-` and from stdin by default, errors with
 //! FILE:LINE:COLUMN on stderr, and usage errors.
 
-use std::io::Write;
+mod bpf_support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 const ARP_DEFAULT: &str = "4,40 0 0 12,21 0 1 2054,6 0 0 4294967295,6 0 0 0,\n";
 const ARP_C: &str = "\
@@ -28,18 +28,7 @@ struct Output {
 
 /// Runs `steerd ARGS` with `stdin` as its standard input.
 fn steerd(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_steerd"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn steerd");
-    let mut input = child.stdin.take().expect("stdin");
-    // steerd exits without reading stdin on a usage error: a broken pipe is fine.
-    let _ = input.write_all(stdin);
-    drop(input);
-    let out = child.wait_with_output().expect("wait for steerd");
+    let out = bpf_support::run_steerd(args, stdin);
     Output {
         status: out.status.code().expect("exit status"),
         stdout: out.stdout,

@@ -6,25 +6,15 @@
 //! kernel-oracle test compares with the kernel's reuseport selection); bad input and
 //! bad flags get their exit statuses.
 
+mod bpf_support;
+
 use asm_bpf::interp::{self, Context};
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 /// Runs `steerd bpf ARGS` with `stdin` as standard input.
 fn steerd(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_steerd"))
-        .arg("bpf")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn steerd");
-    let mut input = child.stdin.take().expect("stdin");
-    // steerd exits without reading stdin on a usage error: a broken pipe is fine.
-    let _ = input.write_all(stdin.as_bytes());
-    drop(input);
-    child.wait_with_output().expect("wait for steerd")
+    let argv: Vec<&str> = std::iter::once("bpf").chain(args.iter().copied()).collect();
+    bpf_support::run_steerd(&argv, stdin.as_bytes())
 }
 
 fn text(bytes: &[u8]) -> String {

@@ -5,6 +5,8 @@
 //! syntax, not against the machine (that is the planner's job, with the topology).
 //! Every bad input is an [`ArgsError`] that names the flag and the value.
 
+pub mod duration;
+
 use crate::cpuset::{CpuId, CpuSet};
 use core::fmt;
 use std::net::SocketAddr;
@@ -392,14 +394,9 @@ fn parse_max_conns(v: &str) -> Result<u32, ArgsError> {
     }
 }
 
-/// Seconds, whole or fractional (`0.5`), from 1 ms to one day.
+/// A time in the one grammar of `args::duration` (`500ms`, `2s`, `1.5s`, `1m`, `3`).
 fn parse_secs(flag: &str, v: &str) -> Result<Duration, ArgsError> {
-    match v.parse::<f64>() {
-        Ok(s) if s.is_finite() && (0.001..=86_400.0).contains(&s) => Ok(Duration::from_secs_f64(s)),
-        _ => err(format!(
-            "{flag} {v:?}: expected seconds between 0.001 and 86400"
-        )),
-    }
+    duration::parse(v).map_err(|e| ArgsError(format!("{flag} {e}")))
 }
 
 fn parse_log(v: &str) -> Result<Option<PathBuf>, ArgsError> {

@@ -176,23 +176,9 @@ fn parse_count(flag: &str, v: &str) -> Result<u32, String> {
     }
 }
 
-/// `3`, `2.5s`, `500ms`, `1m`.
+/// A time in the one grammar of `args::duration`.
 pub fn parse_duration(v: &str) -> Result<Duration, String> {
-    let (num, scale) = if let Some(n) = v.strip_suffix("ms") {
-        (n, 0.001)
-    } else if let Some(n) = v.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = v.strip_suffix('m') {
-        (n, 60.0)
-    } else {
-        (v, 1.0)
-    };
-    match num.parse::<f64>() {
-        Ok(x) if x > 0.0 && x * scale <= 86_400.0 => Ok(Duration::from_secs_f64(x * scale)),
-        _ => Err(format!(
-            "duration {v:?}: expected a positive time such as 3, 2.5s, 500ms"
-        )),
-    }
+    crate::args::duration::parse(v).map_err(|e| format!("duration {e}"))
 }
 
 fn parse_header(v: &str) -> Result<String, String> {

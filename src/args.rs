@@ -6,6 +6,7 @@
 //! Every bad input is an [`ArgsError`] that names the flag and the value.
 
 pub mod duration;
+pub mod probe;
 
 use crate::cpuset::{CpuId, CpuSet};
 use core::fmt;
@@ -36,6 +37,8 @@ pub enum Command {
     Bpf(Vec<String>),
     /// `steerd bench ...`: the rest of the arguments, parsed by the bench tool.
     Bench(Vec<String>),
+    /// `steerd probe URL [--timeout S]`: a health check through HTTP.
+    Probe(probe::ProbeArgs),
     /// `--help`, with the text to print.
     Help(&'static str),
     /// `--version`
@@ -200,6 +203,7 @@ pub fn parse(args: &[String]) -> Result<Command, ArgsError> {
         "topo" => parse_topo(rest),
         "bpf" => Ok(Command::Bpf(rest.to_vec())),
         "bench" => Ok(Command::Bench(rest.to_vec())),
+        "probe" => Ok(probe::parse(rest)?.map_or(Command::Help(probe::PROBE_HELP), Command::Probe)),
         "-h" | "--help" | "help" => Ok(Command::Help(MAIN_HELP)),
         "-V" | "--version" => Ok(Command::Version),
         _ => parse_serve_or_help(args, SERVE_HELP, Command::Serve),
@@ -417,6 +421,7 @@ USAGE:
     steerd topo [--sysfs DIR] [--json]
     steerd bpf asm|check|run|dis ...  the classic BPF assembler and its tools
     steerd bench load|ab ...          load generator and A/B comparison
+    steerd probe URL [--timeout S]    exit 0 when URL answers 2xx (health checks)
 
 Run `steerd serve --help` for the serve options.
 ";

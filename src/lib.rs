@@ -48,6 +48,11 @@ pub mod master;
 
 pub mod user;
 
+// Hand-overs with the outside: passed listening sockets, service-manager notifications.
+pub mod inherit;
+
+pub mod notify;
+
 // A worker: pin, verify, open the root, run the loop.
 pub mod worker;
 

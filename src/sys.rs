@@ -552,3 +552,5 @@ mod tests {
         panic!("SIGUSR2 was not counted");
     }
 }
+
+pub mod handover;

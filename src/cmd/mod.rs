@@ -10,6 +10,7 @@ pub mod bpf;
 pub mod bpf_exec;
 pub mod check;
 pub mod prepare;
+pub mod probe;
 pub mod serve;
 pub mod topo;
 
@@ -74,5 +75,6 @@ fn dispatch(command: Command) -> Result<i32, Failure> {
         Command::Check { serve, json } => check::main(&serve, json),
         Command::Serve(args) => serve::main(&args),
         Command::Bench(rest) => Ok(crate::bench::main(&rest)),
+        Command::Probe(args) => Ok(probe::main(&args)),
     }
 }

@@ -1,0 +1,102 @@
+//! `steerd probe URL [--timeout S]` as typed arguments (stage 1, no syscalls: the URL is
+//! checked for shape here and resolved by the probe itself).
+
+use super::ArgsError;
+use std::time::Duration;
+
+/// How long a probe may take when `--timeout` is not given.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What `steerd probe` was asked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProbeArgs {
+    /// `http://HOST[:PORT][/PATH]`.
+    pub url: String,
+    /// The whole exchange's deadline: connect, send, read the status line.
+    pub timeout: Duration,
+}
+
+/// `steerd probe --help`
+pub const PROBE_HELP: &str = "\
+USAGE: steerd probe URL [--timeout S]
+
+GETs URL (http://HOST[:PORT][/PATH]) and exits 0 when the answer is 2xx, else 1, with one
+line. For health checks in images that hold nothing but the steerd binary, such as
+`steerd probe http://127.0.0.1:9090/health`. --timeout bounds the whole exchange
+(default 5s).
+";
+
+/// Parses the arguments after `probe`; `Ok(None)` asks for the help text.
+pub fn parse(args: &[String]) -> Result<Option<ProbeArgs>, ArgsError> {
+    let mut url = None;
+    let mut timeout = None;
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "-h" | "--help" => return Ok(None),
+            "--timeout" => {
+                let v = it
+                    .next()
+                    .ok_or_else(|| ArgsError("probe: --timeout needs a value".into()))?;
+                if timeout.is_some() {
+                    return Err(ArgsError("probe: --timeout given twice".into()));
+                }
+                let d = super::duration::parse(v)
+                    .map_err(|e| ArgsError(format!("probe: --timeout {e}")))?;
+                timeout = Some(d);
+            }
+            f if f.starts_with('-') => {
+                return Err(ArgsError(format!("probe: unknown flag {f:?}")));
+            }
+            u if url.is_none() => url = Some(u.to_string()),
+            u => return Err(ArgsError(format!("probe: more than one URL ({u:?})"))),
+        }
+    }
+    let url = url.ok_or_else(|| ArgsError("probe: a URL is needed".into()))?;
+    if !url.starts_with("http://") {
+        return Err(ArgsError(format!(
+            "probe: URL {url:?}: only http://HOST[:PORT]/PATH is supported"
+        )));
+    }
+    Ok(Some(ProbeArgs {
+        url,
+        timeout: timeout.unwrap_or(DEFAULT_TIMEOUT),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn url_and_timeout() {
+        let p = parse(&argv("http://127.0.0.1:9/health --timeout 500ms"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(p.url, "http://127.0.0.1:9/health");
+        assert_eq!(p.timeout, Duration::from_millis(500));
+        let p = parse(&argv("http://[::1]:9/")).unwrap().unwrap();
+        assert_eq!(p.timeout, DEFAULT_TIMEOUT);
+        assert_eq!(parse(&argv("--help")), Ok(None));
+    }
+
+    #[test]
+    fn bad_arguments_are_named() {
+        for (input, needle) in [
+            ("", "URL is needed"),
+            ("https://x/", "only http"),
+            ("http://a/ http://b/", "more than one"),
+            ("http://a/ --timeout", "needs a value"),
+            ("http://a/ --timeout 0", "--timeout"),
+            ("http://a/ --timeout 1 --timeout 2", "twice"),
+            ("http://a/ --bogus", "--bogus"),
+        ] {
+            let e = parse(&argv(input)).unwrap_err();
+            assert!(e.0.contains(needle), "{input}: {e}");
+        }
+    }
+}

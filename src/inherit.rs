@@ -1,0 +1,215 @@
+//! Listening sockets a parent hands over at start: systemd socket activation, and a
+//! binary upgrade (the old master uses the same protocol, so there is one way in).
+//!
+//! Input: `LISTEN_PID`, `LISTEN_FDS` and `LISTEN_FDNAMES` (sd_listen_fds(3)): when
+//! `LISTEN_PID` is this process, descriptors 3 … 3+`LISTEN_FDS`−1 are passed, named by
+//! the colon-separated `LISTEN_FDNAMES`. Output: [`Inherited`] values, each an owned
+//! descriptor with its name, and for a socket its bound address and whether it has
+//! `SO_REUSEPORT` (a member of a reuseport group must have it: steerd adds its other
+//! members beside it). It does not decide which group a socket joins (`listen.rs`) and
+//! does not check what a socket lacks against the flags (`serve` refuses, `check` says).
+//!
+//! The variables are removed once read, so nothing started later (a worker, an upgraded
+//! binary with its own set) mistakes them for its own.
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{OwnedFd, RawFd};
+
+/// The first passed descriptor (`SD_LISTEN_FDS_START`).
+pub const FIRST_FD: RawFd = 3;
+/// The name a binary upgrade gives its readiness pipe in `LISTEN_FDNAMES`.
+pub const UPGRADE_PIPE: &str = "steerd-upgrade";
+/// At most this many descriptors are taken (a bound on a variable a parent controls).
+const MAX_FDS: usize = 4096;
+
+/// A passed descriptor, before it is inspected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Passed {
+    /// Its number in this process.
+    pub fd: RawFd,
+    /// Its name from `LISTEN_FDNAMES` (`unknown` when the names do not match the count,
+    /// as systemd does).
+    pub name: String,
+}
+
+/// Reads the three variables as given (`None` for an unset one) for process `pid`.
+/// `Ok(empty)`: nothing was passed to this process (no variables, or `LISTEN_PID` names
+/// another process, which then inherited them by mistake).
+pub fn parse(
+    listen_pid: Option<&str>,
+    listen_fds: Option<&str>,
+    names: Option<&str>,
+    pid: u32,
+) -> Result<Vec<Passed>, String> {
+    let (Some(for_pid), Some(count)) = (listen_pid, listen_fds) else {
+        return Ok(Vec::new());
+    };
+    let for_pid: u32 = for_pid
+        .parse()
+        .map_err(|_| format!("LISTEN_PID={for_pid:?}: not a process id"))?;
+    if for_pid != pid {
+        return Ok(Vec::new());
+    }
+    let n: usize = count
+        .parse()
+        .ok()
+        .filter(|&n| n <= MAX_FDS)
+        .ok_or_else(|| format!("LISTEN_FDS={count:?}: expected a count up to {MAX_FDS}"))?;
+    let names: Vec<&str> = names.map(|v| v.split(':').collect()).unwrap_or_default();
+    let named = names.len() == n;
+    Ok((0..n)
+        .map(|i| Passed {
+            fd: FIRST_FD + i as RawFd,
+            name: if named { names[i] } else { "unknown" }.to_string(),
+        })
+        .collect())
+}
+
+/// A passed descriptor, owned, with what it is.
+#[derive(Debug)]
+pub struct Inherited {
+    /// The descriptor (close-on-exec from now on).
+    pub fd: OwnedFd,
+    /// Its name from `LISTEN_FDNAMES`.
+    pub name: String,
+    /// For a listening TCP socket: its address and whether it has `SO_REUSEPORT`.
+    pub listener: Option<(SocketAddr, bool)>,
+}
+
+/// The descriptors passed to this process, taken from the environment once (the
+/// variables are then removed). Fails when a named descriptor is not open.
+pub fn take_from_env() -> Result<Vec<Inherited>, String> {
+    let var = |k: &str| std::env::var(k).ok();
+    let passed = parse(
+        var("LISTEN_PID").as_deref(),
+        var("LISTEN_FDS").as_deref(),
+        var("LISTEN_FDNAMES").as_deref(),
+        std::process::id(),
+    )?;
+    for k in ["LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"] {
+        std::env::remove_var(k);
+    }
+    passed
+        .into_iter()
+        .map(|p| {
+            let fd = crate::sys::handover::adopt_fd(p.fd)
+                .map_err(|e| format!("passed descriptor {} ({}): {e}", p.fd, p.name))?;
+            let listener = inspect(&fd).ok();
+            Ok(Inherited {
+                fd,
+                name: p.name,
+                listener,
+            })
+        })
+        .collect()
+}
+
+/// A listening TCP socket's bound address and its `SO_REUSEPORT`; an error for anything
+/// else (a datagram socket, a socket not listening, a pipe).
+pub fn inspect(fd: &OwnedFd) -> io::Result<(SocketAddr, bool)> {
+    use rustix::net::{sockopt, SocketType};
+    let not = |what: &str| io::Error::other(format!("not {what}"));
+    if sockopt::socket_type(fd)? != SocketType::STREAM {
+        return Err(not("a stream socket"));
+    }
+    if !sockopt::socket_acceptconn(fd)? {
+        return Err(not("listening"));
+    }
+    let addr = SocketAddr::try_from(rustix::net::getsockname(fd)?)
+        .map_err(|_| not("an IP socket"))?;
+    Ok((addr, sockopt::socket_reuseport(fd)?))
+}
+
+/// The line `check` prints for a passed socket that cannot join a reuseport group, or
+/// `None` when it can.
+pub fn reuseport_problem(inherited: &Inherited) -> Option<String> {
+    match inherited.listener {
+        Some((_, true)) => None,
+        Some((addr, false)) => Some(format!(
+            "inherited socket {} on {addr} has no SO_REUSEPORT (set ReusePort=yes in the \
+             socket unit): steerd cannot add its workers' listeners beside it",
+            inherited.name
+        )),
+        None if inherited.name == UPGRADE_PIPE => None,
+        None => Some(format!(
+            "inherited descriptor {} ({}) is not a listening TCP socket",
+            std::os::fd::AsRawFd::as_raw_fd(&inherited.fd),
+            inherited.name
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_named_process_takes_the_descriptors() {
+        assert_eq!(parse(None, None, None, 7), Ok(vec![]));
+        assert_eq!(parse(Some("8"), Some("2"), None, 7), Ok(vec![]));
+        assert_eq!(parse(Some("7"), None, None, 7), Ok(vec![]));
+        let got = parse(Some("7"), Some("2"), Some("http:admin"), 7).unwrap();
+        assert_eq!(
+            got,
+            vec![
+                Passed {
+                    fd: 3,
+                    name: "http".into()
+                },
+                Passed {
+                    fd: 4,
+                    name: "admin".into()
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn names_that_do_not_match_the_count_are_unknown() {
+        let got = parse(Some("7"), Some("2"), Some("one"), 7).unwrap();
+        assert!(got.iter().all(|p| p.name == "unknown"));
+        assert_eq!(parse(Some("7"), Some("0"), Some(""), 7), Ok(vec![]));
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        for (pid, fds, needle) in [
+            ("x", "1", "LISTEN_PID"),
+            ("7", "-1", "LISTEN_FDS"),
+            ("7", "99999", "LISTEN_FDS"),
+            ("7", "two", "LISTEN_FDS"),
+        ] {
+            let e = parse(Some(pid), Some(fds), None, 7).unwrap_err();
+            assert!(e.contains(needle), "{pid} {fds}: {e}");
+        }
+    }
+
+    #[test]
+    fn inspect_sees_the_address_and_reuseport() {
+        use rustix::net::{sockopt, AddressFamily, SocketType};
+        let make = |reuse: bool| {
+            let fd = rustix::net::socket(AddressFamily::INET, SocketType::STREAM, None).unwrap();
+            sockopt::set_socket_reuseport(&fd, reuse).unwrap();
+            let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
+            rustix::net::bind(&fd, &any).unwrap();
+            fd
+        };
+        let bound = make(true);
+        assert!(inspect(&bound).is_err(), "bound but not listening");
+        rustix::net::listen(&bound, 8).unwrap();
+        let (addr, reuse) = inspect(&bound).unwrap();
+        assert!(reuse && addr.port() != 0 && addr.ip().is_loopback());
+        let plain = make(false);
+        rustix::net::listen(&plain, 8).unwrap();
+        let inherited = Inherited {
+            listener: inspect(&plain).ok(),
+            fd: plain,
+            name: "web".into(),
+        };
+        let line = reuseport_problem(&inherited).expect("a problem");
+        assert!(line.contains("SO_REUSEPORT") && line.contains("web"), "{line}");
+        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        assert!(inspect(&OwnedFd::from(a)).is_err());
+    }
+}

@@ -1,0 +1,120 @@
+//! steerd as PID 1 of a PID namespace (`unshare --pid --fork`), as in a container with no
+//! init: it reaps every child, its workers and orphans that the kernel hands to it
+//! alike, and stops on TERM, INT and QUIT (the kernel delivers to a namespace's PID 1 only
+//! the signals it handles, so a default action that would stop an ordinary process does
+//! nothing here).
+
+mod serve_support;
+
+use serve_support::*;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// The children of `pid` (from `/proc/PID/task/PID/children`).
+fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+/// Whether `pid` is a zombie (exited, not yet reaped).
+fn zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+        .unwrap_or(false)
+}
+
+/// `steerd serve` as PID 1 of a new PID namespace; returns the server (whose pid is
+/// `unshare`'s) and steerd's pid as seen from here, or `None` when namespaces cannot be
+/// made here.
+fn start_as_pid1() -> Option<(Server, u32)> {
+    if !is_root() {
+        eprintln!("skipped: a PID namespace needs root");
+        return None;
+    }
+    let probe = Command::new("unshare")
+        .args(["--pid", "--fork", "true"])
+        .output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        eprintln!("skipped: unshare --pid --fork does not work here");
+        return None;
+    }
+    let root = TempDir::new("pid1");
+    std::fs::write(root.path().join("index.html"), b"pid one\n").unwrap();
+    let mut cmd = Command::new("unshare");
+    cmd.args(["--pid", "--fork", "--kill-child", binary(), "serve"])
+        .arg(root.path())
+        .args(["--listen", "127.0.0.1:0", "--workers", "2"]);
+    let mut server = Server::spawn(&mut cmd);
+    server.root = Some(root);
+    let line = server.wait_line(|l| l.starts_with("steerd: policy "));
+    assert!(line.ends_with(", pid 1"), "steerd is PID 1 inside: {line}");
+    let inner = children(server.pid);
+    assert_eq!(inner.len(), 1, "unshare has one child: {inner:?}");
+    Some((server, inner[0]))
+}
+
+/// Waits (bounded) until `cond` holds.
+fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn pid1_reaps_orphans_and_killed_workers() {
+    let Some((server, steerd)) = start_as_pid1() else {
+        return;
+    };
+    assert_eq!(get(server.addr, "/index.html"), (200, "pid one\n".into()));
+    let workers = children(steerd);
+    assert_eq!(workers.len(), 2, "{workers:?}");
+    // An orphan: a shell entered into the namespace starts a subshell and exits at once,
+    // so the kernel hands the subshell to the namespace's PID 1.
+    let out = Command::new("nsenter")
+        .args(["--target", &steerd.to_string(), "--pid", "--"])
+        .args(["sh", "-c", "(sleep 0.3; exit 3) & exit 0"])
+        .output()
+        .expect("nsenter");
+    assert!(out.status.success(), "{out:?}");
+    wait_until("the orphan is adopted by steerd", || {
+        children(steerd).iter().any(|p| !workers.contains(p))
+    });
+    wait_until("the orphan has exited and been reaped", || {
+        children(steerd).iter().all(|p| workers.contains(p))
+    });
+    // A killed worker is reaped and replaced.
+    send_signal(workers[0], libc::SIGKILL);
+    wait_until("the killed worker is reaped and replaced", || {
+        let now = children(steerd);
+        now.len() == 2 && !now.contains(&workers[0]) && now.iter().all(|&p| !zombie(p))
+    });
+    assert_eq!(get(server.addr, "/index.html").0, 200);
+}
+
+#[test]
+fn pid1_stops_on_term_int_and_quit() {
+    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGQUIT] {
+        let Some((mut server, steerd)) = start_as_pid1() else {
+            return;
+        };
+        assert_eq!(get(server.addr, "/index.html").0, 200);
+        send_signal(steerd, sig);
+        let status = server.wait_exit(PATIENCE);
+        assert!(status.success(), "signal {sig}: {status:?}");
+        assert!(
+            std::net::TcpStream::connect(server.addr).is_err(),
+            "signal {sig}: nothing listens any more"
+        );
+    }
+}

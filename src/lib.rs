@@ -53,6 +53,10 @@ pub mod inherit;
 
 pub mod notify;
 
+pub mod preflight;
+
+pub mod upgrade;
+
 // A worker: pin, verify, open the root, run the loop.
 pub mod worker;
 

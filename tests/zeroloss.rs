@@ -1,0 +1,246 @@
+//! Zero-loss operations through the real binary, under keep-alive load from
+//! `steerd bench load`: ten HUPs and two binary upgrades (USR2, to a copy of the binary)
+//! lose no request; QUIT refuses new connections at once and lets responses in flight
+//! finish; a worker killed with `kill -9` costs one error per connection it held, no more.
+//!
+//! The rule that makes the first one true: a retiring worker answers the next request on
+//! each keep-alive connection with `Connection: close` and closes after that response,
+//! and closes a connection that stays idle only at the keep-alive (or shutdown) timeout,
+//! so it never closes a connection a client may be sending on.
+
+mod serve_support;
+
+use serve_support::*;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running `steerd bench load --json`.
+struct Load {
+    child: Option<Child>,
+    until: Instant,
+}
+
+/// What a load run reports (its `merged` totals).
+#[derive(Debug)]
+struct LoadResult {
+    requests: u64,
+    errors: u64,
+    by_kind: String,
+}
+
+impl Load {
+    /// `steerd bench load http://ADDR/PATH -c CONNS -d SECSs --json` (keep-alive).
+    fn start(addr: std::net::SocketAddr, path: &str, conns: u32, secs: u64) -> Load {
+        let child = Command::new(binary())
+            .args(["bench", "load", &format!("http://{addr}{path}")])
+            .args(["-c", &conns.to_string(), "-t", "2"])
+            .args(["-d", &format!("{secs}s"), "--json"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("steerd bench load");
+        Load {
+            child: Some(child),
+            until: Instant::now() + Duration::from_secs(secs),
+        }
+    }
+
+    /// True while the load is still sending.
+    fn running(&self) -> bool {
+        Instant::now() + Duration::from_millis(300) < self.until
+    }
+
+    fn finish(mut self) -> LoadResult {
+        let out = self
+            .child
+            .take()
+            .expect("running")
+            .wait_with_output()
+            .expect("bench load output");
+        assert!(out.status.success(), "bench load failed: {out:?}");
+        let v: serde_json::Value =
+            serde_json::from_slice(&out.stdout).expect("bench load --json output");
+        let merged = &v["merged"];
+        let kinds = merged["errors"].as_object().expect("errors by kind");
+        LoadResult {
+            requests: merged["requests"].as_u64().expect("requests"),
+            errors: kinds.values().filter_map(|e| e.as_u64()).sum(),
+            by_kind: merged["errors"].to_string(),
+        }
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Processes this test must stop itself (an upgraded master is not our child).
+struct Reaper(Vec<u32>);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        for &pid in &self.0 {
+            if alive(pid) {
+                send_signal(pid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+/// Waits (bounded) until `cond` holds.
+fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The pid in a `... pid N ...` line after `marker`.
+fn pid_after(line: &str, marker: &str) -> u32 {
+    line.split(marker)
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no pid after {marker:?} in {line:?}"))
+}
+
+/// Copies the binary under test to `dir/steerd` (replacing any earlier copy by rename,
+/// as a package manager does) and returns the path.
+fn install_copy(dir: &Path) -> std::path::PathBuf {
+    let dest = dir.join("steerd");
+    let tmp = dir.join("steerd.new");
+    std::fs::copy(binary(), &tmp).expect("copy the binary");
+    std::fs::rename(&tmp, &dest).expect("install the copy");
+    dest
+}
+
+#[test]
+fn ten_hups_and_two_upgrades_under_keepalive_load_lose_nothing() {
+    let bin = TempDir::new("upgrade-bin");
+    let exe = install_copy(bin.path());
+    let site = TempDir::new("upgrade-site");
+    std::fs::write(site.path().join("f13"), b"hello world!\n").unwrap();
+    let mut server = Server::spawn(
+        Command::new(&exe)
+            .args(["serve", &site.path().display().to_string()])
+            .args(["--listen", "127.0.0.1:0", "--workers", "2"])
+            .args(["--keepalive-timeout", "5", "--shutdown-timeout", "10"]),
+    );
+    let mut reaper = Reaper(vec![]);
+    let load = Load::start(server.addr, "/f13", 20, 25);
+    std::thread::sleep(Duration::from_millis(500));
+    for n in 1..=10 {
+        server.signal(libc::SIGHUP);
+        server.wait_lines(|l| l.contains("reload: starting new workers"), n);
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let mut master = server.pid;
+    for n in 1..=2 {
+        install_copy(bin.path());
+        send_signal(master, libc::SIGUSR2);
+        let line = server.wait_lines(|l| l.contains("upgrade: new master pid "), n);
+        let new = pid_after(&line[n - 1], "upgrade: new master pid ");
+        reaper.0.push(new);
+        let old = master;
+        wait_until("the old master has exited", || !alive(old));
+        master = new;
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    assert!(
+        load.running(),
+        "the operations outlasted the load, so the run does not cover them all"
+    );
+    let result = load.finish();
+    eprintln!("10 HUPs and 2 upgrades under keep-alive load: {result:?}");
+    assert!(result.requests > 0);
+    assert_eq!(result.errors, 0, "failed requests: {}", result.by_kind);
+    assert_eq!(get(server.addr, "/f13"), (200, "hello world!\n".into()));
+    assert!(
+        server.wait_exit(Duration::from_secs(1)).success(),
+        "the first master handed over and exited cleanly"
+    );
+    send_signal(master, libc::SIGTERM);
+    wait_until("the upgraded master stops", || !alive(master));
+}
+
+#[test]
+fn quit_refuses_new_connections_at_once_and_finishes_responses_in_flight() {
+    use std::io::{Read, Write};
+    const SIZE: usize = 32 << 20;
+    let mut server = Server::start(&["--workers", "2", "--shutdown-timeout", "30"]);
+    let root = server.root.as_ref().expect("root").path().to_path_buf();
+    std::fs::write(root.join("big.bin"), vec![5u8; SIZE]).expect("big file");
+    let mut s = std::net::TcpStream::connect(server.addr).expect("connect");
+    s.set_read_timeout(Some(PATIENCE)).unwrap();
+    s.write_all(b"GET /big.bin HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut got = vec![0u8; 64 << 10];
+    let first = s.read(&mut got).expect("the response started");
+    server.signal(libc::SIGQUIT);
+    // New connections are refused (not queued) while the download is still unread.
+    wait_until("a new connection is refused", || {
+        matches!(
+            std::net::TcpStream::connect(server.addr),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused
+        )
+    });
+    assert!(alive(server.pid), "the master waits for the download");
+    let mut rest = Vec::new();
+    s.read_to_end(&mut rest)
+        .expect("the download completes, no reset");
+    let head = got[..first]
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("head")
+        + 4;
+    assert_eq!(first - head + rest.len(), SIZE, "the whole body arrived");
+    assert!(server.wait_exit(PATIENCE).success());
+}
+
+#[test]
+fn a_killed_worker_costs_one_error_per_connection_it_held() {
+    let Some((a, b)) = two_cpus() else { return };
+    let server = Server::start(&["--workers", "2", "--cpus", &format!("{a},{b}")]);
+    let (victim, _) = server.plan()[1];
+    let pid = server.worker_pid(victim);
+    let load = Load::start(server.addr, "/index.html", 20, 4);
+    let open_series = |m: &std::collections::HashMap<String, u64>| -> u64 {
+        m.iter()
+            .filter(|(k, _)| {
+                k.starts_with(&format!("steerd_connections_open{{worker=\"{victim}\","))
+            })
+            .map(|(_, v)| *v)
+            .sum()
+    };
+    let mut held = 0;
+    wait_until("the load's connections are open", || {
+        let m = server.metrics();
+        held = open_series(&m);
+        let all: u64 = m
+            .iter()
+            .filter(|(k, _)| k.starts_with("steerd_connections_open{"))
+            .map(|(_, v)| *v)
+            .sum();
+        all >= 20
+    });
+    send_signal(pid, libc::SIGKILL);
+    wait_for_new_pid(&server, victim, pid);
+    assert!(load.running(), "the kill happened during the load");
+    let result = load.finish();
+    eprintln!("worker {victim} held {held} connections when killed: {result:?}");
+    assert!(
+        result.errors <= held,
+        "more errors ({}) than connections the killed worker held ({held}): {}",
+        result.errors,
+        result.by_kind
+    );
+    assert!(result.requests > 0);
+}

@@ -1,0 +1,184 @@
+//! Start-up that fails fast: what a worker needs (the root, the access log as the
+//! `--user` the workers run as, the `--user` itself) is checked by the master before it
+//! binds and prints `listening on`; each failure is one line and a non-zero exit with
+//! nothing left running. Also: a word where ROOT is expected that is not a directory, a
+//! flag given twice, and the number the open-files warning gives.
+
+mod serve_support;
+
+use serve_support::*;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs `steerd ARGS` until it exits (bounded: killed and failed after [`PATIENCE`]): exit code and stderr.
+fn run(args: &[&str]) -> (i32, String) {
+    let mut child = Command::new(binary())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + PATIENCE;
+    while child.try_wait().expect("try_wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("steerd {args:?} kept running");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let Output { status, stderr, .. } = child.wait_with_output().expect("output");
+    (
+        status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&stderr).into_owned(),
+    )
+}
+
+/// The failure is one line, and nothing was bound or started before it.
+fn fails_before_binding(args: &[&str], stage_and_text: &str) {
+    let (code, err) = run(args);
+    assert_ne!(code, 0, "{args:?}: {err}");
+    assert!(!err.contains("listening on"), "{args:?} bound first: {err}");
+    assert!(!err.contains("running on cpu"), "{args:?} started workers: {err}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+    assert!(err.contains(stage_and_text), "{args:?}: {err}");
+}
+
+#[test]
+fn a_word_that_is_not_a_directory_fails_before_binding() {
+    fails_before_binding(
+        &["bogus", "--listen", "127.0.0.1:0"],
+        "steerd: root: bogus: No such file or directory",
+    );
+    let dir = TempDir::new("startup");
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, b"x").unwrap();
+    fails_before_binding(
+        &["serve", &file.display().to_string(), "--listen", "127.0.0.1:0"],
+        "Not a directory",
+    );
+}
+
+#[test]
+fn an_unknown_user_fails_before_binding() {
+    let root = TempDir::new("startup");
+    fails_before_binding(
+        &[
+            "serve",
+            &root.path().display().to_string(),
+            "--listen",
+            "127.0.0.1:0",
+            "--user",
+            "no-such-user-steerd",
+        ],
+        "steerd: user: user \"no-such-user-steerd\" is not in /etc/passwd",
+    );
+}
+
+#[test]
+fn an_access_log_the_user_cannot_open_fails_before_binding() {
+    let root = TempDir::new("startup");
+    let logs = TempDir::new("startup-logs");
+    let log = logs.path().join("access.log");
+    let log = log.display().to_string();
+    let root = root.path().display().to_string();
+    // In a directory that does not exist: no one can open it.
+    let closed = TempDir::new("startup-closed");
+    let closed_log = closed.path().join("missing").join("access.log");
+    fails_before_binding(
+        &["serve", &root, "--listen", "127.0.0.1:0", "--access-log", &closed_log.display().to_string()],
+        "steerd: access-log: ",
+    );
+    if !is_root() || !std::fs::read_to_string("/etc/passwd").is_ok_and(|p| p.contains("\nnobody:")) {
+        eprintln!("skipped the --user part: needs root and a user nobody");
+        return;
+    }
+    // Writable by root only (0755, owned by root): the master could open it, the workers
+    // (nobody) could not.
+    fails_before_binding(
+        &["serve", &root, "--listen", "127.0.0.1:0", "--user", "nobody", "--access-log", &log],
+        "Permission denied (as uid 65534)",
+    );
+    assert!(!std::path::Path::new(&log).exists(), "nothing created as root");
+    // The same path is fine without --user.
+    let server = Server::spawn(Command::new(binary()).args([
+        "serve",
+        &root,
+        "--listen",
+        "127.0.0.1:0",
+        "--access-log",
+        &log,
+        "--workers",
+        "1",
+    ]));
+    drop(server);
+}
+
+#[test]
+fn a_flag_given_twice_is_an_error() {
+    let cases: [&[&str]; 3] = [
+        &["serve", "-l", "127.0.0.1:0", "--workers", "1", "--workers", "2"],
+        &["serve", "-l", "127.0.0.1:0", "--max-conns", "5", "--max-conns=5"],
+        &["serve", "-l", "127.0.0.1:0", "--access-log", "off", "--access-log", "off"],
+    ];
+    for args in cases {
+        let (code, err) = run(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains("given twice"), "{args:?}: {err}");
+    }
+}
+
+/// With the open-files limit at 256, the warning's number is what a worker then holds.
+#[test]
+fn the_open_files_warning_names_what_a_worker_holds() {
+    let root = TempDir::new("nofile");
+    std::fs::write(root.path().join("index.html"), b"x\n").unwrap();
+    let script = format!(
+        "ulimit -Hn 256 && ulimit -Sn 256 && exec {} serve {} --listen 127.0.0.1:0 \
+         --metrics 127.0.0.1:0 --workers 1",
+        binary(),
+        root.path().display()
+    );
+    let server = Server::spawn(Command::new("sh").args(["-c", &script]));
+    let warning = server.wait_line(|l| l.contains("warning: open files limited to 256"));
+    let said: u64 = warning
+        .split("about ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no number in {warning:?}"));
+    // Open more connections than that, each with one answered request, and hold them.
+    let mut held = Vec::new();
+    for _ in 0..said + 40 {
+        let Ok(mut s) = std::net::TcpStream::connect(server.addr) else {
+            break;
+        };
+        use std::io::Write;
+        let _ = s.write_all(b"GET /index.html HTTP/1.1\r\nHost: t\r\n\r\n");
+        held.push(s);
+    }
+    let open_now = || -> u64 {
+        server
+            .metrics()
+            .iter()
+            .filter(|(k, _)| k.starts_with("steerd_connections_open{"))
+            .map(|(_, v)| *v)
+            .sum()
+    };
+    let deadline = Instant::now() + PATIENCE;
+    let mut open = open_now();
+    let mut last = u64::MAX;
+    // Until the count stops growing (the worker has taken all it can).
+    while open != last && Instant::now() < deadline {
+        last = open;
+        std::thread::sleep(Duration::from_millis(300));
+        open = open_now();
+    }
+    eprintln!("the warning said about {said}; the worker holds {open}");
+    assert!(said > 0, "{warning}");
+    assert!(
+        open.abs_diff(said) <= 8,
+        "the warning said about {said} connections, the worker holds {open}"
+    );
+}

@@ -1,0 +1,127 @@
+//! sd_notify through the real binary, with a `NOTIFY_SOCKET` this test owns (a path
+//! socket and an abstract one): `READY=1` once every worker serves, `RELOADING=1` with
+//! `MONOTONIC_USEC` and then `READY=1` around a HUP, `MAINPID=` of the new master after a
+//! USR2 upgrade, `STOPPING=1` on a stop, `STATUS=` lines along the way.
+
+mod serve_support;
+
+use serve_support::*;
+use std::os::unix::net::UnixDatagram;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// The datagrams received on the test's socket.
+struct Manager {
+    sock: UnixDatagram,
+    seen: Vec<String>,
+}
+
+impl Manager {
+    /// Waits (bounded) for a datagram satisfying `pred`; returns it. Every datagram is
+    /// kept in `seen`.
+    fn expect(&mut self, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "no {what} datagram; got {:?}", self.seen);
+            self.sock.set_read_timeout(Some(left)).unwrap();
+            let mut buf = [0u8; 4096];
+            let Ok(n) = self.sock.recv(&mut buf) else {
+                continue;
+            };
+            let msg = String::from_utf8_lossy(&buf[..n]).into_owned();
+            self.seen.push(msg.clone());
+            if pred(&msg) {
+                return msg;
+            }
+        }
+    }
+}
+
+fn has_line(msg: &str, line: &str) -> bool {
+    msg.lines().any(|l| l == line)
+}
+
+fn start(notify_socket: &str) -> Server {
+    let root = TempDir::new("notify");
+    std::fs::write(root.path().join("index.html"), b"x\n").unwrap();
+    let mut s = Server::spawn(
+        Command::new(binary())
+            .args(["serve", &root.path().display().to_string()])
+            .args(["--listen", "127.0.0.1:0", "--workers", "2"])
+            .env("NOTIFY_SOCKET", notify_socket),
+    );
+    s.root = Some(root);
+    s
+}
+
+#[test]
+fn ready_reloading_stopping_on_a_path_socket() {
+    let dir = TempDir::new("notify-sock");
+    let path = dir.path().join("notify");
+    let mut m = Manager {
+        sock: UnixDatagram::bind(&path).unwrap(),
+        seen: vec![],
+    };
+    let mut server = start(&path.display().to_string());
+    let ready = m.expect("READY=1", |d| has_line(d, "READY=1"));
+    assert!(ready.contains("STATUS="), "{ready}");
+    assert_eq!(get(server.addr, "/index.html").0, 200, "serving when ready");
+
+    let before = monotonic_usec();
+    server.signal(libc::SIGHUP);
+    let reloading = m.expect("RELOADING=1", |d| has_line(d, "RELOADING=1"));
+    let usec: u64 = reloading
+        .lines()
+        .find_map(|l| l.strip_prefix("MONOTONIC_USEC="))
+        .unwrap_or_else(|| panic!("MONOTONIC_USEC in {reloading:?}"))
+        .parse()
+        .unwrap();
+    assert!(usec >= before && usec <= monotonic_usec(), "{reloading}");
+    m.expect("READY=1 after the reload", |d| has_line(d, "READY=1"));
+
+    server.signal(libc::SIGQUIT);
+    m.expect("STOPPING=1", |d| has_line(d, "STOPPING=1"));
+    assert!(server.wait_exit(PATIENCE).success());
+}
+
+#[test]
+fn mainpid_after_an_upgrade_on_an_abstract_socket() {
+    use std::os::linux::net::SocketAddrExt;
+    let name = format!("steerd-notify-test-{}", std::process::id());
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    let mut m = Manager {
+        sock: UnixDatagram::bind_addr(&addr).unwrap(),
+        seen: vec![],
+    };
+    let mut server = start(&format!("@{name}"));
+    m.expect("READY=1", |d| has_line(d, "READY=1"));
+    server.signal(libc::SIGUSR2);
+    let handover = m.expect("MAINPID=", |d| d.lines().any(|l| l.starts_with("MAINPID=")));
+    let new: u32 = handover
+        .lines()
+        .find_map(|l| l.strip_prefix("MAINPID="))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_ne!(new, server.pid);
+    assert!(
+        server.wait_exit(PATIENCE).success(),
+        "the old master exits"
+    );
+    assert!(alive(new), "the new master runs");
+    assert_eq!(get(server.addr, "/index.html").0, 200, "and serves");
+    send_signal(new, libc::SIGTERM);
+    m.expect("STOPPING=1 from the new master", |d| has_line(d, "STOPPING=1"));
+    let deadline = Instant::now() + PATIENCE;
+    while alive(new) {
+        assert!(Instant::now() < deadline, "the new master did not stop");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `CLOCK_MONOTONIC` in microseconds.
+fn monotonic_usec() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    t.tv_sec as u64 * 1_000_000 + t.tv_nsec as u64 / 1000
+}

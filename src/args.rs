@@ -266,12 +266,14 @@ fn value<'a>(it: &mut impl Iterator<Item = &'a String>, flag: &str) -> Result<&'
 pub fn parse_serve(args: &[String]) -> Result<ServeArgs, ArgsError> {
     let mut out = ServeArgs::default();
     let mut root: Option<PathBuf> = None;
+    let mut seen: Vec<&str> = Vec::new();
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let (flag, inline) = match arg.split_once('=') {
             Some((f, v)) if f.starts_with("--") => (f, Some(v)),
             _ => (arg.as_str(), None),
         };
+        check_once(&mut seen, flag)?;
         let mut val = |name: &str| -> Result<String, ArgsError> {
             match inline {
                 Some(v) => Ok(v.to_string()),
@@ -313,6 +315,22 @@ pub fn parse_serve(args: &[String]) -> Result<ServeArgs, ArgsError> {
     }
     check_listen_unique(&out.listen)?;
     Ok(out)
+}
+
+/// A flag that takes one value may be given once (`--listen` is the repeatable one: its
+/// repeats are checked by address).
+fn check_once<'a>(seen: &mut Vec<&'a str>, flag: &'a str) -> Result<(), ArgsError> {
+    let canonical = match flag {
+        "-w" => "--workers",
+        "-l" | "--listen" => return Ok(()),
+        f if !f.starts_with('-') => return Ok(()),
+        f => f,
+    };
+    if seen.contains(&canonical) {
+        return err(format!("{canonical} given twice"));
+    }
+    seen.push(canonical);
+    Ok(())
 }
 
 fn check_listen_unique(addrs: &[SocketAddr]) -> Result<(), ArgsError> {
@@ -520,6 +538,8 @@ mod tests {
             ("a b", "ROOT"),
             ("--listen", "needs a value"),
             ("--listen 127.0.0.1:1 --listen 127.0.0.1:1", "twice"),
+            ("--workers 1 -w 2", "--workers given twice"),
+            ("--user a --user=b", "--user given twice"),
         ] {
             let e = parse(&argv(input)).unwrap_err();
             assert!(e.0.contains(needle), "{input}: {e}");

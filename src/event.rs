@@ -114,6 +114,12 @@ impl Poller {
         epoll::modify(&self.epoll, fd, data, flags)
     }
 
+    /// `epoll_ctl(DEL)` of the listener: after `shutdown` a listening socket reports
+    /// `EPOLLHUP` whatever the interest, so it must leave the set, not just go quiet.
+    pub fn remove_listener(&self, fd: impl AsFd) -> rustix::io::Result<()> {
+        epoll::delete(&self.epoll, fd)
+    }
+
     /// `epoll_wait` for at most `timeout_ms` (-1: forever). `EINTR` (a signal for the
     /// control flags) returns an empty batch.
     pub fn wait(&mut self, timeout_ms: i32) -> rustix::io::Result<usize> {

@@ -20,6 +20,8 @@ use std::os::fd::{OwnedFd, RawFd};
 pub const FIRST_FD: RawFd = 3;
 /// The name a binary upgrade gives its readiness pipe in `LISTEN_FDNAMES`.
 pub const UPGRADE_PIPE: &str = "steerd-upgrade";
+/// The name a binary upgrade gives the `--metrics` listener (not a reuseport member).
+pub const METRICS: &str = "steerd-metrics";
 /// At most this many descriptors are taken (a bound on a variable a parent controls).
 const MAX_FDS: usize = 4096;
 
@@ -121,16 +123,21 @@ pub fn inspect(fd: &OwnedFd) -> io::Result<(SocketAddr, bool)> {
     Ok((addr, sockopt::socket_reuseport(fd)?))
 }
 
+/// Why a passed socket named `name` on `addr` cannot be adopted.
+pub fn no_reuseport(name: &str, addr: SocketAddr) -> String {
+    format!(
+        "inherited socket {name} on {addr} has no SO_REUSEPORT (set ReusePort=yes in the \
+         socket unit): steerd cannot add its workers' listeners beside it"
+    )
+}
+
 /// The line `check` prints for a passed socket that cannot join a reuseport group, or
 /// `None` when it can.
 pub fn reuseport_problem(inherited: &Inherited) -> Option<String> {
     match inherited.listener {
+        Some(_) if inherited.name == METRICS => None,
         Some((_, true)) => None,
-        Some((addr, false)) => Some(format!(
-            "inherited socket {} on {addr} has no SO_REUSEPORT (set ReusePort=yes in the \
-             socket unit): steerd cannot add its workers' listeners beside it",
-            inherited.name
-        )),
+        Some((addr, false)) => Some(no_reuseport(&inherited.name, addr)),
         None if inherited.name == UPGRADE_PIPE => None,
         None => Some(format!(
             "inherited descriptor {} ({}) is not a listening TCP socket",

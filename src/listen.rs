@@ -14,6 +14,8 @@
 //!
 //! It does not fork, accept or decide the policy.
 
+pub mod adopt;
+
 use crate::cpuset::CpuId;
 use crate::plan::WorkerPlan;
 use crate::sys;
@@ -81,14 +83,30 @@ pub fn open(
     home: &rustix::thread::CpuSet,
     opts: SocketOptions,
 ) -> Result<Listeners, ListenError> {
-    for &addr in addrs {
-        probe(addr)?;
+    let seeded = addrs.iter().map(|&a| (a, Vec::new())).collect();
+    open_seeded(workers, seeded, home, opts)
+}
+
+/// [`open`] for groups that already hold passed sockets (`adopt::seat` decided which):
+/// those are the first members, in the order given, and only the members for the
+/// remaining workers are made. A group with passed sockets is not probed: its address is
+/// held by them.
+pub fn open_seeded(
+    workers: &[WorkerPlan],
+    seeded: Vec<(SocketAddr, Vec<OwnedFd>)>,
+    home: &rustix::thread::CpuSet,
+    opts: SocketOptions,
+) -> Result<Listeners, ListenError> {
+    for (addr, fds) in &seeded {
+        if fds.is_empty() {
+            probe(*addr)?;
+        }
     }
-    let mut groups: Vec<Group> = addrs
-        .iter()
-        .map(|&addr| Group {
-            addr,
-            fds: Vec::with_capacity(workers.len()),
+    let mut groups: Vec<Group> = seeded
+        .into_iter()
+        .map(|(addr, mut fds)| {
+            fds.reserve(workers.len().saturating_sub(fds.len()));
+            Group { addr, fds }
         })
         .collect();
     let made = make_all(workers, &mut groups, opts);
@@ -105,8 +123,14 @@ fn make_all(
     opts: SocketOptions,
 ) -> Result<(), ListenError> {
     for w in workers {
+        if groups.iter().all(|g| g.fds.len() > usize::from(w.index)) {
+            continue;
+        }
         sys::pin_to_cpu(w.cpu).map_err(|e| ListenError::Pin(format!("CPU {}", w.cpu), e))?;
         for group in groups.iter_mut() {
+            if group.fds.len() > usize::from(w.index) {
+                continue;
+            }
             let fd = make_listener(group.addr, opts)?;
             if group.fds.is_empty() {
                 group.addr = local_addr(&fd)

@@ -58,8 +58,12 @@ use std::time::Duration;
 pub enum Control {
     /// Keep serving.
     Run,
-    /// Stop accepting; finish responses in flight (up to the shutdown timeout); exit.
+    /// Graceful stop: accept what is already queued, shut the listener so new connections
+    /// are refused, drain the connections (see [`Loop::drain`]), exit.
     StopGraceful,
+    /// Retire (a newer worker took over the same listener): stop accepting and leave the
+    /// listener to it, drain the connections, exit.
+    Retire,
     /// Close everything now and exit.
     StopNow,
     /// Reopen the access log, then keep serving.
@@ -191,6 +195,8 @@ struct Loop<'a> {
     cpu: u32,
     open: usize,
     accepting: bool,
+    /// The listening socket was shut (graceful stop): never touch it again.
+    listener_shut: bool,
     resume_at: u64,
     /// When the file cache's unused descriptors are next swept.
     sweep_at: u64,
@@ -244,6 +250,7 @@ impl<'a> Loop<'a> {
             cpu: cfg.cpu.get() as u32,
             open: 0,
             accepting: true,
+            listener_shut: false,
             resume_at: 0,
             sweep_at: 0,
             tuning,
@@ -257,17 +264,18 @@ impl<'a> Loop<'a> {
     ) -> Result<(), LoopError> {
         let mut grace_end = None;
         loop {
-            match control() {
+            let control_now = control();
+            match control_now {
                 Control::Run => {}
                 Control::ReopenLog => {
                     let _ = self.ctx.log.reopen();
                 }
                 Control::StopNow => break,
-                Control::StopGraceful => {
+                Control::StopGraceful | Control::Retire => {
                     if grace_end.is_none() {
                         grace_end = Some(self.ctx.now_ms + ms(cfg.shutdown_timeout));
-                        self.drain();
                     }
+                    self.drain(control_now == Control::StopGraceful);
                 }
             }
             if let Some(end) = grace_end {
@@ -355,6 +363,9 @@ impl<'a> Loop<'a> {
                 return;
             }
             let Some(&slot) = self.free.last() else {
+                if self.close_oldest_idle() {
+                    continue;
+                }
                 return self.pause();
             };
             match rustix::net::acceptfrom_with(
@@ -515,6 +526,18 @@ impl<'a> Loop<'a> {
         let _ = rustix::net::shutdown(fd, Shutdown::Write);
     }
 
+    /// A full table makes room as nginx does: the connection idle the longest (between
+    /// requests, nothing buffered) is closed. False when none is idle.
+    fn close_oldest_idle(&mut self) -> bool {
+        match self.ctx.timers.oldest(Kind::Idle) {
+            Some(slot) => {
+                self.close(slot);
+                true
+            }
+            None => false,
+        }
+    }
+
     fn pause(&mut self) {
         self.ctx.counters.accept_pauses.fetch_add(1, Relaxed);
         self.resume_at = self.ctx.now_ms + ms(self.tuning.accept_pause);
@@ -526,23 +549,45 @@ impl<'a> Loop<'a> {
 
     fn maybe_resume(&mut self) {
         let due = self.ctx.now_ms >= self.resume_at && !self.free.is_empty();
-        if !self.accepting && !self.ctx.draining && due {
+        if !self.accepting && !self.ctx.draining && !self.listener_shut && due {
             self.accepting = self.poller.listener_interest(self.listener, true).is_ok();
         }
     }
 
-    /// Graceful stop: accept no more, close idle connections, let the others finish.
-    fn drain(&mut self) {
+    /// Stops taking new connections and lets the open ones end without a request in
+    /// flight ever meeting a close: every response from now on says `Connection: close`
+    /// (`ctx.draining`) and the connection closes after it; a connection that stays idle
+    /// is closed by its keep-alive deadline (or at the shutdown deadline, whichever comes
+    /// first), the race any keep-alive server has at its idle timeout.
+    ///
+    /// `refuse_new` (a stop, not a retirement): the connections already queued on the
+    /// listener are accepted first, then the listening socket is shut, which closes it for
+    /// every process holding it, so new connections are refused at once instead of
+    /// waiting in a backlog no one will accept from (`inet_csk_listen_stop`). A retiring
+    /// worker leaves the listener alone: its successor accepts from the same socket.
+    fn drain(&mut self, refuse_new: bool) {
+        if refuse_new && !self.listener_shut {
+            self.ctx.draining = false;
+            self.accepting = true;
+            self.accept_batch_unbounded();
+            let _ = self.poller.remove_listener(self.listener);
+            let _ = rustix::net::shutdown(self.listener, Shutdown::Read);
+            self.listener_shut = true;
+            self.accepting = false;
+        }
         self.ctx.draining = true;
         if self.accepting {
             self.accepting = false;
             let _ = self.poller.listener_interest(self.listener, false);
         }
-        for slot in 0..self.conns.len() as u32 {
-            if self.conns[slot as usize].fd.is_some() && self.conns[slot as usize].idle() {
-                self.close(slot);
-            }
-        }
+    }
+
+    /// Accepts until the listener's queue is empty (or no slot can be freed).
+    fn accept_batch_unbounded(&mut self) {
+        let batch = self.tuning.accept_batch;
+        self.tuning.accept_batch = usize::MAX;
+        self.accept_batch();
+        self.tuning.accept_batch = batch;
     }
 }
 

@@ -90,6 +90,23 @@ pub fn count_signals(signals: &[libc::c_int]) -> io::Result<()> {
     Ok(())
 }
 
+/// `sigaction(sig, SIG_IGN)` for each of `signals` — a signal whose default action would
+/// end the process and that nothing here uses must never stop the server.
+///
+/// An ignored disposition survives `fork` and `execve`. Numbers the C library reserves for
+/// itself (glibc's first two real-time signals) are refused with `EINVAL` and skipped.
+/// See sigaction(2), signal(7).
+pub fn ignore_signals(signals: &[libc::c_int]) {
+    for &sig in signals {
+        // SAFETY: an all-zero sigaction is a valid value (empty mask, no flags); the
+        // handler field then holds SIG_IGN, a plain integer constant.
+        let mut action: libc::sigaction = unsafe { core::mem::zeroed() };
+        action.sa_sigaction = libc::SIG_IGN;
+        // SAFETY: `action` is a live, initialised sigaction; the old action is not asked for.
+        let _ = unsafe { libc::sigaction(sig, &action, core::ptr::null_mut()) };
+    }
+}
+
 /// How many times `sig` has been delivered since start (or since [`reset_signal_counts`]).
 pub fn signal_count(sig: libc::c_int) -> u32 {
     usize::try_from(sig)

@@ -40,6 +40,10 @@ pub struct Launch {
     pub exe: PathBuf,
     /// The arguments, the program name first.
     pub argv: Vec<OsString>,
+    /// The CPUs it might run on before the master pinned itself: the new master reads
+    /// the machine through its own affinity, which `execve` keeps, so it must get these
+    /// back, not the one CPU the old master is pinned to.
+    pub affinity: rustix::thread::CpuSet,
 }
 
 impl Launch {
@@ -48,6 +52,7 @@ impl Launch {
         Ok(Launch {
             exe: std::env::current_exe()?,
             argv: std::env::args_os().collect(),
+            affinity: sys::affinity()?,
         })
     }
 }
@@ -72,14 +77,25 @@ pub enum Outcome {
     Failed(String),
 }
 
-/// Starts the new master: fork, put `listeners` at descriptors 3… (then the readiness
-/// pipe), exec `launch` with the variables that name them. The master must be single-
-/// threaded (it is), since the child allocates before it execs.
-pub fn start(launch: &Launch, listeners: &[BorrowedFd<'_>]) -> io::Result<Pending> {
+/// Starts the new master: fork, put `listeners` at descriptors 3… (then the metrics
+/// listener, if any, then the readiness pipe), exec `launch` with the variables that
+/// name them. The master must be single-threaded (it is), since the child allocates
+/// before it execs.
+pub fn start(
+    launch: &Launch,
+    listeners: &[BorrowedFd<'_>],
+    metrics: Option<BorrowedFd<'_>>,
+) -> io::Result<Pending> {
     use rustix::pipe::{pipe_with, PipeFlags};
     let (rd, wr) = pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)?;
     let mut fds: Vec<RawFd> = listeners.iter().map(|l| l.as_raw_fd()).collect();
+    let mut names = vec!["listen"; fds.len()];
+    if let Some(m) = metrics {
+        fds.push(m.as_raw_fd());
+        names.push(inherit::METRICS);
+    }
     fds.push(wr.as_raw_fd());
+    names.push(UPGRADE_PIPE);
     let exe = c_string(launch.exe.clone().into_os_string())?;
     let argv = launch
         .argv
@@ -87,9 +103,12 @@ pub fn start(launch: &Launch, listeners: &[BorrowedFd<'_>]) -> io::Result<Pendin
         .cloned()
         .map(c_string)
         .collect::<io::Result<Vec<_>>>()?;
-    let env = environment(fds.len())?;
+    let env = environment(&names)?;
     match sys::fork()? {
-        Forked::Child => exec_child(&exe, &argv, env, &fds),
+        Forked::Child => {
+            let _ = sys::pin_to_set(&launch.affinity);
+            exec_child(&exe, &argv, env, &fds)
+        }
         Forked::Parent(pid) => Ok(Pending {
             pid,
             ready: rd,
@@ -115,8 +134,8 @@ fn exec_child(exe: &CString, argv: &[CString], mut env: Vec<CString>, fds: &[Raw
 }
 
 /// This process's environment without any earlier `LISTEN_*`, plus `LISTEN_FDS` and
-/// `LISTEN_FDNAMES` for `n` descriptors: listeners, then the readiness pipe.
-fn environment(n: usize) -> io::Result<Vec<CString>> {
+/// `LISTEN_FDNAMES` for descriptors named `names`.
+fn environment(names: &[&str]) -> io::Result<Vec<CString>> {
     let mut env = Vec::new();
     for (k, v) in std::env::vars_os() {
         if k.to_str().is_some_and(|k| k.starts_with("LISTEN_")) {
@@ -127,9 +146,7 @@ fn environment(n: usize) -> io::Result<Vec<CString>> {
         kv.extend(v.into_vec());
         env.push(c_string(OsString::from_vec(kv))?);
     }
-    let mut names = vec!["listen"; n.saturating_sub(1)];
-    names.push(UPGRADE_PIPE);
-    env.push(c_string(format!("LISTEN_FDS={n}").into())?);
+    env.push(c_string(format!("LISTEN_FDS={}", names.len()).into())?);
     env.push(c_string(format!("LISTEN_FDNAMES={}", names.join(":")).into())?);
     Ok(env)
 }
@@ -167,10 +184,10 @@ impl Pending {
     }
 }
 
-/// In the new master: the readiness pipe among the inherited descriptors, if this
-/// process was started by an upgrade.
-pub fn take_ready_pipe(inherited: &mut Vec<inherit::Inherited>) -> Option<OwnedFd> {
-    let at = inherited.iter().position(|i| i.name == UPGRADE_PIPE)?;
+/// In the new master: the descriptor named `name` among the inherited ones (the
+/// readiness pipe, the metrics listener), taken out of the list.
+pub fn take_named(inherited: &mut Vec<inherit::Inherited>, name: &str) -> Option<OwnedFd> {
+    let at = inherited.iter().position(|i| i.name == name)?;
     Some(inherited.remove(at).fd)
 }
 
@@ -186,7 +203,7 @@ mod tests {
 
     #[test]
     fn the_environment_names_every_descriptor_and_drops_old_ones() {
-        let env = environment(3).unwrap();
+        let env = environment(&["listen", "listen", UPGRADE_PIPE]).unwrap();
         let text: Vec<String> = env
             .iter()
             .map(|c| c.to_string_lossy().into_owned())

@@ -24,14 +24,35 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
 use std::path::Path;
 
 /// The signals master and workers count (handlers only bump a counter, see `sys.rs`).
-pub const SIGNALS: [libc::c_int; 6] = [
+/// USR2 is the master's binary upgrade, and a worker's order to retire.
+pub const SIGNALS: [libc::c_int; 7] = [
     libc::SIGTERM,
     libc::SIGINT,
     libc::SIGQUIT,
     libc::SIGHUP,
     libc::SIGUSR1,
+    libc::SIGUSR2,
     libc::SIGCHLD,
 ];
+
+/// Signals whose default action ends a process and that steerd does not use: ignored by
+/// master and workers, so a stray one never stops the server. (The faults, SEGV, BUS,
+/// ILL, FPE, ABRT, TRAP, SYS, keep their default: ignoring a real fault would loop.)
+pub fn ignored_signals() -> Vec<libc::c_int> {
+    let mut v = vec![
+        libc::SIGALRM,
+        libc::SIGVTALRM,
+        libc::SIGPROF,
+        libc::SIGIO,
+        libc::SIGPWR,
+        libc::SIGSTKFLT,
+        libc::SIGXCPU,
+        libc::SIGXFSZ,
+        libc::SIGPIPE,
+    ];
+    v.extend(libc::SIGRTMIN()..=libc::SIGRTMAX());
+    v
+}
 
 /// What a forked worker is handed.
 pub struct WorkerStart<'a> {
@@ -46,6 +67,8 @@ pub struct WorkerStart<'a> {
     pub args: &'a ServeArgs,
     /// This worker's counter block in the shared mapping.
     pub counters: &'a WorkerCounters,
+    /// Where to report, once, that this worker serves (its pid, 4 bytes).
+    pub ready: Option<BorrowedFd<'a>>,
 }
 
 /// A bring-up step of the worker that failed.
@@ -114,7 +137,7 @@ fn run(start: WorkerStart<'_>) -> Result<(), WorkerError> {
     }
     let cpu = start.plan.cpu;
     pin_and_verify(cpu)?;
-    for fd in start.close {
+    for &fd in &start.close {
         sys::close_inherited(fd);
     }
     let root = open_root(&start.args.root).map_err(WorkerError::Root)?;
@@ -132,7 +155,7 @@ fn run(start: WorkerStart<'_>) -> Result<(), WorkerError> {
         cpu,
         start.plan.node
     );
-    serve_all(&start.listeners, root, start.args, cpu, start.counters)
+    serve_all(&start, root, cpu)
 }
 
 /// Pins the process to `cpu` and checks with `sched_getcpu` that it now runs there
@@ -167,14 +190,9 @@ fn loop_config(args: &ServeArgs, cpu: CpuId, root: OwnedFd) -> LoopConfig {
 
 /// Serves the first listener here and every further one on a thread of its own; returns
 /// when all loops have stopped, with the first error any of them met.
-fn serve_all(
-    listeners: &[BorrowedFd<'_>],
-    root: OwnedFd,
-    args: &ServeArgs,
-    cpu: CpuId,
-    counters: &WorkerCounters,
-) -> Result<(), WorkerError> {
-    let Some((&first, rest)) = listeners.split_first() else {
+fn serve_all(start: &WorkerStart<'_>, root: OwnedFd, cpu: CpuId) -> Result<(), WorkerError> {
+    let (args, counters) = (start.args, start.counters);
+    let Some((&first, rest)) = start.listeners.split_first() else {
         return Ok(());
     };
     let mut configs = Vec::with_capacity(rest.len());
@@ -188,7 +206,7 @@ fn serve_all(
         for (&l, cfg) in rest.iter().zip(configs) {
             let spawned = std::thread::Builder::new()
                 .name(format!("steerd-w{cpu}"))
-                .spawn_scoped(s, move || serve_one(l, cfg, counters));
+                .spawn_scoped(s, move || serve_one(l, cfg, counters, None));
             match spawned {
                 Ok(h) => others.push(h),
                 // Threads already serving stop only on a signal: end the whole worker
@@ -199,7 +217,7 @@ fn serve_all(
                 }
             }
         }
-        let mut result = serve_one(first, main_cfg, counters);
+        let mut result = serve_one(first, main_cfg, counters, start.ready);
         for h in others {
             let joined = h.join().unwrap_or_else(|_| {
                 Err(WorkerError::Thread(io::Error::other(
@@ -212,17 +230,35 @@ fn serve_all(
     })
 }
 
+/// Runs one loop; `ready` (the first loop only) is told once, at the loop's first turn,
+/// that this worker serves.
 fn serve_one(
     listener: BorrowedFd<'_>,
     cfg: LoopConfig,
     counters: &WorkerCounters,
+    mut ready: Option<BorrowedFd<'_>>,
 ) -> Result<(), WorkerError> {
     let mut signals = SignalView::default();
-    serve_loop::run(listener, cfg, counters, &mut || signals.control()).map_err(WorkerError::Loop)
+    let mut control = || {
+        if let Some(fd) = ready.take() {
+            report_serving(fd);
+        }
+        signals.control()
+    };
+    serve_loop::run(listener, cfg, counters, &mut control).map_err(WorkerError::Loop)
+}
+
+/// Writes this worker's pid to the master's readiness pipe (4 bytes: one atomic pipe
+/// write, pipe(7)); the master's `/health`, `READY=1` and retiring of a predecessor wait
+/// for it.
+fn report_serving(fd: BorrowedFd<'_>) {
+    let pid = rustix::process::getpid().as_raw_nonzero().get() as u32;
+    let _ = rustix::io::write(fd, &pid.to_le_bytes());
 }
 
 /// Maps the worker's signal counters to what the loop should do, as nginx workers do:
-/// TERM/INT stop now, QUIT stops gracefully, USR1 reopens the log (once per delivery).
+/// TERM/INT stop now, QUIT stops gracefully, USR2 retires (a successor took the
+/// listener), USR1 reopens the log (once per delivery).
 #[derive(Debug, Default)]
 pub struct SignalView {
     reopened: u32,
@@ -236,6 +272,9 @@ impl SignalView {
         }
         if sys::signal_count(libc::SIGQUIT) > 0 {
             return Control::StopGraceful;
+        }
+        if sys::signal_count(libc::SIGUSR2) > 0 {
+            return Control::Retire;
         }
         let usr1 = sys::signal_count(libc::SIGUSR1);
         if usr1 != self.reopened {

@@ -23,6 +23,7 @@ pub fn main(args: &ServeArgs, json: bool) -> Result<i32, Failure> {
         plan,
         program,
     } = super::prepare::prepare(args, |w| eprintln!("steerd: {w}"))?;
+    passed_sockets();
     if json {
         print!(
             "{}",
@@ -32,6 +33,19 @@ pub fn main(args: &ServeArgs, json: bool) -> Result<i32, Failure> {
         print!("{}", check_text(args, &topo, &plan, program.as_ref()));
     }
     Ok(0)
+}
+
+/// Sockets passed as by socket activation (`LISTEN_FDS`): one line on stderr for each
+/// that `serve` could not adopt (no `SO_REUSEPORT`, not a listening TCP socket).
+fn passed_sockets() {
+    match crate::inherit::take_from_env() {
+        Ok(passed) => {
+            for problem in passed.iter().filter_map(crate::inherit::reuseport_problem) {
+                eprintln!("steerd: warning: listen: {problem}");
+            }
+        }
+        Err(e) => eprintln!("steerd: warning: listen: {e}"),
+    }
 }
 
 fn int(n: impl TryInto<i64>) -> Value {

@@ -1,0 +1,621 @@
+//! The master's supervision loop: one slot per plan entry, each with its current worker,
+//! the predecessor a reload keeps serving until the successor serves, and its crash
+//! history; the workers' readiness reports; the signals; the metrics and health answers.
+//!
+//! Input: what bring-up made ([`Shared`]), the service-manager [`Notifier`], how this
+//! binary was started (for an upgrade) and, in a master started by an upgrade, the pipe
+//! to report on. Output: workers kept running until a stop, or a hand-over to a new
+//! master. It never serves HTTP to clients and never waits on a client.
+//!
+//! Never a moment without a serving worker on a slot: a reload starts the successor
+//! beside the running worker and retires the running one (USR2: drain, leave the
+//! listener) only when the successor reports that it serves; a successor that cannot
+//! start leaves the predecessor serving while the usual back-off restarts it.
+
+use super::{
+    backoff, describe, BACKOFF_FIRST, BACKOFF_MAX, CRASH_WINDOW, FAST_STOP_GRACE,
+    GRACEFUL_SLACK, TICK,
+};
+use crate::args::ServeArgs;
+use crate::listen::Listeners;
+use crate::notify::Notifier;
+use crate::plan::Plan;
+use crate::stats;
+use crate::sys::{self, Forked, SharedCounters};
+use crate::upgrade::{self, Launch, Outcome, Pending};
+use crate::worker::{self, WorkerStart, SIGNALS};
+use core::sync::atomic::Ordering::Relaxed;
+use rustix::process::{Pid, Signal, WaitOptions, WaitStatus};
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+/// What bring-up made and the supervisor uses.
+pub(crate) struct Shared<'a> {
+    pub args: &'a ServeArgs,
+    pub plan: &'a Plan,
+    pub listeners: &'a Listeners,
+    pub counters: &'a SharedCounters,
+    pub metrics: Option<&'a OwnedFd>,
+    /// The workers' readiness pipe: (read end, write end).
+    pub ready: (OwnedFd, OwnedFd),
+}
+
+/// One worker slot: the process serving plan entry `index`, its predecessor during a
+/// reload, and its crash history.
+///
+/// Counter accounting: slot `i` owns blocks `i` and `i + n` of the shared counters and
+/// each HUP switches to the other one, so a new generation never counts into the block
+/// an old worker is still draining. When a worker is reaped, the master zeroes the
+/// `open` gauge of its block (a killed worker never decrements it), unless another live
+/// process still counts into that block (only when three generations of a slot are alive
+/// at once, after HUPs faster than the old workers drain): its leftovers are then
+/// cleared when the last of them is reaped. `/metrics` shows the sum of both blocks.
+#[derive(Debug, Default)]
+struct Slot {
+    pid: Option<Pid>,
+    started: Option<Instant>,
+    crashes: u32,
+    respawn_at: Option<Instant>,
+    /// The counter block the current process of this slot counts into.
+    block: usize,
+    /// The current process has reported that it serves.
+    serving: bool,
+    /// The worker a reload replaces, serving until the current one serves (and its
+    /// counter block).
+    predecessor: Option<(Pid, usize)>,
+}
+
+/// Which stop was asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stop {
+    Fast,
+    Graceful,
+    /// A new master serves: retire every worker (drain, leave the listeners), exit.
+    Handover,
+}
+
+/// The signal counts the master has already acted on.
+#[derive(Debug, Default)]
+struct Seen {
+    hup: u32,
+    usr1: u32,
+    usr2: u32,
+}
+
+pub(crate) struct Supervisor<'a> {
+    s: Shared<'a>,
+    slots: Vec<Slot>,
+    /// Workers of an older generation that are draining, with their counter block.
+    retiring: Vec<(Pid, usize)>,
+    seen: Seen,
+    /// Open `/metrics` and `/health` connections.
+    responder: stats::responder::Responder,
+    notifier: Notifier,
+    /// How this binary was started, for an upgrade.
+    launch: Option<Launch>,
+    /// When this master was started by an upgrade: where to say that its workers serve.
+    report_to: Option<OwnedFd>,
+    /// The new master of an upgrade in progress.
+    upgrading: Option<Pending>,
+    /// `READY=1` was sent for the current generation.
+    announced: bool,
+}
+
+impl<'a> Supervisor<'a> {
+    pub(crate) fn new(
+        s: Shared<'a>,
+        notifier: Notifier,
+        launch: Option<Launch>,
+        report_to: Option<OwnedFd>,
+    ) -> Self {
+        let slots = (0..s.plan.workers.len())
+            .map(|i| Slot {
+                block: i,
+                ..Slot::default()
+            })
+            .collect();
+        Supervisor {
+            s,
+            slots,
+            retiring: Vec::new(),
+            seen: Seen::default(),
+            responder: stats::responder::Responder::default(),
+            notifier,
+            launch,
+            report_to,
+            upgrading: None,
+            announced: false,
+        }
+    }
+
+    pub(crate) fn start_all(&mut self) -> Result<(), super::MasterError> {
+        for i in 0..self.slots.len() {
+            self.spawn(i).map_err(super::MasterError::Fork)?;
+        }
+        Ok(())
+    }
+
+    /// Descriptors a forked worker must close: other workers' listeners, the metrics
+    /// listener, the readiness pipe's read end, the upgrade pipes.
+    fn not_for_workers(&self, i: usize) -> Vec<std::os::fd::RawFd> {
+        let mut close = self.s.listeners.raw_fds_not_of(i);
+        close.extend(self.s.metrics.map(|m| m.as_raw_fd()));
+        close.push(self.s.ready.0.as_raw_fd());
+        close.extend(self.report_to.as_ref().map(|p| p.as_raw_fd()));
+        close.extend(self.upgrading.as_ref().map(|p| p.fd().as_raw_fd()));
+        close
+    }
+
+    /// Forks worker `i` with signals blocked across the fork (the child unblocks them
+    /// once its counters are reset).
+    fn spawn(&mut self, i: usize) -> io::Result<()> {
+        let start = WorkerStart {
+            plan: self.s.plan.workers[i],
+            listeners: self.s.listeners.of_worker(i),
+            close: self.not_for_workers(i),
+            args: self.s.args,
+            counters: self
+                .s
+                .counters
+                .get(self.slots[i].block)
+                .ok_or_else(|| io::Error::other("no counter block"))?,
+            ready: Some(self.s.ready.1.as_fd()),
+        };
+        sys::mask_signals(&SIGNALS, true)?;
+        let forked = sys::fork();
+        if let Ok(Forked::Child) = forked {
+            // Still masked: the worker resets its counters, then unmasks.
+            worker::main(start);
+        }
+        let unmask = sys::mask_signals(&SIGNALS, false);
+        if let Forked::Parent(pid) = forked? {
+            let slot = &mut self.slots[i];
+            slot.pid = Some(pid);
+            slot.serving = false;
+            slot.started = Some(Instant::now());
+            slot.respawn_at = None;
+        }
+        unmask
+    }
+
+    /// The supervision loop; returns once every worker has stopped after a stop signal,
+    /// or has retired after a hand-over to a new master.
+    pub(crate) fn supervise(&mut self) {
+        loop {
+            // A stop signal sent to the whole process group (as service managers do)
+            // reaches the workers too: their exits are then part of the stop, not crashes.
+            let stop = requested_stop();
+            self.reap(stop.is_some());
+            if let Some(stop) = stop {
+                return self.stop(stop);
+            }
+            self.read_ready();
+            self.handle_reload();
+            self.handle_reopen();
+            self.handle_upgrade();
+            if self.poll_upgrade() {
+                return self.stop(Stop::Handover);
+            }
+            self.respawn_due();
+            self.wait_for_events();
+            self.answer_metrics();
+        }
+    }
+
+    /// Collects every exited child (any child at all: as PID 1 the orphans of the
+    /// namespace are ours to reap); schedules a respawn for current workers unless
+    /// `stopping`.
+    fn reap(&mut self, stopping: bool) {
+        while let Ok(Some((pid, status))) = rustix::process::waitpid(None, WaitOptions::NOHANG) {
+            if let Some(pos) = self.retiring.iter().position(|&(p, _)| p == pid) {
+                let (_, block) = self.retiring.swap_remove(pos);
+                self.release(block);
+                continue;
+            }
+            let pred = self
+                .slots
+                .iter()
+                .position(|s| s.predecessor.is_some_and(|(p, _)| p == pid));
+            if let Some(i) = pred {
+                if let Some((_, block)) = self.slots[i].predecessor.take() {
+                    self.release(block);
+                }
+                continue;
+            }
+            let Some(i) = self.slots.iter().position(|s| s.pid == Some(pid)) else {
+                continue;
+            };
+            self.slots[i].pid = None;
+            self.slots[i].serving = false;
+            self.release(self.slots[i].block);
+            if !stopping {
+                self.schedule_respawn(i, pid, status);
+            }
+        }
+    }
+
+    /// A process counting into `block` is gone: its open connections closed with it, so
+    /// the gauge is zeroed, unless another live process still counts there.
+    fn release(&self, block: usize) {
+        let shared = self.slots.iter().any(|s| {
+            (s.pid.is_some() && s.block == block) || s.predecessor.is_some_and(|(_, b)| b == block)
+        }) || self.retiring.iter().any(|&(_, b)| b == block);
+        if let (false, Some(c)) = (shared, self.s.counters.get(block)) {
+            c.open.store(0, Relaxed);
+        }
+    }
+
+    fn schedule_respawn(&mut self, i: usize, pid: Pid, status: WaitStatus) {
+        let slot = &mut self.slots[i];
+        let now = Instant::now();
+        let lived = slot.started.map_or(Duration::ZERO, |t| now - t);
+        slot.crashes = if lived < CRASH_WINDOW {
+            slot.crashes + 1
+        } else {
+            0
+        };
+        let delay = backoff(slot.crashes);
+        slot.respawn_at = Some(now + delay);
+        crate::say!(
+            "worker {i} (pid {}, cpu {}) {}; restarting in {} ms",
+            pid.as_raw_nonzero(),
+            self.s.plan.workers[i].cpu,
+            describe(status),
+            delay.as_millis()
+        );
+    }
+
+    fn respawn_due(&mut self) {
+        let now = Instant::now();
+        for i in 0..self.slots.len() {
+            let due =
+                self.slots[i].pid.is_none() && self.slots[i].respawn_at.is_some_and(|t| t <= now);
+            if !due {
+                continue;
+            }
+            match self.spawn(i) {
+                Ok(()) => {
+                    if let Some(c) = self.s.counters.get(self.slots[i].block) {
+                        c.respawns.fetch_add(1, Relaxed);
+                    }
+                }
+                Err(e) => {
+                    crate::say!("worker {i}: fork: {e}; retrying");
+                    self.slots[i].respawn_at = Some(now + BACKOFF_MAX.min(BACKOFF_FIRST * 10));
+                }
+            }
+        }
+    }
+
+    /// Reads the workers' reports (each a pid, 4 bytes): the worker serves, so the
+    /// predecessor on its slot retires. When every slot serves: `READY=1`, and a master
+    /// started by an upgrade tells the old one.
+    fn read_ready(&mut self) {
+        let mut buf = [0u8; 256];
+        while let Ok(n @ 1..) = rustix::io::read(&self.s.ready.0, &mut buf) {
+            for chunk in buf[..n].chunks_exact(4) {
+                let pid = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+                self.serving(pid);
+            }
+        }
+        if self.all_serving() && !self.announced {
+            self.announced = true;
+            let status = format!("serving with {} workers", self.slots.len());
+            self.notifier.ready(&status);
+            if let Some(pipe) = self.report_to.take() {
+                upgrade::report_ready(pipe);
+            }
+        }
+    }
+
+    fn serving(&mut self, pid: u32) {
+        let Some(slot) = self
+            .slots
+            .iter_mut()
+            .find(|s| s.pid.is_some_and(|p| p.as_raw_nonzero().get() as u32 == pid))
+        else {
+            return;
+        };
+        slot.serving = true;
+        if let Some((old, block)) = slot.predecessor.take() {
+            let _ = rustix::process::kill_process(old, Signal::USR2);
+            self.retiring.push((old, block));
+        }
+    }
+
+    fn all_serving(&self) -> bool {
+        self.slots.iter().all(|s| s.pid.is_some() && s.serving)
+    }
+
+    /// `/health`: every slot has a serving worker (a predecessor still serving counts).
+    fn healthy(&self) -> bool {
+        self.slots
+            .iter()
+            .all(|s| (s.pid.is_some() && s.serving) || s.predecessor.is_some())
+    }
+
+    /// HUP: if the root and the log open as a worker will open them, a successor for
+    /// every slot; each predecessor retires when its successor serves (`read_ready`).
+    /// Otherwise one line, and the running workers stay.
+    fn handle_reload(&mut self) {
+        let hup = sys::signal_count(libc::SIGHUP);
+        if hup == self.seen.hup {
+            return;
+        }
+        self.seen.hup = hup;
+        let args = self.s.args;
+        if let Err(p) = crate::preflight::check_as(None, &args.root, args.access_log.as_deref()) {
+            crate::say!("reload: {p}; keeping the running workers");
+            self.notifier.status(&format!("reload refused: {p}"));
+            return;
+        }
+        crate::say!("reload: starting new workers, stopping the old ones gracefully");
+        self.notifier.reloading("reloading");
+        self.announced = false;
+        let n = self.slots.len();
+        for i in 0..n {
+            let slot = &mut self.slots[i];
+            if let Some(current) = slot.pid.take() {
+                if slot.predecessor.is_none() {
+                    slot.predecessor = Some((current, slot.block));
+                } else {
+                    // An earlier reload's successor that does not serve yet: the older
+                    // predecessor keeps serving, this one retires.
+                    let _ = rustix::process::kill_process(current, Signal::USR2);
+                    self.retiring.push((current, slot.block));
+                }
+            }
+            slot.serving = false;
+            slot.crashes = 0;
+            // The new generation counts into the slot's other block.
+            slot.block = (slot.block + n) % (2 * n);
+            if let Err(e) = self.spawn(i) {
+                crate::say!("worker {i}: fork: {e}; retrying");
+                self.slots[i].respawn_at = Some(Instant::now() + BACKOFF_FIRST);
+            }
+        }
+    }
+
+    /// USR1: every current worker reopens its access log.
+    fn handle_reopen(&mut self) {
+        let usr1 = sys::signal_count(libc::SIGUSR1);
+        if usr1 != self.seen.usr1 {
+            self.seen.usr1 = usr1;
+            self.signal_all(Signal::USR1);
+        }
+    }
+
+    /// USR2: start the binary at our path with our listeners (`upgrade.rs`).
+    fn handle_upgrade(&mut self) {
+        let usr2 = sys::signal_count(libc::SIGUSR2);
+        if usr2 == self.seen.usr2 {
+            return;
+        }
+        self.seen.usr2 = usr2;
+        if rustix::process::getpid().is_init() {
+            crate::say!("upgrade: refused: this master is PID 1 and its namespace ends with it");
+            return;
+        }
+        if self.upgrading.is_some() {
+            crate::say!("upgrade: one is already under way");
+            return;
+        }
+        let Some(launch) = &self.launch else {
+            crate::say!("upgrade: refused: the path of this binary is unknown");
+            return;
+        };
+        let fds: Vec<_> = self
+            .s
+            .listeners
+            .groups
+            .iter()
+            .flat_map(|g| g.fds.iter().map(|f| f.as_fd()))
+            .collect();
+        match upgrade::start(launch, &fds, self.s.metrics.map(|m| m.as_fd())) {
+            Ok(p) => {
+                crate::say!(
+                    "upgrade: started {} as pid {}",
+                    launch.exe.display(),
+                    p.pid.as_raw_nonzero()
+                );
+                self.notifier.reloading("upgrading");
+                self.upgrading = Some(p);
+            }
+            Err(e) => crate::say!(
+                "upgrade: starting {}: {e}; the running master keeps serving",
+                launch.exe.display()
+            ),
+        }
+    }
+
+    /// True once the new master of an upgrade serves (then this one hands over); a
+    /// failed upgrade is stopped and this master keeps serving.
+    fn poll_upgrade(&mut self) -> bool {
+        let Some(p) = &self.upgrading else {
+            return false;
+        };
+        match p.poll(Instant::now()) {
+            Outcome::Waiting => false,
+            Outcome::Ready => {
+                let pid = p.pid.as_raw_nonzero().get() as u32;
+                crate::say!("upgrade: new master pid {pid} serves; retiring this master's workers");
+                self.notifier.main_pid(pid, "upgraded");
+                self.upgrading = None;
+                true
+            }
+            Outcome::Failed(why) => {
+                self.stop_upgrade();
+                crate::say!("upgrade: {why}; the running master keeps serving");
+                self.notifier.ready("upgrade failed; serving");
+                false
+            }
+        }
+    }
+
+    /// Stops the new master of an upgrade in progress (its workers die with it: they
+    /// carry a parent-death signal) and reaps it.
+    fn stop_upgrade(&mut self) {
+        let Some(p) = self.upgrading.take() else {
+            return;
+        };
+        let _ = rustix::process::kill_process(p.pid, Signal::TERM);
+        let deadline = Instant::now() + FAST_STOP_GRACE;
+        loop {
+            match rustix::process::waitpid(Some(p.pid), WaitOptions::NOHANG) {
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(10))
+                }
+                Ok(None) => {
+                    let _ = rustix::process::kill_process(p.pid, Signal::KILL);
+                    let _ = rustix::process::waitpid(Some(p.pid), WaitOptions::empty());
+                    return;
+                }
+                _ => return,
+            }
+        }
+    }
+
+    fn live(&self) -> impl Iterator<Item = Pid> + '_ {
+        self.slots
+            .iter()
+            .flat_map(|s| s.pid.into_iter().chain(s.predecessor.map(|(p, _)| p)))
+            .chain(self.retiring.iter().map(|&(p, _)| p))
+    }
+
+    fn signal_all(&self, sig: Signal) {
+        for pid in self.live() {
+            let _ = rustix::process::kill_process(pid, sig);
+        }
+    }
+
+    /// Sleeps until a signal, the next due respawn, a worker's report, a metrics
+    /// client's socket or its deadline, or the upgrade's pipe. The sockets are
+    /// nonblocking: nothing here waits on a client.
+    fn wait_for_events(&self) {
+        use rustix::event::{PollFd, PollFlags};
+        let now = Instant::now();
+        let next = self
+            .slots
+            .iter()
+            .filter_map(|s| s.respawn_at)
+            .chain(self.responder.next_deadline())
+            .chain(self.upgrading.as_ref().map(|p| p.deadline()))
+            .min();
+        let timeout = next.map_or(TICK, |t| t.saturating_duration_since(now).min(TICK));
+        let ts = rustix::time::Timespec {
+            tv_sec: timeout.as_secs() as i64,
+            tv_nsec: i64::from(timeout.subsec_nanos()),
+        };
+        let mut fds = match self.s.metrics {
+            Some(m) => self.responder.poll_fds(m.as_fd()),
+            None => Vec::new(),
+        };
+        fds.push(PollFd::new(&self.s.ready.0, PollFlags::IN));
+        if let Some(p) = &self.upgrading {
+            fds.push(PollFd::from_borrowed_fd(p.fd(), PollFlags::IN));
+        }
+        let _ = rustix::event::poll(&mut fds, Some(&ts));
+    }
+
+    /// Accepts and moves every metrics client as far as it can go without waiting.
+    fn answer_metrics(&mut self) {
+        let Some(m) = self.s.metrics else { return };
+        let healthy = self.healthy();
+        let (workers, counters) = (&self.s.plan.workers, self.s.counters);
+        let body = || {
+            let n = workers.len();
+            let merged: Vec<stats::WorkerCounters> = (0..n)
+                .map(|i| stats::merged(counters.get(i), counters.get(i + n)))
+                .collect();
+            stats::render(workers, merged.iter())
+        };
+        if let Err(e) = self.responder.service(m.as_fd(), Instant::now(), body, healthy) {
+            crate::say!("metrics: {e}");
+        }
+    }
+
+    /// Shuts the listeners of slots with no live worker, so that a graceful stop refuses
+    /// new connections on them at once (a worker shuts its own after accepting what is
+    /// queued, see `serve_loop`).
+    fn shut_unserved_listeners(&self) {
+        for (i, slot) in self.slots.iter().enumerate() {
+            if slot.pid.is_none() && slot.predecessor.is_none() {
+                for fd in self.s.listeners.of_worker(i) {
+                    let _ = rustix::net::shutdown(fd, rustix::net::Shutdown::Read);
+                }
+            }
+        }
+    }
+
+    /// Stops every worker: TERM (fast), QUIT (graceful) or USR2 (hand-over: retire),
+    /// then waits; a TERM during a graceful stop or a hand-over makes it fast; whatever is
+    /// left at the deadline is killed.
+    fn stop(&mut self, mut kind: Stop) {
+        match kind {
+            Stop::Handover => crate::say!("handing over to the new master"),
+            _ => {
+                crate::say!("stopping ({})", stop_name(kind));
+                self.notifier.stopping(&format!("stopping ({})", stop_name(kind)));
+                self.stop_upgrade();
+            }
+        }
+        if kind == Stop::Graceful {
+            self.shut_unserved_listeners();
+        }
+        self.signal_all(stop_signal(kind));
+        let mut deadline = Instant::now() + self.grace(kind);
+        loop {
+            self.reap(true);
+            if self.live().next().is_none() {
+                break;
+            }
+            if kind != Stop::Fast && requested_stop() == Some(Stop::Fast) {
+                kind = Stop::Fast;
+                self.signal_all(Signal::TERM);
+                deadline = deadline.min(Instant::now() + FAST_STOP_GRACE);
+            }
+            if Instant::now() >= deadline {
+                crate::say!("workers still running after the grace period; killing them");
+                self.signal_all(Signal::KILL);
+                deadline = Instant::now() + FAST_STOP_GRACE;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        crate::say!("{}", if kind == Stop::Handover { "handed over" } else { "stopped" });
+    }
+
+    fn grace(&self, kind: Stop) -> Duration {
+        match kind {
+            Stop::Fast => FAST_STOP_GRACE,
+            Stop::Graceful | Stop::Handover => self.s.args.shutdown_timeout + GRACEFUL_SLACK,
+        }
+    }
+}
+
+/// TERM or INT: fast; QUIT: graceful; fast wins when both came.
+fn requested_stop() -> Option<Stop> {
+    if sys::signal_count(libc::SIGTERM) > 0 || sys::signal_count(libc::SIGINT) > 0 {
+        Some(Stop::Fast)
+    } else if sys::signal_count(libc::SIGQUIT) > 0 {
+        Some(Stop::Graceful)
+    } else {
+        None
+    }
+}
+
+fn stop_signal(kind: Stop) -> Signal {
+    match kind {
+        Stop::Fast => Signal::TERM,
+        Stop::Graceful => Signal::QUIT,
+        Stop::Handover => Signal::USR2,
+    }
+}
+
+fn stop_name(kind: Stop) -> &'static str {
+    match kind {
+        Stop::Fast => "fast",
+        Stop::Graceful => "graceful",
+        Stop::Handover => "hand-over",
+    }
+}

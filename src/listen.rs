@@ -101,6 +101,9 @@ pub fn open_seeded(
         if fds.is_empty() {
             probe(*addr)?;
         }
+        for fd in fds {
+            prepare_passed(*addr, fd, opts)?;
+        }
     }
     let mut groups: Vec<Group> = seeded
         .into_iter()
@@ -199,6 +202,19 @@ fn make_listener(addr: SocketAddr, opts: SocketOptions) -> Result<OwnedFd, Liste
     rustix::net::bind(&fd, &addr).map_err(fail("bind"))?;
     rustix::net::listen(&fd, BACKLOG).map_err(fail("listen"))?;
     Ok(fd)
+}
+
+/// What [`make_listener`] sets after `bind`, on a socket made elsewhere: nonblocking (a
+/// socket unit's socket is blocking unless `NonBlocking=yes`, and a worker accepts until
+/// `EAGAIN`) and `TCP_DEFER_ACCEPT`.
+fn prepare_passed(addr: SocketAddr, fd: &OwnedFd, opts: SocketOptions) -> Result<(), ListenError> {
+    rustix::io::ioctl_fionbio(fd, true)
+        .map_err(|e| ListenError::Socket(addr, "O_NONBLOCK", e.into()))?;
+    if opts.defer_accept_secs > 0 {
+        sys::set_tcp_defer_accept(fd.as_fd(), opts.defer_accept_secs)
+            .map_err(|e| ListenError::Socket(addr, "TCP_DEFER_ACCEPT", e))?;
+    }
+    Ok(())
 }
 
 fn local_addr(fd: &OwnedFd) -> io::Result<SocketAddr> {

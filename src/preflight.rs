@@ -114,12 +114,21 @@ fn open_all(who: Option<&Identity>, root: &Path, log: Option<&Path>) -> String {
         None => String::new(),
     };
     if let Err(e) = crate::worker::open_root(root) {
-        return format!("root\t{}: {e}{as_whom}", root.display());
+        return format!("root\t{}: {}{as_whom}", root.display(), plain(&e));
     }
     if let Some(path) = log {
         if let Err(e) = AccessLog::open(Some(path.to_path_buf())) {
-            return format!("access-log\t{}: {e}{as_whom}", path.display());
+            return format!("access-log\t{}: {}{as_whom}", path.display(), plain(&e));
         }
     }
     String::new()
+}
+
+/// The error's text without the ` (os error N)` that `io::Error` appends.
+fn plain(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" (os error ") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    }
 }

@@ -135,7 +135,7 @@ fn the_open_files_warning_names_what_a_worker_holds() {
     let root = TempDir::new("nofile");
     std::fs::write(root.path().join("index.html"), b"x\n").unwrap();
     let script = format!(
-        "ulimit -Hn 256 && ulimit -Sn 256 && exec {} serve {} --listen 127.0.0.1:0 \
+        "ulimit -Sn 256 && ulimit -Hn 256 && exec {} serve {} --listen 127.0.0.1:0 \
          --metrics 127.0.0.1:0 --workers 1",
         binary(),
         root.path().display()

@@ -362,18 +362,19 @@ impl<'a> Loop<'a> {
             if self.ctx.draining || !self.accepting {
                 return;
             }
-            let Some(&slot) = self.free.last() else {
-                if self.close_oldest_idle() {
-                    continue;
-                }
+            // A full table makes room (below) only for a connection really accepted.
+            if self.free.is_empty() && self.ctx.timers.oldest(Kind::Idle).is_none() {
                 return self.pause();
-            };
+            }
             match rustix::net::acceptfrom_with(
                 self.listener,
                 SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
             ) {
                 Ok((fd, addr)) => {
-                    self.free.pop();
+                    if self.free.is_empty() {
+                        self.close_oldest_idle();
+                    }
+                    let Some(slot) = self.free.pop() else { return };
                     self.accepted(slot, fd, addr);
                 }
                 Err(Errno::AGAIN) => return,
@@ -527,14 +528,10 @@ impl<'a> Loop<'a> {
     }
 
     /// A full table makes room as nginx does: the connection idle the longest (between
-    /// requests, nothing buffered) is closed. False when none is idle.
-    fn close_oldest_idle(&mut self) -> bool {
-        match self.ctx.timers.oldest(Kind::Idle) {
-            Some(slot) => {
-                self.close(slot);
-                true
-            }
-            None => false,
+    /// requests, nothing buffered) is closed.
+    fn close_oldest_idle(&mut self) {
+        if let Some(slot) = self.ctx.timers.oldest(Kind::Idle) {
+            self.close(slot);
         }
     }
 
@@ -548,7 +545,8 @@ impl<'a> Loop<'a> {
     }
 
     fn maybe_resume(&mut self) {
-        let due = self.ctx.now_ms >= self.resume_at && !self.free.is_empty();
+        let room = !self.free.is_empty() || self.ctx.timers.oldest(Kind::Idle).is_some();
+        let due = self.ctx.now_ms >= self.resume_at && room;
         if !self.accepting && !self.ctx.draining && !self.listener_shut && due {
             self.accepting = self.poller.listener_interest(self.listener, true).is_ok();
         }

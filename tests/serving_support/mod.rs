@@ -106,6 +106,7 @@ impl InProc {
             let mut control = || match s2.load(Ordering::Relaxed) {
                 1 => Control::StopGraceful,
                 2 => Control::StopNow,
+                4 => Control::Retire,
                 3 => {
                     let _ = s2.compare_exchange(3, 0, Ordering::Relaxed, Ordering::Relaxed);
                     Control::ReopenLog

@@ -118,8 +118,8 @@ pub fn inspect(fd: &OwnedFd) -> io::Result<(SocketAddr, bool)> {
     if !sockopt::socket_acceptconn(fd)? {
         return Err(not("listening"));
     }
-    let addr = SocketAddr::try_from(rustix::net::getsockname(fd)?)
-        .map_err(|_| not("an IP socket"))?;
+    let addr =
+        SocketAddr::try_from(rustix::net::getsockname(fd)?).map_err(|_| not("an IP socket"))?;
     Ok((addr, sockopt::socket_reuseport(fd)?))
 }
 
@@ -215,7 +215,10 @@ mod tests {
             name: "web".into(),
         };
         let line = reuseport_problem(&inherited).expect("a problem");
-        assert!(line.contains("SO_REUSEPORT") && line.contains("web"), "{line}");
+        assert!(
+            line.contains("SO_REUSEPORT") && line.contains("web"),
+            "{line}"
+        );
         let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
         assert!(inspect(&OwnedFd::from(a)).is_err());
     }

@@ -196,8 +196,8 @@ fn seat_passed(
         });
         fds.push(Some(p.fd));
     }
-    let default_only = args.listen.len() == 1
-        && args.listen[0].to_string() == crate::args::DEFAULT_LISTEN;
+    let default_only =
+        args.listen.len() == 1 && args.listen[0].to_string() == crate::args::DEFAULT_LISTEN;
     let seating = listen::adopt::seat(&args.listen, default_only, &offered, plan.workers.len())
         .map_err(MasterError::Inherit)?;
     if !offered.is_empty() {

@@ -49,17 +49,12 @@ pub fn resolve_user(spec: &UserSpec) -> Result<Identity, Problem> {
 
 /// Opens `root` and `log` in a child that first becomes `who` (when given and the master
 /// is root); the first failure, as the worker would meet it.
-pub fn check_as(
-    who: Option<&Identity>,
-    root: &Path,
-    log: Option<&Path>,
-) -> Result<(), Problem> {
-    let (rd, wr) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| {
-        Problem {
+pub fn check_as(who: Option<&Identity>, root: &Path, log: Option<&Path>) -> Result<(), Problem> {
+    let (rd, wr) =
+        rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| Problem {
             stage: "master",
             message: format!("pipe: {e}"),
-        }
-    })?;
+        })?;
     let forked = sys::fork().map_err(|e| Problem {
         stage: "master",
         message: format!("fork: {e}"),

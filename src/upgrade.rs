@@ -147,7 +147,9 @@ fn environment(names: &[&str]) -> io::Result<Vec<CString>> {
         env.push(c_string(OsString::from_vec(kv))?);
     }
     env.push(c_string(format!("LISTEN_FDS={}", names.len()).into())?);
-    env.push(c_string(format!("LISTEN_FDNAMES={}", names.join(":")).into())?);
+    env.push(c_string(
+        format!("LISTEN_FDNAMES={}", names.join(":")).into(),
+    )?);
     Ok(env)
 }
 
@@ -229,6 +231,9 @@ mod tests {
         ));
         report_ready(wr);
         assert_eq!(p.poll(Instant::now()), Outcome::Ready);
-        assert!(matches!(p.poll(Instant::now()), Outcome::Failed(_)), "EOF after");
+        assert!(
+            matches!(p.poll(Instant::now()), Outcome::Failed(_)),
+            "EOF after"
+        );
     }
 }

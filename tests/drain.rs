@@ -20,14 +20,18 @@ fn drain_with(control: u8, retire: bool) {
     let mut early = srv.connect();
     let mut late = srv.connect();
     for s in [&mut early, &mut late] {
-        s.write_all(b"GET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+        s.write_all(b"GET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
         let r = read_response(&mut BufReader::new(s.try_clone().unwrap()), false).unwrap();
         assert_eq!(r.header("Connection"), None, "kept alive before the drain");
     }
     srv.control.store(control, Relaxed);
     std::thread::sleep(Duration::from_millis(300));
     let refused = std::net::TcpStream::connect(srv.addr).is_err();
-    assert_eq!(refused, !retire, "a stop refuses new connections, a retirement does not");
+    assert_eq!(
+        refused, !retire,
+        "a stop refuses new connections, a retirement does not"
+    );
     // A request that was on its way when the drain began is answered, then closed.
     early
         .write_all(b"GET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n")
@@ -61,7 +65,8 @@ fn a_full_table_closes_the_oldest_idle_connection() {
     let mut held = Vec::new();
     for _ in 0..2 {
         let mut s = srv.connect();
-        s.write_all(b"GET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+        s.write_all(b"GET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
         read_response(&mut BufReader::new(s.try_clone().unwrap()), false).unwrap();
         held.push(s);
         std::thread::sleep(Duration::from_millis(20));

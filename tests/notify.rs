@@ -105,14 +105,13 @@ fn mainpid_after_an_upgrade_on_an_abstract_socket() {
         .parse()
         .unwrap();
     assert_ne!(new, server.pid);
-    assert!(
-        server.wait_exit(PATIENCE).success(),
-        "the old master exits"
-    );
+    assert!(server.wait_exit(PATIENCE).success(), "the old master exits");
     assert!(alive(new), "the new master runs");
     assert_eq!(get(server.addr, "/index.html").0, 200, "and serves");
     send_signal(new, libc::SIGTERM);
-    m.expect("STOPPING=1 from the new master", |d| has_line(d, "STOPPING=1"));
+    m.expect("STOPPING=1 from the new master", |d| {
+        has_line(d, "STOPPING=1")
+    });
     let deadline = Instant::now() + PATIENCE;
     while alive(new) {
         assert!(Instant::now() < deadline, "the new master did not stop");

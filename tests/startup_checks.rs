@@ -40,7 +40,10 @@ fn fails_before_binding(args: &[&str], stage_and_text: &str) {
     let (code, err) = run(args);
     assert_ne!(code, 0, "{args:?}: {err}");
     assert!(!err.contains("listening on"), "{args:?} bound first: {err}");
-    assert!(!err.contains("running on cpu"), "{args:?} started workers: {err}");
+    assert!(
+        !err.contains("running on cpu"),
+        "{args:?} started workers: {err}"
+    );
     assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
     assert!(err.contains(stage_and_text), "{args:?}: {err}");
 }
@@ -55,7 +58,12 @@ fn a_word_that_is_not_a_directory_fails_before_binding() {
     let file = dir.path().join("a-file");
     std::fs::write(&file, b"x").unwrap();
     fails_before_binding(
-        &["serve", &file.display().to_string(), "--listen", "127.0.0.1:0"],
+        &[
+            "serve",
+            &file.display().to_string(),
+            "--listen",
+            "127.0.0.1:0",
+        ],
         "Not a directory",
     );
 }
@@ -87,20 +95,40 @@ fn an_access_log_the_user_cannot_open_fails_before_binding() {
     let closed = TempDir::new("startup-closed");
     let closed_log = closed.path().join("missing").join("access.log");
     fails_before_binding(
-        &["serve", &root, "--listen", "127.0.0.1:0", "--access-log", &closed_log.display().to_string()],
+        &[
+            "serve",
+            &root,
+            "--listen",
+            "127.0.0.1:0",
+            "--access-log",
+            &closed_log.display().to_string(),
+        ],
         "steerd: access-log: ",
     );
-    if !is_root() || !std::fs::read_to_string("/etc/passwd").is_ok_and(|p| p.contains("\nnobody:")) {
+    if !is_root() || !std::fs::read_to_string("/etc/passwd").is_ok_and(|p| p.contains("\nnobody:"))
+    {
         eprintln!("skipped the --user part: needs root and a user nobody");
         return;
     }
     // Writable by root only (0755, owned by root): the master could open it, the workers
     // (nobody) could not.
     fails_before_binding(
-        &["serve", &root, "--listen", "127.0.0.1:0", "--user", "nobody", "--access-log", &log],
+        &[
+            "serve",
+            &root,
+            "--listen",
+            "127.0.0.1:0",
+            "--user",
+            "nobody",
+            "--access-log",
+            &log,
+        ],
         "Permission denied (as uid 65534)",
     );
-    assert!(!std::path::Path::new(&log).exists(), "nothing created as root");
+    assert!(
+        !std::path::Path::new(&log).exists(),
+        "nothing created as root"
+    );
     // The same path is fine without --user.
     let server = Server::spawn(Command::new(binary()).args([
         "serve",
@@ -118,9 +146,32 @@ fn an_access_log_the_user_cannot_open_fails_before_binding() {
 #[test]
 fn a_flag_given_twice_is_an_error() {
     let cases: [&[&str]; 3] = [
-        &["serve", "-l", "127.0.0.1:0", "--workers", "1", "--workers", "2"],
-        &["serve", "-l", "127.0.0.1:0", "--max-conns", "5", "--max-conns=5"],
-        &["serve", "-l", "127.0.0.1:0", "--access-log", "off", "--access-log", "off"],
+        &[
+            "serve",
+            "-l",
+            "127.0.0.1:0",
+            "--workers",
+            "1",
+            "--workers",
+            "2",
+        ],
+        &[
+            "serve",
+            "-l",
+            "127.0.0.1:0",
+            "--max-conns",
+            "5",
+            "--max-conns=5",
+        ],
+        &[
+            "serve",
+            "-l",
+            "127.0.0.1:0",
+            "--access-log",
+            "off",
+            "--access-log",
+            "off",
+        ],
     ];
     for args in cases {
         let (code, err) = run(args);

@@ -13,8 +13,8 @@
 //! start leaves the predecessor serving while the usual back-off restarts it.
 
 use super::{
-    backoff, describe, BACKOFF_FIRST, BACKOFF_MAX, CRASH_WINDOW, FAST_STOP_GRACE,
-    GRACEFUL_SLACK, TICK,
+    backoff, describe, BACKOFF_FIRST, BACKOFF_MAX, CRASH_WINDOW, FAST_STOP_GRACE, GRACEFUL_SLACK,
+    TICK,
 };
 use crate::args::ServeArgs;
 use crate::listen::Listeners;
@@ -310,11 +310,10 @@ impl<'a> Supervisor<'a> {
     }
 
     fn serving(&mut self, pid: u32) {
-        let Some(slot) = self
-            .slots
-            .iter_mut()
-            .find(|s| s.pid.is_some_and(|p| p.as_raw_nonzero().get() as u32 == pid))
-        else {
+        let Some(slot) = self.slots.iter_mut().find(|s| {
+            s.pid
+                .is_some_and(|p| p.as_raw_nonzero().get() as u32 == pid)
+        }) else {
             return;
         };
         slot.serving = true;
@@ -530,7 +529,10 @@ impl<'a> Supervisor<'a> {
                 .collect();
             stats::render(workers, merged.iter())
         };
-        if let Err(e) = self.responder.service(m.as_fd(), Instant::now(), body, healthy) {
+        if let Err(e) = self
+            .responder
+            .service(m.as_fd(), Instant::now(), body, healthy)
+        {
             crate::say!("metrics: {e}");
         }
     }
@@ -556,7 +558,8 @@ impl<'a> Supervisor<'a> {
             Stop::Handover => crate::say!("handing over to the new master"),
             _ => {
                 crate::say!("stopping ({})", stop_name(kind));
-                self.notifier.stopping(&format!("stopping ({})", stop_name(kind)));
+                self.notifier
+                    .stopping(&format!("stopping ({})", stop_name(kind)));
                 self.stop_upgrade();
             }
         }
@@ -582,7 +585,14 @@ impl<'a> Supervisor<'a> {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        crate::say!("{}", if kind == Stop::Handover { "handed over" } else { "stopped" });
+        crate::say!(
+            "{}",
+            if kind == Stop::Handover {
+                "handed over"
+            } else {
+                "stopped"
+            }
+        );
     }
 
     fn grace(&self, kind: Stop) -> Duration {

@@ -243,7 +243,8 @@ mod tests {
         pump(&mut r, &l, 3);
         assert_eq!(r.len(), 1);
         let later = Instant::now() + CLIENT_DEADLINE;
-        r.service(l.as_fd(), later, String::new, true).expect("service");
+        r.service(l.as_fd(), later, String::new, true)
+            .expect("service");
         assert!(r.is_empty());
     }
 

@@ -30,10 +30,21 @@ struct LoadResult {
 }
 
 impl Load {
-    /// `steerd bench load http://ADDR/PATH -c CONNS -d SECSs --json` (keep-alive).
-    fn start(addr: std::net::SocketAddr, path: &str, conns: u32, secs: u64) -> Load {
-        let child = Command::new(binary())
-            .args(["bench", "load", &format!("http://{addr}{path}")])
+    /// `steerd bench load http://ADDR/PATH -c CONNS -d SECSs --json` (keep-alive), with
+    /// its two threads pinned to `pin` when given.
+    fn start(
+        addr: std::net::SocketAddr,
+        path: &str,
+        conns: u32,
+        secs: u64,
+        pin: Option<&str>,
+    ) -> Load {
+        let mut cmd = Command::new(binary());
+        cmd.args(["bench", "load", &format!("http://{addr}{path}")]);
+        if let Some(cpus) = pin {
+            cmd.args(["--pin", cpus]);
+        }
+        let child = cmd
             .args(["-c", &conns.to_string(), "-t", "2"])
             .args(["-d", &format!("{secs}s"), "--json"])
             .stdin(Stdio::null())
@@ -135,7 +146,7 @@ fn ten_hups_and_two_upgrades_under_keepalive_load_lose_nothing() {
             .args(["--keepalive-timeout", "5", "--shutdown-timeout", "10"]),
     );
     let mut reaper = Reaper(vec![]);
-    let load = Load::start(server.addr, "/f13", 20, 25);
+    let load = Load::start(server.addr, "/f13", 20, 25, None);
     std::thread::sleep(Duration::from_millis(500));
     for n in 1..=10 {
         server.signal(libc::SIGHUP);
@@ -211,7 +222,8 @@ fn a_killed_worker_costs_one_error_per_connection_it_held() {
     let server = Server::start(&["--workers", "2", "--cpus", &format!("{a},{b}")]);
     let (victim, _) = server.plan()[1];
     let pid = server.worker_pid(victim);
-    let load = Load::start(server.addr, "/index.html", 20, 4);
+    // Client threads on both CPUs: each worker holds some of the connections.
+    let load = Load::start(server.addr, "/index.html", 20, 4, Some(&format!("{a},{b}")));
     let open_series = |m: &std::collections::HashMap<String, u64>| -> u64 {
         m.iter()
             .filter(|(k, _)| {
@@ -236,6 +248,7 @@ fn a_killed_worker_costs_one_error_per_connection_it_held() {
     assert!(load.running(), "the kill happened during the load");
     let result = load.finish();
     eprintln!("worker {victim} held {held} connections when killed: {result:?}");
+    assert!(held > 0, "the killed worker held connections");
     assert!(
         result.errors <= held,
         "more errors ({}) than connections the killed worker held ({held}): {}",

@@ -27,10 +27,13 @@ impl Supervisor<'_> {
         }
         if self.all_serving() && !self.announced {
             self.announced = true;
-            let status = format!("serving with {} workers", self.slots.len());
-            self.notifier.ready(&status);
-            if let Some(pipe) = self.report_to.take() {
-                upgrade::report_ready(pipe);
+            // Started by an upgrade: the old master tells the manager (`MAINPID=`).
+            match self.report_to.take() {
+                Some(pipe) => upgrade::report_ready(pipe),
+                None => {
+                    let status = format!("serving with {} workers", self.slots.len());
+                    self.notifier.ready(&status);
+                }
             }
         }
     }

@@ -338,8 +338,16 @@ fn announce(plan: &Plan, policy: SteerPolicy, listeners: &Listeners, metrics: Op
     }
 }
 
-/// Becomes the `--user` resolved before binding, and checks it cannot be undone.
+/// Becomes the `--user` resolved before binding, and checks it cannot be undone. A master
+/// that already is that user (started by an upgrade of one that had dropped privileges)
+/// has nothing to do.
 fn become_user(id: &Identity) -> Result<(), MasterError> {
+    let already = rustix::process::geteuid().as_raw() == id.uid
+        && rustix::process::getuid().as_raw() == id.uid
+        && rustix::process::getgid().as_raw() == id.gid;
+    if already && id.uid != 0 {
+        return Ok(());
+    }
     sys::become_user(id.uid, id.gid, &id.groups)
         .map_err(|e| MasterError::User(format!("becoming uid {} gid {}: {e}", id.uid, id.gid)))?;
     if id.uid != 0 && sys::become_user(0, 0, &[0]).is_ok() {

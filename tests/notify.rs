@@ -97,8 +97,8 @@ fn mainpid_after_an_upgrade_on_an_abstract_socket() {
     };
     // As root, with --user: the new master starts as the user the old one became, with
     // no privilege to bind or to change users, and needs none.
-    let nobody = is_root()
-        && std::fs::read_to_string("/etc/passwd").is_ok_and(|p| p.contains("\nnobody:"));
+    let nobody =
+        is_root() && std::fs::read_to_string("/etc/passwd").is_ok_and(|p| p.contains("\nnobody:"));
     let user: &[&str] = if nobody { &["--user", "nobody"] } else { &[] };
     let mut server = start(&format!("@{name}"), user);
     m.expect("READY=1", |d| has_line(d, "READY=1"));

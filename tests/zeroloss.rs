@@ -257,3 +257,51 @@ fn a_killed_worker_costs_one_error_per_connection_it_held() {
     );
     assert!(result.requests > 0);
 }
+
+/// An upgrade to a binary that cannot start (not executable; exits at once) is stopped:
+/// one line says why and the running master keeps serving, with the same workers.
+#[test]
+fn a_failed_upgrade_leaves_the_running_master_serving() {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = TempDir::new("upgrade-fail");
+    let exe = install_copy(bin.path());
+    let site = TempDir::new("upgrade-fail-site");
+    std::fs::write(site.path().join("index.html"), b"still here\n").unwrap();
+    let server = Server::spawn(
+        Command::new(&exe)
+            .args(["serve", &site.path().display().to_string()])
+            .args(["--listen", "127.0.0.1:0", "--workers", "2"]),
+    );
+    let workers: Vec<u32> = server
+        .plan()
+        .iter()
+        .map(|&(i, _)| server.worker_pid(i))
+        .collect();
+    // Not executable.
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o644)).unwrap();
+    server.signal(libc::SIGUSR2);
+    let line = server.wait_line(|l| l.contains("the running master keeps serving"));
+    assert!(line.contains("upgrade: "), "{line}");
+    // A program that exits before serving.
+    let tmp = bin.path().join("steerd.new");
+    std::fs::write(&tmp, "#!/bin/sh\nexit 3\n").unwrap();
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::rename(&tmp, &exe).unwrap();
+    server.signal(libc::SIGUSR2);
+    let lines = server.wait_lines(|l| l.contains("the running master keeps serving"), 2);
+    assert!(
+        lines[1].contains("exited before its workers served"),
+        "{lines:?}"
+    );
+    assert_eq!(
+        get(server.addr, "/index.html"),
+        (200, "still here\n".into())
+    );
+    let now: Vec<u32> = server
+        .plan()
+        .iter()
+        .map(|&(i, _)| server.worker_pid(i))
+        .collect();
+    assert_eq!(now, workers, "the same workers serve");
+    assert!(workers.iter().all(|&p| alive(p)));
+}

@@ -120,7 +120,7 @@ fn open_all(who: Option<&Identity>, root: &Path, log: Option<&Path>) -> String {
 }
 
 /// The error's text without the ` (os error N)` that `io::Error` appends.
-fn plain(e: &std::io::Error) -> String {
+pub fn plain(e: &std::io::Error) -> String {
     let text = e.to_string();
     match text.rfind(" (os error ") {
         Some(at) => text[..at].to_string(),

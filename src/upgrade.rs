@@ -31,6 +31,8 @@ use std::time::{Duration, Instant};
 pub const DEADLINE: Duration = Duration::from_secs(20);
 /// The byte the new master writes when its workers serve.
 const READY: u8 = b'R';
+/// What the child writes before the reason it could not start the new binary.
+const FAILED: char = 'E';
 
 /// How this process was started, recorded before anything could change it.
 #[derive(Clone, Debug)]
@@ -107,7 +109,7 @@ pub fn start(
     match sys::fork()? {
         Forked::Child => {
             let _ = sys::pin_to_set(&launch.affinity);
-            exec_child(&exe, &argv, env, &fds)
+            exec_child(&exe, &argv, env, &fds, &wr)
         }
         Forked::Parent(pid) => Ok(Pending {
             pid,
@@ -118,7 +120,14 @@ pub fn start(
 }
 
 /// In the child: clean signal mask, descriptors in place, `LISTEN_PID` = ourselves, exec.
-fn exec_child(exe: &CString, argv: &[CString], mut env: Vec<CString>, fds: &[RawFd]) -> ! {
+/// A failure is written to the readiness pipe (`report`) for the old master's one line.
+fn exec_child(
+    exe: &CString,
+    argv: &[CString],
+    mut env: Vec<CString>,
+    fds: &[RawFd],
+    report: &OwnedFd,
+) -> ! {
     let _ = sys::handover::unblock_all_signals();
     let placed = sys::handover::place_fds(fds, FIRST_FD);
     let err = match placed {
@@ -129,7 +138,12 @@ fn exec_child(exe: &CString, argv: &[CString], mut env: Vec<CString>, fds: &[Raw
         }
         Err(e) => e,
     };
-    crate::say!("upgrade: starting {}: {err}", exe.to_string_lossy());
+    let why = format!(
+        "{FAILED}starting {}: {}",
+        exe.to_string_lossy(),
+        crate::preflight::plain(&err)
+    );
+    let _ = rustix::io::write(report, why.as_bytes());
     sys::exit_now(127)
 }
 
@@ -170,9 +184,12 @@ impl Pending {
 
     /// Reads the pipe without waiting and checks the deadline.
     pub fn poll(&self, now: Instant) -> Outcome {
-        let mut b = [0u8; 1];
+        let mut b = [0u8; 512];
         match rustix::io::read(&self.ready, &mut b) {
-            Ok(1) if b[0] == READY => Outcome::Ready,
+            Ok(1..) if b[0] == READY => Outcome::Ready,
+            Ok(n @ 1..) if b[0] == FAILED as u8 => {
+                Outcome::Failed(String::from_utf8_lossy(&b[1..n]).into_owned())
+            }
             Ok(_) => Outcome::Failed("the new master exited before its workers served".into()),
             Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) if now < self.deadline => {
                 Outcome::Waiting

@@ -281,7 +281,10 @@ fn a_failed_upgrade_leaves_the_running_master_serving() {
     std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o644)).unwrap();
     server.signal(libc::SIGUSR2);
     let line = server.wait_line(|l| l.contains("the running master keeps serving"));
-    assert!(line.contains("upgrade: "), "{line}");
+    assert!(
+        line.contains("upgrade: starting ") && line.contains("Permission denied"),
+        "{line}"
+    );
     // A program that exits before serving.
     let tmp = bin.path().join("steerd.new");
     std::fs::write(&tmp, "#!/bin/sh\nexit 3\n").unwrap();

@@ -233,3 +233,51 @@ fn the_open_files_warning_names_what_a_worker_holds() {
         "the warning said about {said} connections, the worker holds {open}"
     );
 }
+
+/// `--access-log /dev/stdout` with workers running as another user than the one who made
+/// the stdout pipe (a container's usual case): the log is the process's own stdout, not
+/// the pipe reopened by path, which its owner and mode would refuse.
+#[test]
+fn the_access_log_on_stdout_works_for_an_unprivileged_worker() {
+    if !is_root() || !std::fs::read_to_string("/etc/passwd").is_ok_and(|p| p.contains("\nnobody:"))
+    {
+        eprintln!("skipped: needs root and a user nobody");
+        return;
+    }
+    let dir = TempDir::new("stdout-log");
+    let fifo = dir.path().join("out");
+    let made = Command::new("mkfifo")
+        .args(["-m", "600"])
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    std::fs::write(dir.path().join("index.html"), b"x\n").unwrap();
+    // stdout: the FIFO, owned by root, mode 0600 (opened read-write, so no one waits).
+    let script = format!(
+        "exec {} serve {} --listen 127.0.0.1:0 --workers 1 --user nobody \
+         --access-log /dev/stdout 1<>{}",
+        binary(),
+        dir.path().display(),
+        fifo.display()
+    );
+    let server = Server::spawn(Command::new("sh").args(["-c", &script]));
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut out = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .expect("open the fifo");
+    let deadline = Instant::now() + PATIENCE;
+    let mut got = String::new();
+    while !got.contains("GET /index.html?logged") {
+        assert!(Instant::now() < deadline, "no log line on stdout: {got:?}");
+        assert_eq!(get(server.addr, "/index.html?logged").0, 200);
+        std::thread::sleep(Duration::from_millis(100));
+        let mut buf = [0u8; 4096];
+        if let Ok(n) = out.read(&mut buf) {
+            got.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    }
+}

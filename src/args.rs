@@ -5,6 +5,7 @@
 //! syntax, not against the machine (that is the planner's job, with the topology).
 //! Every bad input is an [`ArgsError`] that names the flag and the value.
 
+pub mod bench;
 pub mod duration;
 
 use crate::cpuset::{CpuId, CpuSet};
@@ -34,8 +35,8 @@ pub enum Command {
     },
     /// `steerd bpf ...`: the rest of the arguments, parsed by the bpf tool.
     Bpf(Vec<String>),
-    /// `steerd bench ...`: the rest of the arguments, parsed by the bench tool.
-    Bench(Vec<String>),
+    /// `steerd bench ...`, typed by [`bench::parse`].
+    Bench(bench::BenchCommand),
     /// `--help`, with the text to print.
     Help(&'static str),
     /// `--version`
@@ -199,7 +200,7 @@ pub fn parse(args: &[String]) -> Result<Command, ArgsError> {
         "check" => parse_check(rest),
         "topo" => parse_topo(rest),
         "bpf" => Ok(Command::Bpf(rest.to_vec())),
-        "bench" => Ok(Command::Bench(rest.to_vec())),
+        "bench" => Ok(Command::Bench(bench::parse(rest))),
         "-h" | "--help" | "help" => Ok(Command::Help(MAIN_HELP)),
         "-V" | "--version" => Ok(Command::Version),
         _ => parse_serve_or_help(args, SERVE_HELP, Command::Serve),

@@ -1,9 +1,13 @@
-//! A tiny JSON writer for `steerd topo --json` and `steerd check --json`.
+//! A tiny JSON writer for every `--json` output (`topo`, `check`, `bench load`, `bench ab`).
 //!
 //! Input: a [`Value`] tree built by the caller, in the order the keys should appear.
-//! Output: pretty-printed JSON text (RFC 8259), two-space indents, arrays of scalars on one
-//! line, objects whose values are all scalars on one line, and a final newline. Key order is exactly the insertion order, so the output is
-//! stable for tests that compare it. It does not parse JSON.
+//! Output: JSON text (RFC 8259) and a final newline, in one of two layouts: pretty
+//! ([`Value::to_text`]: two-space indents, arrays of scalars on one line, objects whose
+//! values are all scalars on one line) or compact ([`Value::to_compact`]: one line, no
+//! spaces). Key order is exactly the insertion order, so the output is stable for tests
+//! that compare it. Numbers with a fraction print with a fixed count of decimals, or in
+//! the shortest form that reads back the same; a number that is not finite prints as
+//! `null`, since JSON has no NaN or infinity. It does not parse JSON.
 
 use core::fmt::Write;
 
@@ -16,6 +20,9 @@ pub enum Value {
     Bool(bool),
     /// An integer.
     Int(i64),
+    /// A number with a fraction and how many decimals to print (`None`: the shortest
+    /// text that reads back as the same `f64`).
+    Num(f64, Option<u8>),
     /// A string (escaped on output).
     Str(String),
     /// An array.
@@ -40,12 +47,63 @@ impl Value {
         v.map_or(Value::Null, |n| Value::Int(n.into()))
     }
 
-    /// The text, ending with a newline.
+    /// An unsigned integer (saturating at `i64::MAX`).
+    pub fn uint(n: u64) -> Value {
+        Value::Int(i64::try_from(n).unwrap_or(i64::MAX))
+    }
+
+    /// A number printed with `decimals` digits after the point.
+    pub fn fixed(x: f64, decimals: u8) -> Value {
+        Value::Num(x, Some(decimals))
+    }
+
+    /// A number printed with `decimals` digits after the point, or `null` for `None`.
+    pub fn opt_fixed(x: Option<f64>, decimals: u8) -> Value {
+        x.map_or(Value::Null, |x| Value::fixed(x, decimals))
+    }
+
+    /// The pretty text, ending with a newline.
     pub fn to_text(&self) -> String {
         let mut out = String::new();
         self.write(&mut out, 0);
         out.push('\n');
         out
+    }
+
+    /// The compact text (one line, no spaces), ending with a newline.
+    pub fn to_compact(&self) -> String {
+        let mut out = String::new();
+        self.write_compact(&mut out);
+        out.push('\n');
+        out
+    }
+
+    fn write_compact(&self, out: &mut String) {
+        match self {
+            Value::Arr(items) => {
+                out.push('[');
+                for (i, v) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    v.write_compact(out);
+                }
+                out.push(']');
+            }
+            Value::Obj(pairs) => {
+                out.push('{');
+                for (i, (k, v)) in pairs.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write_str(out, k);
+                    out.push(':');
+                    v.write_compact(out);
+                }
+                out.push('}');
+            }
+            scalar => scalar.write(out, 0),
+        }
     }
 
     fn is_scalar(&self) -> bool {
@@ -58,6 +116,13 @@ impl Value {
             Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
             Value::Int(n) => {
                 let _ = write!(out, "{n}");
+            }
+            Value::Num(x, _) if !x.is_finite() => out.push_str("null"),
+            Value::Num(x, Some(d)) => {
+                let _ = write!(out, "{x:.*}", usize::from(*d));
+            }
+            Value::Num(x, None) => {
+                let _ = write!(out, "{x}");
             }
             Value::Str(s) => write_str(out, s),
             Value::Arr(items) if items.iter().all(Value::is_scalar) => {
@@ -164,5 +229,19 @@ mod tests {
         ]);
         let want = "{\n  \"b\": -1,\n  \"a\": [1, null],\n  \"o\": {\n    \"s\": \"q\\\"\\\\\\n\\u0001\",\n    \"n\": {}\n  },\n  \"e\": [],\n  \"l\": [\n    {\"k\": true}\n  ]\n}\n";
         assert_eq!(v.to_text(), want);
+    }
+
+    #[test]
+    fn compact_layout_and_numbers_with_fractions() {
+        let v = Value::obj([
+            ("f", Value::fixed(2.0 / 3.0, 3)),
+            ("g", Value::Num(250.5, None)),
+            ("n", Value::opt_fixed(Some(f64::NAN), 6)),
+            ("z", Value::opt_fixed(None, 6)),
+            ("a", Value::Arr(vec![Value::uint(u64::MAX), Value::Int(-2)])),
+            ("o", Value::obj([("s", Value::str("x\"y"))])),
+        ]);
+        let want = "{\"f\":0.667,\"g\":250.5,\"n\":null,\"z\":null,\"a\":[9223372036854775807,-2],\"o\":{\"s\":\"x\\\"y\"}}\n";
+        assert_eq!(v.to_compact(), want);
     }
 }

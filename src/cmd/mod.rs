@@ -73,6 +73,6 @@ fn dispatch(command: Command) -> Result<i32, Failure> {
         Command::Topo { roots, json } => Ok(topo::main(&roots, json)),
         Command::Check { serve, json } => check::main(&serve, json),
         Command::Serve(args) => serve::main(&args),
-        Command::Bench(rest) => Ok(crate::bench::main(&rest)),
+        Command::Bench(command) => Ok(crate::bench::main(command)),
     }
 }

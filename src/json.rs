@@ -65,7 +65,7 @@ impl Value {
     /// The pretty text, ending with a newline.
     pub fn to_text(&self) -> String {
         let mut out = String::new();
-        self.write(&mut out, 0);
+        self.write(&mut out, Some(0));
         out.push('\n');
         out
     }
@@ -73,44 +73,22 @@ impl Value {
     /// The compact text (one line, no spaces), ending with a newline.
     pub fn to_compact(&self) -> String {
         let mut out = String::new();
-        self.write_compact(&mut out);
+        self.write(&mut out, None);
         out.push('\n');
         out
-    }
-
-    fn write_compact(&self, out: &mut String) {
-        match self {
-            Value::Arr(items) => {
-                out.push('[');
-                for (i, v) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    v.write_compact(out);
-                }
-                out.push(']');
-            }
-            Value::Obj(pairs) => {
-                out.push('{');
-                for (i, (k, v)) in pairs.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    write_str(out, k);
-                    out.push(':');
-                    v.write_compact(out);
-                }
-                out.push('}');
-            }
-            scalar => scalar.write(out, 0),
-        }
     }
 
     fn is_scalar(&self) -> bool {
         !matches!(self, Value::Arr(_) | Value::Obj(_))
     }
 
-    fn write(&self, out: &mut String, depth: usize) {
+    /// Writes the value at `depth` of the pretty layout, or compact for `None`.
+    fn write(&self, out: &mut String, depth: Option<usize>) {
+        let (sep, colon) = if depth.is_some() {
+            (", ", ": ")
+        } else {
+            (",", ":")
+        };
         match self {
             Value::Null => out.push_str("null"),
             Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
@@ -125,34 +103,38 @@ impl Value {
                 let _ = write!(out, "{x}");
             }
             Value::Str(s) => write_str(out, s),
-            Value::Arr(items) if items.iter().all(Value::is_scalar) => {
+            Value::Arr(items) if depth.is_none() || items.iter().all(Value::is_scalar) => {
                 out.push('[');
                 for (i, v) in items.iter().enumerate() {
                     if i > 0 {
-                        out.push_str(", ");
+                        out.push_str(sep);
                     }
                     v.write(out, depth);
                 }
                 out.push(']');
             }
-            Value::Arr(items) => {
-                write_block(out, depth, '[', ']', items.iter().map(|v| (None, v)));
-            }
-            Value::Obj(pairs) if !pairs.is_empty() && pairs.iter().all(|(_, v)| v.is_scalar()) => {
+            Value::Obj(pairs)
+                if depth.is_none()
+                    || (!pairs.is_empty() && pairs.iter().all(|(_, v)| v.is_scalar())) =>
+            {
                 out.push('{');
                 for (i, (k, v)) in pairs.iter().enumerate() {
                     if i > 0 {
-                        out.push_str(", ");
+                        out.push_str(sep);
                     }
                     write_str(out, k);
-                    out.push_str(": ");
+                    out.push_str(colon);
                     v.write(out, depth);
                 }
                 out.push('}');
             }
+            Value::Arr(items) => {
+                let entries = items.iter().map(|v| (None, v));
+                write_block(out, depth.unwrap_or(0), '[', ']', entries);
+            }
             Value::Obj(pairs) => {
                 let entries = pairs.iter().map(|(k, v)| (Some(k.as_str()), v));
-                write_block(out, depth, '{', '}', entries);
+                write_block(out, depth.unwrap_or(0), '{', '}', entries);
             }
         }
     }
@@ -174,7 +156,7 @@ fn write_block<'a>(
             write_str(out, k);
             out.push_str(": ");
         }
-        v.write(out, depth + 1);
+        v.write(out, Some(depth + 1));
         any = true;
     }
     if any {

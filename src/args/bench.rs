@@ -28,7 +28,7 @@ pub enum BenchCommand {
     /// `bench responder --listen ADDR:PORT --cpus LIST [--close] [--steer]`
     Responder(ResponderArgs),
     /// A help text to print on stdout (exit status 0).
-    Help(String),
+    Help(&'static str),
     /// No tool named: the tools' help on stderr (exit status 2).
     NoTool,
     /// A bad command line, with the message (exit status 2).
@@ -172,19 +172,17 @@ pub fn parse(args: &[String]) -> BenchCommand {
         return BenchCommand::NoTool;
     };
     let parsed = match tool.as_str() {
-        "load" if wants_help(rest) => {
-            Ok(BenchCommand::Help(format!("{LOAD_HELP_HEAD}{LOAD_FLAGS}")))
-        }
+        "load" if wants_help(rest) => Ok(BenchCommand::Help(LOAD_HELP)),
         "load" => parse_load(rest)
             .map(BenchCommand::Load)
             .map_err(|m| format!("load: {m}")),
         "ab" if wants_help(rest.split(|a| a == "--").next().unwrap_or(&[])) => {
-            Ok(BenchCommand::Help(format!("{AB_HELP}{LOAD_FLAGS}")))
+            Ok(BenchCommand::Help(AB_HELP))
         }
         "ab" => parse_ab(rest)
             .map(BenchCommand::Ab)
             .map_err(|m| format!("ab: {m}")),
-        "responder" if wants_help(rest) => Ok(BenchCommand::Help(RESPONDER_HELP.into())),
+        "responder" if wants_help(rest) => Ok(BenchCommand::Help(RESPONDER_HELP)),
         "responder" => parse_responder(rest)
             .map(BenchCommand::Responder)
             .map_err(|m| format!("responder: {m}")),
@@ -195,7 +193,7 @@ pub fn parse(args: &[String]) -> BenchCommand {
             }),
             _ => Err("stats: usage: steerd bench stats A_FILE B_FILE".into()),
         },
-        "-h" | "--help" | "help" => Ok(BenchCommand::Help(HELP.into())),
+        "-h" | "--help" | "help" => Ok(BenchCommand::Help(HELP)),
         other => Err(format!("unknown tool {other:?} (load, ab, responder)")),
     };
     parsed.unwrap_or_else(BenchCommand::Invalid)
@@ -452,7 +450,8 @@ Run `steerd bench load --help`, `steerd bench ab --help` or
 `steerd bench responder --help` for each tool's options.
 ";
 
-const LOAD_HELP_HEAD: &str = "\
+const LOAD_HELP: &str = concat!(
+    "\
 usage: steerd bench load URL [options]
 
 Sends HTTP/1.1 GET requests to URL (http://HOST[:PORT]/PATH) and reports requests/s,
@@ -460,10 +459,14 @@ bytes/s, errors by kind, and latency percentiles (request, connect, time to firs
 byte) per thread and merged.
 
 options:
-";
+",
+    load_flags!()
+);
 
-/// Load flags, in the order `--help` lists them.
-const LOAD_FLAGS: &str = "\
+/// Load flags, in the order `--help` lists them (in both `load` and `ab` help).
+macro_rules! load_flags {
+    () => {
+        "\
     -c CONNS          connections open at once, over all threads (default 10)
     -t THREADS        threads, one epoll loop each (default 2, or one per --pin CPU)
     -d DURATION       how long to load, such as 3, 2.5s, 500ms, 1m (default 10s)
@@ -473,9 +476,13 @@ const LOAD_FLAGS: &str = "\
     --rate R          open loop: R requests/s over all threads, latency measured from
                       each request's intended send time (no coordinated omission)
     --json            print JSON instead of text
-";
+"
+    };
+}
+use load_flags;
 
-const AB_HELP: &str = "\
+const AB_HELP: &str = concat!(
+    "\
 usage: steerd bench ab [ab options] [load options] URL -- A_COMMAND... -- B_COMMAND...
 
 Runs the server command lines A and B alternately (A B A B ...), each run a fresh
@@ -496,7 +503,9 @@ ab options:
     --seed S           seed of the permutation test's generator (default 1)
 
 load options (as for `steerd bench load`):
-";
+",
+    load_flags!()
+);
 
 const RESPONDER_HELP: &str = "\
 usage: steerd bench responder --listen ADDR:PORT --cpus LIST [--close] [--steer]

@@ -49,7 +49,7 @@ pub fn main(command: BenchCommand) -> i32 {
             return 2;
         }
         BenchCommand::Help(text) => {
-            emit(&text);
+            emit(text);
             Ok(0)
         }
         BenchCommand::Invalid(msg) => Err(Usage(msg)),

@@ -58,12 +58,12 @@ fn plan_of(cpus: &[CpuId], steer: bool) -> Plan {
             node: 0,
         })
         .collect();
-    let mut cpu_map: Vec<(CpuId, u16)> = cpus
+    // Ascending by CPU id, as the plan's map must be: the list comes from a CpuSet.
+    let cpu_map = cpus
         .iter()
         .enumerate()
         .map(|(i, &c)| (c, index(i)))
         .collect();
-    cpu_map.sort_unstable();
     Plan {
         workers,
         master_cpu: None,

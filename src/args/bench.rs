@@ -436,6 +436,23 @@ fn parse_responder(args: &[String]) -> Result<ResponderArgs, String> {
     })
 }
 
+/// Load flags, in the order `--help` lists them (in both `load` and `ab` help).
+macro_rules! load_flags {
+    () => {
+        "\
+    -c CONNS          connections open at once, over all threads (default 10)
+    -t THREADS        threads, one epoll loop each (default 2, or one per --pin CPU)
+    -d DURATION       how long to load, such as 3, 2.5s, 500ms, 1m (default 10s)
+    --close           a new connection for every request (Connection: close)
+    --pin CPUS        pin thread i to the i-th CPU of the list (such as 0,1 or 0-3)
+    -H 'Name: value'  an extra request header (repeatable)
+    --rate R          open loop: R requests/s over all threads, latency measured from
+                      each request's intended send time (no coordinated omission)
+    --json            print JSON instead of text
+"
+    };
+}
+
 /// `steerd bench --help` (also printed on stderr when no tool is named).
 pub const HELP: &str = "\
 steerd bench: load generator, A/B comparison, reference responder
@@ -462,24 +479,6 @@ options:
 ",
     load_flags!()
 );
-
-/// Load flags, in the order `--help` lists them (in both `load` and `ab` help).
-macro_rules! load_flags {
-    () => {
-        "\
-    -c CONNS          connections open at once, over all threads (default 10)
-    -t THREADS        threads, one epoll loop each (default 2, or one per --pin CPU)
-    -d DURATION       how long to load, such as 3, 2.5s, 500ms, 1m (default 10s)
-    --close           a new connection for every request (Connection: close)
-    --pin CPUS        pin thread i to the i-th CPU of the list (such as 0,1 or 0-3)
-    -H 'Name: value'  an extra request header (repeatable)
-    --rate R          open loop: R requests/s over all threads, latency measured from
-                      each request's intended send time (no coordinated omission)
-    --json            print JSON instead of text
-"
-    };
-}
-use load_flags;
 
 const AB_HELP: &str = concat!(
     "\

@@ -2,8 +2,8 @@
 //! request with fewer system calls, so its figures bound what steerd can reach here.
 //!
 //! Input: the typed `--listen ADDR:PORT --cpus LIST [--close] [--steer]` of
-//! `args::bench`. Output: a canned 13-byte
-//! `Hello, world!` for every request head (`\r\n\r\n`) received, until killed.
+//! `args::bench`. Output: a canned 13-byte `Hello, world!` for every request head
+//! (`\r\n\r\n`) received, until killed.
 //! One thread per listed CPU, pinned, each with its own SO_REUSEPORT listener made by
 //! `listen.rs` as `serve` makes them (the first listener's port is reused, so port 0
 //! works) and nothing shared.
@@ -13,8 +13,9 @@
 //! blocking `accept4` returns a connection whose request is already queued, and the
 //! thread answers straight away: accept4, read, write, close, four calls and no epoll.
 //! `--steer` attaches the classic BPF program `steer.rs` builds, checks and verifies for
-//! a plan that maps each listed CPU to its own listener, as steerd's `--steer cpu` does; without it the kernel's 4-tuple hash spreads connections, so on
-//! loopback about half of them are served on the other CPU than the client's.
+//! a plan that maps each listed CPU to its own listener, as steerd's `--steer cpu` does;
+//! without it the kernel's 4-tuple hash spreads connections, so on loopback about half
+//! of them are served on the other CPU than the client's.
 //! It prints `responder: listening on ADDR` once every listener is bound. It does not
 //! parse requests, serve files or stop gracefully: it is a measuring stick.
 

@@ -34,6 +34,11 @@ pub enum Value {
 impl Value {
     /// An object from `(key, value)` pairs.
     pub fn obj<const N: usize>(pairs: [(&str, Value); N]) -> Value {
+        Value::obj_of(Vec::from(pairs))
+    }
+
+    /// [`Value::obj`] for any count of pairs, so only the array move is per-size code.
+    fn obj_of(pairs: Vec<(&str, Value)>) -> Value {
         Value::Obj(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
     }
 

@@ -85,7 +85,7 @@ fn serve(args: &ResponderArgs) -> Result<(), String> {
     let opts = SocketOptions {
         defer_accept_secs: u32::from(args.close),
     };
-    let listeners =
+    let mut listeners =
         listen::open(&plan.workers, &[args.listen], &home, opts).map_err(|e| match e {
             ListenError::Pin(..) => e.to_string(),
             _ => format!("listener on {e}"),
@@ -98,7 +98,7 @@ fn serve(args: &ResponderArgs) -> Result<(), String> {
             .attach(&prog.insns)
             .map_err(|(_, e)| format!("SO_ATTACH_REUSEPORT_CBPF: {e}"))?;
     }
-    let Some(group) = listeners.groups.into_iter().next() else {
+    let Some(group) = listeners.groups.pop() else {
         return Err("no listener".into());
     };
     super::emit(&format!("responder: listening on {}\n", group.addr));

@@ -122,7 +122,7 @@ fn hist_json(h: &Hist) -> Value {
     let mut pairs = vec![("count".to_string(), Value::uint(h.count()))];
     for (p, name) in REPORTED {
         let us = h.percentile(p) as f64 / 1e3;
-        pairs.push((format!("{name}_us"), Value::fixed(us, 3)));
+        pairs.push((name.to_string() + "_us", Value::fixed(us, 3)));
     }
     pairs.push(("max_us".into(), Value::fixed(h.max() as f64 / 1e3, 3)));
     pairs.push(("mean_us".into(), Value::fixed(h.mean() / 1e3, 3)));

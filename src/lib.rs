@@ -68,6 +68,9 @@ pub mod stats;
 // The only module allowed `unsafe`: raw calls rustix lacks.
 pub mod sys;
 
+// `say!`: one line on stderr.
+pub mod say;
+
 // Tools around the pipeline: the A/B bench, hand-written JSON, subcommand dispatch.
 pub mod bench;
 

@@ -105,7 +105,7 @@ fn make_all(
     opts: SocketOptions,
 ) -> Result<(), ListenError> {
     for w in workers {
-        sys::pin_to_cpu(w.cpu).map_err(|e| ListenError::Pin(format!("CPU {}", w.cpu), e))?;
+        sys::pin_to_cpu(w.cpu.get()).map_err(|e| ListenError::Pin(format!("CPU {}", w.cpu), e))?;
         for group in groups.iter_mut() {
             let fd = make_listener(group.addr, opts)?;
             if group.fds.is_empty() {

@@ -21,7 +21,8 @@ use crate::args::{ServeArgs, SteerPolicy};
 use crate::listen::{self, Listeners, SocketOptions};
 use crate::plan::Plan;
 use crate::stats;
-use crate::sys::{self, Forked, SharedCounters};
+use crate::stats::SharedCounters;
+use crate::sys::{self, Forked};
 use crate::user;
 use crate::worker::{self, WorkerStart, SIGNALS};
 use core::fmt;
@@ -181,7 +182,7 @@ fn defer_accept_secs(args: &ServeArgs) -> u32 {
 fn place_master(plan: &Plan) -> io::Result<rustix::thread::CpuSet> {
     match plan.master_cpu {
         Some(cpu) => {
-            sys::pin_to_cpu(cpu)?;
+            sys::pin_to_cpu(cpu.get())?;
             sys::affinity()
         }
         None => sys::affinity(),

@@ -138,7 +138,7 @@ fn run(start: WorkerStart<'_>) -> Result<(), WorkerError> {
 /// Pins the process to `cpu` and checks with `sched_getcpu` that it now runs there
 /// (`sched_setaffinity` on oneself migrates before returning, so a mismatch is a failure).
 pub fn pin_and_verify(cpu: CpuId) -> Result<(), WorkerError> {
-    sys::pin_to_cpu(cpu).map_err(|e| WorkerError::Pin(cpu, e))?;
+    sys::pin_to_cpu(cpu.get()).map_err(|e| WorkerError::Pin(cpu, e))?;
     let got = rustix::thread::sched_getcpu();
     if got != cpu.get() {
         return Err(WorkerError::Verify { want: cpu, got });

@@ -1,11 +1,13 @@
 //! The request parser against its vector files (`tests/data/http/*.txt`), whole, split
 //! at every byte, and placed against a guard page; plus the generated limit cases.
 
+#[path = "support/guard.rs"]
+mod guard;
 mod http_support;
 
+use guard::GuardedBuf;
 use http_support::{all_cases, outcome, render, satisfies};
 use steerd::http::{find_head_end, parse_request, Header, Status, MAX_FIELDS};
-use steerd::sys::GuardedBuf;
 
 #[test]
 fn every_vector_gives_its_stated_outcome() {

@@ -32,13 +32,13 @@
 
 mod respond;
 
+use crate::access_log::AccessLog;
 use crate::files::cache::FileCache;
 use crate::files::PATH_MAX;
 use crate::http::date::DateCache;
 use crate::http::{find_head_end, MAX_HEAD, MAX_TARGET};
-use crate::serve_loop::log::AccessLog;
-use crate::serve_loop::timers::{Kind, Timers};
 use crate::stats::WorkerCounters;
+use crate::timers::{Kind, Timers};
 use core::sync::atomic::Ordering::Relaxed;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::io::{Errno, IoSlice};

@@ -54,6 +54,10 @@ pub mod worker;
 // The worker's loop: epoll, the connection state machine, HTTP, files.
 pub mod serve_loop;
 
+pub mod timers;
+
+pub mod access_log;
+
 pub mod event;
 
 pub mod conn;

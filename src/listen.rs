@@ -244,7 +244,7 @@ mod tests {
             .map(|(i, &cpu)| WorkerPlan {
                 index: i as u16,
                 cpu,
-                node: 0,
+                node: crate::topology::NodeId(0),
             })
             .collect()
     }

@@ -659,7 +659,7 @@ mod tests {
         let workers = [crate::plan::WorkerPlan {
             index: 0,
             cpu,
-            node: 0,
+            node: crate::topology::NodeId(0),
         }];
         let home = sys::affinity().expect("affinity");
         let addrs = ["127.0.0.1:0".parse().expect("addr")];

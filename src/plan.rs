@@ -19,14 +19,11 @@
 
 use crate::args::{MasterCpu, ServeArgs, SteerPolicy, Workers};
 use crate::cpuset::{CpuId, CpuSet};
-use crate::topology::Topology;
+use crate::topology::{NodeId, Topology};
 use core::fmt;
 use std::collections::{HashMap, HashSet};
 
 mod spread;
-
-/// A NUMA node id as the kernel numbers it.
-pub type NodeId = u32;
 
 /// One worker: its listener index (order of `listen()` in the reuseport group), its CPU
 /// and that CPU's node.
@@ -195,7 +192,7 @@ fn group_keys(cpu: CpuId, topo: &Topology) -> [u32; 5] {
     let package = c.package_group.get() as u32;
     let llc = c.llc_group.map_or(package, |g| g.get() as u32);
     let cluster = c.cluster_group.map_or(llc, |g| g.get() as u32);
-    [c.node, llc, cluster, core, id]
+    [c.node.0, llc, cluster, core, id]
 }
 
 /// Workers in listener order: the NIC's node first, then by node id, then by CPU id.
@@ -204,7 +201,7 @@ fn index_order(cpus: &[CpuId], topo: &Topology) -> Vec<WorkerPlan> {
     let mut placed: Vec<(bool, NodeId, CpuId)> = cpus
         .iter()
         .map(|&c| {
-            let node = topo.node_of(c).unwrap_or(0);
+            let node = topo.node_of(c).unwrap_or_default();
             (Some(node) != nic_node, node, c)
         })
         .collect();
@@ -275,7 +272,13 @@ fn cpu_map(workers: &[WorkerPlan], topo: &Topology) -> Vec<(CpuId, u16)> {
             continue;
         };
         let keys = group_keys(cpu.id, topo);
-        let group = |level: usize| (level, if level == 0 { target } else { keys[level] }, target);
+        let group = |level: usize| {
+            (
+                level,
+                if level == 0 { target.0 } else { keys[level] },
+                target,
+            )
+        };
         // The closest group with workers: core (SMT sibling), cluster, LLC, else the node.
         let level = [3, 2, 1]
             .into_iter()
@@ -302,7 +305,7 @@ fn workers_by_group(
     for w in workers {
         let keys = group_keys(w.cpu, topo);
         for (level, &key) in keys.iter().enumerate().take(4) {
-            let key = if level == 0 { w.node } else { key };
+            let key = if level == 0 { w.node.0 } else { key };
             out.entry((level, key, w.node)).or_default().push(w.index);
         }
     }

@@ -30,21 +30,18 @@
 //! `TCP_DEFER_ACCEPT` its request is already there, so a `Connection: close` exchange costs
 //! `accept4`, `getsockopt(SO_INCOMING_CPU)`, `read`, `sendmsg`, `close` and nothing else.
 
+use crate::access_log::AccessLog;
 use crate::conn::{self, Awaiting, Conn, Ctx, Next, Scratch, SLOT_BYTES};
 use crate::event::{Poller, Ready, Token};
 use crate::files::cache::{CacheConfig, FileCache};
 use crate::http::date::DateCache;
 use crate::http::response::{error_body, write_error_head, Persist};
+use crate::timers::{Kind, Timers};
 use core::sync::atomic::Ordering::Relaxed;
-use log::AccessLog;
 use rustix::fd::AsFd;
 use rustix::io::{Errno, IoSlice};
 use rustix::net::{SendAncillaryBuffer, SendFlags, Shutdown, SocketFlags};
 use rustix::time::ClockId;
-use timers::{Kind, Timers};
-
-pub mod log;
-pub mod timers;
 
 use crate::cpuset::CpuId;
 use crate::stats::WorkerCounters;

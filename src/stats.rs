@@ -283,7 +283,7 @@ mod tests {
         WorkerPlan {
             index,
             cpu: CpuId::new(cpu).expect("cpu id"),
-            node,
+            node: crate::topology::NodeId(node),
         }
     }
 

@@ -15,7 +15,7 @@ use std::fmt::Write;
 
 /// Runs `steerd topo`; returns the exit status.
 pub fn main(roots: &Roots, json: bool) -> i32 {
-    let (topo, warnings) = topology::read(roots);
+    let (topo, warnings) = topology::read(&roots.sysfs, &roots.procfs);
     for w in &warnings {
         eprintln!("steerd: {w}");
     }
@@ -296,7 +296,7 @@ pub fn topology_text(topo: &Topology) -> String {
             out,
             "nic: {} node {} irq cpus {} rps cpus {}",
             nic.interface,
-            opt(nic.node),
+            opt(nic.node.map(|n| n.0)),
             nic.irq_cpus,
             nic.rps_cpus
         );

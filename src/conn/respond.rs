@@ -11,6 +11,7 @@
 //! unsatisfiable single range. Other methods get 405 with `Allow: GET, HEAD`.
 
 use super::{After, Awaiting, Conn, Ctx, Outgoing, Scratch, IN_CAP};
+use crate::access_log::Entry;
 use crate::files::cache::Served;
 use crate::files::{FileMeta, Lookup, PATH_MAX};
 use crate::http::conditional::{not_modified, precondition_fails};
@@ -19,7 +20,6 @@ use crate::http::response::{
     error_body, write_error_head, write_head, ContentRange, Head, Persist,
 };
 use crate::http::{parse_request, Body, Header, Method, Request, Status, MAX_FIELDS};
-use crate::serve_loop::log::Entry;
 use core::sync::atomic::Ordering::Relaxed;
 use rustix::fd::OwnedFd;
 

@@ -7,8 +7,9 @@
 //! `steerd: bpf: asm: FILE:LINE:COLUMN: <bpf_asm's message>`. `dis` prints bpf_asm source.
 //! `check` and `run` live in [`super::bpf_exec`]. Usage errors exit 2.
 
-use asm_bpf::{dis, fmt, Insn};
-use std::io::{Read, Write};
+use super::bpf_input::{input_name, load_program, read_input};
+use asm_bpf::{dis, fmt};
+use std::io::Write;
 
 /// The usage text, printed for `--help` and after a usage error.
 pub const USAGE: &str = "\
@@ -39,15 +40,6 @@ pub fn main(args: &[String]) -> i32 {
 fn usage_error(why: &str) -> i32 {
     eprint!("steerd: bpf: {why}\n{USAGE}");
     2
-}
-
-/// Reads a program given as bpf_asm source or as bytecode in either bpf_asm output format.
-pub fn load_program(text: &str) -> Result<Vec<Insn>, String> {
-    if fmt::looks_like_bytecode(text) {
-        fmt::parse_bytecode(text).map_err(|e| format!("bytecode: {e}"))
-    } else {
-        asm_bpf::assemble(text).map_err(|e| format!("bpf_asm source: {e}"))
-    }
 }
 
 /// The parsed arguments of `asm` and `dis`: flags allowed and the one input.
@@ -89,25 +81,6 @@ impl Input {
 
     fn read(&self) -> Result<Vec<u8>, String> {
         read_input(self.path.as_deref()).map_err(|e| format!("cannot read {}: {e}", self.name()))
-    }
-}
-
-/// The name of an input path in messages: `<stdin>` for none or `-`.
-pub(super) fn input_name(path: Option<&str>) -> &str {
-    match path {
-        None | Some("-") => "<stdin>",
-        Some(p) => p,
-    }
-}
-
-/// Reads FILE, or stdin for none or `-`.
-pub(super) fn read_input(path: Option<&str>) -> std::io::Result<Vec<u8>> {
-    match path {
-        None | Some("-") => {
-            let mut buf = Vec::new();
-            std::io::stdin().read_to_end(&mut buf).map(|_| buf)
-        }
-        Some(p) => std::fs::read(p),
     }
 }
 

@@ -3,7 +3,7 @@
 //!
 //! Input: the arguments after `check`/`run`, and a program read from FILE or stdin (`-`
 //! or no FILE) as bpf_asm source or bytecode in either bpf_asm output format
-//! ([`super::bpf::load_program`]). Output:
+//! ([`super::bpf_input::load_program`]). Output:
 //!
 //! * `check`: `ok` on stdout and exit 0 if the kernel would accept the program; else
 //!   exit 1 and `steerd: bpf: check: NAME: insn N: RULE` on stderr.
@@ -71,19 +71,19 @@ fn positional(path: &mut Option<String>, a: &str) -> Result<(), String> {
 
 /// Reads, loads and checks the program; on failure prints why and gives the status.
 fn load_checked(sub: &str, path: Option<&str>) -> Result<Vec<Insn>, i32> {
-    let name = super::bpf::input_name(path);
+    let name = super::bpf_input::input_name(path);
     let fail = |why: String| {
         eprintln!("steerd: bpf: {sub}: {name}: {why}");
         1
     };
     let text = read_input(path).map_err(fail)?;
-    let prog = super::bpf::load_program(&text).map_err(fail)?;
+    let prog = super::bpf_input::load_program(&text).map_err(fail)?;
     kernel_check(&prog).map_err(|e| fail(e.to_string()))?;
     Ok(prog)
 }
 
 fn read_input(path: Option<&str>) -> Result<String, String> {
-    let bytes = super::bpf::read_input(path).map_err(|e| format!("cannot read: {e}"))?;
+    let bytes = super::bpf_input::read_input(path).map_err(|e| format!("cannot read: {e}"))?;
     String::from_utf8(bytes).map_err(|_| "input is not UTF-8 text".to_string())
 }
 

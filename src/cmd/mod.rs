@@ -8,6 +8,7 @@ use core::fmt;
 
 pub mod bpf;
 pub mod bpf_exec;
+pub mod bpf_input;
 pub mod check;
 pub mod prepare;
 pub mod serve;

@@ -48,6 +48,9 @@ pub mod master;
 
 pub mod user;
 
+// What TERM, INT, QUIT, HUP and USR1 mean, for master and workers alike.
+pub mod signals;
+
 // A worker: pin, verify, open the root, run the loop.
 pub mod worker;
 

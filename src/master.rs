@@ -20,11 +20,12 @@
 use crate::args::{ServeArgs, SteerPolicy};
 use crate::listen::{self, Listeners, SocketOptions};
 use crate::plan::Plan;
+use crate::signals::{self, requested_stop, Stop};
 use crate::stats;
 use crate::stats::SharedCounters;
 use crate::sys::{self, Forked};
 use crate::user;
-use crate::worker::{self, WorkerStart, SIGNALS};
+use crate::worker::{self, WorkerStart};
 use core::fmt;
 use rustix::process::{Pid, Signal, WaitOptions, WaitStatus};
 use std::io;
@@ -102,7 +103,7 @@ pub fn run(
     plan: &Plan,
     program: Option<&[asm_bpf::Insn]>,
 ) -> Result<(), MasterError> {
-    sys::count_signals(&SIGNALS).map_err(MasterError::Signals)?;
+    sys::count_signals(&signals::COUNTED).map_err(MasterError::Signals)?;
     let home = place_master(plan).map_err(MasterError::Pin)?;
     let opts = SocketOptions {
         defer_accept_secs: defer_accept_secs(args),
@@ -285,13 +286,6 @@ struct Slot {
     block: usize,
 }
 
-/// Which stop was asked for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Stop {
-    Fast,
-    Graceful,
-}
-
 /// The signal counts the master has already acted on.
 #[derive(Debug, Default)]
 struct Seen {
@@ -363,13 +357,13 @@ impl<'a> Supervisor<'a> {
                 .get(self.slots[i].block)
                 .ok_or_else(|| io::Error::other("no counter block"))?,
         };
-        sys::mask_signals(&SIGNALS, true)?;
+        sys::mask_signals(&signals::COUNTED, true)?;
         let forked = sys::fork();
         if let Ok(Forked::Child) = forked {
             // Still masked: the worker resets its counters, then unmasks.
             worker::main(start);
         }
-        let unmask = sys::mask_signals(&SIGNALS, false);
+        let unmask = sys::mask_signals(&signals::COUNTED, false);
         if let Forked::Parent(pid) = forked? {
             let slot = &mut self.slots[i];
             slot.pid = Some(pid);
@@ -476,11 +470,9 @@ impl<'a> Supervisor<'a> {
     /// HUP: fresh workers on the same listeners (they reopen the root and the log), then
     /// the old ones stop gracefully. If the root cannot be opened the old workers stay.
     fn handle_reload(&mut self) {
-        let hup = sys::signal_count(libc::SIGHUP);
-        if hup == self.seen.hup {
+        if !signals::arrived(libc::SIGHUP, &mut self.seen.hup) {
             return;
         }
-        self.seen.hup = hup;
         if let Err(e) = worker::open_root(&self.args.root) {
             crate::say!("reload: root: {e}; keeping the running workers");
             return;
@@ -509,9 +501,7 @@ impl<'a> Supervisor<'a> {
 
     /// USR1: every current worker reopens its access log.
     fn handle_reopen(&mut self) {
-        let usr1 = sys::signal_count(libc::SIGUSR1);
-        if usr1 != self.seen.usr1 {
-            self.seen.usr1 = usr1;
+        if signals::arrived(libc::SIGUSR1, &mut self.seen.usr1) {
             self.signal_all(Signal::USR1);
         }
     }
@@ -570,8 +560,8 @@ impl<'a> Supervisor<'a> {
     /// Stops every worker: TERM (fast) or QUIT (graceful), then waits; a TERM during a
     /// graceful stop makes it fast; whatever is left at the deadline is killed.
     fn stop(&mut self, mut kind: Stop) {
-        crate::say!("stopping ({})", stop_name(kind));
-        self.signal_all(stop_signal(kind));
+        crate::say!("stopping ({})", kind.name());
+        self.signal_all(kind.signal());
         let mut deadline = Instant::now() + self.grace(kind);
         loop {
             self.reap(true);
@@ -598,31 +588,6 @@ impl<'a> Supervisor<'a> {
             Stop::Fast => FAST_STOP_GRACE,
             Stop::Graceful => self.args.shutdown_timeout + GRACEFUL_SLACK,
         }
-    }
-}
-
-/// TERM or INT: fast; QUIT: graceful; fast wins when both came.
-fn requested_stop() -> Option<Stop> {
-    if sys::signal_count(libc::SIGTERM) > 0 || sys::signal_count(libc::SIGINT) > 0 {
-        Some(Stop::Fast)
-    } else if sys::signal_count(libc::SIGQUIT) > 0 {
-        Some(Stop::Graceful)
-    } else {
-        None
-    }
-}
-
-fn stop_signal(kind: Stop) -> Signal {
-    match kind {
-        Stop::Fast => Signal::TERM,
-        Stop::Graceful => Signal::QUIT,
-    }
-}
-
-fn stop_name(kind: Stop) -> &'static str {
-    match kind {
-        Stop::Fast => "fast",
-        Stop::Graceful => "graceful",
     }
 }
 

@@ -15,6 +15,7 @@ use crate::args::ServeArgs;
 use crate::cpuset::CpuId;
 use crate::plan::WorkerPlan;
 use crate::serve_loop::{self, Control, LoopConfig};
+use crate::signals::{self, Stop};
 use crate::stats::WorkerCounters;
 use crate::sys;
 use core::fmt;
@@ -22,16 +23,6 @@ use rustix::fs::{Mode, OFlags};
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
 use std::path::Path;
-
-/// The signals master and workers count (handlers only bump a counter, see `sys.rs`).
-pub const SIGNALS: [libc::c_int; 6] = [
-    libc::SIGTERM,
-    libc::SIGINT,
-    libc::SIGQUIT,
-    libc::SIGHUP,
-    libc::SIGUSR1,
-    libc::SIGCHLD,
-];
 
 /// What a forked worker is handed.
 pub struct WorkerStart<'a> {
@@ -105,7 +96,7 @@ pub fn main(start: WorkerStart<'_>) -> ! {
 fn run(start: WorkerStart<'_>) -> Result<(), WorkerError> {
     let master = rustix::process::getppid();
     sys::reset_signal_counts();
-    sys::mask_signals(&SIGNALS, false).map_err(WorkerError::Signals)?;
+    sys::mask_signals(&signals::COUNTED, false).map_err(WorkerError::Signals)?;
     rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
         .map_err(|e| WorkerError::Signals(e.into()))?;
     if rustix::process::getppid() != master {
@@ -231,17 +222,11 @@ pub struct SignalView {
 impl SignalView {
     /// The loop's next step given the signals counted so far.
     pub fn control(&mut self) -> Control {
-        if sys::signal_count(libc::SIGTERM) > 0 || sys::signal_count(libc::SIGINT) > 0 {
-            return Control::StopNow;
+        match signals::requested_stop() {
+            Some(Stop::Fast) => Control::StopNow,
+            Some(Stop::Graceful) => Control::StopGraceful,
+            None if signals::arrived(libc::SIGUSR1, &mut self.reopened) => Control::ReopenLog,
+            None => Control::Run,
         }
-        if sys::signal_count(libc::SIGQUIT) > 0 {
-            return Control::StopGraceful;
-        }
-        let usr1 = sys::signal_count(libc::SIGUSR1);
-        if usr1 != self.reopened {
-            self.reopened = usr1;
-            return Control::ReopenLog;
-        }
-        Control::Run
     }
 }

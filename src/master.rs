@@ -180,7 +180,7 @@ fn defer_accept_secs(args: &ServeArgs) -> u32 {
 
 /// Pins the master to the plan's CPU (when it names one) and returns the CPU set the
 /// master comes back to after making each listener on its worker's CPU.
-fn place_master(plan: &Plan) -> io::Result<rustix::thread::CpuSet> {
+fn place_master(plan: &Plan) -> io::Result<crate::sys::AffinityMask> {
     match plan.master_cpu {
         Some(cpu) => {
             sys::pin_to_cpu(cpu.get())?;
@@ -305,7 +305,7 @@ struct Supervisor<'a> {
     retiring: Vec<(Pid, usize)>,
     seen: Seen,
     /// Open `/metrics` connections.
-    responder: stats::responder::Responder,
+    responder: stats::metrics_server::Responder,
 }
 
 impl<'a> Supervisor<'a> {
@@ -331,7 +331,7 @@ impl<'a> Supervisor<'a> {
             slots,
             retiring: Vec::new(),
             seen: Seen::default(),
-            responder: stats::responder::Responder::default(),
+            responder: stats::metrics_server::Responder::default(),
         }
     }
 

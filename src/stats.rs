@@ -3,7 +3,7 @@
 //!
 //! Input: the plan's workers and their [`WorkerCounters`] blocks (in [`SharedCounters`]).
 //! Output: the Prometheus text exposition format (version 0.0.4); the nonblocking
-//! responder the master polls is [`responder`]. It does not count anything itself:
+//! responder the master polls is [`metrics_server`]. It does not count anything itself:
 //! workers (the serve loop) and the master (respawns, and resetting a dead worker's
 //! open-connections gauge) do.
 //!
@@ -18,7 +18,7 @@ use crate::sys::{SharedBlocks, SharedZeroed};
 use core::fmt::Write as _;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-pub mod responder;
+pub mod metrics_server;
 
 /// One worker's counters. `#[repr(C)]` and all-atomic so it can live in a `MAP_SHARED`
 /// mapping that master and workers see.

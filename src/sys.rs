@@ -18,7 +18,8 @@ pub mod socket;
 
 pub use mem::{SharedBlocks, SharedZeroed, ZeroedArena};
 pub use process::{
-    affinity, become_user, close_inherited, exit_now, fork, pin_to_cpu, pin_to_set, Forked,
+    affinity, become_user, close_inherited, exit_now, fork, pin_to_cpu, pin_to_set, AffinityMask,
+    Forked,
 };
 pub use signal::{count_signals, mask_signals, reset_signal_counts, signal_count};
 pub use socket::{attach_reuseport_cbpf, set_tcp_defer_accept};

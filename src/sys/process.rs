@@ -8,6 +8,10 @@
 use std::io;
 use std::os::fd::RawFd;
 
+/// The kernel's affinity mask (`cpu_set_t`) as rustix holds it, named apart from the
+/// crate's own `cpuset::CpuSet` (the sets steerd reasons about).
+pub use rustix::thread::CpuSet as AffinityMask;
+
 /// What `fork` returned, seen from one side.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Forked {
@@ -86,8 +90,8 @@ pub fn become_user(uid: u32, gid: u32, groups: &[u32]) -> io::Result<()> {
 /// at the next scheduling point; callers that need to be on the CPU now check with
 /// `sched_getcpu`. See sched_setaffinity(2).
 pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
-    let mut set = rustix::thread::CpuSet::new();
-    if cpu >= rustix::thread::CpuSet::MAX_CPU {
+    let mut set = AffinityMask::new();
+    if cpu >= AffinityMask::MAX_CPU {
         return Err(io::Error::other(format!(
             "CPU {cpu} is beyond the affinity mask size"
         )));
@@ -98,12 +102,12 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
 
 /// `sched_setaffinity(0, set)` — run the calling thread on any CPU of `set`.
 /// See sched_setaffinity(2).
-pub fn pin_to_set(set: &rustix::thread::CpuSet) -> io::Result<()> {
+pub fn pin_to_set(set: &AffinityMask) -> io::Result<()> {
     rustix::thread::sched_setaffinity(None, set).map_err(io::Error::from)
 }
 
 /// `sched_getaffinity(0)` — the CPUs the calling thread may run on now.
 /// See sched_getaffinity(2).
-pub fn affinity() -> io::Result<rustix::thread::CpuSet> {
+pub fn affinity() -> io::Result<AffinityMask> {
     rustix::thread::sched_getaffinity(None).map_err(io::Error::from)
 }

@@ -7,6 +7,7 @@
 
 pub mod duration;
 
+pub use crate::config::{SteerPolicy, UserSpec};
 use crate::cpuset::{CpuId, CpuSet};
 use core::fmt;
 use std::net::SocketAddr;
@@ -69,28 +70,6 @@ pub enum Workers {
     Count(u16),
 }
 
-/// Which program steers new connections to listeners.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SteerPolicy {
-    /// `ld #cpu` and a decision tree to the worker on (or nearest to) that CPU.
-    Cpu,
-    /// The CPU's NUMA node, then a spread over that node's listeners by `#rxhash`.
-    Numa,
-    /// No program: the kernel's 4-tuple hash.
-    Hash,
-}
-
-impl SteerPolicy {
-    /// The flag's spelling.
-    pub fn name(self) -> &'static str {
-        match self {
-            SteerPolicy::Cpu => "cpu",
-            SteerPolicy::Numa => "numa",
-            SteerPolicy::Hash => "hash",
-        }
-    }
-}
-
 /// Where the master process runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MasterCpu {
@@ -100,15 +79,6 @@ pub enum MasterCpu {
     Cpu(CpuId),
     /// Not pinned.
     None,
-}
-
-/// `--user NAME|UID[:GID]`, unresolved (names are looked up after binding).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum UserSpec {
-    /// A user name, and optionally a group name or id.
-    Name(String, Option<String>),
-    /// A numeric uid, and optionally a group name or id.
-    Id(u32, Option<String>),
 }
 
 /// Options of `serve` (and of `check`, which plans the same thing).

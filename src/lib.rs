@@ -29,6 +29,9 @@
 // Stage 1: flags to a validated command (no syscalls); CPU sets and lists.
 pub mod args;
 
+// The serving configuration as plain values (made by planning, read by the master).
+pub mod config;
+
 pub mod cpuset;
 
 // Stage 2: /sys, /proc, affinity and cgroup to a Topology.

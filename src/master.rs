@@ -1,7 +1,7 @@
 //! The master process: bring-up (pin, listeners, steering, privileges), fork, supervise,
 //! signals.
 //!
-//! Input: validated [`ServeArgs`], the [`Plan`], and the steering program (or none for
+//! Input: the [`Serving`] configuration, the [`Plan`], and the steering program (or none for
 //! `hash`). Output: exit once stopped. The master never serves HTTP; it holds every
 //! listener fd for its whole life (so a dead worker's group slot never moves), forks one
 //! worker per plan entry, restarts the ones that die on the same CPU with the same
@@ -17,7 +17,7 @@
 //! It does not decide the plan or assemble the program (plan.rs, steer.rs), and does not
 //! accept connections (serve_loop.rs in each worker).
 
-use crate::args::{ServeArgs, SteerPolicy};
+use crate::config::{Serving, SteerPolicy};
 use crate::listen::{self, Listeners, SocketOptions};
 use crate::plan::Plan;
 use crate::signals::{self, requested_stop, Stop};
@@ -99,28 +99,28 @@ impl MasterError {
 /// Runs the server until a stop signal: bring-up, then supervision. `program` is the
 /// steering program for `plan.steer` (`None` for hash). Startup lines go to stderr.
 pub fn run(
-    args: &ServeArgs,
+    cfg: &Serving,
     plan: &Plan,
     program: Option<&[asm_bpf::Insn]>,
 ) -> Result<(), MasterError> {
     sys::count_signals(&signals::COUNTED).map_err(MasterError::Signals)?;
     let home = place_master(plan).map_err(MasterError::Pin)?;
     let opts = SocketOptions {
-        defer_accept_secs: defer_accept_secs(args),
+        defer_accept_secs: defer_accept_secs(cfg),
     };
     let listeners =
-        listen::open(&plan.workers, &args.listen, &home, opts).map_err(MasterError::Listen)?;
+        listen::open(&plan.workers, &cfg.listen, &home, opts).map_err(MasterError::Listen)?;
     let policy = attach_steering(&listeners, plan.steer, program);
-    let metrics = args.metrics.map(bind_metrics).transpose()?;
+    let metrics = cfg.metrics.map(bind_metrics).transpose()?;
     announce(plan, policy, &listeners, metrics.as_ref());
-    raise_fd_limit(args, plan.workers.len());
-    if let Some(spec) = &args.user {
+    raise_fd_limit(cfg, plan.workers.len());
+    if let Some(spec) = &cfg.user {
         drop_privileges(spec)?;
     }
-    worker::open_root(&args.root).map_err(|e| MasterError::Root(args.root.clone(), e))?;
+    worker::open_root(&cfg.root).map_err(|e| MasterError::Root(cfg.root.clone(), e))?;
     // Two blocks per worker: one per generation (see `Slot::block`).
     let counters = SharedCounters::new(2 * plan.workers.len()).map_err(MasterError::Counters)?;
-    let mut sup = Supervisor::new(args, plan, &listeners, &counters, metrics.as_ref());
+    let mut sup = Supervisor::new(cfg, plan, &listeners, &counters, metrics.as_ref());
     sup.start_all()?;
     sup.supervise();
     Ok(())
@@ -138,11 +138,11 @@ const FD_HEADROOM: u64 = 64;
 /// files and headroom: the usual soft limit of 1024 is below the default 10,240
 /// connections. If the hard limit is lower, one warning names the capacity left (no
 /// privilege is used to raise the hard limit). getrlimit(2).
-fn raise_fd_limit(args: &ServeArgs, workers: usize) {
+fn raise_fd_limit(cfg: &Serving, workers: usize) {
     use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
-    let loops = args.listen.len().max(1) as u64;
+    let loops = cfg.listen.len().max(1) as u64;
     let inherited = (workers as u64).saturating_mul(loops);
-    let per_loop = u64::from(args.max_conns) + LOOP_FDS;
+    let per_loop = u64::from(cfg.max_conns) + LOOP_FDS;
     let want = per_loop * loops + FD_HEADROOM + inherited;
     let lim = getrlimit(Resource::Nofile);
     let soft = lim.current.unwrap_or(u64::MAX);
@@ -164,7 +164,7 @@ fn raise_fd_limit(args: &ServeArgs, workers: usize) {
         crate::say!(
             "warning: open files limited to {got} (hard limit): about {} connections per worker and listener instead of --max-conns {}",
             room.saturating_sub(LOOP_FDS),
-            args.max_conns
+            cfg.max_conns
         );
     }
 }
@@ -173,8 +173,8 @@ fn raise_fd_limit(args: &ServeArgs, workers: usize) {
 /// wakes a worker only once a request's first bytes are there (one wakeup saved on every
 /// new connection); a silent connection is handed over when the deferral ends, and the
 /// header timeout then closes it.
-fn defer_accept_secs(args: &ServeArgs) -> u32 {
-    let ms = args.header_timeout.as_millis();
+fn defer_accept_secs(cfg: &Serving) -> u32 {
+    let ms = cfg.timeouts.header.as_millis();
     u32::try_from(ms.div_ceil(1000)).unwrap_or(u32::MAX).max(1)
 }
 
@@ -250,7 +250,7 @@ fn announce(plan: &Plan, policy: SteerPolicy, listeners: &Listeners, metrics: Op
 }
 
 /// Resolves `--user` from `/etc/passwd` and `/etc/group` and becomes that user.
-fn drop_privileges(spec: &crate::args::UserSpec) -> Result<(), MasterError> {
+fn drop_privileges(spec: &crate::config::UserSpec) -> Result<(), MasterError> {
     let read = |path: &str| {
         std::fs::read_to_string(path).map_err(|e| MasterError::User(format!("reading {path}: {e}")))
     };
@@ -294,7 +294,7 @@ struct Seen {
 }
 
 struct Supervisor<'a> {
-    args: &'a ServeArgs,
+    cfg: &'a Serving,
     plan: &'a Plan,
     listeners: &'a Listeners,
     counters: &'a SharedCounters,
@@ -310,7 +310,7 @@ struct Supervisor<'a> {
 
 impl<'a> Supervisor<'a> {
     fn new(
-        args: &'a ServeArgs,
+        cfg: &'a Serving,
         plan: &'a Plan,
         listeners: &'a Listeners,
         counters: &'a SharedCounters,
@@ -323,7 +323,7 @@ impl<'a> Supervisor<'a> {
             })
             .collect();
         Supervisor {
-            args,
+            cfg,
             plan,
             listeners,
             counters,
@@ -351,7 +351,7 @@ impl<'a> Supervisor<'a> {
             plan: self.plan.workers[i],
             listeners: self.listeners.of_worker(i),
             close,
-            args: self.args,
+            cfg: self.cfg,
             counters: self
                 .counters
                 .get(self.slots[i].block)
@@ -473,7 +473,7 @@ impl<'a> Supervisor<'a> {
         if !signals::arrived(libc::SIGHUP, &mut self.seen.hup) {
             return;
         }
-        if let Err(e) = worker::open_root(&self.args.root) {
+        if let Err(e) = worker::open_root(&self.cfg.root) {
             crate::say!("reload: root: {e}; keeping the running workers");
             return;
         }
@@ -586,7 +586,7 @@ impl<'a> Supervisor<'a> {
     fn grace(&self, kind: Stop) -> Duration {
         match kind {
             Stop::Fast => FAST_STOP_GRACE,
-            Stop::Graceful => self.args.shutdown_timeout + GRACEFUL_SLACK,
+            Stop::Graceful => self.cfg.timeouts.shutdown + GRACEFUL_SLACK,
         }
     }
 }
@@ -680,12 +680,10 @@ mod tests {
 
     #[test]
     fn defer_accept_rounds_up_to_seconds() {
-        let mut args = ServeArgs {
-            header_timeout: Duration::from_millis(1500),
-            ..ServeArgs::default()
-        };
-        assert_eq!(defer_accept_secs(&args), 2);
-        args.header_timeout = Duration::from_millis(1);
-        assert_eq!(defer_accept_secs(&args), 1);
+        let mut cfg = crate::plan::serving(&crate::args::ServeArgs::default());
+        cfg.timeouts.header = Duration::from_millis(1500);
+        assert_eq!(defer_accept_secs(&cfg), 2);
+        cfg.timeouts.header = Duration::from_millis(1);
+        assert_eq!(defer_accept_secs(&cfg), 1);
     }
 }

@@ -17,7 +17,8 @@
 //!   cache, then just the node); a node without workers goes round-robin over the
 //!   workers of the nearest node (by distance) that has some.
 
-use crate::args::{MasterCpu, ServeArgs, SteerPolicy, Workers};
+use crate::args::{MasterCpu, ServeArgs, Workers};
+use crate::config::{Serving, SteerPolicy, Timeouts};
 use crate::cpuset::{CpuId, CpuSet};
 use crate::topology::{NodeId, Topology};
 use core::fmt;
@@ -322,4 +323,23 @@ fn nearest_node_with_workers(
         .iter()
         .copied()
         .min_by_key(|&n| (n != node, topo.distance(node, n), n))
+}
+
+/// The serving configuration the master and workers run with: the serve flags that are
+/// not placement, gathered once so nothing after planning reads the flags.
+pub fn serving(args: &ServeArgs) -> Serving {
+    Serving {
+        root: args.root.clone(),
+        listen: args.listen.clone(),
+        max_conns: args.max_conns,
+        timeouts: Timeouts {
+            header: args.header_timeout,
+            keepalive: args.keepalive_timeout,
+            send: args.send_timeout,
+            shutdown: args.shutdown_timeout,
+        },
+        access_log: args.access_log.clone(),
+        metrics: args.metrics,
+        user: args.user.clone(),
+    }
 }

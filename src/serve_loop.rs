@@ -31,6 +31,7 @@
 //! `accept4`, `getsockopt(SO_INCOMING_CPU)`, `read`, `sendmsg`, `close` and nothing else.
 
 use crate::access_log::AccessLog;
+use crate::config::Timeouts;
 use crate::conn::{self, Awaiting, Conn, Ctx, Next, Scratch, SLOT_BYTES};
 use crate::event::{Poller, Ready, Token};
 use crate::files::cache::{CacheConfig, FileCache};
@@ -72,14 +73,9 @@ pub struct LoopConfig {
     pub root: OwnedFd,
     /// Connection slots (the table is allocated once, after pinning).
     pub max_conns: u32,
-    /// Deadline for a complete request head (then 408 and close).
-    pub header_timeout: Duration,
-    /// Idle keep-alive time.
-    pub keepalive_timeout: Duration,
-    /// Longest send stall.
-    pub send_timeout: Duration,
-    /// Grace period for [`Control::StopGraceful`].
-    pub shutdown_timeout: Duration,
+    /// The connection deadlines; `shutdown` is the grace period for
+    /// [`Control::StopGraceful`].
+    pub timeouts: Timeouts,
     /// Access log path, if logging is on.
     pub access_log: Option<PathBuf>,
 }
@@ -212,9 +208,9 @@ impl<'a> Loop<'a> {
         let log = AccessLog::open(cfg.access_log.clone())
             .map_err(|e| LoopError::Setup("opening the access log", e))?;
         let durations = [
-            ms(cfg.header_timeout),
-            ms(cfg.keepalive_timeout),
-            ms(cfg.send_timeout),
+            ms(cfg.timeouts.header),
+            ms(cfg.timeouts.keepalive),
+            ms(cfg.timeouts.send),
             ms(tuning.linger),
         ];
         let ctx = Ctx {
@@ -262,7 +258,7 @@ impl<'a> Loop<'a> {
                 Control::StopNow => break,
                 Control::StopGraceful => {
                     if grace_end.is_none() {
-                        grace_end = Some(self.ctx.now_ms + ms(cfg.shutdown_timeout));
+                        grace_end = Some(self.ctx.now_ms + ms(cfg.timeouts.shutdown));
                         self.drain();
                     }
                 }
@@ -566,10 +562,12 @@ mod tests {
             root: rustix::fs::open(&dir, rustix::fs::OFlags::PATH, rustix::fs::Mode::empty())
                 .unwrap(),
             max_conns: 4,
-            header_timeout: Duration::from_secs(5),
-            keepalive_timeout: Duration::from_secs(5),
-            send_timeout: Duration::from_secs(5),
-            shutdown_timeout: Duration::from_secs(5),
+            timeouts: Timeouts {
+                header: Duration::from_secs(5),
+                keepalive: Duration::from_secs(5),
+                send: Duration::from_secs(5),
+                shutdown: Duration::from_secs(5),
+            },
             access_log: None,
         };
         let counters = WorkerCounters::default();

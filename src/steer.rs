@@ -25,7 +25,7 @@
 //! kernel-exact checker must accept it, and the interpreter must return the plan's index
 //! for every mapped CPU (and the fallback for ids that are not mapped) before it is used.
 
-use crate::args::SteerPolicy;
+use crate::config::SteerPolicy;
 use crate::plan::Plan;
 use crate::topology::Topology;
 use asm_bpf::interp::{self, Context};

@@ -11,7 +11,7 @@
 //! worker several listeners; the first is served on the worker's main thread and each
 //! further one by a thread of the same (pinned) process, each with its own loop.
 
-use crate::args::ServeArgs;
+use crate::config::Serving;
 use crate::cpuset::CpuId;
 use crate::plan::WorkerPlan;
 use crate::serve_loop::{self, Control, LoopConfig};
@@ -33,8 +33,8 @@ pub struct WorkerStart<'a> {
     /// Fds inherited from the master that are not this worker's (other workers'
     /// listeners, the metrics socket), closed after fork.
     pub close: Vec<RawFd>,
-    /// The serve options.
-    pub args: &'a ServeArgs,
+    /// What to serve, and how.
+    pub cfg: &'a Serving,
     /// This worker's counter block in the shared mapping.
     pub counters: &'a WorkerCounters,
 }
@@ -108,7 +108,7 @@ fn run(start: WorkerStart<'_>) -> Result<(), WorkerError> {
     for fd in start.close {
         sys::close_inherited(fd);
     }
-    let root = open_root(&start.args.root).map_err(WorkerError::Root)?;
+    let root = open_root(&start.cfg.root).map_err(WorkerError::Root)?;
     if crate::files::beneath::fallback_in_use(root.as_fd()) {
         crate::say!(
             "worker {}: {}",
@@ -123,7 +123,7 @@ fn run(start: WorkerStart<'_>) -> Result<(), WorkerError> {
         cpu,
         start.plan.node
     );
-    serve_all(&start.listeners, root, start.args, cpu, start.counters)
+    serve_all(&start.listeners, root, start.cfg, cpu, start.counters)
 }
 
 /// Pins the process to `cpu` and checks with `sched_getcpu` that it now runs there
@@ -143,16 +143,13 @@ pub fn open_root(root: &Path) -> io::Result<OwnedFd> {
     rustix::fs::open(root, flags, Mode::empty()).map_err(io::Error::from)
 }
 
-fn loop_config(args: &ServeArgs, cpu: CpuId, root: OwnedFd) -> LoopConfig {
+fn loop_config(cfg: &Serving, cpu: CpuId, root: OwnedFd) -> LoopConfig {
     LoopConfig {
         cpu,
         root,
-        max_conns: args.max_conns,
-        header_timeout: args.header_timeout,
-        keepalive_timeout: args.keepalive_timeout,
-        send_timeout: args.send_timeout,
-        shutdown_timeout: args.shutdown_timeout,
-        access_log: args.access_log.clone(),
+        max_conns: cfg.max_conns,
+        timeouts: cfg.timeouts,
+        access_log: cfg.access_log.clone(),
     }
 }
 
@@ -161,7 +158,7 @@ fn loop_config(args: &ServeArgs, cpu: CpuId, root: OwnedFd) -> LoopConfig {
 fn serve_all(
     listeners: &[BorrowedFd<'_>],
     root: OwnedFd,
-    args: &ServeArgs,
+    cfg: &Serving,
     cpu: CpuId,
     counters: &WorkerCounters,
 ) -> Result<(), WorkerError> {
@@ -171,9 +168,9 @@ fn serve_all(
     let mut configs = Vec::with_capacity(rest.len());
     for _ in rest {
         let dup = root.try_clone().map_err(WorkerError::Root)?;
-        configs.push(loop_config(args, cpu, dup));
+        configs.push(loop_config(cfg, cpu, dup));
     }
-    let main_cfg = loop_config(args, cpu, root);
+    let main_cfg = loop_config(cfg, cpu, root);
     std::thread::scope(|s| {
         let mut others = Vec::with_capacity(rest.len());
         for (&l, cfg) in rest.iter().zip(configs) {

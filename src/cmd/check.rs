@@ -22,6 +22,7 @@ pub fn main(args: &ServeArgs, json: bool) -> Result<i32, Failure> {
         warnings,
         plan,
         program,
+        ..
     } = super::prepare::prepare(args, |w| eprintln!("steerd: {w}"))?;
     if json {
         print!(

@@ -14,8 +14,12 @@ use crate::master;
 /// Runs `steerd serve` and returns the exit status.
 pub fn main(args: &ServeArgs) -> Result<i32, Failure> {
     // Each warning already names its stage (`topology: ...`).
-    let super::prepare::Prepared { plan, program, .. } =
-        super::prepare::prepare(args, |w| crate::say!("warning: {w}"))?;
+    let super::prepare::Prepared {
+        plan,
+        program,
+        serving,
+        ..
+    } = super::prepare::prepare(args, |w| crate::say!("warning: {w}"))?;
     if args.steer != SteerPolicy::Hash && plan.steer == SteerPolicy::Hash {
         crate::say!(
             "warning: steer: only one worker CPU, so --steer {} has nothing to choose \
@@ -24,6 +28,6 @@ pub fn main(args: &ServeArgs) -> Result<i32, Failure> {
         );
     }
     let insns = program.as_ref().map(|p| p.insns.as_slice());
-    master::run(args, &plan, insns).map_err(|e| Failure::new(e.stage(), e))?;
+    master::run(&serving, &plan, insns).map_err(|e| Failure::new(e.stage(), e))?;
     Ok(0)
 }

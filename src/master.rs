@@ -680,8 +680,21 @@ mod tests {
 
     #[test]
     fn defer_accept_rounds_up_to_seconds() {
-        let mut cfg = crate::plan::serving(&crate::args::ServeArgs::default());
-        cfg.timeouts.header = Duration::from_millis(1500);
+        let second = Duration::from_secs(1);
+        let mut cfg = Serving {
+            root: ".".into(),
+            listen: Vec::new(),
+            max_conns: 1,
+            timeouts: crate::config::Timeouts {
+                header: Duration::from_millis(1500),
+                keepalive: second,
+                send: second,
+                shutdown: second,
+            },
+            access_log: None,
+            metrics: None,
+            user: None,
+        };
         assert_eq!(defer_accept_secs(&cfg), 2);
         cfg.timeouts.header = Duration::from_millis(1);
         assert_eq!(defer_accept_secs(&cfg), 1);

@@ -4,7 +4,7 @@
 //! (bpf_asm source text and the bytecode assembled from it), or `None` for the `hash`
 //! policy (no program: the kernel's own 4-tuple hash), or a [`SteerError`].
 //!
-//! Required reading: `../shared/notes/kernel-steering.md` sections 0 and 2.4-2.5. The
+//! The kernel side is described in `docs/kernel-steering.md`. The
 //! program runs in `reuseport_select_sock()` for each SYN and returns a listener index;
 //! an index at or above the group size falls back to the kernel's hash. It never loads
 //! packet bytes: the kernel has pulled `skb->data` past the TCP header and a SYN has no

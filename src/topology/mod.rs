@@ -9,7 +9,7 @@
 //! CPUs are grouped only by the kernel's `*_cpus_list` masks (core, cluster, package,
 //! last-level cache), never by arithmetic on `core_id` or `cluster_id`: those ids restart
 //! per cluster or per socket on some machines (Documentation/admin-guide/cputopology.rst;
-//! `../shared/notes/numa-vm.md` on the arm64 guest). A group is named by its lowest CPU.
+//! `docs/placement.md`, "Topology", on the arm64 guest). A group is named by its lowest CPU.
 //!
 //! Where the process's own state comes from (see `docs/placement.md`, "Captured trees"):
 //! - `--sysfs /sys --procfs /proc` (live): `sched_getaffinity`, and the cgroup found via

@@ -5,6 +5,7 @@
 //! syntax, not against the machine (that is the planner's job, with the topology).
 //! Every bad input is an [`ArgsError`] that names the flag and the value.
 
+pub mod bpf;
 pub mod duration;
 
 pub use crate::config::{SteerPolicy, UserSpec};
@@ -33,8 +34,8 @@ pub enum Command {
         /// Print JSON instead of text.
         json: bool,
     },
-    /// `steerd bpf ...`: the rest of the arguments, parsed by the bpf tool.
-    Bpf(Vec<String>),
+    /// `steerd bpf ...`: the asm-bpf toolchain.
+    Bpf(bpf::Bpf),
     /// `steerd bench ...`: the rest of the arguments, parsed by the bench tool.
     Bench(Vec<String>),
     /// `--help`, with the text to print.
@@ -144,18 +145,34 @@ pub const DEFAULT_MAX_CONNS: u32 = 10_240;
 /// The listen address when none is given.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
-/// A flag or value that cannot be used.
+/// A flag or value that cannot be used: printed as `steerd: STAGE: MESSAGE`, then the
+/// usage text when there is one, and the process exits 2.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ArgsError(pub String);
+pub struct ArgsError {
+    /// Who refused it: `args`, or the subcommand (`bpf`).
+    pub stage: &'static str,
+    /// What is wrong, naming the flag and the value.
+    pub message: String,
+    /// The usage text printed after the message (empty for none).
+    pub usage: &'static str,
+}
 
 impl fmt::Display for ArgsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        write!(f, "steerd: {}: {}", self.stage, self.message)?;
+        match self.usage.strip_suffix('\n') {
+            Some(usage) => write!(f, "\n{usage}"),
+            None => Ok(()),
+        }
     }
 }
 
 fn err<T>(msg: impl Into<String>) -> Result<T, ArgsError> {
-    Err(ArgsError(msg.into()))
+    Err(ArgsError {
+        stage: "args",
+        message: msg.into(),
+        usage: "",
+    })
 }
 
 /// Parses everything after the program name.
@@ -168,7 +185,7 @@ pub fn parse(args: &[String]) -> Result<Command, ArgsError> {
         "serve" => parse_serve_or_help(rest, SERVE_HELP, Command::Serve),
         "check" => parse_check(rest),
         "topo" => parse_topo(rest),
-        "bpf" => Ok(Command::Bpf(rest.to_vec())),
+        "bpf" => Ok(bpf::parse(rest)?.map_or(Command::Help(bpf::USAGE), Command::Bpf)),
         "bench" => Ok(Command::Bench(rest.to_vec())),
         "-h" | "--help" | "help" => Ok(Command::Help(MAIN_HELP)),
         "-V" | "--version" => Ok(Command::Version),
@@ -366,7 +383,7 @@ fn parse_max_conns(v: &str) -> Result<u32, ArgsError> {
 
 /// A time in the one grammar of `args::duration` (`500ms`, `2s`, `1.5s`, `1m`, `3`).
 fn parse_secs(flag: &str, v: &str) -> Result<Duration, ArgsError> {
-    duration::parse(v).map_err(|e| ArgsError(format!("{flag} {e}")))
+    duration::parse(v).or_else(|e| err(format!("{flag} {e}")))
 }
 
 fn parse_log(v: &str) -> Result<Option<PathBuf>, ArgsError> {
@@ -487,7 +504,7 @@ mod tests {
             ("--listen 127.0.0.1:1 --listen 127.0.0.1:1", "twice"),
         ] {
             let e = parse(&argv(input)).unwrap_err();
-            assert!(e.0.contains(needle), "{input}: {e}");
+            assert!(e.message.contains(needle), "{input}: {e}");
         }
     }
 

@@ -47,7 +47,7 @@ pub fn run(argv: &[String]) -> i32 {
     let command = match args::parse(argv) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("steerd: args: {e}");
+            eprintln!("{e}");
             return 2;
         }
     };
@@ -70,7 +70,7 @@ fn dispatch(command: Command) -> Result<i32, Failure> {
             println!("steerd {}", env!("CARGO_PKG_VERSION"));
             Ok(0)
         }
-        Command::Bpf(rest) => Ok(bpf::main(&rest)),
+        Command::Bpf(cmd) => Ok(bpf::main(&cmd)),
         Command::Topo { roots, json } => Ok(topo::main(&roots, json)),
         Command::Check { serve, json } => check::main(&serve, json),
         Command::Serve(args) => serve::main(&args),

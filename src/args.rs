@@ -168,11 +168,19 @@ impl fmt::Display for ArgsError {
 }
 
 fn err<T>(msg: impl Into<String>) -> Result<T, ArgsError> {
-    Err(ArgsError {
+    Err(flag_error(msg.into()))
+}
+
+/// An error of the serve flags (stage `args`, no usage text); out of line, so each of
+/// the many call sites stays one call.
+#[cold]
+#[inline(never)]
+fn flag_error(message: String) -> ArgsError {
+    ArgsError {
         stage: "args",
-        message: msg.into(),
+        message,
         usage: "",
-    })
+    }
 }
 
 /// Parses everything after the program name.
@@ -185,7 +193,10 @@ pub fn parse(args: &[String]) -> Result<Command, ArgsError> {
         "serve" => parse_serve_or_help(rest, SERVE_HELP, Command::Serve),
         "check" => parse_check(rest),
         "topo" => parse_topo(rest),
-        "bpf" => Ok(bpf::parse(rest)?.map_or(Command::Help(bpf::USAGE), Command::Bpf)),
+        "bpf" => match bpf::parse(rest)? {
+            Some(cmd) => Ok(Command::Bpf(cmd)),
+            None => Ok(Command::Help(bpf::USAGE)),
+        },
         "bench" => Ok(Command::Bench(rest.to_vec())),
         "-h" | "--help" | "help" => Ok(Command::Help(MAIN_HELP)),
         "-V" | "--version" => Ok(Command::Version),

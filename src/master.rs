@@ -238,7 +238,7 @@ fn announce(plan: &Plan, policy: SteerPolicy, listeners: &Listeners, metrics: Op
         rustix::process::getpid().as_raw_nonzero()
     );
     for w in &plan.workers {
-        crate::say!("worker {} cpu {} node {}", w.index, w.cpu, w.node);
+        crate::say!("worker {} cpu {} node {}", w.index, w.cpu, w.node.0);
     }
     for addr in listeners.addrs() {
         crate::say!("listening on {addr}");

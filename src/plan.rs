@@ -257,10 +257,11 @@ fn cpu_map(workers: &[WorkerPlan], topo: &Topology) -> Vec<(CpuId, u16)> {
     let on_cpu: HashMap<CpuId, u16> = workers.iter().map(|w| (w.cpu, w.index)).collect();
     let sharing = workers_by_group(workers, topo);
     let worker_nodes: Vec<NodeId> = {
-        let mut n: Vec<NodeId> = workers.iter().map(|w| w.node).collect();
+        // Sorted as plain ids: the same sort code as the other `u32` lists.
+        let mut n: Vec<u32> = workers.iter().map(|w| w.node.0).collect();
         n.sort_unstable();
         n.dedup();
-        n
+        n.into_iter().map(NodeId).collect()
     };
     let mut next: HashMap<(usize, u32, NodeId), usize> = HashMap::new();
     let mut map = Vec::with_capacity(topo.cpus.len());
@@ -327,10 +328,10 @@ fn nearest_node_with_workers(
 
 /// The serving configuration the master and workers run with: the serve flags that are
 /// not placement, gathered once so nothing after planning reads the flags.
-pub fn serving(args: &ServeArgs) -> Serving {
+pub fn serving(args: ServeArgs) -> Serving {
     Serving {
-        root: args.root.clone(),
-        listen: args.listen.clone(),
+        root: args.root,
+        listen: args.listen,
         max_conns: args.max_conns,
         timeouts: Timeouts {
             header: args.header_timeout,
@@ -338,8 +339,8 @@ pub fn serving(args: &ServeArgs) -> Serving {
             send: args.send_timeout,
             shutdown: args.shutdown_timeout,
         },
-        access_log: args.access_log.clone(),
+        access_log: args.access_log,
         metrics: args.metrics,
-        user: args.user.clone(),
+        user: args.user,
     }
 }

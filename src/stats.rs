@@ -185,7 +185,7 @@ fn labels(out: &mut String, w: &WorkerPlan) {
     let _ = write!(
         out,
         "worker=\"{}\",cpu=\"{}\",node=\"{}\"",
-        w.index, w.cpu, w.node
+        w.index, w.cpu, w.node.0
     );
 }
 

@@ -14,9 +14,9 @@ use asm_bpf::{dis, fmt};
 use std::io::Write;
 
 /// Runs a parsed `steerd bpf` command and returns the exit status.
-pub fn main(cmd: &Bpf) -> i32 {
+pub fn main(cmd: Bpf) -> i32 {
     match cmd {
-        Bpf::Asm { c_format, input } => asm(*c_format, input.as_deref()),
+        Bpf::Asm { c_format, input } => asm(c_format, input.as_deref()),
         Bpf::Dis { input } => dis(input.as_deref()),
         Bpf::Check { input } => super::bpf_exec::check(input.as_deref()),
         Bpf::Run { input, packet } => super::bpf_exec::run(input.as_deref(), packet),

@@ -29,9 +29,9 @@ pub fn check(input: Option<&str>) -> i32 {
 }
 
 /// `steerd bpf run [FILE|-] [options]`.
-pub fn run(input: Option<&str>, packet: &Packet) -> i32 {
+pub fn run(input: Option<&str>, packet: Packet) -> i32 {
     let ctx = Context {
-        packet: packet.payload.clone(),
+        packet: packet.payload,
         len: packet.len,
         queue: packet.queue,
         rxhash: packet.rxhash,

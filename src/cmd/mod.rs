@@ -70,10 +70,10 @@ fn dispatch(command: Command) -> Result<i32, Failure> {
             println!("steerd {}", env!("CARGO_PKG_VERSION"));
             Ok(0)
         }
-        Command::Bpf(cmd) => Ok(bpf::main(&cmd)),
+        Command::Bpf(cmd) => Ok(bpf::main(cmd)),
         Command::Topo { roots, json } => Ok(topo::main(&roots, json)),
         Command::Check { serve, json } => check::main(&serve, json),
-        Command::Serve(args) => serve::main(&args),
+        Command::Serve(args) => serve::main(args),
         Command::Bench(rest) => Ok(crate::bench::main(&rest)),
     }
 }

@@ -7,7 +7,6 @@
 
 use super::Failure;
 use crate::args::ServeArgs;
-use crate::config::Serving;
 use crate::plan::{self, Plan};
 use crate::steer::{self, SteerProgram};
 use crate::topology::{self, Topology};
@@ -22,8 +21,6 @@ pub struct Prepared {
     pub plan: Plan,
     /// The steering program; `None` when the plan needs none.
     pub program: Option<SteerProgram>,
-    /// What the master and workers serve, and how.
-    pub serving: Serving,
 }
 
 /// Reads the topology (before anything pins the process), attaches the NIC of the listen
@@ -47,6 +44,5 @@ pub fn prepare(args: &ServeArgs, show: impl Fn(&str)) -> Result<Prepared, Failur
         warnings,
         plan,
         program,
-        serving: plan::serving(args),
     })
 }

@@ -319,7 +319,7 @@ impl Reader {
     }
 
     fn nodes(&mut self, online: &CpuSet) -> Vec<Node> {
-        let mut ids = self.node_ids();
+        let ids = self.node_ids();
         if ids.is_empty() {
             self.warn("topology: no NUMA node directory: one node assumed".to_string());
             return vec![Node {
@@ -328,7 +328,6 @@ impl Reader {
                 distances: vec![10],
             }];
         }
-        ids.sort_unstable();
         let count = ids.len();
         let mut nodes: Vec<Node> = ids
             .iter()
@@ -336,7 +335,7 @@ impl Reader {
             .map(|(i, &id)| Node {
                 id,
                 cpus: self
-                    .cpulist(&format!("devices/system/node/node{id}/cpulist"))
+                    .cpulist(&format!("devices/system/node/node{}/cpulist", id.0))
                     .unwrap_or_default(),
                 distances: self.distance_row(id, i, count),
             })
@@ -346,22 +345,26 @@ impl Reader {
         nodes
     }
 
+    /// The node ids under `devices/system/node`, ascending.
     fn node_ids(&mut self) -> Vec<NodeId> {
         let dir = self.sysfs.join("devices/system/node");
         let Ok(entries) = std::fs::read_dir(&dir) else {
             return Vec::new();
         };
-        entries
+        let mut ids: Vec<u32> = entries
             .filter_map(|e| e.ok())
             .filter_map(|e| {
                 let name = e.file_name().into_string().ok()?;
-                name.strip_prefix("node")?.parse::<u32>().ok().map(NodeId)
+                name.strip_prefix("node")?.parse::<u32>().ok()
             })
-            .collect()
+            .collect();
+        // Sorted as plain ids: the same sort code as the other `u32` lists.
+        ids.sort_unstable();
+        ids.into_iter().map(NodeId).collect()
     }
 
     fn distance_row(&mut self, id: NodeId, index: usize, count: usize) -> Vec<u32> {
-        let rel = format!("devices/system/node/node{id}/distance");
+        let rel = format!("devices/system/node/node{}/distance", id.0);
         let parsed = self.sys(&rel).map(|t| parse::parse_distance_row(&t));
         match parsed {
             Some(Ok(row)) if row.len() == count && slit_shaped(&row, index) => return row,

@@ -4,7 +4,7 @@
 //! (bpf_asm source text and the bytecode assembled from it), or `None` for the `hash`
 //! policy (no program: the kernel's own 4-tuple hash), or a [`SteerError`].
 //!
-//! Required reading: `../shared/notes/kernel-steering.md` sections 0 and 2.4-2.5. The
+//! The kernel side is described in `docs/kernel-steering.md`. The
 //! program runs in `reuseport_select_sock()` for each SYN and returns a listener index;
 //! an index at or above the group size falls back to the kernel's hash. It never loads
 //! packet bytes: the kernel has pulled `skb->data` past the TCP header and a SYN has no
@@ -25,7 +25,7 @@
 //! kernel-exact checker must accept it, and the interpreter must return the plan's index
 //! for every mapped CPU (and the fallback for ids that are not mapped) before it is used.
 
-use crate::args::SteerPolicy;
+use crate::config::SteerPolicy;
 use crate::cpuset::CpuSet;
 use crate::plan::Plan;
 use crate::topology::Topology;

@@ -220,7 +220,7 @@ pub fn process_cpu() -> Duration {
 fn run_thread(spec: &LoadSpec, t: u32, request: &[u8]) -> Result<ThreadReport, String> {
     let cpu = (!spec.pin.is_empty()).then(|| spec.pin[t as usize % spec.pin.len()]);
     if let Some(cpu) = cpu {
-        crate::sys::pin_to_cpu(cpu)
+        crate::sys::pin_to_cpu(cpu.get())
             .map_err(|e| format!("load: pinning a thread to CPU {cpu}: {e}"))?;
     }
     let mut w = Worker::new(spec, t, request)?;

@@ -21,10 +21,11 @@
 
 use super::Usage;
 use crate::args::bench::ResponderArgs;
-use crate::args::SteerPolicy;
+use crate::config::SteerPolicy;
 use crate::cpuset::{CpuId, CpuSet};
 use crate::listen::{self, ListenError, SocketOptions};
 use crate::plan::{Plan, WorkerPlan};
+use crate::topology::NodeId;
 use crate::{steer, sys};
 use rustix::event::epoll;
 use rustix::fd::OwnedFd;
@@ -56,7 +57,7 @@ fn plan_of(cpus: &[CpuId], steer: bool) -> Plan {
         .map(|(i, &cpu)| WorkerPlan {
             index: index(i),
             cpu,
-            node: 0,
+            node: NodeId(0),
         })
         .collect();
     // Ascending by CPU id, as the plan's map must be: the list comes from a CpuSet.
@@ -123,7 +124,7 @@ fn serve(args: &ResponderArgs) -> Result<(), String> {
 }
 
 fn run_thread(cpu: CpuId, listener: OwnedFd, close: bool) -> Result<(), String> {
-    sys::pin_to_cpu(cpu).map_err(|e| format!("pinning to CPU {cpu}: {e}"))?;
+    sys::pin_to_cpu(cpu.get()).map_err(|e| format!("pinning to CPU {cpu}: {e}"))?;
     if close {
         close_loop(&listener)
     } else {

@@ -123,21 +123,13 @@ pub fn inspect(fd: &OwnedFd) -> io::Result<(SocketAddr, bool)> {
     Ok((addr, sockopt::socket_reuseport(fd)?))
 }
 
-/// Why a passed socket named `name` on `addr` cannot be adopted.
-pub fn no_reuseport(name: &str, addr: SocketAddr) -> String {
-    format!(
-        "inherited socket {name} on {addr} has no SO_REUSEPORT (set ReusePort=yes in the \
-         socket unit): steerd cannot add its workers' listeners beside it"
-    )
-}
-
 /// The line `check` prints for a passed socket that cannot join a reuseport group, or
 /// `None` when it can.
 pub fn reuseport_problem(inherited: &Inherited) -> Option<String> {
     match inherited.listener {
         Some(_) if inherited.name == METRICS => None,
         Some((_, true)) => None,
-        Some((addr, false)) => Some(no_reuseport(&inherited.name, addr)),
+        Some((addr, false)) => Some(crate::listen::adopt::no_reuseport(&inherited.name, addr)),
         None if inherited.name == UPGRADE_PIPE => None,
         None => Some(format!(
             "inherited descriptor {} ({}) is not a listening TCP socket",

@@ -16,7 +16,6 @@
 
 pub mod adopt;
 
-use crate::cpuset::CpuId;
 use crate::plan::WorkerPlan;
 use crate::sys;
 use core::fmt;
@@ -80,7 +79,7 @@ pub struct SocketOptions {
 pub fn open(
     workers: &[WorkerPlan],
     addrs: &[SocketAddr],
-    home: &rustix::thread::CpuSet,
+    home: &sys::AffinityMask,
     opts: SocketOptions,
 ) -> Result<Listeners, ListenError> {
     let seeded = addrs.iter().map(|&a| (a, Vec::new())).collect();
@@ -94,7 +93,7 @@ pub fn open(
 pub fn open_seeded(
     workers: &[WorkerPlan],
     seeded: Vec<(SocketAddr, Vec<OwnedFd>)>,
-    home: &rustix::thread::CpuSet,
+    home: &sys::AffinityMask,
     opts: SocketOptions,
 ) -> Result<Listeners, ListenError> {
     for (addr, fds) in &seeded {
@@ -129,7 +128,7 @@ fn make_all(
         if groups.iter().all(|g| g.fds.len() > usize::from(w.index)) {
             continue;
         }
-        sys::pin_to_cpu(w.cpu).map_err(|e| ListenError::Pin(format!("CPU {}", w.cpu), e))?;
+        sys::pin_to_cpu(w.cpu.get()).map_err(|e| ListenError::Pin(format!("CPU {}", w.cpu), e))?;
         for group in groups.iter_mut() {
             if group.fds.len() > usize::from(w.index) {
                 continue;
@@ -259,20 +258,16 @@ impl Listeners {
     }
 }
 
-/// The CPU the caller is on, as a [`CpuId`] (for the "made on CPU c" checks).
-pub fn current_cpu() -> Option<CpuId> {
-    CpuId::new(rustix::thread::sched_getcpu())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpuset::CpuId;
     use crate::plan::WorkerPlan;
     use std::io::{Read, Write};
 
     fn allowed() -> Vec<CpuId> {
         let set = sys::affinity().expect("affinity");
-        (0..rustix::thread::CpuSet::MAX_CPU)
+        (0..sys::AffinityMask::MAX_CPU)
             .filter(|&c| set.is_set(c))
             .filter_map(CpuId::new)
             .collect()
@@ -284,7 +279,7 @@ mod tests {
             .map(|(i, &cpu)| WorkerPlan {
                 index: i as u16,
                 cpu,
-                node: 0,
+                node: crate::topology::NodeId(0),
             })
             .collect()
     }

@@ -1,7 +1,7 @@
 //! The master process: bring-up (pin, listeners, steering, privileges), fork, supervise,
 //! signals.
 //!
-//! Input: validated [`ServeArgs`], the [`Plan`], and the steering program (or none for
+//! Input: the [`Serving`] configuration, the [`Plan`], and the steering program (or none for
 //! `hash`). Output: exit once stopped. The master never serves HTTP; it holds every
 //! listener fd for its whole life (so a dead worker's group slot never moves), forks one
 //! worker per plan entry, restarts the ones that die on the same CPU with the same
@@ -23,16 +23,17 @@
 //! It does not decide the plan or assemble the program (plan.rs, steer.rs), and does not
 //! accept connections (serve_loop.rs in each worker).
 
-use crate::args::{ServeArgs, SteerPolicy};
+use crate::config::{Serving, SteerPolicy};
 use crate::inherit::{self, Inherited};
 use crate::listen::{self, Listeners, SocketOptions};
 use crate::notify::Notifier;
 use crate::plan::Plan;
 use crate::preflight::{self, Problem};
-use crate::sys::{self, SharedCounters};
+use crate::signals;
+use crate::stats::SharedCounters;
+use crate::sys;
 use crate::upgrade::{self, Launch};
 use crate::user::Identity;
-use crate::worker::{self, SIGNALS};
 use core::fmt;
 use rustix::process::WaitStatus;
 use std::io;
@@ -117,12 +118,11 @@ impl MasterError {
 /// listeners (passed ones first in their groups), steering, metrics, the `listening on`
 /// lines, privileges, workers.
 pub fn run(
-    args: &ServeArgs,
+    cfg: &Serving,
     plan: &Plan,
     program: Option<&[asm_bpf::Insn]>,
 ) -> Result<(), MasterError> {
-    sys::count_signals(&SIGNALS).map_err(MasterError::Signals)?;
-    sys::ignore_signals(&worker::ignored_signals());
+    signals::install().map_err(MasterError::Signals)?;
     let launch = Launch::record().ok();
     let mut passed = inherit::take_from_env().map_err(MasterError::Inherit)?;
     let upgrade_pipe = upgrade::take_named(&mut passed, inherit::UPGRADE_PIPE);
@@ -131,27 +131,27 @@ pub fn run(
         crate::say!("warning: notify: {e}");
         Notifier::none()
     });
-    let identity = match &args.user {
+    let identity = match &cfg.user {
         Some(spec) => Some(preflight::resolve_user(spec).map_err(MasterError::Preflight)?),
         None => None,
     };
-    preflight::check_as(identity.as_ref(), &args.root, args.access_log.as_deref())
+    preflight::check_as(identity.as_ref(), &cfg.root, cfg.access_log.as_deref())
         .map_err(MasterError::Preflight)?;
     let home = place_master(plan).map_err(MasterError::Pin)?;
     let opts = SocketOptions {
-        defer_accept_secs: defer_accept_secs(args),
+        defer_accept_secs: defer_accept_secs(cfg),
     };
-    let seeded = seat_passed(args, plan, passed)?;
+    let seeded = seat_passed(cfg, plan, passed)?;
     let listeners =
         listen::open_seeded(&plan.workers, seeded, &home, opts).map_err(MasterError::Listen)?;
     let policy = attach_steering(&listeners, plan.steer, program);
-    let metrics = match (passed_metrics, args.metrics) {
+    let metrics = match (passed_metrics, cfg.metrics) {
         (Some(fd), _) => Some(fd),
         (None, Some(addr)) => Some(bind_metrics(addr)?),
         (None, None) => None,
     };
     announce(plan, policy, &listeners, metrics.as_ref());
-    raise_fd_limit(args, plan.workers.len());
+    raise_fd_limit(cfg, plan.workers.len());
     if let Some(id) = &identity {
         become_user(id)?;
     }
@@ -162,7 +162,7 @@ pub fn run(
     )
     .map_err(|e| MasterError::Pipe(e.into()))?;
     let shared = Shared {
-        args,
+        cfg,
         plan,
         listeners: &listeners,
         counters: &counters,
@@ -177,7 +177,7 @@ pub fn run(
 
 /// The passed listening sockets, seated in their `--listen` groups (`listen::adopt`).
 fn seat_passed(
-    args: &ServeArgs,
+    cfg: &Serving,
     plan: &Plan,
     passed: Vec<Inherited>,
 ) -> Result<Vec<(SocketAddr, Vec<OwnedFd>)>, MasterError> {
@@ -197,8 +197,8 @@ fn seat_passed(
         fds.push(Some(p.fd));
     }
     let default_only =
-        args.listen.len() == 1 && args.listen[0].to_string() == crate::args::DEFAULT_LISTEN;
-    let seating = listen::adopt::seat(&args.listen, default_only, &offered, plan.workers.len())
+        cfg.listen.len() == 1 && cfg.listen[0].to_string() == crate::config::DEFAULT_LISTEN;
+    let seating = listen::adopt::seat(&cfg.listen, default_only, &offered, plan.workers.len())
         .map_err(MasterError::Inherit)?;
     if !offered.is_empty() {
         crate::say!("adopted {} passed listening sockets", offered.len());
@@ -227,11 +227,11 @@ const FD_HEADROOM: u64 = 64;
 /// files and headroom: the usual soft limit of 1024 is below the default 10,240
 /// connections. If the hard limit is lower, one warning names the capacity left (no
 /// privilege is used to raise the hard limit). getrlimit(2).
-fn raise_fd_limit(args: &ServeArgs, workers: usize) {
+fn raise_fd_limit(cfg: &Serving, workers: usize) {
     use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
-    let loops = args.listen.len().max(1) as u64;
+    let loops = cfg.listen.len().max(1) as u64;
     let inherited = (workers as u64).saturating_mul(loops);
-    let per_loop = u64::from(args.max_conns) + LOOP_FDS;
+    let per_loop = u64::from(cfg.max_conns) + LOOP_FDS;
     let want = per_loop * loops + FD_HEADROOM + inherited;
     let lim = getrlimit(Resource::Nofile);
     let soft = lim.current.unwrap_or(u64::MAX);
@@ -253,7 +253,7 @@ fn raise_fd_limit(args: &ServeArgs, workers: usize) {
         crate::say!(
             "warning: open files limited to {got} (hard limit): about {} connections per worker and listener (fewer while cached files are open) instead of --max-conns {}",
             room.saturating_sub(LOOP_BASE_FDS),
-            args.max_conns
+            cfg.max_conns
         );
     }
 }
@@ -262,17 +262,17 @@ fn raise_fd_limit(args: &ServeArgs, workers: usize) {
 /// wakes a worker only once a request's first bytes are there (one wakeup saved on every
 /// new connection); a silent connection is handed over when the deferral ends, and the
 /// header timeout then closes it.
-fn defer_accept_secs(args: &ServeArgs) -> u32 {
-    let ms = args.header_timeout.as_millis();
+fn defer_accept_secs(cfg: &Serving) -> u32 {
+    let ms = cfg.timeouts.header.as_millis();
     u32::try_from(ms.div_ceil(1000)).unwrap_or(u32::MAX).max(1)
 }
 
 /// Pins the master to the plan's CPU (when it names one) and returns the CPU set the
 /// master comes back to after making each listener on its worker's CPU.
-fn place_master(plan: &Plan) -> io::Result<rustix::thread::CpuSet> {
+fn place_master(plan: &Plan) -> io::Result<crate::sys::AffinityMask> {
     match plan.master_cpu {
         Some(cpu) => {
-            sys::pin_to_cpu(cpu)?;
+            sys::pin_to_cpu(cpu.get())?;
             sys::affinity()
         }
         None => sys::affinity(),
@@ -327,7 +327,7 @@ fn announce(plan: &Plan, policy: SteerPolicy, listeners: &Listeners, metrics: Op
         rustix::process::getpid().as_raw_nonzero()
     );
     for w in &plan.workers {
-        crate::say!("worker {} cpu {} node {}", w.index, w.cpu, w.node);
+        crate::say!("worker {} cpu {} node {}", w.index, w.cpu, w.node.0);
     }
     for addr in listeners.addrs() {
         crate::say!("listening on {addr}");
@@ -395,7 +395,7 @@ mod tests {
         let workers = [crate::plan::WorkerPlan {
             index: 0,
             cpu,
-            node: 0,
+            node: crate::topology::NodeId(0),
         }];
         let home = sys::affinity().expect("affinity");
         let addrs = ["127.0.0.1:0".parse().expect("addr")];
@@ -451,12 +451,23 @@ mod tests {
 
     #[test]
     fn defer_accept_rounds_up_to_seconds() {
-        let mut args = ServeArgs {
-            header_timeout: Duration::from_millis(1500),
-            ..ServeArgs::default()
+        let second = Duration::from_secs(1);
+        let mut cfg = Serving {
+            root: ".".into(),
+            listen: Vec::new(),
+            max_conns: 1,
+            timeouts: crate::config::Timeouts {
+                header: Duration::from_millis(1500),
+                keepalive: second,
+                send: second,
+                shutdown: second,
+            },
+            access_log: None,
+            metrics: None,
+            user: None,
         };
-        assert_eq!(defer_accept_secs(&args), 2);
-        args.header_timeout = Duration::from_millis(1);
-        assert_eq!(defer_accept_secs(&args), 1);
+        assert_eq!(defer_accept_secs(&cfg), 2);
+        cfg.timeouts.header = Duration::from_millis(1);
+        assert_eq!(defer_accept_secs(&cfg), 1);
     }
 }

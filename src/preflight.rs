@@ -13,8 +13,8 @@
 //! reports over a pipe. The master's own credentials never change here. It does not
 //! become the user for good (the master does that after binding).
 
-use crate::args::UserSpec;
-use crate::serve_loop::log::AccessLog;
+use crate::access_log::AccessLog;
+use crate::config::UserSpec;
 use crate::sys::{self, Forked};
 use crate::user::{self, Identity};
 use std::io::Read;
@@ -109,21 +109,20 @@ fn open_all(who: Option<&Identity>, root: &Path, log: Option<&Path>) -> String {
         None => String::new(),
     };
     if let Err(e) = crate::worker::open_root(root) {
-        return format!("root\t{}: {}{as_whom}", root.display(), plain(&e));
+        return format!(
+            "root\t{}: {}{as_whom}",
+            root.display(),
+            crate::say::plain(&e)
+        );
     }
     if let Some(path) = log {
         if let Err(e) = AccessLog::open(Some(path.to_path_buf())) {
-            return format!("access-log\t{}: {}{as_whom}", path.display(), plain(&e));
+            return format!(
+                "access-log\t{}: {}{as_whom}",
+                path.display(),
+                crate::say::plain(&e)
+            );
         }
     }
     String::new()
-}
-
-/// The error's text without the ` (os error N)` that `io::Error` appends.
-pub fn plain(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    match text.rfind(" (os error ") {
-        Some(at) => text[..at].to_string(),
-        None => text,
-    }
 }

@@ -141,7 +141,7 @@ fn exec_child(
     let why = format!(
         "{FAILED}starting {}: {}",
         exe.to_string_lossy(),
-        crate::preflight::plain(&err)
+        crate::say::plain(&err)
     );
     let _ = rustix::io::write(report, why.as_bytes());
     sys::exit_now(127)

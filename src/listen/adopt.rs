@@ -36,7 +36,7 @@ pub fn seat(
     workers: usize,
 ) -> Result<Seating, String> {
     if let Some(o) = offered.iter().find(|o| !o.reuseport) {
-        return Err(crate::inherit::no_reuseport(&o.name, o.addr));
+        return Err(no_reuseport(&o.name, o.addr));
     }
     let matches = |want: &SocketAddr, got: &SocketAddr| {
         want == got || (want.port() == 0 && want.ip() == got.ip())
@@ -85,6 +85,14 @@ pub fn seat(
         ));
     }
     Ok(seating)
+}
+
+/// Why a passed socket named `name` on `addr` cannot be adopted.
+pub fn no_reuseport(name: &str, addr: SocketAddr) -> String {
+    format!(
+        "inherited socket {name} on {addr} has no SO_REUSEPORT (set ReusePort=yes in the \
+         socket unit): steerd cannot add its workers' listeners beside it"
+    )
 }
 
 #[cfg(test)]

@@ -16,14 +16,16 @@ use super::{
     backoff, describe, BACKOFF_FIRST, BACKOFF_MAX, CRASH_WINDOW, FAST_STOP_GRACE, GRACEFUL_SLACK,
     TICK,
 };
-use crate::args::ServeArgs;
+use crate::config::Serving;
 use crate::listen::Listeners;
 use crate::notify::Notifier;
 use crate::plan::Plan;
+use crate::signals::{self, requested_stop, Stop};
 use crate::stats;
-use crate::sys::{self, Forked, SharedCounters};
+use crate::stats::SharedCounters;
+use crate::sys::{self, Forked};
 use crate::upgrade::{Launch, Pending};
-use crate::worker::{self, WorkerStart, SIGNALS};
+use crate::worker::{self, WorkerStart};
 use core::sync::atomic::Ordering::Relaxed;
 use rustix::process::{Pid, Signal, WaitOptions, WaitStatus};
 use std::io;
@@ -34,7 +36,7 @@ use std::time::{Duration, Instant};
 mod generations;
 
 pub(crate) struct Shared<'a> {
-    pub args: &'a ServeArgs,
+    pub cfg: &'a Serving,
     pub plan: &'a Plan,
     pub listeners: &'a Listeners,
     pub counters: &'a SharedCounters,
@@ -68,13 +70,23 @@ struct Slot {
     predecessor: Option<(Pid, usize)>,
 }
 
-/// Which stop was asked for.
+/// How supervision ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Stop {
-    Fast,
-    Graceful,
+enum End {
+    /// A stop signal: TERM/INT fast, QUIT graceful.
+    Stop(Stop),
     /// A new master serves: retire every worker (drain, leave the listeners), exit.
     Handover,
+}
+
+impl End {
+    /// What each worker is sent: the stop's signal, or USR2 (retire).
+    fn signal(self) -> Signal {
+        match self {
+            End::Stop(stop) => stop.signal(),
+            End::Handover => Signal::USR2,
+        }
+    }
 }
 
 /// The signal counts the master has already acted on.
@@ -92,7 +104,7 @@ pub(crate) struct Supervisor<'a> {
     retiring: Vec<(Pid, usize)>,
     seen: Seen,
     /// Open `/metrics` and `/health` connections.
-    responder: stats::responder::Responder,
+    responder: stats::metrics_server::Responder,
     notifier: Notifier,
     /// How this binary was started, for an upgrade.
     launch: Option<Launch>,
@@ -122,7 +134,7 @@ impl<'a> Supervisor<'a> {
             slots,
             retiring: Vec::new(),
             seen: Seen::default(),
-            responder: stats::responder::Responder::default(),
+            responder: stats::metrics_server::Responder::default(),
             notifier,
             launch,
             report_to,
@@ -156,7 +168,7 @@ impl<'a> Supervisor<'a> {
             plan: self.s.plan.workers[i],
             listeners: self.s.listeners.of_worker(i),
             close: self.not_for_workers(i),
-            args: self.s.args,
+            cfg: self.s.cfg,
             counters: self
                 .s
                 .counters
@@ -164,13 +176,13 @@ impl<'a> Supervisor<'a> {
                 .ok_or_else(|| io::Error::other("no counter block"))?,
             ready: Some(self.s.ready.1.as_fd()),
         };
-        sys::mask_signals(&SIGNALS, true)?;
+        sys::mask_signals(&signals::COUNTED, true)?;
         let forked = sys::fork();
         if let Ok(Forked::Child) = forked {
             // Still masked: the worker resets its counters, then unmasks.
             worker::main(start);
         }
-        let unmask = sys::mask_signals(&SIGNALS, false);
+        let unmask = sys::mask_signals(&signals::COUNTED, false);
         if let Forked::Parent(pid) = forked? {
             let slot = &mut self.slots[i];
             slot.pid = Some(pid);
@@ -190,14 +202,14 @@ impl<'a> Supervisor<'a> {
             let stop = requested_stop();
             self.reap(stop.is_some());
             if let Some(stop) = stop {
-                return self.stop(stop);
+                return self.stop(End::Stop(stop));
             }
             self.read_ready();
             self.handle_reload();
             self.handle_reopen();
             self.handle_upgrade();
             if self.poll_upgrade() {
-                return self.stop(Stop::Handover);
+                return self.stop(End::Handover);
             }
             self.respawn_due();
             self.wait_for_events();
@@ -292,9 +304,7 @@ impl<'a> Supervisor<'a> {
 
     /// USR1: every current worker reopens its access log.
     fn handle_reopen(&mut self) {
-        let usr1 = sys::signal_count(libc::SIGUSR1);
-        if usr1 != self.seen.usr1 {
-            self.seen.usr1 = usr1;
+        if signals::arrived(libc::SIGUSR1, &mut self.seen.usr1) {
             self.signal_all(Signal::USR1);
         }
     }
@@ -377,28 +387,28 @@ impl<'a> Supervisor<'a> {
     /// Stops every worker: TERM (fast), QUIT (graceful) or USR2 (hand-over: retire),
     /// then waits; a TERM during a graceful stop or a hand-over makes it fast; whatever is
     /// left at the deadline is killed.
-    fn stop(&mut self, mut kind: Stop) {
-        match kind {
-            Stop::Handover => crate::say!("handing over to the new master"),
-            _ => {
-                crate::say!("stopping ({})", stop_name(kind));
+    fn stop(&mut self, mut end: End) {
+        match end {
+            End::Handover => crate::say!("handing over to the new master"),
+            End::Stop(kind) => {
+                crate::say!("stopping ({})", kind.name());
                 self.notifier
-                    .stopping(&format!("stopping ({})", stop_name(kind)));
+                    .stopping(&format!("stopping ({})", kind.name()));
                 self.stop_upgrade();
             }
         }
-        if kind == Stop::Graceful {
+        if end == End::Stop(Stop::Graceful) {
             self.shut_unserved_listeners();
         }
-        self.signal_all(stop_signal(kind));
-        let mut deadline = Instant::now() + self.grace(kind);
+        self.signal_all(end.signal());
+        let mut deadline = Instant::now() + self.grace(end);
         loop {
             self.reap(true);
             if self.live().next().is_none() {
                 break;
             }
-            if kind != Stop::Fast && requested_stop() == Some(Stop::Fast) {
-                kind = Stop::Fast;
+            if end != End::Stop(Stop::Fast) && requested_stop() == Some(Stop::Fast) {
+                end = End::Stop(Stop::Fast);
                 self.signal_all(Signal::TERM);
                 deadline = deadline.min(Instant::now() + FAST_STOP_GRACE);
             }
@@ -409,47 +419,17 @@ impl<'a> Supervisor<'a> {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        crate::say!(
-            "{}",
-            if kind == Stop::Handover {
-                "handed over"
-            } else {
-                "stopped"
-            }
-        );
+        let done = match end {
+            End::Handover => "handed over",
+            End::Stop(_) => "stopped",
+        };
+        crate::say!("{done}");
     }
 
-    fn grace(&self, kind: Stop) -> Duration {
-        match kind {
-            Stop::Fast => FAST_STOP_GRACE,
-            Stop::Graceful | Stop::Handover => self.s.args.shutdown_timeout + GRACEFUL_SLACK,
+    fn grace(&self, end: End) -> Duration {
+        match end {
+            End::Stop(Stop::Fast) => FAST_STOP_GRACE,
+            _ => self.s.cfg.timeouts.shutdown + GRACEFUL_SLACK,
         }
-    }
-}
-
-/// TERM or INT: fast; QUIT: graceful; fast wins when both came.
-fn requested_stop() -> Option<Stop> {
-    if sys::signal_count(libc::SIGTERM) > 0 || sys::signal_count(libc::SIGINT) > 0 {
-        Some(Stop::Fast)
-    } else if sys::signal_count(libc::SIGQUIT) > 0 {
-        Some(Stop::Graceful)
-    } else {
-        None
-    }
-}
-
-fn stop_signal(kind: Stop) -> Signal {
-    match kind {
-        Stop::Fast => Signal::TERM,
-        Stop::Graceful => Signal::QUIT,
-        Stop::Handover => Signal::USR2,
-    }
-}
-
-fn stop_name(kind: Stop) -> &'static str {
-    match kind {
-        Stop::Fast => "fast",
-        Stop::Graceful => "graceful",
-        Stop::Handover => "hand-over",
     }
 }

@@ -7,7 +7,7 @@
 //! `/health` verdict. Spawning, reaping and stopping are `supervisor.rs`.
 
 use super::{Supervisor, BACKOFF_FIRST, FAST_STOP_GRACE};
-use crate::sys;
+use crate::signals;
 use crate::upgrade::{self, Outcome};
 use rustix::process::{Signal, WaitOptions};
 use std::os::fd::AsFd;
@@ -67,13 +67,11 @@ impl Supervisor<'_> {
     /// every slot; each predecessor retires when its successor serves (`read_ready`).
     /// Otherwise one line, and the running workers stay.
     pub(super) fn handle_reload(&mut self) {
-        let hup = sys::signal_count(libc::SIGHUP);
-        if hup == self.seen.hup {
+        if !signals::arrived(libc::SIGHUP, &mut self.seen.hup) {
             return;
         }
-        self.seen.hup = hup;
-        let args = self.s.args;
-        if let Err(p) = crate::preflight::check_as(None, &args.root, args.access_log.as_deref()) {
+        let cfg = self.s.cfg;
+        if let Err(p) = crate::preflight::check_as(None, &cfg.root, cfg.access_log.as_deref()) {
             crate::say!("reload: {p}; keeping the running workers");
             self.notifier.status(&format!("reload refused: {p}"));
             return;
@@ -107,11 +105,9 @@ impl Supervisor<'_> {
 
     /// USR2: start the binary at our path with our listeners (`upgrade.rs`).
     pub(super) fn handle_upgrade(&mut self) {
-        let usr2 = sys::signal_count(libc::SIGUSR2);
-        if usr2 == self.seen.usr2 {
+        if !signals::arrived(libc::SIGUSR2, &mut self.seen.usr2) {
             return;
         }
-        self.seen.usr2 = usr2;
         if rustix::process::getpid().is_init() {
             crate::say!("upgrade: refused: this master is PID 1 and its namespace ends with it");
             return;

@@ -15,7 +15,7 @@ use std::time::Duration;
 fn drain_with(control: u8, retire: bool) {
     let site = Site::new(if retire { "retire" } else { "drain" });
     let mut cfg = config(&site.root);
-    cfg.keepalive_timeout = Duration::from_secs(2);
+    cfg.timeouts.keepalive = Duration::from_secs(2);
     let srv = InProc::start(cfg, steerd::serve_loop::Tuning::default());
     let mut early = srv.connect();
     let mut late = srv.connect();

@@ -470,7 +470,7 @@ fn graceful_stop_finishes_the_download_in_flight_and_reopen_log_works() {
     let mut cfg = config(&site.root);
     let log = site.base.join("access.log");
     cfg.access_log = Some(log.clone());
-    cfg.keepalive_timeout = Duration::from_secs(2);
+    cfg.timeouts.keepalive = Duration::from_secs(2);
     let mut srv = InProc::start(cfg, Tuning::default());
     // Rotate the log: the loop reopens the path and writes there.
     get(srv.addr, "/ten.bin", "");

@@ -20,6 +20,8 @@ use std::os::fd::{OwnedFd, RawFd};
 pub const FIRST_FD: RawFd = 3;
 /// The name a binary upgrade gives its readiness pipe in `LISTEN_FDNAMES`.
 pub const UPGRADE_PIPE: &str = "steerd-upgrade";
+/// The name a binary upgrade gives the `--metrics` listener (not a reuseport member).
+pub const METRICS: &str = "steerd-metrics";
 /// At most this many descriptors are taken (a bound on a variable a parent controls).
 const MAX_FDS: usize = 4096;
 
@@ -116,8 +118,8 @@ pub fn inspect(fd: &OwnedFd) -> io::Result<(SocketAddr, bool)> {
     if !sockopt::socket_acceptconn(fd)? {
         return Err(not("listening"));
     }
-    let addr = SocketAddr::try_from(rustix::net::getsockname(fd)?)
-        .map_err(|_| not("an IP socket"))?;
+    let addr =
+        SocketAddr::try_from(rustix::net::getsockname(fd)?).map_err(|_| not("an IP socket"))?;
     Ok((addr, sockopt::socket_reuseport(fd)?))
 }
 
@@ -125,12 +127,9 @@ pub fn inspect(fd: &OwnedFd) -> io::Result<(SocketAddr, bool)> {
 /// `None` when it can.
 pub fn reuseport_problem(inherited: &Inherited) -> Option<String> {
     match inherited.listener {
+        Some(_) if inherited.name == METRICS => None,
         Some((_, true)) => None,
-        Some((addr, false)) => Some(format!(
-            "inherited socket {} on {addr} has no SO_REUSEPORT (set ReusePort=yes in the \
-             socket unit): steerd cannot add its workers' listeners beside it",
-            inherited.name
-        )),
+        Some((addr, false)) => Some(crate::listen::adopt::no_reuseport(&inherited.name, addr)),
         None if inherited.name == UPGRADE_PIPE => None,
         None => Some(format!(
             "inherited descriptor {} ({}) is not a listening TCP socket",
@@ -208,7 +207,10 @@ mod tests {
             name: "web".into(),
         };
         let line = reuseport_problem(&inherited).expect("a problem");
-        assert!(line.contains("SO_REUSEPORT") && line.contains("web"), "{line}");
+        assert!(
+            line.contains("SO_REUSEPORT") && line.contains("web"),
+            "{line}"
+        );
         let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
         assert!(inspect(&OwnedFd::from(a)).is_err());
     }

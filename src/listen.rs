@@ -14,7 +14,8 @@
 //!
 //! It does not fork, accept or decide the policy.
 
-use crate::cpuset::CpuId;
+pub mod adopt;
+
 use crate::plan::WorkerPlan;
 use crate::sys;
 use core::fmt;
@@ -78,17 +79,36 @@ pub struct SocketOptions {
 pub fn open(
     workers: &[WorkerPlan],
     addrs: &[SocketAddr],
-    home: &rustix::thread::CpuSet,
+    home: &sys::AffinityMask,
     opts: SocketOptions,
 ) -> Result<Listeners, ListenError> {
-    for &addr in addrs {
-        probe(addr)?;
+    let seeded = addrs.iter().map(|&a| (a, Vec::new())).collect();
+    open_seeded(workers, seeded, home, opts)
+}
+
+/// [`open`] for groups that already hold passed sockets (`adopt::seat` decided which):
+/// those are the first members, in the order given, and only the members for the
+/// remaining workers are made. A group with passed sockets is not probed: its address is
+/// held by them.
+pub fn open_seeded(
+    workers: &[WorkerPlan],
+    seeded: Vec<(SocketAddr, Vec<OwnedFd>)>,
+    home: &sys::AffinityMask,
+    opts: SocketOptions,
+) -> Result<Listeners, ListenError> {
+    for (addr, fds) in &seeded {
+        if fds.is_empty() {
+            probe(*addr)?;
+        }
+        for fd in fds {
+            prepare_passed(*addr, fd, opts)?;
+        }
     }
-    let mut groups: Vec<Group> = addrs
-        .iter()
-        .map(|&addr| Group {
-            addr,
-            fds: Vec::with_capacity(workers.len()),
+    let mut groups: Vec<Group> = seeded
+        .into_iter()
+        .map(|(addr, mut fds)| {
+            fds.reserve(workers.len().saturating_sub(fds.len()));
+            Group { addr, fds }
         })
         .collect();
     let made = make_all(workers, &mut groups, opts);
@@ -105,8 +125,14 @@ fn make_all(
     opts: SocketOptions,
 ) -> Result<(), ListenError> {
     for w in workers {
-        sys::pin_to_cpu(w.cpu).map_err(|e| ListenError::Pin(format!("CPU {}", w.cpu), e))?;
+        if groups.iter().all(|g| g.fds.len() > usize::from(w.index)) {
+            continue;
+        }
+        sys::pin_to_cpu(w.cpu.get()).map_err(|e| ListenError::Pin(format!("CPU {}", w.cpu), e))?;
         for group in groups.iter_mut() {
+            if group.fds.len() > usize::from(w.index) {
+                continue;
+            }
             let fd = make_listener(group.addr, opts)?;
             if group.fds.is_empty() {
                 group.addr = local_addr(&fd)
@@ -177,6 +203,19 @@ fn make_listener(addr: SocketAddr, opts: SocketOptions) -> Result<OwnedFd, Liste
     Ok(fd)
 }
 
+/// What [`make_listener`] sets after `bind`, on a socket made elsewhere: nonblocking (a
+/// socket unit's socket is blocking unless `NonBlocking=yes`, and a worker accepts until
+/// `EAGAIN`) and `TCP_DEFER_ACCEPT`.
+fn prepare_passed(addr: SocketAddr, fd: &OwnedFd, opts: SocketOptions) -> Result<(), ListenError> {
+    rustix::io::ioctl_fionbio(fd, true)
+        .map_err(|e| ListenError::Socket(addr, "O_NONBLOCK", e.into()))?;
+    if opts.defer_accept_secs > 0 {
+        sys::set_tcp_defer_accept(fd.as_fd(), opts.defer_accept_secs)
+            .map_err(|e| ListenError::Socket(addr, "TCP_DEFER_ACCEPT", e))?;
+    }
+    Ok(())
+}
+
 fn local_addr(fd: &OwnedFd) -> io::Result<SocketAddr> {
     let any = rustix::net::getsockname(fd)?;
     SocketAddr::try_from(any).map_err(|_| io::Error::other("not an IP socket address"))
@@ -219,20 +258,16 @@ impl Listeners {
     }
 }
 
-/// The CPU the caller is on, as a [`CpuId`] (for the "made on CPU c" checks).
-pub fn current_cpu() -> Option<CpuId> {
-    CpuId::new(rustix::thread::sched_getcpu())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpuset::CpuId;
     use crate::plan::WorkerPlan;
     use std::io::{Read, Write};
 
     fn allowed() -> Vec<CpuId> {
         let set = sys::affinity().expect("affinity");
-        (0..rustix::thread::CpuSet::MAX_CPU)
+        (0..sys::AffinityMask::MAX_CPU)
             .filter(|&c| set.is_set(c))
             .filter_map(CpuId::new)
             .collect()
@@ -244,7 +279,7 @@ mod tests {
             .map(|(i, &cpu)| WorkerPlan {
                 index: i as u16,
                 cpu,
-                node: 0,
+                node: crate::topology::NodeId(0),
             })
             .collect()
     }

@@ -1,35 +1,45 @@
 //! The master process: bring-up (pin, listeners, steering, privileges), fork, supervise,
 //! signals.
 //!
-//! Input: validated [`ServeArgs`], the [`Plan`], and the steering program (or none for
+//! Input: the [`Serving`] configuration, the [`Plan`], and the steering program (or none for
 //! `hash`). Output: exit once stopped. The master never serves HTTP; it holds every
 //! listener fd for its whole life (so a dead worker's group slot never moves), forks one
 //! worker per plan entry, restarts the ones that die on the same CPU with the same
 //! listener, and answers `--metrics` scrapes.
 //!
 //! Signals are those nginx users know (`ngx_process_cycle.c`): the handlers only count
-//! deliveries (`sys::count_signals`); this loop reads the counters.
-//! TERM, INT: fast stop. QUIT: graceful stop (workers finish responses in flight up to
-//! `--shutdown-timeout`, then the master kills what is left). HUP: start fresh workers on
-//! the same listeners (they reopen the root and the log) and stop the old ones gracefully.
-//! USR1: workers reopen the access log.
+//! deliveries (`sys::count_signals`); this loop reads the counters. Every other signal
+//! whose default would end the process is ignored (`worker::ignored_signals`).
+//! TERM, INT: fast stop. QUIT: graceful stop (new connections refused at once, responses
+//! in flight finish up to `--shutdown-timeout`, then the master kills what is left).
+//! HUP: after checking the root and the log as the workers will open them, start fresh
+//! workers on the same listeners; each old worker retires (drains, see
+//! `serve_loop::Loop::drain`) once its successor serves. USR2: binary upgrade
+//! (`upgrade.rs`). USR1: workers reopen the access log.
+//!
+//! Workers report on a pipe when they serve; from that come `/health`, the service
+//! manager's `READY=1` (`notify.rs`) and the moment a predecessor retires.
 //!
 //! It does not decide the plan or assemble the program (plan.rs, steer.rs), and does not
 //! accept connections (serve_loop.rs in each worker).
 
-use crate::args::{ServeArgs, SteerPolicy};
+use crate::config::{Serving, SteerPolicy};
+use crate::inherit::{self, Inherited};
 use crate::listen::{self, Listeners, SocketOptions};
+use crate::notify::Notifier;
 use crate::plan::Plan;
-use crate::stats;
-use crate::sys::{self, Forked, SharedCounters};
-use crate::user;
-use crate::worker::{self, WorkerStart, SIGNALS};
+use crate::preflight::{self, Problem};
+use crate::signals;
+use crate::stats::SharedCounters;
+use crate::sys;
+use crate::upgrade::{self, Launch};
+use crate::user::Identity;
 use core::fmt;
-use rustix::process::{Pid, Signal, WaitOptions, WaitStatus};
+use rustix::process::WaitStatus;
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::time::{Duration, Instant};
+use std::os::fd::OwnedFd;
+use std::time::Duration;
 
 /// A worker that lived less than this before dying counts as a crash for the back-off.
 const CRASH_WINDOW: Duration = Duration::from_secs(2);
@@ -55,14 +65,18 @@ pub enum MasterError {
     Listen(listen::ListenError),
     /// Binding the metrics endpoint.
     Metrics(SocketAddr, io::Error),
-    /// Resolving or becoming `--user`.
+    /// Becoming `--user`.
     User(String),
-    /// The served root cannot be opened.
-    Root(std::path::PathBuf, io::Error),
+    /// What a worker needs failed its check (user, root, access log).
+    Preflight(Problem),
+    /// A passed descriptor cannot be used.
+    Inherit(String),
     /// The shared counters mapping.
     Counters(io::Error),
     /// `fork` failed at start.
     Fork(io::Error),
+    /// The workers' readiness pipe.
+    Pipe(io::Error),
 }
 
 impl fmt::Display for MasterError {
@@ -74,9 +88,11 @@ impl fmt::Display for MasterError {
             MasterError::Listen(e) => write!(f, "{e}"),
             MasterError::Metrics(a, e) => write!(f, "{a}: {e}"),
             MasterError::User(e) => write!(f, "{e}"),
-            MasterError::Root(path, e) => write!(f, "{}: {e}", path.display()),
+            MasterError::Preflight(p) => write!(f, "{}", p.message),
+            MasterError::Inherit(e) => write!(f, "{e}"),
             MasterError::Counters(e) => write!(f, "counters mapping: {e}"),
             MasterError::Fork(e) => write!(f, "fork: {e}"),
+            MasterError::Pipe(e) => write!(f, "readiness pipe: {e}"),
         }
     }
 }
@@ -85,10 +101,10 @@ impl MasterError {
     /// The pipeline stage to name in the one-line error.
     pub fn stage(&self) -> &'static str {
         match self {
-            MasterError::Listen(_) => "listen",
+            MasterError::Listen(_) | MasterError::Inherit(_) => "listen",
             MasterError::Metrics(..) => "metrics",
             MasterError::User(_) => "user",
-            MasterError::Root(..) => "root",
+            MasterError::Preflight(p) => p.stage,
             _ => "master",
         }
     }
@@ -96,37 +112,112 @@ impl MasterError {
 
 /// Runs the server until a stop signal: bring-up, then supervision. `program` is the
 /// steering program for `plan.steer` (`None` for hash). Startup lines go to stderr.
+///
+/// Order: signals; the descriptors a parent passed (socket activation, upgrade); what a
+/// worker needs, checked as the worker's user before anything is bound; then pinning,
+/// listeners (passed ones first in their groups), steering, metrics, the `listening on`
+/// lines, privileges, workers.
 pub fn run(
-    args: &ServeArgs,
+    cfg: &Serving,
     plan: &Plan,
     program: Option<&[asm_bpf::Insn]>,
 ) -> Result<(), MasterError> {
-    sys::count_signals(&SIGNALS).map_err(MasterError::Signals)?;
+    signals::install().map_err(MasterError::Signals)?;
+    let launch = Launch::record().ok();
+    let mut passed = inherit::take_from_env().map_err(MasterError::Inherit)?;
+    let upgrade_pipe = upgrade::take_named(&mut passed, inherit::UPGRADE_PIPE);
+    let passed_metrics = upgrade::take_named(&mut passed, inherit::METRICS);
+    let notifier = Notifier::from_env().unwrap_or_else(|e| {
+        crate::say!("warning: notify: {e}");
+        Notifier::none()
+    });
+    let identity = match &cfg.user {
+        Some(spec) => Some(preflight::resolve_user(spec).map_err(MasterError::Preflight)?),
+        None => None,
+    };
+    preflight::check_as(identity.as_ref(), &cfg.root, cfg.access_log.as_deref())
+        .map_err(MasterError::Preflight)?;
     let home = place_master(plan).map_err(MasterError::Pin)?;
     let opts = SocketOptions {
-        defer_accept_secs: defer_accept_secs(args),
+        defer_accept_secs: defer_accept_secs(cfg),
     };
+    let seeded = seat_passed(cfg, plan, passed)?;
     let listeners =
-        listen::open(&plan.workers, &args.listen, &home, opts).map_err(MasterError::Listen)?;
+        listen::open_seeded(&plan.workers, seeded, &home, opts).map_err(MasterError::Listen)?;
     let policy = attach_steering(&listeners, plan.steer, program);
-    let metrics = args.metrics.map(bind_metrics).transpose()?;
+    let metrics = match (passed_metrics, cfg.metrics) {
+        (Some(fd), _) => Some(fd),
+        (None, Some(addr)) => Some(bind_metrics(addr)?),
+        (None, None) => None,
+    };
     announce(plan, policy, &listeners, metrics.as_ref());
-    raise_fd_limit(args, plan.workers.len());
-    if let Some(spec) = &args.user {
-        drop_privileges(spec)?;
+    raise_fd_limit(cfg, plan.workers.len());
+    if let Some(id) = &identity {
+        become_user(id)?;
     }
-    worker::open_root(&args.root).map_err(|e| MasterError::Root(args.root.clone(), e))?;
     // Two blocks per worker: one per generation (see `Slot::block`).
     let counters = SharedCounters::new(2 * plan.workers.len()).map_err(MasterError::Counters)?;
-    let mut sup = Supervisor::new(args, plan, &listeners, &counters, metrics.as_ref());
+    let pipe = rustix::pipe::pipe_with(
+        rustix::pipe::PipeFlags::CLOEXEC | rustix::pipe::PipeFlags::NONBLOCK,
+    )
+    .map_err(|e| MasterError::Pipe(e.into()))?;
+    let shared = Shared {
+        cfg,
+        plan,
+        listeners: &listeners,
+        counters: &counters,
+        metrics: metrics.as_ref(),
+        ready: pipe,
+    };
+    let mut sup = Supervisor::new(shared, notifier, launch, upgrade_pipe);
     sup.start_all()?;
     sup.supervise();
     Ok(())
 }
 
+/// The passed listening sockets, seated in their `--listen` groups (`listen::adopt`).
+fn seat_passed(
+    cfg: &Serving,
+    plan: &Plan,
+    passed: Vec<Inherited>,
+) -> Result<Vec<(SocketAddr, Vec<OwnedFd>)>, MasterError> {
+    let mut offered = Vec::with_capacity(passed.len());
+    let mut fds = Vec::with_capacity(passed.len());
+    for p in passed {
+        let Some((addr, reuseport)) = p.listener else {
+            return Err(MasterError::Inherit(
+                inherit::reuseport_problem(&p).unwrap_or_default(),
+            ));
+        };
+        offered.push(listen::adopt::Offered {
+            name: p.name,
+            addr,
+            reuseport,
+        });
+        fds.push(Some(p.fd));
+    }
+    let default_only =
+        cfg.listen.len() == 1 && cfg.listen[0].to_string() == crate::config::DEFAULT_LISTEN;
+    let seating = listen::adopt::seat(&cfg.listen, default_only, &offered, plan.workers.len())
+        .map_err(MasterError::Inherit)?;
+    if !offered.is_empty() {
+        crate::say!("adopted {} passed listening sockets", offered.len());
+    }
+    Ok(seating
+        .into_iter()
+        .map(|(addr, seats)| (addr, seats.iter().filter_map(|&i| fds[i].take()).collect()))
+        .collect())
+}
+
 /// Descriptors a serving loop holds besides its connections: the file cache's open
 /// files (`CacheConfig::default().entries`).
 const LOOP_FDS: u64 = 256;
+/// Descriptors a worker holds at start besides its loops: stdin, stdout, stderr and the
+/// readiness pipe.
+const WORKER_BASE_FDS: u64 = 4;
+/// Descriptors one loop holds at start besides connections: its listener, its epoll,
+/// the root, and the access log or the first cached file.
+const LOOP_BASE_FDS: u64 = 4;
 /// Descriptors a worker holds besides its loops (epoll, root, log, stdio, listeners'
 /// copies before they are closed, metrics).
 const FD_HEADROOM: u64 = 64;
@@ -136,11 +227,11 @@ const FD_HEADROOM: u64 = 64;
 /// files and headroom: the usual soft limit of 1024 is below the default 10,240
 /// connections. If the hard limit is lower, one warning names the capacity left (no
 /// privilege is used to raise the hard limit). getrlimit(2).
-fn raise_fd_limit(args: &ServeArgs, workers: usize) {
+fn raise_fd_limit(cfg: &Serving, workers: usize) {
     use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
-    let loops = args.listen.len().max(1) as u64;
+    let loops = cfg.listen.len().max(1) as u64;
     let inherited = (workers as u64).saturating_mul(loops);
-    let per_loop = u64::from(args.max_conns) + LOOP_FDS;
+    let per_loop = u64::from(cfg.max_conns) + LOOP_FDS;
     let want = per_loop * loops + FD_HEADROOM + inherited;
     let lim = getrlimit(Resource::Nofile);
     let soft = lim.current.unwrap_or(u64::MAX);
@@ -158,11 +249,11 @@ fn raise_fd_limit(args: &ServeArgs, workers: usize) {
         soft
     };
     if got < want {
-        let room = got.saturating_sub(FD_HEADROOM + inherited) / loops;
+        let room = got.saturating_sub(WORKER_BASE_FDS) / loops;
         crate::say!(
-            "warning: open files limited to {got} (hard limit): about {} connections per worker and listener instead of --max-conns {}",
-            room.saturating_sub(LOOP_FDS),
-            args.max_conns
+            "warning: open files limited to {got} (hard limit): about {} connections per worker and listener (fewer while cached files are open) instead of --max-conns {}",
+            room.saturating_sub(LOOP_BASE_FDS),
+            cfg.max_conns
         );
     }
 }
@@ -171,17 +262,17 @@ fn raise_fd_limit(args: &ServeArgs, workers: usize) {
 /// wakes a worker only once a request's first bytes are there (one wakeup saved on every
 /// new connection); a silent connection is handed over when the deferral ends, and the
 /// header timeout then closes it.
-fn defer_accept_secs(args: &ServeArgs) -> u32 {
-    let ms = args.header_timeout.as_millis();
+fn defer_accept_secs(cfg: &Serving) -> u32 {
+    let ms = cfg.timeouts.header.as_millis();
     u32::try_from(ms.div_ceil(1000)).unwrap_or(u32::MAX).max(1)
 }
 
 /// Pins the master to the plan's CPU (when it names one) and returns the CPU set the
 /// master comes back to after making each listener on its worker's CPU.
-fn place_master(plan: &Plan) -> io::Result<rustix::thread::CpuSet> {
+fn place_master(plan: &Plan) -> io::Result<crate::sys::AffinityMask> {
     match plan.master_cpu {
         Some(cpu) => {
-            sys::pin_to_cpu(cpu)?;
+            sys::pin_to_cpu(cpu.get())?;
             sys::affinity()
         }
         None => sys::affinity(),
@@ -236,7 +327,7 @@ fn announce(plan: &Plan, policy: SteerPolicy, listeners: &Listeners, metrics: Op
         rustix::process::getpid().as_raw_nonzero()
     );
     for w in &plan.workers {
-        crate::say!("worker {} cpu {} node {}", w.index, w.cpu, w.node);
+        crate::say!("worker {} cpu {} node {}", w.index, w.cpu, w.node.0);
     }
     for addr in listeners.addrs() {
         crate::say!("listening on {addr}");
@@ -247,14 +338,16 @@ fn announce(plan: &Plan, policy: SteerPolicy, listeners: &Listeners, metrics: Op
     }
 }
 
-/// Resolves `--user` from `/etc/passwd` and `/etc/group` and becomes that user.
-fn drop_privileges(spec: &crate::args::UserSpec) -> Result<(), MasterError> {
-    let read = |path: &str| {
-        std::fs::read_to_string(path).map_err(|e| MasterError::User(format!("reading {path}: {e}")))
-    };
-    let passwd = read("/etc/passwd")?;
-    let group = read("/etc/group").unwrap_or_default();
-    let id = user::resolve(spec, &passwd, &group).map_err(|e| MasterError::User(e.to_string()))?;
+/// Becomes the `--user` resolved before binding, and checks it cannot be undone. A master
+/// that already is that user (started by an upgrade of one that had dropped privileges)
+/// has nothing to do.
+fn become_user(id: &Identity) -> Result<(), MasterError> {
+    let already = rustix::process::geteuid().as_raw() == id.uid
+        && rustix::process::getuid().as_raw() == id.uid
+        && rustix::process::getgid().as_raw() == id.gid;
+    if already && id.uid != 0 {
+        return Ok(());
+    }
     sys::become_user(id.uid, id.gid, &id.groups)
         .map_err(|e| MasterError::User(format!("becoming uid {} gid {}: {e}", id.uid, id.gid)))?;
     if id.uid != 0 && sys::become_user(0, 0, &[0]).is_ok() {
@@ -265,365 +358,9 @@ fn drop_privileges(spec: &crate::args::UserSpec) -> Result<(), MasterError> {
     Ok(())
 }
 
-/// One worker slot: the process serving plan entry `index`, and its crash history.
-///
-/// Counter accounting: slot `i` owns blocks `i` and `i + n` of the shared counters and
-/// each HUP switches to the other one, so a new generation never counts into the block
-/// an old worker is still draining. When a worker is reaped, the master zeroes the
-/// `open` gauge of its block (a killed worker never decrements it), unless another live
-/// process still counts into that block (only when three generations of a slot are alive
-/// at once, after HUPs faster than the old workers drain): its leftovers are then
-/// cleared when the last of them is reaped. `/metrics` shows the sum of both blocks.
-#[derive(Debug, Default)]
-struct Slot {
-    pid: Option<Pid>,
-    started: Option<Instant>,
-    crashes: u32,
-    respawn_at: Option<Instant>,
-    /// The counter block the current process of this slot counts into.
-    block: usize,
-}
+mod supervisor;
 
-/// Which stop was asked for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Stop {
-    Fast,
-    Graceful,
-}
-
-/// The signal counts the master has already acted on.
-#[derive(Debug, Default)]
-struct Seen {
-    hup: u32,
-    usr1: u32,
-}
-
-struct Supervisor<'a> {
-    args: &'a ServeArgs,
-    plan: &'a Plan,
-    listeners: &'a Listeners,
-    counters: &'a SharedCounters,
-    metrics: Option<&'a OwnedFd>,
-    slots: Vec<Slot>,
-    /// Workers of an older generation (after HUP) that are stopping gracefully, with
-    /// their counter block.
-    retiring: Vec<(Pid, usize)>,
-    seen: Seen,
-    /// Open `/metrics` connections.
-    responder: stats::responder::Responder,
-}
-
-impl<'a> Supervisor<'a> {
-    fn new(
-        args: &'a ServeArgs,
-        plan: &'a Plan,
-        listeners: &'a Listeners,
-        counters: &'a SharedCounters,
-        metrics: Option<&'a OwnedFd>,
-    ) -> Self {
-        let slots = (0..plan.workers.len())
-            .map(|i| Slot {
-                block: i,
-                ..Slot::default()
-            })
-            .collect();
-        Supervisor {
-            args,
-            plan,
-            listeners,
-            counters,
-            metrics,
-            slots,
-            retiring: Vec::new(),
-            seen: Seen::default(),
-            responder: stats::responder::Responder::default(),
-        }
-    }
-
-    fn start_all(&mut self) -> Result<(), MasterError> {
-        for i in 0..self.slots.len() {
-            self.spawn(i).map_err(MasterError::Fork)?;
-        }
-        Ok(())
-    }
-
-    /// Forks worker `i` with signals blocked across the fork (the child unblocks them
-    /// once its counters are reset).
-    fn spawn(&mut self, i: usize) -> io::Result<()> {
-        let mut close = self.listeners.raw_fds_not_of(i);
-        close.extend(self.metrics.map(|m| m.as_raw_fd()));
-        let start = WorkerStart {
-            plan: self.plan.workers[i],
-            listeners: self.listeners.of_worker(i),
-            close,
-            args: self.args,
-            counters: self
-                .counters
-                .get(self.slots[i].block)
-                .ok_or_else(|| io::Error::other("no counter block"))?,
-        };
-        sys::mask_signals(&SIGNALS, true)?;
-        let forked = sys::fork();
-        if let Ok(Forked::Child) = forked {
-            // Still masked: the worker resets its counters, then unmasks.
-            worker::main(start);
-        }
-        let unmask = sys::mask_signals(&SIGNALS, false);
-        if let Forked::Parent(pid) = forked? {
-            let slot = &mut self.slots[i];
-            slot.pid = Some(pid);
-            slot.started = Some(Instant::now());
-            slot.respawn_at = None;
-        }
-        unmask
-    }
-
-    /// The supervision loop; returns once every worker has stopped after a stop signal.
-    fn supervise(&mut self) {
-        loop {
-            // A stop signal sent to the whole process group (as service managers do)
-            // reaches the workers too: their exits are then part of the stop, not crashes.
-            self.reap(requested_stop().is_some());
-            if let Some(stop) = requested_stop() {
-                self.stop(stop);
-                return;
-            }
-            self.handle_reload();
-            self.handle_reopen();
-            self.respawn_due();
-            self.wait_for_events();
-            self.answer_metrics();
-        }
-    }
-
-    /// Collects every exited child; schedules a respawn for current workers unless
-    /// `stopping`.
-    fn reap(&mut self, stopping: bool) {
-        while let Ok(Some((pid, status))) = rustix::process::waitpid(None, WaitOptions::NOHANG) {
-            if let Some(pos) = self.retiring.iter().position(|&(p, _)| p == pid) {
-                let (_, block) = self.retiring.swap_remove(pos);
-                self.release(block);
-                continue;
-            }
-            let Some(i) = self.slots.iter().position(|s| s.pid == Some(pid)) else {
-                continue;
-            };
-            self.slots[i].pid = None;
-            self.release(self.slots[i].block);
-            if !stopping {
-                self.schedule_respawn(i, pid, status);
-            }
-        }
-    }
-
-    /// A process counting into `block` is gone: its open connections closed with it, so
-    /// the gauge is zeroed, unless another live process still counts there.
-    fn release(&self, block: usize) {
-        let shared = self
-            .slots
-            .iter()
-            .any(|s| s.pid.is_some() && s.block == block)
-            || self.retiring.iter().any(|&(_, b)| b == block);
-        if let (false, Some(c)) = (shared, self.counters.get(block)) {
-            c.open.store(0, core::sync::atomic::Ordering::Relaxed);
-        }
-    }
-
-    fn schedule_respawn(&mut self, i: usize, pid: Pid, status: WaitStatus) {
-        let slot = &mut self.slots[i];
-        let now = Instant::now();
-        let lived = slot.started.map_or(Duration::ZERO, |t| now - t);
-        slot.crashes = if lived < CRASH_WINDOW {
-            slot.crashes + 1
-        } else {
-            0
-        };
-        let delay = backoff(slot.crashes);
-        slot.respawn_at = Some(now + delay);
-        crate::say!(
-            "worker {i} (pid {}, cpu {}) {}; restarting in {} ms",
-            pid.as_raw_nonzero(),
-            self.plan.workers[i].cpu,
-            describe(status),
-            delay.as_millis()
-        );
-    }
-
-    fn respawn_due(&mut self) {
-        let now = Instant::now();
-        for i in 0..self.slots.len() {
-            let due =
-                self.slots[i].pid.is_none() && self.slots[i].respawn_at.is_some_and(|t| t <= now);
-            if !due {
-                continue;
-            }
-            match self.spawn(i) {
-                Ok(()) => {
-                    if let Some(c) = self.counters.get(self.slots[i].block) {
-                        c.respawns
-                            .fetch_add(1, core::sync::atomic::Ordering::Relaxed);
-                    }
-                }
-                Err(e) => {
-                    crate::say!("worker {i}: fork: {e}; retrying");
-                    self.slots[i].respawn_at = Some(now + BACKOFF_MAX.min(BACKOFF_FIRST * 10));
-                }
-            }
-        }
-    }
-
-    /// HUP: fresh workers on the same listeners (they reopen the root and the log), then
-    /// the old ones stop gracefully. If the root cannot be opened the old workers stay.
-    fn handle_reload(&mut self) {
-        let hup = sys::signal_count(libc::SIGHUP);
-        if hup == self.seen.hup {
-            return;
-        }
-        self.seen.hup = hup;
-        if let Err(e) = worker::open_root(&self.args.root) {
-            crate::say!("reload: root: {e}; keeping the running workers");
-            return;
-        }
-        crate::say!("reload: starting new workers, stopping the old ones gracefully");
-        let n = self.slots.len();
-        let old: Vec<(Pid, usize)> = self
-            .slots
-            .iter_mut()
-            .filter_map(|s| Some((s.pid.take()?, s.block)))
-            .collect();
-        for i in 0..n {
-            self.slots[i].crashes = 0;
-            // The new generation counts into the slot's other block.
-            self.slots[i].block = (self.slots[i].block + n) % (2 * n);
-            if let Err(e) = self.spawn(i) {
-                crate::say!("worker {i}: fork: {e}; retrying");
-                self.slots[i].respawn_at = Some(Instant::now() + BACKOFF_FIRST);
-            }
-        }
-        for &(pid, _) in &old {
-            let _ = rustix::process::kill_process(pid, Signal::QUIT);
-        }
-        self.retiring.extend(old);
-    }
-
-    /// USR1: every current worker reopens its access log.
-    fn handle_reopen(&mut self) {
-        let usr1 = sys::signal_count(libc::SIGUSR1);
-        if usr1 != self.seen.usr1 {
-            self.seen.usr1 = usr1;
-            self.signal_all(Signal::USR1);
-        }
-    }
-
-    fn live(&self) -> impl Iterator<Item = Pid> + '_ {
-        self.slots
-            .iter()
-            .filter_map(|s| s.pid)
-            .chain(self.retiring.iter().map(|&(p, _)| p))
-    }
-
-    fn signal_all(&self, sig: Signal) {
-        for pid in self.live() {
-            let _ = rustix::process::kill_process(pid, sig);
-        }
-    }
-
-    /// Sleeps until a signal, the next due respawn, a metrics client's socket or its
-    /// deadline. The metrics sockets are nonblocking: nothing here waits on a client.
-    fn wait_for_events(&self) {
-        let now = Instant::now();
-        let next = self
-            .slots
-            .iter()
-            .filter_map(|s| s.respawn_at)
-            .chain(self.responder.next_deadline())
-            .min();
-        let timeout = next.map_or(TICK, |t| t.saturating_duration_since(now).min(TICK));
-        let ts = rustix::time::Timespec {
-            tv_sec: timeout.as_secs() as i64,
-            tv_nsec: i64::from(timeout.subsec_nanos()),
-        };
-        let mut fds = match self.metrics {
-            Some(m) => self.responder.poll_fds(m.as_fd()),
-            None => Vec::new(),
-        };
-        let _ = rustix::event::poll(&mut fds, Some(&ts));
-    }
-
-    /// Accepts and moves every metrics client as far as it can go without waiting.
-    fn answer_metrics(&mut self) {
-        let Some(m) = self.metrics else { return };
-        let (workers, counters) = (&self.plan.workers, self.counters);
-        let body = || {
-            let n = workers.len();
-            let merged: Vec<stats::WorkerCounters> = (0..n)
-                .map(|i| stats::merged(counters.get(i), counters.get(i + n)))
-                .collect();
-            stats::render(workers, merged.iter())
-        };
-        if let Err(e) = self.responder.service(m.as_fd(), Instant::now(), body) {
-            crate::say!("metrics: {e}");
-        }
-    }
-
-    /// Stops every worker: TERM (fast) or QUIT (graceful), then waits; a TERM during a
-    /// graceful stop makes it fast; whatever is left at the deadline is killed.
-    fn stop(&mut self, mut kind: Stop) {
-        crate::say!("stopping ({})", stop_name(kind));
-        self.signal_all(stop_signal(kind));
-        let mut deadline = Instant::now() + self.grace(kind);
-        loop {
-            self.reap(true);
-            if self.live().next().is_none() {
-                break;
-            }
-            if kind == Stop::Graceful && requested_stop() == Some(Stop::Fast) {
-                kind = Stop::Fast;
-                self.signal_all(Signal::TERM);
-                deadline = deadline.min(Instant::now() + FAST_STOP_GRACE);
-            }
-            if Instant::now() >= deadline {
-                crate::say!("workers still running after the grace period; killing them");
-                self.signal_all(Signal::KILL);
-                deadline = Instant::now() + FAST_STOP_GRACE;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        crate::say!("stopped");
-    }
-
-    fn grace(&self, kind: Stop) -> Duration {
-        match kind {
-            Stop::Fast => FAST_STOP_GRACE,
-            Stop::Graceful => self.args.shutdown_timeout + GRACEFUL_SLACK,
-        }
-    }
-}
-
-/// TERM or INT: fast; QUIT: graceful; fast wins when both came.
-fn requested_stop() -> Option<Stop> {
-    if sys::signal_count(libc::SIGTERM) > 0 || sys::signal_count(libc::SIGINT) > 0 {
-        Some(Stop::Fast)
-    } else if sys::signal_count(libc::SIGQUIT) > 0 {
-        Some(Stop::Graceful)
-    } else {
-        None
-    }
-}
-
-fn stop_signal(kind: Stop) -> Signal {
-    match kind {
-        Stop::Fast => Signal::TERM,
-        Stop::Graceful => Signal::QUIT,
-    }
-}
-
-fn stop_name(kind: Stop) -> &'static str {
-    match kind {
-        Stop::Fast => "fast",
-        Stop::Graceful => "graceful",
-    }
-}
+use supervisor::{Shared, Supervisor};
 
 /// The delay before restarting a worker after `crashes` consecutive early deaths:
 /// none for a worker that had been running a while, then 100 ms doubling to 10 s.
@@ -658,7 +395,7 @@ mod tests {
         let workers = [crate::plan::WorkerPlan {
             index: 0,
             cpu,
-            node: 0,
+            node: crate::topology::NodeId(0),
         }];
         let home = sys::affinity().expect("affinity");
         let addrs = ["127.0.0.1:0".parse().expect("addr")];
@@ -714,12 +451,23 @@ mod tests {
 
     #[test]
     fn defer_accept_rounds_up_to_seconds() {
-        let mut args = ServeArgs {
-            header_timeout: Duration::from_millis(1500),
-            ..ServeArgs::default()
+        let second = Duration::from_secs(1);
+        let mut cfg = Serving {
+            root: ".".into(),
+            listen: Vec::new(),
+            max_conns: 1,
+            timeouts: crate::config::Timeouts {
+                header: Duration::from_millis(1500),
+                keepalive: second,
+                send: second,
+                shutdown: second,
+            },
+            access_log: None,
+            metrics: None,
+            user: None,
         };
-        assert_eq!(defer_accept_secs(&args), 2);
-        args.header_timeout = Duration::from_millis(1);
-        assert_eq!(defer_accept_secs(&args), 1);
+        assert_eq!(defer_accept_secs(&cfg), 2);
+        cfg.timeouts.header = Duration::from_millis(1);
+        assert_eq!(defer_accept_secs(&cfg), 1);
     }
 }

@@ -86,9 +86,11 @@ impl Notifier {
         let _ = self.send(&format!("STOPPING=1\nSTATUS={status}"));
     }
 
-    /// `MAINPID=pid`: after an upgrade, the process the manager must watch from now on.
+    /// `MAINPID=pid` and `READY=1`: after an upgrade, the process the manager must watch
+    /// from now on, which serves (sent by the old master, the only one the manager hears
+    /// under the default `NotifyAccess=main`).
     pub fn main_pid(&self, pid: u32, status: &str) {
-        let _ = self.send(&format!("MAINPID={pid}\nSTATUS={status}"));
+        let _ = self.send(&format!("MAINPID={pid}\nREADY=1\nSTATUS={status}"));
     }
 
     /// `STATUS=…` alone.
@@ -157,7 +159,7 @@ mod tests {
         assert!(got.starts_with("RELOADING=1\n"), "{got}");
         assert!(usec >= before && usec <= monotonic_usec(), "{got}");
         n.main_pid(42, "upgraded");
-        assert_eq!(received(&sock), "MAINPID=42\nSTATUS=upgraded");
+        assert_eq!(received(&sock), "MAINPID=42\nREADY=1\nSTATUS=upgraded");
         n.stopping("stopping");
         assert_eq!(received(&sock), "STOPPING=1\nSTATUS=stopping");
         let _ = std::fs::remove_dir_all(&dir);

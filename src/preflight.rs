@@ -13,8 +13,8 @@
 //! reports over a pipe. The master's own credentials never change here. It does not
 //! become the user for good (the master does that after binding).
 
-use crate::args::UserSpec;
-use crate::serve_loop::log::AccessLog;
+use crate::access_log::AccessLog;
+use crate::config::UserSpec;
 use crate::sys::{self, Forked};
 use crate::user::{self, Identity};
 use std::io::Read;
@@ -49,17 +49,12 @@ pub fn resolve_user(spec: &UserSpec) -> Result<Identity, Problem> {
 
 /// Opens `root` and `log` in a child that first becomes `who` (when given and the master
 /// is root); the first failure, as the worker would meet it.
-pub fn check_as(
-    who: Option<&Identity>,
-    root: &Path,
-    log: Option<&Path>,
-) -> Result<(), Problem> {
-    let (rd, wr) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| {
-        Problem {
+pub fn check_as(who: Option<&Identity>, root: &Path, log: Option<&Path>) -> Result<(), Problem> {
+    let (rd, wr) =
+        rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| Problem {
             stage: "master",
             message: format!("pipe: {e}"),
-        }
-    })?;
+        })?;
     let forked = sys::fork().map_err(|e| Problem {
         stage: "master",
         message: format!("fork: {e}"),
@@ -114,11 +109,19 @@ fn open_all(who: Option<&Identity>, root: &Path, log: Option<&Path>) -> String {
         None => String::new(),
     };
     if let Err(e) = crate::worker::open_root(root) {
-        return format!("root\t{}: {e}{as_whom}", root.display());
+        return format!(
+            "root\t{}: {}{as_whom}",
+            root.display(),
+            crate::say::plain(&e)
+        );
     }
     if let Some(path) = log {
         if let Err(e) = AccessLog::open(Some(path.to_path_buf())) {
-            return format!("access-log\t{}: {e}{as_whom}", path.display());
+            return format!(
+                "access-log\t{}: {}{as_whom}",
+                path.display(),
+                crate::say::plain(&e)
+            );
         }
     }
     String::new()

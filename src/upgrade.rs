@@ -31,6 +31,8 @@ use std::time::{Duration, Instant};
 pub const DEADLINE: Duration = Duration::from_secs(20);
 /// The byte the new master writes when its workers serve.
 const READY: u8 = b'R';
+/// What the child writes before the reason it could not start the new binary.
+const FAILED: char = 'E';
 
 /// How this process was started, recorded before anything could change it.
 #[derive(Clone, Debug)]
@@ -40,6 +42,10 @@ pub struct Launch {
     pub exe: PathBuf,
     /// The arguments, the program name first.
     pub argv: Vec<OsString>,
+    /// The CPUs it might run on before the master pinned itself: the new master reads
+    /// the machine through its own affinity, which `execve` keeps, so it must get these
+    /// back, not the one CPU the old master is pinned to.
+    pub affinity: rustix::thread::CpuSet,
 }
 
 impl Launch {
@@ -48,6 +54,7 @@ impl Launch {
         Ok(Launch {
             exe: std::env::current_exe()?,
             argv: std::env::args_os().collect(),
+            affinity: sys::affinity()?,
         })
     }
 }
@@ -72,14 +79,25 @@ pub enum Outcome {
     Failed(String),
 }
 
-/// Starts the new master: fork, put `listeners` at descriptors 3… (then the readiness
-/// pipe), exec `launch` with the variables that name them. The master must be single-
-/// threaded (it is), since the child allocates before it execs.
-pub fn start(launch: &Launch, listeners: &[BorrowedFd<'_>]) -> io::Result<Pending> {
+/// Starts the new master: fork, put `listeners` at descriptors 3… (then the metrics
+/// listener, if any, then the readiness pipe), exec `launch` with the variables that
+/// name them. The master must be single-threaded (it is), since the child allocates
+/// before it execs.
+pub fn start(
+    launch: &Launch,
+    listeners: &[BorrowedFd<'_>],
+    metrics: Option<BorrowedFd<'_>>,
+) -> io::Result<Pending> {
     use rustix::pipe::{pipe_with, PipeFlags};
     let (rd, wr) = pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)?;
     let mut fds: Vec<RawFd> = listeners.iter().map(|l| l.as_raw_fd()).collect();
+    let mut names = vec!["listen"; fds.len()];
+    if let Some(m) = metrics {
+        fds.push(m.as_raw_fd());
+        names.push(inherit::METRICS);
+    }
     fds.push(wr.as_raw_fd());
+    names.push(UPGRADE_PIPE);
     let exe = c_string(launch.exe.clone().into_os_string())?;
     let argv = launch
         .argv
@@ -87,9 +105,12 @@ pub fn start(launch: &Launch, listeners: &[BorrowedFd<'_>]) -> io::Result<Pendin
         .cloned()
         .map(c_string)
         .collect::<io::Result<Vec<_>>>()?;
-    let env = environment(fds.len())?;
+    let env = environment(&names)?;
     match sys::fork()? {
-        Forked::Child => exec_child(&exe, &argv, env, &fds),
+        Forked::Child => {
+            let _ = sys::pin_to_set(&launch.affinity);
+            exec_child(&exe, &argv, env, &fds, &wr)
+        }
         Forked::Parent(pid) => Ok(Pending {
             pid,
             ready: rd,
@@ -99,7 +120,14 @@ pub fn start(launch: &Launch, listeners: &[BorrowedFd<'_>]) -> io::Result<Pendin
 }
 
 /// In the child: clean signal mask, descriptors in place, `LISTEN_PID` = ourselves, exec.
-fn exec_child(exe: &CString, argv: &[CString], mut env: Vec<CString>, fds: &[RawFd]) -> ! {
+/// A failure is written to the readiness pipe (`report`) for the old master's one line.
+fn exec_child(
+    exe: &CString,
+    argv: &[CString],
+    mut env: Vec<CString>,
+    fds: &[RawFd],
+    report: &OwnedFd,
+) -> ! {
     let _ = sys::handover::unblock_all_signals();
     let placed = sys::handover::place_fds(fds, FIRST_FD);
     let err = match placed {
@@ -110,13 +138,18 @@ fn exec_child(exe: &CString, argv: &[CString], mut env: Vec<CString>, fds: &[Raw
         }
         Err(e) => e,
     };
-    crate::say!("upgrade: starting {}: {err}", exe.to_string_lossy());
+    let why = format!(
+        "{FAILED}starting {}: {}",
+        exe.to_string_lossy(),
+        crate::say::plain(&err)
+    );
+    let _ = rustix::io::write(report, why.as_bytes());
     sys::exit_now(127)
 }
 
 /// This process's environment without any earlier `LISTEN_*`, plus `LISTEN_FDS` and
-/// `LISTEN_FDNAMES` for `n` descriptors: listeners, then the readiness pipe.
-fn environment(n: usize) -> io::Result<Vec<CString>> {
+/// `LISTEN_FDNAMES` for descriptors named `names`.
+fn environment(names: &[&str]) -> io::Result<Vec<CString>> {
     let mut env = Vec::new();
     for (k, v) in std::env::vars_os() {
         if k.to_str().is_some_and(|k| k.starts_with("LISTEN_")) {
@@ -127,10 +160,10 @@ fn environment(n: usize) -> io::Result<Vec<CString>> {
         kv.extend(v.into_vec());
         env.push(c_string(OsString::from_vec(kv))?);
     }
-    let mut names = vec!["listen"; n.saturating_sub(1)];
-    names.push(UPGRADE_PIPE);
-    env.push(c_string(format!("LISTEN_FDS={n}").into())?);
-    env.push(c_string(format!("LISTEN_FDNAMES={}", names.join(":")).into())?);
+    env.push(c_string(format!("LISTEN_FDS={}", names.len()).into())?);
+    env.push(c_string(
+        format!("LISTEN_FDNAMES={}", names.join(":")).into(),
+    )?);
     Ok(env)
 }
 
@@ -151,9 +184,12 @@ impl Pending {
 
     /// Reads the pipe without waiting and checks the deadline.
     pub fn poll(&self, now: Instant) -> Outcome {
-        let mut b = [0u8; 1];
+        let mut b = [0u8; 512];
         match rustix::io::read(&self.ready, &mut b) {
-            Ok(1) if b[0] == READY => Outcome::Ready,
+            Ok(1..) if b[0] == READY => Outcome::Ready,
+            Ok(n @ 1..) if b[0] == FAILED as u8 => {
+                Outcome::Failed(String::from_utf8_lossy(&b[1..n]).into_owned())
+            }
             Ok(_) => Outcome::Failed("the new master exited before its workers served".into()),
             Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) if now < self.deadline => {
                 Outcome::Waiting
@@ -167,10 +203,10 @@ impl Pending {
     }
 }
 
-/// In the new master: the readiness pipe among the inherited descriptors, if this
-/// process was started by an upgrade.
-pub fn take_ready_pipe(inherited: &mut Vec<inherit::Inherited>) -> Option<OwnedFd> {
-    let at = inherited.iter().position(|i| i.name == UPGRADE_PIPE)?;
+/// In the new master: the descriptor named `name` among the inherited ones (the
+/// readiness pipe, the metrics listener), taken out of the list.
+pub fn take_named(inherited: &mut Vec<inherit::Inherited>, name: &str) -> Option<OwnedFd> {
+    let at = inherited.iter().position(|i| i.name == name)?;
     Some(inherited.remove(at).fd)
 }
 
@@ -186,7 +222,7 @@ mod tests {
 
     #[test]
     fn the_environment_names_every_descriptor_and_drops_old_ones() {
-        let env = environment(3).unwrap();
+        let env = environment(&["listen", "listen", UPGRADE_PIPE]).unwrap();
         let text: Vec<String> = env
             .iter()
             .map(|c| c.to_string_lossy().into_owned())
@@ -212,6 +248,9 @@ mod tests {
         ));
         report_ready(wr);
         assert_eq!(p.poll(Instant::now()), Outcome::Ready);
-        assert!(matches!(p.poll(Instant::now()), Outcome::Failed(_)), "EOF after");
+        assert!(
+            matches!(p.poll(Instant::now()), Outcome::Failed(_)),
+            "EOF after"
+        );
     }
 }

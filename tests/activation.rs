@@ -89,10 +89,13 @@ fn passed_sockets_are_adopted_or_refused_with_a_reason() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("no SO_REUSEPORT") && err.contains("http"), "{err}");
+    assert!(
+        err.contains("no SO_REUSEPORT") && err.contains("http"),
+        "{err}"
+    );
     let out = with_socket(&plain, "check").output().expect("check");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned()
-        + &String::from_utf8_lossy(&out.stderr);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(text.contains("no SO_REUSEPORT"), "{text}");
     drop(plain);
 }

@@ -31,7 +31,10 @@ fn wait_health(server: &Server, want: u16) {
         if status == want {
             return;
         }
-        assert!(Instant::now() < deadline, "/health stayed {status}, not {want}");
+        assert!(
+            Instant::now() < deadline,
+            "/health stayed {status}, not {want}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -64,7 +67,10 @@ fn health_follows_the_workers_and_probe_exits_accordingly() {
     wait_health(&server, 200);
     assert_eq!(probe(&[&url]).0, 0);
     let log_text = std::fs::read_to_string(&log).unwrap_or_default();
-    assert!(!log_text.contains("/health"), "health checks are not logged");
+    assert!(
+        !log_text.contains("/health"),
+        "health checks are not logged"
+    );
     assert!(
         !server.lines().iter().any(|l| l.contains("/health")),
         "nor printed"

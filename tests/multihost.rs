@@ -84,7 +84,14 @@ impl Cluster {
             run("ip", &step.split(' ').collect::<Vec<_>>(), None).expect("ip");
         }
         // Forwarding in the balancer's namespace only (the sysctl is per namespace).
-        let sysctl = ["netns", "exec", &lb, "sysctl", "-qw", "net.ipv4.ip_forward=1"];
+        let sysctl = [
+            "netns",
+            "exec",
+            &lb,
+            "sysctl",
+            "-qw",
+            "net.ipv4.ip_forward=1",
+        ];
         run("ip", &sysctl, None).expect("forwarding in the balancer namespace");
         let nft = ["netns", "exec", &lb, "nft", "-f", "-"];
         run("ip", &nft, Some(&ruleset())).expect("the Service's nftables rules");
@@ -135,7 +142,9 @@ fn run(cmd: &str, args: &[&str], stdin: Option<&str>) -> Result<(), String> {
         .write_all(stdin.unwrap_or("").as_bytes())
         .map_err(|e| format!("{cmd}: {e}"))?;
     drop(input);
-    let out = child.wait_with_output().map_err(|e| format!("{cmd}: {e}"))?;
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("{cmd}: {e}"))?;
     if out.status.success() {
         return Ok(());
     }
@@ -262,7 +271,12 @@ fn three_hosts_behind_an_nftables_service_each_keep_their_locality() {
         requests(&client, &clients, s.addr, PER_CPU);
         let after = totals(&client, s.metrics.expect("metrics"));
         let got = (after.0 - before.0, after.1 - before.1);
-        assert_eq!(got.0, (PER_CPU * clients.len()) as u64, "host {} alone", s.addr);
+        assert_eq!(
+            got.0,
+            (PER_CPU * clients.len()) as u64,
+            "host {} alone",
+            s.addr
+        );
         alone.push(ratio(got.0, got.1));
     }
 

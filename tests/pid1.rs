@@ -100,6 +100,10 @@ fn pid1_reaps_orphans_and_killed_workers() {
         now.len() == 2 && !now.contains(&workers[0]) && now.iter().all(|&p| !zombie(p))
     });
     assert_eq!(get(server.addr, "/index.html").0, 200);
+    // An upgrade would end the namespace with the old master: refused, still serving.
+    send_signal(steerd, libc::SIGUSR2);
+    server.wait_line(|l| l.contains("upgrade: refused: this master is PID 1"));
+    assert_eq!(get(server.addr, "/index.html").0, 200);
 }
 
 #[test]

@@ -40,7 +40,10 @@ fn fails_before_binding(args: &[&str], stage_and_text: &str) {
     let (code, err) = run(args);
     assert_ne!(code, 0, "{args:?}: {err}");
     assert!(!err.contains("listening on"), "{args:?} bound first: {err}");
-    assert!(!err.contains("running on cpu"), "{args:?} started workers: {err}");
+    assert!(
+        !err.contains("running on cpu"),
+        "{args:?} started workers: {err}"
+    );
     assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
     assert!(err.contains(stage_and_text), "{args:?}: {err}");
 }
@@ -55,7 +58,12 @@ fn a_word_that_is_not_a_directory_fails_before_binding() {
     let file = dir.path().join("a-file");
     std::fs::write(&file, b"x").unwrap();
     fails_before_binding(
-        &["serve", &file.display().to_string(), "--listen", "127.0.0.1:0"],
+        &[
+            "serve",
+            &file.display().to_string(),
+            "--listen",
+            "127.0.0.1:0",
+        ],
         "Not a directory",
     );
 }
@@ -87,20 +95,40 @@ fn an_access_log_the_user_cannot_open_fails_before_binding() {
     let closed = TempDir::new("startup-closed");
     let closed_log = closed.path().join("missing").join("access.log");
     fails_before_binding(
-        &["serve", &root, "--listen", "127.0.0.1:0", "--access-log", &closed_log.display().to_string()],
+        &[
+            "serve",
+            &root,
+            "--listen",
+            "127.0.0.1:0",
+            "--access-log",
+            &closed_log.display().to_string(),
+        ],
         "steerd: access-log: ",
     );
-    if !is_root() || !std::fs::read_to_string("/etc/passwd").is_ok_and(|p| p.contains("\nnobody:")) {
+    if !is_root() || !std::fs::read_to_string("/etc/passwd").is_ok_and(|p| p.contains("\nnobody:"))
+    {
         eprintln!("skipped the --user part: needs root and a user nobody");
         return;
     }
     // Writable by root only (0755, owned by root): the master could open it, the workers
     // (nobody) could not.
     fails_before_binding(
-        &["serve", &root, "--listen", "127.0.0.1:0", "--user", "nobody", "--access-log", &log],
+        &[
+            "serve",
+            &root,
+            "--listen",
+            "127.0.0.1:0",
+            "--user",
+            "nobody",
+            "--access-log",
+            &log,
+        ],
         "Permission denied (as uid 65534)",
     );
-    assert!(!std::path::Path::new(&log).exists(), "nothing created as root");
+    assert!(
+        !std::path::Path::new(&log).exists(),
+        "nothing created as root"
+    );
     // The same path is fine without --user.
     let server = Server::spawn(Command::new(binary()).args([
         "serve",
@@ -118,9 +146,32 @@ fn an_access_log_the_user_cannot_open_fails_before_binding() {
 #[test]
 fn a_flag_given_twice_is_an_error() {
     let cases: [&[&str]; 3] = [
-        &["serve", "-l", "127.0.0.1:0", "--workers", "1", "--workers", "2"],
-        &["serve", "-l", "127.0.0.1:0", "--max-conns", "5", "--max-conns=5"],
-        &["serve", "-l", "127.0.0.1:0", "--access-log", "off", "--access-log", "off"],
+        &[
+            "serve",
+            "-l",
+            "127.0.0.1:0",
+            "--workers",
+            "1",
+            "--workers",
+            "2",
+        ],
+        &[
+            "serve",
+            "-l",
+            "127.0.0.1:0",
+            "--max-conns",
+            "5",
+            "--max-conns=5",
+        ],
+        &[
+            "serve",
+            "-l",
+            "127.0.0.1:0",
+            "--access-log",
+            "off",
+            "--access-log",
+            "off",
+        ],
     ];
     for args in cases {
         let (code, err) = run(args);
@@ -135,7 +186,7 @@ fn the_open_files_warning_names_what_a_worker_holds() {
     let root = TempDir::new("nofile");
     std::fs::write(root.path().join("index.html"), b"x\n").unwrap();
     let script = format!(
-        "ulimit -Hn 256 && ulimit -Sn 256 && exec {} serve {} --listen 127.0.0.1:0 \
+        "ulimit -Sn 256 && ulimit -Hn 256 && exec {} serve {} --listen 127.0.0.1:0 \
          --metrics 127.0.0.1:0 --workers 1",
         binary(),
         root.path().display()
@@ -181,4 +232,52 @@ fn the_open_files_warning_names_what_a_worker_holds() {
         open.abs_diff(said) <= 8,
         "the warning said about {said} connections, the worker holds {open}"
     );
+}
+
+/// `--access-log /dev/stdout` with workers running as another user than the one who made
+/// the stdout pipe (a container's usual case): the log is the process's own stdout, not
+/// the pipe reopened by path, which its owner and mode would refuse.
+#[test]
+fn the_access_log_on_stdout_works_for_an_unprivileged_worker() {
+    if !is_root() || !std::fs::read_to_string("/etc/passwd").is_ok_and(|p| p.contains("\nnobody:"))
+    {
+        eprintln!("skipped: needs root and a user nobody");
+        return;
+    }
+    let dir = TempDir::new("stdout-log");
+    let fifo = dir.path().join("out");
+    let made = Command::new("mkfifo")
+        .args(["-m", "600"])
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    std::fs::write(dir.path().join("index.html"), b"x\n").unwrap();
+    // stdout: the FIFO, owned by root, mode 0600 (opened read-write, so no one waits).
+    let script = format!(
+        "exec {} serve {} --listen 127.0.0.1:0 --workers 1 --user nobody \
+         --access-log /dev/stdout 1<>{}",
+        binary(),
+        dir.path().display(),
+        fifo.display()
+    );
+    let server = Server::spawn(Command::new("sh").args(["-c", &script]));
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut out = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .expect("open the fifo");
+    let deadline = Instant::now() + PATIENCE;
+    let mut got = String::new();
+    while !got.contains("GET /index.html?logged") {
+        assert!(Instant::now() < deadline, "no log line on stdout: {got:?}");
+        assert_eq!(get(server.addr, "/index.html?logged").0, 200);
+        std::thread::sleep(Duration::from_millis(100));
+        let mut buf = [0u8; 4096];
+        if let Ok(n) = out.read(&mut buf) {
+            got.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    }
 }

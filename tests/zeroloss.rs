@@ -30,10 +30,21 @@ struct LoadResult {
 }
 
 impl Load {
-    /// `steerd bench load http://ADDR/PATH -c CONNS -d SECSs --json` (keep-alive).
-    fn start(addr: std::net::SocketAddr, path: &str, conns: u32, secs: u64) -> Load {
-        let child = Command::new(binary())
-            .args(["bench", "load", &format!("http://{addr}{path}")])
+    /// `steerd bench load http://ADDR/PATH -c CONNS -d SECSs --json` (keep-alive), with
+    /// its two threads pinned to `pin` when given.
+    fn start(
+        addr: std::net::SocketAddr,
+        path: &str,
+        conns: u32,
+        secs: u64,
+        pin: Option<&str>,
+    ) -> Load {
+        let mut cmd = Command::new(binary());
+        cmd.args(["bench", "load", &format!("http://{addr}{path}")]);
+        if let Some(cpus) = pin {
+            cmd.args(["--pin", cpus]);
+        }
+        let child = cmd
             .args(["-c", &conns.to_string(), "-t", "2"])
             .args(["-d", &format!("{secs}s"), "--json"])
             .stdin(Stdio::null())
@@ -135,7 +146,7 @@ fn ten_hups_and_two_upgrades_under_keepalive_load_lose_nothing() {
             .args(["--keepalive-timeout", "5", "--shutdown-timeout", "10"]),
     );
     let mut reaper = Reaper(vec![]);
-    let load = Load::start(server.addr, "/f13", 20, 25);
+    let load = Load::start(server.addr, "/f13", 20, 25, None);
     std::thread::sleep(Duration::from_millis(500));
     for n in 1..=10 {
         server.signal(libc::SIGHUP);
@@ -211,7 +222,8 @@ fn a_killed_worker_costs_one_error_per_connection_it_held() {
     let server = Server::start(&["--workers", "2", "--cpus", &format!("{a},{b}")]);
     let (victim, _) = server.plan()[1];
     let pid = server.worker_pid(victim);
-    let load = Load::start(server.addr, "/index.html", 20, 4);
+    // Client threads on both CPUs: each worker holds some of the connections.
+    let load = Load::start(server.addr, "/index.html", 20, 4, Some(&format!("{a},{b}")));
     let open_series = |m: &std::collections::HashMap<String, u64>| -> u64 {
         m.iter()
             .filter(|(k, _)| {
@@ -236,6 +248,7 @@ fn a_killed_worker_costs_one_error_per_connection_it_held() {
     assert!(load.running(), "the kill happened during the load");
     let result = load.finish();
     eprintln!("worker {victim} held {held} connections when killed: {result:?}");
+    assert!(held > 0, "the killed worker held connections");
     assert!(
         result.errors <= held,
         "more errors ({}) than connections the killed worker held ({held}): {}",
@@ -243,4 +256,55 @@ fn a_killed_worker_costs_one_error_per_connection_it_held() {
         result.by_kind
     );
     assert!(result.requests > 0);
+}
+
+/// An upgrade to a binary that cannot start (not executable; exits at once) is stopped:
+/// one line says why and the running master keeps serving, with the same workers.
+#[test]
+fn a_failed_upgrade_leaves_the_running_master_serving() {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = TempDir::new("upgrade-fail");
+    let exe = install_copy(bin.path());
+    let site = TempDir::new("upgrade-fail-site");
+    std::fs::write(site.path().join("index.html"), b"still here\n").unwrap();
+    let server = Server::spawn(
+        Command::new(&exe)
+            .args(["serve", &site.path().display().to_string()])
+            .args(["--listen", "127.0.0.1:0", "--workers", "2"]),
+    );
+    let workers: Vec<u32> = server
+        .plan()
+        .iter()
+        .map(|&(i, _)| server.worker_pid(i))
+        .collect();
+    // Not executable.
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o644)).unwrap();
+    server.signal(libc::SIGUSR2);
+    let line = server.wait_line(|l| l.contains("the running master keeps serving"));
+    assert!(
+        line.contains("upgrade: starting ") && line.contains("Permission denied"),
+        "{line}"
+    );
+    // A program that exits before serving.
+    let tmp = bin.path().join("steerd.new");
+    std::fs::write(&tmp, "#!/bin/sh\nexit 3\n").unwrap();
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::rename(&tmp, &exe).unwrap();
+    server.signal(libc::SIGUSR2);
+    let lines = server.wait_lines(|l| l.contains("the running master keeps serving"), 2);
+    assert!(
+        lines[1].contains("exited before its workers served"),
+        "{lines:?}"
+    );
+    assert_eq!(
+        get(server.addr, "/index.html"),
+        (200, "still here\n".into())
+    );
+    let now: Vec<u32> = server
+        .plan()
+        .iter()
+        .map(|&(i, _)| server.worker_pid(i))
+        .collect();
+    assert_eq!(now, workers, "the same workers serve");
+    assert!(workers.iter().all(|&p| alive(p)));
 }

@@ -26,6 +26,15 @@ line. For health checks in images that hold nothing but the steerd binary, such 
 (default 5s).
 ";
 
+/// A usage error of `steerd probe` (stage `probe`, followed by the usage text).
+fn usage(message: String) -> ArgsError {
+    ArgsError {
+        stage: "probe",
+        message,
+        usage: PROBE_HELP,
+    }
+}
+
 /// Parses the arguments after `probe`; `Ok(None)` asks for the help text.
 pub fn parse(args: &[String]) -> Result<Option<ProbeArgs>, ArgsError> {
     let mut url = None;
@@ -37,25 +46,24 @@ pub fn parse(args: &[String]) -> Result<Option<ProbeArgs>, ArgsError> {
             "--timeout" => {
                 let v = it
                     .next()
-                    .ok_or_else(|| ArgsError("probe: --timeout needs a value".into()))?;
+                    .ok_or_else(|| usage("--timeout needs a value".into()))?;
                 if timeout.is_some() {
-                    return Err(ArgsError("probe: --timeout given twice".into()));
+                    return Err(usage("--timeout given twice".into()));
                 }
-                let d = super::duration::parse(v)
-                    .map_err(|e| ArgsError(format!("probe: --timeout {e}")))?;
+                let d = super::duration::parse(v).map_err(|e| usage(format!("--timeout {e}")))?;
                 timeout = Some(d);
             }
             f if f.starts_with('-') => {
-                return Err(ArgsError(format!("probe: unknown flag {f:?}")));
+                return Err(usage(format!("unknown flag {f:?}")));
             }
             u if url.is_none() => url = Some(u.to_string()),
-            u => return Err(ArgsError(format!("probe: more than one URL ({u:?})"))),
+            u => return Err(usage(format!("more than one URL ({u:?})"))),
         }
     }
-    let url = url.ok_or_else(|| ArgsError("probe: a URL is needed".into()))?;
+    let url = url.ok_or_else(|| usage("a URL is needed".into()))?;
     if !url.starts_with("http://") {
-        return Err(ArgsError(format!(
-            "probe: URL {url:?}: only http://HOST[:PORT]/PATH is supported"
+        return Err(usage(format!(
+            "URL {url:?}: only http://HOST[:PORT]/PATH is supported"
         )));
     }
     Ok(Some(ProbeArgs {
@@ -96,7 +104,7 @@ mod tests {
             ("http://a/ --bogus", "--bogus"),
         ] {
             let e = parse(&argv(input)).unwrap_err();
-            assert!(e.0.contains(needle), "{input}: {e}");
+            assert!(e.message.contains(needle), "{input}: {e}");
         }
     }
 }

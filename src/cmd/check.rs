@@ -23,6 +23,7 @@ pub fn main(args: &ServeArgs, json: bool) -> Result<i32, Failure> {
         plan,
         program,
     } = super::prepare::prepare(args, |w| eprintln!("steerd: {w}"))?;
+    passed_sockets();
     if json {
         print!(
             "{}",
@@ -32,6 +33,19 @@ pub fn main(args: &ServeArgs, json: bool) -> Result<i32, Failure> {
         print!("{}", check_text(args, &topo, &plan, program.as_ref()));
     }
     Ok(0)
+}
+
+/// Sockets passed as by socket activation (`LISTEN_FDS`): one line on stderr for each
+/// that `serve` could not adopt (no `SO_REUSEPORT`, not a listening TCP socket).
+fn passed_sockets() {
+    match crate::inherit::take_from_env() {
+        Ok(passed) => {
+            for problem in passed.iter().filter_map(crate::inherit::reuseport_problem) {
+                eprintln!("steerd: warning: listen: {problem}");
+            }
+        }
+        Err(e) => eprintln!("steerd: warning: listen: {e}"),
+    }
 }
 
 fn int(n: impl TryInto<i64>) -> Value {
@@ -135,7 +149,7 @@ fn check_text(
     if let Some(nic) = &topo.nic {
         let node = nic
             .node
-            .map_or_else(|| "unknown".to_string(), |n| n.to_string());
+            .map_or_else(|| "unknown".to_string(), |n| n.0.to_string());
         let _ = writeln!(out, "nic: {} on node {node}", nic.interface);
     }
     let listen: Vec<String> = args.listen.iter().map(|a| a.to_string()).collect();
@@ -153,7 +167,7 @@ fn check_text(
     let _ = writeln!(out, "workers: {}", plan.workers.len());
     out.push_str("INDEX CPU NODE\n");
     for w in &plan.workers {
-        let _ = writeln!(out, "{:>5} {:>3} {:>4}", w.index, w.cpu.get(), w.node);
+        let _ = writeln!(out, "{:>5} {:>3} {:>4}", w.index, w.cpu.get(), w.node.0);
     }
     out.push_str("cpu -> index:");
     for (i, (c, idx)) in plan.cpu_map.iter().enumerate() {

@@ -69,7 +69,12 @@ fn status_line(args: &ProbeArgs) -> Result<String, String> {
             Ok(0) => break,
             Ok(n) => got.extend_from_slice(&buf[..n]),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
                 return Err(format!("no answer within {:?}", args.timeout))
             }
             Err(e) => return Err(format!("read: {e}")),
@@ -81,7 +86,10 @@ fn status_line(args: &ProbeArgs) -> Result<String, String> {
         return Err(if line.is_empty() {
             "closed without an answer".to_string()
         } else {
-            format!("not an HTTP answer: {:?}", line.chars().take(60).collect::<String>())
+            format!(
+                "not an HTTP answer: {:?}",
+                line.chars().take(60).collect::<String>()
+            )
         });
     }
     Ok(line)
@@ -95,7 +103,12 @@ mod tests {
     fn success_is_2xx_only() {
         assert!(is_success("HTTP/1.1 200 OK"));
         assert!(is_success("HTTP/1.0 204 No Content"));
-        for no in ["HTTP/1.1 301 Moved", "HTTP/1.1 503 x", "HTTP/1.1 2", "SSH-2.0 200"] {
+        for no in [
+            "HTTP/1.1 301 Moved",
+            "HTTP/1.1 503 x",
+            "HTTP/1.1 2",
+            "SSH-2.0 200",
+        ] {
             assert!(!is_success(no), "{no}");
         }
     }

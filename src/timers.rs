@@ -102,6 +102,14 @@ impl Timers {
         self.links.get(slot as usize).and_then(|l| l.kind)
     }
 
+    /// The slot armed longest ago under `kind` (the head of its list).
+    pub fn oldest(&self, kind: Kind) -> Option<u32> {
+        match self.head[kind as usize] {
+            NIL => None,
+            slot => Some(slot),
+        }
+    }
+
     /// The earliest deadline of all lists.
     pub fn next_deadline(&self) -> Option<u64> {
         self.head
@@ -157,6 +165,8 @@ mod tests {
         t.disarm(3);
         t.disarm(3); // twice is harmless
         assert_eq!(t.kind(3), None);
+        assert_eq!(t.oldest(Kind::Idle), Some(2));
+        assert_eq!(t.oldest(Kind::Send), None);
         assert_eq!(t.pop_expired(1000), Some((2, Kind::Idle)));
         assert_eq!(t.pop_expired(1000), Some((0, Kind::Idle)));
         assert_eq!(t.pop_expired(1000), None);

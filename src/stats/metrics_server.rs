@@ -2,8 +2,9 @@
 //! the master's `poll` watches beside its signals and respawn timers.
 //!
 //! Input: the (nonblocking) metrics listener, readiness, the clock, and the body to send.
-//! Output: one reply per connection (`GET /metrics` gets the body, anything else a 404),
-//! then the connection is closed. It does not render the metrics (`stats::render`).
+//! Output: one reply per connection (`GET /metrics` gets the body; `GET /health` 200 when
+//! every planned worker serves and 503 otherwise; anything else a 404), then the
+//! connection is closed. Nothing is logged. It does not render the metrics (`stats::render`).
 //!
 //! The master supervises workers, so it must never wait on a client: a responder that
 //! read with a blocking timeout let 20 silent connections delay a worker's respawn by
@@ -88,13 +89,15 @@ impl Responder {
         listener: BorrowedFd<'_>,
         now: Instant,
         body: impl Fn() -> String,
+        healthy: bool,
     ) -> io::Result<()> {
         let accepted = self.accept_waiting(listener, now);
+        let answer = |head: &[u8]| reply(head, &body, healthy);
         self.clients.retain_mut(|c| {
             if now >= c.deadline {
                 return false;
             }
-            matches!(step(c, &body), Step::Pending)
+            matches!(step(c, &answer), Step::Pending)
         });
         accepted
     }
@@ -128,19 +131,19 @@ impl Responder {
 
 /// Reads the head until it is complete (then builds the reply), writes the reply until
 /// it is sent; stops at the first `EAGAIN`.
-fn step(c: &mut Client, body: &impl Fn() -> String) -> Step {
+fn step(c: &mut Client, answer: &impl Fn(&[u8]) -> Vec<u8>) -> Step {
     use rustix::io::Errno;
     let mut buf = [0u8; 512];
     while c.reply.is_none() {
         match rustix::io::read(&c.fd, &mut buf) {
             // EOF before any byte: the client gave up.
             Ok(0) if c.head.is_empty() => return Step::Done,
-            Ok(0) => c.reply = Some((reply(&c.head, body), 0)),
+            Ok(0) => c.reply = Some((answer(&c.head), 0)),
             Ok(n) => {
                 c.head.extend_from_slice(&buf[..n]);
                 let complete = c.head.windows(4).any(|w| w == b"\r\n\r\n");
                 if complete || c.head.len() >= HEAD_MAX {
-                    c.reply = Some((reply(&c.head, body), 0));
+                    c.reply = Some((answer(&c.head), 0));
                 }
             }
             Err(Errno::AGAIN) => return Step::Pending,
@@ -168,9 +171,16 @@ fn step(c: &mut Client, body: &impl Fn() -> String) -> Step {
 }
 
 /// The whole HTTP/1.1 reply to `head`.
-fn reply(head: &[u8], body: &impl Fn() -> String) -> Vec<u8> {
+fn reply(head: &[u8], body: &impl Fn() -> String, healthy: bool) -> Vec<u8> {
     let (status, content) = if super::is_metrics_request(head) {
         ("200 OK", body())
+    } else if super::is_health_request(head) && healthy {
+        ("200 OK", "ok: every worker serves\n".to_string())
+    } else if super::is_health_request(head) {
+        (
+            "503 Service Unavailable",
+            "unavailable: not every worker serves\n".to_string(),
+        )
     } else {
         ("404 Not Found", "not found: try GET /metrics\n".to_string())
     };
@@ -197,7 +207,7 @@ mod tests {
     /// Services until `done` or a bounded number of rounds.
     fn pump(r: &mut Responder, l: &TcpListener, rounds: usize) {
         for _ in 0..rounds {
-            r.service(l.as_fd(), Instant::now(), || "body\n".to_string())
+            r.service(l.as_fd(), Instant::now(), || "body\n".to_string(), true)
                 .expect("service");
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -233,7 +243,8 @@ mod tests {
         pump(&mut r, &l, 3);
         assert_eq!(r.len(), 1);
         let later = Instant::now() + CLIENT_DEADLINE;
-        r.service(l.as_fd(), later, String::new).expect("service");
+        r.service(l.as_fd(), later, String::new, true)
+            .expect("service");
         assert!(r.is_empty());
     }
 

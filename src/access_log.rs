@@ -71,11 +71,24 @@ impl AccessLog {
     }
 
     /// Flushes, then opens the path again (after a rotation moved the old file away).
+    ///
+    /// `/dev/stdout` and `/dev/stderr` are the process's own descriptors 1 and 2,
+    /// duplicated rather than opened: in a container they are pipes owned by whoever made
+    /// them, and opening them again by path (`/proc/self/fd/1`) checks the pipe's owner
+    /// and mode, which refuses a worker running as another user.
     pub fn reopen(&mut self) -> std::io::Result<()> {
         self.flush();
         if let Some(p) = &self.path {
-            let flags = OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE | OFlags::CLOEXEC;
-            self.fd = Some(rustix::fs::open(p, flags, Mode::from_raw_mode(0o644))?);
+            use std::os::fd::AsFd;
+            let dup = |fd| rustix::io::fcntl_dupfd_cloexec(fd, 3);
+            self.fd = Some(match p.as_os_str().as_encoded_bytes() {
+                b"/dev/stdout" => dup(std::io::stdout().as_fd())?,
+                b"/dev/stderr" => dup(std::io::stderr().as_fd())?,
+                _ => {
+                    let flags = OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE | OFlags::CLOEXEC;
+                    rustix::fs::open(p, flags, Mode::from_raw_mode(0o644))?
+                }
+            });
         }
         Ok(())
     }

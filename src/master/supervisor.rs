@@ -1,0 +1,435 @@
+//! The master's supervision loop: one slot per plan entry, each with its current worker,
+//! the predecessor a reload keeps serving until the successor serves, and its crash
+//! history; the workers' readiness reports; the signals; the metrics and health answers.
+//!
+//! Input: what bring-up made ([`Shared`]), the service-manager [`Notifier`], how this
+//! binary was started (for an upgrade) and, in a master started by an upgrade, the pipe
+//! to report on. Output: workers kept running until a stop, or a hand-over to a new
+//! master. It never serves HTTP to clients and never waits on a client.
+//!
+//! Never a moment without a serving worker on a slot: a reload starts the successor
+//! beside the running worker and retires the running one (USR2: drain, leave the
+//! listener) only when the successor reports that it serves; a successor that cannot
+//! start leaves the predecessor serving while the usual back-off restarts it.
+
+use super::{
+    backoff, describe, BACKOFF_FIRST, BACKOFF_MAX, CRASH_WINDOW, FAST_STOP_GRACE, GRACEFUL_SLACK,
+    TICK,
+};
+use crate::config::Serving;
+use crate::listen::Listeners;
+use crate::notify::Notifier;
+use crate::plan::Plan;
+use crate::signals::{self, requested_stop, Stop};
+use crate::stats;
+use crate::stats::SharedCounters;
+use crate::sys::{self, Forked};
+use crate::upgrade::{Launch, Pending};
+use crate::worker::{self, WorkerStart};
+use core::sync::atomic::Ordering::Relaxed;
+use rustix::process::{Pid, Signal, WaitOptions, WaitStatus};
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+/// What bring-up made and the supervisor uses.
+mod generations;
+
+pub(crate) struct Shared<'a> {
+    pub cfg: &'a Serving,
+    pub plan: &'a Plan,
+    pub listeners: &'a Listeners,
+    pub counters: &'a SharedCounters,
+    pub metrics: Option<&'a OwnedFd>,
+    /// The workers' readiness pipe: (read end, write end).
+    pub ready: (OwnedFd, OwnedFd),
+}
+
+/// One worker slot: the process serving plan entry `index`, its predecessor during a
+/// reload, and its crash history.
+///
+/// Counter accounting: slot `i` owns blocks `i` and `i + n` of the shared counters and
+/// each HUP switches to the other one, so a new generation never counts into the block
+/// an old worker is still draining. When a worker is reaped, the master zeroes the
+/// `open` gauge of its block (a killed worker never decrements it), unless another live
+/// process still counts into that block (only when three generations of a slot are alive
+/// at once, after HUPs faster than the old workers drain): its leftovers are then
+/// cleared when the last of them is reaped. `/metrics` shows the sum of both blocks.
+#[derive(Debug, Default)]
+struct Slot {
+    pid: Option<Pid>,
+    started: Option<Instant>,
+    crashes: u32,
+    respawn_at: Option<Instant>,
+    /// The counter block the current process of this slot counts into.
+    block: usize,
+    /// The current process has reported that it serves.
+    serving: bool,
+    /// The worker a reload replaces, serving until the current one serves (and its
+    /// counter block).
+    predecessor: Option<(Pid, usize)>,
+}
+
+/// How supervision ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum End {
+    /// A stop signal: TERM/INT fast, QUIT graceful.
+    Stop(Stop),
+    /// A new master serves: retire every worker (drain, leave the listeners), exit.
+    Handover,
+}
+
+impl End {
+    /// What each worker is sent: the stop's signal, or USR2 (retire).
+    fn signal(self) -> Signal {
+        match self {
+            End::Stop(stop) => stop.signal(),
+            End::Handover => Signal::USR2,
+        }
+    }
+}
+
+/// The signal counts the master has already acted on.
+#[derive(Debug, Default)]
+struct Seen {
+    hup: u32,
+    usr1: u32,
+    usr2: u32,
+}
+
+pub(crate) struct Supervisor<'a> {
+    s: Shared<'a>,
+    slots: Vec<Slot>,
+    /// Workers of an older generation that are draining, with their counter block.
+    retiring: Vec<(Pid, usize)>,
+    seen: Seen,
+    /// Open `/metrics` and `/health` connections.
+    responder: stats::metrics_server::Responder,
+    notifier: Notifier,
+    /// How this binary was started, for an upgrade.
+    launch: Option<Launch>,
+    /// When this master was started by an upgrade: where to say that its workers serve.
+    report_to: Option<OwnedFd>,
+    /// The new master of an upgrade in progress.
+    upgrading: Option<Pending>,
+    /// `READY=1` was sent for the current generation.
+    announced: bool,
+}
+
+impl<'a> Supervisor<'a> {
+    pub(crate) fn new(
+        s: Shared<'a>,
+        notifier: Notifier,
+        launch: Option<Launch>,
+        report_to: Option<OwnedFd>,
+    ) -> Self {
+        let slots = (0..s.plan.workers.len())
+            .map(|i| Slot {
+                block: i,
+                ..Slot::default()
+            })
+            .collect();
+        Supervisor {
+            s,
+            slots,
+            retiring: Vec::new(),
+            seen: Seen::default(),
+            responder: stats::metrics_server::Responder::default(),
+            notifier,
+            launch,
+            report_to,
+            upgrading: None,
+            announced: false,
+        }
+    }
+
+    pub(crate) fn start_all(&mut self) -> Result<(), super::MasterError> {
+        for i in 0..self.slots.len() {
+            self.spawn(i).map_err(super::MasterError::Fork)?;
+        }
+        Ok(())
+    }
+
+    /// Descriptors a forked worker must close: other workers' listeners, the metrics
+    /// listener, the readiness pipe's read end, the upgrade pipes.
+    fn not_for_workers(&self, i: usize) -> Vec<std::os::fd::RawFd> {
+        let mut close = self.s.listeners.raw_fds_not_of(i);
+        close.extend(self.s.metrics.map(|m| m.as_raw_fd()));
+        close.push(self.s.ready.0.as_raw_fd());
+        close.extend(self.report_to.as_ref().map(|p| p.as_raw_fd()));
+        close.extend(self.upgrading.as_ref().map(|p| p.fd().as_raw_fd()));
+        close
+    }
+
+    /// Forks worker `i` with signals blocked across the fork (the child unblocks them
+    /// once its counters are reset).
+    fn spawn(&mut self, i: usize) -> io::Result<()> {
+        let start = WorkerStart {
+            plan: self.s.plan.workers[i],
+            listeners: self.s.listeners.of_worker(i),
+            close: self.not_for_workers(i),
+            cfg: self.s.cfg,
+            counters: self
+                .s
+                .counters
+                .get(self.slots[i].block)
+                .ok_or_else(|| io::Error::other("no counter block"))?,
+            ready: Some(self.s.ready.1.as_fd()),
+        };
+        sys::mask_signals(&signals::COUNTED, true)?;
+        let forked = sys::fork();
+        if let Ok(Forked::Child) = forked {
+            // Still masked: the worker resets its counters, then unmasks.
+            worker::main(start);
+        }
+        let unmask = sys::mask_signals(&signals::COUNTED, false);
+        if let Forked::Parent(pid) = forked? {
+            let slot = &mut self.slots[i];
+            slot.pid = Some(pid);
+            slot.serving = false;
+            slot.started = Some(Instant::now());
+            slot.respawn_at = None;
+        }
+        unmask
+    }
+
+    /// The supervision loop; returns once every worker has stopped after a stop signal,
+    /// or has retired after a hand-over to a new master.
+    pub(crate) fn supervise(&mut self) {
+        loop {
+            // A stop signal sent to the whole process group (as service managers do)
+            // reaches the workers too: their exits are then part of the stop, not crashes.
+            let stop = requested_stop();
+            self.reap(stop.is_some());
+            if let Some(stop) = stop {
+                return self.stop(End::Stop(stop));
+            }
+            self.read_ready();
+            self.handle_reload();
+            self.handle_reopen();
+            self.handle_upgrade();
+            if self.poll_upgrade() {
+                return self.stop(End::Handover);
+            }
+            self.respawn_due();
+            self.wait_for_events();
+            self.answer_metrics();
+        }
+    }
+
+    /// Collects every exited child (any child at all: as PID 1 the orphans of the
+    /// namespace are ours to reap); schedules a respawn for current workers unless
+    /// `stopping`.
+    fn reap(&mut self, stopping: bool) {
+        while let Ok(Some((pid, status))) = rustix::process::waitpid(None, WaitOptions::NOHANG) {
+            if let Some(pos) = self.retiring.iter().position(|&(p, _)| p == pid) {
+                let (_, block) = self.retiring.swap_remove(pos);
+                self.release(block);
+                continue;
+            }
+            let pred = self
+                .slots
+                .iter()
+                .position(|s| s.predecessor.is_some_and(|(p, _)| p == pid));
+            if let Some(i) = pred {
+                if let Some((_, block)) = self.slots[i].predecessor.take() {
+                    self.release(block);
+                }
+                continue;
+            }
+            let Some(i) = self.slots.iter().position(|s| s.pid == Some(pid)) else {
+                continue;
+            };
+            self.slots[i].pid = None;
+            self.slots[i].serving = false;
+            self.release(self.slots[i].block);
+            if !stopping {
+                self.schedule_respawn(i, pid, status);
+            }
+        }
+    }
+
+    /// A process counting into `block` is gone: its open connections closed with it, so
+    /// the gauge is zeroed, unless another live process still counts there.
+    fn release(&self, block: usize) {
+        let shared = self.slots.iter().any(|s| {
+            (s.pid.is_some() && s.block == block) || s.predecessor.is_some_and(|(_, b)| b == block)
+        }) || self.retiring.iter().any(|&(_, b)| b == block);
+        if let (false, Some(c)) = (shared, self.s.counters.get(block)) {
+            c.open.store(0, Relaxed);
+        }
+    }
+
+    fn schedule_respawn(&mut self, i: usize, pid: Pid, status: WaitStatus) {
+        let slot = &mut self.slots[i];
+        let now = Instant::now();
+        let lived = slot.started.map_or(Duration::ZERO, |t| now - t);
+        slot.crashes = if lived < CRASH_WINDOW {
+            slot.crashes + 1
+        } else {
+            0
+        };
+        let delay = backoff(slot.crashes);
+        slot.respawn_at = Some(now + delay);
+        crate::say!(
+            "worker {i} (pid {}, cpu {}) {}; restarting in {} ms",
+            pid.as_raw_nonzero(),
+            self.s.plan.workers[i].cpu,
+            describe(status),
+            delay.as_millis()
+        );
+    }
+
+    fn respawn_due(&mut self) {
+        let now = Instant::now();
+        for i in 0..self.slots.len() {
+            let due =
+                self.slots[i].pid.is_none() && self.slots[i].respawn_at.is_some_and(|t| t <= now);
+            if !due {
+                continue;
+            }
+            match self.spawn(i) {
+                Ok(()) => {
+                    if let Some(c) = self.s.counters.get(self.slots[i].block) {
+                        c.respawns.fetch_add(1, Relaxed);
+                    }
+                }
+                Err(e) => {
+                    crate::say!("worker {i}: fork: {e}; retrying");
+                    self.slots[i].respawn_at = Some(now + BACKOFF_MAX.min(BACKOFF_FIRST * 10));
+                }
+            }
+        }
+    }
+
+    /// USR1: every current worker reopens its access log.
+    fn handle_reopen(&mut self) {
+        if signals::arrived(libc::SIGUSR1, &mut self.seen.usr1) {
+            self.signal_all(Signal::USR1);
+        }
+    }
+
+    fn live(&self) -> impl Iterator<Item = Pid> + '_ {
+        self.slots
+            .iter()
+            .flat_map(|s| s.pid.into_iter().chain(s.predecessor.map(|(p, _)| p)))
+            .chain(self.retiring.iter().map(|&(p, _)| p))
+    }
+
+    fn signal_all(&self, sig: Signal) {
+        for pid in self.live() {
+            let _ = rustix::process::kill_process(pid, sig);
+        }
+    }
+
+    /// Sleeps until a signal, the next due respawn, a worker's report, a metrics
+    /// client's socket or its deadline, or the upgrade's pipe. The sockets are
+    /// nonblocking: nothing here waits on a client.
+    fn wait_for_events(&self) {
+        use rustix::event::{PollFd, PollFlags};
+        let now = Instant::now();
+        let next = self
+            .slots
+            .iter()
+            .filter_map(|s| s.respawn_at)
+            .chain(self.responder.next_deadline())
+            .chain(self.upgrading.as_ref().map(|p| p.deadline()))
+            .min();
+        let timeout = next.map_or(TICK, |t| t.saturating_duration_since(now).min(TICK));
+        let ts = rustix::time::Timespec {
+            tv_sec: timeout.as_secs() as i64,
+            tv_nsec: i64::from(timeout.subsec_nanos()),
+        };
+        let mut fds = match self.s.metrics {
+            Some(m) => self.responder.poll_fds(m.as_fd()),
+            None => Vec::new(),
+        };
+        fds.push(PollFd::new(&self.s.ready.0, PollFlags::IN));
+        if let Some(p) = &self.upgrading {
+            fds.push(PollFd::from_borrowed_fd(p.fd(), PollFlags::IN));
+        }
+        let _ = rustix::event::poll(&mut fds, Some(&ts));
+    }
+
+    /// Accepts and moves every metrics client as far as it can go without waiting.
+    fn answer_metrics(&mut self) {
+        let Some(m) = self.s.metrics else { return };
+        let healthy = self.healthy();
+        let (workers, counters) = (&self.s.plan.workers, self.s.counters);
+        let body = || {
+            let n = workers.len();
+            let merged: Vec<stats::WorkerCounters> = (0..n)
+                .map(|i| stats::merged(counters.get(i), counters.get(i + n)))
+                .collect();
+            stats::render(workers, merged.iter())
+        };
+        if let Err(e) = self
+            .responder
+            .service(m.as_fd(), Instant::now(), body, healthy)
+        {
+            crate::say!("metrics: {e}");
+        }
+    }
+
+    /// Shuts the listeners of slots with no live worker, so that a graceful stop refuses
+    /// new connections on them at once (a worker shuts its own after accepting what is
+    /// queued, see `serve_loop`).
+    fn shut_unserved_listeners(&self) {
+        for (i, slot) in self.slots.iter().enumerate() {
+            if slot.pid.is_none() && slot.predecessor.is_none() {
+                for fd in self.s.listeners.of_worker(i) {
+                    let _ = rustix::net::shutdown(fd, rustix::net::Shutdown::Read);
+                }
+            }
+        }
+    }
+
+    /// Stops every worker: TERM (fast), QUIT (graceful) or USR2 (hand-over: retire),
+    /// then waits; a TERM during a graceful stop or a hand-over makes it fast; whatever is
+    /// left at the deadline is killed.
+    fn stop(&mut self, mut end: End) {
+        match end {
+            End::Handover => crate::say!("handing over to the new master"),
+            End::Stop(kind) => {
+                crate::say!("stopping ({})", kind.name());
+                self.notifier
+                    .stopping(&format!("stopping ({})", kind.name()));
+                self.stop_upgrade();
+            }
+        }
+        if end == End::Stop(Stop::Graceful) {
+            self.shut_unserved_listeners();
+        }
+        self.signal_all(end.signal());
+        let mut deadline = Instant::now() + self.grace(end);
+        loop {
+            self.reap(true);
+            if self.live().next().is_none() {
+                break;
+            }
+            if end != End::Stop(Stop::Fast) && requested_stop() == Some(Stop::Fast) {
+                end = End::Stop(Stop::Fast);
+                self.signal_all(Signal::TERM);
+                deadline = deadline.min(Instant::now() + FAST_STOP_GRACE);
+            }
+            if Instant::now() >= deadline {
+                crate::say!("workers still running after the grace period; killing them");
+                self.signal_all(Signal::KILL);
+                deadline = Instant::now() + FAST_STOP_GRACE;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let done = match end {
+            End::Handover => "handed over",
+            End::Stop(_) => "stopped",
+        };
+        crate::say!("{done}");
+    }
+
+    fn grace(&self, end: End) -> Duration {
+        match end {
+            End::Stop(Stop::Fast) => FAST_STOP_GRACE,
+            _ => self.s.cfg.timeouts.shutdown + GRACEFUL_SLACK,
+        }
+    }
+}

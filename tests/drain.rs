@@ -1,0 +1,92 @@
+//! The draining rule of a worker that stops or retires, on the serve loop itself: no
+//! connection that may carry a request is closed under it. The next request on a
+//! kept-alive connection is answered, with `Connection: close`, and the connection closes
+//! after that response; a connection left idle closes at its keep-alive deadline, not at
+//! once. A stop (unlike a retirement) also refuses new connections at once.
+
+mod serving_support;
+
+use serving_support::*;
+use std::io::{BufReader, Write};
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+/// Drains with `control` (an `InProc` control value: 1 stops gracefully, 4 retires).
+fn drain_with(control: u8, retire: bool) {
+    let site = Site::new(if retire { "retire" } else { "drain" });
+    let mut cfg = config(&site.root);
+    cfg.timeouts.keepalive = Duration::from_secs(2);
+    let srv = InProc::start(cfg, steerd::serve_loop::Tuning::default());
+    let mut early = srv.connect();
+    let mut late = srv.connect();
+    for s in [&mut early, &mut late] {
+        s.write_all(b"GET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        let r = read_response(&mut BufReader::new(s.try_clone().unwrap()), false).unwrap();
+        assert_eq!(r.header("Connection"), None, "kept alive before the drain");
+    }
+    srv.control.store(control, Relaxed);
+    std::thread::sleep(Duration::from_millis(300));
+    let refused = std::net::TcpStream::connect(srv.addr).is_err();
+    assert_eq!(
+        refused, !retire,
+        "a stop refuses new connections, a retirement does not"
+    );
+    // A request that was on its way when the drain began is answered, then closed.
+    early
+        .write_all(b"GET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let r = read_response(&mut BufReader::new(early.try_clone().unwrap()), false).unwrap();
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("Connection"), Some("close"));
+    assert!(closed_within(&mut early, Duration::from_secs(1)));
+    // The idle one waits for its keep-alive deadline (2 s after its last response).
+    assert!(closed_within(&mut late, Duration::from_secs(4)));
+}
+
+#[test]
+fn a_graceful_stop_answers_the_next_request_with_close_and_refuses_new_connections() {
+    drain_with(1, false);
+}
+
+#[test]
+fn a_retiring_loop_answers_the_next_request_with_close_and_leaves_the_listener() {
+    drain_with(4, true);
+}
+
+/// A full connection table makes room as nginx does: the connection idle the longest is
+/// closed, and the new one is served at once instead of waiting in the backlog.
+#[test]
+fn a_full_table_closes_the_oldest_idle_connection() {
+    let site = Site::new("full");
+    let mut cfg = config(&site.root);
+    cfg.max_conns = 2;
+    let srv = InProc::start(cfg, steerd::serve_loop::Tuning::default());
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let mut s = srv.connect();
+        s.write_all(b"GET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        read_response(&mut BufReader::new(s.try_clone().unwrap()), false).unwrap();
+        held.push(s);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut third = srv.connect();
+    third
+        .write_all(b"GET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    third
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let r = read_response(&mut BufReader::new(third.try_clone().unwrap()), false).unwrap();
+    assert_eq!(r.status, 200, "served without waiting for a slot");
+    assert!(
+        closed_within(&mut held[0], Duration::from_secs(2)),
+        "the oldest idle connection made room"
+    );
+    held[1]
+        .write_all(b"GET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let r = read_response(&mut BufReader::new(held[1].try_clone().unwrap()), false).unwrap();
+    assert_eq!(r.status, 200, "the newer idle connection was kept");
+}

@@ -8,8 +8,8 @@
 //! listener, and answers `--metrics` scrapes.
 //!
 //! Signals are those nginx users know (`ngx_process_cycle.c`): the handlers only count
-//! deliveries (`sys::count_signals`); this loop reads the counters. Every other signal
-//! whose default would end the process is ignored (`worker::ignored_signals`).
+//! deliveries (`signals::install`); this loop reads the counters. Every other signal
+//! whose default would end the process is ignored (`signals::ignored`).
 //! TERM, INT: fast stop. QUIT: graceful stop (new connections refused at once, responses
 //! in flight finish up to `--shutdown-timeout`, then the master kills what is left).
 //! HUP: after checking the root and the log as the workers will open them, start fresh

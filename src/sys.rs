@@ -23,5 +23,8 @@ pub use process::{
     affinity, become_user, close_inherited, exit_now, fork, pin_to_cpu, pin_to_set, AffinityMask,
     Forked,
 };
-pub use signal::{count_signals, ignore_signals, mask_signals, reset_signal_counts, signal_count};
+pub use signal::{
+    count_signals, ignore_signals, mask_signals, reset_signal_counts, signal_count,
+    unblock_all_signals,
+};
 pub use socket::{attach_reuseport_cbpf, set_tcp_defer_accept};

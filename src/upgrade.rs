@@ -128,7 +128,7 @@ fn exec_child(
     fds: &[RawFd],
     report: &OwnedFd,
 ) -> ! {
-    let _ = sys::handover::unblock_all_signals();
+    let _ = sys::unblock_all_signals();
     let placed = sys::handover::place_fds(fds, FIRST_FD);
     let err = match placed {
         Ok(()) => {

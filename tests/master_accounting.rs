@@ -27,12 +27,7 @@ fn open_connection(addr: SocketAddr) -> TcpStream {
 
 /// Sum of `steerd_connections_open` over every worker.
 fn open_gauge(server: &Server) -> u64 {
-    server
-        .metrics()
-        .iter()
-        .filter(|(k, _)| k.starts_with("steerd_connections_open{"))
-        .map(|(_, v)| *v)
-        .sum()
+    family_sum(&server.metrics(), "steerd_connections_open")
 }
 
 /// Polls the gauge (bounded) until it equals `want`; returns the last value seen.

@@ -8,7 +8,6 @@ mod serve_support;
 
 use serve_support::*;
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 /// The children of `pid` (from `/proc/PID/task/PID/children`).
 fn children(pid: u32) -> Vec<u32> {
@@ -60,15 +59,6 @@ fn start_as_pid1() -> Option<(Server, u32)> {
     let inner = children(server.pid);
     assert_eq!(inner.len(), 1, "unshare has one child: {inner:?}");
     Some((server, inner[0]))
-}
-
-/// Waits (bounded) until `cond` holds.
-fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + PATIENCE;
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]

@@ -4,31 +4,11 @@
 mod serve_support;
 
 use serve_support::*;
-use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
-/// Runs `steerd serve ARGS` to completion (bounded: killed after 20 s).
+/// Runs `steerd serve ARGS` to completion (bounded).
 fn serve_fails(args: &[&str]) -> (i32, String) {
-    let mut child = Command::new(binary())
-        .arg("serve")
-        .args(args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let deadline = Instant::now() + PATIENCE;
-    while child.try_wait().expect("try_wait").is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("steerd serve {args:?} kept running");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let Output { status, stderr, .. } = child.wait_with_output().expect("output");
-    (
-        status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&stderr).into_owned(),
-    )
+    run_to_exit(Command::new(binary()).arg("serve").args(args))
 }
 
 fn last_line(stderr: &str) -> &str {

@@ -7,32 +7,12 @@
 mod serve_support;
 
 use serve_support::*;
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// Runs `steerd ARGS` until it exits (bounded: killed and failed after [`PATIENCE`]): exit code and stderr.
+/// Runs `steerd ARGS` until it exits (bounded): exit code and stderr.
 fn run(args: &[&str]) -> (i32, String) {
-    let mut child = Command::new(binary())
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let deadline = Instant::now() + PATIENCE;
-    while child.try_wait().expect("try_wait").is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("steerd {args:?} kept running");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let Output { status, stderr, .. } = child.wait_with_output().expect("output");
-    (
-        status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&stderr).into_owned(),
-    )
+    run_to_exit(Command::new(binary()).args(args))
 }
 
 /// The failure is one line, and nothing was bound or started before it.
@@ -209,14 +189,7 @@ fn the_open_files_warning_names_what_a_worker_holds() {
         let _ = s.write_all(b"GET /index.html HTTP/1.1\r\nHost: t\r\n\r\n");
         held.push(s);
     }
-    let open_now = || -> u64 {
-        server
-            .metrics()
-            .iter()
-            .filter(|(k, _)| k.starts_with("steerd_connections_open{"))
-            .map(|(_, v)| *v)
-            .sum()
-    };
+    let open_now = || family_sum(&server.metrics(), "steerd_connections_open");
     let deadline = Instant::now() + PATIENCE;
     let mut open = open_now();
     let mut last = u64::MAX;

@@ -351,15 +351,6 @@ fn usr1_reopens_the_access_log_after_rotation() {
     assert!(alive(pid));
 }
 
-/// Polls `cond` every 20 ms for at most [`PATIENCE`].
-fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + PATIENCE;
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn quit_lets_a_large_download_finish() {
     const SIZE: usize = 48 << 20;

@@ -105,15 +105,6 @@ impl Drop for Reaper {
     }
 }
 
-/// Waits (bounded) until `cond` holds.
-fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + PATIENCE;
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// The pid in a `... pid N ...` line after `marker`.
 fn pid_after(line: &str, marker: &str) -> u32 {
     line.split(marker)
@@ -236,12 +227,7 @@ fn a_killed_worker_costs_one_error_per_connection_it_held() {
     wait_until("the load's connections are open", || {
         let m = server.metrics();
         held = open_series(&m);
-        let all: u64 = m
-            .iter()
-            .filter(|(k, _)| k.starts_with("steerd_connections_open{"))
-            .map(|(_, v)| *v)
-            .sum();
-        all >= 20
+        family_sum(&m, "steerd_connections_open") >= 20
     });
     send_signal(pid, libc::SIGKILL);
     wait_for_new_pid(&server, victim, pid);

@@ -74,22 +74,6 @@ pub fn exec(path: &CStr, argv: &[CString], env: &[CString]) -> io::Error {
     io::Error::last_os_error()
 }
 
-/// `sigprocmask(SIG_SETMASK, {})` — unblock every signal of the calling thread: a
-/// forked child that execs passes its mask on, and the new program expects none blocked.
-/// See sigprocmask(2), execve(2) ("the signal mask is preserved").
-pub fn unblock_all_signals() -> io::Result<()> {
-    // SAFETY: an all-zero sigset_t is valid storage; sigemptyset then initialises it.
-    let mut set: libc::sigset_t = unsafe { core::mem::zeroed() };
-    // SAFETY: `set` is a live sigset_t owned by this frame.
-    unsafe { libc::sigemptyset(&mut set) };
-    // SAFETY: `set` is initialised; the old mask is not asked for (null).
-    let rc = unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &set, core::ptr::null_mut()) };
-    if rc != 0 {
-        return Err(io::Error::from_raw_os_error(rc));
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -82,6 +82,23 @@ pub fn reset_signal_counts() {
 /// cannot land in the child between the fork and [`reset_signal_counts`]; the child
 /// unblocks them once its counters are clean. See sigprocmask(2).
 pub fn mask_signals(signals: &[libc::c_int], block: bool) -> io::Result<()> {
+    let how = if block {
+        libc::SIG_BLOCK
+    } else {
+        libc::SIG_UNBLOCK
+    };
+    set_mask(how, signals)
+}
+
+/// `sigprocmask(SIG_SETMASK, {})` — unblock every signal of the calling thread: a forked
+/// child that execs passes its mask on (execve(2): "the signal mask is preserved"), and
+/// the new program expects none blocked.
+pub fn unblock_all_signals() -> io::Result<()> {
+    set_mask(libc::SIG_SETMASK, &[])
+}
+
+/// `pthread_sigmask(how, {signals})`.
+fn set_mask(how: libc::c_int, signals: &[libc::c_int]) -> io::Result<()> {
     // SAFETY: an all-zero sigset_t is valid storage; sigemptyset then initialises it.
     let mut set: libc::sigset_t = unsafe { core::mem::zeroed() };
     // SAFETY: `set` is a live sigset_t owned by this frame.
@@ -92,11 +109,6 @@ pub fn mask_signals(signals: &[libc::c_int], block: bool) -> io::Result<()> {
             return Err(io::Error::last_os_error());
         }
     }
-    let how = if block {
-        libc::SIG_BLOCK
-    } else {
-        libc::SIG_UNBLOCK
-    };
     // SAFETY: `set` is initialised; the old mask is not asked for (null).
     let rc = unsafe { libc::pthread_sigmask(how, &set, core::ptr::null_mut()) };
     if rc != 0 {

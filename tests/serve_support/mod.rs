@@ -450,3 +450,47 @@ pub fn skip_without_steering(name: &str) -> bool {
     }
     refused.is_some()
 }
+
+/// Polls `cond` every 20 ms for at most [`PATIENCE`]; fails naming `what`.
+pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Runs `cmd` (stderr captured) until it exits, bounded by [`PATIENCE`] (then killed and
+/// failed): the exit code and stderr.
+pub fn run_to_exit(cmd: &mut Command) -> (i32, String) {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + PATIENCE;
+    while child.try_wait().expect("try_wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{cmd:?} kept running");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("output");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The sum over every series of metric `family` (such as `steerd_connections_open`).
+pub fn family_sum(metrics: &HashMap<String, u64>, family: &str) -> u64 {
+    let prefix = format!("{family}{{");
+    metrics
+        .iter()
+        .filter(|(k, _)| k.starts_with(&prefix))
+        .map(|(_, v)| *v)
+        .sum()
+}

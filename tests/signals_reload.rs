@@ -6,15 +6,6 @@ mod serve_support;
 use serve_support::*;
 use std::time::Duration;
 
-/// The pids of every planned worker, newest reported.
-fn workers(server: &Server) -> Vec<u32> {
-    server
-        .plan()
-        .iter()
-        .map(|&(i, _)| server.worker_pid(i))
-        .collect()
-}
-
 #[test]
 fn a_reload_whose_log_or_root_cannot_be_opened_is_refused() {
     let logs = TempDir::new("reload-logs");
@@ -22,7 +13,7 @@ fn a_reload_whose_log_or_root_cannot_be_opened_is_refused() {
     std::fs::create_dir(&dir).unwrap();
     let log = dir.join("access.log");
     let server = Server::start(&["--workers", "2", "--access-log", &log.display().to_string()]);
-    let before = workers(&server);
+    let before = server.worker_pids();
     // The log's directory disappears: a new worker could not open the log.
     std::fs::rename(&dir, logs.path().join("gone")).unwrap();
     server.signal(libc::SIGHUP);
@@ -32,7 +23,7 @@ fn a_reload_whose_log_or_root_cannot_be_opened_is_refused() {
         "{line}"
     );
     std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(workers(&server), before, "no worker was replaced");
+    assert_eq!(server.worker_pids(), before, "no worker was replaced");
     assert!(before.iter().all(|&p| alive(p)));
     assert_eq!(get(server.addr, "/index.html").0, 200, "still serving");
     // The same for a root that is gone.
@@ -42,7 +33,7 @@ fn a_reload_whose_log_or_root_cannot_be_opened_is_refused() {
     std::fs::rename(&root, &aside).unwrap();
     server.signal(libc::SIGHUP);
     server.wait_line(|l| l.contains("reload: root: "));
-    assert_eq!(workers(&server), before);
+    assert_eq!(server.worker_pids(), before);
     std::fs::rename(&aside, &root).unwrap();
     assert_eq!(get(server.addr, "/index.html").0, 200);
     assert!(
@@ -55,7 +46,7 @@ fn a_reload_whose_log_or_root_cannot_be_opened_is_refused() {
 fn signals_steerd_does_not_use_are_ignored_by_master_and_workers() {
     let server = Server::start(&["--workers", "2"]);
     let procs: Vec<u32> = std::iter::once(server.pid)
-        .chain(workers(&server))
+        .chain(server.worker_pids())
         .collect();
     let rt = libc::SIGRTMIN() + 3;
     for sig in [
@@ -84,5 +75,5 @@ fn signals_steerd_does_not_use_are_ignored_by_master_and_workers() {
         assert!(alive(p), "pid {p} died of a signal it does not use");
     }
     assert_eq!(get(server.addr, "/index.html").0, 200);
-    assert_eq!(workers(&server), procs[1..], "nothing restarted");
+    assert_eq!(server.worker_pids(), procs[1..], "nothing restarted");
 }

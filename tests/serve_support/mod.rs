@@ -198,6 +198,14 @@ impl Server {
             .unwrap()
     }
 
+    /// The newest pid of every planned worker, in plan order.
+    pub fn worker_pids(&self) -> Vec<u32> {
+        self.plan()
+            .iter()
+            .map(|&(i, _)| self.worker_pid(i))
+            .collect()
+    }
+
     /// Sends `sig` to the master.
     pub fn signal(&self, sig: i32) {
         send_signal(self.pid, sig);

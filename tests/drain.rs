@@ -8,7 +8,6 @@ mod serving_support;
 
 use serving_support::*;
 use std::io::{BufReader, Write};
-use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 /// Drains with `control` (an `InProc` control value: 1 stops gracefully, 4 retires).
@@ -25,8 +24,7 @@ fn drain_with(control: u8, retire: bool) {
         let r = read_response(&mut BufReader::new(s.try_clone().unwrap()), false).unwrap();
         assert_eq!(r.header("Connection"), None, "kept alive before the drain");
     }
-    srv.control.store(control, Relaxed);
-    std::thread::sleep(Duration::from_millis(300));
+    srv.set_control(control);
     let refused = std::net::TcpStream::connect(srv.addr).is_err();
     assert_eq!(
         refused, !retire,
@@ -69,7 +67,6 @@ fn a_full_table_closes_the_oldest_idle_connection() {
             .unwrap();
         read_response(&mut BufReader::new(s.try_clone().unwrap()), false).unwrap();
         held.push(s);
-        std::thread::sleep(Duration::from_millis(20));
     }
     let mut third = srv.connect();
     third

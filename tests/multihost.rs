@@ -305,8 +305,15 @@ fn three_hosts_behind_an_nftables_service_each_keep_their_locality() {
         (total * clients.len()) as u64,
         "every request reached exactly one host"
     );
-    for (i, &(accepted, local)) in shares.iter().enumerate() {
+    for (i, &(accepted, _)) in shares.iter().enumerate() {
         assert!(accepted > 0, "host {} got no share: {shares:?}", i + 1);
+    }
+    // Without the steering program each worker takes a hashed share and locality is a
+    // coin toss per connection: there is no figure to keep.
+    if skip_without_steering("three_hosts_behind_an_nftables_service (locality)") {
+        return;
+    }
+    for (i, &(accepted, local)) in shares.iter().enumerate() {
         let behind = ratio(accepted, local);
         assert!(
             (behind - alone[i]).abs() <= 0.1,

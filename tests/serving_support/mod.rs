@@ -85,8 +85,10 @@ pub struct InProc {
     pub addr: SocketAddr,
     pub counters: Arc<WorkerCounters>,
     /// What the control callback returns next: 0 run, 1 graceful stop, 2 stop now,
-    /// 3 reopen the log (once, then back to 0).
+    /// 3 reopen the log (once, then back to 0), 4 retire.
     pub control: Arc<AtomicU8>,
+    /// How many times the loop has polled the control callback.
+    pub polls: Arc<std::sync::atomic::AtomicU64>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -102,19 +104,23 @@ impl InProc {
         let addr = listener.local_addr().unwrap();
         let counters = Arc::new(WorkerCounters::default());
         let control = Arc::new(AtomicU8::new(0));
-        let (c2, s2) = (counters.clone(), control.clone());
+        let polls = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let (c2, s2, p2) = (counters.clone(), control.clone(), polls.clone());
         let thread = std::thread::spawn(move || {
             mark();
             let fd = OwnedFd::from(listener);
-            let mut control = || match s2.load(Ordering::Relaxed) {
-                1 => Control::StopGraceful,
-                2 => Control::StopNow,
-                4 => Control::Retire,
-                3 => {
-                    let _ = s2.compare_exchange(3, 0, Ordering::Relaxed, Ordering::Relaxed);
-                    Control::ReopenLog
+            let mut control = || {
+                p2.fetch_add(1, Ordering::Relaxed);
+                match s2.load(Ordering::Relaxed) {
+                    1 => Control::StopGraceful,
+                    2 => Control::StopNow,
+                    4 => Control::Retire,
+                    3 => {
+                        let _ = s2.compare_exchange(3, 0, Ordering::Relaxed, Ordering::Relaxed);
+                        Control::ReopenLog
+                    }
+                    _ => Control::Run,
                 }
-                _ => Control::Run,
             };
             use std::os::fd::AsFd;
             serve_loop::run_tuned(fd.as_fd(), cfg, tuning, &c2, &mut control).unwrap();
@@ -123,7 +129,23 @@ impl InProc {
             addr,
             counters,
             control,
+            polls,
             thread: Some(thread),
+        }
+    }
+
+    /// Sets the control value and waits (bounded) until the loop has acted on it: two
+    /// polls later, the turn that read it is over.
+    pub fn set_control(&self, value: u8) {
+        self.control.store(value, Ordering::Relaxed);
+        let seen = self.polls.load(Ordering::Relaxed);
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while self.polls.load(Ordering::Relaxed) < seen + 2 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the loop stopped polling"
+            );
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
 

@@ -62,6 +62,8 @@ pub mod http;
 
 pub mod files;
 
+pub mod site;
+
 // Counters shared by master and workers; the metrics text.
 pub mod stats;
 

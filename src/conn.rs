@@ -11,7 +11,8 @@
 //! - requests are answered strictly in order: the next buffered head is parsed only once
 //!   the previous response is completely written;
 //! - a GET/HEAD body announced by Content-Length is read and discarded exactly, after the
-//!   response, before the next head (never parsed as a request);
+//!   response, before the next head (never parsed as a request); one over 1 MiB is
+//!   refused with 413 and the connection closes at once, unread (`respond.rs`);
 //! - HTTP/1.0 without keep-alive and `Connection: close` close after the response;
 //! - after an error that must close (400, 413, 414, 431, 505, framing errors) the write
 //!   side is shut, and the connection lingers reading and discarding input until the peer

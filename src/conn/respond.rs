@@ -9,6 +9,11 @@
 //! Order of evaluation for GET/HEAD on a file (RFC 9110 §13.2.2): If-Match, else
 //! If-Unmodified-Since (412); then If-None-Match, else If-Modified-Since (304); then Range (GET only, §14.2) subject to If-Range; 416 for an
 //! unsatisfiable single range. Other methods get 405 with `Allow: GET, HEAD`.
+//!
+//! A GET or HEAD may carry a body, which is read and discarded after the response; one
+//! declared larger than [`DISCARD_MAX`] is refused before anything else (413, RFC 9110
+//! §15.5.14) and the connection closes at once: no byte of that body is waited for or
+//! read.
 
 use super::{After, Awaiting, Conn, Ctx, Outgoing, Scratch, IN_CAP};
 use crate::files::cache::Served;
@@ -22,6 +27,10 @@ use crate::http::{parse_request, Body, Header, Method, Request, Status, MAX_FIEL
 use crate::serve_loop::log::Entry;
 use core::sync::atomic::Ordering::Relaxed;
 use rustix::fd::OwnedFd;
+
+/// Largest body of a GET or HEAD that is read and discarded (nginx's default
+/// `client_max_body_size`); a larger one gets 413.
+pub const DISCARD_MAX: u64 = 1 << 20;
 
 /// The parts of a request the log and the persistence rule need.
 struct Line<'a> {
@@ -58,6 +67,13 @@ pub(super) fn request(
 ) -> Option<usize> {
     let mut fields = [Header::EMPTY; MAX_FIELDS];
     match parse_request(inb, &mut fields, &mut s.path[..]) {
+        Ok(Status::Complete(req)) if body_too_large(&req) => {
+            // Close once the 413 is out, dropping what is buffered: nothing lingers.
+            c.discard = 0;
+            let line = line_of(&req);
+            error_reply(c, out, ctx, 413, Persist::Close, After::Close, None, &line);
+            Some(inb.len())
+        }
         Ok(Status::Complete(req)) => {
             serve(c, out, ctx, &req, &mut s.open, &mut s.spill[..]);
             Some(req.head_len)
@@ -91,6 +107,21 @@ pub(super) fn request(
                 }
             }
         }
+    }
+}
+
+/// A GET or HEAD announcing a body larger than the server discards.
+fn body_too_large(req: &Request<'_, '_>) -> bool {
+    let discarded = matches!(req.method, Method::Get | Method::Head);
+    discarded && matches!(req.body, Body::Length(n) if n > DISCARD_MAX)
+}
+
+fn line_of<'r>(req: &Request<'r, '_>) -> Line<'r> {
+    Line {
+        method: req.method.as_str().as_bytes(),
+        target: req.target,
+        minor: req.minor,
+        head: req.method == Method::Head,
     }
 }
 
@@ -200,12 +231,7 @@ fn serve(
     open: &mut [u8; PATH_MAX + 1],
     spill: &mut [u8],
 ) {
-    let line = Line {
-        method: req.method.as_str().as_bytes(),
-        target: req.target,
-        minor: req.minor,
-        head: req.method == Method::Head,
-    };
+    let line = line_of(req);
     let has_body = req.body != Body::None;
     // Expect: 100-continue with a body we will not read: answer and close rather than
     // wait for a body the client may never send (RFC 9110 §10.1.1).

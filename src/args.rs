@@ -6,6 +6,7 @@
 //! Every bad input is an [`ArgsError`] that names the flag and the value.
 
 pub mod duration;
+pub mod site;
 
 use crate::cpuset::{CpuId, CpuSet};
 use core::fmt;
@@ -144,6 +145,8 @@ pub struct ServeArgs {
     pub metrics: Option<SocketAddr>,
     /// Where `/sys` and `/proc` are read from.
     pub roots: Roots,
+    /// Everyday-serving options (`args/site.rs`).
+    pub site: site::SiteArgs,
 }
 
 impl Default for ServeArgs {
@@ -164,6 +167,7 @@ impl Default for ServeArgs {
             access_log: None,
             metrics: None,
             roots: Roots::default(),
+            site: site::SiteArgs::default(),
         }
     }
 }
@@ -290,6 +294,7 @@ pub fn parse_serve(args: &[String]) -> Result<ServeArgs, ArgsError> {
             "--metrics" => out.metrics = Some(parse_addr("--metrics", &val(flag)?)?),
             "--sysfs" => out.roots.sysfs = PathBuf::from(val(flag)?),
             "--procfs" => out.roots.procfs = PathBuf::from(val(flag)?),
+            f if site::FLAGS.contains(&f) => out.site.set(f, &val(f)?)?,
             f if f.starts_with('-') && f.len() > 1 => {
                 return err(format!("unknown flag {f:?} (see --help)"))
             }
@@ -308,6 +313,7 @@ pub fn parse_serve(args: &[String]) -> Result<ServeArgs, ArgsError> {
         );
     }
     check_listen_unique(&out.listen)?;
+    out.site.validate()?;
     Ok(out)
 }
 
@@ -439,6 +445,14 @@ USAGE: steerd [serve] [ROOT] [OPTIONS]
     --shutdown-timeout S      graceful stop (SIGQUIT) grace period (default 30)
     --access-log PATH|off     access log (default off)
     --metrics ADDR:PORT       Prometheus metrics endpoint, served by the master
+    --precompressed LIST|off  serve F.br, F.zst, F.gz for F when accepted (default br,zstd,gzip)
+    --header 'NAME: VALUE'    add to every 2xx, 3xx and 304 response; repeatable
+    --cache-control PAT=VAL   Cache-Control for paths matching PAT (* in a segment, **
+                              across; first match wins); repeatable
+    --error-page CODE=PATH    body of error CODE from the file PATH under ROOT; repeatable
+    --fallback PATH           answer paths that do not exist with PATH, status 200 (SPA)
+    --fallback-skip LIST      extensions that still get 404, such as css,js,png
+    --mime EXT=TYPE           media type of .EXT (over the built-in table); repeatable
     --sysfs DIR, --procfs DIR read the kernel's files from elsewhere (for tests)
 ";
 

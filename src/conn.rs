@@ -31,6 +31,7 @@
 //! shorter than the space offered means the socket was drained (a new edge will come),
 //! so no extra read that would return `EAGAIN` is made.
 
+mod file;
 mod respond;
 
 use crate::files::cache::FileCache;
@@ -39,6 +40,7 @@ use crate::http::date::DateCache;
 use crate::http::{find_head_end, MAX_HEAD, MAX_TARGET};
 use crate::serve_loop::log::AccessLog;
 use crate::serve_loop::timers::{Kind, Timers};
+use crate::site::SiteRules;
 use crate::stats::WorkerCounters;
 use core::sync::atomic::Ordering::Relaxed;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -47,7 +49,7 @@ use rustix::net::{SendAncillaryBuffer, SendFlags, Shutdown};
 use std::net::SocketAddr;
 
 /// Bytes of the response-head area of a slot.
-pub const OUT_CAP: usize = 1024;
+pub const OUT_CAP: usize = crate::http::response::HEAD_CAP;
 /// Bytes of the receive area of a slot (the parser's head limit).
 pub const IN_CAP: usize = MAX_HEAD;
 /// Bytes of arena per connection slot.
@@ -234,6 +236,8 @@ pub struct Ctx<'a> {
     pub timers: Timers,
     /// Graceful stop in progress: no more keep-alive.
     pub draining: bool,
+    /// The operator's headers, cache rules, error pages and fallback.
+    pub site: &'a SiteRules,
 }
 
 /// Scratch space for one request at a time (decoded path, path to open).
@@ -244,7 +248,13 @@ pub struct Scratch {
     pub open: Box<[u8; PATH_MAX + 1]>,
     /// A response head too long for the head area, until it is moved to the slot.
     pub spill: Box<[u8; SPILL_CAP]>,
+    /// The request path of a pre-compressed sidecar (the decoded path plus
+    /// `index.html` and a suffix).
+    pub sidecar: Box<[u8; SIDECAR_CAP]>,
 }
+
+/// Bytes of a sidecar's request path: the longest decoded path, `index.html`, `.zst`.
+const SIDECAR_CAP: usize = MAX_TARGET + 16;
 
 impl Scratch {
     /// Allocated once per worker.
@@ -253,6 +263,7 @@ impl Scratch {
             path: Box::new([0; MAX_TARGET]),
             open: Box::new([0; PATH_MAX + 1]),
             spill: Box::new([0; SPILL_CAP]),
+            sidecar: Box::new([0; SIDECAR_CAP]),
         }
     }
 }
@@ -727,6 +738,7 @@ mod tests {
     impl Fixture {
         fn step(&mut self) -> Next {
             let cache = self.cache.take().expect("cache");
+            let rules = SiteRules::default();
             let mut ctx = Ctx {
                 root: self.root.as_fd(),
                 cache,
@@ -736,6 +748,7 @@ mod tests {
                 log: AccessLog::open(None).unwrap(),
                 timers: Timers::new(1, [1000; 4]),
                 draining: false,
+                site: &rules,
             };
             self.conn.readable = true;
             self.conn.writable = true;

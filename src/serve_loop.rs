@@ -35,6 +35,7 @@ use crate::event::{Poller, Ready, Token};
 use crate::files::cache::{CacheConfig, FileCache};
 use crate::http::date::DateCache;
 use crate::http::response::{error_body, write_error_head, Persist};
+use crate::site::SiteRules;
 use core::sync::atomic::Ordering::Relaxed;
 use log::AccessLog;
 use rustix::fd::AsFd;
@@ -85,6 +86,8 @@ pub struct LoopConfig {
     pub shutdown_timeout: Duration,
     /// Access log path, if logging is on.
     pub access_log: Option<PathBuf>,
+    /// The operator's rules for responses (everyday serving).
+    pub site: SiteRules,
 }
 
 /// Why the loop could not run.
@@ -222,13 +225,14 @@ impl<'a> Loop<'a> {
         ];
         let ctx = Ctx {
             root: cfg.root.as_fd(),
-            cache: FileCache::new(tuning.cache),
+            cache: FileCache::new(tuning.cache).with_options(cfg.site.files),
             date: DateCache::new(wall_secs()),
             now_ms: now_ms(),
             counters,
             log,
             timers: Timers::new(n, durations),
             draining: false,
+            site: &cfg.site,
         };
         Ok(Loop {
             listener,
@@ -574,6 +578,7 @@ mod tests {
             send_timeout: Duration::from_secs(5),
             shutdown_timeout: Duration::from_secs(5),
             access_log: None,
+            site: SiteRules::default(),
         };
         let counters = WorkerCounters::default();
         let mut lp = Loop::new(listener.as_fd(), &cfg, Tuning::default(), &counters).unwrap();

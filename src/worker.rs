@@ -162,6 +162,7 @@ fn loop_config(args: &ServeArgs, cpu: CpuId, root: OwnedFd) -> LoopConfig {
         send_timeout: args.send_timeout,
         shutdown_timeout: args.shutdown_timeout,
         access_log: args.access_log.clone(),
+        site: args.site.rules(),
     }
 }
 

@@ -16,7 +16,8 @@ fn body_over_the_discard_limit_is_413_and_closes_at_once() {
     let srv = Server::start(&site.root, &["--workers", "1"], &[]);
     for method in ["GET", "HEAD"] {
         let mut s = srv.connect();
-        let head = format!("{method} /hello.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 1048577\r\n\r\n");
+        let head =
+            format!("{method} /hello.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 1048577\r\n\r\n");
         s.write_all(head.as_bytes()).unwrap();
         let mut r = BufReader::new(s.try_clone().unwrap());
         let resp = read_response(&mut r, method == "HEAD").unwrap();
@@ -42,6 +43,9 @@ fn body_at_the_discard_limit_is_discarded_and_kept() {
     s.write_all(b"GET /ten.bin HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
         .unwrap();
     let mut r = BufReader::new(s);
-    assert_eq!(read_response(&mut r, false).unwrap().text(), "hello world\n");
+    assert_eq!(
+        read_response(&mut r, false).unwrap().text(),
+        "hello world\n"
+    );
     assert_eq!(read_response(&mut r, false).unwrap().text(), "0123456789");
 }

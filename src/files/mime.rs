@@ -56,6 +56,19 @@ const TABLE: &[(&[u8], &[u8])] = &[
     (b"webm", b"video/webm"),
 ];
 
+/// Bytes of the longest built-in type.
+pub const LONGEST: usize = {
+    let mut i = 0;
+    let mut n = 0;
+    while i < TABLE.len() {
+        if TABLE[i].1.len() > n {
+            n = TABLE[i].1.len();
+        }
+        i += 1;
+    }
+    n
+};
+
 /// One `--mime EXT=TYPE`, validated.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MimeOverride {
@@ -172,9 +185,36 @@ mod tests {
     #[test]
     fn the_types_a_modern_site_ships_are_built_in() {
         for ext in [
-            "html", "css", "js", "mjs", "json", "map", "wasm", "svg", "png", "jpg", "gif",
-            "webp", "avif", "ico", "woff", "woff2", "ttf", "otf", "txt", "xml", "pdf",
-            "webmanifest", "mp4", "webm", "mp3", "ogg", "wav", "zip", "gz", "tar",
+            "html",
+            "css",
+            "js",
+            "mjs",
+            "json",
+            "map",
+            "wasm",
+            "svg",
+            "png",
+            "jpg",
+            "gif",
+            "webp",
+            "avif",
+            "ico",
+            "woff",
+            "woff2",
+            "ttf",
+            "otf",
+            "txt",
+            "xml",
+            "pdf",
+            "webmanifest",
+            "mp4",
+            "webm",
+            "mp3",
+            "ogg",
+            "wav",
+            "zip",
+            "gz",
+            "tar",
         ] {
             assert_ne!(for_path(format!("/f.{ext}").as_bytes()), DEFAULT, "{ext}");
         }
@@ -191,12 +231,24 @@ mod tests {
         ]);
         assert_eq!(types.for_path(b"/a.js"), b"application/javascript");
         assert_eq!(types.for_path(b"/a.wasm"), b"application/x-wasm");
-        assert_eq!(types.for_path(b"/a.md"), b"text/markdown", "the last one wins");
+        assert_eq!(
+            types.for_path(b"/a.md"),
+            b"text/markdown",
+            "the last one wins"
+        );
         assert_eq!(types.for_path(b"/a.css"), b"text/css; charset=utf-8");
         assert_eq!(types.for_path(b"/a.unknown"), DEFAULT);
         for bad in [
-            "js", "=text/plain", "js=", "js=text", "js=text/", "js=/plain", "a.b=text/plain",
-            "j s=text/plain", "js=text/pl ain", "js=text/plain; x=\r\n\0",
+            "js",
+            "=text/plain",
+            "js=",
+            "js=text",
+            "js=text/",
+            "js=/plain",
+            "a.b=text/plain",
+            "j s=text/plain",
+            "js=text/pl ain",
+            "js=text/plain; x=\r\n\0",
         ] {
             assert!(MimeOverride::parse(bad).is_err(), "{bad:?}");
         }

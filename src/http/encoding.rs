@@ -72,7 +72,11 @@ impl Coding {
         Coding::ALL
             .into_iter()
             .find(|c| token.eq_ignore_ascii_case(c.token().as_bytes()))
-            .or_else(|| token.eq_ignore_ascii_case(b"x-gzip").then_some(Coding::Gzip))
+            .or_else(|| {
+                token
+                    .eq_ignore_ascii_case(b"x-gzip")
+                    .then_some(Coding::Gzip)
+            })
     }
 }
 
@@ -358,12 +362,19 @@ mod tests {
         assert_eq!(c("br;level=1"), Identity);
         assert_eq!(c("br;"), Identity);
         assert_eq!(c("br;q=0.5x, gzip;q=0.1"), Coded(Gzip));
-        assert_eq!(c("zstd;q=0.9, zstd;q=0"), Coded(Zstd), "first mention holds");
+        assert_eq!(
+            c("zstd;q=0.9, zstd;q=0"),
+            Coded(Zstd),
+            "first mention holds"
+        );
         assert_eq!(c("x-gzip;q=0, gzip"), Identity, "x-gzip is gzip");
         assert_eq!(c("b r, g\"zip\""), Identity);
         assert_eq!(c("compress, deflate"), Identity);
         // Lines combine.
-        assert_eq!(choose(&["br;q=0.1", "zstd;q=0.2"], "br,zstd", ALL), Coded(Zstd));
+        assert_eq!(
+            choose(&["br;q=0.1", "zstd;q=0.2"], "br,zstd", ALL),
+            Coded(Zstd)
+        );
     }
 
     #[test]
@@ -390,7 +401,15 @@ mod tests {
             Precompressed::default().iter().collect::<Vec<_>>(),
             [Br, Zstd, Gzip]
         );
-        for bad in ["", "gzip,", "gzip,gzip", "deflate", "GZIP", "gzip, br", "off,gzip"] {
+        for bad in [
+            "",
+            "gzip,",
+            "gzip,gzip",
+            "deflate",
+            "GZIP",
+            "gzip, br",
+            "off,gzip",
+        ] {
             assert!(Precompressed::parse(bad).is_err(), "{bad:?}");
         }
     }

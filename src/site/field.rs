@@ -44,9 +44,7 @@ pub struct HeaderLine {
 impl HeaderLine {
     /// Validates `Name: value` (`--header`).
     pub fn parse(text: &str) -> Result<HeaderLine, &'static str> {
-        let (name, value) = text
-            .split_once(':')
-            .ok_or("expected 'Name: value'")?;
+        let (name, value) = text.split_once(':').ok_or("expected 'Name: value'")?;
         if name.is_empty() || !name.bytes().all(|b| TOKEN[usize::from(b)]) {
             return Err("the name is not a field name (RFC 9110 token)");
         }
@@ -94,7 +92,10 @@ mod tests {
         let l = HeaderLine::parse("X-Frame-Options:DENY").unwrap();
         assert_eq!(l.as_bytes(), b"X-Frame-Options: DENY\r\n");
         let l = HeaderLine::parse("Strict-Transport-Security:  max-age=63072000 \t").unwrap();
-        assert_eq!(l.as_bytes(), b"Strict-Transport-Security: max-age=63072000\r\n");
+        assert_eq!(
+            l.as_bytes(),
+            b"Strict-Transport-Security: max-age=63072000\r\n"
+        );
         let l = HeaderLine::parse("X-Empty:").unwrap();
         assert_eq!(l.as_bytes(), b"X-Empty: \r\n");
         let l = HeaderLine::parse("Link: </a.css>; rel=preload, <b: c>").unwrap();

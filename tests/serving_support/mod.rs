@@ -74,6 +74,7 @@ pub fn config(root: &Path) -> LoopConfig {
         send_timeout: Duration::from_secs(10),
         shutdown_timeout: Duration::from_secs(5),
         access_log: None,
+        site: Default::default(),
     }
 }
 

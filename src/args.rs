@@ -103,7 +103,7 @@ pub enum MasterCpu {
     None,
 }
 
-/// `--user NAME|UID[:GID]`, unresolved (names are looked up after binding).
+/// `--user NAME|UID[:GID]`, unresolved (looked up before binding, applied after).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum UserSpec {
     /// A user name, and optionally a group name or id.
@@ -178,7 +178,7 @@ pub const DEFAULT_MAX_CONNS: u32 = 10_240;
 /// The listen address when none is given.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
-/// A flag or value that cannot be used.
+/// A flag or value that cannot be used (one line per problem).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ArgsError(pub String);
 
@@ -266,6 +266,7 @@ fn value<'a>(it: &mut impl Iterator<Item = &'a String>, flag: &str) -> Result<&'
 pub fn parse_serve(args: &[String]) -> Result<ServeArgs, ArgsError> {
     let mut out = ServeArgs::default();
     let mut root: Option<PathBuf> = None;
+    let mut site_errors = Vec::new();
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -294,7 +295,11 @@ pub fn parse_serve(args: &[String]) -> Result<ServeArgs, ArgsError> {
             "--metrics" => out.metrics = Some(parse_addr("--metrics", &val(flag)?)?),
             "--sysfs" => out.roots.sysfs = PathBuf::from(val(flag)?),
             "--procfs" => out.roots.procfs = PathBuf::from(val(flag)?),
-            f if site::FLAGS.contains(&f) => out.site.set(f, &val(f)?)?,
+            // Each bad site option is one line of the error, so all of them show at once.
+            f if site::FLAGS.contains(&f) => {
+                let v = val(f)?;
+                site_errors.extend(out.site.set(f, &v).err().map(|e| e.0));
+            }
             f if f.starts_with('-') && f.len() > 1 => {
                 return err(format!("unknown flag {f:?} (see --help)"))
             }
@@ -313,6 +318,9 @@ pub fn parse_serve(args: &[String]) -> Result<ServeArgs, ArgsError> {
         );
     }
     check_listen_unique(&out.listen)?;
+    if !site_errors.is_empty() {
+        return err(site_errors.join("\n"));
+    }
     out.site.validate()?;
     Ok(out)
 }

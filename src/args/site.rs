@@ -4,7 +4,7 @@
 //! Input: one flag and its value at a time (from `args::parse_serve`). Output: a
 //! validated [`SiteArgs`], and from it the worker's [`SiteRules`]. Syntax only: whether
 //! the pages exist under the root is checked by `steerd check` and at start
-//! (`cmd::site_check`). Every refusal names the flag and the value.
+//! (`cmd::preflight`). Every refusal names the flag and the value.
 
 use super::ArgsError;
 use crate::files::mime::{self, MimeOverride, Types};

@@ -9,6 +9,7 @@ use core::fmt;
 pub mod bpf;
 pub mod bpf_exec;
 pub mod check;
+pub mod preflight;
 pub mod prepare;
 pub mod serve;
 pub mod topo;
@@ -46,7 +47,9 @@ pub fn run(argv: &[String]) -> i32 {
     let command = match args::parse(argv) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("steerd: args: {e}");
+            for line in e.0.lines() {
+                eprintln!("steerd: args: {line}");
+            }
             return 2;
         }
     };

@@ -25,7 +25,7 @@
 //! Pre-compressed sidecars (`--precompressed`): when a regular file `F` is found, `F.br`,
 //! `F.zst` and `F.gz` (those of [`FileOptions::precompressed`]) are resolved the same way,
 //! without opening them, and recorded in [`FileMeta::sidecars`] when they are regular files
-//! whose mtime is not older than `F`'s. A sidecar that is missing, not regular, stale, or a
+//! whose mtime is not older than `F`'s (in whole seconds). A sidecar that is missing, not regular, stale, or a
 //! symlink leaving the root (refused by the same `RESOLVE_BENEATH`) is simply not usable.
 //! Choosing among them is the responder's job (`http::encoding`); serving one is a lookup
 //! of its own path.
@@ -334,10 +334,10 @@ fn usable_sidecars(
         let Ok(node) = openat2_beneath(root, rel, OFlags::PATH) else {
             continue;
         };
+        // Whole seconds, as HTTP dates count: `brotli -k` and other tools copy the
+        // original's mtime truncated to the second.
         let fresh = match meta_of(node.as_fd(), path) {
-            Ok((FileType::RegularFile, m)) => {
-                (m.mtime, m.mtime_nsec) >= (file.mtime, file.mtime_nsec)
-            }
+            Ok((FileType::RegularFile, m)) => m.mtime >= file.mtime,
             _ => false,
         };
         if fresh {

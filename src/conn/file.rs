@@ -159,10 +159,16 @@ fn sidecar(
     coding: Coding,
 ) -> Option<(FileMeta, Source)> {
     let side = sidecar_path(path, coding, bufs.sidecar)?;
-    match ctx
-        .cache
-        .lookup_plain(ctx.root, side, ctx.now_ms, bufs.open)
-    {
+    plain_file(ctx, bufs.open, side)
+}
+
+/// A regular file served as itself (a sidecar, an error page), through the cache.
+fn plain_file(
+    ctx: &mut Ctx<'_>,
+    open: &mut [u8; PATH_MAX + 1],
+    path: &[u8],
+) -> Option<(FileMeta, Source)> {
+    match ctx.cache.lookup_plain(ctx.root, path, ctx.now_ms, open) {
         Served::Hit(index) => Some((*ctx.cache.meta(index)?, Source::Cached(index))),
         Served::Miss(Lookup::File(fd, meta)) => Some((meta, Source::File(fd))),
         Served::Miss(_) => None,
@@ -204,16 +210,9 @@ fn error_answer(
     line: &Line<'_>,
 ) {
     let site = ctx.site;
-    let page = site.error_page(status).and_then(|path| {
-        match ctx
-            .cache
-            .lookup_plain(ctx.root, path, ctx.now_ms, bufs.open)
-        {
-            Served::Hit(index) => Some((*ctx.cache.meta(index)?, Source::Cached(index))),
-            Served::Miss(Lookup::File(fd, meta)) => Some((meta, Source::File(fd))),
-            Served::Miss(_) => None,
-        }
-    });
+    let page = site
+        .error_page(status)
+        .and_then(|path| plain_file(ctx, bufs.open, path));
     let (mime, len, body) = match page {
         Some((meta, src)) => (meta.mime, meta.size, outgoing(ctx, src, 0, meta.size)),
         None => {

@@ -417,6 +417,27 @@ fn error_pages_keep_the_status_and_fall_back_to_the_builtin_page() {
     }
 }
 
+/// A file that is also an error page keeps its sidecars whichever way it was loaded
+/// first into the cache.
+#[test]
+fn a_page_loaded_as_an_error_page_keeps_its_sidecars() {
+    let site = site_with_sidecars("bin-errpage-sidecar");
+    let srv = serve(&site, &["--error-page", "405=/app.js"]);
+    let r = exchange(
+        srv.addr,
+        "DELETE /x HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(
+        (r.status, r.text().as_str()),
+        (405, "console.log('identity');\n")
+    );
+    let r = get_ae(&srv, "/app.js", Some("gzip"), "");
+    assert_eq!(
+        (r.text().as_str(), r.header("vary")),
+        ("GZ:app.js", Some("Accept-Encoding"))
+    );
+}
+
 #[test]
 fn fallback_answers_missing_paths_except_skipped_extensions() {
     let site = site_with_sidecars("bin-fallback");

@@ -204,7 +204,9 @@ impl FileCache {
     }
 
     /// [`FileCache::lookup`] of a file served as itself, whose sidecars do not matter
-    /// (a sidecar, an error page): none are looked for when it is loaded.
+    /// (a sidecar, an error page): when it is not cached, none are looked for. An entry
+    /// it loads is described as [`FileCache::lookup`] would, so that a path looked up
+    /// both ways always shows the same sidecars.
     pub fn lookup_plain(
         &mut self,
         root: BorrowedFd<'_>,
@@ -216,17 +218,20 @@ impl FileCache {
         self.lookup_as(root, path, now_ms, scratch, &opts)
     }
 
+    /// `uncached`: the options of a lookup the cache does not hold.
     fn lookup_as(
         &mut self,
         root: BorrowedFd<'_>,
         path: &[u8],
         now_ms: u64,
         scratch: &mut [u8; PATH_MAX + 1],
-        opts: &FileOptions,
+        uncached: &FileOptions,
     ) -> Served {
         if self.entries.is_empty() || path.len() > KEY_MAX {
-            return Served::Miss(open(root, path, scratch, opts));
+            return Served::Miss(open(root, path, scratch, uncached));
         }
+        let options = self.options;
+        let opts = &options;
         let index = (hash(path) % self.entries.len() as u64) as u32;
         let e = &mut self.entries[index as usize];
         let same_key = e.meta.is_some() && &e.key[..e.key_len] == path;

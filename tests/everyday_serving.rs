@@ -277,6 +277,38 @@ fn stale_or_escaping_sidecars_are_not_used_and_sidecars_are_files_too() {
     assert_eq!(got.header("content-encoding"), None);
 }
 
+/// A file changed after its sidecar was made: once the cache rechecks it (within about a
+/// second), the sidecar is stale and the file itself is served.
+#[test]
+fn a_sidecar_goes_stale_when_its_file_changes() {
+    let site = site_with_sidecars("bin-stale-live");
+    let srv = serve(&site, &[]);
+    assert_eq!(
+        get_ae(&srv, "/app.js", Some("gzip"), "").text(),
+        "GZ:app.js"
+    );
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(30);
+    let f = std::fs::File::options()
+        .write(true)
+        .open(site.root.join("app.js"))
+        .unwrap();
+    f.set_len(3).unwrap();
+    f.set_modified(later).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let r = get_ae(&srv, "/app.js", Some("gzip"), "");
+        if r.text() == "con" {
+            assert_eq!(
+                (r.header("content-encoding"), r.header("vary")),
+                (None, None)
+            );
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "still {:?}", r.text());
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
 // ---- 2. headers, error pages, single-page apps, types ----
 
 #[test]

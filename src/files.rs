@@ -37,11 +37,11 @@
 
 pub mod beneath;
 pub mod cache;
-pub mod mime;
 
 use crate::http::date::{format_imf, IMF_LEN};
 use crate::http::encoding::{Coding, CodingSet, Precompressed};
-use mime::Types;
+use crate::site::mime::Types;
+use crate::site::SiteRules;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{FileType, OFlags, ResolveFlags};
 use rustix::io::Errno;
@@ -60,6 +60,14 @@ pub struct FileOptions {
 }
 
 impl FileOptions {
+    /// The options the operator's rules set.
+    pub fn of(rules: &SiteRules) -> FileOptions {
+        FileOptions {
+            types: rules.types,
+            precompressed: rules.precompressed,
+        }
+    }
+
     /// The options for a file served as itself (an error page, a sidecar): no sidecars.
     pub fn plain(self) -> FileOptions {
         FileOptions {

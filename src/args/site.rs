@@ -6,12 +6,11 @@
 //! the pages exist under the root is checked by `steerd check` and at start
 //! (`cmd::preflight`). Every refusal names the flag and the value.
 
-use super::ArgsError;
-use crate::files::mime::{self, MimeOverride, Types};
-use crate::files::FileOptions;
+use super::{flag_error, ArgsError};
 use crate::http::encoding::Precompressed;
 use crate::http::response::{error_body, HEAD_BASE_MAX, HEAD_CAP};
 use crate::site::field::HeaderLine;
+use crate::site::mime::{self, MimeOverride, Types};
 use crate::site::{CacheRule, SiteRules};
 
 /// The everyday-serving options of `serve` (and `check`).
@@ -47,7 +46,7 @@ pub const FLAGS: [&str; 7] = [
 impl SiteArgs {
     /// Applies one of [`FLAGS`] with its value.
     pub fn set(&mut self, flag: &str, value: &str) -> Result<(), ArgsError> {
-        let named = |why: &str| ArgsError(format!("{flag} {value:?}: {why}"));
+        let named = |why: &str| flag_error(format!("{flag} {value:?}: {why}"));
         match flag {
             "--precompressed" => self.precompressed = Precompressed::parse(value).map_err(named)?,
             "--header" => self.headers.push(HeaderLine::parse(value).map_err(named)?),
@@ -58,7 +57,7 @@ impl SiteArgs {
             "--fallback" => self.fallback = Some(request_path(value).map_err(named)?),
             "--fallback-skip" => self.fallback_skip = extensions(value).map_err(named)?,
             "--mime" => self.mime.push(MimeOverride::parse(value).map_err(named)?),
-            _ => return Err(ArgsError(format!("unknown flag {flag:?} (see --help)"))),
+            _ => return Err(flag_error(format!("unknown flag {flag:?} (see --help)"))),
         }
         Ok(())
     }
@@ -71,7 +70,7 @@ impl SiteArgs {
         let room = HEAD_CAP.saturating_sub(HEAD_BASE_MAX + mime_max);
         let used = self.rules_lines();
         if used > room {
-            return Err(ArgsError(format!(
+            return Err(flag_error(format!(
                 "--header and --cache-control: the lines add {used} bytes to a response head \
                  (every --header and the longest --cache-control); at most {room} fit"
             )));
@@ -89,10 +88,8 @@ impl SiteArgs {
     pub fn rules(&self) -> SiteRules {
         let bytes = |s: &str| Box::<[u8]>::from(s.as_bytes());
         SiteRules {
-            files: FileOptions {
-                types: Types::new(&self.mime),
-                precompressed: self.precompressed,
-            },
+            types: Types::new(&self.mime),
+            precompressed: self.precompressed,
             headers: self
                 .headers
                 .iter()
@@ -202,8 +199,8 @@ mod tests {
         assert_eq!(r.error_page(404), Some(&b"/404.html"[..]));
         assert_eq!(r.fallback_for(b"/deep/link"), Some(&b"/index.html"[..]));
         assert_eq!(r.fallback_for(b"/a.css"), None);
-        assert_eq!(r.files.types.for_path(b"/r.md"), b"text/markdown");
-        assert_eq!(r.files.precompressed.iter().count(), 1);
+        assert_eq!(r.types.for_path(b"/r.md"), b"text/markdown");
+        assert_eq!(r.precompressed.iter().count(), 1);
         let pages: Vec<_> = a.pages().collect();
         assert_eq!(
             pages,
@@ -228,7 +225,7 @@ mod tests {
             ("--mime", "md"),
         ] {
             let e = set(&[(flag, value)]).unwrap_err();
-            assert!(e.0.starts_with(flag), "{flag} {value}: {e}");
+            assert!(e.message.starts_with(flag), "{flag} {value}: {e}");
         }
     }
 
@@ -237,6 +234,6 @@ mod tests {
         let long = format!("X-Long: {}", "v".repeat(300));
         assert!(set(&[("--header", &long)]).is_ok());
         let e = set(&[("--header", &long), ("--header", &long)]).unwrap_err();
-        assert!(e.0.contains("at most"), "{e}");
+        assert!(e.message.contains("at most"), "{e}");
     }
 }

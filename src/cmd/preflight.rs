@@ -46,7 +46,7 @@ fn open_root(root: &Path) -> Result<OwnedFd, String> {
 /// Each `--error-page` and the `--fallback` must be a regular file under the root.
 fn pages(args: &ServeArgs, root: &OwnedFd, found: &mut Vec<Failure>) {
     let mut scratch = [0u8; PATH_MAX + 1];
-    let opts = args.site.rules().files.plain();
+    let opts = files::FileOptions::of(&args.site.rules()).plain();
     for (flag, path) in args.site.pages() {
         let why = match files::probe(root.as_fd(), path.as_bytes(), &mut scratch, &opts) {
             Probe::File(_) => continue,

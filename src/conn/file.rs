@@ -4,7 +4,7 @@
 //!
 //! Input: the parsed request, the file's metadata (with its usable sidecars, from the
 //! file cache), the worker's [`Ctx`]. Output: the connection's plan, through
-//! `respond::plan`. No I/O except cache lookups (a sidecar's bytes, an error page), no
+//! `record::plan`. No I/O except cache lookups (a sidecar's bytes, an error page), no
 //! allocation.
 //!
 //! Order (RFC 9110 §12.5.3, §13.2.2, §14.2):
@@ -22,14 +22,14 @@
 //! the first `--cache-control` rule matching the path served (the fallback's path for a
 //! fallback). Errors carry neither.
 
-use super::respond::{plan, Line};
+use super::record::{plan, Line};
 use super::{After, Conn, Ctx, Outgoing};
 use crate::files::cache::Served;
 use crate::files::{sidecar_path, FileMeta, Lookup, PATH_MAX};
 use crate::http::conditional::{not_modified, precondition_fails};
 use crate::http::encoding::{Choice, Coding};
 use crate::http::range::{evaluate, if_range_holds, RangeAnswer};
-use crate::http::response::{error_body, write_head, ContentRange, Head, Persist, HTML};
+use crate::http::response::{error_body, write_head, ContentRange, Persist, ResponseHead, HTML};
 use crate::http::{Method, Request};
 use rustix::fd::OwnedFd;
 
@@ -94,7 +94,7 @@ pub(super) fn file(
     let etag = etag.as_bytes();
     let date = *ctx.date.text();
     let site = ctx.site;
-    let mut h = Head::new(200, &date, p);
+    let mut h = ResponseHead::new(200, &date, p);
     h.last_modified = Some(&rep.meta.last_modified);
     h.etag = Some(etag);
     h.vary = vary;
@@ -221,7 +221,7 @@ fn error_answer(
         }
     };
     let date = *ctx.date.text();
-    let mut h = Head::new(status, &date, p);
+    let mut h = ResponseHead::new(status, &date, p);
     h.content_type = Some(mime);
     h.content_length = Some(len);
     h.allow = status == 405;

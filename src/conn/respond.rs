@@ -3,7 +3,7 @@
 //!
 //! Input: the buffered bytes (a complete head, or enough to refuse one), the worker's
 //! [`Ctx`] (file cache, Date, counters, log). Output: the connection set to
-//! [`Awaiting::Send`] with its plan, and the number of bytes the head took. No I/O except
+//! `Awaiting::Send` with its plan, and the number of bytes the head took. No I/O except
 //! the file lookup; no allocation.
 //!
 //! For GET/HEAD: the file lookup; a path that does not exist gets the `--fallback` file
@@ -19,27 +19,16 @@
 //! read.
 
 use super::file::{error_page, file, Bufs, Source};
-use super::{After, Awaiting, Conn, Ctx, Outgoing, Scratch, IN_CAP};
+use super::record::{plan, Line};
+use super::{After, Conn, Ctx, Outgoing, Scratch, IN_CAP};
 use crate::files::cache::Served;
 use crate::files::Lookup;
-use crate::http::response::{error_body, write_error_head, write_head, Head, Persist};
+use crate::http::response::{error_body, write_error_head, write_head, Persist, ResponseHead};
 use crate::http::{parse_request, Body, Header, Method, Request, Status, MAX_FIELDS};
-use crate::serve_loop::log::Entry;
-use core::sync::atomic::Ordering::Relaxed;
 
 /// Largest body of a GET or HEAD that is read and discarded (nginx's default
 /// `client_max_body_size`); a larger one gets 413.
 pub const DISCARD_MAX: u64 = 1 << 20;
-
-/// The parts of a request the log and the persistence rule need.
-pub(super) struct Line<'a> {
-    method: &'a [u8],
-    target: &'a [u8],
-    minor: u8,
-    /// A HEAD request: the response has no content whatever its status (RFC 9110 §9.3.2,
-    /// RFC 9112 §6.3 rule 1), though its Content-Length stays that of GET.
-    head: bool,
-}
 
 const UNPARSED: Line<'static> = Line {
     method: b"-",
@@ -190,44 +179,6 @@ pub(super) fn error_reply(
     );
 }
 
-/// Records the plan on the connection, counts it and logs it. A HEAD drops the body here,
-/// for every status.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn plan(
-    c: &mut Conn,
-    ctx: &mut Ctx<'_>,
-    status: u16,
-    head_len: usize,
-    body: Outgoing,
-    body_len: u64,
-    after: After,
-    line: &Line<'_>,
-) {
-    let (body, body_len) = if line.head {
-        (Outgoing::Nothing, 0)
-    } else {
-        (body, body_len)
-    };
-    c.head_len = head_len;
-    c.head_sent = 0;
-    c.head_spilled = false;
-    c.body = body;
-    c.pinned = false;
-    c.after = after;
-    c.awaiting = Awaiting::Send;
-    let class = usize::from(status / 100).clamp(1, 5) - 1;
-    ctx.counters.responses[class].fetch_add(1, Relaxed);
-    let entry = Entry {
-        peer: c.peer,
-        method: line.method,
-        target: line.target,
-        minor: line.minor,
-        status,
-        bytes: head_len as u64 + body_len,
-    };
-    ctx.log.record(&entry, ctx.date.text());
-}
-
 /// A parsed request: method check, body handling, lookup (or the fallback), then the
 /// file answer.
 fn serve(
@@ -306,7 +257,7 @@ fn redirect(
 ) {
     let date = *ctx.date.text();
     let page = error_body(301);
-    let mut h = Head::new(301, &date, p);
+    let mut h = ResponseHead::new(301, &date, p);
     h.content_type = Some(crate::http::response::HTML);
     h.content_length = Some(page.len() as u64);
     h.location = Some((req.path, req.query));

@@ -1,7 +1,8 @@
 //! What the operator says about the site's responses, beyond the files themselves:
 //! extra header lines (`--header`), `Cache-Control` by path (`--cache-control`), error
-//! pages (`--error-page`) and the single-page-app fallback (`--fallback`,
-//! `--fallback-skip`).
+//! pages (`--error-page`), the single-page-app fallback (`--fallback`,
+//! `--fallback-skip`), media types (`--mime`) and the sidecars looked for
+//! (`--precompressed`).
 //!
 //! Stage: values validated once from the command line (stage 1) and gathered into
 //! [`SiteRules`], then read by the responder for every request without allocating.
@@ -10,16 +11,19 @@
 
 pub mod field;
 pub mod glob;
+pub mod mime;
 
-use crate::files::FileOptions;
+use crate::http::encoding::Precompressed;
 use field::HeaderLine;
 use glob::Glob;
 
 /// The operator's rules, as the worker reads them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SiteRules {
-    /// How files are described: `--mime` and `--precompressed` (the file cache's).
-    pub files: FileOptions,
+    /// Media types: the built-in table and `--mime`.
+    pub types: mime::Types,
+    /// Sidecar codings looked for (`--precompressed`).
+    pub precompressed: Precompressed,
     /// Every `--header` line, concatenated (CRLF-terminated each).
     pub headers: Box<[u8]>,
     /// `--cache-control` rules, in order (the first match wins).

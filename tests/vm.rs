@@ -18,13 +18,17 @@
 mod vm {
     pub mod harness;
     pub mod layout;
+    pub mod nic;
     pub mod report;
     pub mod serve;
 }
 
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
-use vm::harness::{boot, Guest};
+use vm::harness::{boot, boot_with, Extra, Guest};
 use vm::layout::{Layout, ARM64_KUNPENG, ARM64_KUNPENG_32, X86_KUNPENG, X86_NUMA4_SMT32, X86_XEON};
+use vm::nic::{NicHost, NicPlan};
 use vm::report;
 use vm::serve::Run;
 
@@ -35,6 +39,9 @@ struct Plan {
     per_cpu_numa: u64,
     /// Also run with `--workers 2`, under `taskset -c 2-5` and with CPU 3 offline.
     variants: bool,
+    /// Also give the guest a multi-queue NIC fed from the host (`tests/vm/nic.rs`),
+    /// first in the same boot.
+    nic: Option<NicPlan>,
 }
 
 /// The guest side: each section starts with a `== NAME` line.
@@ -67,8 +74,31 @@ echo 1 > /sys/devices/system/cpu/cpu3/online
 
 fn run(test: &str, layout: &Layout, plan: &Plan, timeout_secs: u64) {
     let timeout = Duration::from_secs(timeout_secs);
-    if let Some(guest) = boot(test, layout, &snippet(plan), timeout) {
+    let Some(nic) = &plan.nic else {
+        if let Some(guest) = boot(test, layout, &snippet(plan), timeout) {
+            check(&guest, layout, plan);
+        }
+        return;
+    };
+    let host = match NicHost::create() {
+        Ok(host) => host,
+        Err(e) => {
+            println!("skipped the NIC part of {test}: cannot create a multi-queue tap device: {e}");
+            if let Some(guest) = boot(test, layout, &snippet(plan), timeout) {
+                check(&guest, layout, plan);
+            }
+            return;
+        }
+    };
+    let during = |live: &Path, stopped: &AtomicBool| host.drive(nic, live, stopped);
+    let extra = Extra {
+        args: nic.run_args(&host),
+        during: Some(&during),
+    };
+    let sh = format!("{}{}", nic.snippet(), snippet(plan));
+    if let Some(guest) = boot_with(test, layout, &sh, timeout, &extra) {
         check(&guest, layout, plan);
+        vm::nic::check(&|name| guest.section(name).to_vec(), &host, nic, layout);
     }
 }
 
@@ -153,8 +183,17 @@ fn x86_kunpeng920_2x2() {
         per_cpu: 3,
         per_cpu_numa: 12,
         variants: true,
+        nic: Some(NicPlan {
+            queues: 8,
+            node: 1,
+            concentrate_on: 1,
+            cpu: 256,
+            hash: 128,
+            concentrated_cpu: 64,
+            concentrated_numa: 128,
+        }),
     };
-    run("x86_kunpeng920_2x2", &X86_KUNPENG, &plan, 300);
+    run("x86_kunpeng920_2x2", &X86_KUNPENG, &plan, 900);
 }
 
 #[test]
@@ -163,8 +202,17 @@ fn x86_xeon_2s_smt() {
         per_cpu: 3,
         per_cpu_numa: 4,
         variants: true,
+        nic: Some(NicPlan {
+            queues: 4,
+            node: 1,
+            concentrate_on: 1,
+            cpu: 256,
+            hash: 128,
+            concentrated_cpu: 64,
+            concentrated_numa: 128,
+        }),
     };
-    run("x86_xeon_2s_smt", &X86_XEON, &plan, 300);
+    run("x86_xeon_2s_smt", &X86_XEON, &plan, 900);
 }
 
 #[test]
@@ -173,6 +221,7 @@ fn x86_numa4_smt32() {
         per_cpu: 2,
         per_cpu_numa: 2,
         variants: false,
+        nic: None,
     };
     run("x86_numa4_smt32", &X86_NUMA4_SMT32, &plan, 600);
 }
@@ -183,6 +232,7 @@ fn arm64_kunpeng920_clusters() {
         per_cpu: 2,
         per_cpu_numa: 3,
         variants: false,
+        nic: None,
     };
     run("arm64_kunpeng920_clusters", &ARM64_KUNPENG, &plan, 600);
 }

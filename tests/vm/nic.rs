@@ -464,7 +464,13 @@ pub fn check(
     let cpu = round("nic-cpu", &sections("nic-cpu"));
     println!("{} nic {}", layout.preset, cpu.summary());
     ok(cpu.check_complete(plan.cpu));
-    ok(check_cpu_split(&cpu, &facts));
+    let widest = check_cpu_split(&cpu, &facts).unwrap_or_else(|e| panic!("{e}"));
+    println!(
+        "{} nic cpu split: {} receive interrupts for {} connections; widest gap between a worker's share of the connections and its CPU's share of the interrupts: {widest:.2} percentage points (tolerance {SPLIT_TOLERANCE_PCT})",
+        layout.preset,
+        cpu.irqs.values().sum::<u64>(),
+        cpu.accepted()
+    );
 
     let hash = round("nic-hash", &sections("nic-hash"));
     println!("{} nic {}", layout.preset, hash.summary());
@@ -583,8 +589,9 @@ fn check_plan(lines: &[String], f: &Facts, plan: &NicPlan, layout: &Layout) -> R
 
 /// `--steer cpu`: every connection local, accepted only on CPUs that receive-queue
 /// interrupts are delivered to, and each worker's share of the connections within
-/// [`SPLIT_TOLERANCE_PCT`] of its CPU's share of the receive interrupts.
-fn check_cpu_split(r: &Round, f: &Facts) -> Result<(), String> {
+/// [`SPLIT_TOLERANCE_PCT`] of its CPU's share of the receive interrupts. Returns the
+/// widest gap, in percentage points.
+fn check_cpu_split(r: &Round, f: &Facts) -> Result<f64, String> {
     if r.local() != r.accepted() {
         return r.fail("with --steer cpu every connection should be local");
     }
@@ -607,11 +614,7 @@ fn check_cpu_split(r: &Round, f: &Facts) -> Result<(), String> {
         }
         widest = widest.max((conn_pct - irq_pct).abs());
     }
-    println!(
-        "{} nic cpu split: {irqs} receive interrupts for {conns} connections; the widest gap between a worker's share and its CPU's share is {widest:.2} percentage points (tolerance {SPLIT_TOLERANCE_PCT})",
-        r.run.name
-    );
-    Ok(())
+    Ok(widest)
 }
 
 /// `--steer hash`: the kernel's hash ignores the CPU, so about one connection in the
@@ -648,5 +651,66 @@ fn check_concentrated(f: &Facts, plan: &NicPlan) -> Result<(), String> {
             i.name, i.smp, i.eff
         )),
         None => Ok(()),
+    }
+}
+
+/// The checks above must be able to fail: fed lines a wrong server or a stale interrupt
+/// would give, they return an error. These run without QEMU.
+#[cfg(test)]
+mod oracles_fail {
+    use super::super::layout::X86_KUNPENG;
+    use super::*;
+
+    fn lines(text: &str) -> Vec<String> {
+        text.lines().map(|l| l.trim().to_string()).collect()
+    }
+
+    const TWO_QUEUES: &str = "nic eth0 queues=1 node=0 local=0-1
+        irq 25 virtio0-input.0 smp=0 eff=0
+        irq 26 virtio0-output.0 smp=0 eff=0
+        irq 27 virtio0-input.1 smp=1 eff=1";
+
+    #[test]
+    fn cpu_split_oracle_wants_the_interrupt_shares_and_locality() {
+        let f = facts(&lines(TWO_QUEUES)).unwrap();
+        let good = round(
+            "t",
+            &lines("conn 0 10 10\nconn 1 10 10\nirq 0 40\nirq 1 42"),
+        );
+        check_cpu_split(&good, &f).unwrap();
+        let skewed = round(
+            "t",
+            &lines("conn 0 10 10\nconn 1 10 10\nirq 0 40\nirq 1 10"),
+        );
+        assert!(check_cpu_split(&skewed, &f).is_err());
+        let remote = round("t", &lines("conn 0 10 9\nconn 1 10 10\nirq 0 40\nirq 1 40"));
+        assert!(check_cpu_split(&remote, &f).is_err());
+        let elsewhere = round("t", &lines("conn 2 10 10\nirq 0 40"));
+        assert!(check_cpu_split(&elsewhere, &f).is_err());
+    }
+
+    #[test]
+    fn hash_oracle_rejects_steered_locality() {
+        let steered = round("t", &lines("steerd: policy hash, 8 workers\nconn 0 16 16"));
+        assert!(check_hash(&steered, &X86_KUNPENG).is_err());
+        let hashed = round("t", &lines("steerd: policy hash, 8 workers\nconn 0 16 2"));
+        check_hash(&hashed, &X86_KUNPENG).unwrap();
+    }
+
+    #[test]
+    fn concentrated_oracle_rejects_a_stale_receive_interrupt() {
+        let plan = NicPlan {
+            queues: 2,
+            node: 0,
+            concentrate_on: 0,
+            cpu: 0,
+            hash: 0,
+            concentrated_cpu: 0,
+            concentrated_numa: 0,
+        };
+        let stale = TWO_QUEUES.replace("smp=1 eff=1", "smp=0 eff=1");
+        assert!(check_concentrated(&facts(&lines(&stale)).unwrap(), &plan).is_err());
+        let done = TWO_QUEUES.replace("smp=1 eff=1", "smp=0 eff=0");
+        check_concentrated(&facts(&lines(&done)).unwrap(), &plan).unwrap();
     }
 }

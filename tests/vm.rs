@@ -185,7 +185,7 @@ fn x86_kunpeng920_2x2() {
         variants: true,
         nic: Some(NicPlan {
             queues: 8,
-            node: 1,
+            node: Some(1),
             concentrate_on: 1,
             cpu: 256,
             hash: 128,
@@ -204,7 +204,7 @@ fn x86_xeon_2s_smt() {
         variants: true,
         nic: Some(NicPlan {
             queues: 4,
-            node: 1,
+            node: Some(1),
             concentrate_on: 1,
             cpu: 256,
             hash: 128,
@@ -232,9 +232,17 @@ fn arm64_kunpeng920_clusters() {
         per_cpu: 2,
         per_cpu_numa: 3,
         variants: false,
-        nic: None,
+        nic: Some(NicPlan {
+            queues: 8,
+            node: None,
+            concentrate_on: 1,
+            cpu: 256,
+            hash: 128,
+            concentrated_cpu: 64,
+            concentrated_numa: 128,
+        }),
     };
-    run("arm64_kunpeng920_clusters", &ARM64_KUNPENG, &plan, 600);
+    run("arm64_kunpeng920_clusters", &ARM64_KUNPENG, &plan, 900);
 }
 
 /// Two 4-core clusters per node: `steerd topo` shows the eight clusters, and

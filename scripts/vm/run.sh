@@ -5,7 +5,7 @@
 #
 #   scripts/vm/run.sh [--arch x86_64|arm64] [--preset NAME] [--timeout SECS]
 #                     [--tcg multi|single] [--steerd PATH] [--file PATH]...
-#                     [--nic TAP,QUEUES,NODE] [--netns NAME] [--stdout-file PATH]
+#                     [--nic TAP,QUEUES[,NODE]] [--netns NAME] [--stdout-file PATH]
 #                     [--verbose] [--keep] SNIPPET
 #
 # The snippet runs as `sh -c SNIPPET` (busybox) in /job, where every --file is copied
@@ -19,11 +19,11 @@
 # (ttyS0 console, ttyS1-3 the channels). arm64's virt machine has one PL011 (ttyAMA0,
 # the console), so a pci-serial-4x card supplies ttyS0-3 and ttyS1-3 are used the same way.
 #
-# --nic TAP,QUEUES,NODE gives the guest a multi-queue virtio-net NIC (x86_64 only):
-# QUEUES queue pairs on the host's existing multi-queue tap device TAP (vhost off, one
-# MSI-X vector per queue and direction plus config), behind a PCI expander bridge whose
-# ACPI proximity is NUMA node NODE, so the guest's /sys reports the node, local_cpulist
-# and msi_irqs of a real PCI device. The driver's modules (fetch.sh) are shipped in
+# --nic TAP,QUEUES[,NODE] gives the guest a multi-queue virtio-net NIC: QUEUES queue
+# pairs on the host's existing multi-queue tap device TAP (vhost off, one MSI-X vector
+# per queue and direction plus config). With NODE (x86_64 only) it sits behind a PCI
+# expander bridge whose ACPI proximity is NUMA node NODE, so the guest's /sys reports the
+# node, local_cpulist and msi_irqs of a real PCI device; without, on the root bus. The driver's modules (fetch.sh) are shipped in
 # /lib/modules/nic with `order`; guest.sh's nic_up loads them. --netns runs QEMU inside
 # that network namespace (where TAP lives). --stdout-file writes the guest's stdout to
 # PATH as it arrives, for a host that reacts to it while the guest runs.
@@ -128,14 +128,20 @@ esac
 nic_args=()
 if [ -n "$nic" ]; then
     IFS=, read -r tap queues nic_node <<<"$nic"
-    [[ $arch == x86_64 ]] || fail "--nic: x86_64 guests only"
-    [[ -n $tap && $queues =~ ^[0-9]+$ && $nic_node =~ ^[0-9]+$ ]] || fail "--nic takes TAP,QUEUES,NODE"
+    [[ -n $tap && $queues =~ ^[0-9]+$ && $nic_node =~ ^[0-9]*$ ]] || fail "--nic takes TAP,QUEUES[,NODE]"
     [ -s "$cache/modules/order" ] || fail "no NIC modules in $cache/modules (scripts/vm/fetch.sh)"
-    # pxb: a second PCI root bus (number 32) with its own _PXM; the NIC sits in slot 1 of
-    # it (QEMU docs/pci_expander_bridge.txt).
-    nic_args=(-device "pxb,id=nicbus,bus_nr=32,numa_node=$nic_node,bus=pci.0"
-        -netdev "tap,id=nic0,ifname=$tap,script=no,downscript=no,queues=$queues,vhost=off"
-        -device "virtio-net-pci,netdev=nic0,bus=nicbus,addr=0x1,mq=on,vectors=$((2 * queues + 2)),mac=52:54:00:5e:00:02")
+    # arm64 virt booted with -kernel describes PCI by device tree, which gives the host
+    # bridge no NUMA node; an expander bridge (pxb-pcie) needs ACPI, i.e. UEFI firmware.
+    [[ $arch == x86_64 || -z $nic_node ]] || fail "--nic: no NUMA node for an arm64 guest's NIC (device tree)"
+    nic_bus=""
+    if [ -n "$nic_node" ]; then
+        # pxb: a second PCI root bus (number 32) with its own _PXM; the NIC sits in slot 1
+        # of it (QEMU docs/pci_expander_bridge.txt).
+        nic_args=(-device "pxb,id=nicbus,bus_nr=32,numa_node=$nic_node,bus=pci.0")
+        nic_bus=bus=nicbus,addr=0x1,
+    fi
+    nic_args+=(-netdev "tap,id=nic0,ifname=$tap,script=no,downscript=no,queues=$queues,vhost=off"
+        -device "virtio-net-pci,netdev=nic0,${nic_bus}mq=on,vectors=$((2 * queues + 2)),mac=52:54:00:5e:00:02")
 fi
 
 # ---------------------------------------------------------------- initramfs

@@ -39,8 +39,9 @@ const PRIME: u32 = 256;
 pub struct NicPlan {
     /// Queue pairs of the NIC (`--nic TAP,QUEUES,NODE`).
     pub queues: usize,
-    /// The NUMA node of the PCI expander bridge the NIC sits behind.
-    pub node: usize,
+    /// The NUMA node of the PCI expander bridge the NIC sits behind; `None`: on the root
+    /// bus, with no node (the arm64 guest, whose device tree gives PCI none).
+    pub node: Option<usize>,
     /// The CPU (of node 0) every queue interrupt is then made affine to.
     pub concentrate_on: usize,
     /// Connections with `--steer cpu`, `--steer hash`, then with the interrupts
@@ -60,7 +61,8 @@ enum Step {
 impl NicPlan {
     /// The `scripts/vm/run.sh` arguments for this NIC.
     pub fn run_args(&self, ns: &NicHost) -> Vec<String> {
-        let nic = format!("{TAP},{},{}", self.queues, self.node);
+        let node = self.node.map(|n| format!(",{n}")).unwrap_or_default();
+        let nic = format!("{TAP},{}{node}", self.queues);
         ["--nic", &nic, "--netns", &ns.name]
             .map(String::from)
             .to_vec()
@@ -289,7 +291,8 @@ struct Irq {
 struct Facts {
     interface: String,
     queues: usize,
-    node: usize,
+    /// `numa_node`: `None` for -1.
+    node: Option<usize>,
     local: Vec<usize>,
     irqs: Vec<Irq>,
 }
@@ -310,7 +313,7 @@ fn facts(lines: &[String]) -> Result<Facts, String> {
     let mut f = Facts {
         interface: w[1].to_string(),
         queues: num("queues")?,
-        node: num("node")?,
+        node: field(&w, "node").ok_or_else(bad)?.parse().ok(),
         local: cpus(field(&w, "local").ok_or_else(bad)?),
         irqs: Vec::new(),
     };
@@ -507,14 +510,22 @@ fn facts_of(lines: &[String]) -> Facts {
     facts(lines).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// The NIC's local CPUs: its node's, or every CPU when it has no node.
+fn nic_cpus(plan: &NicPlan, layout: &Layout) -> Vec<usize> {
+    match plan.node {
+        Some(n) => layout.node_cpus(n),
+        None => (0..layout.cpus).collect(),
+    }
+}
+
 /// The device as the guest's kernel shows it: the queues asked for, the node of the
 /// expander bridge, that node's CPUs as `local_cpulist`, two interrupts per queue, and
 /// each receive queue's delivered to one CPU inside its affinity mask.
 fn check_facts(f: &Facts, plan: &NicPlan, layout: &Layout) -> Result<(), String> {
-    let expect = (plan.queues, plan.node, layout.node_cpus(plan.node));
+    let expect = (plan.queues, plan.node, nic_cpus(plan, layout));
     if (f.queues, f.node, f.local.clone()) != expect {
         return Err(format!(
-            "NIC {}: queues {}, node {}, local CPUs {:?}; expected {expect:?}",
+            "NIC {}: queues {}, node {:?}, local CPUs {:?}; expected {expect:?}",
             f.interface, f.queues, f.node, f.local
         ));
     }
@@ -561,8 +572,8 @@ fn check_plan(lines: &[String], f: &Facts, plan: &NicPlan, layout: &Layout) -> R
     );
     let want = (
         Some(f.interface.as_str()),
-        Some(plan.node as u64),
-        layout.node_cpus(plan.node),
+        plan.node.map(|n| n as u64),
+        nic_cpus(plan, layout),
         irq_cpus.into_iter().collect::<Vec<_>>(),
     );
     if got != want {
@@ -578,10 +589,10 @@ fn check_plan(lines: &[String], f: &Facts, plan: &NicPlan, layout: &Layout) -> R
         .take(layout.cpus_per_node)
         .filter_map(|w| w["cpu"].as_u64().map(|c| c as usize))
         .collect();
-    if workers.len() != layout.cpus || first != layout.node_cpus(plan.node) {
+    let first_node = plan.node.unwrap_or(0);
+    if workers.len() != layout.cpus || first != layout.node_cpus(first_node) {
         return Err(format!(
-            "workers {workers:?}: listener indexes 0.. should be the NIC's node {} CPUs, got {first:?}",
-            plan.node
+            "workers {workers:?}: listener indexes 0.. should be node {first_node}'s CPUs, got {first:?}"
         ));
     }
     Ok(())
@@ -701,7 +712,7 @@ mod oracles_fail {
     fn concentrated_oracle_rejects_a_stale_receive_interrupt() {
         let plan = NicPlan {
             queues: 2,
-            node: 0,
+            node: Some(0),
             concentrate_on: 0,
             cpu: 0,
             hash: 0,

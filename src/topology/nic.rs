@@ -82,22 +82,16 @@ fn masked(a: Ipv4Addr, m: Ipv4Addr) -> Ipv4Addr {
     Ipv4Addr::from(u32::from(a) & u32::from(m))
 }
 
-/// The directory with the device's PCI attributes: `class/net/IF/device`, or its parent
-/// when `device` is a bus device of its own without them (virtio-net: `device` is
-/// `virtioN`, a child of the PCI function that has `numa_node` and `msi_irqs`).
-fn pci_dir(r: &mut Reader, name: &str) -> String {
-    let dev = format!("class/net/{name}/device");
-    let parent = format!("{dev}/..");
-    let has_node = |r: &mut Reader, d: &str| r.sys(&format!("{d}/numa_node")).is_some();
-    if !has_node(r, &dev) && has_node(r, &parent) {
-        parent
-    } else {
-        dev
-    }
-}
-
 fn read_nic(r: &mut Reader, name: String, topo: &Topology) -> Nic {
-    let dev = pci_dir(r, &name);
+    // `numa_node` and `local_cpulist` are on `device`, or on its parent when `device` is
+    // a bus device of its own without them (virtio-net: `device` is `virtioN`, a child of
+    // the PCI function; its interrupts are then found by name in /proc/interrupts).
+    let mut dev = format!("class/net/{name}/device");
+    if r.sys(&format!("{dev}/numa_node")).is_none()
+        && r.sys(&format!("{dev}/../numa_node")).is_some()
+    {
+        dev.push_str("/..");
+    }
     let local_cpus = r.cpulist(&format!("{dev}/local_cpulist"));
     let declared = r
         .sys(&format!("{dev}/numa_node"))
@@ -107,7 +101,7 @@ fn read_nic(r: &mut Reader, name: String, topo: &Topology) -> Nic {
         .filter(|s| s.len() < topo.online.len())
         .and_then(|s| s.first())
         .and_then(|c| topo.node_of(c));
-    let irq_cpus = irq_cpus(r, &name, &dev);
+    let irq_cpus = irq_cpus(r, &name);
     Nic {
         node: declared
             .or(from_cpus)
@@ -140,18 +134,18 @@ fn rps_cpus(r: &mut Reader, name: &str) -> CpuSet {
     set
 }
 
-/// The device's MSI vectors (`msi_irqs/` in `dev`, its PCI directory), else the
-/// `/proc/interrupts` lines naming the interface or its device, then each one's effective
-/// affinity.
-fn irq_cpus(r: &mut Reader, name: &str, dev: &str) -> CpuSet {
-    let mut irqs: Vec<u32> = std::fs::read_dir(r.sysfs.join(dev).join("msi_irqs"))
+/// The device's MSI vectors (`device/msi_irqs/`), else the `/proc/interrupts` lines
+/// naming the interface or its device, then each one's effective affinity.
+fn irq_cpus(r: &mut Reader, name: &str) -> CpuSet {
+    let dev_path = r.sysfs.join(format!("class/net/{name}/device"));
+    let mut irqs: Vec<u32> = std::fs::read_dir(dev_path.join("msi_irqs"))
         .map(|d| {
             d.filter_map(|e| e.ok()?.file_name().into_string().ok()?.parse().ok())
                 .collect()
         })
         .unwrap_or_default();
     if irqs.is_empty() {
-        let device = std::fs::read_link(r.sysfs.join(format!("class/net/{name}/device")))
+        let device = std::fs::read_link(&dev_path)
             .ok()
             .and_then(|p| p.file_name()?.to_str().map(str::to_string))
             .unwrap_or_default();

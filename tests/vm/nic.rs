@@ -549,7 +549,9 @@ fn check_facts(f: &Facts, plan: &NicPlan, layout: &Layout) -> Result<(), String>
 }
 
 /// `steerd check --listen GUEST_IP:PORT --json`: the NIC, its node and local CPUs, and
-/// the CPUs of its interrupts as the guest listed them; the NIC's node's workers first.
+/// the CPUs its queue interrupts are delivered to as the guest listed them (on x86 a
+/// transmit queue's stays where it started until its first interrupt; steerd reads the
+/// same files); the NIC's node's workers first.
 fn check_plan(lines: &[String], f: &Facts, plan: &NicPlan, layout: &Layout) -> Result<(), String> {
     let json: Value = super::report::parse(lines)?;
     let nic = &json["nic"];
@@ -563,7 +565,7 @@ fn check_plan(lines: &[String], f: &Facts, plan: &NicPlan, layout: &Layout) -> R
             })
             .unwrap_or_default()
     };
-    let irq_cpus: BTreeSet<usize> = f.irqs.iter().flat_map(|i| i.eff.iter().copied()).collect();
+    let irq_cpus: BTreeSet<usize> = f.queue_irqs().flat_map(|i| i.eff.iter().copied()).collect();
     let got = (
         nic["interface"].as_str(),
         nic["node"].as_u64(),

@@ -182,6 +182,8 @@ impl NicHost {
     /// `ready NAME` on its stdout (`live`), then sends what the step asks for. Stops at
     /// the first step the guest never gets to. Everything is bounded in count and time.
     pub fn drive(&self, plan: &NicPlan, live: &Path, stopped: &AtomicBool) {
+        // a second boot of the same guest starts the log afresh
+        self.log.lock().unwrap_or_else(|p| p.into_inner()).clear();
         if let Err(e) = self.enter() {
             return self.note(format!("host: {e}"));
         }

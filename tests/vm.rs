@@ -183,15 +183,7 @@ fn x86_kunpeng920_2x2() {
         per_cpu: 3,
         per_cpu_numa: 12,
         variants: true,
-        nic: Some(NicPlan {
-            queues: 8,
-            node: Some(1),
-            concentrate_on: 1,
-            cpu: 256,
-            hash: 128,
-            concentrated_cpu: 64,
-            concentrated_numa: 128,
-        }),
+        nic: Some(NicPlan::usual(8, Some(1))),
     };
     run("x86_kunpeng920_2x2", &X86_KUNPENG, &plan, 900);
 }
@@ -202,15 +194,7 @@ fn x86_xeon_2s_smt() {
         per_cpu: 3,
         per_cpu_numa: 4,
         variants: true,
-        nic: Some(NicPlan {
-            queues: 4,
-            node: Some(1),
-            concentrate_on: 1,
-            cpu: 256,
-            hash: 128,
-            concentrated_cpu: 64,
-            concentrated_numa: 128,
-        }),
+        nic: Some(NicPlan::usual(4, Some(1))),
     };
     run("x86_xeon_2s_smt", &X86_XEON, &plan, 900);
 }
@@ -232,15 +216,7 @@ fn arm64_kunpeng920_clusters() {
         per_cpu: 2,
         per_cpu_numa: 3,
         variants: false,
-        nic: Some(NicPlan {
-            queues: 8,
-            node: None,
-            concentrate_on: 1,
-            cpu: 256,
-            hash: 128,
-            concentrated_cpu: 64,
-            concentrated_numa: 128,
-        }),
+        nic: Some(NicPlan::usual(8, None)),
     };
     run("arm64_kunpeng920_clusters", &ARM64_KUNPENG, &plan, 900);
 }

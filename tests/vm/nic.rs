@@ -59,6 +59,21 @@ enum Step {
 }
 
 impl NicPlan {
+    /// `queues` queue pairs on `node`; 256 connections with `--steer cpu`, 128 with
+    /// `hash`, then the interrupts on CPU 1 (node 0 in every layout) and 64 with `cpu`,
+    /// 128 with `numa`.
+    pub fn usual(queues: usize, node: Option<usize>) -> NicPlan {
+        NicPlan {
+            queues,
+            node,
+            concentrate_on: 1,
+            cpu: 256,
+            hash: 128,
+            concentrated_cpu: 64,
+            concentrated_numa: 128,
+        }
+    }
+
     /// The `scripts/vm/run.sh` arguments for this NIC.
     pub fn run_args(&self, ns: &NicHost) -> Vec<String> {
         let node = self.node.map(|n| format!(",{n}")).unwrap_or_default();

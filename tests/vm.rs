@@ -14,6 +14,12 @@
 //! 8-CPU layouts under `taskset -c 2-5` and with CPU 3 offline. Clients are busybox
 //! `wget` pinned with `taskset`, one connection per request; the server's own counters
 //! (read from `/metrics` before and after each client CPU) say which worker accepted.
+//!
+//! The x86 kunpeng920-2x2 and xeon-2s-smt guests and the arm64 kunpeng920-2x2 guest
+//! also get, first in the same boot, a multi-queue virtio-net NIC on a tap device in a
+//! network namespace of the test's own, and the host makes the connections through it
+//! (`tests/vm/nic.rs`); that part is skipped with one line where no tap device can be
+//! created (not root, no `/dev/net/tun`).
 
 mod vm {
     pub mod harness;

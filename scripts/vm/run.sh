@@ -23,10 +23,11 @@
 # pairs on the host's existing multi-queue tap device TAP (vhost off, one MSI-X vector
 # per queue and direction plus config). With NODE (x86_64 only) it sits behind a PCI
 # expander bridge whose ACPI proximity is NUMA node NODE, so the guest's /sys reports the
-# node, local_cpulist and msi_irqs of a real PCI device; without, on the root bus. The driver's modules (fetch.sh) are shipped in
-# /lib/modules/nic with `order`; guest.sh's nic_up loads them. --netns runs QEMU inside
-# that network namespace (where TAP lives). --stdout-file writes the guest's stdout to
-# PATH as it arrives, for a host that reacts to it while the guest runs.
+# node, local_cpulist and msi_irqs of a real PCI device; without NODE, on the root bus.
+# The driver's modules (fetch.sh) are shipped in /lib/modules/nic with `order`;
+# guest.sh's nic_up loads them. --netns runs QEMU inside that network namespace (where
+# TAP lives). --stdout-file writes the guest's stdout to PATH as it arrives, for a host
+# that reacts to it while the guest runs.
 #
 # Presets (the layouts steerd is for; vCPUs are host threads under TCG, so timing inside
 # means nothing, only behaviour):

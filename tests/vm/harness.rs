@@ -2,9 +2,11 @@
 //! skipped), runs `scripts/vm/run.sh` one guest at a time, and splits the guest's output
 //! into the sections the snippet printed.
 //!
-//! Input: a [`Layout`] and a guest shell snippet. Output: [`Guest`] (status, stdout by
-//! section, stderr, wall time), or `None` after one printed line saying why it skipped.
-//! It asserts nothing about steerd: the tests do.
+//! Input: a [`Layout`] and a guest shell snippet, and optionally ([`Extra`]) more
+//! `run.sh` arguments and a host side that runs while the guest does, following its
+//! stdout. Output: [`Guest`] (status, stdout by section, stderr, wall time), or `None`
+//! after one printed line saying why it skipped. It asserts nothing about steerd: the
+//! tests do.
 
 use super::layout::{Arch, Layout};
 use std::collections::BTreeMap;

@@ -5,7 +5,6 @@
 //! virtio NIC, whose `numa_node` and `local_cpulist` sit one directory up.
 
 use std::path::{Path, PathBuf};
-use steerd::args::Roots;
 use steerd::cpuset::{CpuId, CpuSet};
 use steerd::topology::{self, Topology};
 
@@ -48,10 +47,7 @@ impl Tree {
     }
 
     fn read(&self) -> (Topology, Vec<String>) {
-        topology::read(&Roots {
-            sysfs: self.0.join("sys"),
-            procfs: self.0.join("proc"),
-        })
+        topology::read(&self.0.join("sys"), &self.0.join("proc"))
     }
 }
 
@@ -165,7 +161,7 @@ fn a_cpu_listed_by_two_nodes_stays_in_the_first_with_a_warning() {
     assert_eq!(topo.nodes[0].cpus, set("0-1"));
     assert_eq!(topo.nodes[1].cpus, set("2-3"));
     let c1 = topo.cpu(CpuId::new(1).unwrap()).unwrap();
-    assert_eq!(c1.node, 0);
+    assert_eq!(c1.node.0, 0);
     assert_eq!(matching(&w, "CPUs 1 of node 1").len(), 1, "{w:?}");
 }
 

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use steerd::cpuset::{CpuId, CpuSet};
-use steerd::topology::{self, Topology};
+use steerd::topology::{self, NodeId, Topology};
 
 /// A fresh directory under the system temp dir, removed on drop.
 struct Tree(PathBuf);
@@ -215,15 +215,12 @@ fn a_virtio_nic_is_read_through_its_pci_function() {
     t.write("proc/irq/24/effective_affinity_list", "0\n");
     t.write("proc/irq/25/effective_affinity_list", "3\n");
     t.write("proc/irq/26/effective_affinity_list", "2\n");
-    let roots = Roots {
-        sysfs: t.0.join("sys"),
-        procfs: t.0.join("proc"),
-    };
-    let (topo, _) = topology::read(&roots);
-    let (nic, w) = topology::nic_for("10.77.0.2".parse().unwrap(), &roots, &topo);
+    let (sys, proc) = (t.0.join("sys"), t.0.join("proc"));
+    let (topo, _) = topology::read(&sys, &proc);
+    let (nic, w) = topology::nic_for("10.77.0.2".parse().unwrap(), &sys, &proc, &topo);
     assert!(w.is_empty(), "{w:?}");
     let nic = nic.expect("eth0 owns 10.77.0.0/24");
-    assert_eq!(nic.node, Some(1));
+    assert_eq!(nic.node, Some(NodeId(1)));
     assert_eq!(nic.local_cpus, Some(set("2-3")));
     assert_eq!(nic.irq_cpus, set("2-3"));
 }

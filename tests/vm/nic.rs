@@ -451,7 +451,7 @@ impl Round {
 /// How far a worker's share of the connections may be from its CPU's share of the
 /// receive interrupts (`--steer cpu`), in percentage points: a connection raised 3 to 5
 /// receive interrupts (NAPI may take several packets per interrupt), so the count per
-/// connection varies a little from queue to queue. Measured: at most 1.5 points.
+/// connection varies a little from queue to queue. Measured: at most 1.9 points.
 pub const SPLIT_TOLERANCE_PCT: f64 = 4.0;
 
 /// The NIC part of one guest, checked. Prints one line per round (the figures of

@@ -28,12 +28,11 @@ use crate::inherit::{self, Inherited};
 use crate::listen::{self, Listeners, SocketOptions};
 use crate::notify::Notifier;
 use crate::plan::Plan;
-use crate::preflight::{self, Problem};
 use crate::signals;
 use crate::stats::SharedCounters;
 use crate::sys;
 use crate::upgrade::{self, Launch};
-use crate::user::Identity;
+use crate::user;
 use core::fmt;
 use rustix::process::WaitStatus;
 use std::io;
@@ -67,8 +66,6 @@ pub enum MasterError {
     Metrics(SocketAddr, io::Error),
     /// Becoming `--user`.
     User(String),
-    /// What a worker needs failed its check (user, root, access log).
-    Preflight(Problem),
     /// A passed descriptor cannot be used.
     Inherit(String),
     /// The shared counters mapping.
@@ -88,7 +85,6 @@ impl fmt::Display for MasterError {
             MasterError::Listen(e) => write!(f, "{e}"),
             MasterError::Metrics(a, e) => write!(f, "{a}: {e}"),
             MasterError::User(e) => write!(f, "{e}"),
-            MasterError::Preflight(p) => write!(f, "{}", p.message),
             MasterError::Inherit(e) => write!(f, "{e}"),
             MasterError::Counters(e) => write!(f, "counters mapping: {e}"),
             MasterError::Fork(e) => write!(f, "fork: {e}"),
@@ -104,7 +100,6 @@ impl MasterError {
             MasterError::Listen(_) | MasterError::Inherit(_) => "listen",
             MasterError::Metrics(..) => "metrics",
             MasterError::User(_) => "user",
-            MasterError::Preflight(p) => p.stage,
             _ => "master",
         }
     }
@@ -131,12 +126,9 @@ pub fn run(
         crate::say!("warning: notify: {e}");
         Notifier::none()
     });
-    let identity = match &cfg.user {
-        Some(spec) => Some(preflight::resolve_user(spec).map_err(MasterError::Preflight)?),
-        None => None,
-    };
-    preflight::check_as(identity.as_ref(), &cfg.root, cfg.access_log.as_deref())
-        .map_err(MasterError::Preflight)?;
+    // `--user` is resolved before anything is bound: a bad name binds nothing.
+    let user = cfg.user.as_ref().map(user::lookup).transpose();
+    let user = user.map_err(|e| MasterError::User(e.to_string()))?;
     let home = place_master(plan).map_err(MasterError::Pin)?;
     let opts = SocketOptions {
         defer_accept_secs: defer_accept_secs(cfg),
@@ -152,8 +144,8 @@ pub fn run(
     };
     announce(plan, policy, &listeners, metrics.as_ref());
     raise_fd_limit(cfg, plan.workers.len());
-    if let Some(id) = &identity {
-        become_user(id)?;
+    if let Some(id) = &user {
+        drop_privileges(id)?;
     }
     // Two blocks per worker: one per generation (see `Slot::block`).
     let counters = SharedCounters::new(2 * plan.workers.len()).map_err(MasterError::Counters)?;
@@ -341,7 +333,7 @@ fn announce(plan: &Plan, policy: SteerPolicy, listeners: &Listeners, metrics: Op
 /// Becomes the `--user` resolved before binding, and checks it cannot be undone. A master
 /// that already is that user (started by an upgrade of one that had dropped privileges)
 /// has nothing to do.
-fn become_user(id: &Identity) -> Result<(), MasterError> {
+fn drop_privileges(id: &user::Identity) -> Result<(), MasterError> {
     let already = rustix::process::geteuid().as_raw() == id.uid
         && rustix::process::getuid().as_raw() == id.uid
         && rustix::process::getgid().as_raw() == id.gid;
@@ -465,6 +457,7 @@ mod tests {
             access_log: None,
             metrics: None,
             user: None,
+            site: Default::default(),
         };
         assert_eq!(defer_accept_secs(&cfg), 2);
         cfg.timeouts.header = Duration::from_millis(1);

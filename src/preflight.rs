@@ -1,29 +1,30 @@
-//! What a worker will need, checked by the master before it binds (and before a HUP
-//! replaces running workers): the `--user` exists, and the root and the access log can be
-//! opened *as that user*, exactly as a worker opens them.
+//! What a worker will open, checked before it is needed: the root (a directory that can
+//! be read) and the access log (appendable, or creatable in its directory), without
+//! creating or changing anything; and the same checks made as another user.
 //!
-//! Input: the unresolved `--user`, the root path, the access log path. Output: the
-//! resolved [`Identity`], or one [`Problem`] naming what failed and why. Without this a
-//! log path the workers cannot open left the port bound and workers restarting forever,
-//! and a HUP with such a path left no worker serving.
+//! Input: the root and log paths; for [`as_user`], the resolved `--user`. Output: the
+//! first [`Problem`], printed as one line. `cmd/preflight.rs` runs these before anything
+//! is bound (as the `--user` the workers will run as, when the master starts as root);
+//! the master runs them again before a HUP replaces running workers, so a reload that
+//! could not work is refused instead of leaving workers restarting in a loop.
 //!
-//! How: a child is forked, becomes the user (when the master is still root), opens the
-//! root and the log with the same calls a worker makes (`worker::open_root`,
-//! `AccessLog::open`: so `/dev/stdout` in a container is tried as the user too) and
-//! reports over a pipe. The master's own credentials never change here. It does not
-//! become the user for good (the master does that after binding).
+//! [`as_user`]: a forked child becomes the user, runs the check and reports over a pipe;
+//! the caller's credentials never change. The caller must be single-threaded (the
+//! `serve` command and the master are), since the child allocates.
 
-use crate::access_log::AccessLog;
-use crate::config::UserSpec;
 use crate::sys::{self, Forked};
-use crate::user::{self, Identity};
+use crate::user::Identity;
+use rustix::fd::OwnedFd;
+use rustix::fs::{Access, Mode, OFlags};
+use rustix::io::Errno;
 use std::io::Read;
+use std::os::fd::AsFd;
 use std::path::Path;
 
 /// A check that failed: the stage to name and the message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
-    /// `user`, `root` or `access-log`.
+    /// `root` or `access-log` (or `user` when becoming the user failed).
     pub stage: &'static str,
     /// What failed and why.
     pub message: String,
@@ -35,34 +36,76 @@ impl core::fmt::Display for Problem {
     }
 }
 
-/// Resolves `--user` from `/etc/passwd` and `/etc/group`.
-pub fn resolve_user(spec: &UserSpec) -> Result<Identity, Problem> {
-    let problem = |message: String| Problem {
+/// The root must be a directory this process can read; its descriptor, for checks of
+/// what lies under it.
+pub fn root(root: &Path) -> Result<OwnedFd, Problem> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    rustix::fs::open(root, flags, Mode::empty()).map_err(|e| Problem {
+        stage: "root",
+        message: format!("{}: {}", root.display(), std::io::Error::from(e)),
+    })
+}
+
+/// The access log must open for appending, or (when it does not exist yet) its
+/// directory must take a new file; nothing is created. `/dev/stdout` and `/dev/stderr`
+/// are the process's own descriptors (`access_log.rs` duplicates them): they only need
+/// to be open.
+pub fn access_log(log: &Path) -> Result<(), Problem> {
+    let problem = |e: std::io::Error| Problem {
+        stage: "access-log",
+        message: format!("{}: cannot be opened for appending: {e}", log.display()),
+    };
+    let own = match log.as_os_str().as_encoded_bytes() {
+        b"/dev/stdout" => Some(rustix::io::fcntl_getfd(std::io::stdout().as_fd())),
+        b"/dev/stderr" => Some(rustix::io::fcntl_getfd(std::io::stderr().as_fd())),
+        _ => None,
+    };
+    if let Some(open) = own {
+        return open.map(drop).map_err(|e| problem(e.into()));
+    }
+    let flags = OFlags::WRONLY | OFlags::APPEND | OFlags::CLOEXEC | OFlags::NOCTTY;
+    match rustix::fs::open(log, flags, Mode::empty()) {
+        Ok(_) => Ok(()),
+        Err(Errno::NOENT) => {
+            let dir = match log.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            rustix::fs::access(dir, Access::WRITE_OK | Access::EXEC_OK)
+                .map_err(|e| problem(e.into()))
+        }
+        Err(e) => Err(problem(e.into())),
+    }
+}
+
+/// What a worker opens: the root, then the access log (if any).
+pub fn worker_files(root_dir: &Path, log: Option<&Path>) -> Result<(), Problem> {
+    root(root_dir)?;
+    log.map_or(Ok(()), access_log)
+}
+
+/// Runs `check` in a child that first becomes `who`; the child's answer, with
+/// ` (as uid N)` after a failure's message. A process that is not root cannot become
+/// anyone else and runs `check` as itself.
+pub fn as_user(who: &Identity, check: impl Fn() -> Result<(), Problem>) -> Result<(), Problem> {
+    if !rustix::process::geteuid().is_root() {
+        return check();
+    }
+    let failed = |message: String| Problem {
         stage: "user",
         message,
     };
-    let passwd = std::fs::read_to_string("/etc/passwd")
-        .map_err(|e| problem(format!("reading /etc/passwd: {e}")))?;
-    let group = std::fs::read_to_string("/etc/group").unwrap_or_default();
-    user::resolve(spec, &passwd, &group).map_err(|e| problem(e.to_string()))
-}
-
-/// Opens `root` and `log` in a child that first becomes `who` (when given and the master
-/// is root); the first failure, as the worker would meet it.
-pub fn check_as(who: Option<&Identity>, root: &Path, log: Option<&Path>) -> Result<(), Problem> {
-    let (rd, wr) =
-        rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| Problem {
-            stage: "master",
-            message: format!("pipe: {e}"),
-        })?;
-    let forked = sys::fork().map_err(|e| Problem {
-        stage: "master",
-        message: format!("fork: {e}"),
-    })?;
-    let child = match forked {
+    let (rd, wr) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+        .map_err(|e| failed(format!("pipe: {e}")))?;
+    let child = match sys::fork().map_err(|e| failed(format!("fork: {e}")))? {
         Forked::Child => {
             drop(rd);
-            let verdict = open_all(who, root, log);
+            let verdict = match sys::become_user(who.uid, who.gid, &who.groups) {
+                Err(e) => format!("user\tbecoming uid {} gid {}: {e}", who.uid, who.gid),
+                Ok(()) => check().err().map_or_else(String::new, |p| {
+                    format!("{}\t{} (as uid {})", p.stage, p.message, who.uid)
+                }),
+            };
             let _ = rustix::io::write(&wr, verdict.as_bytes());
             sys::exit_now(i32::from(!verdict.is_empty()));
         }
@@ -76,53 +119,15 @@ pub fn check_as(who: Option<&Identity>, root: &Path, log: Option<&Path>) -> Resu
     match said.split_once('\t') {
         None if clean => Ok(()),
         Some((stage, message)) => Err(Problem {
-            stage: stage_name(stage),
+            stage: match stage {
+                "root" => "root",
+                "access-log" => "access-log",
+                _ => "user",
+            },
             message: message.to_string(),
         }),
-        None => Err(Problem {
-            stage: "master",
-            message: "the check of the worker's files ended without an answer".into(),
-        }),
+        None => Err(failed(
+            "the check as the workers' user ended without an answer".into(),
+        )),
     }
-}
-
-fn stage_name(s: &str) -> &'static str {
-    match s {
-        "user" => "user",
-        "root" => "root",
-        _ => "access-log",
-    }
-}
-
-/// In the child: `STAGE\tmessage` for the first failure, or empty.
-fn open_all(who: Option<&Identity>, root: &Path, log: Option<&Path>) -> String {
-    let as_whom = match who {
-        Some(id) => {
-            let root_now = rustix::process::geteuid().is_root();
-            if root_now {
-                if let Err(e) = sys::become_user(id.uid, id.gid, &id.groups) {
-                    return format!("user\tbecoming uid {} gid {}: {e}", id.uid, id.gid);
-                }
-            }
-            format!(" (as uid {})", id.uid)
-        }
-        None => String::new(),
-    };
-    if let Err(e) = crate::worker::open_root(root) {
-        return format!(
-            "root\t{}: {}{as_whom}",
-            root.display(),
-            crate::say::plain(&e)
-        );
-    }
-    if let Some(path) = log {
-        if let Err(e) = AccessLog::open(Some(path.to_path_buf())) {
-            return format!(
-                "access-log\t{}: {}{as_whom}",
-                path.display(),
-                crate::say::plain(&e)
-            );
-        }
-    }
-    String::new()
 }

@@ -103,7 +103,7 @@ fn an_access_log_the_user_cannot_open_fails_before_binding() {
             "--access-log",
             &log,
         ],
-        "Permission denied (as uid 65534)",
+        "Permission denied (os error 13) (as uid 65534)",
     );
     assert!(
         !std::path::Path::new(&log).exists(),

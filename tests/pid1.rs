@@ -70,16 +70,28 @@ fn pid1_reaps_orphans_and_killed_workers() {
     let workers = children(steerd);
     assert_eq!(workers.len(), 2, "{workers:?}");
     // An orphan: a shell entered into the namespace starts a subshell and exits at once,
-    // so the kernel hands the subshell to the namespace's PID 1.
-    let out = Command::new("nsenter")
+    // so the kernel hands the subshell to the namespace's PID 1. The subshell waits on a
+    // FIFO this test holds, so it lives until the test has seen it adopted.
+    let dir = TempDir::new("pid1-fifo");
+    let fifo = dir.path().join("go");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    let script = format!("(read line < {}; exit 3) & exit 0", fifo.display());
+    // No pipes: the orphan would hold them open, and waiting for their end would wait
+    // for the orphan.
+    let entered = Command::new("nsenter")
         .args(["--target", &steerd.to_string(), "--pid", "--"])
-        .args(["sh", "-c", "(sleep 0.3; exit 3) & exit 0"])
-        .output()
+        .args(["sh", "-c", &script])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
         .expect("nsenter");
-    assert!(out.status.success(), "{out:?}");
+    assert!(entered.success(), "{entered:?}");
     wait_until("the orphan is adopted by steerd", || {
         children(steerd).iter().any(|p| !workers.contains(p))
     });
+    std::fs::write(&fifo, b"go\n").expect("release the orphan");
     wait_until("the orphan has exited and been reaped", || {
         children(steerd).iter().all(|p| workers.contains(p))
     });

@@ -65,6 +65,9 @@ pub mod files;
 // Counters shared by master and workers; the metrics text.
 pub mod stats;
 
+// The master's answers on the metrics address: dashboard page, status.json, metrics.
+pub mod dashboard;
+
 // The only module allowed `unsafe`: raw calls rustix lacks.
 pub mod sys;
 

@@ -76,4 +76,6 @@ pub mod bench;
 
 pub mod json;
 
+pub mod svg;
+
 pub mod cmd;

@@ -23,6 +23,7 @@
 
 pub mod ab;
 pub mod client;
+pub mod figure;
 pub mod hist;
 pub mod load;
 pub mod procs;

@@ -18,6 +18,7 @@
 //! accept connections (serve_loop.rs in each worker).
 
 use crate::args::{ServeArgs, SteerPolicy};
+use crate::dashboard::{status::Status, Document};
 use crate::listen::{self, Listeners, SocketOptions};
 use crate::plan::Plan;
 use crate::stats;
@@ -100,6 +101,7 @@ pub fn run(
     args: &ServeArgs,
     plan: &Plan,
     program: Option<&[asm_bpf::Insn]>,
+    status: Option<Status>,
 ) -> Result<(), MasterError> {
     sys::count_signals(&SIGNALS).map_err(MasterError::Signals)?;
     let home = place_master(plan).map_err(MasterError::Pin)?;
@@ -118,7 +120,12 @@ pub fn run(
     worker::open_root(&args.root).map_err(|e| MasterError::Root(args.root.clone(), e))?;
     // Two blocks per worker: one per generation (see `Slot::block`).
     let counters = SharedCounters::new(2 * plan.workers.len()).map_err(MasterError::Counters)?;
-    let mut sup = Supervisor::new(args, plan, &listeners, &counters, metrics.as_ref());
+    let status = status.map(|mut s| {
+        s.in_force(&listeners.addrs(), policy.name());
+        s
+    });
+    let metrics = metrics.as_ref().zip(status.as_ref());
+    let mut sup = Supervisor::new(args, plan, &listeners, &counters, metrics);
     sup.start_all()?;
     sup.supervise();
     Ok(())
@@ -303,7 +310,8 @@ struct Supervisor<'a> {
     plan: &'a Plan,
     listeners: &'a Listeners,
     counters: &'a SharedCounters,
-    metrics: Option<&'a OwnedFd>,
+    /// The metrics listener and the status document it serves.
+    metrics: Option<(&'a OwnedFd, &'a Status)>,
     slots: Vec<Slot>,
     /// Workers of an older generation (after HUP) that are stopping gracefully, with
     /// their counter block.
@@ -319,7 +327,7 @@ impl<'a> Supervisor<'a> {
         plan: &'a Plan,
         listeners: &'a Listeners,
         counters: &'a SharedCounters,
-        metrics: Option<&'a OwnedFd>,
+        metrics: Option<(&'a OwnedFd, &'a Status)>,
     ) -> Self {
         let slots = (0..plan.workers.len())
             .map(|i| Slot {
@@ -351,7 +359,7 @@ impl<'a> Supervisor<'a> {
     /// once its counters are reset).
     fn spawn(&mut self, i: usize) -> io::Result<()> {
         let mut close = self.listeners.raw_fds_not_of(i);
-        close.extend(self.metrics.map(|m| m.as_raw_fd()));
+        close.extend(self.metrics.map(|(m, _)| m.as_raw_fd()));
         let start = WorkerStart {
             plan: self.plan.workers[i],
             listeners: self.listeners.of_worker(i),
@@ -544,7 +552,7 @@ impl<'a> Supervisor<'a> {
             tv_nsec: i64::from(timeout.subsec_nanos()),
         };
         let mut fds = match self.metrics {
-            Some(m) => self.responder.poll_fds(m.as_fd()),
+            Some((m, _)) => self.responder.poll_fds(m.as_fd()),
             None => Vec::new(),
         };
         let _ = rustix::event::poll(&mut fds, Some(&ts));
@@ -552,16 +560,21 @@ impl<'a> Supervisor<'a> {
 
     /// Accepts and moves every metrics client as far as it can go without waiting.
     fn answer_metrics(&mut self) {
-        let Some(m) = self.metrics else { return };
+        let Some((m, status)) = self.metrics else {
+            return;
+        };
         let (workers, counters) = (&self.plan.workers, self.counters);
-        let body = || {
+        let render = |doc| {
             let n = workers.len();
             let merged: Vec<stats::WorkerCounters> = (0..n)
                 .map(|i| stats::merged(counters.get(i), counters.get(i + n)))
                 .collect();
-            stats::render(workers, merged.iter())
+            match doc {
+                Document::Metrics => stats::render(workers, merged.iter()),
+                Document::Status => status.render(workers, merged.iter()),
+            }
         };
-        if let Err(e) = self.responder.service(m.as_fd(), Instant::now(), body) {
+        if let Err(e) = self.responder.service(m.as_fd(), Instant::now(), render) {
             crate::say!("metrics: {e}");
         }
     }

@@ -9,13 +9,18 @@
 
 use super::Failure;
 use crate::args::{ServeArgs, SteerPolicy};
+use crate::dashboard::status::Status;
 use crate::master;
 
 /// Runs `steerd serve` and returns the exit status.
 pub fn main(args: &ServeArgs) -> Result<i32, Failure> {
     // Each warning already names its stage (`topology: ...`).
-    let super::prepare::Prepared { plan, program, .. } =
-        super::prepare::prepare(args, |w| crate::say!("warning: {w}"))?;
+    let super::prepare::Prepared {
+        topo,
+        warnings,
+        plan,
+        program,
+    } = super::prepare::prepare(args, |w| crate::say!("warning: {w}"))?;
     if args.steer != SteerPolicy::Hash && plan.steer == SteerPolicy::Hash {
         crate::say!(
             "warning: steer: only one worker CPU, so --steer {} has nothing to choose \
@@ -23,7 +28,12 @@ pub fn main(args: &ServeArgs) -> Result<i32, Failure> {
             args.steer.name()
         );
     }
+    // What `check --json` prints is the fixed part of the dashboard's status.json.
+    let status = args.metrics.map(|_| {
+        let members = super::check::check_members(args, &topo, &warnings, &plan, program.as_ref());
+        Status::new(members)
+    });
     let insns = program.as_ref().map(|p| p.insns.as_slice());
-    master::run(args, &plan, insns).map_err(|e| Failure::new(e.stage(), e))?;
+    master::run(args, &plan, insns, status).map_err(|e| Failure::new(e.stage(), e))?;
     Ok(0)
 }

@@ -106,7 +106,10 @@ fn accepts_gzip(head: &[u8]) -> bool {
         let Some(colon) = line.iter().position(|&b| b == b':') else {
             continue;
         };
-        if !line[..colon].trim_ascii().eq_ignore_ascii_case(b"accept-encoding") {
+        if !line[..colon]
+            .trim_ascii()
+            .eq_ignore_ascii_case(b"accept-encoding")
+        {
             continue;
         }
         for item in line[colon + 1..].split(|&b| b == b',') {
@@ -171,7 +174,10 @@ mod tests {
         let len = format!("\r\nContent-Length: {}\r\n", PAGE_GZ.len());
         assert!(ok.contains(&len), "{ok}");
         let plain = text("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
-        assert!(plain.starts_with("HTTP/1.1 406 Not Acceptable\r\n"), "{plain}");
+        assert!(
+            plain.starts_with("HTTP/1.1 406 Not Acceptable\r\n"),
+            "{plain}"
+        );
         assert!(plain.ends_with("/status.json\n"), "{plain}");
     }
 

@@ -11,6 +11,7 @@ use crate::json::Value;
 use crate::plan::WorkerPlan;
 use crate::stats::WorkerCounters;
 use core::sync::atomic::{AtomicU64, Ordering};
+use std::net::SocketAddr;
 use std::time::Instant;
 
 /// The status document's fixed part and the server's start time.
@@ -27,6 +28,19 @@ impl Status {
         Status {
             fixed,
             started: Instant::now(),
+        }
+    }
+
+    /// Replaces the planned `listen` addresses and `policy` with those in force: the
+    /// bound addresses (a port 0 is now the kernel's choice) and the policy attached (the
+    /// hash when the kernel refused the program).
+    pub fn in_force(&mut self, listen: &[SocketAddr], policy: &str) {
+        let listen = Value::Arr(listen.iter().map(|a| Value::str(a.to_string())).collect());
+        for (key, value) in [("listen", listen), ("policy", Value::str(policy))] {
+            match self.fixed.iter_mut().find(|(k, _)| k == key) {
+                Some((_, v)) => *v = value,
+                None => self.fixed.push((key.to_string(), value)),
+            }
         }
     }
 
@@ -67,7 +81,10 @@ fn worker((w, c): (&WorkerPlan, &WorkerCounters)) -> Value {
         ("node", int(u64::from(w.node))),
         ("accepted", load(&c.accepted)),
         ("local", load(&c.local)),
-        ("responses", Value::Arr(c.responses.iter().map(load).collect())),
+        (
+            "responses",
+            Value::Arr(c.responses.iter().map(load).collect()),
+        ),
         ("bytes_sent", load(&c.bytes_sent)),
         ("open", load(&c.open)),
         ("stale_events", load(&c.stale_events)),
@@ -83,7 +100,8 @@ mod tests {
 
     #[test]
     fn fixed_members_then_version_uptime_and_counters_in_plan_order() {
-        let status = Status::new(vec![("policy".into(), Value::str("cpu"))]);
+        let mut status = Status::new(vec![("policy".into(), Value::str("cpu"))]);
+        status.in_force(&["127.0.0.1:8080".parse().unwrap()], "hash");
         let workers = [3, 7].map(|cpu| WorkerPlan {
             index: (cpu / 4) as u16,
             cpu: CpuId::new(cpu).expect("cpu id"),
@@ -94,13 +112,21 @@ mod tests {
         counters[1].responses[1].store(4, Ordering::Relaxed);
         let text = status.render(&workers, counters.iter());
         let doc: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
-        assert_eq!(doc.as_object().expect("an object").len(), 4);
+        assert_eq!(doc.as_object().expect("an object").len(), 5);
+        assert_eq!(doc["policy"], "hash");
+        assert_eq!(doc["listen"], serde_json::json!(["127.0.0.1:8080"]));
         let at = |key: &str| text.find(&format!("\n  \"{key}\": ")).expect(key);
         assert!(at("policy") < at("version") && at("version") < at("uptime_ms"));
         assert!(at("uptime_ms") < at("counters"));
         let c = &doc["counters"];
-        assert_eq!((c[0]["worker"].as_u64(), c[0]["cpu"].as_u64()), (Some(0), Some(3)));
-        assert_eq!((c[1]["worker"].as_u64(), c[1]["cpu"].as_u64()), (Some(1), Some(7)));
+        assert_eq!(
+            (c[0]["worker"].as_u64(), c[0]["cpu"].as_u64()),
+            (Some(0), Some(3))
+        );
+        assert_eq!(
+            (c[1]["worker"].as_u64(), c[1]["cpu"].as_u64()),
+            (Some(1), Some(7))
+        );
         assert_eq!(c[1]["accepted"], 5);
         assert_eq!(c[1]["responses"], serde_json::json!([0, 4, 0, 0, 0]));
         assert_eq!(c[0]["respawns"], 0);

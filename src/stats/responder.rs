@@ -12,6 +12,7 @@
 //! [`MAX_CLIENTS`]: when a new connection arrives with the table full, the oldest client
 //! is dropped, so silent connections cannot starve a real scrape either.
 
+use crate::dashboard::{self, Document};
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};
@@ -87,14 +88,14 @@ impl Responder {
         &mut self,
         listener: BorrowedFd<'_>,
         now: Instant,
-        body: impl Fn() -> String,
+        render: impl Fn(Document) -> String,
     ) -> io::Result<()> {
         let accepted = self.accept_waiting(listener, now);
         self.clients.retain_mut(|c| {
             if now >= c.deadline {
                 return false;
             }
-            matches!(step(c, &body), Step::Pending)
+            matches!(step(c, &render), Step::Pending)
         });
         accepted
     }
@@ -128,19 +129,19 @@ impl Responder {
 
 /// Reads the head until it is complete (then builds the reply), writes the reply until
 /// it is sent; stops at the first `EAGAIN`.
-fn step(c: &mut Client, body: &impl Fn() -> String) -> Step {
+fn step(c: &mut Client, render: &impl Fn(Document) -> String) -> Step {
     use rustix::io::Errno;
     let mut buf = [0u8; 512];
     while c.reply.is_none() {
         match rustix::io::read(&c.fd, &mut buf) {
             // EOF before any byte: the client gave up.
             Ok(0) if c.head.is_empty() => return Step::Done,
-            Ok(0) => c.reply = Some((reply(&c.head, body), 0)),
+            Ok(0) => c.reply = Some((dashboard::reply(&c.head, render), 0)),
             Ok(n) => {
                 c.head.extend_from_slice(&buf[..n]);
                 let complete = c.head.windows(4).any(|w| w == b"\r\n\r\n");
                 if complete || c.head.len() >= HEAD_MAX {
-                    c.reply = Some((reply(&c.head, body), 0));
+                    c.reply = Some((dashboard::reply(&c.head, render), 0));
                 }
             }
             Err(Errno::AGAIN) => return Step::Pending,
@@ -167,20 +168,6 @@ fn step(c: &mut Client, body: &impl Fn() -> String) -> Step {
     Step::Done
 }
 
-/// The whole HTTP/1.1 reply to `head`.
-fn reply(head: &[u8], body: &impl Fn() -> String) -> Vec<u8> {
-    let (status, content) = if super::is_metrics_request(head) {
-        ("200 OK", body())
-    } else {
-        ("404 Not Found", "not found: try GET /metrics\n".to_string())
-    };
-    format!(
-        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{content}",
-        content.len()
-    )
-    .into_bytes()
-}
 
 #[cfg(test)]
 mod tests {
@@ -197,7 +184,7 @@ mod tests {
     /// Services until `done` or a bounded number of rounds.
     fn pump(r: &mut Responder, l: &TcpListener, rounds: usize) {
         for _ in 0..rounds {
-            r.service(l.as_fd(), Instant::now(), || "body\n".to_string())
+            r.service(l.as_fd(), Instant::now(), |_| "body\n".to_string())
                 .expect("service");
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -233,7 +220,7 @@ mod tests {
         pump(&mut r, &l, 3);
         assert_eq!(r.len(), 1);
         let later = Instant::now() + CLIENT_DEADLINE;
-        r.service(l.as_fd(), later, String::new).expect("service");
+        r.service(l.as_fd(), later, |_| String::new()).expect("service");
         assert!(r.is_empty());
     }
 
@@ -241,7 +228,7 @@ mod tests {
     fn other_paths_get_a_404() {
         let l = listener();
         let mut c = TcpStream::connect(l.local_addr().unwrap()).expect("connect");
-        c.write_all(b"GET / HTTP/1.0\r\n\r\n").expect("write");
+        c.write_all(b"GET /x HTTP/1.0\r\n\r\n").expect("write");
         let mut r = Responder::default();
         pump(&mut r, &l, 5);
         c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();

@@ -30,14 +30,23 @@ fn raw_get(addr: SocketAddr, path: &str, headers: &str) -> Vec<u8> {
 }
 
 fn split_reply(raw: &[u8]) -> (String, &[u8]) {
-    let end = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("a head") + 4;
-    (String::from_utf8_lossy(&raw[..end]).into_owned(), &raw[end..])
+    let end = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a head")
+        + 4;
+    (
+        String::from_utf8_lossy(&raw[..end]).into_owned(),
+        &raw[end..],
+    )
 }
 
 #[test]
 fn page_file_is_small_self_contained_and_its_gzip_copy_is_current() {
     assert!(PAGE.len() < 24 * 1024, "page is {} bytes", PAGE.len());
-    for external in ["src=", "href=", "url(", "@import", "http:", "https:", "//cdn"] {
+    for external in [
+        "src=", "href=", "url(", "@import", "http:", "https:", "//cdn",
+    ] {
         assert!(!PAGE.contains(external), "page refers to {external}");
     }
     let mut gunzip = std::process::Command::new("gzip")
@@ -63,7 +72,10 @@ fn metrics_address_serves_the_gzip_page_status_json_and_metrics() {
     let (head, body) = split_reply(&raw);
     assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
     assert!(head.contains("\r\nContent-Encoding: gzip\r\n"), "{head}");
-    assert!(head.contains("\r\nContent-Type: text/html; charset=utf-8\r\n"), "{head}");
+    assert!(
+        head.contains("\r\nContent-Type: text/html; charset=utf-8\r\n"),
+        "{head}"
+    );
     assert!(body == PAGE_GZ, "the page served is not page.html.gz");
     let (head, _) = split_reply(&raw_get(m, "/", ""));
     assert!(head.starts_with("HTTP/1.1 406 "), "{head}");
@@ -74,13 +86,27 @@ fn metrics_address_serves_the_gzip_page_status_json_and_metrics() {
     let counters = doc["counters"].as_array().expect("counters");
     assert_eq!(counters.len(), plan.len());
     for (c, (index, cpu)) in counters.iter().zip(&plan) {
-        assert_eq!((c["worker"].as_u64(), c["cpu"].as_u64()), (Some(*index as u64), Some(*cpu as u64)));
+        assert_eq!(
+            (c["worker"].as_u64(), c["cpu"].as_u64()),
+            (Some(*index as u64), Some(*cpu as u64))
+        );
         assert_eq!(c["responses"].as_array().map(Vec::len), Some(5));
     }
-    assert_eq!(doc["listen"][0], server.addr.to_string(), "the bound address");
+    assert_eq!(
+        doc["listen"][0],
+        server.addr.to_string(),
+        "the bound address"
+    );
     assert_eq!(doc["policy"], server.policy());
     assert_eq!(doc["version"], env!("CARGO_PKG_VERSION"));
-    for key in ["uptime_ms", "cpus", "nodes", "workers", "master_cpu", "program"] {
+    for key in [
+        "uptime_ms",
+        "cpus",
+        "nodes",
+        "workers",
+        "master_cpu",
+        "program",
+    ] {
         assert!(doc.get(key).is_some(), "status.json has no {key}");
     }
     assert_eq!(get(m, "/metrics").0, 200);
@@ -99,7 +125,11 @@ fn screenshot(url: &str, name: &str, window: (u32, u32)) {
 
 /// Pinned client threads, one per worker CPU, each making new connections until `stop`
 /// (at most `MAX_REQUESTS` each and `PATIENCE` in all).
-fn load_on(addr: SocketAddr, cpus: &[usize], stop: &Arc<AtomicBool>) -> Vec<std::thread::JoinHandle<u64>> {
+fn load_on(
+    addr: SocketAddr,
+    cpus: &[usize],
+    stop: &Arc<AtomicBool>,
+) -> Vec<std::thread::JoinHandle<u64>> {
     const MAX_REQUESTS: u64 = 50_000;
     cpus.iter()
         .map(|&cpu| {
@@ -108,7 +138,10 @@ fn load_on(addr: SocketAddr, cpus: &[usize], stop: &Arc<AtomicBool>) -> Vec<std:
                 pin_thread(cpu);
                 let start = Instant::now();
                 let mut n = 0;
-                while !stop.load(Ordering::Relaxed) && n < MAX_REQUESTS && start.elapsed() < PATIENCE {
+                while !stop.load(Ordering::Relaxed)
+                    && n < MAX_REQUESTS
+                    && start.elapsed() < PATIENCE
+                {
                     assert_eq!(get(addr, "/index.html").0, 200);
                     n += 1;
                 }
@@ -120,11 +153,17 @@ fn load_on(addr: SocketAddr, cpus: &[usize], stop: &Arc<AtomicBool>) -> Vec<std:
 
 #[test]
 fn browser_shows_every_worker_with_requests_and_its_locality_under_load() {
-    let Some(_) = chromium("browser_shows_every_worker_with_requests_and_its_locality_under_load") else {
+    let Some(_) = chromium("browser_shows_every_worker_with_requests_and_its_locality_under_load")
+    else {
         return;
     };
     let cpus = allowed_cpus();
-    let list = cpus.iter().take(2).map(|c| c.to_string()).collect::<Vec<_>>().join(",");
+    let list = cpus
+        .iter()
+        .take(2)
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
     let steered = cpus.len() >= 2 && !skip_without_steering("the dashboard's locality check");
     let server = Server::start(&["--steer", "cpu", "--cpus", &list]);
     let m = server.metrics.expect("metrics");
@@ -132,21 +171,42 @@ fn browser_shows_every_worker_with_requests_and_its_locality_under_load() {
     // Every worker has requests before the page opens; more arrive while it refreshes.
     for &(_, cpu) in &plan {
         let addr = server.addr;
-        on_cpu(cpu, move || (0..20).for_each(|_| assert_eq!(get(addr, "/index.html").0, 200)));
+        on_cpu(cpu, move || {
+            (0..20).for_each(|_| assert_eq!(get(addr, "/index.html").0, 200))
+        });
     }
     let before = server.per_worker("steerd_connections_accepted_total");
     let stop = Arc::new(AtomicBool::new(false));
-    let clients = load_on(server.addr, &plan.iter().map(|p| p.1).collect::<Vec<_>>(), &stop);
+    let clients = load_on(
+        server.addr,
+        &plan.iter().map(|p| p.1).collect::<Vec<_>>(),
+        &stop,
+    );
     let url = format!("http://{m}/");
     let page = load(&url, (1000, 700), 30_000, None);
     screenshot(&format!("{url}#program"), "dashboard.png", (1000, 340));
     stop.store(true, Ordering::Relaxed);
     let sent: u64 = clients.into_iter().map(|c| c.join().expect("client")).sum();
     let after = server.per_worker("steerd_connections_accepted_total");
-    assert!(page.script_errors().is_empty(), "{:?}", page.script_errors());
-    assert!(page.dom.contains("<span id=\"err\"></span>"), "page reports an error:\n{}", page.dom);
-    assert!(page.dom.contains(&server.addr.to_string()), "listen address missing");
-    assert!(page.dom.contains(&format!("<b id=\"pol\">{}", server.policy())), "policy missing");
+    assert!(
+        page.script_errors().is_empty(),
+        "{:?}",
+        page.script_errors()
+    );
+    assert!(
+        page.dom.contains("<span id=\"err\"></span>"),
+        "page reports an error:\n{}",
+        page.dom
+    );
+    assert!(
+        page.dom.contains(&server.addr.to_string()),
+        "listen address missing"
+    );
+    assert!(
+        page.dom
+            .contains(&format!("<b id=\"pol\">{}", server.policy())),
+        "policy missing"
+    );
     let cells = tags_with(&page.dom, "data-worker=");
     assert_eq!(cells.len(), plan.len(), "{cells:?}");
     for (index, cpu) in plan {
@@ -155,7 +215,11 @@ fn browser_shows_every_worker_with_requests_and_its_locality_under_load() {
             .find(|t| attr(t, "id") == Some(&format!("cpu{cpu}")))
             .unwrap_or_else(|| panic!("no cell for cpu {cpu}"));
         assert_eq!(attr(cell, "data-worker"), Some(index.to_string().as_str()));
-        let num = |name| attr(cell, name).and_then(|v| v.parse::<u64>().ok()).expect(name);
+        let num = |name| {
+            attr(cell, name)
+                .and_then(|v| v.parse::<u64>().ok())
+                .expect(name)
+        };
         let (req, acc, loc) = (num("data-req"), num("data-acc"), num("data-loc"));
         assert!(req > 0, "worker {index} shows no requests: {cell}");
         assert!(
@@ -165,7 +229,10 @@ fn browser_shows_every_worker_with_requests_and_its_locality_under_load() {
             after[index]
         );
         if steered {
-            assert_eq!(loc, acc, "worker {index} on cpu {cpu}: every connection is local");
+            assert_eq!(
+                loc, acc,
+                "worker {index} on cpu {cpu}: every connection is local"
+            );
         }
     }
     eprintln!("{sent} requests sent while the page refreshed");
@@ -173,7 +240,10 @@ fn browser_shows_every_worker_with_requests_and_its_locality_under_load() {
 
 /// Serves `page` (gzip) at `/` and `status(n)` at `/status.json` (n counts the fetches),
 /// one connection at a time, until the listener is dropped with the test.
-fn fake_metrics_address(page: Vec<u8>, status: impl Fn(u64) -> String + Send + 'static) -> SocketAddr {
+fn fake_metrics_address(
+    page: Vec<u8>,
+    status: impl Fn(u64) -> String + Send + 'static,
+) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let addr = listener.local_addr().unwrap();
     std::thread::spawn(move || {
@@ -193,13 +263,18 @@ fn fake_metrics_address(page: Vec<u8>, status: impl Fn(u64) -> String + Send + '
                 fetches += 1;
                 ("application/json", status(fetches).into_bytes())
             } else {
-                ("text/html; charset=utf-8\r\nContent-Encoding: gzip", page.clone())
+                (
+                    "text/html; charset=utf-8\r\nContent-Encoding: gzip",
+                    page.clone(),
+                )
             };
             let reply = format!(
                 "HTTP/1.1 200 OK\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
                 body.len()
             );
-            let _ = c.write_all(reply.as_bytes()).and_then(|()| c.write_all(&body));
+            let _ = c
+                .write_all(reply.as_bytes())
+                .and_then(|()| c.write_all(&body));
         }
     });
     addr
@@ -216,13 +291,21 @@ fn a_128_cpu_8_node_machine_lays_out_as_nodes_side_by_side() {
         .arg(format!("{fixture}.proc"))
         .output()
         .expect("steerd check");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let fixed: serde_json::Value = serde_json::from_slice(&out.stdout).expect("check --json");
     let workers = fixed["workers"].as_array().expect("workers").clone();
     assert_eq!(workers.len(), 128);
     // The page as the binary serves it; the data as a 128-worker server would send it.
     let server = Server::start(&[]);
-    let raw = raw_get(server.metrics.expect("metrics"), "/", "Accept-Encoding: gzip\r\n");
+    let raw = raw_get(
+        server.metrics.expect("metrics"),
+        "/",
+        "Accept-Encoding: gzip\r\n",
+    );
     let page = split_reply(&raw).1.to_vec();
     let addr = fake_metrics_address(page, move |n| {
         let mut doc = fixed.clone();
@@ -248,31 +331,51 @@ fn a_128_cpu_8_node_machine_lays_out_as_nodes_side_by_side() {
     let url = format!("http://{addr}/");
     let page = load(&url, (width, 1200), 5_000, None);
     screenshot(&url, "dashboard-128.png", (width, 1200));
-    assert!(page.script_errors().is_empty(), "{:?}", page.script_errors());
-    assert!(page.dom.contains("<span id=\"err\"></span>"), "page reports an error");
+    assert!(
+        page.script_errors().is_empty(),
+        "{:?}",
+        page.script_errors()
+    );
+    assert!(
+        page.dom.contains("<span id=\"err\"></span>"),
+        "page reports an error"
+    );
     let nodes = tags_with(&page.dom, "class=\"box node\"");
     assert_eq!(nodes.len(), 8, "{nodes:?}");
     let widths: Vec<u32> = nodes
         .iter()
         .map(|t| {
             let style = attr(t, "style").expect("node width");
-            style.trim_start_matches("width: ").trim_end_matches("px;").parse().expect(style)
+            style
+                .trim_start_matches("width: ")
+                .trim_end_matches("px;")
+                .parse()
+                .expect(style)
         })
         .collect();
     let row: u32 = widths.iter().map(|w| w + 8).sum();
-    assert!(row <= width, "8 nodes of {widths:?} px do not fit a {width} px window");
+    assert!(
+        row <= width,
+        "8 nodes of {widths:?} px do not fit a {width} px window"
+    );
     assert_eq!(tags_with(&page.dom, "class=\"box cluster\"").len(), 16);
     assert_eq!(tags_with(&page.dom, "class=\"box core\"").len(), 64);
     let cells = tags_with(&page.dom, "data-worker=");
     assert_eq!(cells.len(), 128);
     for cell in cells {
         let worker: u64 = attr(cell, "data-worker").unwrap().parse().unwrap();
-        let req: u64 = attr(cell, "data-req").expect("counts shown").parse().unwrap();
+        let req: u64 = attr(cell, "data-req")
+            .expect("counts shown")
+            .parse()
+            .unwrap();
         // 2xx is 2 * (worker + 1) per fetch, 4xx stays at worker % 3.
         let twice = req - worker % 3;
         assert!(twice > 0 && twice % (2 * (worker + 1)) == 0, "{cell}");
     }
-    assert!(page.dom.contains("128 workers on 128 CPUs, 8 nodes"), "header");
+    assert!(
+        page.dom.contains("128 workers on 128 CPUs, 8 nodes"),
+        "header"
+    );
 }
 
 /// The DOM helpers the checks above read the page with.

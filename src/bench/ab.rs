@@ -16,10 +16,11 @@
 //! line has that flag, and is "n/a" otherwise. It does not build anything, compare
 //! more than two variants, or decide what counts as a regression.
 
+use super::hist::Hist;
 use super::load::{self, LoadReport};
 use super::spec::LoadSpec;
 use super::stats::{self, Summary};
-use super::{emit, procs, report, Usage};
+use super::{emit, figure, procs, report, OutFile, Usage};
 use std::fmt::Write as _;
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -44,6 +45,11 @@ ab options:
     --syscalls         after the rounds, one more run per side under strace -c -f,
                        printing system calls per request (counts only)
     --seed S           seed of the permutation test's generator (default 1)
+    --report FILE      also write a self-contained HTML report: the figure below and
+                       the text output
+    --svg FILE         also write the figure alone: A's and B's latency CDFs (log
+                       axis; p50, p99, p99.9 marked), req/s per round, the per-round
+                       B/A ratio with its 95% interval, the req/s verdict
 
 load options (as for `steerd bench load`):
 ";
@@ -76,6 +82,10 @@ pub struct AbSpec {
     pub a: Vec<String>,
     /// Command line B.
     pub b: Vec<String>,
+    /// `--report FILE`: the HTML report.
+    pub report: Option<String>,
+    /// `--svg FILE`: the figure alone.
+    pub svg: Option<String>,
 }
 
 /// Splits `args` into options, A and B at the first two `--`, and parses them.
@@ -95,6 +105,7 @@ pub fn parse(args: &[String]) -> Result<AbSpec, String> {
     }
     let (mut rounds, mut warmup, mut client) = (10, Some(Duration::from_secs(1)), Client::Builtin);
     let (mut syscalls, mut seed, mut warm) = (false, 1, true);
+    let (mut report, mut svg) = (None, None);
     let mut rest = Vec::new();
     let mut it = opts.iter();
     while let Some(o) = it.next() {
@@ -106,6 +117,8 @@ pub fn parse(args: &[String]) -> Result<AbSpec, String> {
             "--warmup" => warmup = Some(super::spec::parse_duration(&val()?)?),
             "--syscalls" => syscalls = true,
             "--seed" => seed = parse_num(o, &val()?, 0, u64::MAX)?,
+            "--report" => report = Some(val()?),
+            "--svg" => svg = Some(val()?),
             "--client" => {
                 client = match val()?.as_str() {
                     "builtin" => Client::Builtin,
@@ -129,6 +142,8 @@ pub fn parse(args: &[String]) -> Result<AbSpec, String> {
         load,
         a,
         b,
+        report,
+        svg,
     })
 }
 
@@ -214,6 +229,8 @@ pub struct RunFigures {
     /// Share of those connections accepted on the CPU that received them (steerd's
     /// `connections_local` counter), percent.
     pub local_pct: Option<f64>,
+    /// The run's latencies (the builtin client keeps them; wrk does not).
+    pub latency: Option<Hist>,
 }
 
 /// Reads one metric from a run.
@@ -228,21 +245,44 @@ const METRICS: [(&str, Getter); 5] = [
     ("client CPU per request (us)", |r| r.client_cpu_us),
 ];
 
-fn run(spec: &AbSpec) -> Result<(), String> {
-    let json = spec.load.json;
-    let say = |line: String| {
-        if !json {
+/// The text output: printed as it comes (unless `--json`) and kept for `--report`.
+struct Transcript {
+    json: bool,
+    text: String,
+}
+
+impl Transcript {
+    fn say(&mut self, line: String) {
+        if !self.json {
             emit(&format!("{line}\n"));
         }
+        self.text.push_str(&line);
+        self.text.push('\n');
+    }
+}
+
+fn run(spec: &AbSpec) -> Result<(), String> {
+    let json = spec.load.json;
+    let (report, svg) = (
+        OutFile::create(spec.report.as_deref())?,
+        OutFile::create(spec.svg.as_deref())?,
+    );
+    let mut out = Transcript {
+        json,
+        text: String::new(),
     };
-    say(format!("A: {}", spec.a.join(" ")));
-    say(format!("B: {}", spec.b.join(" ")));
-    say(format!("load: {}", describe_load(spec)));
+    out.say(format!("A: {}", spec.a.join(" ")));
+    out.say(format!("B: {}", spec.b.join(" ")));
+    out.say(format!("load: {}", describe_load(spec)));
     let mut runs: [Vec<RunFigures>; 2] = [Vec::new(), Vec::new()];
+    let mut latency = [Hist::new(), Hist::new()];
     for round in 1..=spec.rounds {
         for (side, argv) in [(0, &spec.a), (1, &spec.b)] {
-            let fig = one_run(spec, argv, None)?;
-            say(format!(
+            let mut fig = one_run(spec, argv, None)?;
+            if let Some(h) = fig.latency.take() {
+                latency[side].merge(&h);
+            }
+            out.say(format!(
                 "round {round} {}: {}",
                 side_name(side),
                 run_line(&fig)
@@ -255,16 +295,35 @@ fn run(spec: &AbSpec) -> Result<(), String> {
         for (side, argv) in [(0, &spec.a), (1, &spec.b)] {
             let mut traced = Traced::default();
             one_run(spec, argv, Some(&mut traced))?;
-            say(traced.text(side_name(side)));
+            out.say(traced.text(side_name(side)));
             syscalls.push(traced);
         }
     }
+    let text = summaries(spec, &runs);
     if json {
         emit(&json_out(spec, &runs, &syscalls));
     } else {
-        emit(&summaries(spec, &runs));
+        emit(&text);
     }
-    Ok(())
+    out.text.push_str(&text);
+    if !(svg.is_some() || report.is_some()) {
+        return Ok(());
+    }
+    let rps = runs
+        .each_ref()
+        .map(|rs| rs.iter().map(|r| r.rps).collect::<Vec<f64>>());
+    let cdfs = latency.each_ref().map(figure::Cdf::of);
+    let commands = [spec.a.join(" "), spec.b.join(" ")];
+    let fig = figure::AbFigure {
+        load: &describe_load(spec),
+        commands: [&commands[0], &commands[1]],
+        latency: [cdfs[0].as_ref(), cdfs[1].as_ref()],
+        rps: [&rps[0], &rps[1]],
+        ratio: stats::paired_ratio(&rps[0], &rps[1], 95.0),
+        verdict: &verdict(&rps[0], &rps[1], spec.seed),
+    };
+    svg.write(&figure::ab_svg(&fig))?;
+    report.write(&figure::ab_html(&fig, &out.text))
 }
 
 fn side_name(side: usize) -> &'static str {
@@ -494,6 +553,7 @@ fn builtin_figures(r: &LoadReport) -> RunFigures {
         errors: r.merged.error_total(),
         split: None,
         local_pct: None,
+        latency: Some(r.merged.latency.clone()),
     }
 }
 

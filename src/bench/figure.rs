@@ -66,6 +66,8 @@ impl Cdf {
 pub struct AbFigure<'a> {
     /// The load line of the text output (what was run, how long, how many rounds).
     pub load: &'a str,
+    /// Command lines A and B.
+    pub commands: [&'a str; 2],
     /// A's and B's latencies over all their rounds; `None` when the client kept none
     /// (wrk).
     pub latency: [Option<&'a Cdf>; 2],
@@ -97,6 +99,15 @@ struct Panel {
 }
 
 impl Panel {
+    fn at(left: f64, top: f64, width: f64, height: f64) -> Panel {
+        Panel {
+            left,
+            top,
+            width,
+            height,
+        }
+    }
+
     fn bottom(&self) -> f64 {
         self.top + self.height
     }
@@ -316,29 +327,26 @@ fn ratio_panel(s: &mut Svg, p: &Panel, rps: [&[f64]; 2], ratio: Option<Ratio>) {
     }
 }
 
-/// The whole A/B figure: CDFs on top, req/s and B/A per round below, verdict at the foot.
+/// The whole A/B figure: commands, CDFs, req/s and B/A per round, the req/s verdict.
 pub fn ab_svg(f: &AbFigure) -> String {
     let verdict: Vec<&str> = f.verdict.lines().collect();
-    let height = 720 + 16 * verdict.len() as u32;
-    let mut s = Svg::new(WIDTH, height);
+    let mut s = Svg::new(WIDTH, 760 + 16 * verdict.len() as u32);
     s.style(STYLE);
-    s.text(
-        (20.0, 22.0),
-        Anchor::Start,
-        "title",
-        &format!("steerd bench ab: {}", f.load),
-    );
-    let top = Panel {
-        left: 70.0,
-        top: 60.0,
-        width: 820.0,
-        height: 300.0,
-    };
-    let cdfs: Vec<(usize, &Cdf)> = f
-        .latency
-        .iter()
-        .enumerate()
-        .filter_map(|(i, c)| c.map(|c| (i, c)))
+    let title = format!("steerd bench ab: {}", f.load);
+    s.text((20.0, 22.0), Anchor::Start, "title", &title);
+    for (side, command) in f.commands.iter().enumerate() {
+        let line = format!("{}: {command}", NAMES[side]);
+        let class = format!("legend {}", SIDES[side]);
+        s.text(
+            (20.0, 42.0 + 16.0 * side as f64),
+            Anchor::Start,
+            &class,
+            &line,
+        );
+    }
+    let top = Panel::at(70.0, 100.0, 820.0, 300.0);
+    let cdfs: Vec<(usize, &Cdf)> = (0..2)
+        .filter_map(|i| f.latency[i].map(|c| (i, c)))
         .collect();
     if cdfs.is_empty() {
         let msg = "no latency distribution: the wrk client reports percentiles only";
@@ -347,24 +355,17 @@ pub fn ab_svg(f: &AbFigure) -> String {
         let title = "latency: share of requests at or below, all rounds (CDF)";
         cdf_panel(&mut s, &top, &cdfs, title);
     }
-    let left = Panel {
-        left: 70.0,
-        top: 440.0,
-        width: 360.0,
-        height: 200.0,
-    };
-    rounds_panel(&mut s, &left, f.rps);
-    let right = Panel {
-        left: 530.0,
-        top: 440.0,
-        width: 360.0,
-        height: 200.0,
-    };
-    ratio_panel(&mut s, &right, f.rps, f.ratio);
-    s.text((20.0, 700.0), Anchor::Start, "title", "requests/s: verdict");
+    rounds_panel(&mut s, &Panel::at(70.0, 480.0, 360.0, 200.0), f.rps);
+    ratio_panel(
+        &mut s,
+        &Panel::at(530.0, 480.0, 360.0, 200.0),
+        f.rps,
+        f.ratio,
+    );
+    s.text((20.0, 740.0), Anchor::Start, "title", "requests/s: verdict");
     for (i, line) in verdict.iter().enumerate() {
         s.text(
-            (20.0, 720.0 + 16.0 * i as f64),
+            (20.0, 760.0 + 16.0 * i as f64),
             Anchor::Start,
             "verdict",
             line,
@@ -383,12 +384,7 @@ pub fn load_svg(title: &str, cdf: &Cdf) -> String {
         "title",
         &format!("steerd bench load: {title}"),
     );
-    let p = Panel {
-        left: 70.0,
-        top: 60.0,
-        width: 820.0,
-        height: 300.0,
-    };
+    let p = Panel::at(70.0, 60.0, 820.0, 300.0);
     cdf_panel(
         &mut s,
         &p,
@@ -405,10 +401,8 @@ pub fn ab_html(f: &AbFigure, text: &str) -> String {
         "<!doctype html>\n<html lang=\"en\">\n<meta charset=\"utf-8\">\n\
          <title>steerd bench ab</title>\n<style>body{font:14px sans-serif;margin:16px}\
          pre{font-size:12px;background:#f6f6f6;padding:8px;overflow:auto}</style>\n\
-         <h1>steerd bench ab</h1>\n<p>",
+         <h1>steerd bench ab</h1>\n",
     );
-    svg::escape_into(&mut o, f.load);
-    o.push_str("</p>\n");
     o.push_str(&ab_svg(f));
     o.push_str("<h2>Text output</h2>\n<pre>");
     svg::escape_into(&mut o, text);
@@ -461,6 +455,7 @@ mod tests {
         let ratio = super::super::stats::paired_ratio(&ra, &rb, 95.0);
         let fig = AbFigure {
             load: "builtin http://127.0.0.1:1/ <x>",
+            commands: ["steerd serve --steer hash", "steerd serve --steer cpu"],
             latency: [Some(&ca), Some(&cb)],
             rps: [&ra, &rb],
             ratio,
@@ -477,6 +472,7 @@ mod tests {
             ">p99.9</text>",
             "&lt;x&gt;",
             ">B/A per round: 0.93</text>",
+            ">B: steerd serve --steer cpu</text>",
         ] {
             assert!(svg.contains(want), "missing {want}");
         }
@@ -489,6 +485,7 @@ mod tests {
     fn figures_without_latencies_or_rounds_still_render() {
         let fig = AbFigure {
             load: "wrk",
+            commands: ["a", "b"],
             latency: [None, None],
             rps: [&[], &[]],
             ratio: None,

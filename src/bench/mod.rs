@@ -163,19 +163,85 @@ pub fn apply_flags(flags: &[String], s: &mut spec::LoadSpec) -> Result<(), Strin
 
 fn load_main(args: &[String]) -> Result<i32, Usage> {
     if wants_help(args) {
-        emit(&format!("{LOAD_HELP_HEAD}{}", spec::LOAD_FLAGS));
+        emit(&format!(
+            "{LOAD_HELP_HEAD}{}{LOAD_OUTPUT_FLAGS}",
+            spec::LOAD_FLAGS
+        ));
         return Ok(0);
     }
-    let spec = parse_load(args).map_err(|Usage(m)| Usage(format!("load: {m}")))?;
-    match load::run(&spec) {
-        Ok(r) if spec.json => emit(&report::json(&spec, &r)),
-        Ok(r) => emit(&report::text(&spec, &r)),
-        Err(e) => {
-            eprintln!("steerd: bench: {e}");
-            return Ok(1);
+    let (svg, args) = take_value("--svg", args).map_err(|m| Usage(format!("load: {m}")))?;
+    let spec = parse_load(&args).map_err(|Usage(m)| Usage(format!("load: {m}")))?;
+    let result = OutFile::create(svg.as_deref()).and_then(|svg| {
+        let r = load::run(&spec)?;
+        emit(&if spec.json {
+            report::json(&spec, &r)
+        } else {
+            report::text(&spec, &r)
+        });
+        match figure::Cdf::of(&r.merged.latency) {
+            Some(cdf) => svg.write(&figure::load_svg(&report::headline(&spec), &cdf)),
+            None if svg.is_some() => Err("no response, so no latency figure".into()),
+            None => Ok(()),
         }
+    });
+    if let Err(e) = result {
+        eprintln!("steerd: bench: {e}");
+        return Ok(1);
     }
     Ok(0)
+}
+
+const LOAD_OUTPUT_FLAGS: &str =
+    "    --svg FILE        also write the latency CDF of the run as an SVG figure\n";
+
+/// Removes `flag VALUE` from `args`; the value (the last one if repeated) and the rest.
+pub fn take_value(flag: &str, args: &[String]) -> Result<(Option<String>, Vec<String>), String> {
+    let (mut value, mut rest) = (None, Vec::with_capacity(args.len()));
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == flag {
+            value = Some(it.next().ok_or(format!("{flag} needs a value"))?.clone());
+        } else {
+            rest.push(a.clone());
+        }
+    }
+    Ok((value, rest))
+}
+
+/// An output file named on the command line, created (so a bad path fails) before the
+/// measurement it will hold, and written after it.
+pub struct OutFile(Option<(String, std::fs::File)>);
+
+impl OutFile {
+    /// Creates (truncates) `path`, if one is given.
+    pub fn create(path: Option<&str>) -> Result<OutFile, String> {
+        let file = path
+            .map(|p| {
+                std::fs::File::create(p)
+                    .map(|f| (p.to_string(), f))
+                    .map_err(|e| format!("{p}: {e}"))
+            })
+            .transpose()?;
+        Ok(OutFile(file))
+    }
+
+    /// True when a path was given.
+    pub fn is_some(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Writes `text` to the file, if one was given.
+    pub fn write(&self, text: &str) -> Result<(), String> {
+        use std::io::Write;
+        match &self.0 {
+            Some((path, f)) => {
+                let mut f: &std::fs::File = f;
+                f.write_all(text.as_bytes())
+                    .map_err(|e| format!("{path}: {e}"))
+            }
+            None => Ok(()),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -168,7 +168,6 @@ fn step(c: &mut Client, render: &impl Fn(Document) -> String) -> Step {
     Step::Done
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,7 +219,8 @@ mod tests {
         pump(&mut r, &l, 3);
         assert_eq!(r.len(), 1);
         let later = Instant::now() + CLIENT_DEADLINE;
-        r.service(l.as_fd(), later, |_| String::new()).expect("service");
+        r.service(l.as_fd(), later, |_| String::new())
+            .expect("service");
         assert!(r.is_empty());
     }
 

@@ -31,10 +31,10 @@ impl Svg {
     /// A `width` x `height` document.
     pub fn new(width: u32, height: u32) -> Svg {
         let mut out = String::with_capacity(16 * 1024);
-        let _ = write!(
+        let _ = writeln!(
             out,
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" \
-             viewBox=\"0 0 {width} {height}\" font-family=\"sans-serif\" font-size=\"12\">\n"
+             viewBox=\"0 0 {width} {height}\" font-family=\"sans-serif\" font-size=\"12\">"
         );
         Svg { out }
     }

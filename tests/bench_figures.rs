@@ -123,8 +123,15 @@ fn ab_report_and_figure_open_in_a_browser_with_curves_and_labels() {
     }
     // The verdict lines of req/s are the ones the text output printed.
     let requests = text.split("== requests/s").nth(1).expect("req/s summary");
-    let verdict: Vec<&str> = requests.lines().skip(4).take_while(|l| !l.is_empty()).collect();
-    assert!(verdict.len() >= 3, "t test, ratio and permutation lines: {verdict:?}");
+    let verdict: Vec<&str> = requests
+        .lines()
+        .skip(4)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert!(
+        verdict.len() >= 3,
+        "t test, ratio and permutation lines: {verdict:?}"
+    );
     for line in verdict {
         let escaped = line
             .replace('&', "&amp;")

@@ -123,6 +123,17 @@ fn screenshot(url: &str, name: &str, window: (u32, u32)) {
     }
 }
 
+/// The page ran without a script error and shows no data error in its header.
+fn assert_no_errors(page: &chromium_support::Loaded) {
+    assert!(
+        page.script_errors().is_empty(),
+        "{:?}",
+        page.script_errors()
+    );
+    let shown = page.dom.contains("<span id=\"err\"></span>");
+    assert!(shown, "page reports an error:\n{}", page.dom);
+}
+
 /// Pinned client threads, one per worker CPU, each making new connections until `stop`
 /// (at most `MAX_REQUESTS` each and `PATIENCE` in all).
 fn load_on(
@@ -188,16 +199,7 @@ fn browser_shows_every_worker_with_requests_and_its_locality_under_load() {
     stop.store(true, Ordering::Relaxed);
     let sent: u64 = clients.into_iter().map(|c| c.join().expect("client")).sum();
     let after = server.per_worker("steerd_connections_accepted_total");
-    assert!(
-        page.script_errors().is_empty(),
-        "{:?}",
-        page.script_errors()
-    );
-    assert!(
-        page.dom.contains("<span id=\"err\"></span>"),
-        "page reports an error:\n{}",
-        page.dom
-    );
+    assert_no_errors(&page);
     assert!(
         page.dom.contains(&server.addr.to_string()),
         "listen address missing"
@@ -331,15 +333,7 @@ fn a_128_cpu_8_node_machine_lays_out_as_nodes_side_by_side() {
     let url = format!("http://{addr}/");
     let page = load(&url, (width, 1200), 5_000, None);
     screenshot(&url, "dashboard-128.png", (width, 1200));
-    assert!(
-        page.script_errors().is_empty(),
-        "{:?}",
-        page.script_errors()
-    );
-    assert!(
-        page.dom.contains("<span id=\"err\"></span>"),
-        "page reports an error"
-    );
+    assert_no_errors(&page);
     let nodes = tags_with(&page.dom, "class=\"box node\"");
     assert_eq!(nodes.len(), 8, "{nodes:?}");
     let widths: Vec<u32> = nodes

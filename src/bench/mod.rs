@@ -11,6 +11,7 @@
 //!   client.rs  response bytes -> complete / partial / error kind (no allocation)
 //!   hist.rs    latencies -> fixed-size log-linear histograms, merged across threads
 //! report.rs    LoadReport -> text or JSON
+//! figure.rs    histograms, rounds, verdicts -> SVG figures, the HTML report (`--svg`, `--report`)
 //! ab.rs        two command lines -> alternating runs -> per-run figures
 //!   procs.rs   server process tree CPU time from /proc, metrics split
 //!   stats.rs   per-metric samples -> ministat summary, t test, paired ratio, permutation p

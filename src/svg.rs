@@ -27,6 +27,8 @@ pub enum Anchor {
 /// A point in user units.
 pub type Point = (f64, f64);
 
+// Drawing calls are many and each formats several numbers: kept out of line so that the
+// code is written once (the figures are cold code; size matters more than speed there).
 impl Svg {
     /// A `width` x `height` document.
     pub fn new(width: u32, height: u32) -> Svg {
@@ -40,11 +42,13 @@ impl Svg {
     }
 
     /// A `<style>` block (CSS; its text must not contain `<`).
+    #[inline(never)]
     pub fn style(&mut self, css: &str) {
         let _ = writeln!(self.out, "<style>{css}</style>");
     }
 
     /// A straight line.
+    #[inline(never)]
     pub fn line(&mut self, from: Point, to: Point, class: &str) {
         let _ = writeln!(
             self.out,
@@ -54,6 +58,7 @@ impl Svg {
     }
 
     /// Connected line segments (none drawn for fewer than two points).
+    #[inline(never)]
     pub fn polyline(&mut self, points: &[Point], class: &str) {
         if points.len() < 2 {
             return;
@@ -67,6 +72,7 @@ impl Svg {
     }
 
     /// A rectangle from its top-left corner (negative sizes are drawn as zero).
+    #[inline(never)]
     pub fn rect(&mut self, at: Point, width: f64, height: f64, class: &str) {
         let _ = writeln!(
             self.out,
@@ -79,6 +85,7 @@ impl Svg {
     }
 
     /// A circle.
+    #[inline(never)]
     pub fn circle(&mut self, at: Point, r: f64, class: &str) {
         let _ = writeln!(
             self.out,
@@ -88,6 +95,7 @@ impl Svg {
     }
 
     /// One line of text whose baseline passes through `at`.
+    #[inline(never)]
     pub fn text(&mut self, at: Point, anchor: Anchor, class: &str, text: &str) {
         let anchor = match anchor {
             Anchor::Start => "start",
@@ -104,6 +112,7 @@ impl Svg {
     }
 
     /// Opens a group (`<g class="...">`); close it with [`Svg::end_group`].
+    #[inline(never)]
     pub fn group(&mut self, class: &str) {
         let _ = writeln!(self.out, "<g class=\"{class}\">");
     }
@@ -170,6 +179,7 @@ impl Scale {
     }
 
     /// The pixel position of `v` (values outside the interval are clamped to it).
+    #[inline(never)]
     pub fn at(&self, v: f64) -> f64 {
         let v = if self.log { v.max(1e-9).log10() } else { v };
         let t = ((v - self.lo) / (self.hi - self.lo)).clamp(0.0, 1.0);

@@ -81,6 +81,12 @@ pub struct AbFigure<'a> {
 
 const SIDES: [&str; 2] = ["a", "b"];
 const NAMES: [&str; 2] = ["A", "B"];
+// CSS classes per side, written out: a `format!` at each use costs code in every caller.
+const CDF: [&str; 2] = ["cdf a", "cdf b"];
+const MARK: [&str; 2] = ["mark a", "mark b"];
+const MARK_GROUP: [&str; 2] = ["marks a", "marks b"];
+const LEGEND: [&str; 2] = ["legend a", "legend b"];
+const ROUNDS: [&str; 2] = ["rounds a", "rounds b"];
 
 const STYLE: &str = "text{fill:#222}.title{font-weight:bold;font-size:14px}\
 .tick{fill:#555;font-size:11px}.frame{fill:none;stroke:#999}.grid{stroke:#e6e6e6}\
@@ -198,8 +204,8 @@ fn cdf_panel(s: &mut Svg, p: &Panel, cdfs: &[(usize, &Cdf)], title: &str) {
             .iter()
             .map(|&(x, y)| (xs.at(x), ys.at(y)))
             .collect();
-        s.polyline(&pts, &format!("cdf {class}"));
-        s.group(&format!("marks {class}"));
+        s.polyline(&pts, CDF[*side]);
+        s.group(MARK_GROUP[*side]);
         for (i, (ns, label, frac)) in cdf.marks.iter().enumerate() {
             let at = (xs.at(*ns), ys.at(*frac));
             s.circle(at, 3.5, class);
@@ -214,22 +220,12 @@ fn cdf_panel(s: &mut Svg, p: &Panel, cdfs: &[(usize, &Cdf)], title: &str) {
                 (6.0, Anchor::Start)
             };
             let dy = [4.0, 13.0, -5.0][i];
-            s.text(
-                (at.0 + dx, at.1 + dy),
-                anchor,
-                &format!("mark {class}"),
-                label,
-            );
+            s.text((at.0 + dx, at.1 + dy), anchor, MARK[*side], label);
         }
         s.end_group();
         let y = p.bottom() - 12.0 - 16.0 * (cdfs.len() - 1 - k) as f64;
         let legend = cdf.legend(NAMES[*side]);
-        s.text(
-            (p.right() - 8.0, y),
-            Anchor::End,
-            &format!("legend {class}"),
-            &legend,
-        );
+        s.text((p.right() - 8.0, y), Anchor::End, LEGEND[*side], &legend);
     }
 }
 
@@ -243,14 +239,13 @@ fn round_ticks(n: usize) -> Vec<(f64, String)> {
 }
 
 /// A y scale and its ticks over `values` (with 5% margins).
-fn y_axis(
-    p: &Panel,
-    values: impl Iterator<Item = f64>,
-    fmt: fn(f64) -> String,
-) -> (Scale, Vec<(f64, String)>) {
-    let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| {
-        (l.min(v), h.max(v))
-    });
+#[inline(never)]
+fn y_axis(p: &Panel, values: &[f64], fmt: fn(f64) -> String) -> (Scale, Vec<(f64, String)>) {
+    let (lo, hi) = values
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| {
+            (l.min(*v), h.max(*v))
+        });
     let (lo, hi) = if lo.is_finite() { (lo, hi) } else { (0.0, 1.0) };
     let pad = ((hi - lo) * 0.05).max(hi.abs() * 0.01).max(1e-9);
     let ticks = svg::linear_ticks(lo - pad, hi + pad, 4);
@@ -262,7 +257,7 @@ fn y_axis(
 fn rounds_panel(s: &mut Svg, p: &Panel, rps: [&[f64]; 2]) {
     let n = rps[0].len().max(rps[1].len()).max(1);
     let xs = Scale::linear(0.5, n as f64 + 0.5, p.left, p.right());
-    let (ys, yt) = y_axis(p, rps.iter().flat_map(|r| r.iter().copied()), rate_tick);
+    let (ys, yt) = y_axis(p, &[rps[0], rps[1]].concat(), rate_tick);
     p.axes(s, (&xs, &round_ticks(n)), (&ys, &yt));
     p.titles(s, "requests/s per round", "round", "req/s");
     for (side, values) in rps.iter().enumerate() {
@@ -271,17 +266,12 @@ fn rounds_panel(s: &mut Svg, p: &Panel, rps: [&[f64]; 2]) {
             .enumerate()
             .map(|(i, &v)| (xs.at(i as f64 + 1.0), ys.at(v)))
             .collect();
-        s.polyline(&pts, &format!("rounds {}", SIDES[side]));
+        s.polyline(&pts, ROUNDS[side]);
         for &pt in &pts {
             s.circle(pt, 3.0, SIDES[side]);
         }
         let y = p.top + 16.0 + 14.0 * side as f64;
-        s.text(
-            (p.right() - 8.0, y),
-            Anchor::End,
-            &format!("legend {}", SIDES[side]),
-            NAMES[side],
-        );
+        s.text((p.right() - 8.0, y), Anchor::End, LEGEND[side], NAMES[side]);
     }
 }
 
@@ -294,10 +284,9 @@ fn ratio_panel(s: &mut Svg, p: &Panel, rps: [&[f64]; 2], ratio: Option<Ratio>) {
         .collect();
     let n = per.len().max(1);
     let xs = Scale::linear(0.5, n as f64 + 0.5, p.left, p.right());
-    let band = ratio.map_or(vec![], |r| vec![r.low, r.high]);
-    let (ys, yt) = y_axis(p, per.iter().copied().chain(band).chain([1.0]), |v| {
-        format!("{v:.3}")
-    });
+    let mut shown = per.clone();
+    shown.extend(ratio.map_or(vec![1.0], |r| vec![1.0, r.low, r.high]));
+    let (ys, yt) = y_axis(p, &shown, |v| format!("{v:.3}"));
     p.axes(s, (&xs, &round_ticks(n)), (&ys, &yt));
     p.titles(s, "B/A of requests/s per round", "round", "B/A");
     if let Some(r) = ratio {
@@ -336,13 +325,8 @@ pub fn ab_svg(f: &AbFigure) -> String {
     s.text((20.0, 22.0), Anchor::Start, "title", &title);
     for (side, command) in f.commands.iter().enumerate() {
         let line = format!("{}: {command}", NAMES[side]);
-        let class = format!("legend {}", SIDES[side]);
-        s.text(
-            (20.0, 42.0 + 16.0 * side as f64),
-            Anchor::Start,
-            &class,
-            &line,
-        );
+        let at = (20.0, 42.0 + 16.0 * side as f64);
+        s.text(at, Anchor::Start, LEGEND[side], &line);
     }
     let top = Panel::at(70.0, 100.0, 820.0, 300.0);
     let cdfs: Vec<(usize, &Cdf)> = (0..2)

@@ -86,6 +86,7 @@ pub fn reply(head: &[u8], render: impl Fn(Document) -> String) -> Vec<u8> {
 
 const TEXT: &str = "text/plain; charset=utf-8";
 
+#[inline(never)] // one copy for the five replies
 fn response(status: &str, content_type: &str, body: &[u8]) -> Vec<u8> {
     let mut out = format!(
         "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\

@@ -4,7 +4,7 @@
 //! Output: one standalone SVG 1.1 document (`image/svg+xml`, UTF-8) that a browser opens
 //! alone or inside an HTML page; text is escaped, coordinates carry one decimal. Colours
 //! and strokes come from CSS classes the caller defines with [`Svg::style`].
-//! It does not lay out panels or choose what to draw (`bench/figure.rs` does).
+//! It does not lay out panels or choose what to draw (`bench/plot.rs` does).
 
 use core::fmt::Write as _;
 

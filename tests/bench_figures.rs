@@ -4,22 +4,14 @@
 //! each file without a parse error or a script error, and its DOM holds both CDF curves,
 //! the percentile marks, the per-round series, the ratio band and the verdict lines.
 
-mod chromium_support;
 mod serve_support;
+mod support;
 
-use chromium_support::{chromium, file_url, load, tags_with};
 use serve_support::{binary, TempDir};
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::Command;
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use support::chromium::{chromium, file_url, load, tags_with};
+use support::free_port;
 
 /// Runs `steerd ARGS`; its stdout, after checking it succeeded.
 fn steerd(args: &[String]) -> String {

@@ -4,16 +4,16 @@
 //! requests and the locality steering gives it; 128 CPUs on 8 nodes (a fixture machine)
 //! lay out as nodes side by side.
 
-mod chromium_support;
 mod serve_support;
+mod support;
 
-use chromium_support::{attr, chromium, load, tags_with};
 use serve_support::*;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
+use support::chromium::{attr, chromium, load, tags_with, Loaded};
 
 const PAGE: &str = include_str!("../src/dashboard/page.html");
 const PAGE_GZ: &[u8] = include_bytes!("../src/dashboard/page.html.gz");
@@ -124,7 +124,7 @@ fn screenshot(url: &str, name: &str, window: (u32, u32)) {
 }
 
 /// The page ran without a script error and shows no data error in its header.
-fn assert_no_errors(page: &chromium_support::Loaded) {
+fn assert_no_errors(page: &Loaded) {
     assert!(
         page.script_errors().is_empty(),
         "{:?}",
@@ -374,7 +374,7 @@ fn a_128_cpu_8_node_machine_lays_out_as_nodes_side_by_side() {
 
 /// The DOM helpers the checks above read the page with.
 #[test]
-fn chromium_support_parses_tags_and_attributes() {
+fn dom_helpers_parse_tags_and_attributes() {
     let dom = "<div class=\"cpu\" id=\"cpu3\" data-req=\"12\"><b>x</b></div>";
     let tags = tags_with(dom, "class=\"cpu\"");
     assert_eq!(tags.len(), 1);

@@ -78,7 +78,7 @@ fn worker((w, c): (&WorkerPlan, &WorkerCounters)) -> Value {
     Value::obj([
         ("worker", int(u64::from(w.index))),
         ("cpu", int(w.cpu.get() as u64)),
-        ("node", int(u64::from(w.node))),
+        ("node", int(u64::from(w.node.0))),
         ("accepted", load(&c.accepted)),
         ("local", load(&c.local)),
         (
@@ -105,7 +105,7 @@ mod tests {
         let workers = [3, 7].map(|cpu| WorkerPlan {
             index: (cpu / 4) as u16,
             cpu: CpuId::new(cpu).expect("cpu id"),
-            node: 0,
+            node: crate::topology::NodeId(0),
         });
         let counters = [WorkerCounters::default(), WorkerCounters::default()];
         counters[1].accepted.store(5, Ordering::Relaxed);

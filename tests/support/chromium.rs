@@ -5,8 +5,6 @@
 //! Chromium is the Debian package `chromium` (`.ci/run` installs it); without it the
 //! callers skip with the reason. Every run has its own profile directory and is killed
 //! by PID if it outlives its deadline.
-#![allow(dead_code)]
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

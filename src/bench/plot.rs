@@ -4,15 +4,15 @@
 //! Input: latency histograms, per-round req/s of A and B, the paired ratio and the
 //! verdict lines the text output prints. Output: SVG documents ([`ab_svg`], [`load_svg`])
 //! and one HTML page ([`ab_html`]) with the figure inline and the text output below it.
-//! It does not measure or compute statistics (`load.rs`, `stats.rs`) and writes no files.
+//! It does not measure or compute statistics (`load.rs`, `ministat.rs`) and writes no files.
 //!
 //! The CDF's x axis is logarithmic: latencies of one run span decades, and the tail is
 //! what A/B comparisons of steering are about. p50, p99 and p99.9 are marked on each curve
 //! and listed with their values in the legend.
 
 use super::hist::Hist;
+use super::ministat::Ratio;
 use super::report::human_ns;
-use super::stats::Ratio;
 use crate::svg::{self, Anchor, Point, Scale, Svg};
 use core::fmt::Write as _;
 
@@ -436,7 +436,7 @@ mod tests {
         );
         let (ca, cb) = (Cdf::of(&a).unwrap(), Cdf::of(&b).unwrap());
         let (ra, rb) = ([100.0, 110.0, 105.0], [95.0, 100.0, 99.0]);
-        let ratio = super::super::stats::paired_ratio(&ra, &rb, 95.0);
+        let ratio = super::super::ministat::paired_ratio(&ra, &rb, 95.0);
         let fig = AbFigure {
             load: "builtin http://127.0.0.1:1/ <x>",
             commands: ["steerd serve --steer hash", "steerd serve --steer cpu"],

@@ -437,7 +437,8 @@ USAGE: steerd [serve] [ROOT] [OPTIONS]
     --send-timeout S          longest send stall before closing (default 60)
     --shutdown-timeout S      graceful stop (SIGQUIT) grace period (default 30)
     --access-log PATH|off     access log (default off)
-    --metrics ADDR:PORT       Prometheus metrics endpoint, served by the master
+    --metrics ADDR:PORT       dashboard (/), /status.json and Prometheus /metrics, served
+                              by the master
     --sysfs DIR, --procfs DIR read the kernel's files from elsewhere (for tests)
 ";
 

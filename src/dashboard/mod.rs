@@ -15,6 +15,8 @@
 
 pub mod status;
 
+use crate::http::encoding::{AcceptEncoding, Choice, Coding, CodingSet, Precompressed};
+
 /// The dashboard page, `gzip -9n` of `page.html`.
 pub const PAGE_GZ: &[u8] = include_bytes!("page.html.gz");
 
@@ -98,45 +100,24 @@ fn response(status: &str, content_type: &str, body: &[u8]) -> Vec<u8> {
     out
 }
 
-/// True when the head's `Accept-Encoding` admits gzip (RFC 9110 section 12.5.3): `gzip`
-/// or `x-gzip` (section 8.4.1.3), or else `*`, listed without `q=0`. No field: false
-/// (the section allows any coding then, but a client that sent none may not decode one).
+/// True when the head's `Accept-Encoding` lines admit gzip, by the rules the file server
+/// applies to its `.gz` sidecars (`http::encoding`: `x-gzip` is gzip, `q=0` refuses, `*`
+/// stands for codings not named). No field: false, as for a file.
 fn accepts_gzip(head: &[u8]) -> bool {
-    let (mut gzip, mut star) = (None, false);
+    let mut accept = AcceptEncoding::default();
     for line in head.split(|&b| b == b'\n').skip(1) {
         let Some(colon) = line.iter().position(|&b| b == b':') else {
             continue;
         };
-        if !line[..colon]
+        if line[..colon]
             .trim_ascii()
             .eq_ignore_ascii_case(b"accept-encoding")
         {
-            continue;
-        }
-        for item in line[colon + 1..].split(|&b| b == b',') {
-            let mut params = item.split(|&b| b == b';');
-            let coding = params.next().unwrap_or(&[]).trim_ascii();
-            let refused = params.any(|p| is_q_zero(p.trim_ascii()));
-            if coding.eq_ignore_ascii_case(b"gzip") || coding.eq_ignore_ascii_case(b"x-gzip") {
-                gzip = Some(gzip.unwrap_or(false) || !refused);
-            } else if coding == b"*" {
-                star = !refused;
-            }
+            accept.add(line[colon + 1..].trim_ascii());
         }
     }
-    gzip.unwrap_or(star)
-}
-
-/// `q=0`, `q=0.`, `q=0.000` (the weight grammar of RFC 9110 section 12.4.2).
-fn is_q_zero(param: &[u8]) -> bool {
-    let Some(value) = param
-        .strip_prefix(b"q=")
-        .or_else(|| param.strip_prefix(b"Q="))
-    else {
-        return false;
-    };
-    let value = value.trim_ascii();
-    value.first() == Some(&b'0') && value[1..].iter().all(|&b| b == b'.' || b == b'0')
+    let gzip = CodingSet::EMPTY.with(Coding::Gzip);
+    accept.choose(&Precompressed::default(), gzip) == Choice::Coded(Coding::Gzip)
 }
 
 #[cfg(test)]

@@ -4,8 +4,8 @@
 //!
 //! Input: a complete (or cut-off) request head and a function that renders a document.
 //! Output: the whole HTTP/1.1 reply, `Connection: close`. It does not read or write
-//! sockets (the responder does) and never runs in a worker, so nothing here touches the
-//! serving path.
+//! sockets (`stats/metrics_server.rs` does) and never runs in a worker, so nothing here
+//! touches the serving path.
 //!
 //! The page (`page.html`, plain HTML and JavaScript, no external resources) is built into
 //! the binary only gzip-compressed (`page.html.gz`, made by `scripts/dashboard-gz.sh` and

@@ -4,15 +4,14 @@
 //! pipelined, HEAD, Range, 304, 301, 404, 405, errors that close, a large file by
 //! sendfile, cached and uncached files, with the access log on) must allocate nothing.
 
-mod serving_support;
 mod support;
 
-use serving_support::*;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 use steerd::serve_loop::Tuning;
 use support::alloc::{allocations, watch_this_thread, Counting};
+use support::in_process::*;
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;

@@ -3,6 +3,10 @@
 //! - `alloc.rs`: the counting global allocator of the zero-allocation tests.
 //! - `guard.rs`: a buffer that ends right before an unreadable page (parser edge tests).
 //! - `responder.rs`: a `steerd bench responder` child on a free loopback port.
+//! - `server.rs`: the real `steerd serve` binary: start it, wait for its startup lines,
+//!   plain requests read to the close, `/metrics`, signals, CPU pinning.
+//! - `in_process.rs`: a site tree and the serve loop on a thread of the test process.
+//! - `client.rs`: one framed HTTP/1.1 response at a time (headers, body, keep-alive).
 //!
 //! Every process started here is killed by its PID when its handle drops, and every
 //! wait is bounded.
@@ -10,5 +14,8 @@
 #![allow(dead_code)]
 
 pub mod alloc;
+pub mod client;
 pub mod guard;
+pub mod in_process;
 pub mod responder;
+pub mod server;

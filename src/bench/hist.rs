@@ -1,7 +1,7 @@
 //! A log-linear latency histogram of fixed size: record in O(1) without allocating, merge
 //! across threads, read percentiles.
 //!
-//! Input: durations in nanoseconds. Output: counts, min, max, mean and percentiles whose
+//! Input: durations in nanoseconds. Output: counts, max, mean and percentiles whose
 //! error is bounded: a value `v` lands in a bucket no wider than `v / 2^SUB_BITS`, and a
 //! percentile is reported as the highest value of its bucket (never below the true value,
 //! at most 0.8% above it), capped at the exact maximum.
@@ -25,7 +25,6 @@ pub struct Hist {
     counts: Box<[u64; BUCKETS]>,
     total: u64,
     sum: u128,
-    min: u64,
     max: u64,
 }
 
@@ -39,8 +38,8 @@ impl core::fmt::Debug for Hist {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(
             f,
-            "Hist(n={}, min={}, max={})",
-            self.total, self.min, self.max
+            "Hist(n={}, max={})",
+            self.total, self.max
         )
     }
 }
@@ -74,7 +73,6 @@ impl Hist {
             counts: Box::new([0; BUCKETS]),
             total: 0,
             sum: 0,
-            min: u64::MAX,
             max: 0,
         }
     }
@@ -85,7 +83,6 @@ impl Hist {
         self.counts[index_of(v)] += 1;
         self.total += 1;
         self.sum += u128::from(v);
-        self.min = self.min.min(v);
         self.max = self.max.max(v);
     }
 
@@ -96,7 +93,6 @@ impl Hist {
         }
         self.total += other.total;
         self.sum += other.sum;
-        self.min = self.min.min(other.min);
         self.max = self.max.max(other.max);
     }
 
@@ -108,15 +104,6 @@ impl Hist {
     /// Exact largest value (0 when empty).
     pub fn max(&self) -> u64 {
         self.max
-    }
-
-    /// Exact smallest value (0 when empty).
-    pub fn min(&self) -> u64 {
-        if self.total == 0 {
-            0
-        } else {
-            self.min
-        }
     }
 
     /// Exact mean (0 when empty).
@@ -203,7 +190,6 @@ mod tests {
                 );
             }
             assert_eq!(h.max(), *values.last().unwrap());
-            assert_eq!(h.min(), values[0]);
             assert_eq!(h.count(), n as u64);
         }
     }
@@ -222,8 +208,8 @@ mod tests {
             assert_eq!(a.percentile(p), all.percentile(p));
         }
         assert_eq!(
-            (a.count(), a.max(), a.min()),
-            (all.count(), all.max(), all.min())
+            (a.count(), a.max()),
+            (all.count(), all.max())
         );
         assert_eq!(a.mean(), all.mean());
     }
@@ -232,8 +218,8 @@ mod tests {
     fn empty_histogram_reads_zero() {
         let h = Hist::new();
         assert_eq!(
-            (h.percentile(99.0), h.max(), h.min(), h.mean()),
-            (0, 0, 0, 0.0)
+            (h.percentile(99.0), h.max(), h.mean()),
+            (0, 0, 0.0)
         );
     }
 }

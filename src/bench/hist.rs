@@ -36,11 +36,7 @@ impl Default for Hist {
 
 impl core::fmt::Debug for Hist {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(
-            f,
-            "Hist(n={}, max={})",
-            self.total, self.max
-        )
+        write!(f, "Hist(n={}, max={})", self.total, self.max)
     }
 }
 
@@ -207,19 +203,13 @@ mod tests {
         for p in [50.0, 99.0, 99.9] {
             assert_eq!(a.percentile(p), all.percentile(p));
         }
-        assert_eq!(
-            (a.count(), a.max()),
-            (all.count(), all.max())
-        );
+        assert_eq!((a.count(), a.max()), (all.count(), all.max()));
         assert_eq!(a.mean(), all.mean());
     }
 
     #[test]
     fn empty_histogram_reads_zero() {
         let h = Hist::new();
-        assert_eq!(
-            (h.percentile(99.0), h.max(), h.mean()),
-            (0, 0, 0.0)
-        );
+        assert_eq!((h.percentile(99.0), h.max(), h.mean()), (0, 0, 0.0));
     }
 }

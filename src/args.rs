@@ -485,7 +485,8 @@ USAGE: steerd [serve] [ROOT] [OPTIONS]
     --send-timeout S          longest send stall before closing (default 60)
     --shutdown-timeout S      graceful stop (SIGQUIT) grace period (default 30)
     --access-log PATH|off     access log (default off)
-    --metrics ADDR:PORT       Prometheus metrics endpoint, served by the master
+    --metrics ADDR:PORT       dashboard (/), /status.json and Prometheus /metrics, served
+                              by the master
     --precompressed LIST|off  serve F.br, F.zst, F.gz for F when accepted (default br,zstd,gzip)
     --header 'NAME: VALUE'    add to every 2xx, 3xx and 304 response; repeatable
     --cache-control PAT=VAL   Cache-Control for paths matching PAT (* in a segment, **

@@ -17,7 +17,8 @@
 //! Serving + Plan + program ---------> master: fork, pin, supervise -> worker -> serve_loop
 //! serve_loop: event (epoll), timers, access_log -> conn (state machine)
 //!         -> http (parser, response) and files (openat2 under the root, sendfile)
-//! every stage ----------------------> stats (shared counters) -> metrics, check output
+//! every stage ----------------------> stats (shared counters) -> metrics, check output,
+//!                                     dashboard (page, status.json)
 //! ```
 //!
 //! The serving runtime is declared from the bottom up (files first, the master last),
@@ -38,7 +39,8 @@
 
 // Foundations: raw calls rustix lacks (the only `unsafe`), one-line logging, CPU ids and
 // sets; HTTP (parser, response heads, dates, ranges, codings) and the operator's site
-// rules, pure values both; the serving configuration as plain values; hand-written JSON.
+// rules, pure values both; the serving configuration as plain values; hand-written JSON
+// and SVG.
 pub mod sys;
 
 pub mod say;
@@ -52,6 +54,8 @@ pub mod site;
 pub mod config;
 
 pub mod json;
+
+pub mod svg;
 
 // Stage 1: flags to a validated command (no syscalls).
 pub mod args;
@@ -109,6 +113,10 @@ pub mod worker;
 
 // What a worker needs (user, root, access log), checked as the worker will meet it.
 pub mod preflight;
+
+// What the master answers on the metrics address: the dashboard page, status.json, the
+// Prometheus text.
+pub mod dashboard;
 
 // The master: pin, bind, fork, supervise, signals, privileges, metrics.
 pub mod master;

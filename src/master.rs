@@ -5,7 +5,8 @@
 //! `hash`). Output: exit once stopped. The master never serves HTTP; it holds every
 //! listener fd for its whole life (so a dead worker's group slot never moves), forks one
 //! worker per plan entry, restarts the ones that die on the same CPU with the same
-//! listener, and answers `--metrics` scrapes.
+//! listener, and answers on the `--metrics` address (the dashboard, `/status.json`,
+//! `/metrics`).
 //!
 //! Signals are those nginx users know (`ngx_process_cycle.c`): the handlers only count
 //! deliveries (`signals::install`); this loop reads the counters. Every other signal
@@ -24,6 +25,7 @@
 //! accept connections (serve_loop.rs in each worker).
 
 use crate::config::{Serving, SteerPolicy};
+use crate::dashboard::status::Status;
 use crate::inherit::{self, Inherited};
 use crate::listen::{self, Listeners, SocketOptions};
 use crate::notify::Notifier;
@@ -106,16 +108,18 @@ impl MasterError {
 }
 
 /// Runs the server until a stop signal: bring-up, then supervision. `program` is the
-/// steering program for `plan.steer` (`None` for hash). Startup lines go to stderr.
+/// steering program for `plan.steer` (`None` for hash); `status` the fixed part of the
+/// dashboard's `/status.json` (with `--metrics`). Startup lines go to stderr.
 ///
-/// Order: signals; the descriptors a parent passed (socket activation, upgrade); what a
-/// worker needs, checked as the worker's user before anything is bound; then pinning,
-/// listeners (passed ones first in their groups), steering, metrics, the `listening on`
-/// lines, privileges, workers.
+/// Order: signals; the descriptors a parent passed (socket activation, upgrade); `--user`
+/// resolved; then pinning, listeners (passed ones first in their groups), steering,
+/// metrics, the `listening on` lines, privileges, workers. What a worker opens was
+/// checked before this (`cmd/preflight.rs`).
 pub fn run(
     cfg: &Serving,
     plan: &Plan,
     program: Option<&[asm_bpf::Insn]>,
+    status: Option<Status>,
 ) -> Result<(), MasterError> {
     signals::install().map_err(MasterError::Signals)?;
     let launch = Launch::record().ok();
@@ -149,6 +153,10 @@ pub fn run(
     }
     // Two blocks per worker: one per generation (see `Slot::block`).
     let counters = SharedCounters::new(2 * plan.workers.len()).map_err(MasterError::Counters)?;
+    let status = status.map(|mut s| {
+        s.in_force(&listeners.addrs(), policy.name());
+        s
+    });
     let pipe = rustix::pipe::pipe_with(
         rustix::pipe::PipeFlags::CLOEXEC | rustix::pipe::PipeFlags::NONBLOCK,
     )
@@ -158,7 +166,7 @@ pub fn run(
         plan,
         listeners: &listeners,
         counters: &counters,
-        metrics: metrics.as_ref(),
+        metrics: metrics.as_ref().zip(status.as_ref()),
         ready: pipe,
     };
     let mut sup = Supervisor::new(shared, notifier, launch, upgrade_pipe);

@@ -7,11 +7,11 @@
 //! One test only: the passed descriptor must be inheritable (no close-on-exec) while the
 //! child starts, and no other test of this binary may spawn a process meanwhile.
 
-mod serve_support;
+mod support;
 
-use serve_support::*;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::process::Command;
+use support::server::*;
 
 /// A listening socket on 127.0.0.1 (port chosen by the kernel), inheritable.
 fn passed_listener(reuseport: bool) -> OwnedFd {

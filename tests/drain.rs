@@ -4,11 +4,12 @@
 //! after that response; a connection left idle closes at its keep-alive deadline, not at
 //! once. A stop (unlike a retirement) also refuses new connections at once.
 
-mod serving_support;
+mod support;
 
-use serving_support::*;
 use std::io::{BufReader, Write};
 use std::time::Duration;
+use support::client::*;
+use support::in_process::*;
 
 /// Drains with `control` (an `InProc` control value: 1 stops gracefully, 4 retires).
 fn drain_with(control: u8, retire: bool) {

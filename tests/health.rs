@@ -2,11 +2,11 @@
 //! otherwise, nothing logged) and `steerd probe URL [--timeout S]` (exit 0 on a 2xx
 //! answer, 1 otherwise, one line), through the real binary.
 
-mod serve_support;
+mod support;
 
-use serve_support::*;
 use std::process::Command;
 use std::time::{Duration, Instant};
+use support::server::*;
 
 /// `steerd probe ARGS`: exit code, stdout, stderr.
 fn probe(args: &[&str]) -> (i32, String, String) {

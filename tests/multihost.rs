@@ -15,11 +15,11 @@
 //!                     10.78.N.1 --veth-- 10.78.N.2  steerd --listen 10.78.N.2:8080
 //! ```
 
-mod serve_support;
+mod support;
 
-use serve_support::*;
 use std::net::SocketAddr;
 use std::process::Command;
+use support::server::*;
 
 /// The Service address the client uses (a ClusterIP, assigned to no interface).
 const VIP: &str = "10.96.0.10";

@@ -3,12 +3,12 @@
 //! `MONOTONIC_USEC` and then `READY=1` around a HUP, `MAINPID=` of the new master after a
 //! USR2 upgrade, `STOPPING=1` on a stop, `STATUS=` lines along the way.
 
-mod serve_support;
+mod support;
 
-use serve_support::*;
 use std::os::unix::net::UnixDatagram;
 use std::process::Command;
 use std::time::{Duration, Instant};
+use support::server::*;
 
 /// The datagrams received on the test's socket.
 struct Manager {

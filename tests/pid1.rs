@@ -4,10 +4,10 @@
 //! the signals it handles, so a default action that would stop an ordinary process does
 //! nothing here).
 
-mod serve_support;
+mod support;
 
-use serve_support::*;
 use std::process::Command;
+use support::server::*;
 
 /// The children of `pid` (from `/proc/PID/task/PID/children`).
 fn children(pid: u32) -> Vec<u32> {

@@ -1,10 +1,10 @@
 //! Bring-up failures through the real binary: each is one `steerd: STAGE: ...` line on
 //! stderr naming the step, with exit status 1, and no process left behind.
 
-mod serve_support;
+mod support;
 
-use serve_support::*;
 use std::process::Command;
+use support::server::*;
 
 /// Runs `steerd serve ARGS` to completion (bounded).
 fn serve_fails(args: &[&str]) -> (i32, String) {

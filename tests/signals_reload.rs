@@ -1,10 +1,10 @@
 //! A reload that cannot work is refused and the running workers keep serving; a signal
 //! steerd does not use never stops it.
 
-mod serve_support;
+mod support;
 
-use serve_support::*;
 use std::time::Duration;
+use support::server::*;
 
 #[test]
 fn a_reload_whose_log_or_root_cannot_be_opened_is_refused() {

@@ -4,11 +4,11 @@
 //! nothing left running. Also: a word where ROOT is expected that is not a directory, a
 //! flag given twice, and the number the open-files warning gives.
 
-mod serve_support;
+mod support;
 
-use serve_support::*;
 use std::process::Command;
 use std::time::{Duration, Instant};
+use support::server::*;
 
 /// Runs `steerd ARGS` until it exits (bounded): exit code and stderr.
 fn run(args: &[&str]) -> (i32, String) {

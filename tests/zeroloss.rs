@@ -8,12 +8,12 @@
 //! and closes a connection that stays idle only at the keep-alive (or shutdown) timeout,
 //! so it never closes a connection a client may be sending on.
 
-mod serve_support;
+mod support;
 
-use serve_support::*;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use support::server::*;
 
 /// A running `steerd bench load --json`.
 struct Load {

@@ -17,6 +17,7 @@ use super::{
     TICK,
 };
 use crate::config::Serving;
+use crate::dashboard::{self, status::Status, Document};
 use crate::listen::Listeners;
 use crate::notify::Notifier;
 use crate::plan::Plan;
@@ -40,7 +41,8 @@ pub(crate) struct Shared<'a> {
     pub plan: &'a Plan,
     pub listeners: &'a Listeners,
     pub counters: &'a SharedCounters,
-    pub metrics: Option<&'a OwnedFd>,
+    /// The metrics listener and the status document it serves.
+    pub metrics: Option<(&'a OwnedFd, &'a Status)>,
     /// The workers' readiness pipe: (read end, write end).
     pub ready: (OwnedFd, OwnedFd),
 }
@@ -154,7 +156,7 @@ impl<'a> Supervisor<'a> {
     /// listener, the readiness pipe's read end, the upgrade pipes.
     fn not_for_workers(&self, i: usize) -> Vec<std::os::fd::RawFd> {
         let mut close = self.s.listeners.raw_fds_not_of(i);
-        close.extend(self.s.metrics.map(|m| m.as_raw_fd()));
+        close.extend(self.s.metrics.map(|(m, _)| m.as_raw_fd()));
         close.push(self.s.ready.0.as_raw_fd());
         close.extend(self.report_to.as_ref().map(|p| p.as_raw_fd()));
         close.extend(self.upgrading.as_ref().map(|p| p.fd().as_raw_fd()));
@@ -341,7 +343,7 @@ impl<'a> Supervisor<'a> {
             tv_nsec: i64::from(timeout.subsec_nanos()),
         };
         let mut fds = match self.s.metrics {
-            Some(m) => self.responder.poll_fds(m.as_fd()),
+            Some((m, _)) => self.responder.poll_fds(m.as_fd()),
             None => Vec::new(),
         };
         fds.push(PollFd::new(&self.s.ready.0, PollFlags::IN));
@@ -353,20 +355,23 @@ impl<'a> Supervisor<'a> {
 
     /// Accepts and moves every metrics client as far as it can go without waiting.
     fn answer_metrics(&mut self) {
-        let Some(m) = self.s.metrics else { return };
+        let Some((m, status)) = self.s.metrics else {
+            return;
+        };
         let healthy = self.healthy();
         let (workers, counters) = (&self.s.plan.workers, self.s.counters);
-        let body = || {
+        let render = |doc| {
             let n = workers.len();
             let merged: Vec<stats::WorkerCounters> = (0..n)
                 .map(|i| stats::merged(counters.get(i), counters.get(i + n)))
                 .collect();
-            stats::render(workers, merged.iter())
+            match doc {
+                Document::Metrics => stats::render(workers, merged.iter()),
+                Document::Status => status.render(workers, merged.iter()),
+            }
         };
-        if let Err(e) = self
-            .responder
-            .service(m.as_fd(), Instant::now(), body, healthy)
-        {
+        let answer = |head: &[u8]| dashboard::reply(head, healthy, render);
+        if let Err(e) = self.responder.service(m.as_fd(), Instant::now(), answer) {
             crate::say!("metrics: {e}");
         }
     }

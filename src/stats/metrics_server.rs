@@ -1,10 +1,10 @@
-//! The master's `/metrics` endpoint: a small table of nonblocking client connections that
-//! the master's `poll` watches beside its signals and respawn timers.
+//! The master's server on the `--metrics` address: a small table of nonblocking client
+//! connections that the master's `poll` watches beside its signals and respawn timers.
 //!
-//! Input: the (nonblocking) metrics listener, readiness, the clock, and the body to send.
-//! Output: one reply per connection (`GET /metrics` gets the body; `GET /health` 200 when
-//! every planned worker serves and 503 otherwise; anything else a 404), then the
-//! connection is closed. Nothing is logged. It does not render the metrics (`stats::render`).
+//! Input: the (nonblocking) metrics listener, readiness, the clock, and a function from a
+//! request head to the whole reply. Output: one reply per connection, then the connection
+//! is closed. It does not decide what to answer (`dashboard::reply` does: the page,
+//! `/status.json`, `/metrics`) and does not render anything.
 //!
 //! The master supervises workers, so it must never wait on a client: a responder that
 //! read with a blocking timeout let 20 silent connections delay a worker's respawn by
@@ -88,11 +88,9 @@ impl Responder {
         &mut self,
         listener: BorrowedFd<'_>,
         now: Instant,
-        body: impl Fn() -> String,
-        healthy: bool,
+        answer: impl Fn(&[u8]) -> Vec<u8>,
     ) -> io::Result<()> {
         let accepted = self.accept_waiting(listener, now);
-        let answer = |head: &[u8]| reply(head, &body, healthy);
         self.clients.retain_mut(|c| {
             if now >= c.deadline {
                 return false;
@@ -129,8 +127,8 @@ impl Responder {
     }
 }
 
-/// Reads the head until it is complete (then builds the reply), writes the reply until
-/// it is sent; stops at the first `EAGAIN`.
+/// Reads the head until it is complete (then has `answer` build the reply), writes the
+/// reply until it is sent; stops at the first `EAGAIN`.
 fn step(c: &mut Client, answer: &impl Fn(&[u8]) -> Vec<u8>) -> Step {
     use rustix::io::Errno;
     let mut buf = [0u8; 512];
@@ -170,28 +168,6 @@ fn step(c: &mut Client, answer: &impl Fn(&[u8]) -> Vec<u8>) -> Step {
     Step::Done
 }
 
-/// The whole HTTP/1.1 reply to `head`.
-fn reply(head: &[u8], body: &impl Fn() -> String, healthy: bool) -> Vec<u8> {
-    let (status, content) = if super::is_metrics_request(head) {
-        ("200 OK", body())
-    } else if super::is_health_request(head) && healthy {
-        ("200 OK", "ok: every worker serves\n".to_string())
-    } else if super::is_health_request(head) {
-        (
-            "503 Service Unavailable",
-            "unavailable: not every worker serves\n".to_string(),
-        )
-    } else {
-        ("404 Not Found", "not found: try GET /metrics\n".to_string())
-    };
-    format!(
-        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{content}",
-        content.len()
-    )
-    .into_bytes()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,11 +180,18 @@ mod tests {
         l
     }
 
-    /// Services until `done` or a bounded number of rounds.
+    /// A reply that echoes the request line.
+    fn echo(head: &[u8]) -> Vec<u8> {
+        let line = head.split(|&b| b == b'\r').next().unwrap_or(&[]);
+        let mut out = b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n".to_vec();
+        out.extend_from_slice(line);
+        out
+    }
+
+    /// Services a bounded number of rounds.
     fn pump(r: &mut Responder, l: &TcpListener, rounds: usize) {
         for _ in 0..rounds {
-            r.service(l.as_fd(), Instant::now(), || "body\n".to_string(), true)
-                .expect("service");
+            r.service(l.as_fd(), Instant::now(), echo).expect("service");
             std::thread::sleep(Duration::from_millis(5));
         }
     }
@@ -231,7 +214,7 @@ mod tests {
         let mut text = String::new();
         real.read_to_string(&mut text).expect("reply");
         assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
-        assert!(text.ends_with("\r\n\r\nbody\n"), "{text}");
+        assert!(text.ends_with("\r\n\r\nGET /metrics HTTP/1.1"), "{text}");
         drop(silent);
     }
 
@@ -243,21 +226,21 @@ mod tests {
         pump(&mut r, &l, 3);
         assert_eq!(r.len(), 1);
         let later = Instant::now() + CLIENT_DEADLINE;
-        r.service(l.as_fd(), later, String::new, true)
-            .expect("service");
+        r.service(l.as_fd(), later, echo).expect("service");
         assert!(r.is_empty());
     }
 
     #[test]
-    fn other_paths_get_a_404() {
+    fn a_head_cut_off_by_eof_is_answered_as_it_stands() {
         let l = listener();
         let mut c = TcpStream::connect(l.local_addr().unwrap()).expect("connect");
-        c.write_all(b"GET / HTTP/1.0\r\n\r\n").expect("write");
+        c.write_all(b"GET /x HTTP/1.0\r\n").expect("write");
+        c.shutdown(std::net::Shutdown::Write).expect("half close");
         let mut r = Responder::default();
         pump(&mut r, &l, 5);
         c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         let mut text = String::new();
         c.read_to_string(&mut text).expect("reply");
-        assert!(text.starts_with("HTTP/1.1 404 Not Found\r\n"), "{text}");
+        assert!(text.ends_with("\r\n\r\nGET /x HTTP/1.0"), "{text}");
     }
 }

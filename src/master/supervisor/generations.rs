@@ -127,7 +127,7 @@ impl Supervisor<'_> {
             .iter()
             .flat_map(|g| g.fds.iter().map(|f| f.as_fd()))
             .collect();
-        match upgrade::start(launch, &fds, self.s.metrics.map(|m| m.as_fd())) {
+        match upgrade::start(launch, &fds, self.s.metrics.map(|(m, _)| m.as_fd())) {
             Ok(p) => {
                 crate::say!(
                     "upgrade: started {} as pid {}",

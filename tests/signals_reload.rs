@@ -13,6 +13,7 @@ fn a_reload_whose_log_or_root_cannot_be_opened_is_refused() {
     std::fs::create_dir(&dir).unwrap();
     let log = dir.join("access.log");
     let server = Server::start(&["--workers", "2", "--access-log", &log.display().to_string()]);
+    server.wait_healthy();
     let before = server.worker_pids();
     // The log's directory disappears: a new worker could not open the log.
     std::fs::rename(&dir, logs.path().join("gone")).unwrap();

@@ -265,6 +265,13 @@ impl Server {
             .unwrap()
     }
 
+    /// Waits (bounded) until `/health` on the metrics address answers 200: every worker's
+    /// loop is built (its root and access log open) and serving, not just started.
+    pub fn wait_healthy(&self) {
+        let m = self.metrics.expect("--metrics");
+        wait_until("every worker serves", || get(m, "/health").0 == 200);
+    }
+
     /// The newest pid of every planned worker, in plan order.
     pub fn worker_pids(&self) -> Vec<u32> {
         self.plan()

@@ -62,6 +62,9 @@ pub mod http;
 
 pub mod files;
 
+// The real client address behind a proxy: PROXY headers, trusted networks, X-Forwarded-For.
+pub mod client_addr;
+
 // Counters shared by master and workers; the metrics text.
 pub mod stats;
 

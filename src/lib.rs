@@ -65,6 +65,9 @@ pub mod files;
 // The real client address behind a proxy: PROXY headers, trusted networks, X-Forwarded-For.
 pub mod client_addr;
 
+// Access log lines (combined, common, json) and their syslog framing.
+pub mod log_line;
+
 // Counters shared by master and workers; the metrics text.
 pub mod stats;
 

@@ -1,0 +1,41 @@
+//! The NCSA common and combined formats, as nginx's predefined `combined` format and
+//! Apache's `common`/`combined` nicknames lay them out:
+//!
+//! ```text
+//! $remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent"
+//! ```
+//!
+//! with `-` for the user (no authentication here) and, in combined, for an absent
+//! `Referer` or `User-Agent`. Common stops after the byte count.
+
+use super::{escape, request_text, LogClock, Out, Record, FIELD_BUDGET};
+
+/// One line without its newline.
+pub(super) fn write(rec: &Record<'_>, clock: &LogClock, combined: bool, out: &mut Out<'_>) {
+    match rec.client {
+        Some(ip) => out.ip(ip),
+        None => out.byte(b'-'),
+    }
+    out.put(b" - - [");
+    out.put(clock.clf());
+    out.put(b"] \"");
+    request_text(&rec.request, out, escape::clf);
+    out.put(b"\" ");
+    out.num(u64::from(rec.status));
+    out.byte(b' ');
+    out.num(rec.body_bytes);
+    if combined {
+        out.put(b" \"");
+        field(rec.referer, out);
+        out.put(b"\" \"");
+        field(rec.user_agent, out);
+        out.byte(b'"');
+    }
+}
+
+fn field(value: Option<&[u8]>, out: &mut Out<'_>) {
+    match value {
+        Some(v) => escape::clf(v, out, FIELD_BUDGET),
+        None => out.byte(b'-'),
+    }
+}

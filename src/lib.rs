@@ -68,6 +68,8 @@ pub mod client_addr;
 // Access log lines (combined, common, json) and their syslog framing.
 pub mod log_line;
 
+pub mod access_log;
+
 // Counters shared by master and workers; the metrics text.
 pub mod stats;
 

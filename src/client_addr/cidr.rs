@@ -128,7 +128,10 @@ mod tests {
         assert!(c.contains(ip("2001:db8:ffff::1")) && !c.contains(ip("2001:db9::1")));
         assert!(!c.contains(ip("127.0.0.1")));
         let mapped = Cidr::parse("::ffff:10.0.0.0/104").unwrap();
-        assert!(mapped.contains(ip("10.9.8.7")), "v4 peer in a v4-mapped network");
+        assert!(
+            mapped.contains(ip("10.9.8.7")),
+            "v4 peer in a v4-mapped network"
+        );
         let all = Cidr::parse("::/0").unwrap();
         assert!(all.contains(ip("::1")) && all.contains(ip("1.2.3.4")));
         assert!(Cidr::parse("::1").unwrap().contains(ip("::1")));
@@ -162,7 +165,10 @@ mod tests {
 
     #[test]
     fn any_of_a_list() {
-        let list = [Cidr::parse("10.0.0.0/8").unwrap(), Cidr::parse("::1").unwrap()];
+        let list = [
+            Cidr::parse("10.0.0.0/8").unwrap(),
+            Cidr::parse("::1").unwrap(),
+        ];
         assert!(Cidr::any_contains(&list, ip("::1")));
         assert!(Cidr::any_contains(&list, ip("10.2.3.4")));
         assert!(!Cidr::any_contains(&list, ip("127.0.0.1")));

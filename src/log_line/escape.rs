@@ -46,7 +46,12 @@ pub fn clf(src: &[u8], out: &mut Out<'_>, budget: usize) {
             return;
         }
         let b = rest[plain];
-        out.put(&[b'\\', b'x', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+        out.put(&[
+            b'\\',
+            b'x',
+            HEX[usize::from(b >> 4)],
+            HEX[usize::from(b & 15)],
+        ]);
         left -= 4;
         rest = &rest[plain + 1..];
     }
@@ -54,7 +59,14 @@ pub fn clf(src: &[u8], out: &mut Out<'_>, budget: usize) {
 
 /// `\u00XX` for one byte.
 fn unicode_escape(b: u8, out: &mut Out<'_>) {
-    out.put(&[b'\\', b'u', b'0', b'0', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+    out.put(&[
+        b'\\',
+        b'u',
+        b'0',
+        b'0',
+        HEX[usize::from(b >> 4)],
+        HEX[usize::from(b & 15)],
+    ]);
 }
 
 /// `src` as the body of a JSON string (no quotes), at most `budget` output bytes.

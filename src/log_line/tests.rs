@@ -162,7 +162,10 @@ fn the_longest_line_fits_and_stays_well_formed() {
             assert_eq!(v["body_bytes"], u64::MAX);
         } else {
             let text = String::from_utf8(buf[..n].to_vec()).unwrap();
-            assert_eq!(text.matches('"').count(), if format == LogFormat::Common { 2 } else { 6 });
+            assert_eq!(
+                text.matches('"').count(),
+                if format == LogFormat::Common { 2 } else { 6 }
+            );
         }
     }
 }

@@ -81,7 +81,10 @@ fn valid() -> Vec<(Vec<u8>, Option<&'static str>)> {
         (v2h(0x21, 0x12, &tcp4_block()), None),
         (v2h(0x21, 0x31, &[0u8; 216]), None),
         (v2h(0x21, 0x10, b"?"), None),
-        (v2h(0x21, 0x21, &[tcp6_block(), tlv(0xf0, &[7; 300])].concat()), Some("[2001:db8::7]:65535")),
+        (
+            v2h(0x21, 0x21, &[tcp6_block(), tlv(0xf0, &[7; 300])].concat()),
+            Some("[2001:db8::7]:65535"),
+        ),
     ]
 }
 
@@ -126,7 +129,10 @@ fn invalid() -> Vec<(Vec<u8>, ProxyError)> {
         (v2h(0x21, 0x21, &tcp4_block()), V2ShortAddress),
         (v2h(0x21, 0x31, &[0u8; 215]), V2ShortAddress),
         (v2h(0x21, 0x11, &[tcp4_block(), vec![4, 0]].concat()), V2Tlv),
-        (v2h(0x21, 0x11, &[tcp4_block(), vec![4, 0, 3, 1]].concat()), V2Tlv),
+        (
+            v2h(0x21, 0x11, &[tcp4_block(), vec![4, 0, 3, 1]].concat()),
+            V2Tlv,
+        ),
         (big, V2TooLong),
     ]
 }
@@ -147,7 +153,12 @@ fn valid_headers_whole_followed_and_cut_at_every_byte() {
         let followed = [&h[..], b"GET / HTTP/1.1\r\n\r\n"].concat();
         assert_eq!(parse(&followed), Ok(Status::Complete(whole)), "{:?}", h);
         for cut in 0..h.len() {
-            assert_eq!(parse(&h[..cut]), Ok(Status::Partial), "{:?} cut at {cut}", h);
+            assert_eq!(
+                parse(&h[..cut]),
+                Ok(Status::Partial),
+                "{:?} cut at {cut}",
+                h
+            );
         }
     }
 }
@@ -171,8 +182,14 @@ fn garbage_is_refused_early() {
     // control byte before its CRLF as soon as that byte arrives.
     assert_eq!(parse(b"G"), Err(ProxyError::Missing));
     assert_eq!(parse(b"PROXY TCP4 1.2\x00"), Err(ProxyError::V1Syntax));
-    assert_eq!(parse(b"\r\n\r\n\0\r\nQUIT\n\x31"), Err(ProxyError::V2Unknown));
-    assert_eq!(parse(b"PROXY TCP4 1.2.3.4 5.6.7.8 1 2\r"), Ok(Status::Partial));
+    assert_eq!(
+        parse(b"\r\n\r\n\0\r\nQUIT\n\x31"),
+        Err(ProxyError::V2Unknown)
+    );
+    assert_eq!(
+        parse(b"PROXY TCP4 1.2.3.4 5.6.7.8 1 2\r"),
+        Ok(Status::Partial)
+    );
 }
 
 #[test]

@@ -6,6 +6,7 @@
 //! Every bad input is an [`ArgsError`] that names the flag and the value.
 
 pub mod duration;
+pub mod logging;
 
 use crate::cpuset::{CpuId, CpuSet};
 use core::fmt;

@@ -11,10 +11,11 @@
 
 pub mod dest;
 
-pub use dest::{Dest, LogTarget, DEV_LOG};
+pub use dest::Dest;
 
+use crate::config::{LogFormat, LogTarget};
 use crate::http::date::DateCache;
-use crate::log_line::{format_line, syslog, LogClock, LogFormat, Record, LINE_MAX};
+use crate::log_line::{format_line, syslog, LogClock, Record, LINE_MAX};
 use std::io;
 
 /// Bytes of the per-worker buffer.

@@ -30,20 +30,23 @@
 //! shorter than the space offered means the socket was drained (a new edge will come),
 //! so no extra read that would return `EAGAIN` is made.
 
+mod logged;
 mod respond;
 
 use crate::access_log::AccessLog;
+use crate::client_addr::parse_proxy_header;
 use crate::files::cache::FileCache;
 use crate::files::PATH_MAX;
 use crate::http::date::DateCache;
-use crate::http::{find_head_end, MAX_HEAD, MAX_TARGET};
+use crate::http::{find_head_end, Status, MAX_HEAD, MAX_TARGET};
 use crate::stats::WorkerCounters;
 use crate::timers::{Kind, Timers};
 use core::sync::atomic::Ordering::Relaxed;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::io::{Errno, IoSlice};
 use rustix::net::{SendAncillaryBuffer, SendFlags, Shutdown};
-use std::net::SocketAddr;
+use logged::SPILL_AT;
+use std::net::IpAddr;
 
 /// Bytes of the response-head area of a slot.
 pub const OUT_CAP: usize = 1024;
@@ -54,7 +57,8 @@ pub const SLOT_BYTES: usize = OUT_CAP + IN_CAP;
 /// Bytes of the worker's spill area for a response head too long for a slot's head area:
 /// only a 301 whose `Location` repeats a long target (at most [`MAX_TARGET`] + 1 bytes,
 /// since the target's bytes are all `pchar` and re-encode to no more bytes than they came
-/// from). It is copied to the front of the slot's receive area, which must hold it.
+/// from). It is copied to the back of the slot's receive area (from `SPILL_AT`), which
+/// must hold it.
 pub const SPILL_CAP: usize = MAX_TARGET + OUT_CAP;
 const _: () = assert!(SPILL_CAP <= IN_CAP);
 /// Largest `sendfile` count per call (the socket buffer bounds it anyway).
@@ -69,6 +73,8 @@ pub const BYTE_BUDGET: u64 = 2 << 20;
 pub enum Awaiting {
     /// Nothing: the slot is free.
     Free,
+    /// The PROXY protocol header that must begin the connection (`--proxy-protocol`).
+    Proxy,
     /// The bytes of a request head.
     Head,
     /// `left` more body bytes of a GET/HEAD, to discard.
@@ -144,8 +150,23 @@ pub struct Conn {
     /// The peer shut its write side: keep reading after short reads to see the EOF
     /// (no new edge will announce it).
     pub peer_shut: bool,
-    /// The client's address (for the access log).
-    pub peer: Option<SocketAddr>,
+    /// The client's address: the peer's, or the one its PROXY header gave.
+    pub client: Option<IpAddr>,
+    /// The peer is a trusted proxy whose `X-Forwarded-For` names the client.
+    forwarded: bool,
+    /// The connection arrived on the worker's own CPU.
+    local: bool,
+    /// A response is planned and not yet finished.
+    responding: bool,
+    /// Body bytes of the current response written so far.
+    body_sent: u64,
+    /// What the log line of the current response will say.
+    pending: Option<logged::Pending>,
+    /// Microsecond clock when the current request began (0: not yet; json only).
+    started_us: u64,
+    /// Bytes of the answered head, dropped from the receive area once its response is
+    /// finished (the log reads them until then).
+    answered: usize,
     in_len: usize,
     scanned: usize,
     head_len: usize,
@@ -167,7 +188,14 @@ impl Conn {
             readable: false,
             writable: false,
             peer_shut: false,
-            peer: None,
+            client: None,
+            forwarded: false,
+            local: false,
+            responding: false,
+            body_sent: 0,
+            pending: None,
+            started_us: 0,
+            answered: 0,
             in_len: 0,
             scanned: 0,
             head_len: 0,
@@ -180,13 +208,19 @@ impl Conn {
         }
     }
 
-    /// Takes a freshly accepted socket: waits for a head, assumed readable and writable
-    /// (with `TCP_DEFER_ACCEPT` the request is normally already there).
-    pub fn open(&mut self, fd: OwnedFd, peer: Option<SocketAddr>) {
+    /// Takes a freshly accepted socket: waits for a head (or a PROXY header), assumed
+    /// readable and writable (with `TCP_DEFER_ACCEPT` the request is normally already
+    /// there).
+    pub fn open(&mut self, fd: OwnedFd, arrival: Arrival) {
         *self = Conn::free();
         self.fd = Some(fd);
-        self.peer = peer;
-        self.awaiting = Awaiting::Head;
+        self.client = arrival.peer;
+        self.forwarded = arrival.forwarded;
+        self.local = arrival.local;
+        self.awaiting = match arrival.proxy_header {
+            true => Awaiting::Proxy,
+            false => Awaiting::Head,
+        };
         self.readable = true;
         self.writable = true;
     }
@@ -203,6 +237,26 @@ impl Conn {
     }
 }
 
+/// What the loop knows about a connection when it accepts it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Arrival {
+    /// The peer's address.
+    pub peer: Option<IpAddr>,
+    /// It arrived on the worker's own CPU.
+    pub local: bool,
+    /// The peer is a trusted proxy whose `X-Forwarded-For` names the client.
+    pub forwarded: bool,
+    /// The connection must begin with a PROXY header (the peer is trusted to send one).
+    pub proxy_header: bool,
+}
+
+/// A connection the loop closes (timeout, stop) or that failed while a response was
+/// being written: that response was cut short; count it and log it with the bytes that
+/// went out. `buf` is the slot's arena region.
+pub fn abandon(c: &mut Conn, buf: &[u8], ctx: &mut Ctx<'_>) {
+    logged::end(c, buf.get(OUT_CAP..).unwrap_or(&[]), ctx, true);
+}
+
 /// Per-worker state every connection uses.
 pub struct Ctx<'a> {
     /// The served root.
@@ -217,6 +271,10 @@ pub struct Ctx<'a> {
     pub counters: &'a WorkerCounters,
     /// Access log.
     pub log: AccessLog,
+    /// The worker's index (for the log).
+    pub worker: u32,
+    /// The worker's CPU (for the log).
+    pub cpu: u32,
     /// Deadlines.
     pub timers: Timers,
     /// Graceful stop in progress: no more keep-alive.
@@ -335,6 +393,38 @@ fn transition(
         match c.awaiting {
             // A free slot has nothing to do.
             Awaiting::Free => return Next::Close,
+            // The PROXY header: take a complete one, else read more (header deadline
+            // runs); a bad or truncated one closes without a response.
+            Awaiting::Proxy => {
+                if c.in_len > 0 {
+                    match parse_proxy_header(&inb[..c.in_len]) {
+                        Ok(Status::Complete(h)) => {
+                            if let Some(source) = h.source {
+                                c.client = Some(source.ip());
+                            }
+                            consume(c, inb, h.len);
+                            c.awaiting = Awaiting::Head;
+                            continue;
+                        }
+                        Ok(Status::Partial) => {}
+                        Err(_) => return refuse_proxy(ctx),
+                    }
+                }
+                if !c.readable {
+                    return Next::Park;
+                }
+                match read_some(fd, &mut inb[c.in_len..]) {
+                    Read::Data(n) => {
+                        c.readable = n == IN_CAP - c.in_len || c.peer_shut;
+                        c.in_len += n;
+                    }
+                    Read::Eof => return refuse_proxy(ctx),
+                    Read::Blocked => {
+                        c.readable = false;
+                        return Next::Park;
+                    }
+                }
+            }
             // A head: answer a complete buffered one, else read more (header deadline runs).
             Awaiting::Head => {
                 if c.in_len > 0 && head_ready(c, inb) {
@@ -344,14 +434,16 @@ fn transition(
                     match respond::request(c, out, &inb[..c.in_len], ctx, s) {
                         Some(used) => {
                             budget.requests -= 1;
-                            // Answered: no deadline until it waits again.
+                            // Answered: no deadline until it waits again. The head stays
+                            // until its response is finished (the log reads it).
                             ctx.timers.disarm(slot);
-                            consume(c, inb, used);
+                            c.answered = used;
                             if c.head_spilled {
                                 // The connection closes after this answer: the receive
                                 // area holds the head instead of further input.
                                 c.in_len = 0;
-                                inb[..c.head_len].copy_from_slice(&s.spill[..c.head_len]);
+                                inb[SPILL_AT..SPILL_AT + c.head_len]
+                                    .copy_from_slice(&s.spill[..c.head_len]);
                             }
                             continue;
                         }
@@ -364,9 +456,10 @@ fn transition(
                 match read_some(fd, &mut inb[c.in_len..]) {
                     Read::Data(n) => {
                         let space = IN_CAP - c.in_len;
-                        // The first bytes of a head start its deadline.
+                        // The first bytes of a head start its deadline (and its duration).
                         if c.in_len == 0 || ctx.timers.kind(slot) == Some(Kind::Idle) {
                             ctx.timers.arm(slot, Kind::Header, ctx.now_ms);
+                            c.started_us = logged::stamp(ctx);
                         }
                         c.in_len += n;
                         c.readable = n == space || c.peer_shut;
@@ -415,7 +508,7 @@ fn transition(
                 if !c.writable {
                     return Next::Park;
                 }
-                let head_area: &[u8] = if c.head_spilled { inb } else { out };
+                let head_area: &[u8] = if c.head_spilled { &inb[SPILL_AT..] } else { out };
                 match send_some(fd, c, head_area, ctx, &mut budget) {
                     Sent::Done => {
                         if finish_response(slot, c, fd, inb, ctx) == Next::Close {
@@ -456,6 +549,12 @@ fn transition(
             }
         }
     }
+}
+
+/// A missing, bad or truncated PROXY header: close without a response, counted.
+fn refuse_proxy(ctx: &Ctx<'_>) -> Next {
+    ctx.counters.proxy_refused.fetch_add(1, Relaxed);
+    Next::Close
 }
 
 /// Whether the buffered bytes may hold a complete head (or enough to refuse one).
@@ -514,10 +613,13 @@ fn finish_response(
     slot: u32,
     c: &mut Conn,
     fd: BorrowedFd<'_>,
-    inb: &[u8],
+    inb: &mut [u8],
     ctx: &mut Ctx<'_>,
 ) -> Next {
     drop_body(c, &mut ctx.cache);
+    logged::end(c, inb, ctx, false);
+    let answered = core::mem::take(&mut c.answered);
+    consume(c, inb, answered);
     match c.after {
         After::KeepAlive if !ctx.draining => {
             if c.discard > 0 {
@@ -643,13 +745,14 @@ fn body_rest<'c>(body: &Outgoing, cache: &'c FileCache) -> &'c [u8] {
     }
 }
 
-/// Accounts `n` written bytes: head first, then the in-memory body. (`sendfile` moves a
-/// `File` body's offset itself.)
+/// Accounts `n` written bytes: head first, then the body (`sendfile` moves a file body's
+/// offset itself; the body bytes are counted here for every kind).
 fn advance_sent(c: &mut Conn, mut n: usize) {
     let head_left = c.head_len - c.head_sent;
     let h = n.min(head_left);
     c.head_sent += h;
     n -= h;
+    c.body_sent += n as u64;
     match &mut c.body {
         Outgoing::Static(_, at) => *at += n,
         Outgoing::Cached { at, .. } => *at += n,
@@ -694,7 +797,7 @@ mod tests {
         let (ours, peer) = UnixStream::pair().unwrap();
         ours.set_nonblocking(true).unwrap();
         let mut conn = Conn::free();
-        conn.open(OwnedFd::from(ours), None);
+        conn.open(OwnedFd::from(ours), Arrival::default());
         Fixture {
             conn,
             buf: vec![0; SLOT_BYTES],
@@ -720,7 +823,9 @@ mod tests {
                 date: DateCache::new(0),
                 now_ms: 0,
                 counters: self.counters,
-                log: AccessLog::open(None).unwrap(),
+                log: AccessLog::off(),
+                worker: 0,
+                cpu: 0,
                 timers: Timers::new(1, [1000; 4]),
                 draining: false,
             };

@@ -28,6 +28,7 @@ pub mod syslog;
 mod clf;
 mod json_line;
 
+pub use crate::config::LogFormat;
 pub use clock::LogClock;
 
 use core::net::IpAddr;
@@ -41,46 +42,13 @@ pub const FIELD_BUDGET: usize = 2 * 1024;
 /// Longest method written (the parser refuses longer ones).
 const METHOD_MAX: usize = 32;
 
-/// How a line is laid out (`--log-format`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum LogFormat {
-    /// NCSA combined: common plus the quoted `Referer` and `User-Agent`.
-    #[default]
-    Combined,
-    /// NCSA common log format.
-    Common,
-    /// One JSON object per line, with the worker, CPU, locality, duration and cut-short mark.
-    Json,
-}
-
-impl LogFormat {
-    /// The format of a `--log-format` value.
-    pub fn from_name(name: &str) -> Option<LogFormat> {
-        match name {
-            "combined" => Some(LogFormat::Combined),
-            "common" => Some(LogFormat::Common),
-            "json" => Some(LogFormat::Json),
-            _ => None,
-        }
-    }
-
-    /// The `--log-format` value of this format.
-    pub fn name(self) -> &'static str {
-        match self {
-            LogFormat::Combined => "combined",
-            LogFormat::Common => "common",
-            LogFormat::Json => "json",
-        }
-    }
-}
-
 /// The request as the log shows it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RequestLine<'a> {
     /// A parsed request line.
     Parsed {
-        /// Method token.
-        method: &'a [u8],
+        /// Method token (the parser only lets known methods through, each a constant).
+        method: &'static [u8],
         /// Request-target as sent.
         target: &'a [u8],
         /// Minor HTTP version (`HTTP/1.x`).

@@ -17,7 +17,7 @@
 //! It does not decide the plan or assemble the program (plan.rs, steer.rs), and does not
 //! accept connections (serve_loop.rs in each worker).
 
-use crate::config::{Serving, SteerPolicy};
+use crate::config::{LogTarget, Serving, SteerPolicy};
 use crate::listen::{self, Listeners, SocketOptions};
 use crate::plan::Plan;
 use crate::signals::{self, requested_stop, Stop};
@@ -32,6 +32,8 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
+
+mod log_check;
 
 /// A worker that lived less than this before dying counts as a crash for the back-off.
 const CRASH_WINDOW: Duration = Duration::from_secs(2);
@@ -61,6 +63,8 @@ pub enum MasterError {
     User(String),
     /// The served root cannot be opened.
     Root(std::path::PathBuf, io::Error),
+    /// The access log cannot be opened (as `--user`), or its syslog socket is missing.
+    AccessLog(std::path::PathBuf, io::Error),
     /// The shared counters mapping.
     Counters(io::Error),
     /// `fork` failed at start.
@@ -76,7 +80,9 @@ impl fmt::Display for MasterError {
             MasterError::Listen(e) => write!(f, "{e}"),
             MasterError::Metrics(a, e) => write!(f, "{a}: {e}"),
             MasterError::User(e) => write!(f, "{e}"),
-            MasterError::Root(path, e) => write!(f, "{}: {e}", path.display()),
+            MasterError::Root(path, e) | MasterError::AccessLog(path, e) => {
+                write!(f, "{}: {e}", path.display())
+            }
             MasterError::Counters(e) => write!(f, "counters mapping: {e}"),
             MasterError::Fork(e) => write!(f, "fork: {e}"),
         }
@@ -91,6 +97,7 @@ impl MasterError {
             MasterError::Metrics(..) => "metrics",
             MasterError::User(_) => "user",
             MasterError::Root(..) => "root",
+            MasterError::AccessLog(..) => "access log",
             _ => "master",
         }
     }
@@ -105,6 +112,8 @@ pub fn run(
 ) -> Result<(), MasterError> {
     sys::count_signals(&signals::COUNTED).map_err(MasterError::Signals)?;
     let home = place_master(plan).map_err(MasterError::Pin)?;
+    let id = cfg.user.as_ref().map(resolve_user).transpose()?;
+    check_access_log(&cfg.logging.access_log, id.as_ref())?;
     let opts = SocketOptions {
         defer_accept_secs: defer_accept_secs(cfg),
     };
@@ -114,8 +123,8 @@ pub fn run(
     let metrics = cfg.metrics.map(bind_metrics).transpose()?;
     announce(plan, policy, &listeners, metrics.as_ref());
     raise_fd_limit(cfg, plan.workers.len());
-    if let Some(spec) = &cfg.user {
-        drop_privileges(spec)?;
+    if let Some(id) = &id {
+        drop_privileges(id)?;
     }
     worker::open_root(&cfg.root).map_err(|e| MasterError::Root(cfg.root.clone(), e))?;
     // Two blocks per worker: one per generation (see `Slot::block`).
@@ -249,14 +258,27 @@ fn announce(plan: &Plan, policy: SteerPolicy, listeners: &Listeners, metrics: Op
     }
 }
 
-/// Resolves `--user` from `/etc/passwd` and `/etc/group` and becomes that user.
-fn drop_privileges(spec: &crate::config::UserSpec) -> Result<(), MasterError> {
+/// Resolves `--user` from `/etc/passwd` and `/etc/group`.
+fn resolve_user(spec: &crate::config::UserSpec) -> Result<user::Identity, MasterError> {
     let read = |path: &str| {
         std::fs::read_to_string(path).map_err(|e| MasterError::User(format!("reading {path}: {e}")))
     };
     let passwd = read("/etc/passwd")?;
     let group = read("/etc/group").unwrap_or_default();
-    let id = user::resolve(spec, &passwd, &group).map_err(|e| MasterError::User(e.to_string()))?;
+    user::resolve(spec, &passwd, &group).map_err(|e| MasterError::User(e.to_string()))
+}
+
+/// Before anything is bound: the workers (as `id`) must be able to open the access log.
+fn check_access_log(target: &LogTarget, id: Option<&user::Identity>) -> Result<(), MasterError> {
+    let path = match target {
+        LogTarget::File(p) | LogTarget::Syslog(p) => p,
+        LogTarget::Off | LogTarget::Stdout => return Ok(()),
+    };
+    log_check::check(target, id).map_err(|e| MasterError::AccessLog(path.clone(), e))
+}
+
+/// Becomes the `--user` identity.
+fn drop_privileges(id: &user::Identity) -> Result<(), MasterError> {
     sys::become_user(id.uid, id.gid, &id.groups)
         .map_err(|e| MasterError::User(format!("becoming uid {} gid {}: {e}", id.uid, id.gid)))?;
     if id.uid != 0 && sys::become_user(0, 0, &[0]).is_ok() {
@@ -691,7 +713,7 @@ mod tests {
                 send: second,
                 shutdown: second,
             },
-            access_log: None,
+            logging: Default::default(),
             metrics: None,
             user: None,
         };

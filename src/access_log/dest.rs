@@ -1,7 +1,7 @@
 //! Where access log lines go: a file (appended, reopened on request), the inherited
 //! standard output, or the local syslog daemon's datagram socket.
 //!
-//! Input: a [`LogTarget`] (what `--access-log` says; no syscall made yet). Output: an
+//! Input: a [`LogTarget`] (what `--access-log` names; no syscall made yet). Output: an
 //! open [`Dest`] that writes whole buffers of lines. A failed or refused write drops the
 //! lines it carried: logging never stalls serving on an error (a file or standard output
 //! is written with plain `write`, so a full pipe on standard output does make the worker
@@ -15,29 +15,13 @@
 //!   `--syslog-socket` gives), one datagram per line, sent without blocking; a daemon that
 //!   restarted is reconnected once per flush. Framing: [`crate::log_line::syslog`].
 
+use crate::config::LogTarget;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 use rustix::net::{AddressFamily, SendFlags, SocketAddrUnix, SocketFlags, SocketType};
 use std::io;
 use std::path::{Path, PathBuf};
-
-/// The local syslog daemon's socket.
-pub const DEV_LOG: &str = "/dev/log";
-
-/// What `--access-log` names, validated but not opened.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum LogTarget {
-    /// No access log.
-    #[default]
-    Off,
-    /// A file, appended to.
-    File(PathBuf),
-    /// The inherited standard output (`-`).
-    Stdout,
-    /// Datagrams to the syslog socket at this path (`syslog`).
-    Syslog(PathBuf),
-}
 
 /// An open destination.
 #[derive(Debug)]

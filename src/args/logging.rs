@@ -3,39 +3,21 @@
 //! `--syslog-socket PATH`, `--real-ip-from CIDR` (repeatable), `--proxy-protocol`.
 //!
 //! Input: flags and their values as the serve parser meets them. Output: a validated
-//! [`LogArgs`]. No syscalls: whether the log can be opened (as `--user`) is checked by
+//! [`Logging`]. No syscalls: whether the log can be opened (as `--user`) is checked by
 //! the master before it binds. `syslog` sends to `/dev/log` unless `--syslog-socket`
 //! names another datagram socket (a chroot's, a container's, a test's); a file that is
 //! really called `syslog` or `off` is given as `./syslog`.
 
-use super::ArgsError;
-use crate::access_log::{LogTarget, DEV_LOG};
-use crate::client_addr::Cidr;
-use crate::log_line::LogFormat;
+use super::{err, ArgsError};
+use crate::config::{Cidr, CidrError, LogFormat, LogTarget, Logging, DEV_LOG};
+use std::net::IpAddr;
 use std::path::PathBuf;
-
-/// The validated logging and client-address options.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct LogArgs {
-    /// Where lines go.
-    pub access_log: LogTarget,
-    /// How lines look.
-    pub log_format: LogFormat,
-    /// Peers whose `X-Forwarded-For` (or PROXY header) names the client.
-    pub real_ip_from: Vec<Cidr>,
-    /// Every connection begins with a PROXY protocol header.
-    pub proxy_protocol: bool,
-}
 
 /// The flags as they arrive (the syslog socket may come after `--access-log syslog`).
 #[derive(Debug, Default)]
 pub struct LogFlags {
-    args: LogArgs,
+    args: Logging,
     syslog_socket: Option<PathBuf>,
-}
-
-fn err<T>(msg: String) -> Result<T, ArgsError> {
-    Err(ArgsError(msg))
 }
 
 impl LogFlags {
@@ -47,28 +29,12 @@ impl LogFlags {
     ) -> Result<bool, ArgsError> {
         match flag {
             "--access-log" => self.args.access_log = target(&val(flag)?)?,
-            "--log-format" => {
-                let v = val(flag)?;
-                self.args.log_format = match LogFormat::from_name(&v) {
-                    Some(f) => f,
-                    None => {
-                        return err(format!(
-                            "--log-format {v:?}: expected combined, common or json"
-                        ))
-                    }
-                };
-            }
+            "--log-format" => self.args.log_format = format(&val(flag)?)?,
             "--syslog-socket" => match val(flag)? {
-                v if v.is_empty() => return err("--syslog-socket: empty path".into()),
+                v if v.is_empty() => return err("--syslog-socket: empty path"),
                 v => self.syslog_socket = Some(PathBuf::from(v)),
             },
-            "--real-ip-from" => {
-                let v = val(flag)?;
-                match Cidr::parse(&v) {
-                    Ok(c) => self.args.real_ip_from.push(c),
-                    Err(e) => return err(format!("--real-ip-from {v:?}: {e}")),
-                }
-            }
+            "--real-ip-from" => self.args.real_ip_from.push(cidr(&val(flag)?)?),
             "--proxy-protocol" => self.args.proxy_protocol = true,
             _ => return Ok(false),
         }
@@ -76,18 +42,15 @@ impl LogFlags {
     }
 
     /// The options once every flag is read.
-    pub fn finish(self) -> Result<LogArgs, ArgsError> {
+    pub fn finish(self) -> Result<Logging, ArgsError> {
         let mut args = self.args;
         if args.proxy_protocol && args.real_ip_from.is_empty() {
-            return err(
-                "--proxy-protocol needs --real-ip-from: only the peers it names may \
-                 send a PROXY header, and with none every connection would be closed"
-                    .into(),
-            );
+            return err("--proxy-protocol needs --real-ip-from: only the peers it names may \
+                 send a PROXY header, and with none every connection would be closed");
         }
         match (&mut args.access_log, self.syslog_socket) {
             (LogTarget::Syslog(path), Some(socket)) => *path = socket,
-            (_, Some(_)) => return err("--syslog-socket needs --access-log syslog".into()),
+            (_, Some(_)) => return err("--syslog-socket needs --access-log syslog"),
             _ => {}
         }
         Ok(args)
@@ -99,16 +62,38 @@ fn target(v: &str) -> Result<LogTarget, ArgsError> {
         "off" => LogTarget::Off,
         "-" => LogTarget::Stdout,
         "syslog" => LogTarget::Syslog(PathBuf::from(DEV_LOG)),
-        "" => return err("--access-log: empty path (use off to disable)".into()),
+        "" => return err("--access-log: empty path (use off to disable)"),
         path => LogTarget::File(PathBuf::from(path)),
     })
+}
+
+fn format(v: &str) -> Result<LogFormat, ArgsError> {
+    match LogFormat::ALL.into_iter().find(|f| f.name() == v) {
+        Some(f) => Ok(f),
+        None => err(format!("--log-format {v:?}: expected combined, common or json")),
+    }
+}
+
+/// `ADDR/LEN` or a bare `ADDR` (one host).
+fn cidr(v: &str) -> Result<Cidr, ArgsError> {
+    let addr = v.split_once('/').map_or(v, |(a, _)| a);
+    let Ok(ip) = addr.parse::<IpAddr>() else {
+        return err(format!("--real-ip-from {v:?}: not an IPv4 or IPv6 address"));
+    };
+    let len = match v.split_once('/') {
+        None => Some(if ip.is_ipv4() { 32 } else { 128 }),
+        Some((_, l)) if !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit()) => l.parse().ok(),
+        Some(_) => None,
+    };
+    let net = len.ok_or(CidrError::Prefix).and_then(|l| Cidr::new(ip, l));
+    net.or_else(|e| err(format!("--real-ip-from {v:?}: {e}")))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn parse(flags: &[&str]) -> Result<LogArgs, ArgsError> {
+    fn parse(flags: &[&str]) -> Result<Logging, ArgsError> {
         let mut f = LogFlags::default();
         let mut it = flags.iter();
         while let Some(flag) = it.next() {
@@ -123,7 +108,7 @@ mod tests {
 
     #[test]
     fn defaults_and_destinations() {
-        assert_eq!(parse(&[]).unwrap(), LogArgs::default());
+        assert_eq!(parse(&[]).unwrap(), Logging::default());
         assert_eq!(parse(&[]).unwrap().log_format, LogFormat::Combined);
         let t = |v| parse(&["--access-log", v]).unwrap().access_log;
         assert_eq!(t("off"), LogTarget::Off);
@@ -164,7 +149,12 @@ mod tests {
                 &["--real-ip-from", "10.0.0.1/8"],
                 "--real-ip-from \"10.0.0.1/8\"",
             ),
-            (&["--real-ip-from", "nope"], "--real-ip-from"),
+            (&["--real-ip-from", "nope"], "not an IPv4 or IPv6 address"),
+            (&["--real-ip-from", "10.0.0.0/"], "prefix length"),
+            (&["--real-ip-from", "10.0.0.0/33"], "prefix length"),
+            (&["--real-ip-from", "10.0.0.0/+8"], "prefix length"),
+            (&["--real-ip-from", "10.0.0.0/8/8"], "prefix length"),
+            (&["--real-ip-from", "010.0.0.0/8"], "not an IPv4"),
             (
                 &["--proxy-protocol"],
                 "--proxy-protocol needs --real-ip-from",
@@ -173,7 +163,7 @@ mod tests {
             (&["--syslog-socket", ""], "--syslog-socket: empty"),
             (&["--log-format"], "--log-format needs a value"),
         ] {
-            let e = parse(flags).unwrap_err().0;
+            let e = parse(flags).unwrap_err().message;
             assert!(e.contains(part), "{flags:?}: {e}");
         }
     }

@@ -9,7 +9,7 @@
 //! is to be used), or the [`ProxyError`] that closes the connection. The parser is
 //! stateless: call it again on the longer buffer. It never allocates, never panics and
 //! never reads past the slice. It does not decide whether a peer may send a header
-//! ([`super::cidr`] does) nor read the socket.
+//! (`--real-ip-from` does) nor read the socket.
 //!
 //! Version 1: `PROXY` SP (`TCP4` | `TCP6` | `UNKNOWN`) SP src SP dst SP sport SP dport
 //! CRLF, at most 107 bytes with the CRLF. Exactly one space between fields; IPv4 as four

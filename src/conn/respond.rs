@@ -10,8 +10,8 @@
 //! If-Unmodified-Since (412); then If-None-Match, else If-Modified-Since (304); then Range (GET only, §14.2) subject to If-Range; 416 for an
 //! unsatisfiable single range. Other methods get 405 with `Allow: GET, HEAD`.
 
+use super::logged::{self, Request as Logged};
 use super::{After, Awaiting, Conn, Ctx, Outgoing, Scratch, IN_CAP};
-use crate::access_log::Entry;
 use crate::files::cache::Served;
 use crate::files::{FileMeta, Lookup, PATH_MAX};
 use crate::http::conditional::{not_modified, precondition_fails};
@@ -20,31 +20,32 @@ use crate::http::response::{
     error_body, write_error_head, write_head, ContentRange, Persist, ResponseHead,
 };
 use crate::http::{parse_request, Body, Header, Method, Request, Status, MAX_FIELDS};
+use crate::log_line::RequestLine;
 use core::sync::atomic::Ordering::Relaxed;
 use rustix::fd::OwnedFd;
 
 /// The parts of a request the log and the persistence rule need.
 struct Line<'a> {
-    method: &'a [u8],
-    target: &'a [u8],
-    minor: u8,
+    /// The request as its log line shows it.
+    log: Logged<'a>,
     /// A HEAD request: the response has no content whatever its status (RFC 9110 §9.3.2,
     /// RFC 9112 §6.3 rule 1), though its Content-Length stays that of GET.
     head: bool,
 }
 
-const UNPARSED: Line<'static> = Line {
-    method: b"-",
-    target: b"-",
-    minor: 1,
-    head: false,
-};
+/// Longest first line of a refused request kept for the log.
+const RAW_LINE_MAX: usize = 8 * 1024;
 
 /// A refused head: unparsed, but a HEAD still gets no content (the client will read none).
-fn unparsed(inb: &[u8]) -> Line<'static> {
+fn unparsed(inb: &[u8]) -> Line<'_> {
+    let first = request_line(inb);
     Line {
-        head: request_line(inb).starts_with(b"HEAD "),
-        ..UNPARSED
+        log: Logged {
+            area: inb,
+            line: RequestLine::Raw(&first[..first.len().min(RAW_LINE_MAX)]),
+            fields: &[],
+        },
+        head: first.starts_with(b"HEAD "),
     }
 }
 
@@ -59,7 +60,19 @@ pub(super) fn request(
     let mut fields = [Header::EMPTY; MAX_FIELDS];
     match parse_request(inb, &mut fields, &mut s.path[..]) {
         Ok(Status::Complete(req)) => {
-            serve(c, out, ctx, &req, &mut s.open, &mut s.spill[..]);
+            let line = Line {
+                log: Logged {
+                    area: inb,
+                    line: RequestLine::Parsed {
+                        method: req.method.as_str().as_bytes(),
+                        target: req.target,
+                        minor: req.minor,
+                    },
+                    fields: &fields[..req.fields],
+                },
+                head: req.method == Method::Head,
+            };
+            serve(c, out, ctx, &req, &line, &mut s.open, &mut s.spill[..]);
             Some(req.head_len)
         }
         Ok(Status::Partial) if inb.len() < IN_CAP => None,
@@ -141,20 +154,11 @@ fn error_reply(
     let date = *ctx.date.text();
     let head = write_error_head(out, status, &date, p, unsatisfied).unwrap_or(0);
     let page = error_body(status);
-    plan(
-        c,
-        ctx,
-        status,
-        head,
-        Outgoing::Static(page, 0),
-        page.len() as u64,
-        after,
-        line,
-    );
+    plan(c, ctx, status, head, Outgoing::Static(page, 0), after, line);
 }
 
-/// Records the plan on the connection, counts it and logs it. A HEAD drops the body here,
-/// for every status.
+/// Records the plan on the connection, counts it and starts its log line. A HEAD drops
+/// the body here, for every status.
 #[allow(clippy::too_many_arguments)]
 fn plan(
     c: &mut Conn,
@@ -162,15 +166,10 @@ fn plan(
     status: u16,
     head_len: usize,
     body: Outgoing,
-    body_len: u64,
     after: After,
     line: &Line<'_>,
 ) {
-    let (body, body_len) = if line.head {
-        (Outgoing::Nothing, 0)
-    } else {
-        (body, body_len)
-    };
+    let body = if line.head { Outgoing::Nothing } else { body };
     c.head_len = head_len;
     c.head_sent = 0;
     c.head_spilled = false;
@@ -180,15 +179,7 @@ fn plan(
     c.awaiting = Awaiting::Send;
     let class = usize::from(status / 100).clamp(1, 5) - 1;
     ctx.counters.responses[class].fetch_add(1, Relaxed);
-    let entry = Entry {
-        peer: c.peer,
-        method: line.method,
-        target: line.target,
-        minor: line.minor,
-        status,
-        bytes: head_len as u64 + body_len,
-    };
-    ctx.log.record(&entry, ctx.date.text());
+    logged::begin(c, ctx, status, &line.log);
 }
 
 /// A parsed request: method check, body handling, lookup, then the file answer.
@@ -197,15 +188,10 @@ fn serve(
     out: &mut [u8],
     ctx: &mut Ctx<'_>,
     req: &Request<'_, '_>,
+    line: &Line<'_>,
     open: &mut [u8; PATH_MAX + 1],
     spill: &mut [u8],
 ) {
-    let line = Line {
-        method: req.method.as_str().as_bytes(),
-        target: req.target,
-        minor: req.minor,
-        head: req.method == Method::Head,
-    };
     let has_body = req.body != Body::None;
     // Expect: 100-continue with a body we will not read: answer and close rather than
     // wait for a body the client may never send (RFC 9110 §10.1.1).
@@ -230,7 +216,7 @@ fn serve(
             persist(keep, req.minor),
             after,
             None,
-            &line,
+            line,
         );
     }
     let p = persist(keep, req.minor);
@@ -239,7 +225,7 @@ fn serve(
     match ctx.cache.lookup(ctx.root, req.path, ctx.now_ms, open) {
         Served::Hit(index) => {
             let Some(&meta) = ctx.cache.meta(index) else {
-                return error_reply(c, out, ctx, 500, p, after_err, None, &line);
+                return error_reply(c, out, ctx, 500, p, after_err, None, line);
             };
             file(
                 c,
@@ -250,14 +236,14 @@ fn serve(
                 Source::Cached(index),
                 p,
                 after,
-                &line,
+                line,
             );
         }
         Served::Miss(Lookup::File(fd, meta)) => {
-            file(c, out, ctx, req, &meta, Source::File(fd), p, after, &line);
+            file(c, out, ctx, req, &meta, Source::File(fd), p, after, line);
         }
-        Served::Miss(Lookup::AddSlash) => redirect(c, out, spill, ctx, req, p, after, &line),
-        Served::Miss(Lookup::Status(s)) => error_reply(c, out, ctx, s, p, after_err, None, &line),
+        Served::Miss(Lookup::AddSlash) => redirect(c, out, spill, ctx, req, p, after, line),
+        Served::Miss(Lookup::Status(s)) => error_reply(c, out, ctx, s, p, after_err, None, line),
     }
 }
 
@@ -284,12 +270,12 @@ fn redirect(
     h.location = Some((req.path, req.query));
     let body = Outgoing::Static(page, 0);
     if let Some(n) = write_head(out, &h) {
-        return plan(c, ctx, 301, n, body, page.len() as u64, after, line);
+        return plan(c, ctx, 301, n, body, after, line);
     }
     h.persist = Persist::Close;
     match write_head(spill, &h) {
         Some(n) => {
-            plan(c, ctx, 301, n, body, page.len() as u64, After::Linger, line);
+            plan(c, ctx, 301, n, body, After::Linger, line);
             c.head_spilled = true;
         }
         // Unreachable for a target the parser accepted (see `SPILL_CAP`); closes.
@@ -326,7 +312,7 @@ fn file(
     if not_modified(req.if_none_match, req.if_modified_since, etag, meta.mtime) {
         h.status = 304;
         let n = write_head(out, &h).unwrap_or(0);
-        return plan(c, ctx, 304, n, Outgoing::Nothing, 0, after, line);
+        return plan(c, ctx, 304, n, Outgoing::Nothing, after, line);
     }
     let validated = match req.if_range {
         Some(v) => if_range_holds(v, etag, meta.mtime),
@@ -355,25 +341,19 @@ fn file(
     h.content_length = Some(end - first);
     h.accept_ranges = true;
     let n = write_head(out, &h).unwrap_or(0);
-    let (body, len) = match (req.method, src) {
-        (Method::Head, _) => (Outgoing::Nothing, 0),
-        (_, Source::Cached(index)) if ctx.cache.file(index).is_some() => (
-            Outgoing::CachedFile {
-                index,
-                at: first,
-                end,
-            },
-            end - first,
-        ),
-        (_, Source::Cached(index)) => (
-            Outgoing::Cached {
-                index,
-                at: first as usize,
-                end: end as usize,
-            },
-            end - first,
-        ),
-        (_, Source::File(fd)) => (Outgoing::File { fd, at: first, end }, end - first),
+    let body = match (req.method, src) {
+        (Method::Head, _) => Outgoing::Nothing,
+        (_, Source::Cached(index)) if ctx.cache.file(index).is_some() => Outgoing::CachedFile {
+            index,
+            at: first,
+            end,
+        },
+        (_, Source::Cached(index)) => Outgoing::Cached {
+            index,
+            at: first as usize,
+            end: end as usize,
+        },
+        (_, Source::File(fd)) => Outgoing::File { fd, at: first, end },
     };
-    plan(c, ctx, h.status, n, body, len, after, line);
+    plan(c, ctx, h.status, n, body, after, line);
 }

@@ -178,12 +178,3 @@ fn a_short_buffer_cuts_without_panic() {
         assert!(n <= len);
     }
 }
-
-#[test]
-fn format_names() {
-    for f in [LogFormat::Combined, LogFormat::Common, LogFormat::Json] {
-        assert_eq!(LogFormat::from_name(f.name()), Some(f));
-    }
-    assert_eq!(LogFormat::from_name("clf"), None);
-    assert_eq!(LogFormat::default(), LogFormat::Combined);
-}

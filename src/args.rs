@@ -10,8 +10,8 @@ pub mod bpf;
 pub mod duration;
 pub mod logging;
 
-pub use crate::config::{SteerPolicy, UserSpec};
 use crate::config::Logging;
+pub use crate::config::{SteerPolicy, UserSpec};
 use crate::cpuset::{CpuId, CpuSet};
 use core::fmt;
 use std::net::SocketAddr;

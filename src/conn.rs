@@ -42,10 +42,10 @@ use crate::http::{find_head_end, Status, MAX_HEAD, MAX_TARGET};
 use crate::stats::WorkerCounters;
 use crate::timers::{Kind, Timers};
 use core::sync::atomic::Ordering::Relaxed;
+use logged::SPILL_AT;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::io::{Errno, IoSlice};
 use rustix::net::{SendAncillaryBuffer, SendFlags, Shutdown};
-use logged::SPILL_AT;
 use std::net::IpAddr;
 
 /// Bytes of the response-head area of a slot.
@@ -508,7 +508,11 @@ fn transition(
                 if !c.writable {
                     return Next::Park;
                 }
-                let head_area: &[u8] = if c.head_spilled { &inb[SPILL_AT..] } else { out };
+                let head_area: &[u8] = if c.head_spilled {
+                    &inb[SPILL_AT..]
+                } else {
+                    out
+                };
                 match send_some(fd, c, head_area, ctx, &mut budget) {
                     Sent::Done => {
                         if finish_response(slot, c, fd, inb, ctx) == Next::Close {
@@ -775,11 +779,16 @@ mod tests {
         scratch: Scratch,
         counters: &'static WorkerCounters,
         cache: Option<FileCache>,
+        log: Option<AccessLog>,
         dir: std::path::PathBuf,
         root: OwnedFd,
     }
 
     fn fixture(name: &str) -> Fixture {
+        fixture_with(name, Arrival::default())
+    }
+
+    fn fixture_with(name: &str, arrival: Arrival) -> Fixture {
         let dir = std::env::temp_dir().join(format!("steerd-conn-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -797,7 +806,7 @@ mod tests {
         let (ours, peer) = UnixStream::pair().unwrap();
         ours.set_nonblocking(true).unwrap();
         let mut conn = Conn::free();
-        conn.open(OwnedFd::from(ours), Arrival::default());
+        conn.open(OwnedFd::from(ours), arrival);
         Fixture {
             conn,
             buf: vec![0; SLOT_BYTES],
@@ -809,6 +818,7 @@ mod tests {
                 file_max: 1024,
                 revalidate: std::time::Duration::from_secs(1),
             })),
+            log: Some(AccessLog::off()),
             dir,
             root,
         }
@@ -816,30 +826,45 @@ mod tests {
 
     impl Fixture {
         fn step(&mut self) -> Next {
-            let cache = self.cache.take().expect("cache");
+            self.conn.readable = true;
+            self.conn.writable = true;
+            self.with_ctx(|f, ctx| advance(0, &mut f.conn, &mut f.buf, ctx, &mut f.scratch))
+        }
+
+        /// Runs `run` with the worker state this fixture keeps between steps.
+        fn with_ctx<T>(&mut self, run: impl FnOnce(&mut Fixture, &mut Ctx<'_>) -> T) -> T {
+            let root = self.root.try_clone().unwrap();
             let mut ctx = Ctx {
-                root: self.root.as_fd(),
-                cache,
+                root: root.as_fd(),
+                cache: self.cache.take().expect("cache"),
                 date: DateCache::new(0),
                 now_ms: 0,
                 counters: self.counters,
-                log: AccessLog::off(),
+                log: self.log.take().expect("log"),
                 worker: 0,
                 cpu: 0,
                 timers: Timers::new(1, [1000; 4]),
                 draining: false,
             };
-            self.conn.readable = true;
-            self.conn.writable = true;
-            let next = advance(
-                0,
-                &mut self.conn,
-                &mut self.buf,
-                &mut ctx,
-                &mut self.scratch,
-            );
+            let out = run(self, &mut ctx);
             self.cache = Some(ctx.cache);
-            next
+            self.log = Some(ctx.log);
+            out
+        }
+
+        /// Logs in `format` to a file of the fixture; returns its path.
+        fn log_to_file(&mut self, format: crate::config::LogFormat) -> std::path::PathBuf {
+            let path = self.dir.join("access.log");
+            let target = crate::config::LogTarget::File(path.clone());
+            self.log = Some(AccessLog::open(&target, format, &DateCache::new(0)).unwrap());
+            path
+        }
+
+        /// The log's lines so far.
+        fn logged(&mut self, path: &std::path::Path) -> Vec<String> {
+            self.log.as_mut().unwrap().flush();
+            let text = std::fs::read_to_string(path).unwrap();
+            text.lines().map(str::to_string).collect()
         }
 
         fn answer(&mut self) -> String {
@@ -995,5 +1020,114 @@ mod tests {
         let mut f = fixture("free");
         f.conn = Conn::free();
         assert_eq!(f.step(), Next::Close);
+    }
+
+    fn json(line: &str) -> serde_json::Value {
+        serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))
+    }
+
+    fn proxied() -> Arrival {
+        Arrival {
+            peer: Some("127.0.0.1".parse().unwrap()),
+            proxy_header: true,
+            ..Arrival::default()
+        }
+    }
+
+    #[test]
+    fn a_proxy_header_in_pieces_then_the_request() {
+        let mut f = fixture_with("proxy", proxied());
+        assert_eq!(f.step(), Next::Park, "nothing yet (no deferred accept)");
+        assert_eq!(f.conn.awaiting, Awaiting::Proxy);
+        f.peer.write_all(b"PROXY TCP4 203.0.113.9 ").unwrap();
+        assert_eq!(f.step(), Next::Park);
+        assert_eq!(f.conn.awaiting, Awaiting::Proxy, "still partial");
+        f.peer
+            .write_all(b"127.0.0.1 40000 80\r\nGET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        assert_eq!(f.step(), Next::Park);
+        assert!(f.answer().ends_with("\r\n\r\nabc"));
+        assert_eq!(f.conn.client, Some("203.0.113.9".parse().unwrap()));
+        assert_eq!(f.conn.awaiting, Awaiting::Head);
+    }
+
+    #[test]
+    fn a_bad_or_truncated_proxy_header_closes_without_a_response() {
+        let mut f = fixture_with("proxybad", proxied());
+        f.peer.write_all(b"GET /a.txt HTTP/1.1\r\n\r\n").unwrap();
+        assert_eq!(f.step(), Next::Close);
+        let mut f = fixture_with("proxycut", proxied());
+        f.peer.write_all(b"PROXY TCP4 203.0").unwrap();
+        assert_eq!(f.step(), Next::Park);
+        f.peer.shutdown(std::net::Shutdown::Write).unwrap();
+        assert_eq!(f.step(), Next::Close, "EOF in the middle of the header");
+        assert_eq!(f.counters.proxy_refused.load(Relaxed), 1);
+    }
+
+    #[test]
+    fn pipelined_lines_name_their_own_requests() {
+        let mut f = fixture("logpipe");
+        let log = f.log_to_file(crate::config::LogFormat::Json);
+        f.peer
+            .write_all(
+                b"GET /a.txt?1 HTTP/1.1\r\nHost: t\r\nUser-Agent: one\r\n\r\n\
+                  GET /nope?2 HTTP/1.1\r\nHost: t\r\nReferer: http://r/\r\n\r\n",
+            )
+            .unwrap();
+        assert_eq!(f.step(), Next::Park);
+        let lines = f.logged(&log);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        let (a, b) = (json(&lines[0]), json(&lines[1]));
+        assert_eq!(a["request"], "GET /a.txt?1 HTTP/1.1");
+        assert_eq!(
+            (a["status"].as_u64(), a["body_bytes"].as_u64()),
+            (Some(200), Some(3))
+        );
+        assert_eq!(a["user_agent"], "one");
+        assert_eq!(b["request"], "GET /nope?2 HTTP/1.1");
+        assert_eq!(b["status"], 404);
+        assert_eq!(b["referer"], "http://r/");
+        assert_eq!(b["user_agent"], serde_json::Value::Null);
+        assert_eq!(a["cut_short"], false);
+    }
+
+    #[test]
+    fn a_spilled_redirect_is_logged_with_its_long_target() {
+        let mut f = fixture("logspill");
+        std::fs::create_dir(f.dir.join("d")).unwrap();
+        let log = f.log_to_file(crate::config::LogFormat::Common);
+        let target = format!("/d?{}", "q".repeat(900));
+        let req = format!("GET {target} HTTP/1.1\r\nHost: t\r\n\r\n");
+        f.peer.write_all(req.as_bytes()).unwrap();
+        assert_eq!(f.step(), Next::Park);
+        assert!(f.answer().starts_with("HTTP/1.1 301 "));
+        let lines = f.logged(&log);
+        assert_eq!(lines.len(), 1);
+        assert!(
+            lines[0].contains(&format!("\"GET {target} HTTP/1.1\" 301 ")),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn a_response_cut_short_is_logged_with_the_bytes_written() {
+        let mut f = fixture("logcut");
+        let log = f.log_to_file(crate::config::LogFormat::Json);
+        f.peer
+            .write_all(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        assert_eq!(f.step(), Next::Park);
+        assert_eq!(f.conn.awaiting, Awaiting::Send);
+        let sent = f.conn.body_sent;
+        assert!(sent > 0 && sent < 8 << 20, "{sent}");
+        // The loop gives up on it (a timeout, a stop): the line says how far it got.
+        f.with_ctx(|f, ctx| abandon(&mut f.conn, &f.buf, ctx));
+        let lines = f.logged(&log);
+        let v = json(&lines[0]);
+        assert_eq!(v["body_bytes"].as_u64(), Some(sent));
+        assert_eq!(v["cut_short"], true);
+        assert_eq!(f.counters.cut_short.load(Relaxed), 1);
+        f.with_ctx(|f, ctx| abandon(&mut f.conn, &f.buf, ctx));
+        assert_eq!(f.counters.cut_short.load(Relaxed), 1, "counted once");
     }
 }

@@ -45,8 +45,10 @@ impl LogFlags {
     pub fn finish(self) -> Result<Logging, ArgsError> {
         let mut args = self.args;
         if args.proxy_protocol && args.real_ip_from.is_empty() {
-            return err("--proxy-protocol needs --real-ip-from: only the peers it names may \
-                 send a PROXY header, and with none every connection would be closed");
+            return err(
+                "--proxy-protocol needs --real-ip-from: only the peers it names may \
+                 send a PROXY header, and with none every connection would be closed",
+            );
         }
         match (&mut args.access_log, self.syslog_socket) {
             (LogTarget::Syslog(path), Some(socket)) => *path = socket,
@@ -70,7 +72,9 @@ fn target(v: &str) -> Result<LogTarget, ArgsError> {
 fn format(v: &str) -> Result<LogFormat, ArgsError> {
     match LogFormat::ALL.into_iter().find(|f| f.name() == v) {
         Some(f) => Ok(f),
-        None => err(format!("--log-format {v:?}: expected combined, common or json")),
+        None => err(format!(
+            "--log-format {v:?}: expected combined, common or json"
+        )),
     }
 }
 

@@ -164,7 +164,10 @@ mod tests {
         assert!(c.contains(ip("2001:db8:ffff::1")) && !c.contains(ip("2001:db9::1")));
         assert!(!c.contains(ip("127.0.0.1")));
         let mapped = net("::ffff:10.0.0.0", 104);
-        assert!(mapped.contains(ip("10.9.8.7")), "v4 peer in a v4-mapped network");
+        assert!(
+            mapped.contains(ip("10.9.8.7")),
+            "v4 peer in a v4-mapped network"
+        );
         let all = net("::", 0);
         assert!(all.contains(ip("::1")) && all.contains(ip("1.2.3.4")));
         assert!(net("::1", 128).contains(ip("::1")));

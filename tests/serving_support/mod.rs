@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use steerd::config::Timeouts;
+use steerd::config::{Logging, Timeouts};
 use steerd::cpuset::CpuId;
 use steerd::serve_loop::{self, Control, LoopConfig, Tuning};
 use steerd::stats::WorkerCounters;
@@ -67,6 +67,7 @@ pub fn open_root(root: &Path) -> OwnedFd {
 
 pub fn config(root: &Path) -> LoopConfig {
     LoopConfig {
+        worker: 0,
         cpu: CpuId::new(0).unwrap(),
         root: open_root(root),
         max_conns: 256,
@@ -76,7 +77,7 @@ pub fn config(root: &Path) -> LoopConfig {
             send: Duration::from_secs(10),
             shutdown: Duration::from_secs(5),
         },
-        access_log: None,
+        logging: Logging::default(),
     }
 }
 

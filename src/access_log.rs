@@ -89,9 +89,9 @@ impl AccessLog {
         };
         let mut head = 0;
         if self.dest.is_syslog() {
-            let mut out = crate::log_line::Out::new(free);
+            let mut out = crate::http::response::Writer::new(free);
             syslog::frame_head(&self.clock, self.pid, &mut out);
-            head = out.len();
+            head = out.written();
         }
         let n = format_line(self.format, rec, &self.clock, &mut free[head..]);
         self.len += head + n;

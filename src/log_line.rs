@@ -31,6 +31,7 @@ mod json_line;
 pub use crate::config::LogFormat;
 pub use clock::LogClock;
 
+use crate::http::response::Writer;
 use core::net::IpAddr;
 
 /// Longest line written, newline included.
@@ -86,20 +87,24 @@ pub struct Record<'a> {
 }
 
 /// Writes one line for `rec` at the start of `buf`; returns its length. A `buf` shorter
-/// than [`LINE_MAX`] gets a line cut at its end (and no newline).
+/// than [`LINE_MAX`] may get an incomplete line (pieces that do not fit are left out).
 pub fn format_line(format: LogFormat, rec: &Record<'_>, clock: &LogClock, buf: &mut [u8]) -> usize {
-    let mut out = Out::new(buf);
+    let mut out = Writer::new(buf);
     match format {
         LogFormat::Combined => clf::write(rec, clock, true, &mut out),
         LogFormat::Common => clf::write(rec, clock, false, &mut out),
         LogFormat::Json => json_line::write(rec, clock, &mut out),
     }
-    out.byte(b'\n');
-    out.len()
+    out.put(b"\n");
+    out.written()
 }
 
 /// The request text both formats show: `METHOD TARGET HTTP/1.x`, or the raw line.
-fn request_text(req: &RequestLine<'_>, out: &mut Out<'_>, escape: fn(&[u8], &mut Out<'_>, usize)) {
+fn request_text(
+    req: &RequestLine<'_>,
+    out: &mut Writer<'_>,
+    escape: fn(&[u8], &mut Writer<'_>, usize),
+) {
     match *req {
         RequestLine::Parsed {
             method,
@@ -107,77 +112,21 @@ fn request_text(req: &RequestLine<'_>, out: &mut Out<'_>, escape: fn(&[u8], &mut
             minor,
         } => {
             escape(&method[..method.len().min(METHOD_MAX)], out, METHOD_MAX * 6);
-            out.byte(b' ');
+            out.put(b" ");
             escape(target, out, TARGET_BUDGET);
             out.put(b" HTTP/1.");
-            out.byte(b'0' + minor.min(9));
+            out.put(&[b'0' + minor.min(9)]);
         }
-        RequestLine::Raw(b"") => out.byte(b'-'),
+        RequestLine::Raw(b"") => {
+            out.put(b"-");
+        }
         RequestLine::Raw(line) => escape(line, out, TARGET_BUDGET),
     }
 }
 
-/// A cursor over a caller's buffer that drops what does not fit (the budgets make sure
-/// a whole line fits [`LINE_MAX`]).
-pub struct Out<'a> {
-    buf: &'a mut [u8],
-    len: usize,
-}
-
-impl<'a> Out<'a> {
-    /// An empty cursor at the start of `buf`.
-    pub fn new(buf: &'a mut [u8]) -> Out<'a> {
-        Out { buf, len: 0 }
-    }
-
-    /// Bytes written.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Nothing written yet.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Appends as much of `b` as fits.
-    pub fn put(&mut self, b: &[u8]) {
-        let n = b.len().min(self.buf.len() - self.len);
-        self.buf[self.len..self.len + n].copy_from_slice(&b[..n]);
-        self.len += n;
-    }
-
-    /// Appends one byte if it fits.
-    pub fn byte(&mut self, b: u8) {
-        self.put(&[b]);
-    }
-
-    /// Appends `n` in decimal.
-    pub fn num(&mut self, mut n: u64) {
-        let mut digits = [0u8; 20];
-        let mut i = digits.len();
-        loop {
-            i -= 1;
-            digits[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        self.put(&digits[i..]);
-    }
-
-    /// Appends an address (`-`-free: the caller chooses what stands for none).
-    pub fn ip(&mut self, ip: IpAddr) {
-        let _ = core::fmt::write(self, format_args!("{ip}"));
-    }
-}
-
-impl core::fmt::Write for Out<'_> {
-    fn write_str(&mut self, s: &str) -> core::fmt::Result {
-        self.put(s.as_bytes());
-        Ok(())
-    }
+/// Appends an address.
+fn put_ip(out: &mut Writer<'_>, ip: IpAddr) {
+    let _ = core::fmt::write(out, format_args!("{ip}"));
 }
 
 #[cfg(test)]

@@ -361,7 +361,7 @@ fn proxy_headers_from_a_trusted_peer_whole_and_in_pieces() {
 fn bad_missing_truncated_or_untrusted_headers_close_without_a_response() {
     let (server, _d, _log) = json_server(&["--proxy-protocol", "--real-ip-from", "127.0.0.0/8"]);
     for raw in [
-        &REQ[..],
+        REQ,
         b"PROXY TCP4 203.0.113.9 127.0.0.1 040000 80\r\nGET / HTTP/1.1\r\n\r\n",
         b"PROXY TCP4 203.0.113.9 127.0.0.1 40000 80\nGET / HTTP/1.1\r\n\r\n",
         &v2(0x22, 0x11, &[0; 12]),

@@ -8,13 +8,16 @@
 //! with `-` for the user (no authentication here) and, in combined, for an absent
 //! `Referer` or `User-Agent`. Common stops after the byte count.
 
-use super::{escape, request_text, LogClock, Out, Record, FIELD_BUDGET};
+use super::{escape, put_ip, request_text, LogClock, Record, FIELD_BUDGET};
+use crate::http::response::Writer;
 
 /// One line without its newline.
-pub(super) fn write(rec: &Record<'_>, clock: &LogClock, combined: bool, out: &mut Out<'_>) {
+pub(super) fn write(rec: &Record<'_>, clock: &LogClock, combined: bool, out: &mut Writer<'_>) {
     match rec.client {
-        Some(ip) => out.ip(ip),
-        None => out.byte(b'-'),
+        Some(ip) => put_ip(out, ip),
+        None => {
+            out.put(b"-");
+        }
     }
     out.put(b" - - [");
     out.put(clock.clf());
@@ -22,20 +25,22 @@ pub(super) fn write(rec: &Record<'_>, clock: &LogClock, combined: bool, out: &mu
     request_text(&rec.request, out, escape::clf);
     out.put(b"\" ");
     out.num(u64::from(rec.status));
-    out.byte(b' ');
+    out.put(b" ");
     out.num(rec.body_bytes);
     if combined {
         out.put(b" \"");
         field(rec.referer, out);
         out.put(b"\" \"");
         field(rec.user_agent, out);
-        out.byte(b'"');
+        out.put(b"\"");
     }
 }
 
-fn field(value: Option<&[u8]>, out: &mut Out<'_>) {
+fn field(value: Option<&[u8]>, out: &mut Writer<'_>) {
     match value {
         Some(v) => escape::clf(v, out, FIELD_BUDGET),
-        None => out.byte(b'-'),
+        None => {
+            out.put(b"-");
+        }
     }
 }

@@ -15,7 +15,7 @@
 //! valid UTF-8 as `\u00XX` (the code point of the same value), so the line is always
 //! valid JSON and the original bytes can be recovered.
 
-use super::Out;
+use crate::http::response::Writer;
 
 const HEX: &[u8; 16] = b"0123456789ABCDEF";
 
@@ -31,7 +31,7 @@ const CLF_ESCAPED: [bool; 256] = {
 };
 
 /// `src` escaped as nginx escapes log variables, at most `budget` output bytes.
-pub fn clf(src: &[u8], out: &mut Out<'_>, budget: usize) {
+pub fn clf(src: &[u8], out: &mut Writer<'_>, budget: usize) {
     let mut left = budget;
     let mut rest = src;
     loop {
@@ -58,7 +58,7 @@ pub fn clf(src: &[u8], out: &mut Out<'_>, budget: usize) {
 }
 
 /// `\u00XX` for one byte.
-fn unicode_escape(b: u8, out: &mut Out<'_>) {
+fn unicode_escape(b: u8, out: &mut Writer<'_>) {
     out.put(&[
         b'\\',
         b'u',
@@ -70,7 +70,7 @@ fn unicode_escape(b: u8, out: &mut Out<'_>) {
 }
 
 /// `src` as the body of a JSON string (no quotes), at most `budget` output bytes.
-pub fn json(src: &[u8], out: &mut Out<'_>, budget: usize) {
+pub fn json(src: &[u8], out: &mut Writer<'_>, budget: usize) {
     let mut left = budget;
     for chunk in src.utf8_chunks() {
         for c in chunk.valid().chars() {
@@ -90,7 +90,9 @@ pub fn json(src: &[u8], out: &mut Out<'_>, budget: usize) {
             left -= cost;
             match bytes {
                 [] => unicode_escape(c as u8, out),
-                _ => out.put(bytes),
+                _ => {
+                    out.put(bytes);
+                }
             }
         }
         for &b in chunk.invalid() {
@@ -107,11 +109,11 @@ pub fn json(src: &[u8], out: &mut Out<'_>, budget: usize) {
 mod tests {
     use super::*;
 
-    fn run(f: fn(&[u8], &mut Out<'_>, usize), src: &[u8], budget: usize) -> String {
+    fn run(f: fn(&[u8], &mut Writer<'_>, usize), src: &[u8], budget: usize) -> String {
         let mut buf = [0u8; 256];
-        let mut out = Out::new(&mut buf);
+        let mut out = Writer::new(&mut buf);
         f(src, &mut out, budget);
-        let n = out.len();
+        let n = out.written();
         String::from_utf8(buf[..n].to_vec()).unwrap()
     }
 

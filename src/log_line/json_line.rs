@@ -7,20 +7,23 @@
 //! to the end of its response), `cut_short` (the response ended before all of it was
 //! written: the client went away, a timeout, or the file shrank under the transfer).
 
-use super::{escape, request_text, LogClock, Out, Record, FIELD_BUDGET};
+use super::{escape, put_ip, request_text, LogClock, Record, FIELD_BUDGET};
+use crate::http::response::Writer;
 
 /// One line without its newline.
-pub(super) fn write(rec: &Record<'_>, clock: &LogClock, out: &mut Out<'_>) {
+pub(super) fn write(rec: &Record<'_>, clock: &LogClock, out: &mut Writer<'_>) {
     out.put(b"{\"time\":\"");
     out.put(clock.iso());
     out.put(b"\",\"client\":");
     match rec.client {
         Some(ip) => {
-            out.byte(b'"');
-            out.ip(ip);
-            out.byte(b'"');
+            out.put(b"\"");
+            put_ip(out, ip);
+            out.put(b"\"");
         }
-        None => out.put(b"null"),
+        None => {
+            out.put(b"null");
+        }
     }
     out.put(b",\"request\":\"");
     request_text(&rec.request, out, escape::json);
@@ -42,7 +45,7 @@ pub(super) fn write(rec: &Record<'_>, clock: &LogClock, out: &mut Out<'_>) {
     out.num(rec.duration_us);
     out.put(b",\"cut_short\":");
     out.put(bool_text(rec.cut_short));
-    out.byte(b'}');
+    out.put(b"}");
 }
 
 fn bool_text(b: bool) -> &'static [u8] {
@@ -53,13 +56,15 @@ fn bool_text(b: bool) -> &'static [u8] {
     }
 }
 
-fn string_or_null(value: Option<&[u8]>, out: &mut Out<'_>) {
+fn string_or_null(value: Option<&[u8]>, out: &mut Writer<'_>) {
     match value {
         Some(v) => {
-            out.byte(b'"');
+            out.put(b"\"");
             escape::json(v, out, FIELD_BUDGET);
-            out.byte(b'"');
+            out.put(b"\"");
         }
-        None => out.put(b"null"),
+        None => {
+            out.put(b"null");
+        }
     }
 }

@@ -7,7 +7,8 @@
 //! the C library's `syslog(3)` does for a local socket (the daemon adds it); the tag is
 //! `steerd` and the content begins with `[pid]: ` (§5.3). The datagram has no newline.
 
-use super::{LogClock, Out};
+use super::LogClock;
+use crate::http::response::Writer;
 
 /// Facility daemon, severity informational.
 pub const PRI: &[u8] = b"<30>";
@@ -17,12 +18,12 @@ pub const TAG: &[u8] = b"steerd";
 pub const HEAD_MAX: usize = 4 + 15 + 1 + 6 + 1 + 10 + 3;
 
 /// Writes the frame head for a line sent now by process `pid`.
-pub fn frame_head(clock: &LogClock, pid: u32, out: &mut Out<'_>) {
+pub fn frame_head(clock: &LogClock, pid: u32, out: &mut Writer<'_>) {
     out.put(PRI);
     out.put(clock.rfc3164());
-    out.byte(b' ');
+    out.put(b" ");
     out.put(TAG);
-    out.byte(b'[');
+    out.put(b"[");
     out.num(u64::from(pid));
     out.put(b"]: ");
 }
@@ -36,12 +37,12 @@ mod tests {
     fn rfc3164_head() {
         let clock = LogClock::new(&DateCache::new(1_796_084_182));
         let mut buf = [0u8; HEAD_MAX];
-        let mut out = Out::new(&mut buf);
+        let mut out = Writer::new(&mut buf);
         frame_head(&clock, 4242, &mut out);
-        let n = out.len();
+        let n = out.written();
         assert_eq!(&buf[..n], b"<30>Dec  1 00:16:22 steerd[4242]: ");
-        let mut out = Out::new(&mut buf);
+        let mut out = Writer::new(&mut buf);
         frame_head(&clock, u32::MAX, &mut out);
-        assert_eq!(out.len(), HEAD_MAX, "the longest pid fits");
+        assert_eq!(out.written(), HEAD_MAX, "the longest pid fits");
     }
 }

@@ -9,6 +9,7 @@ pub mod bench;
 pub mod bpf;
 pub mod duration;
 pub mod logging;
+pub mod site;
 
 use crate::config::Logging;
 pub use crate::config::{SteerPolicy, UserSpec};
@@ -118,6 +119,8 @@ pub struct ServeArgs {
     pub metrics: Option<SocketAddr>,
     /// Where `/sys` and `/proc` are read from.
     pub roots: Roots,
+    /// Everyday-serving options (`args/site.rs`).
+    pub site: site::SiteArgs,
 }
 
 impl Default for ServeArgs {
@@ -138,6 +141,7 @@ impl Default for ServeArgs {
             logging: Logging::default(),
             metrics: None,
             roots: Roots::default(),
+            site: site::SiteArgs::default(),
         }
     }
 }
@@ -148,8 +152,9 @@ pub const DEFAULT_MAX_CONNS: u32 = 10_240;
 /// The listen address when none is given.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
-/// A flag or value that cannot be used: printed as `steerd: STAGE: MESSAGE`, then the
-/// usage text when there is one, and the process exits 2.
+/// A flag or value that cannot be used: printed as `steerd: STAGE: MESSAGE` (one such
+/// line per line of the message: one per problem), then the usage text when there is
+/// one, and the process exits 2.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ArgsError {
     /// Who refused it: `args`, or the subcommand (`bpf`).
@@ -162,7 +167,10 @@ pub struct ArgsError {
 
 impl fmt::Display for ArgsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "steerd: {}: {}", self.stage, self.message)?;
+        for (i, line) in self.message.lines().enumerate() {
+            let sep = if i == 0 { "" } else { "\n" };
+            write!(f, "{sep}steerd: {}: {line}", self.stage)?;
+        }
         match self.usage.strip_suffix('\n') {
             Some(usage) => write!(f, "\n{usage}"),
             None => Ok(()),
@@ -264,6 +272,7 @@ pub fn parse_serve(args: &[String]) -> Result<ServeArgs, ArgsError> {
     let mut out = ServeArgs::default();
     let mut root: Option<PathBuf> = None;
     let mut logging = logging::LogFlags::default();
+    let mut site_errors = Vec::new();
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -294,6 +303,11 @@ pub fn parse_serve(args: &[String]) -> Result<ServeArgs, ArgsError> {
             "--metrics" => out.metrics = Some(parse_addr("--metrics", &val(flag)?)?),
             "--sysfs" => out.roots.sysfs = PathBuf::from(val(flag)?),
             "--procfs" => out.roots.procfs = PathBuf::from(val(flag)?),
+            // Each bad site option is one line of the error, so all of them show at once.
+            f if site::FLAGS.contains(&f) => {
+                let v = val(f)?;
+                site_errors.extend(out.site.set(f, &v).err().map(|e| e.message));
+            }
             f if f.starts_with('-') && f.len() > 1 => {
                 return err(format!("unknown flag {f:?} (see --help)"))
             }
@@ -313,6 +327,10 @@ pub fn parse_serve(args: &[String]) -> Result<ServeArgs, ArgsError> {
         );
     }
     check_listen_unique(&out.listen)?;
+    if !site_errors.is_empty() {
+        return err(site_errors.join("\n"));
+    }
+    out.site.validate()?;
     Ok(out)
 }
 
@@ -442,6 +460,14 @@ USAGE: steerd [serve] [ROOT] [OPTIONS]
                               X-Forwarded-For address (or the PROXY header's)
     --proxy-protocol          connections begin with a PROXY v1/v2 header (needs --real-ip-from)
     --metrics ADDR:PORT       Prometheus metrics endpoint, served by the master
+    --precompressed LIST|off  serve F.br, F.zst, F.gz for F when accepted (default br,zstd,gzip)
+    --header 'NAME: VALUE'    add to every 2xx, 3xx and 304 response; repeatable
+    --cache-control PAT=VAL   Cache-Control for paths matching PAT (* in a segment, **
+                              across; first match wins); repeatable
+    --error-page CODE=PATH    body of error CODE from the file PATH under ROOT; repeatable
+    --fallback PATH           answer paths that do not exist with PATH, status 200 (SPA)
+    --fallback-skip LIST      extensions that still get 404, such as css,js,png
+    --mime EXT=TYPE           media type of .EXT (over the built-in table); repeatable
     --sysfs DIR, --procfs DIR read the kernel's files from elsewhere (for tests)
 ";
 

@@ -63,8 +63,8 @@ pub enum MasterError {
     User(String),
     /// The served root cannot be opened.
     Root(std::path::PathBuf, io::Error),
-    /// The access log cannot be opened (as `--user`), or its syslog socket is missing.
-    AccessLog(std::path::PathBuf, io::Error),
+    /// The access log cannot be opened by the workers' `--user` (that uid).
+    AccessLog(std::path::PathBuf, u32, io::Error),
     /// The shared counters mapping.
     Counters(io::Error),
     /// `fork` failed at start.
@@ -80,8 +80,9 @@ impl fmt::Display for MasterError {
             MasterError::Listen(e) => write!(f, "{e}"),
             MasterError::Metrics(a, e) => write!(f, "{a}: {e}"),
             MasterError::User(e) => write!(f, "{e}"),
-            MasterError::Root(path, e) | MasterError::AccessLog(path, e) => {
-                write!(f, "{}: {e}", path.display())
+            MasterError::Root(path, e) => write!(f, "{}: {e}", path.display()),
+            MasterError::AccessLog(path, uid, e) => {
+                write!(f, "{}: cannot be opened as uid {uid}: {e}", path.display())
             }
             MasterError::Counters(e) => write!(f, "counters mapping: {e}"),
             MasterError::Fork(e) => write!(f, "fork: {e}"),
@@ -97,7 +98,7 @@ impl MasterError {
             MasterError::Metrics(..) => "metrics",
             MasterError::User(_) => "user",
             MasterError::Root(..) => "root",
-            MasterError::AccessLog(..) => "access log",
+            MasterError::AccessLog(..) => "access-log",
             _ => "master",
         }
     }
@@ -111,9 +112,13 @@ pub fn run(
     program: Option<&[asm_bpf::Insn]>,
 ) -> Result<(), MasterError> {
     sys::count_signals(&signals::COUNTED).map_err(MasterError::Signals)?;
+    // `--user` is resolved before anything is bound: a bad name binds nothing.
+    let user = cfg.user.as_ref().map(user::lookup).transpose();
+    let user = user.map_err(|e| MasterError::User(e.to_string()))?;
     let home = place_master(plan).map_err(MasterError::Pin)?;
-    let id = cfg.user.as_ref().map(resolve_user).transpose()?;
-    check_access_log(&cfg.logging.access_log, id.as_ref())?;
+    if let Some(id) = &user {
+        check_access_log(&cfg.logging.access_log, id)?;
+    }
     let opts = SocketOptions {
         defer_accept_secs: defer_accept_secs(cfg),
     };
@@ -123,7 +128,7 @@ pub fn run(
     let metrics = cfg.metrics.map(bind_metrics).transpose()?;
     announce(plan, policy, &listeners, metrics.as_ref());
     raise_fd_limit(cfg, plan.workers.len());
-    if let Some(id) = &id {
+    if let Some(id) = &user {
         drop_privileges(id)?;
     }
     worker::open_root(&cfg.root).map_err(|e| MasterError::Root(cfg.root.clone(), e))?;
@@ -258,26 +263,16 @@ fn announce(plan: &Plan, policy: SteerPolicy, listeners: &Listeners, metrics: Op
     }
 }
 
-/// Resolves `--user` from `/etc/passwd` and `/etc/group`.
-fn resolve_user(spec: &crate::config::UserSpec) -> Result<user::Identity, MasterError> {
-    let read = |path: &str| {
-        std::fs::read_to_string(path).map_err(|e| MasterError::User(format!("reading {path}: {e}")))
-    };
-    let passwd = read("/etc/passwd")?;
-    let group = read("/etc/group").unwrap_or_default();
-    user::resolve(spec, &passwd, &group).map_err(|e| MasterError::User(e.to_string()))
-}
-
 /// Before anything is bound: the workers (as `id`) must be able to open the access log.
-fn check_access_log(target: &LogTarget, id: Option<&user::Identity>) -> Result<(), MasterError> {
+fn check_access_log(target: &LogTarget, id: &user::Identity) -> Result<(), MasterError> {
     let path = match target {
         LogTarget::File(p) | LogTarget::Syslog(p) => p,
         LogTarget::Off | LogTarget::Stdout => return Ok(()),
     };
-    log_check::check(target, id).map_err(|e| MasterError::AccessLog(path.clone(), e))
+    log_check::check_as(target, id).map_err(|e| MasterError::AccessLog(path.clone(), id.uid, e))
 }
 
-/// Becomes the `--user` identity.
+/// Becomes the `--user` resolved before binding.
 fn drop_privileges(id: &user::Identity) -> Result<(), MasterError> {
     sys::become_user(id.uid, id.gid, &id.groups)
         .map_err(|e| MasterError::User(format!("becoming uid {} gid {}: {e}", id.uid, id.gid)))?;
@@ -716,6 +711,7 @@ mod tests {
             logging: Default::default(),
             metrics: None,
             user: None,
+            site: Default::default(),
         };
         assert_eq!(defer_accept_secs(&cfg), 2);
         cfg.timeouts.header = Duration::from_millis(1);

@@ -342,5 +342,6 @@ pub fn serving(args: ServeArgs) -> Serving {
         logging: args.logging,
         metrics: args.metrics,
         user: args.user,
+        site: args.site.rules(),
     }
 }

@@ -35,8 +35,10 @@ use crate::config::{Cidr, Logging, Timeouts};
 use crate::conn::{self, Arrival, Awaiting, Conn, Ctx, Next, Scratch, SLOT_BYTES};
 use crate::event::{Poller, Ready, Token};
 use crate::files::cache::{CacheConfig, FileCache};
+use crate::files::FileOptions;
 use crate::http::date::DateCache;
 use crate::http::response::{error_body, write_error_head, Persist};
+use crate::site::SiteRules;
 use crate::timers::{Kind, Timers};
 use core::sync::atomic::Ordering::Relaxed;
 use rustix::fd::AsFd;
@@ -79,6 +81,8 @@ pub struct LoopConfig {
     pub timeouts: Timeouts,
     /// The access log and the client address it names.
     pub logging: Logging,
+    /// The operator's rules for responses (everyday serving).
+    pub site: SiteRules,
 }
 
 /// Why the loop could not run.
@@ -259,7 +263,7 @@ impl<'a> Loop<'a> {
         ];
         let ctx = Ctx {
             root: cfg.root.as_fd(),
-            cache: FileCache::new(tuning.cache),
+            cache: FileCache::new(tuning.cache).with_options(FileOptions::of(&cfg.site)),
             date,
             now_ms: now_ms(),
             counters,
@@ -268,6 +272,7 @@ impl<'a> Loop<'a> {
             cpu: cfg.cpu.get() as u32,
             timers: Timers::new(n, durations),
             draining: false,
+            site: &cfg.site,
         };
         Ok(Loop {
             listener,
@@ -643,6 +648,7 @@ mod tests {
                 shutdown: Duration::from_secs(5),
             },
             logging: Logging::default(),
+            site: SiteRules::default(),
         };
         let counters = WorkerCounters::default();
         let mut lp = Loop::new(listener.as_fd(), &cfg, Tuning::default(), &counters).unwrap();

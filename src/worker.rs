@@ -153,6 +153,7 @@ fn loop_config(cfg: &Serving, (index, cpu): (u16, CpuId), root: OwnedFd) -> Loop
         max_conns: cfg.max_conns,
         timeouts: cfg.timeouts,
         logging: cfg.logging.clone(),
+        site: cfg.site.clone(),
     }
 }
 

@@ -17,7 +17,7 @@
 
 use crate::config::LogTarget;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use rustix::fs::{Mode, OFlags};
+use rustix::fs::{Access, Mode, OFlags};
 use rustix::io::Errno;
 use rustix::net::{AddressFamily, SendFlags, SocketAddrUnix, SocketFlags, SocketType};
 use std::io;
@@ -47,6 +47,34 @@ fn connect_syslog(path: &Path) -> io::Result<OwnedFd> {
     let fd = rustix::net::socket_with(AddressFamily::UNIX, SocketType::DGRAM, flags, None)?;
     rustix::net::connect(&fd, &SocketAddrUnix::new(path)?)?;
     Ok(fd)
+}
+
+/// Whether `target` could be opened by this process, without creating or sending
+/// anything: an existing file must open for appending, a missing one needs a writable
+/// directory; the syslog socket must accept a connection. What `steerd check` and
+/// `serve` verify before binding (the master again as `--user`).
+pub fn check(target: &LogTarget) -> io::Result<()> {
+    match target {
+        LogTarget::Off | LogTarget::Stdout => Ok(()),
+        LogTarget::File(p) => appendable(p),
+        LogTarget::Syslog(p) => connect_syslog(p).map(drop),
+    }
+}
+
+/// Whether `log` can be opened for appending, without creating it.
+fn appendable(log: &Path) -> io::Result<()> {
+    let flags = OFlags::WRONLY | OFlags::APPEND | OFlags::CLOEXEC | OFlags::NOCTTY;
+    match rustix::fs::open(log, flags, Mode::empty()) {
+        Ok(_) => Ok(()),
+        Err(Errno::NOENT) => {
+            let dir = match log.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            Ok(rustix::fs::access(dir, Access::WRITE_OK | Access::EXEC_OK)?)
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 impl Dest {

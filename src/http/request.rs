@@ -21,10 +21,13 @@
 //!   `Connection: keep-alive` (and no `close`). `Expect: 100-continue` counts in 1.1 only.
 //! - Range, If-None-Match, If-Modified-Since and If-Range are handed over raw; each must
 //!   appear at most once (the file layer cannot merge lines without allocating).
+//!   Accept-Encoding lines are read as they come (`encoding::AcceptEncoding`), so any
+//!   number of them combine as one list (RFC 9110 §5.3).
 //! - semantic refusals (unknown method, Host, target, path, repeated single fields) keep
 //!   the connection when the request has no body and asked to persist; syntax, framing
 //!   and limit errors always close.
 
+use super::encoding::AcceptEncoding;
 use super::error::{ErrorKind, ParseError};
 use super::fields::{content_length, expects_continue, valid_host, Codings, ConnectionOptions};
 use super::parse::{parse_head, Head, Header, Status};
@@ -137,6 +140,8 @@ pub struct Request<'b, 'p> {
     pub if_match: Option<&'b [u8]>,
     /// Raw `If-Unmodified-Since` value.
     pub if_unmodified_since: Option<&'b [u8]>,
+    /// What the `Accept-Encoding` lines accept.
+    pub accept_encoding: AcceptEncoding,
     /// How many header slots hold field lines.
     pub fields: usize,
     /// Bytes of the buffer the head took, blank line included; the body (if any) or the
@@ -205,6 +210,7 @@ fn request<'b, 'p>(
         if_range: fields.if_range,
         if_match: fields.if_match,
         if_unmodified_since: fields.if_unmodified_since,
+        accept_encoding: fields.accept_encoding,
         fields: head.fields,
         head_len: head.len,
     }
@@ -224,6 +230,7 @@ enum Known {
     Connection,
     ContentLength,
     TransferEncoding,
+    AcceptEncoding,
 }
 
 impl Known {
@@ -244,6 +251,7 @@ impl Known {
             (10, b'c') => (Known::Connection, b"connection"),
             (13, b'i') => (Known::IfNoneMatch, b"if-none-match"),
             (14, b'c') => (Known::ContentLength, b"content-length"),
+            (15, b'a') => (Known::AcceptEncoding, b"accept-encoding"),
             (17, b't') => (Known::TransferEncoding, b"transfer-encoding"),
             (17, b'i') => (Known::IfModifiedSince, b"if-modified-since"),
             (19, b'i') => (Known::IfUnmodifiedSince, b"if-unmodified-since"),
@@ -271,6 +279,7 @@ struct Fields<'b> {
     if_range: Option<&'b [u8]>,
     if_match: Option<&'b [u8]>,
     if_unmodified_since: Option<&'b [u8]>,
+    accept_encoding: AcceptEncoding,
     /// The first semantic error, reported once framing is known.
     repeated: Option<ErrorKind>,
 }
@@ -313,6 +322,7 @@ impl<'b> Fields<'b> {
                     f.content_length = Some(content_length(value)?);
                 }
                 Some(Known::TransferEncoding) => f.codings.add(value)?,
+                Some(Known::AcceptEncoding) => f.accept_encoding.add(value),
             }
         }
         Ok(f)

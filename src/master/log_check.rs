@@ -1,36 +1,31 @@
-//! The access log must be one the workers can open: checked before anything is bound.
+//! The access log must be one the workers can open: checked as `--user` before anything
+//! is bound.
 //!
-//! Input: where the log goes and, with `--user`, the identity the workers will run as.
-//! Output: `Ok`, or the error opening it gave. A file or the syslog socket is opened the
-//! way a worker will open it; with `--user` that happens in a short-lived child that
-//! first becomes that user (the master itself drops privileges only after binding), so a
-//! log only root could write is refused at start instead of by every worker, over and
-//! over, once the server looked up. Standard output is inherited, never opened by path,
-//! so there is nothing to check.
+//! Input: where the log goes and the identity the workers will run as. Output: `Ok`, or
+//! the error the check gave. `steerd check` and `serve` already checked the log as the
+//! invoking user (`cmd/preflight.rs`); the master drops privileges only after binding,
+//! so this runs the same check ([`crate::access_log::dest::check`]: nothing is created)
+//! in a short-lived child that first becomes the workers' user. A log only root could
+//! write is then refused at start instead of by every worker, over and over, once the
+//! server looked up. Standard output is inherited, never opened by path: nothing to check.
 
-use crate::access_log::Dest;
+use crate::access_log::dest;
 use crate::config::LogTarget;
 use crate::sys::{self, Forked};
 use crate::user::Identity;
 use rustix::process::WaitOptions;
 use std::io;
 
-/// Opens `target` as the workers will (as `id` when given), then closes it again.
-pub fn check(target: &LogTarget, id: Option<&Identity>) -> io::Result<()> {
-    match (target, id) {
-        (LogTarget::Off | LogTarget::Stdout, _) => Ok(()),
-        (_, None) => Dest::open(target).map(drop),
-        (_, Some(id)) => check_as(target, id),
+/// Runs [`dest::check`] for `target` as `id`, in a child; its exit status carries the errno.
+pub fn check_as(target: &LogTarget, id: &Identity) -> io::Result<()> {
+    if matches!(target, LogTarget::Off | LogTarget::Stdout) {
+        return Ok(());
     }
-}
-
-/// [`check`] in a child that becomes `id` first; its exit status carries the errno.
-fn check_as(target: &LogTarget, id: &Identity) -> io::Result<()> {
     let pid = match sys::fork()? {
         Forked::Child => {
-            let opened = sys::become_user(id.uid, id.gid, &id.groups)
-                .and_then(|()| Dest::open(target).map(drop));
-            sys::exit_now(match opened {
+            let checked =
+                sys::become_user(id.uid, id.gid, &id.groups).and_then(|()| dest::check(target));
+            sys::exit_now(match checked {
                 Ok(()) => 0,
                 Err(e) => e.raw_os_error().unwrap_or(libc::EIO),
             })

@@ -78,6 +78,7 @@ pub fn config(root: &Path) -> LoopConfig {
             shutdown: Duration::from_secs(5),
         },
         logging: Logging::default(),
+        site: Default::default(),
     }
 }
 

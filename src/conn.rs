@@ -16,7 +16,13 @@
 //! - HTTP/1.0 without keep-alive and `Connection: close` close after the response;
 //! - after an error that must close (400, 413, 414, 431, 505, framing errors) the write
 //!   side is shut, and the connection lingers reading and discarding input until the peer
-//!   closes or the linger timeout fires, so the client reads the answer instead of a reset.
+//!   closes or the linger timeout fires, so the client reads the answer instead of a reset;
+//! - with `--proxy-protocol` a connection first waits in `Proxy` for its PROXY header
+//!   (haproxy's v1 or v2, in as many pieces as it comes); a bad or truncated one closes
+//!   without a response;
+//! - a response's access-log line is written when it is finished, or by [`abandon`] when
+//!   the connection ends before that (cut short), with the body bytes really written; the
+//!   request's bytes stay in the receive area until then (`logged.rs`).
 //!
 //! Fairness: one call of [`advance`] answers at most [`REQUEST_BUDGET`] requests and
 //! moves at most about [`BYTE_BUDGET`] bytes; then it returns [`Next::Yield`] with the

@@ -15,7 +15,8 @@
 //!                                                         each made on that worker's CPU;
 //!                                                         program attached after the last listen)
 //! Serving + Plan + program ---------> master: fork, pin, supervise -> worker -> serve_loop
-//! serve_loop: event (epoll), timers, access_log -> conn (state machine)
+//! serve_loop: event (epoll), timers, access_log (log_line) -> conn (state machine,
+//!         client_addr for PROXY headers and X-Forwarded-For)
 //!         -> http (parser, response) and files (openat2 under the root, sendfile)
 //! every stage ----------------------> stats (shared counters) -> metrics, check output
 //! ```

@@ -256,16 +256,6 @@ fn family<'a>(
     }
 }
 
-/// `GET /metrics` or `GET /metrics?...`, any HTTP version.
-pub(crate) fn is_metrics_request(head: &[u8]) -> bool {
-    let line = head.split(|&b| b == b'\n').next().unwrap_or(&[]);
-    let mut parts = line.split(|&b| b == b' ');
-    let method = parts.next();
-    let target = parts.next().unwrap_or(&[]);
-    let path = target.split(|&b| b == b'?').next().unwrap_or(&[]);
-    method == Some(b"GET") && path == b"/metrics"
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -343,14 +333,5 @@ mod tests {
                 "{line}"
             );
         }
-    }
-
-    #[test]
-    fn only_get_metrics_is_served() {
-        assert!(is_metrics_request(b"GET /metrics HTTP/1.1\r\n\r\n"));
-        assert!(is_metrics_request(b"GET /metrics?x=1 HTTP/1.0\r\n\r\n"));
-        assert!(!is_metrics_request(b"POST /metrics HTTP/1.1\r\n\r\n"));
-        assert!(!is_metrics_request(b"GET /metricsx HTTP/1.1\r\n\r\n"));
-        assert!(!is_metrics_request(b""));
     }
 }

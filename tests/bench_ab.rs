@@ -7,20 +7,13 @@ mod serve_support;
 mod support;
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::Command;
 use std::time::Duration;
+use support::free_port;
 use support::responder::responder;
 
 const BIN: &str = env!("CARGO_BIN_EXE_steerd");
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 #[test]
 fn ab_of_two_responders_prints_runs_and_statistics() {

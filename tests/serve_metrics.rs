@@ -10,7 +10,7 @@ use serve_support::*;
 fn metrics_endpoint_serves_every_family_and_counts_traffic() {
     let server = Server::start(&[]);
     let maddr = server.metrics.expect("metrics");
-    assert_eq!(get(maddr, "/").0, 404);
+    assert_eq!(get(maddr, "/nothing").0, 404);
     assert_eq!(get(maddr, "/metricsx").0, 404);
     let before = server.metrics();
     for (i, cpu) in server.plan() {

@@ -5,7 +5,9 @@
 //! Input: validated [`ServeArgs`] (their syntax is already checked). Output: one
 //! [`Failure`] per problem, each printed as one line. It reads and opens, but changes
 //! nothing: the access log is opened for appending only if it exists (otherwise its
-//! directory is checked for writing), and nothing is created.
+//! directory is checked for writing), and nothing is created; a syslog socket must
+//! accept a connection. With `--user`, the log is checked again as that user
+//! (`log_check.rs`), since the workers open it as that user.
 
 use super::Failure;
 use crate::args::ServeArgs;
@@ -23,20 +25,37 @@ pub fn problems(args: &ServeArgs) -> Vec<Failure> {
         Err(e) => found.push(Failure::new("root", e)),
     }
     let log = &args.logging.access_log;
-    if let Err(e) = crate::access_log::dest::check(log) {
+    let log_checked = crate::access_log::dest::check(log);
+    if let Err(e) = &log_checked {
         let why = match log {
-            LogTarget::Syslog(p) => format!("{}: cannot be connected to: {e}", p.display()),
-            LogTarget::File(p) => format!("{}: cannot be opened for appending: {e}", p.display()),
-            LogTarget::Off | LogTarget::Stdout => e.to_string(),
+            LogTarget::Syslog(_) => format!("cannot be connected to: {e}"),
+            _ => format!("cannot be opened for appending: {e}"),
         };
-        found.push(Failure::new("access-log", why));
+        found.push(log_failure(log, why));
     }
     if let Some(spec) = &args.user {
-        if let Err(e) = crate::user::lookup(spec) {
-            found.push(Failure::new("user", e));
+        match crate::user::lookup(spec) {
+            Err(e) => found.push(Failure::new("user", e)),
+            Ok(id) if log_checked.is_ok() => {
+                if let Err(e) = super::log_check::as_user(log, &id) {
+                    let why = format!("cannot be opened as uid {}: {e}", id.uid);
+                    found.push(log_failure(log, why));
+                }
+            }
+            Ok(_) => {}
         }
     }
     found
+}
+
+/// `access-log: PATH: why`.
+fn log_failure(log: &LogTarget, why: String) -> Failure {
+    match log {
+        LogTarget::File(p) | LogTarget::Syslog(p) => {
+            Failure::new("access-log", format!("{}: {why}", p.display()))
+        }
+        LogTarget::Off | LogTarget::Stdout => Failure::new("access-log", why),
+    }
 }
 
 /// The root must be a directory this process can read.

@@ -4,13 +4,13 @@
 //! test-owned socket), and the real client address (X-Forwarded-For, PROXY v1 and v2,
 //! whole, in pieces, malformed, from untrusted peers).
 
-mod serve_support;
+mod support;
 
-use serve_support::*;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use support::server::*;
 
 /// The lines of `path` once it has at least `n` (bounded wait: the log is written within
 /// about a second).

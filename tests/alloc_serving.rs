@@ -7,16 +7,15 @@
 //! must allocate nothing; and the same with every everyday-serving option on (sidecars,
 //! 406, fallback, error pages, headers, Cache-Control, media-type overrides).
 
-mod serving_support;
 mod support;
 
-use serving_support::*;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 use steerd::config::{Cidr, LogFormat, LogTarget, Logging};
 use steerd::serve_loop::Tuning;
 use support::alloc::{allocations, watch_this_thread, Counting};
+use support::in_process::*;
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;

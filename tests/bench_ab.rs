@@ -3,7 +3,6 @@
 //! every run line and every summary line. Also the responder itself, checked with a
 //! plain std client in both modes.
 
-mod serve_support;
 mod support;
 
 use std::io::{Read, Write};
@@ -114,7 +113,7 @@ fn responder_answers_every_request_on_a_keep_alive_connection() {
 #[test]
 fn responder_close_mode_answers_and_closes() {
     close_mode_answers(&["--close"]);
-    if !serve_support::skip_without_steering("responder_close_mode_answers_and_closes --steer") {
+    if !support::server::skip_without_steering("responder_close_mode_answers_and_closes --steer") {
         close_mode_answers(&["--close", "--steer"]);
     }
 }

@@ -4,14 +4,13 @@
 //! each file without a parse error or a script error, and its DOM holds both CDF curves,
 //! the percentile marks, the per-round series, the ratio band and the verdict lines.
 
-mod serve_support;
 mod support;
 
-use serve_support::{binary, TempDir};
 use std::path::Path;
 use std::process::Command;
 use support::chromium::{chromium, file_url, load, tags_with};
 use support::free_port;
+use support::server::{binary, TempDir};
 
 /// Runs `steerd ARGS`; its stdout, after checking it succeeded.
 fn steerd(args: &[String]) -> String {
@@ -155,7 +154,7 @@ fn load_figure_opens_in_a_browser_with_one_curve() {
     if chromium("load_figure_opens_in_a_browser_with_one_curve").is_none() {
         return;
     }
-    let server = serve_support::Server::start(&[]);
+    let server = support::server::Server::start(&[]);
     let dir = TempDir::new("load-figure");
     let svg = dir.path().join("load.svg");
     let url = format!("http://{}/index.html", server.addr);

@@ -4,16 +4,15 @@
 //! requests and the locality steering gives it; 128 CPUs on 8 nodes (a fixture machine)
 //! lay out as nodes side by side.
 
-mod serve_support;
 mod support;
 
-use serve_support::*;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 use support::chromium::{attr, chromium, load, tags_with, Loaded};
+use support::server::*;
 
 const PAGE: &str = include_str!("../src/dashboard/page.html");
 const PAGE_GZ: &[u8] = include_bytes!("../src/dashboard/page.html.gz");

@@ -2,13 +2,14 @@
 //! `serve_loop::run_tuned` on a listener the test binds (fast, no fork). The same
 //! behaviours through the real binary are in `tests/http_binary.rs`.
 
-mod serving_support;
+mod support;
 
-use serving_support::*;
 use std::io::{BufReader, Read, Write};
 use std::time::{Duration, Instant};
 use steerd::config::LogTarget;
 use steerd::serve_loop::Tuning;
+use support::client::*;
+use support::in_process::*;
 
 fn server(site: &Site) -> InProc {
     InProc::start(config(&site.root), Tuning::default())

@@ -1,11 +1,11 @@
 //! Bring-up failures through the real binary: each is one `steerd: STAGE: ...` line on
 //! stderr naming the step, with exit status 1, and no process left behind.
 
-mod serve_support;
+mod support;
 
-use serve_support::*;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
+use support::server::*;
 
 /// Runs `steerd serve ARGS` to completion (bounded: killed after 20 s).
 fn serve_fails(args: &[&str]) -> (i32, String) {

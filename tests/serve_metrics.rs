@@ -2,9 +2,9 @@
 //! `GET /metrics` (and nothing else) with per-worker series that move with real traffic;
 //! IPv6 and several listen addresses are served, each address its own steered group.
 
-mod serve_support;
+mod support;
 
-use serve_support::*;
+use support::server::*;
 
 #[test]
 fn metrics_endpoint_serves_every_family_and_counts_traffic() {

@@ -5,6 +5,10 @@
 //! - `responder.rs`: a `steerd bench responder` child on a free loopback port.
 //! - `chromium.rs`: headless Chromium: the DOM a page makes, its script errors, screenshots.
 //! - [`free_port`]: a loopback port nothing listens on (for command lines that need one).
+//! - `server.rs`: the real `steerd serve` binary: start it, wait for its startup lines,
+//!   plain requests read to the close, `/metrics`, signals, CPU pinning.
+//! - `in_process.rs`: a site tree and the serve loop on a thread of the test process.
+//! - `client.rs`: one framed HTTP/1.1 response at a time (headers, body, keep-alive).
 //!
 //! Every process started here is killed by its PID when its handle drops, and every
 //! wait is bounded.
@@ -13,8 +17,11 @@
 
 pub mod alloc;
 pub mod chromium;
+pub mod client;
 pub mod guard;
+pub mod in_process;
 pub mod responder;
+pub mod server;
 
 /// A loopback TCP port that was free a moment ago (bound to port 0, then closed).
 pub fn free_port() -> u16 {

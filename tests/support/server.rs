@@ -1,9 +1,10 @@
-//! Shared helpers for the process-model tests: start the real binary, read its startup
-//! lines, speak plain HTTP/1.1 on real sockets, read `/metrics`, pin the calling thread.
+//! The binary-driven server harness: start the real `steerd serve` (directly or through
+//! a wrapper that execs it), read its startup lines from stderr, speak plain HTTP/1.1 on
+//! real sockets, read `/metrics`, pin the calling thread.
 //!
 //! Every server is killed by PID when its handle drops (its workers follow: they carry
-//! a parent-death signal). Every wait is bounded.
-#![allow(dead_code)]
+//! a parent-death signal). Every wait is bounded. Framed responses (headers, bodies,
+//! keep-alive) are read with `client.rs`; `read_response` here reads until the peer closes.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -104,6 +105,72 @@ impl Server {
             server.metrics = Some(after(&m, "metrics on ").parse().expect("metrics address"));
         }
         server
+    }
+
+    /// Starts `steerd serve ROOT --listen 127.0.0.1:0 ARGS...` on an existing tree,
+    /// optionally through a wrapper command (e.g. `prlimit --nofile=64:64`) that execs it.
+    pub fn start_in(root: &Path, args: &[&str], wrapper: &[&str]) -> Server {
+        let mut cmd = match wrapper.split_first() {
+            Some((w, rest)) => {
+                let mut c = Command::new(w);
+                c.args(rest).arg(binary());
+                c
+            }
+            None => Command::new(binary()),
+        };
+        cmd.arg("serve")
+            .arg(root)
+            .args(["--listen", "127.0.0.1:0"])
+            .args(args);
+        Server::spawn(&mut cmd)
+    }
+
+    /// A fresh connection to the first address, with a bounded read timeout.
+    pub fn connect(&self) -> TcpStream {
+        let s = TcpStream::connect(self.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s
+    }
+
+    /// `http://ADDR/path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    /// The sum over workers of a Prometheus series (needs `--metrics`).
+    pub fn metric(&self, name: &str) -> u64 {
+        self.metrics()
+            .iter()
+            .filter(|(k, _)| k.starts_with(name) && k[name.len()..].starts_with('{'))
+            .map(|(_, v)| v)
+            .sum()
+    }
+
+    /// Every pid of the server: the master and its children.
+    pub fn pids(&self) -> Vec<u32> {
+        let mut out = vec![self.pid];
+        let children = format!("/proc/{0}/task/{0}/children", self.pid);
+        if let Ok(text) = std::fs::read_to_string(children) {
+            out.extend(
+                text.split_whitespace()
+                    .filter_map(|p| p.parse::<u32>().ok()),
+            );
+        }
+        out
+    }
+
+    /// User + system CPU time of the server's processes, in clock ticks.
+    pub fn cpu_ticks(&self) -> u64 {
+        self.pids()
+            .iter()
+            .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).ok())
+            .map(|s| {
+                let after = &s[s.rfind(')').map_or(0, |i| i + 2)..];
+                let f: Vec<&str> = after.split_whitespace().collect();
+                f.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
+                    + f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
+            })
+            .sum()
     }
 
     /// Every `listening on` address, in `--listen` order.

@@ -161,7 +161,7 @@ fn goaccess_reads(log_format: &str, goaccess_format: &str) {
     );
     if log_format == "combined" {
         assert!(
-            lines.iter().any(|l| l.contains("\\x22quoted\\x22")),
+            lines.iter().any(|l| l.contains("\\\"quoted\\\"")),
             "{lines:#?}"
         );
     }

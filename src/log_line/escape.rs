@@ -4,11 +4,12 @@
 //! Input: the raw bytes, an output cursor and a budget of output bytes. Output: the
 //! escaped bytes, cut before the first escape (or character) that would pass the budget.
 //!
-//! [`clf`] follows nginx's default `escape` for log variables (`ngx_http_log_escape` in
-//! `src/http/modules/ngx_http_log_module.c`): the bytes `0x00..=0x1f`, `"` (0x22), `\`
-//! (0x5c) and `0x7f..=0xff` become `\xHH` with upper-case hex; everything else is
-//! written as is. So a quote inside a field is `\x22` and a backslash `\x5C`, which log
-//! tools read as ordinary characters of the field.
+//! [`clf`] escapes as the access-log interface specifies: the bytes `0x00..=0x1f` and
+//! `0x7f..=0xff` become `\xHH` with upper-case hex, as nginx's `ngx_http_log_escape`
+//! (`src/http/modules/ngx_http_log_module.c`) writes them; `"` becomes `\"` and `\`
+//! becomes `\\`, as Apache writes them (nginx would write `\x22` and `\x5C`). Log tools
+//! (goaccess, AWStats) read both forms; the backslash is escaped too so that a field
+//! ending in `\` cannot swallow its closing quote.
 //!
 //! [`json`] writes a JSON string body (RFC 8259 §7): `"` and `\` as `\"` and `\\`, the
 //! controls and DEL as `\u00XX`, valid UTF-8 as is, and each byte that is not part of
@@ -19,7 +20,7 @@ use crate::http::response::Writer;
 
 const HEX: &[u8; 16] = b"0123456789ABCDEF";
 
-/// Bytes nginx writes as `\xHH`: controls, `"`, `\`, DEL and everything above ASCII.
+/// Bytes written escaped: controls, `"`, `\`, DEL and everything above ASCII.
 const CLF_ESCAPED: [bool; 256] = {
     let mut t = [false; 256];
     let mut b = 0;
@@ -30,7 +31,7 @@ const CLF_ESCAPED: [bool; 256] = {
     t
 };
 
-/// `src` escaped as nginx escapes log variables, at most `budget` output bytes.
+/// `src` escaped for a quoted CLF field, at most `budget` output bytes.
 pub fn clf(src: &[u8], out: &mut Writer<'_>, budget: usize) {
     let mut left = budget;
     let mut rest = src;
@@ -42,17 +43,23 @@ pub fn clf(src: &[u8], out: &mut Writer<'_>, budget: usize) {
             return;
         }
         left -= plain;
-        if left < 4 {
-            return;
-        }
         let b = rest[plain];
-        out.put(&[
+        let hex = [
             b'\\',
             b'x',
             HEX[usize::from(b >> 4)],
             HEX[usize::from(b & 15)],
-        ]);
-        left -= 4;
+        ];
+        let esc: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            _ => &hex,
+        };
+        if left < esc.len() {
+            return;
+        }
+        out.put(esc);
+        left -= esc.len();
         rest = &rest[plain + 1..];
     }
 }
@@ -121,18 +128,20 @@ mod tests {
     fn naive_clf(src: &[u8]) -> String {
         src.iter()
             .map(|&b| match b {
-                0x20..=0x7e if b != b'"' && b != b'\\' => (b as char).to_string(),
+                b'"' => "\\\"".to_string(),
+                b'\\' => "\\\\".to_string(),
+                0x20..=0x7e => (b as char).to_string(),
                 _ => format!("\\x{b:02X}"),
             })
             .collect()
     }
 
     #[test]
-    fn clf_as_nginx_writes_it() {
+    fn clf_as_specified() {
         assert_eq!(run(clf, b"curl/8.5", 99), "curl/8.5");
         assert_eq!(
             run(clf, b"a \"q\" \\b\tc\x7f\xc3\xa9", 99),
-            "a \\x22q\\x22 \\x5Cb\\x09c\\x7F\\xC3\\xA9"
+            "a \\\"q\\\" \\\\b\\x09c\\x7F\\xC3\\xA9"
         );
         assert_eq!(run(clf, b"'{}<>|", 99), "'{}<>|");
     }
@@ -148,16 +157,16 @@ mod tests {
     #[test]
     fn clf_budget_never_splits_an_escape() {
         let src = b"ab\"cd";
-        // `ab\x22cd`: a cut may fall only where a whole source byte ends.
-        let boundaries = [0, 1, 2, 6, 7, 8];
+        // `ab\"cd`: a cut may fall only where a whole source byte ends.
+        let boundaries = [0, 1, 2, 4, 5, 6];
         for budget in 0..12 {
             let s = run(clf, src, budget);
             assert!(s.len() <= budget, "{budget}: {s}");
             assert!(naive_clf(src).starts_with(&s), "{budget}: {s}");
             assert!(boundaries.contains(&s.len()), "{budget}: {s}");
         }
-        assert_eq!(run(clf, src, 5), "ab");
-        assert_eq!(run(clf, src, 6), "ab\\x22");
+        assert_eq!(run(clf, src, 3), "ab");
+        assert_eq!(run(clf, src, 4), "ab\\\"");
     }
 
     #[test]

@@ -82,8 +82,8 @@ fn hostile_fields_are_escaped() {
     };
     assert_eq!(
         line(LogFormat::Combined, &r),
-        "2001:db8::7 - - [01/Dec/2026:00:16:22 +0000] \"GET /caf\\xC3\\xA9?q=\\x22x\\x22 HTTP/1.1\" \
-         200 1234 \"http://r/\" \"Mozilla \\x22quoted\\x22 back\\x5Cslash \\xE2\\x82\\xAC\\x0A[forged]\"\n"
+        "2001:db8::7 - - [01/Dec/2026:00:16:22 +0000] \"GET /caf\\xC3\\xA9?q=\\\"x\\\" HTTP/1.1\" \
+         200 1234 \"http://r/\" \"Mozilla \\\"quoted\\\" back\\\\slash \\xE2\\x82\\xAC\\x0A[forged]\"\n"
     );
 }
 
@@ -162,8 +162,9 @@ fn the_longest_line_fits_and_stays_well_formed() {
             assert_eq!(v["body_bytes"], u64::MAX);
         } else {
             let text = String::from_utf8(buf[..n].to_vec()).unwrap();
+            let unescaped = text.replace("\\\\", "").replace("\\\"", "");
             assert_eq!(
-                text.matches('"').count(),
+                unescaped.matches('"').count(),
                 if format == LogFormat::Common { 2 } else { 6 }
             );
         }

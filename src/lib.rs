@@ -15,7 +15,8 @@
 //!                                                         each made on that worker's CPU;
 //!                                                         program attached after the last listen)
 //! Serving + Plan + program ---------> master: fork, pin, supervise -> worker -> serve_loop
-//! serve_loop: event (epoll), timers, access_log -> conn (state machine)
+//! serve_loop: event (epoll), timers, access_log (log_line) -> conn (state machine,
+//!         client_addr for PROXY headers and X-Forwarded-For)
 //!         -> http (parser, response) and files (openat2 under the root, sendfile)
 //! every stage ----------------------> stats (shared counters) -> metrics, check output,
 //!                                     dashboard (page, status.json)
@@ -76,13 +77,19 @@ pub mod listen;
 // Files under the root: openat2, metadata, the small-file cache.
 pub mod files;
 
+// The real client address behind a proxy: PROXY headers, X-Forwarded-For.
+pub mod client_addr;
+
+// Access log lines (combined, common, json) and their syslog framing.
+pub mod log_line;
+
 // epoll readiness with generation-checked tokens.
 pub mod event;
 
 // Connection deadlines, one FIFO per timeout kind.
 pub mod timers;
 
-// The access log, buffered and written once per loop turn.
+// The access log: a per-worker buffer written to a file, standard output or syslog.
 pub mod access_log;
 
 // Counters shared by master and workers; the metrics text and its server.

@@ -462,7 +462,7 @@ mod tests {
                 send: second,
                 shutdown: second,
             },
-            access_log: None,
+            logging: Default::default(),
             metrics: None,
             user: None,
             site: Default::default(),

@@ -125,7 +125,7 @@ fn run(start: WorkerStart<'_>) -> Result<(), WorkerError> {
         cpu,
         start.plan.node
     );
-    serve_all(&start, root, cpu)
+    serve_all(&start, root, (start.plan.index, cpu))
 }
 
 /// Pins the process to `cpu` and checks with `sched_getcpu` that it now runs there
@@ -145,30 +145,33 @@ pub fn open_root(root: &Path) -> io::Result<OwnedFd> {
     rustix::fs::open(root, flags, Mode::empty()).map_err(io::Error::from)
 }
 
-fn loop_config(cfg: &Serving, cpu: CpuId, root: OwnedFd) -> LoopConfig {
+/// The loop's configuration for worker `index` on `cpu`.
+fn loop_config(cfg: &Serving, (index, cpu): (u16, CpuId), root: OwnedFd) -> LoopConfig {
     LoopConfig {
+        worker: u32::from(index),
         cpu,
         root,
         max_conns: cfg.max_conns,
         timeouts: cfg.timeouts,
-        access_log: cfg.access_log.clone(),
+        logging: cfg.logging.clone(),
         site: cfg.site.clone(),
     }
 }
 
 /// Serves the first listener here and every further one on a thread of its own; returns
 /// when all loops have stopped, with the first error any of them met.
-fn serve_all(start: &WorkerStart<'_>, root: OwnedFd, cpu: CpuId) -> Result<(), WorkerError> {
+fn serve_all(start: &WorkerStart<'_>, root: OwnedFd, at: (u16, CpuId)) -> Result<(), WorkerError> {
     let (cfg, counters) = (start.cfg, start.counters);
+    let cpu = at.1;
     let Some((&first, rest)) = start.listeners.split_first() else {
         return Ok(());
     };
     let mut configs = Vec::with_capacity(rest.len());
     for _ in rest {
         let dup = root.try_clone().map_err(WorkerError::Root)?;
-        configs.push(loop_config(cfg, cpu, dup));
+        configs.push(loop_config(cfg, at, dup));
     }
-    let main_cfg = loop_config(cfg, cpu, root);
+    let main_cfg = loop_config(cfg, at, root);
     std::thread::scope(|s| {
         let mut others = Vec::with_capacity(rest.len());
         for (&l, cfg) in rest.iter().zip(configs) {

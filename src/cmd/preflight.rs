@@ -5,38 +5,55 @@
 //! Input: validated [`ServeArgs`] (their syntax is already checked). Output: one
 //! [`Failure`] per problem, each printed as one line. It reads and opens, but changes
 //! nothing: the access log is opened for appending only if it exists (otherwise its
-//! directory is checked for writing), and nothing is created. The root and log checks
-//! are `crate::preflight`'s (the master repeats them before a reload); when the server
-//! starts as root with `--user`, they are made once more as that user, since the workers
-//! will open both as it.
+//! directory is checked for writing), and nothing is created; a syslog socket must
+//! accept a connection. With `--user`, the log is checked again as that user
+//! (`log_check.rs`), since the workers open it as that user.
 
 use super::Failure;
 use crate::args::ServeArgs;
+use crate::config::LogTarget;
 use crate::files::{self, Lookup, Probe, PATH_MAX};
-use crate::preflight;
 use rustix::fd::{AsFd, OwnedFd};
 
 /// Every problem found, in the order root, pages, access log, user.
 pub fn problems(args: &ServeArgs) -> Vec<Failure> {
     let mut found = Vec::new();
-    let failure = |p: preflight::Problem| Failure::new(p.stage, p.message);
-    match preflight::root(&args.root) {
+    match crate::preflight::root(&args.root) {
         Ok(root) => pages(args, &root, &mut found),
-        Err(p) => found.push(failure(p)),
+        Err(e) => found.push(Failure::new("root", e)),
     }
-    if let Some(log) = &args.access_log {
-        found.extend(preflight::access_log(log).err().map(failure));
+    let log = &args.logging.access_log;
+    let log_checked = crate::access_log::dest::check(log);
+    if let Err(e) = &log_checked {
+        let why = match log {
+            LogTarget::Syslog(_) => format!("cannot be connected to: {e}"),
+            _ => format!("cannot be opened for appending: {e}"),
+        };
+        found.push(log_failure(log, why));
     }
-    match args.user.as_ref().map(crate::user::lookup) {
-        Some(Err(e)) => found.push(Failure::new("user", e)),
-        Some(Ok(id)) if found.is_empty() && rustix::process::geteuid().is_root() => {
-            let log = args.access_log.as_deref();
-            let as_user = preflight::as_user(&id, || preflight::worker_files(&args.root, log));
-            found.extend(as_user.err().map(failure));
+    if let Some(spec) = &args.user {
+        match crate::user::lookup(spec) {
+            Err(e) => found.push(Failure::new("user", e)),
+            Ok(id) if log_checked.is_ok() => {
+                if let Err(e) = super::log_check::as_user(log, &id) {
+                    let why = format!("cannot be opened as uid {}: {e}", id.uid);
+                    found.push(log_failure(log, why));
+                }
+            }
+            Ok(_) => {}
         }
-        _ => {}
     }
     found
+}
+
+/// `access-log: PATH: why`.
+fn log_failure(log: &LogTarget, why: String) -> Failure {
+    match log {
+        LogTarget::File(p) | LogTarget::Syslog(p) => {
+            Failure::new("access-log", format!("{}: {why}", p.display()))
+        }
+        LogTarget::Off | LogTarget::Stdout => Failure::new("access-log", why),
+    }
 }
 
 /// Each `--error-page` and the `--fallback` must be a regular file under the root.

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use steerd::config::Timeouts;
+use steerd::config::{Logging, Timeouts};
 use steerd::cpuset::CpuId;
 use steerd::serve_loop::{self, Control, LoopConfig, Tuning};
 use steerd::stats::WorkerCounters;
@@ -64,6 +64,7 @@ pub fn open_root(root: &Path) -> OwnedFd {
 
 pub fn config(root: &Path) -> LoopConfig {
     LoopConfig {
+        worker: 0,
         cpu: CpuId::new(0).unwrap(),
         root: open_root(root),
         max_conns: 256,
@@ -73,7 +74,7 @@ pub fn config(root: &Path) -> LoopConfig {
             send: Duration::from_secs(10),
             shutdown: Duration::from_secs(5),
         },
-        access_log: None,
+        logging: Logging::default(),
         site: Default::default(),
     }
 }

@@ -65,9 +65,14 @@ impl Server {
     /// Spawns `cmd` (which runs steerd serve, possibly through a wrapper that execs it)
     /// and waits for its startup lines.
     pub fn spawn(cmd: &mut Command) -> Server {
+        Server::spawn_with_stdout(cmd, Stdio::null())
+    }
+
+    /// [`Server::spawn`] with the server's standard output going to `stdout`.
+    pub fn spawn_with_stdout(cmd: &mut Command, stdout: impl Into<Stdio>) -> Server {
         let mut child = cmd
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(stdout)
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn steerd");

@@ -71,7 +71,7 @@ impl Supervisor<'_> {
             return;
         }
         let cfg = self.s.cfg;
-        if let Err(p) = crate::preflight::worker_files(&cfg.root, cfg.access_log.as_deref()) {
+        if let Err(p) = crate::preflight::worker_files(&cfg.root, &cfg.logging.access_log) {
             crate::say!("reload: {p}; keeping the running workers");
             self.notifier.status(&format!("reload refused: {p}"));
             return;

@@ -202,7 +202,7 @@ fn serve(
 ) {
     let line = Line {
         method: req.method.as_str().as_bytes(),
-        target: req.target,
+        target: req.target(),
         minor: req.minor,
         head: req.method == Method::Head,
     };
@@ -281,7 +281,7 @@ fn redirect(
     let mut h = Head::new(301, &date, p);
     h.content_type = Some(crate::http::response::HTML);
     h.content_length = Some(page.len() as u64);
-    h.location = Some((req.path, req.query));
+    h.location = Some((req.path, req.query()));
     let body = Outgoing::Static(page, 0);
     if let Some(n) = write_head(out, &h) {
         return plan(c, ctx, 301, n, body, page.len() as u64, after, line);
@@ -320,19 +320,19 @@ fn file(
     let mut h = Head::new(200, &date, p);
     h.last_modified = Some(&meta.last_modified);
     h.etag = Some(etag);
-    if precondition_fails(req.if_match, req.if_unmodified_since, etag, meta.mtime) {
+    if precondition_fails(req.if_match(), req.if_unmodified_since(), etag, meta.mtime) {
         return error_reply(c, out, ctx, 412, p, after, None, line);
     }
-    if not_modified(req.if_none_match, req.if_modified_since, etag, meta.mtime) {
+    if not_modified(req.if_none_match(), req.if_modified_since(), etag, meta.mtime) {
         h.status = 304;
         let n = write_head(out, &h).unwrap_or(0);
         return plan(c, ctx, 304, n, Outgoing::Nothing, 0, after, line);
     }
-    let validated = match req.if_range {
+    let validated = match req.if_range() {
         Some(v) => if_range_holds(v, etag, meta.mtime),
         None => true,
     };
-    let range = match (req.method, req.range) {
+    let range = match (req.method, req.range()) {
         (Method::Get, Some(r)) if validated => evaluate(r, meta.size),
         _ => RangeAnswer::Full,
     };

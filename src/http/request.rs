@@ -25,9 +25,12 @@
 //!   the connection when the request has no body and asked to persist; syntax, framing
 //!   and limit errors always close.
 
+use core::fmt;
+
 use super::error::{ErrorKind, ParseError};
-use super::fields::{content_length, expects_continue, valid_host, Codings, ConnectionOptions};
-use super::parse::{parse_head_into, word, FieldSink, Head, Header, Status};
+use super::fields::{expects_continue, valid_host};
+use super::known::{KnownFields, Raw, Span, RAW};
+use super::parse::{parse_head_into, Header, Status};
 use super::path::normalize;
 
 /// The methods this server recognises (RFC 9110 §9). GET and HEAD are served; the others
@@ -103,46 +106,113 @@ pub enum Body {
     Chunked,
 }
 
-/// A validated request head. Slices borrow the receive buffer (`'b`) and the path
-/// buffer (`'p`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A validated request head. Slices borrow the receive buffer (`'b`) and, for a path
+/// that had to be decoded, the path buffer (`'p`). The raw field values are kept as
+/// offsets into the receive buffer and read through methods, which keeps the value
+/// small to build and to move.
+#[derive(Clone, Copy)]
 pub struct Request<'b, 'p> {
-    /// The method.
-    pub method: Method,
-    /// The request-target exactly as sent.
-    pub target: &'b [u8],
+    /// The receive buffer the head was parsed from.
+    buf: &'b [u8],
     /// The decoded, normalised path (starts with "/"; `*` for `OPTIONS *`; empty for
     /// CONNECT's authority-form).
     pub path: &'p [u8],
-    /// The raw query after "?", if any, for the trailing-slash redirect.
-    pub query: Option<&'b [u8]>,
+    /// Body framing.
+    pub body: Body,
+    /// Bytes of the buffer the head took, blank line included; the body (if any) or the
+    /// next pipelined request starts here.
+    pub head_len: usize,
+    /// How many header slots hold field lines.
+    pub fields: usize,
+    target: Span,
+    query: Span,
+    /// The raw single-valued fields, indexed by [`Raw`]; `Host` is the absolute-form
+    /// authority when there is one.
+    raw: [Span; RAW],
+    /// The method.
+    pub method: Method,
     /// The minor version: 0 or 1 (a higher 1.x is read as 1.1, RFC 9110 §6.2).
     pub minor: u8,
     /// Whether the connection may carry another request after this one.
     pub keep_alive: bool,
-    /// Body framing.
-    pub body: Body,
     /// `Expect: 100-continue` in an HTTP/1.1 request.
     pub expect_continue: bool,
+}
+
+impl<'b> Request<'b, '_> {
+    /// The request-target exactly as sent.
+    pub fn target(&self) -> &'b [u8] {
+        self.target.get(self.buf).unwrap_or_default()
+    }
+
+    /// The raw query after "?", if any, for the trailing-slash redirect.
+    pub fn query(&self) -> Option<&'b [u8]> {
+        self.query.get(self.buf)
+    }
+
     /// The host: the absolute-form authority, else the Host field (None only in 1.0).
-    pub host: Option<&'b [u8]>,
+    pub fn host(&self) -> Option<&'b [u8]> {
+        self.raw(Raw::Host)
+    }
+
     /// Raw `Range` value.
-    pub range: Option<&'b [u8]>,
+    pub fn range(&self) -> Option<&'b [u8]> {
+        self.raw(Raw::Range)
+    }
+
     /// Raw `If-None-Match` value.
-    pub if_none_match: Option<&'b [u8]>,
+    pub fn if_none_match(&self) -> Option<&'b [u8]> {
+        self.raw(Raw::IfNoneMatch)
+    }
+
     /// Raw `If-Modified-Since` value.
-    pub if_modified_since: Option<&'b [u8]>,
+    pub fn if_modified_since(&self) -> Option<&'b [u8]> {
+        self.raw(Raw::IfModifiedSince)
+    }
+
     /// Raw `If-Range` value.
-    pub if_range: Option<&'b [u8]>,
+    pub fn if_range(&self) -> Option<&'b [u8]> {
+        self.raw(Raw::IfRange)
+    }
+
     /// Raw `If-Match` value.
-    pub if_match: Option<&'b [u8]>,
+    pub fn if_match(&self) -> Option<&'b [u8]> {
+        self.raw(Raw::IfMatch)
+    }
+
     /// Raw `If-Unmodified-Since` value.
-    pub if_unmodified_since: Option<&'b [u8]>,
-    /// How many header slots hold field lines.
-    pub fields: usize,
-    /// Bytes of the buffer the head took, blank line included; the body (if any) or the
-    /// next pipelined request starts here.
-    pub head_len: usize,
+    pub fn if_unmodified_since(&self) -> Option<&'b [u8]> {
+        self.raw(Raw::IfUnmodifiedSince)
+    }
+
+    fn raw(&self, which: Raw) -> Option<&'b [u8]> {
+        self.raw[which as usize].get(self.buf)
+    }
+}
+
+/// The facts of the request, not the buffer it points into.
+impl fmt::Debug for Request<'_, '_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Request")
+            .field("method", &self.method)
+            .field("target", &self.target())
+            .field("path", &self.path)
+            .field("query", &self.query())
+            .field("minor", &self.minor)
+            .field("keep_alive", &self.keep_alive)
+            .field("body", &self.body)
+            .field("expect_continue", &self.expect_continue)
+            .field("host", &self.host())
+            .field("range", &self.range())
+            .field("if_none_match", &self.if_none_match())
+            .field("if_modified_since", &self.if_modified_since())
+            .field("if_range", &self.if_range())
+            .field("if_match", &self.if_match())
+            .field("if_unmodified_since", &self.if_unmodified_since())
+            .field("fields", &self.fields)
+            .field("head_len", &self.head_len)
+            .finish()
+    }
 }
 
 /// Parses and validates one request head at the start of `buf`. The path borrows `buf`
@@ -152,7 +222,7 @@ pub fn parse_request<'b: 'p, 'p>(
     slots: &mut [Header<'b>],
     path_buf: &'p mut [u8],
 ) -> Result<Status<Request<'b, 'p>>, ParseError> {
-    let mut fields = Fields::default();
+    let mut fields = KnownFields::new(buf);
     let head = match parse_head_into(buf, slots, &mut fields)? {
         Status::Complete(head) => head,
         Status::Partial => return Ok(Status::Partial),
@@ -172,214 +242,31 @@ pub fn parse_request<'b: 'p, 'p>(
         return Err(ParseError::closing(ErrorKind::ChunkedWithoutContent));
     }
     let target = Target::split(method, head.target, head.path_len).map_err(refuse)?;
-    let host = target.authority.or(fields.host);
-    if fields.host.is_some_and(|h| !valid_host(h)) || (minor == 1 && fields.host.is_none()) {
+    let mut raw = fields.raw;
+    let host = raw[Raw::Host as usize].get(buf);
+    if host.is_some_and(|h| !valid_host(h)) || (minor == 1 && host.is_none()) {
         return Err(refuse(ErrorKind::BadHost));
     }
     let path = target.decode_into(path_buf).map_err(refuse)?;
-    Ok(Status::Complete(request(
-        head, method, target, path, minor, keep_alive, body, host, &fields,
-    )))
-}
-
-#[allow(clippy::too_many_arguments)]
-fn request<'b: 'p, 'p>(
-    head: Head<'b>,
-    method: Method,
-    target: Target<'b>,
-    path: &'p [u8],
-    minor: u8,
-    keep_alive: bool,
-    body: Body,
-    host: Option<&'b [u8]>,
-    fields: &Fields<'b>,
-) -> Request<'b, 'p> {
-    Request {
-        method,
-        target: head.target,
+    let base = buf.as_ptr() as usize;
+    if let Some(authority) = target.authority {
+        raw[Raw::Host as usize] = Span::of(base, authority);
+    }
+    let expect = raw[Raw::Expect as usize].get(buf);
+    Ok(Status::Complete(Request {
+        buf,
         path,
-        query: target.query,
+        body,
+        head_len: head.len,
+        fields: head.fields,
+        target: Span::of(base, head.target),
+        query: target.query.map_or(Span::default(), |q| Span::of(base, q)),
+        raw,
+        method,
         minor,
         keep_alive,
-        body,
-        expect_continue: minor == 1 && fields.expect.is_some_and(expects_continue),
-        host,
-        range: fields.range,
-        if_none_match: fields.if_none_match,
-        if_modified_since: fields.if_modified_since,
-        if_range: fields.if_range,
-        if_match: fields.if_match,
-        if_unmodified_since: fields.if_unmodified_since,
-        fields: head.fields,
-        head_len: head.len,
-    }
-}
-
-/// The field names the server acts on.
-#[derive(Clone, Copy)]
-enum Known {
-    Host,
-    Range,
-    Expect,
-    IfRange,
-    IfMatch,
-    IfNoneMatch,
-    IfModifiedSince,
-    IfUnmodifiedSince,
-    Connection,
-    ContentLength,
-    TransferEncoding,
-}
-
-impl Known {
-    /// Which known field `name` is (case-insensitive, RFC 9110 §5.1). Length and first
-    /// letter pick the one candidate, so most names cost two compares. `b | 0x20` equals
-    /// a lowercase letter or "-" only for that letter in either case or "-" itself among
-    /// `tchar` bytes, which is all a parsed name holds.
-    #[inline]
-    fn of(name: &[u8]) -> Option<Known> {
-        let first = *name.first()? | 0x20;
-        let (known, spelled): (Known, &[u8]) = match (name.len(), first) {
-            (4, b'h') => (Known::Host, b"host"),
-            (5, b'r') => (Known::Range, b"range"),
-            (6, b'e') => (Known::Expect, b"expect"),
-            // "if-range" and "if-match": the fourth letter decides.
-            (8, b'i') if name[3] | 0x20 == b'r' => (Known::IfRange, b"if-range"),
-            (8, b'i') => (Known::IfMatch, b"if-match"),
-            (10, b'c') => (Known::Connection, b"connection"),
-            (13, b'i') => (Known::IfNoneMatch, b"if-none-match"),
-            (14, b'c') => (Known::ContentLength, b"content-length"),
-            (17, b't') => (Known::TransferEncoding, b"transfer-encoding"),
-            (17, b'i') => (Known::IfModifiedSince, b"if-modified-since"),
-            (19, b'i') => (Known::IfUnmodifiedSince, b"if-unmodified-since"),
-            _ => return None,
-        };
-        folded_eq(name, spelled).then_some(known)
-    }
-}
-
-/// `name | 0x20 == lower` for every byte, for two slices of the same length >= 4,
-/// compared 8 (or 4) bytes at a time with overlapping words at the end.
-#[inline(always)]
-fn folded_eq(name: &[u8], lower: &[u8]) -> bool {
-    let n = name.len();
-    if n < 8 {
-        let w = |s: &[u8], at: usize| u32::from_le_bytes(word::<4>(s, at));
-        return (w(name, 0) | 0x2020_2020) == w(lower, 0)
-            && (w(name, n - 4) | 0x2020_2020) == w(lower, n - 4);
-    }
-    let w = |s: &[u8], at: usize| u64::from_le_bytes(word::<8>(s, at));
-    let same = |at| (w(name, at) | 0x2020_2020_2020_2020) == w(lower, at);
-    let mut at = 0;
-    while at + 8 < n {
-        if !same(at) {
-            return false;
-        }
-        at += 8;
-    }
-    same(n - 8)
-}
-
-/// The fields the server acts on, gathered while the head is tokenized.
-#[derive(Default)]
-struct Fields<'b> {
-    host: Option<&'b [u8]>,
-    content_length: Option<u64>,
-    codings: Codings,
-    connection: ConnectionOptions,
-    expect: Option<&'b [u8]>,
-    range: Option<&'b [u8]>,
-    if_none_match: Option<&'b [u8]>,
-    if_modified_since: Option<&'b [u8]>,
-    if_range: Option<&'b [u8]>,
-    if_match: Option<&'b [u8]>,
-    if_unmodified_since: Option<&'b [u8]>,
-    /// The first framing error (it closes); later field lines are then not looked at.
-    framing_error: Option<ErrorKind>,
-    /// The first semantic error, reported once framing is known.
-    repeated: Option<ErrorKind>,
-}
-
-impl<'b> FieldSink<'b> for Fields<'b> {
-    #[inline(always)]
-    fn field(&mut self, name: &'b [u8], value: &'b [u8]) {
-        if let Some(known) = Known::of(name) {
-            if self.framing_error.is_none() {
-                if let Err(kind) = self.add(known, value) {
-                    self.framing_error = Some(kind);
-                }
-            }
-        }
-    }
-}
-
-impl<'b> Fields<'b> {
-    /// Framing errors come back at once; others wait in `repeated`.
-    #[inline(always)]
-    fn add(&mut self, known: Known, value: &'b [u8]) -> Result<(), ErrorKind> {
-        match known {
-            Known::Host => self.once(|f| &mut f.host, value, ErrorKind::BadHost),
-            Known::Range => self.once(|f| &mut f.range, value, ErrorKind::RepeatedField),
-            Known::Expect => self.once(|f| &mut f.expect, value, ErrorKind::RepeatedField),
-            Known::IfRange => self.once(|f| &mut f.if_range, value, ErrorKind::RepeatedField),
-            Known::IfMatch => self.once(|f| &mut f.if_match, value, ErrorKind::RepeatedField),
-            Known::IfUnmodifiedSince => self.once(
-                |f| &mut f.if_unmodified_since,
-                value,
-                ErrorKind::RepeatedField,
-            ),
-            Known::IfNoneMatch => {
-                self.once(|f| &mut f.if_none_match, value, ErrorKind::RepeatedField)
-            }
-            Known::IfModifiedSince => self.once(
-                |f| &mut f.if_modified_since,
-                value,
-                ErrorKind::RepeatedField,
-            ),
-            Known::Connection => self.connection.add(value),
-            Known::ContentLength => {
-                if self.content_length.is_some() {
-                    return Err(ErrorKind::BadContentLength);
-                }
-                self.content_length = Some(content_length(value)?);
-            }
-            Known::TransferEncoding => self.codings.add(value)?,
-        }
-        Ok(())
-    }
-
-    /// Stores a single-valued field, remembering `kind` if it was already there.
-    fn once(
-        &mut self,
-        slot: impl Fn(&mut Self) -> &mut Option<&'b [u8]>,
-        value: &'b [u8],
-        kind: ErrorKind,
-    ) {
-        let place = slot(self);
-        if place.is_some() {
-            self.repeated.get_or_insert(kind);
-        } else {
-            *place = Some(value);
-        }
-    }
-
-    /// RFC 9112 §6.1 and §6.3: the body framing, or the framing error (always closing).
-    fn framing(&self, minor: u8) -> Result<Body, ParseError> {
-        if self.codings.present() {
-            if minor == 0 {
-                return Err(ErrorKind::BadTransferEncoding.into());
-            }
-            if self.content_length.is_some() {
-                return Err(ErrorKind::LengthAndChunked.into());
-            }
-            self.codings.chunked()?;
-            return Ok(Body::Chunked);
-        }
-        Ok(match self.content_length {
-            None | Some(0) => Body::None,
-            Some(n) => Body::Length(n),
-        })
-    }
+        expect_continue: minor == 1 && expect.is_some_and(expects_continue),
+    }))
 }
 
 /// The request-target split into its parts (RFC 9112 §3.2).

@@ -149,18 +149,22 @@ pub fn class_end(buf: &[u8], mut at: usize, class: &[bool; 256]) -> Option<usize
 }
 
 /// Whether every byte of `bytes` is in `class`: 8 lookups per step combined without a
-/// branch (for short runs that are nearly always valid, such as a Host value).
+/// branch, the last step overlapping the one before (for short runs that are nearly
+/// always valid, such as a Host value).
 #[inline(always)]
 pub fn all_in(bytes: &[u8], class: &[bool; 256]) -> bool {
-    let mut ok = true;
-    let mut words = bytes.chunks_exact(8);
-    for w in &mut words {
-        ok &= w.iter().fold(true, |ok, &b| ok & class[b as usize]);
+    let in_class = |w: &[u8]| w.iter().fold(true, |ok, &b| ok & class[b as usize]);
+    let n = bytes.len();
+    if n < 8 {
+        return in_class(bytes);
     }
-    words
-        .remainder()
-        .iter()
-        .fold(ok, |ok, &b| ok & class[b as usize])
+    let mut ok = true;
+    let mut at = 0;
+    while at + 8 < n {
+        ok &= in_class(&bytes[at..at + 8]);
+        at += 8;
+    }
+    ok & in_class(&bytes[n - 8..])
 }
 
 /// Offset of the first byte at or after `at` that is not in [`TARGET`] (normally the SP

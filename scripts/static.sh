@@ -5,6 +5,13 @@
 #   x86_64-unknown-linux-musl   static, musl
 #   aarch64-unknown-linux-musl  static, musl, linked with rust-lld (no cross gcc needed)
 #
+# The two musl builds rebuild the standard library with the binary (cargo -Z build-std,
+# enabled on the stable toolchain by RUSTC_BOOTSTRAP=1; needs the rust-src component)
+# with the panic strategy immediate-abort: a panic is a bare abort, which drops std's
+# panic message and backtrace machinery (about 330 KB of the aarch64 binary). Where
+# rust-src or that strategy is missing, the build falls back to the prebuilt std and
+# says so in one line. docs/appliance.md has the sizes.
+#
 # Each is stripped by the linker and lands where cargo puts it (target/TARGET/release/
 # steerd; the VM tests use the gnu one), with a copy in target/static/steerd-TARGET; its
 # size is printed.
@@ -28,6 +35,25 @@ has_target() {
         rustc --print target-libdir --target "$1" | xargs -I{} test -d {}
 }
 
+# The rustc flags that make a panic a bare abort in a std built with the binary: the
+# panic strategy `immediate-abort` (rustc 1.91 and later), else the std feature of the
+# same name (older toolchains). Empty when rust-src is missing: no build-std then.
+immediate_abort() {
+    local src
+    src="$(rustc --print sysroot)/lib/rustlib/src/rust/library/std"
+    if [ ! -d "$src" ] && command -v rustup >/dev/null; then
+        rustup component add rust-src >/dev/null 2>&1 || true
+    fi
+    [ -d "$src" ] || return 0
+    if RUSTC_BOOTSTRAP=1 rustc -Zunstable-options -Cpanic=immediate-abort --print cfg \
+        >/dev/null 2>&1; then
+        echo "-Zunstable-options -Cpanic=immediate-abort|"
+    else
+        echo "|-Zbuild-std-features=panic_immediate_abort"
+    fi
+}
+abort_mode=$(immediate_abort)
+
 mkdir -p target/static
 for t in "${targets[@]}"; do
     if ! has_target "$t"; then
@@ -42,8 +68,23 @@ for t in "${targets[@]}"; do
         *-linux-gnu) flags+=" -C target-feature=+crt-static" ;;
         aarch64-*-musl) export "CARGO_TARGET_${var}_LINKER=rust-lld" ;;
     esac
+    build_std=()
+    case $t in
+        *-linux-musl)
+            if [ -n "$abort_mode" ]; then
+                flags+=" ${abort_mode%|*}"
+                build_std=(-Zbuild-std=std,panic_abort ${abort_mode#*|})
+            else
+                echo "static: $t: prebuilt std (no rust-src for -Z build-std): panics keep std's unwinder, the binary is about 330 KB larger"
+            fi
+            ;;
+    esac
     export "CARGO_TARGET_${var}_RUSTFLAGS=$flags"
-    cargo build --quiet --release --locked --target "$t" -p steerd
+    # RUSTC_BOOTSTRAP=1 lets the stable toolchain take -Z flags; only for these builds.
+    bootstrap=()
+    [ ${#build_std[@]} -eq 0 ] || bootstrap=(env RUSTC_BOOTSTRAP=1)
+    "${bootstrap[@]}" cargo build --quiet --release --locked --target "$t" -p steerd \
+        "${build_std[@]}"
     out=target/static/steerd-$t
     cp -f "target/$t/release/steerd" "$out"
     if command -v readelf >/dev/null && readelf -lW "$out" | grep -q 'program interpreter'; then

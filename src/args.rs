@@ -5,8 +5,11 @@
 //! syntax, not against the machine (that is the planner's job, with the topology).
 //! Every bad input is an [`ArgsError`] that names the flag and the value.
 
+pub mod bench;
+pub mod bpf;
 pub mod duration;
 
+pub use crate::config::{SteerPolicy, UserSpec};
 use crate::cpuset::{CpuId, CpuSet};
 use core::fmt;
 use std::net::SocketAddr;
@@ -32,10 +35,10 @@ pub enum Command {
         /// Print JSON instead of text.
         json: bool,
     },
-    /// `steerd bpf ...`: the rest of the arguments, parsed by the bpf tool.
-    Bpf(Vec<String>),
-    /// `steerd bench ...`: the rest of the arguments, parsed by the bench tool.
-    Bench(Vec<String>),
+    /// `steerd bpf ...`: the asm-bpf toolchain.
+    Bpf(bpf::Bpf),
+    /// `steerd bench ...`, typed by [`bench::parse`].
+    Bench(bench::BenchCommand),
     /// `--help`, with the text to print.
     Help(&'static str),
     /// `--version`
@@ -69,28 +72,6 @@ pub enum Workers {
     Count(u16),
 }
 
-/// Which program steers new connections to listeners.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SteerPolicy {
-    /// `ld #cpu` and a decision tree to the worker on (or nearest to) that CPU.
-    Cpu,
-    /// The CPU's NUMA node, then a spread over that node's listeners by `#rxhash`.
-    Numa,
-    /// No program: the kernel's 4-tuple hash.
-    Hash,
-}
-
-impl SteerPolicy {
-    /// The flag's spelling.
-    pub fn name(self) -> &'static str {
-        match self {
-            SteerPolicy::Cpu => "cpu",
-            SteerPolicy::Numa => "numa",
-            SteerPolicy::Hash => "hash",
-        }
-    }
-}
-
 /// Where the master process runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MasterCpu {
@@ -100,15 +81,6 @@ pub enum MasterCpu {
     Cpu(CpuId),
     /// Not pinned.
     None,
-}
-
-/// `--user NAME|UID[:GID]`, unresolved (names are looked up after binding).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum UserSpec {
-    /// A user name, and optionally a group name or id.
-    Name(String, Option<String>),
-    /// A numeric uid, and optionally a group name or id.
-    Id(u32, Option<String>),
 }
 
 /// Options of `serve` (and of `check`, which plans the same thing).
@@ -174,18 +146,42 @@ pub const DEFAULT_MAX_CONNS: u32 = 10_240;
 /// The listen address when none is given.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
-/// A flag or value that cannot be used.
+/// A flag or value that cannot be used: printed as `steerd: STAGE: MESSAGE`, then the
+/// usage text when there is one, and the process exits 2.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ArgsError(pub String);
+pub struct ArgsError {
+    /// Who refused it: `args`, or the subcommand (`bpf`).
+    pub stage: &'static str,
+    /// What is wrong, naming the flag and the value.
+    pub message: String,
+    /// The usage text printed after the message (empty for none).
+    pub usage: &'static str,
+}
 
 impl fmt::Display for ArgsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        write!(f, "steerd: {}: {}", self.stage, self.message)?;
+        match self.usage.strip_suffix('\n') {
+            Some(usage) => write!(f, "\n{usage}"),
+            None => Ok(()),
+        }
     }
 }
 
 fn err<T>(msg: impl Into<String>) -> Result<T, ArgsError> {
-    Err(ArgsError(msg.into()))
+    Err(flag_error(msg.into()))
+}
+
+/// An error of the serve flags (stage `args`, no usage text); out of line, so each of
+/// the many call sites stays one call.
+#[cold]
+#[inline(never)]
+fn flag_error(message: String) -> ArgsError {
+    ArgsError {
+        stage: "args",
+        message,
+        usage: "",
+    }
 }
 
 /// Parses everything after the program name.
@@ -198,8 +194,11 @@ pub fn parse(args: &[String]) -> Result<Command, ArgsError> {
         "serve" => parse_serve_or_help(rest, SERVE_HELP, Command::Serve),
         "check" => parse_check(rest),
         "topo" => parse_topo(rest),
-        "bpf" => Ok(Command::Bpf(rest.to_vec())),
-        "bench" => Ok(Command::Bench(rest.to_vec())),
+        "bpf" => match bpf::parse(rest)? {
+            Some(cmd) => Ok(Command::Bpf(cmd)),
+            None => Ok(Command::Help(bpf::USAGE)),
+        },
+        "bench" => Ok(Command::Bench(bench::parse(rest))),
         "-h" | "--help" | "help" => Ok(Command::Help(MAIN_HELP)),
         "-V" | "--version" => Ok(Command::Version),
         _ => parse_serve_or_help(args, SERVE_HELP, Command::Serve),
@@ -396,7 +395,7 @@ fn parse_max_conns(v: &str) -> Result<u32, ArgsError> {
 
 /// A time in the one grammar of `args::duration` (`500ms`, `2s`, `1.5s`, `1m`, `3`).
 fn parse_secs(flag: &str, v: &str) -> Result<Duration, ArgsError> {
-    duration::parse(v).map_err(|e| ArgsError(format!("{flag} {e}")))
+    duration::parse(v).or_else(|e| err(format!("{flag} {e}")))
 }
 
 fn parse_log(v: &str) -> Result<Option<PathBuf>, ArgsError> {
@@ -517,7 +516,7 @@ mod tests {
             ("--listen 127.0.0.1:1 --listen 127.0.0.1:1", "twice"),
         ] {
             let e = parse(&argv(input)).unwrap_err();
-            assert!(e.0.contains(needle), "{input}: {e}");
+            assert!(e.message.contains(needle), "{input}: {e}");
         }
     }
 

@@ -32,13 +32,13 @@
 
 mod respond;
 
+use crate::access_log::AccessLog;
 use crate::files::cache::FileCache;
 use crate::files::PATH_MAX;
 use crate::http::date::DateCache;
 use crate::http::{find_head_end, MAX_HEAD, MAX_TARGET};
-use crate::serve_loop::log::AccessLog;
-use crate::serve_loop::timers::{Kind, Timers};
 use crate::stats::WorkerCounters;
+use crate::timers::{Kind, Timers};
 use core::sync::atomic::Ordering::Relaxed;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::io::{Errno, IoSlice};
@@ -129,28 +129,23 @@ pub enum After {
     Linger,
 }
 
-/// One connection slot's state (its buffers live in the loop's arena).
+/// One connection's protocol state (its buffers live in the loop's arena; the loop's
+/// bookkeeping about it, such as the generation and epoll registration, is the loop's).
 #[derive(Debug)]
 pub struct Conn {
     /// The socket; `None` when free.
     pub fd: Option<OwnedFd>,
-    /// Incremented on each reuse of the slot (the epoll token carries it).
-    pub generation: u32,
     /// What the connection waits for.
     pub awaiting: Awaiting,
     /// Input may be available (edge seen, or last read filled the space).
     pub readable: bool,
     /// Send space may be available.
     pub writable: bool,
-    /// Registered with epoll.
-    pub registered: bool,
     /// The peer shut its write side: keep reading after short reads to see the EOF
     /// (no new edge will announce it).
     pub peer_shut: bool,
     /// The client's address (for the access log).
     pub peer: Option<SocketAddr>,
-    /// On the loop's list of slots to drive next turn (after a [`Next::Yield`]).
-    pub queued: bool,
     in_len: usize,
     scanned: usize,
     head_len: usize,
@@ -168,14 +163,11 @@ impl Conn {
     pub fn free() -> Conn {
         Conn {
             fd: None,
-            generation: 0,
             awaiting: Awaiting::Free,
             readable: false,
             writable: false,
-            registered: false,
             peer_shut: false,
             peer: None,
-            queued: false,
             in_len: 0,
             scanned: 0,
             head_len: 0,
@@ -191,9 +183,7 @@ impl Conn {
     /// Takes a freshly accepted socket: waits for a head, assumed readable and writable
     /// (with `TCP_DEFER_ACCEPT` the request is normally already there).
     pub fn open(&mut self, fd: OwnedFd, peer: Option<SocketAddr>) {
-        let generation = self.generation.wrapping_add(1);
         *self = Conn::free();
-        self.generation = generation;
         self.fd = Some(fd);
         self.peer = peer;
         self.awaiting = Awaiting::Head;
@@ -204,9 +194,7 @@ impl Conn {
     /// Releases everything the slot holds (the socket closes when dropped).
     pub fn release(&mut self, cache: &mut FileCache) {
         drop_body(self, cache);
-        let generation = self.generation;
         *self = Conn::free();
-        self.generation = generation;
     }
 
     /// Waiting between requests with nothing buffered (a graceful stop may close it).

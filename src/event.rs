@@ -76,18 +76,15 @@ impl Ready {
 pub struct Poller {
     epoll: OwnedFd,
     events: Vec<Event>,
-    capacity: usize,
 }
 
 impl Poller {
     /// `epoll_create1(EPOLL_CLOEXEC)` and an event buffer of `capacity` entries, allocated
     /// here once.
     pub fn new(capacity: usize) -> rustix::io::Result<Poller> {
-        let capacity = capacity.max(1);
         Ok(Poller {
             epoll: epoll::create(CreateFlags::CLOEXEC)?,
-            events: Vec::with_capacity(capacity),
-            capacity,
+            events: Vec::with_capacity(capacity.max(1)),
         })
     }
 
@@ -141,11 +138,6 @@ impl Poller {
         let e = self.events.get(i)?;
         let (data, flags) = (e.data, e.flags);
         Some((Token::unpack(data.u64()), Ready::from_flags(flags)))
-    }
-
-    /// The fixed number of events one wait can return.
-    pub fn capacity(&self) -> usize {
-        self.capacity
     }
 }
 

@@ -1,40 +1,57 @@
 //! steerd: a static HTTP/1.1 server that handles every connection on the CPU where its
 //! packets arrive.
 //!
-//! The modules are declared in pipeline order. Data flows one way; each stage consumes
-//! only what the stage before it produced:
+//! The modules are declared in pipeline order, and the import graph agrees with it: a
+//! module imports only modules declared above it (`tests/layers.rs` checks this, and the
+//! forbidden edges below). Data flows one way; each stage consumes only what the stages
+//! before it produced:
 //!
 //! ```text
 //! flags ----------------------------> args::Command     (validated, no syscalls)
 //! /sys, affinity, cgroup -----------> topology::Topology (what the machine is)
-//! Args + Topology ------------------> plan::Plan         (pure: CPUs, master, CPU -> index)
+//! ServeArgs + Topology -------------> plan::Plan + config::Serving (pure)
 //! Plan -----------------------------> steer::SteerProgram (asm-bpf text -> checked bytecode)
 //! Plan -----------------------------> listen::Listeners  (one reuseport socket per worker,
 //!                                                         each made on that worker's CPU;
 //!                                                         program attached after the last listen)
-//! master ---------------------------> fork, pin, supervise (master.rs) -> worker.rs
-//! worker: serve_loop.rs (accept, timers) -> event.rs (epoll) -> conn.rs (state machine)
-//!         -> http/ (parser, response)
-//!         -> files.rs (openat2 under the root, sendfile) -> keep-alive or close
-//! every stage ----------------------> stats.rs (shared counters) -> metrics, check output
+//! Serving + Plan + program ---------> master: fork, pin, supervise -> worker -> serve_loop
+//! serve_loop: event (epoll), timers, access_log -> conn (state machine)
+//!         -> http (parser, response) and files (openat2 under the root, sendfile)
+//! every stage ----------------------> stats (shared counters) -> metrics, check output
 //! ```
 //!
-//! `sys.rs` holds the few raw calls rustix lacks and is the only module allowed `unsafe`.
-//! `cmd/` maps subcommands onto the pipeline; `bench/` is the load generator and A/B tool.
+//! The serving runtime is declared from the bottom up (http and files first, the master
+//! last), because each part is built from the ones before it. Below everything sits
+//! `sys`, the raw calls rustix lacks, which imports nothing from the crate and is the
+//! only module allowed `unsafe` (besides one SSE2 step in `http/scan.rs`). After
+//! planning only the plan and `config::Serving` flow: the master, workers and the loop
+//! import nothing from `args`; `http` imports neither `sys` nor the loop; `topology`
+//! imports neither `plan` nor `args`. `cmd/` maps subcommands onto the pipeline; `bench/`
+//! is the load generator and A/B tool. The layout is drawn in `docs/design.md`.
 
 #![deny(unsafe_code)]
 
 // Each module stands alone in its group so that rustfmt keeps pipeline order.
 
-// Stage 1: flags to a validated command (no syscalls); CPU sets and lists.
-pub mod args;
+// Foundations: raw calls rustix lacks (the only `unsafe`), one-line logging, CPU ids and
+// sets, the serving configuration as plain values, hand-written JSON.
+pub mod sys;
+
+pub mod say;
 
 pub mod cpuset;
+
+pub mod config;
+
+pub mod json;
+
+// Stage 1: flags to a validated command (no syscalls).
+pub mod args;
 
 // Stage 2: /sys, /proc, affinity and cgroup to a Topology.
 pub mod topology;
 
-// Stage 3: (ServeArgs, Topology) to a Plan. Pure.
+// Stage 3: (ServeArgs, Topology) to a Plan and the Serving configuration. Pure.
 pub mod plan;
 
 // Stage 4: Plan to a checked, interpreter-verified steering program.
@@ -43,34 +60,43 @@ pub mod steer;
 // Stage 5: reuseport listeners in plan order, each made on its worker's CPU.
 pub mod listen;
 
-// The master: pin, bind, fork, supervise, signals, privileges, metrics.
-pub mod master;
+// The serving runtime, bottom up. HTTP: parser, response heads, dates, ranges.
+pub mod http;
 
+// Files under the root: openat2, metadata, the small-file cache.
+pub mod files;
+
+// epoll readiness with generation-checked tokens.
+pub mod event;
+
+// Connection deadlines, one FIFO per timeout kind.
+pub mod timers;
+
+// The access log, buffered and written once per loop turn.
+pub mod access_log;
+
+// Counters shared by master and workers; the metrics text and its server.
+pub mod stats;
+
+// One connection's protocol state machine.
+pub mod conn;
+
+// The worker's loop: accept, epoll, timers, the connection slots.
+pub mod serve_loop;
+
+// What TERM, INT, QUIT, HUP and USR1 mean, for master and workers alike.
+pub mod signals;
+
+// Resolving `--user` against /etc/passwd and /etc/group.
 pub mod user;
 
 // A worker: pin, verify, open the root, run the loop.
 pub mod worker;
 
-// The worker's loop: epoll, the connection state machine, HTTP, files.
-pub mod serve_loop;
+// The master: pin, bind, fork, supervise, signals, privileges, metrics.
+pub mod master;
 
-pub mod event;
-
-pub mod conn;
-
-pub mod http;
-
-pub mod files;
-
-// Counters shared by master and workers; the metrics text.
-pub mod stats;
-
-// The only module allowed `unsafe`: raw calls rustix lacks.
-pub mod sys;
-
-// Tools around the pipeline: the A/B bench, hand-written JSON, subcommand dispatch.
+// Tools around the pipeline: the A/B bench, subcommand dispatch.
 pub mod bench;
-
-pub mod json;
 
 pub mod cmd;

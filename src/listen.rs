@@ -14,7 +14,6 @@
 //!
 //! It does not fork, accept or decide the policy.
 
-use crate::cpuset::CpuId;
 use crate::plan::WorkerPlan;
 use crate::sys;
 use core::fmt;
@@ -78,7 +77,7 @@ pub struct SocketOptions {
 pub fn open(
     workers: &[WorkerPlan],
     addrs: &[SocketAddr],
-    home: &rustix::thread::CpuSet,
+    home: &sys::AffinityMask,
     opts: SocketOptions,
 ) -> Result<Listeners, ListenError> {
     for &addr in addrs {
@@ -105,7 +104,7 @@ fn make_all(
     opts: SocketOptions,
 ) -> Result<(), ListenError> {
     for w in workers {
-        sys::pin_to_cpu(w.cpu).map_err(|e| ListenError::Pin(format!("CPU {}", w.cpu), e))?;
+        sys::pin_to_cpu(w.cpu.get()).map_err(|e| ListenError::Pin(format!("CPU {}", w.cpu), e))?;
         for group in groups.iter_mut() {
             let fd = make_listener(group.addr, opts)?;
             if group.fds.is_empty() {
@@ -219,20 +218,16 @@ impl Listeners {
     }
 }
 
-/// The CPU the caller is on, as a [`CpuId`] (for the "made on CPU c" checks).
-pub fn current_cpu() -> Option<CpuId> {
-    CpuId::new(rustix::thread::sched_getcpu())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpuset::CpuId;
     use crate::plan::WorkerPlan;
     use std::io::{Read, Write};
 
     fn allowed() -> Vec<CpuId> {
         let set = sys::affinity().expect("affinity");
-        (0..rustix::thread::CpuSet::MAX_CPU)
+        (0..sys::AffinityMask::MAX_CPU)
             .filter(|&c| set.is_set(c))
             .filter_map(CpuId::new)
             .collect()
@@ -244,7 +239,7 @@ mod tests {
             .map(|(i, &cpu)| WorkerPlan {
                 index: i as u16,
                 cpu,
-                node: 0,
+                node: crate::topology::NodeId(0),
             })
             .collect()
     }

@@ -1,7 +1,7 @@
 //! The master process: bring-up (pin, listeners, steering, privileges), fork, supervise,
 //! signals.
 //!
-//! Input: validated [`ServeArgs`], the [`Plan`], and the steering program (or none for
+//! Input: the [`Serving`] configuration, the [`Plan`], and the steering program (or none for
 //! `hash`). Output: exit once stopped. The master never serves HTTP; it holds every
 //! listener fd for its whole life (so a dead worker's group slot never moves), forks one
 //! worker per plan entry, restarts the ones that die on the same CPU with the same
@@ -17,13 +17,15 @@
 //! It does not decide the plan or assemble the program (plan.rs, steer.rs), and does not
 //! accept connections (serve_loop.rs in each worker).
 
-use crate::args::{ServeArgs, SteerPolicy};
+use crate::config::{Serving, SteerPolicy};
 use crate::listen::{self, Listeners, SocketOptions};
 use crate::plan::Plan;
+use crate::signals::{self, requested_stop, Stop};
 use crate::stats;
-use crate::sys::{self, Forked, SharedCounters};
+use crate::stats::SharedCounters;
+use crate::sys::{self, Forked};
 use crate::user;
-use crate::worker::{self, WorkerStart, SIGNALS};
+use crate::worker::{self, WorkerStart};
 use core::fmt;
 use rustix::process::{Pid, Signal, WaitOptions, WaitStatus};
 use std::io;
@@ -97,28 +99,28 @@ impl MasterError {
 /// Runs the server until a stop signal: bring-up, then supervision. `program` is the
 /// steering program for `plan.steer` (`None` for hash). Startup lines go to stderr.
 pub fn run(
-    args: &ServeArgs,
+    cfg: &Serving,
     plan: &Plan,
     program: Option<&[asm_bpf::Insn]>,
 ) -> Result<(), MasterError> {
-    sys::count_signals(&SIGNALS).map_err(MasterError::Signals)?;
+    sys::count_signals(&signals::COUNTED).map_err(MasterError::Signals)?;
     let home = place_master(plan).map_err(MasterError::Pin)?;
     let opts = SocketOptions {
-        defer_accept_secs: defer_accept_secs(args),
+        defer_accept_secs: defer_accept_secs(cfg),
     };
     let listeners =
-        listen::open(&plan.workers, &args.listen, &home, opts).map_err(MasterError::Listen)?;
+        listen::open(&plan.workers, &cfg.listen, &home, opts).map_err(MasterError::Listen)?;
     let policy = attach_steering(&listeners, plan.steer, program);
-    let metrics = args.metrics.map(bind_metrics).transpose()?;
+    let metrics = cfg.metrics.map(bind_metrics).transpose()?;
     announce(plan, policy, &listeners, metrics.as_ref());
-    raise_fd_limit(args, plan.workers.len());
-    if let Some(spec) = &args.user {
+    raise_fd_limit(cfg, plan.workers.len());
+    if let Some(spec) = &cfg.user {
         drop_privileges(spec)?;
     }
-    worker::open_root(&args.root).map_err(|e| MasterError::Root(args.root.clone(), e))?;
+    worker::open_root(&cfg.root).map_err(|e| MasterError::Root(cfg.root.clone(), e))?;
     // Two blocks per worker: one per generation (see `Slot::block`).
     let counters = SharedCounters::new(2 * plan.workers.len()).map_err(MasterError::Counters)?;
-    let mut sup = Supervisor::new(args, plan, &listeners, &counters, metrics.as_ref());
+    let mut sup = Supervisor::new(cfg, plan, &listeners, &counters, metrics.as_ref());
     sup.start_all()?;
     sup.supervise();
     Ok(())
@@ -136,11 +138,11 @@ const FD_HEADROOM: u64 = 64;
 /// files and headroom: the usual soft limit of 1024 is below the default 10,240
 /// connections. If the hard limit is lower, one warning names the capacity left (no
 /// privilege is used to raise the hard limit). getrlimit(2).
-fn raise_fd_limit(args: &ServeArgs, workers: usize) {
+fn raise_fd_limit(cfg: &Serving, workers: usize) {
     use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
-    let loops = args.listen.len().max(1) as u64;
+    let loops = cfg.listen.len().max(1) as u64;
     let inherited = (workers as u64).saturating_mul(loops);
-    let per_loop = u64::from(args.max_conns) + LOOP_FDS;
+    let per_loop = u64::from(cfg.max_conns) + LOOP_FDS;
     let want = per_loop * loops + FD_HEADROOM + inherited;
     let lim = getrlimit(Resource::Nofile);
     let soft = lim.current.unwrap_or(u64::MAX);
@@ -162,7 +164,7 @@ fn raise_fd_limit(args: &ServeArgs, workers: usize) {
         crate::say!(
             "warning: open files limited to {got} (hard limit): about {} connections per worker and listener instead of --max-conns {}",
             room.saturating_sub(LOOP_FDS),
-            args.max_conns
+            cfg.max_conns
         );
     }
 }
@@ -171,17 +173,17 @@ fn raise_fd_limit(args: &ServeArgs, workers: usize) {
 /// wakes a worker only once a request's first bytes are there (one wakeup saved on every
 /// new connection); a silent connection is handed over when the deferral ends, and the
 /// header timeout then closes it.
-fn defer_accept_secs(args: &ServeArgs) -> u32 {
-    let ms = args.header_timeout.as_millis();
+fn defer_accept_secs(cfg: &Serving) -> u32 {
+    let ms = cfg.timeouts.header.as_millis();
     u32::try_from(ms.div_ceil(1000)).unwrap_or(u32::MAX).max(1)
 }
 
 /// Pins the master to the plan's CPU (when it names one) and returns the CPU set the
 /// master comes back to after making each listener on its worker's CPU.
-fn place_master(plan: &Plan) -> io::Result<rustix::thread::CpuSet> {
+fn place_master(plan: &Plan) -> io::Result<crate::sys::AffinityMask> {
     match plan.master_cpu {
         Some(cpu) => {
-            sys::pin_to_cpu(cpu)?;
+            sys::pin_to_cpu(cpu.get())?;
             sys::affinity()
         }
         None => sys::affinity(),
@@ -236,7 +238,7 @@ fn announce(plan: &Plan, policy: SteerPolicy, listeners: &Listeners, metrics: Op
         rustix::process::getpid().as_raw_nonzero()
     );
     for w in &plan.workers {
-        crate::say!("worker {} cpu {} node {}", w.index, w.cpu, w.node);
+        crate::say!("worker {} cpu {} node {}", w.index, w.cpu, w.node.0);
     }
     for addr in listeners.addrs() {
         crate::say!("listening on {addr}");
@@ -248,7 +250,7 @@ fn announce(plan: &Plan, policy: SteerPolicy, listeners: &Listeners, metrics: Op
 }
 
 /// Resolves `--user` from `/etc/passwd` and `/etc/group` and becomes that user.
-fn drop_privileges(spec: &crate::args::UserSpec) -> Result<(), MasterError> {
+fn drop_privileges(spec: &crate::config::UserSpec) -> Result<(), MasterError> {
     let read = |path: &str| {
         std::fs::read_to_string(path).map_err(|e| MasterError::User(format!("reading {path}: {e}")))
     };
@@ -284,13 +286,6 @@ struct Slot {
     block: usize,
 }
 
-/// Which stop was asked for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Stop {
-    Fast,
-    Graceful,
-}
-
 /// The signal counts the master has already acted on.
 #[derive(Debug, Default)]
 struct Seen {
@@ -299,7 +294,7 @@ struct Seen {
 }
 
 struct Supervisor<'a> {
-    args: &'a ServeArgs,
+    cfg: &'a Serving,
     plan: &'a Plan,
     listeners: &'a Listeners,
     counters: &'a SharedCounters,
@@ -310,12 +305,12 @@ struct Supervisor<'a> {
     retiring: Vec<(Pid, usize)>,
     seen: Seen,
     /// Open `/metrics` connections.
-    responder: stats::responder::Responder,
+    responder: stats::metrics_server::Responder,
 }
 
 impl<'a> Supervisor<'a> {
     fn new(
-        args: &'a ServeArgs,
+        cfg: &'a Serving,
         plan: &'a Plan,
         listeners: &'a Listeners,
         counters: &'a SharedCounters,
@@ -328,7 +323,7 @@ impl<'a> Supervisor<'a> {
             })
             .collect();
         Supervisor {
-            args,
+            cfg,
             plan,
             listeners,
             counters,
@@ -336,7 +331,7 @@ impl<'a> Supervisor<'a> {
             slots,
             retiring: Vec::new(),
             seen: Seen::default(),
-            responder: stats::responder::Responder::default(),
+            responder: stats::metrics_server::Responder::default(),
         }
     }
 
@@ -356,19 +351,19 @@ impl<'a> Supervisor<'a> {
             plan: self.plan.workers[i],
             listeners: self.listeners.of_worker(i),
             close,
-            args: self.args,
+            cfg: self.cfg,
             counters: self
                 .counters
                 .get(self.slots[i].block)
                 .ok_or_else(|| io::Error::other("no counter block"))?,
         };
-        sys::mask_signals(&SIGNALS, true)?;
+        sys::mask_signals(&signals::COUNTED, true)?;
         let forked = sys::fork();
         if let Ok(Forked::Child) = forked {
             // Still masked: the worker resets its counters, then unmasks.
             worker::main(start);
         }
-        let unmask = sys::mask_signals(&SIGNALS, false);
+        let unmask = sys::mask_signals(&signals::COUNTED, false);
         if let Forked::Parent(pid) = forked? {
             let slot = &mut self.slots[i];
             slot.pid = Some(pid);
@@ -475,12 +470,10 @@ impl<'a> Supervisor<'a> {
     /// HUP: fresh workers on the same listeners (they reopen the root and the log), then
     /// the old ones stop gracefully. If the root cannot be opened the old workers stay.
     fn handle_reload(&mut self) {
-        let hup = sys::signal_count(libc::SIGHUP);
-        if hup == self.seen.hup {
+        if !signals::arrived(libc::SIGHUP, &mut self.seen.hup) {
             return;
         }
-        self.seen.hup = hup;
-        if let Err(e) = worker::open_root(&self.args.root) {
+        if let Err(e) = worker::open_root(&self.cfg.root) {
             crate::say!("reload: root: {e}; keeping the running workers");
             return;
         }
@@ -508,9 +501,7 @@ impl<'a> Supervisor<'a> {
 
     /// USR1: every current worker reopens its access log.
     fn handle_reopen(&mut self) {
-        let usr1 = sys::signal_count(libc::SIGUSR1);
-        if usr1 != self.seen.usr1 {
-            self.seen.usr1 = usr1;
+        if signals::arrived(libc::SIGUSR1, &mut self.seen.usr1) {
             self.signal_all(Signal::USR1);
         }
     }
@@ -569,8 +560,8 @@ impl<'a> Supervisor<'a> {
     /// Stops every worker: TERM (fast) or QUIT (graceful), then waits; a TERM during a
     /// graceful stop makes it fast; whatever is left at the deadline is killed.
     fn stop(&mut self, mut kind: Stop) {
-        crate::say!("stopping ({})", stop_name(kind));
-        self.signal_all(stop_signal(kind));
+        crate::say!("stopping ({})", kind.name());
+        self.signal_all(kind.signal());
         let mut deadline = Instant::now() + self.grace(kind);
         loop {
             self.reap(true);
@@ -595,33 +586,8 @@ impl<'a> Supervisor<'a> {
     fn grace(&self, kind: Stop) -> Duration {
         match kind {
             Stop::Fast => FAST_STOP_GRACE,
-            Stop::Graceful => self.args.shutdown_timeout + GRACEFUL_SLACK,
+            Stop::Graceful => self.cfg.timeouts.shutdown + GRACEFUL_SLACK,
         }
-    }
-}
-
-/// TERM or INT: fast; QUIT: graceful; fast wins when both came.
-fn requested_stop() -> Option<Stop> {
-    if sys::signal_count(libc::SIGTERM) > 0 || sys::signal_count(libc::SIGINT) > 0 {
-        Some(Stop::Fast)
-    } else if sys::signal_count(libc::SIGQUIT) > 0 {
-        Some(Stop::Graceful)
-    } else {
-        None
-    }
-}
-
-fn stop_signal(kind: Stop) -> Signal {
-    match kind {
-        Stop::Fast => Signal::TERM,
-        Stop::Graceful => Signal::QUIT,
-    }
-}
-
-fn stop_name(kind: Stop) -> &'static str {
-    match kind {
-        Stop::Fast => "fast",
-        Stop::Graceful => "graceful",
     }
 }
 
@@ -658,7 +624,7 @@ mod tests {
         let workers = [crate::plan::WorkerPlan {
             index: 0,
             cpu,
-            node: 0,
+            node: crate::topology::NodeId(0),
         }];
         let home = sys::affinity().expect("affinity");
         let addrs = ["127.0.0.1:0".parse().expect("addr")];
@@ -714,12 +680,23 @@ mod tests {
 
     #[test]
     fn defer_accept_rounds_up_to_seconds() {
-        let mut args = ServeArgs {
-            header_timeout: Duration::from_millis(1500),
-            ..ServeArgs::default()
+        let second = Duration::from_secs(1);
+        let mut cfg = Serving {
+            root: ".".into(),
+            listen: Vec::new(),
+            max_conns: 1,
+            timeouts: crate::config::Timeouts {
+                header: Duration::from_millis(1500),
+                keepalive: second,
+                send: second,
+                shutdown: second,
+            },
+            access_log: None,
+            metrics: None,
+            user: None,
         };
-        assert_eq!(defer_accept_secs(&args), 2);
-        args.header_timeout = Duration::from_millis(1);
-        assert_eq!(defer_accept_secs(&args), 1);
+        assert_eq!(defer_accept_secs(&cfg), 2);
+        cfg.timeouts.header = Duration::from_millis(1);
+        assert_eq!(defer_accept_secs(&cfg), 1);
     }
 }

@@ -17,16 +17,14 @@
 //!   cache, then just the node); a node without workers goes round-robin over the
 //!   workers of the nearest node (by distance) that has some.
 
-use crate::args::{MasterCpu, ServeArgs, SteerPolicy, Workers};
+use crate::args::{MasterCpu, ServeArgs, Workers};
+use crate::config::{Serving, SteerPolicy, Timeouts};
 use crate::cpuset::{CpuId, CpuSet};
-use crate::topology::Topology;
+use crate::topology::{NodeId, Topology};
 use core::fmt;
 use std::collections::{HashMap, HashSet};
 
 mod spread;
-
-/// A NUMA node id as the kernel numbers it.
-pub type NodeId = u32;
 
 /// One worker: its listener index (order of `listen()` in the reuseport group), its CPU
 /// and that CPU's node.
@@ -195,7 +193,7 @@ fn group_keys(cpu: CpuId, topo: &Topology) -> [u32; 5] {
     let package = c.package_group.get() as u32;
     let llc = c.llc_group.map_or(package, |g| g.get() as u32);
     let cluster = c.cluster_group.map_or(llc, |g| g.get() as u32);
-    [c.node, llc, cluster, core, id]
+    [c.node.0, llc, cluster, core, id]
 }
 
 /// Workers in listener order: the NIC's node first, then by node id, then by CPU id.
@@ -204,7 +202,7 @@ fn index_order(cpus: &[CpuId], topo: &Topology) -> Vec<WorkerPlan> {
     let mut placed: Vec<(bool, NodeId, CpuId)> = cpus
         .iter()
         .map(|&c| {
-            let node = topo.node_of(c).unwrap_or(0);
+            let node = topo.node_of(c).unwrap_or_default();
             (Some(node) != nic_node, node, c)
         })
         .collect();
@@ -259,10 +257,11 @@ fn cpu_map(workers: &[WorkerPlan], topo: &Topology) -> Vec<(CpuId, u16)> {
     let on_cpu: HashMap<CpuId, u16> = workers.iter().map(|w| (w.cpu, w.index)).collect();
     let sharing = workers_by_group(workers, topo);
     let worker_nodes: Vec<NodeId> = {
-        let mut n: Vec<NodeId> = workers.iter().map(|w| w.node).collect();
+        // Sorted as plain ids: the same sort code as the other `u32` lists.
+        let mut n: Vec<u32> = workers.iter().map(|w| w.node.0).collect();
         n.sort_unstable();
         n.dedup();
-        n
+        n.into_iter().map(NodeId).collect()
     };
     let mut next: HashMap<(usize, u32, NodeId), usize> = HashMap::new();
     let mut map = Vec::with_capacity(topo.cpus.len());
@@ -275,7 +274,13 @@ fn cpu_map(workers: &[WorkerPlan], topo: &Topology) -> Vec<(CpuId, u16)> {
             continue;
         };
         let keys = group_keys(cpu.id, topo);
-        let group = |level: usize| (level, if level == 0 { target } else { keys[level] }, target);
+        let group = |level: usize| {
+            (
+                level,
+                if level == 0 { target.0 } else { keys[level] },
+                target,
+            )
+        };
         // The closest group with workers: core (SMT sibling), cluster, LLC, else the node.
         let level = [3, 2, 1]
             .into_iter()
@@ -302,7 +307,7 @@ fn workers_by_group(
     for w in workers {
         let keys = group_keys(w.cpu, topo);
         for (level, &key) in keys.iter().enumerate().take(4) {
-            let key = if level == 0 { w.node } else { key };
+            let key = if level == 0 { w.node.0 } else { key };
             out.entry((level, key, w.node)).or_default().push(w.index);
         }
     }
@@ -319,4 +324,23 @@ fn nearest_node_with_workers(
         .iter()
         .copied()
         .min_by_key(|&n| (n != node, topo.distance(node, n), n))
+}
+
+/// The serving configuration the master and workers run with: the serve flags that are
+/// not placement, gathered once so nothing after planning reads the flags.
+pub fn serving(args: ServeArgs) -> Serving {
+    Serving {
+        root: args.root,
+        listen: args.listen,
+        max_conns: args.max_conns,
+        timeouts: Timeouts {
+            header: args.header_timeout,
+            keepalive: args.keepalive_timeout,
+            send: args.send_timeout,
+            shutdown: args.shutdown_timeout,
+        },
+        access_log: args.access_log,
+        metrics: args.metrics,
+        user: args.user,
+    }
 }

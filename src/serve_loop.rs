@@ -30,21 +30,19 @@
 //! `TCP_DEFER_ACCEPT` its request is already there, so a `Connection: close` exchange costs
 //! `accept4`, `getsockopt(SO_INCOMING_CPU)`, `read`, `sendmsg`, `close` and nothing else.
 
+use crate::access_log::AccessLog;
+use crate::config::Timeouts;
 use crate::conn::{self, Awaiting, Conn, Ctx, Next, Scratch, SLOT_BYTES};
 use crate::event::{Poller, Ready, Token};
 use crate::files::cache::{CacheConfig, FileCache};
 use crate::http::date::DateCache;
 use crate::http::response::{error_body, write_error_head, Persist};
+use crate::timers::{Kind, Timers};
 use core::sync::atomic::Ordering::Relaxed;
-use log::AccessLog;
 use rustix::fd::AsFd;
 use rustix::io::{Errno, IoSlice};
 use rustix::net::{SendAncillaryBuffer, SendFlags, Shutdown, SocketFlags};
 use rustix::time::ClockId;
-use timers::{Kind, Timers};
-
-pub mod log;
-pub mod timers;
 
 use crate::cpuset::CpuId;
 use crate::stats::WorkerCounters;
@@ -75,14 +73,9 @@ pub struct LoopConfig {
     pub root: OwnedFd,
     /// Connection slots (the table is allocated once, after pinning).
     pub max_conns: u32,
-    /// Deadline for a complete request head (then 408 and close).
-    pub header_timeout: Duration,
-    /// Idle keep-alive time.
-    pub keepalive_timeout: Duration,
-    /// Longest send stall.
-    pub send_timeout: Duration,
-    /// Grace period for [`Control::StopGraceful`].
-    pub shutdown_timeout: Duration,
+    /// The connection deadlines; `shutdown` is the grace period for
+    /// [`Control::StopGraceful`].
+    pub timeouts: Timeouts,
     /// Access log path, if logging is on.
     pub access_log: Option<PathBuf>,
 }
@@ -175,10 +168,48 @@ fn setup(step: &'static str) -> impl FnOnce(rustix::io::Errno) -> LoopError {
     move |e| LoopError::Setup(step, e.into())
 }
 
+/// One entry of the loop's connection table: the connection's protocol state, and what
+/// the loop keeps about it (the connection never sees these).
+struct Slot {
+    conn: Conn,
+    /// Incremented on each reuse of the slot (the epoll token carries it).
+    generation: u32,
+    /// Registered with epoll.
+    registered: bool,
+    /// On the ready list (after a [`Next::Yield`]).
+    queued: bool,
+}
+
+impl Slot {
+    fn free() -> Slot {
+        Slot {
+            conn: Conn::free(),
+            generation: 0,
+            registered: false,
+            queued: false,
+        }
+    }
+
+    /// A freshly accepted socket in this slot, under a new generation.
+    fn open(&mut self, fd: OwnedFd, peer: Option<std::net::SocketAddr>) {
+        self.generation = self.generation.wrapping_add(1);
+        self.registered = false;
+        self.queued = false;
+        self.conn.open(fd, peer);
+    }
+
+    /// Frees the slot; the generation stays, so old tokens remain stale.
+    fn release(&mut self, cache: &mut FileCache) {
+        self.registered = false;
+        self.queued = false;
+        self.conn.release(cache);
+    }
+}
+
 struct Loop<'a> {
     listener: BorrowedFd<'a>,
     poller: Poller,
-    conns: Vec<Conn>,
+    slots: Vec<Slot>,
     arena: crate::sys::ZeroedArena,
     free: Vec<u32>,
     /// Connections that yielded with work left, driven again next turn (capacity: one
@@ -215,9 +246,9 @@ impl<'a> Loop<'a> {
         let log = AccessLog::open(cfg.access_log.clone())
             .map_err(|e| LoopError::Setup("opening the access log", e))?;
         let durations = [
-            ms(cfg.header_timeout),
-            ms(cfg.keepalive_timeout),
-            ms(cfg.send_timeout),
+            ms(cfg.timeouts.header),
+            ms(cfg.timeouts.keepalive),
+            ms(cfg.timeouts.send),
             ms(tuning.linger),
         ];
         let ctx = Ctx {
@@ -233,7 +264,7 @@ impl<'a> Loop<'a> {
         Ok(Loop {
             listener,
             poller,
-            conns: (0..n).map(|_| Conn::free()).collect(),
+            slots: (0..n).map(|_| Slot::free()).collect(),
             arena: crate::sys::ZeroedArena::new(n * SLOT_BYTES)
                 .map_err(|e| LoopError::Setup("mapping the connection arena", e))?,
             free: (0..slots).rev().collect(),
@@ -265,7 +296,7 @@ impl<'a> Loop<'a> {
                 Control::StopNow => break,
                 Control::StopGraceful => {
                     if grace_end.is_none() {
-                        grace_end = Some(self.ctx.now_ms + ms(cfg.shutdown_timeout));
+                        grace_end = Some(self.ctx.now_ms + ms(cfg.timeouts.shutdown));
                         self.drain();
                     }
                 }
@@ -335,14 +366,14 @@ impl<'a> Loop<'a> {
             return self.accept_batch();
         }
         let live = self
-            .conns
+            .slots
             .get(token.slot as usize)
-            .is_some_and(|c| c.generation == token.generation && c.awaiting != Awaiting::Free);
+            .is_some_and(|s| s.generation == token.generation && s.conn.awaiting != Awaiting::Free);
         if !live {
             self.ctx.counters.stale_events.fetch_add(1, Relaxed);
             return;
         }
-        let c = &mut self.conns[token.slot as usize];
+        let c = &mut self.slots[token.slot as usize].conn;
         c.readable |= ready.readable || ready.hangup;
         c.writable |= ready.writable || ready.hangup;
         c.peer_shut |= ready.peer_shut || ready.hangup;
@@ -387,7 +418,7 @@ impl<'a> Loop<'a> {
             _ => None,
         };
         self.open += 1;
-        self.conns[slot as usize].open(fd, peer);
+        self.slots[slot as usize].open(fd, peer);
         self.ctx.timers.arm(slot, Kind::Header, self.ctx.now_ms);
         self.drive(slot);
     }
@@ -395,26 +426,26 @@ impl<'a> Loop<'a> {
     fn drive(&mut self, slot: u32) {
         let i = slot as usize;
         let buf = &mut self.arena.as_mut_slice()[i * SLOT_BYTES..(i + 1) * SLOT_BYTES];
-        let c = &mut self.conns[i];
-        match conn::advance(slot, c, buf, &mut self.ctx, &mut self.scratch) {
-            Next::Park if c.registered => {}
+        let s = &mut self.slots[i];
+        match conn::advance(slot, &mut s.conn, buf, &mut self.ctx, &mut self.scratch) {
+            Next::Park if s.registered => {}
             Next::Park => {
                 let token = Token {
                     slot,
-                    generation: c.generation,
+                    generation: s.generation,
                 };
-                let added = c.fd.as_ref().map(|fd| self.poller.add_conn(fd, token));
+                let added = s.conn.fd.as_ref().map(|fd| self.poller.add_conn(fd, token));
                 match added {
-                    Some(Ok(())) => c.registered = true,
+                    Some(Ok(())) => s.registered = true,
                     _ => self.close(slot),
                 }
             }
             Next::Yield => {
                 let token = Token {
                     slot,
-                    generation: c.generation,
+                    generation: s.generation,
                 };
-                let added = match (c.registered, c.fd.as_ref()) {
+                let added = match (s.registered, s.conn.fd.as_ref()) {
                     (true, _) => Ok(()),
                     (false, Some(fd)) => self.poller.add_conn(fd, token),
                     (false, None) => Err(Errno::BADF),
@@ -422,9 +453,9 @@ impl<'a> Loop<'a> {
                 if added.is_err() {
                     return self.close(slot);
                 }
-                c.registered = true;
-                if !c.queued {
-                    c.queued = true;
+                s.registered = true;
+                if !s.queued {
+                    s.queued = true;
                     self.queue(token);
                 }
             }
@@ -437,8 +468,8 @@ impl<'a> Loop<'a> {
     /// per slot (a live slot is queued at most once).
     fn queue(&mut self, token: Token) {
         if self.ready.len() == self.ready.capacity() {
-            let conns = &self.conns;
-            self.ready.retain(|t| is_queued(conns, *t));
+            let slots = &self.slots;
+            self.ready.retain(|t| is_queued(slots, *t));
         }
         self.ready.push(token);
     }
@@ -452,31 +483,31 @@ impl<'a> Loop<'a> {
         core::mem::swap(&mut self.ready, &mut self.driving);
         for i in 0..self.driving.len() {
             let token = self.driving[i];
-            if !is_queued(&self.conns, token) {
+            if !is_queued(&self.slots, token) {
                 continue;
             }
-            self.conns[token.slot as usize].queued = false;
+            self.slots[token.slot as usize].queued = false;
             self.drive(token.slot);
         }
         self.driving.clear();
     }
 
     fn close(&mut self, slot: u32) {
-        let Some(c) = self.conns.get_mut(slot as usize) else {
+        let Some(s) = self.slots.get_mut(slot as usize) else {
             return;
         };
-        if c.fd.is_none() {
+        if s.conn.fd.is_none() {
             return;
         }
         self.ctx.timers.disarm(slot);
-        c.release(&mut self.ctx.cache);
+        s.release(&mut self.ctx.cache);
         self.free.push(slot);
         self.open -= 1;
         self.ctx.counters.open.fetch_sub(1, Relaxed);
     }
 
     fn close_all(&mut self) {
-        for slot in 0..self.conns.len() as u32 {
+        for slot in 0..self.slots.len() as u32 {
             self.close(slot);
         }
     }
@@ -494,7 +525,7 @@ impl<'a> Loop<'a> {
     /// Best effort 408: one non-blocking send of the page, then the write side shut.
     fn request_timeout(&mut self, slot: u32) {
         let i = slot as usize;
-        let c = &self.conns[i];
+        let c = &self.slots[i].conn;
         let Some(fd) = c.fd.as_ref() else { return };
         let started = !c.idle() || matches!(c.awaiting, Awaiting::Body { .. });
         if !started {
@@ -538,8 +569,9 @@ impl<'a> Loop<'a> {
             self.accepting = false;
             let _ = self.poller.listener_interest(self.listener, false);
         }
-        for slot in 0..self.conns.len() as u32 {
-            if self.conns[slot as usize].fd.is_some() && self.conns[slot as usize].idle() {
+        for slot in 0..self.slots.len() as u32 {
+            let c = &self.slots[slot as usize].conn;
+            if c.fd.is_some() && c.idle() {
                 self.close(slot);
             }
         }
@@ -547,10 +579,10 @@ impl<'a> Loop<'a> {
 }
 
 /// Whether `token` is a live connection still waiting on the ready list.
-fn is_queued(conns: &[Conn], token: Token) -> bool {
-    conns
+fn is_queued(slots: &[Slot], token: Token) -> bool {
+    slots
         .get(token.slot as usize)
-        .is_some_and(|c| c.queued && c.generation == token.generation && c.fd.is_some())
+        .is_some_and(|s| s.queued && s.generation == token.generation && s.conn.fd.is_some())
 }
 
 #[cfg(test)]
@@ -569,10 +601,12 @@ mod tests {
             root: rustix::fs::open(&dir, rustix::fs::OFlags::PATH, rustix::fs::Mode::empty())
                 .unwrap(),
             max_conns: 4,
-            header_timeout: Duration::from_secs(5),
-            keepalive_timeout: Duration::from_secs(5),
-            send_timeout: Duration::from_secs(5),
-            shutdown_timeout: Duration::from_secs(5),
+            timeouts: Timeouts {
+                header: Duration::from_secs(5),
+                keepalive: Duration::from_secs(5),
+                send: Duration::from_secs(5),
+                shutdown: Duration::from_secs(5),
+            },
             access_log: None,
         };
         let counters = WorkerCounters::default();
@@ -586,7 +620,7 @@ mod tests {
         };
         lp.dispatch(Token::LISTENER, ready);
         assert_eq!(lp.open, 1);
-        let live = lp.conns[0].generation;
+        let live = lp.slots[0].generation;
         lp.dispatch(
             Token {
                 slot: 0,

@@ -1,9 +1,9 @@
 //! Per-worker counters in a shared mapping made before fork; the master reads them for
 //! `--metrics` (Prometheus text) and for the locality figure.
 //!
-//! Input: the plan's workers and their [`WorkerCounters`] blocks (in `sys::SharedCounters`).
+//! Input: the plan's workers and their [`WorkerCounters`] blocks (in [`SharedCounters`]).
 //! Output: the Prometheus text exposition format (version 0.0.4); the nonblocking
-//! responder the master polls is [`responder`]. It does not count anything itself:
+//! responder the master polls is [`metrics_server`]. It does not count anything itself:
 //! workers (the serve loop) and the master (respawns, and resetting a dead worker's
 //! open-connections gauge) do.
 //!
@@ -14,10 +14,11 @@
 //! `steerd_connections_accepted_total{worker="0",cpu="0",node="0"}` and the rest below.
 
 use crate::plan::WorkerPlan;
+use crate::sys::{SharedBlocks, SharedZeroed};
 use core::fmt::Write as _;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-pub mod responder;
+pub mod metrics_server;
 
 /// One worker's counters. `#[repr(C)]` and all-atomic so it can live in a `MAP_SHARED`
 /// mapping that master and workers see.
@@ -81,6 +82,43 @@ pub struct PageCounters {
 const COUNTER_WORDS: usize = 12;
 const _: () = assert!(core::mem::size_of::<WorkerCounters>() == COUNTER_WORDS * 8);
 const _: () = assert!(core::mem::size_of::<PageCounters>() == 4096);
+
+// SAFETY: `PageCounters` is `#[repr(C)]` and holds only `AtomicU64`s plus alignment
+// padding (the two size checks above fail to compile otherwise), so zero bytes are a valid
+// block and every write goes through an atomic.
+#[allow(unsafe_code)]
+unsafe impl SharedZeroed for PageCounters {}
+
+/// Per-worker counters in one `MAP_SHARED | MAP_ANONYMOUS` mapping, made before fork so
+/// the master and every worker see the same pages; one [`PageCounters`] block per worker.
+pub struct SharedCounters(SharedBlocks<PageCounters>);
+
+impl SharedCounters {
+    /// `n` zeroed blocks shared across `fork` (`sys::SharedBlocks::new`).
+    pub fn new(n: usize) -> std::io::Result<SharedCounters> {
+        SharedBlocks::new(n).map(SharedCounters)
+    }
+
+    /// Worker `index`'s counters; `None` past the last worker.
+    pub fn get(&self, index: usize) -> Option<&WorkerCounters> {
+        self.0.blocks().get(index).map(|p| &p.counters)
+    }
+
+    /// Every worker's counters, in plan order.
+    pub fn iter(&self) -> impl Iterator<Item = &WorkerCounters> + Clone {
+        self.0.blocks().iter().map(|p| &p.counters)
+    }
+
+    /// Number of blocks.
+    pub fn len(&self) -> usize {
+        self.0.blocks().len()
+    }
+
+    /// True when there are no blocks.
+    pub fn is_empty(&self) -> bool {
+        self.0.blocks().is_empty()
+    }
+}
 
 /// The status class label for each `responses` slot.
 const CLASSES: [&str; 5] = ["1xx", "2xx", "3xx", "4xx", "5xx"];
@@ -147,7 +185,7 @@ fn labels(out: &mut String, w: &WorkerPlan) {
     let _ = write!(
         out,
         "worker=\"{}\",cpu=\"{}\",node=\"{}\"",
-        w.index, w.cpu, w.node
+        w.index, w.cpu, w.node.0
     );
 }
 
@@ -211,13 +249,41 @@ pub(crate) fn is_metrics_request(head: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shared_counters_survive_fork() {
+        use crate::sys::{exit_now, fork, Forked};
+        let shared = SharedCounters::new(3).expect("mmap");
+        assert_eq!(shared.len(), 3);
+        let a = shared.get(0).expect("block 0") as *const WorkerCounters as usize;
+        let b = shared.get(1).expect("block 1") as *const WorkerCounters as usize;
+        assert_eq!(b - a, 4096, "one page per worker");
+        assert!(shared.get(3).is_none());
+        match fork().expect("fork") {
+            Forked::Child => {
+                let block = shared.get(2).expect("block");
+                block.accepted.fetch_add(7, Ordering::Relaxed);
+                exit_now(0);
+            }
+            Forked::Parent(pid) => {
+                let status =
+                    rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty())
+                        .expect("waitpid")
+                        .expect("a status")
+                        .1;
+                assert_eq!(status.exit_status(), Some(0));
+            }
+        }
+        assert_eq!(load(&shared.get(2).expect("block").accepted), 7);
+        assert_eq!(load(&shared.get(0).expect("block").accepted), 0);
+    }
     use crate::cpuset::CpuId;
 
     fn worker(index: u16, cpu: usize, node: u32) -> WorkerPlan {
         WorkerPlan {
             index,
             cpu: CpuId::new(cpu).expect("cpu id"),
-            node,
+            node: crate::topology::NodeId(node),
         }
     }
 

@@ -4,7 +4,7 @@
 //! (bpf_asm source text and the bytecode assembled from it), or `None` for the `hash`
 //! policy (no program: the kernel's own 4-tuple hash), or a [`SteerError`].
 //!
-//! Required reading: `../shared/notes/kernel-steering.md` sections 0 and 2.4-2.5. The
+//! The kernel side is described in `docs/kernel-steering.md`. The
 //! program runs in `reuseport_select_sock()` for each SYN and returns a listener index;
 //! an index at or above the group size falls back to the kernel's hash. It never loads
 //! packet bytes: the kernel has pulled `skb->data` past the TCP header and a SYN has no
@@ -25,7 +25,8 @@
 //! kernel-exact checker must accept it, and the interpreter must return the plan's index
 //! for every mapped CPU (and the fallback for ids that are not mapped) before it is used.
 
-use crate::args::SteerPolicy;
+use crate::config::SteerPolicy;
+use crate::cpuset::CpuSet;
 use crate::plan::Plan;
 use crate::topology::Topology;
 use asm_bpf::interp::{self, Context};
@@ -105,6 +106,12 @@ impl fmt::Display for SteerError {
 
 /// Builds, assembles, checks and verifies the plan's program; `None` for `hash`.
 pub fn program(plan: &Plan, topo: &Topology) -> Result<Option<SteerProgram>, SteerError> {
+    program_for(plan, &topo.possible)
+}
+
+/// [`program`] for a plan made without a topology (the bench reference responder):
+/// the program is verified on every CPU id up to the highest of `possible` and the map.
+pub fn program_for(plan: &Plan, possible: &CpuSet) -> Result<Option<SteerProgram>, SteerError> {
     let Some(tree) = decision_tree(plan) else {
         return Ok(None);
     };
@@ -119,7 +126,7 @@ pub fn program(plan: &Plan, topo: &Topology) -> Result<Option<SteerProgram>, Ste
     let text = source(&tree);
     let insns = asm_bpf::assemble(&text).map_err(|e| SteerError::Assemble(e.to_string()))?;
     asm_bpf::check::check(&insns).map_err(|e| SteerError::Checker(e.to_string()))?;
-    verify(plan, topo, &insns)?;
+    verify(plan, possible, &insns)?;
     Ok(Some(SteerProgram {
         text,
         insns,
@@ -153,9 +160,9 @@ pub fn expected(plan: &Plan, cpu: u32, rxhash: u32, rand: u32) -> u32 {
 
 /// The CPU ids and hashes every program is verified on: every id up to the highest
 /// possible or mapped CPU + 2, then ids no machine has.
-fn probes(plan: &Plan, topo: &Topology) -> Vec<(u32, u32, u32)> {
+fn probes(plan: &Plan, possible: &CpuSet) -> Vec<(u32, u32, u32)> {
     let mapped = plan.cpu_map.last().map_or(0, |(c, _)| c.get());
-    let possible = topo.possible.iter().last().map_or(0, |c| c.get());
+    let possible = possible.iter().last().map_or(0, |c| c.get());
     let max = mapped.max(possible) as u32;
     let mut cpus: Vec<u32> = (0..=max + 2).collect();
     cpus.extend([4095, 8191, 8192, 65535, u32::MAX]);
@@ -176,8 +183,8 @@ fn probes(plan: &Plan, topo: &Topology) -> Vec<(u32, u32, u32)> {
         .collect()
 }
 
-fn verify(plan: &Plan, topo: &Topology, insns: &[Insn]) -> Result<(), SteerError> {
-    for (cpu, rxhash, rand) in probes(plan, topo) {
+fn verify(plan: &Plan, possible: &CpuSet, insns: &[Insn]) -> Result<(), SteerError> {
+    for (cpu, rxhash, rand) in probes(plan, possible) {
         let ctx = Context {
             cpu,
             rxhash,

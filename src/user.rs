@@ -9,7 +9,7 @@
 //! `name:password:gid:member,member`. Blank lines, `#` comments and NIS `+`/`-` lines are
 //! skipped; a malformed line is skipped too, as libc's files backend does.
 
-use crate::args::UserSpec;
+use crate::config::UserSpec;
 use core::fmt;
 
 /// The credentials a `--user` resolves to.

@@ -11,10 +11,11 @@
 //! worker several listeners; the first is served on the worker's main thread and each
 //! further one by a thread of the same (pinned) process, each with its own loop.
 
-use crate::args::ServeArgs;
+use crate::config::Serving;
 use crate::cpuset::CpuId;
 use crate::plan::WorkerPlan;
 use crate::serve_loop::{self, Control, LoopConfig};
+use crate::signals::{self, Stop};
 use crate::stats::WorkerCounters;
 use crate::sys;
 use core::fmt;
@@ -22,16 +23,6 @@ use rustix::fs::{Mode, OFlags};
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
 use std::path::Path;
-
-/// The signals master and workers count (handlers only bump a counter, see `sys.rs`).
-pub const SIGNALS: [libc::c_int; 6] = [
-    libc::SIGTERM,
-    libc::SIGINT,
-    libc::SIGQUIT,
-    libc::SIGHUP,
-    libc::SIGUSR1,
-    libc::SIGCHLD,
-];
 
 /// What a forked worker is handed.
 pub struct WorkerStart<'a> {
@@ -42,8 +33,8 @@ pub struct WorkerStart<'a> {
     /// Fds inherited from the master that are not this worker's (other workers'
     /// listeners, the metrics socket), closed after fork.
     pub close: Vec<RawFd>,
-    /// The serve options.
-    pub args: &'a ServeArgs,
+    /// What to serve, and how.
+    pub cfg: &'a Serving,
     /// This worker's counter block in the shared mapping.
     pub counters: &'a WorkerCounters,
 }
@@ -105,7 +96,7 @@ pub fn main(start: WorkerStart<'_>) -> ! {
 fn run(start: WorkerStart<'_>) -> Result<(), WorkerError> {
     let master = rustix::process::getppid();
     sys::reset_signal_counts();
-    sys::mask_signals(&SIGNALS, false).map_err(WorkerError::Signals)?;
+    sys::mask_signals(&signals::COUNTED, false).map_err(WorkerError::Signals)?;
     rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
         .map_err(|e| WorkerError::Signals(e.into()))?;
     if rustix::process::getppid() != master {
@@ -117,7 +108,7 @@ fn run(start: WorkerStart<'_>) -> Result<(), WorkerError> {
     for fd in start.close {
         sys::close_inherited(fd);
     }
-    let root = open_root(&start.args.root).map_err(WorkerError::Root)?;
+    let root = open_root(&start.cfg.root).map_err(WorkerError::Root)?;
     if crate::files::beneath::fallback_in_use(root.as_fd()) {
         crate::say!(
             "worker {}: {}",
@@ -132,13 +123,13 @@ fn run(start: WorkerStart<'_>) -> Result<(), WorkerError> {
         cpu,
         start.plan.node
     );
-    serve_all(&start.listeners, root, start.args, cpu, start.counters)
+    serve_all(&start.listeners, root, start.cfg, cpu, start.counters)
 }
 
 /// Pins the process to `cpu` and checks with `sched_getcpu` that it now runs there
 /// (`sched_setaffinity` on oneself migrates before returning, so a mismatch is a failure).
 pub fn pin_and_verify(cpu: CpuId) -> Result<(), WorkerError> {
-    sys::pin_to_cpu(cpu).map_err(|e| WorkerError::Pin(cpu, e))?;
+    sys::pin_to_cpu(cpu.get()).map_err(|e| WorkerError::Pin(cpu, e))?;
     let got = rustix::thread::sched_getcpu();
     if got != cpu.get() {
         return Err(WorkerError::Verify { want: cpu, got });
@@ -152,16 +143,13 @@ pub fn open_root(root: &Path) -> io::Result<OwnedFd> {
     rustix::fs::open(root, flags, Mode::empty()).map_err(io::Error::from)
 }
 
-fn loop_config(args: &ServeArgs, cpu: CpuId, root: OwnedFd) -> LoopConfig {
+fn loop_config(cfg: &Serving, cpu: CpuId, root: OwnedFd) -> LoopConfig {
     LoopConfig {
         cpu,
         root,
-        max_conns: args.max_conns,
-        header_timeout: args.header_timeout,
-        keepalive_timeout: args.keepalive_timeout,
-        send_timeout: args.send_timeout,
-        shutdown_timeout: args.shutdown_timeout,
-        access_log: args.access_log.clone(),
+        max_conns: cfg.max_conns,
+        timeouts: cfg.timeouts,
+        access_log: cfg.access_log.clone(),
     }
 }
 
@@ -170,7 +158,7 @@ fn loop_config(args: &ServeArgs, cpu: CpuId, root: OwnedFd) -> LoopConfig {
 fn serve_all(
     listeners: &[BorrowedFd<'_>],
     root: OwnedFd,
-    args: &ServeArgs,
+    cfg: &Serving,
     cpu: CpuId,
     counters: &WorkerCounters,
 ) -> Result<(), WorkerError> {
@@ -180,9 +168,9 @@ fn serve_all(
     let mut configs = Vec::with_capacity(rest.len());
     for _ in rest {
         let dup = root.try_clone().map_err(WorkerError::Root)?;
-        configs.push(loop_config(args, cpu, dup));
+        configs.push(loop_config(cfg, cpu, dup));
     }
-    let main_cfg = loop_config(args, cpu, root);
+    let main_cfg = loop_config(cfg, cpu, root);
     std::thread::scope(|s| {
         let mut others = Vec::with_capacity(rest.len());
         for (&l, cfg) in rest.iter().zip(configs) {
@@ -231,17 +219,11 @@ pub struct SignalView {
 impl SignalView {
     /// The loop's next step given the signals counted so far.
     pub fn control(&mut self) -> Control {
-        if sys::signal_count(libc::SIGTERM) > 0 || sys::signal_count(libc::SIGINT) > 0 {
-            return Control::StopNow;
+        match signals::requested_stop() {
+            Some(Stop::Fast) => Control::StopNow,
+            Some(Stop::Graceful) => Control::StopGraceful,
+            None if signals::arrived(libc::SIGUSR1, &mut self.reopened) => Control::ReopenLog,
+            None => Control::Run,
         }
-        if sys::signal_count(libc::SIGQUIT) > 0 {
-            return Control::StopGraceful;
-        }
-        let usr1 = sys::signal_count(libc::SIGUSR1);
-        if usr1 != self.reopened {
-            self.reopened = usr1;
-            return Control::ReopenLog;
-        }
-        Control::Run
     }
 }

@@ -5,53 +5,14 @@
 //! sendfile, cached and uncached files, with the access log on) must allocate nothing.
 
 mod serving_support;
+mod support;
 
 use serving_support::*;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use steerd::serve_loop::Tuning;
-
-struct Counting;
-
-static SERVER_ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-thread_local! {
-    static ON_SERVER: Cell<bool> = const { Cell::new(false) };
-}
-
-fn count() {
-    if ON_SERVER.try_with(Cell::get).unwrap_or(false) {
-        SERVER_ALLOCS.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-// SAFETY: forwards every call unchanged to the system allocator; only counts.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        count();
-        // SAFETY: same layout contract as our caller's.
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        count();
-        // SAFETY: same layout contract as our caller's.
-        unsafe { System.alloc_zeroed(l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        count();
-        // SAFETY: `p` came from this allocator with layout `l`.
-        unsafe { System.realloc(p, l, n) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        // SAFETY: `p` came from this allocator with layout `l`.
-        unsafe { System.dealloc(p, l) }
-    }
-}
+use support::alloc::{allocations, watch_this_thread, Counting};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -105,12 +66,12 @@ fn no_allocation_per_request_after_warm_up() {
     let site = Site::new("alloc");
     let mut cfg = config(&site.root);
     cfg.access_log = Some(site.base.join("access.log"));
-    let srv = InProc::start_marked(cfg, Tuning::default(), || ON_SERVER.with(|f| f.set(true)));
+    let srv = InProc::start_marked(cfg, Tuning::default(), || watch_this_thread(true));
     let mut buf = vec![0u8; 1 << 16];
     for _ in 0..3 {
         round(srv.addr, &mut buf);
     }
-    let before = SERVER_ALLOCS.load(Ordering::Relaxed);
+    let before = allocations();
     assert!(
         before > 0,
         "the counter sees the server thread's start-up allocations"
@@ -119,7 +80,7 @@ fn no_allocation_per_request_after_warm_up() {
     for _ in 0..rounds {
         round(srv.addr, &mut buf);
     }
-    let after = SERVER_ALLOCS.load(Ordering::Relaxed);
+    let after = allocations();
     assert_eq!(
         after - before,
         0,

@@ -3,14 +3,14 @@
 //! every run line and every summary line. Also the responder itself, checked with a
 //! plain std client in both modes.
 
-mod bench_support;
 mod serve_support;
+mod support;
 
-use bench_support::responder;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::Command;
 use std::time::Duration;
+use support::responder::responder;
 
 const BIN: &str = env!("CARGO_BIN_EXE_steerd");
 

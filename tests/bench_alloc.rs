@@ -4,55 +4,31 @@
 //! completes hundreds to thousands of requests with the same few dozen allocations.
 //! One test only, so no other test thread allocates while it counts.
 
-mod bench_support;
+mod support;
 
-use bench_support::responder;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
+use support::alloc::{allocations, watch_every_thread, Counting};
+use support::responder::responder;
 
 use steerd::bench::load;
 use steerd::bench::spec::{LoadSpec, Target};
-
-/// Counts every allocation in the process.
-struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-#[allow(unsafe_code)]
-// SAFETY: every method forwards to `System` unchanged; counting touches only an atomic,
-// which does not allocate.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
 /// (requests, allocations) of one run.
-fn measure(spec: &LoadSpec) -> (u64, usize) {
-    let before = ALLOCATIONS.load(Ordering::SeqCst);
+fn measure(spec: &LoadSpec) -> (u64, u64) {
+    let before = allocations();
     let report = load::run(spec).expect("load run");
-    let after = ALLOCATIONS.load(Ordering::SeqCst);
+    let after = allocations();
     assert_eq!(report.merged.error_total(), 0, "{:?}", report.merged.errors);
     (report.merged.requests, after - before)
 }
 
 #[test]
 fn allocations_do_not_grow_with_requests() {
+    // The load generator's threads allocate too: count every thread.
+    watch_every_thread(true);
     for close in [false, true] {
         let extra: &[&str] = if close { &["--close"] } else { &[] };
         let r = responder(extra);

@@ -3,47 +3,11 @@
 //! cases, and the count must stay zero.
 
 mod http_support;
+mod support;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use support::alloc::{allocations, watch_this_thread, Counting};
 
 use steerd::http::{find_head_end, parse_request, Header, Status, MAX_FIELDS};
-
-/// Counts allocations made by a thread while its `WATCHING` flag is set.
-struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-thread_local! {
-    static WATCHING: Cell<bool> = const { Cell::new(false) };
-}
-
-fn note() {
-    if WATCHING.with(Cell::get) {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-#[allow(unsafe_code)]
-// SAFETY: every method forwards to `System` unchanged; counting touches only an atomic
-// and a const-initialised thread-local, neither of which allocates.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note();
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note();
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -76,7 +40,7 @@ fn parsing_never_allocates() {
     many.extend_from_slice(b"\r\n");
     inputs.push(many);
 
-    WATCHING.with(|w| w.set(true));
+    watch_this_thread(true);
     let mut total = 0usize;
     for input in &inputs {
         // Every prefix of the vectors; the two big generated heads at a coarser step.
@@ -85,18 +49,18 @@ fn parsing_never_allocates() {
             total = total.wrapping_add(parse_quietly(&input[..k]));
         }
     }
-    WATCHING.with(|w| w.set(false));
-    let allocations = ALLOCATIONS.load(Ordering::Relaxed);
+    watch_this_thread(false);
+    let counted = allocations();
     assert!(total > 0);
-    assert_eq!(allocations, 0, "the parser allocated {allocations} times");
+    assert_eq!(counted, 0, "the parser allocated {counted} times");
 
     // The counter works: an allocation made while watching is seen.
-    WATCHING.with(|w| w.set(true));
+    watch_this_thread(true);
     let boxed = std::hint::black_box(Box::new(7u64));
-    WATCHING.with(|w| w.set(false));
+    watch_this_thread(false);
     drop(boxed);
     assert_eq!(
-        ALLOCATIONS.load(Ordering::Relaxed),
+        allocations(),
         1,
         "the counting allocator missed an allocation"
     );

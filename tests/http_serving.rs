@@ -331,8 +331,8 @@ fn large_file_by_sendfile_resumes_when_the_client_reads_slowly() {
 fn header_timeout_gives_408_and_close_and_idle_keepalive_closes() {
     let site = Site::new("timeouts");
     let mut cfg = config(&site.root);
-    cfg.header_timeout = Duration::from_millis(300);
-    cfg.keepalive_timeout = Duration::from_millis(300);
+    cfg.timeouts.header = Duration::from_millis(300);
+    cfg.timeouts.keepalive = Duration::from_millis(300);
     let srv = InProc::start(cfg, Tuning::default());
     let mut s = srv.connect();
     s.write_all(b"GET / HTTP/1.1\r\nHost").unwrap();
@@ -437,7 +437,7 @@ fn a_full_table_pauses_accepting_and_serves_the_queue_when_a_slot_frees() {
 fn a_stalled_reader_is_cut_at_the_send_timeout() {
     let site = Site::new("sendstall");
     let mut cfg = config(&site.root);
-    cfg.send_timeout = Duration::from_millis(300);
+    cfg.timeouts.send = Duration::from_millis(300);
     // Larger than every socket buffer on the way (tcp_wmem max is 4 MiB): sparse, 64 MiB.
     let huge = std::fs::File::create(site.root.join("huge.bin")).unwrap();
     huge.set_len(64 << 20).unwrap();
@@ -530,7 +530,7 @@ fn a_refused_well_framed_request_keeps_the_connection() {
 fn blank_lines_alone_still_meet_the_header_deadline() {
     let site = Site::new("blanklines");
     let mut cfg = config(&site.root);
-    cfg.header_timeout = Duration::from_millis(300);
+    cfg.timeouts.header = Duration::from_millis(300);
     let srv = InProc::start(cfg, Tuning::default());
     let mut s = srv.connect();
     s.write_all(b"\r\n\r\n").unwrap(); // blank lines, no request yet (RFC 9112 §2.2)
@@ -549,8 +549,8 @@ fn blank_lines_alone_still_meet_the_header_deadline() {
 fn a_stray_crlf_after_a_request_leaves_the_connection_idle_not_timed_out() {
     let site = Site::new("straycrlf");
     let mut cfg = config(&site.root);
-    cfg.header_timeout = Duration::from_millis(200);
-    cfg.keepalive_timeout = Duration::from_millis(1500);
+    cfg.timeouts.header = Duration::from_millis(200);
+    cfg.timeouts.keepalive = Duration::from_millis(1500);
     let srv = InProc::start(cfg, Tuning::default());
     let mut s = srv.connect();
     s.write_all(b"GET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n\r\n")

@@ -2,10 +2,11 @@
 //! at every byte, and placed against a guard page; plus the generated limit cases.
 
 mod http_support;
+mod support;
 
 use http_support::{all_cases, outcome, render, satisfies};
 use steerd::http::{find_head_end, parse_request, Header, Status, MAX_FIELDS};
-use steerd::sys::GuardedBuf;
+use support::guard::GuardedBuf;
 
 #[test]
 fn every_vector_gives_its_stated_outcome() {

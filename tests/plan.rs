@@ -18,7 +18,7 @@ fn cpus(p: &Plan) -> Vec<usize> {
 }
 
 fn nodes(p: &Plan) -> Vec<u32> {
-    p.workers.iter().map(|w| w.node).collect()
+    p.workers.iter().map(|w| w.node.0).collect()
 }
 
 fn cpu(n: usize) -> CpuId {
@@ -46,7 +46,7 @@ fn check_invariants(p: &Plan, t: &Topology) {
         );
     }
     let ranges = p.node_ranges();
-    let mut seen: Vec<u32> = ranges.iter().map(|(n, _)| *n).collect();
+    let mut seen: Vec<u32> = ranges.iter().map(|(n, _)| n.0).collect();
     seen.sort();
     seen.dedup();
     assert_eq!(
@@ -171,9 +171,9 @@ fn nic_node_first() {
         sysfs: fixture("xeon-2s-smt-112"),
         procfs: fixture("xeon-2s-smt-112.proc"),
     };
-    let (mut t, _) = topology::read(&roots);
+    let (mut t, _) = topology::read(&roots.sysfs, &roots.procfs);
     let args = serve(&["--listen", "10.0.0.5:80", "--workers", "2"]);
-    topology::attach_nic(&mut t, &args.listen, &roots);
+    topology::attach_nic(&mut t, &args.listen, &roots.sysfs, &roots.procfs);
     let p = plan::make(&args, &t).unwrap();
     assert_eq!(cpus(&p), [28, 0], "the NIC's node takes index 0");
     assert_eq!(p.master_cpu, Some(cpu(29)));

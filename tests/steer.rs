@@ -10,7 +10,7 @@ use steerd::args::SteerPolicy;
 use steerd::cpuset::CpuId;
 use steerd::plan::{Plan, WorkerPlan};
 use steerd::steer::{self, SteerError};
-use steerd::topology::Topology;
+use steerd::topology::{NodeId, Topology};
 use topology_fixtures::{fixture, make_on, topo};
 
 const FIXTURES: &[&str] = &[
@@ -154,12 +154,12 @@ fn alternating(n: usize) -> Plan {
             WorkerPlan {
                 index: 0,
                 cpu: cpu(0),
-                node: 0,
+                node: NodeId(0),
             },
             WorkerPlan {
                 index: 1,
                 cpu: cpu(1),
-                node: 0,
+                node: NodeId(0),
             },
         ],
         master_cpu: None,
@@ -222,7 +222,7 @@ fn tree_eval_agrees_with_the_plan_oracle_on_random_maps() {
                 .map(|i| WorkerPlan {
                     index: i as u16,
                     cpu: CpuId::new(i).unwrap(),
-                    node: (i * 2 / workers) as u32,
+                    node: NodeId((i * 2 / workers) as u32),
                 })
                 .collect(),
             master_cpu: None,
@@ -428,7 +428,7 @@ fn alternating_nodes(n: usize) -> Plan {
         .map(|c| WorkerPlan {
             index: index_of(c) as u16,
             cpu: cpu(c),
-            node: (c % 2) as u32,
+            node: NodeId((c % 2) as u32),
         })
         .collect();
     workers.sort_by_key(|w| w.index);

@@ -9,7 +9,7 @@ use rustix::net::{self, sockopt, AddressFamily, SocketAddrV4, SocketFlags, Socke
 use std::net::{Ipv4Addr, TcpStream};
 use std::os::fd::{AsFd, OwnedFd};
 use std::time::{Duration, Instant};
-use steerd::args::{self, Roots};
+use steerd::args;
 use steerd::cpuset::CpuId;
 use steerd::plan::{self, Plan};
 use steerd::steer;
@@ -71,7 +71,7 @@ fn accepted(fds: &[OwnedFd]) -> (usize, OwnedFd) {
 /// Plans for this machine and attaches its program; `None` (after printing why) when the
 /// test cannot run here.
 fn steered(name: &str, flags: &[&str]) -> Option<(Plan, Vec<OwnedFd>, u16)> {
-    let (topo, _) = topology::read(&Roots::default());
+    let (topo, _) = topology::read("/sys".as_ref(), "/proc".as_ref());
     if topo.allowed.len() < 2 {
         eprintln!(
             "skipped: steering needs 2 allowed CPUs, this process has {}",
@@ -96,7 +96,7 @@ fn each_cpu_lands_on_its_mapped_listener() {
     let Some((plan, fds, port)) = steered("each_cpu_lands_on_its_mapped_listener", &[]) else {
         return;
     };
-    let (topo, _) = topology::read(&Roots::default());
+    let (topo, _) = topology::read("/sys".as_ref(), "/proc".as_ref());
     let mut order: Vec<CpuId> = topo.allowed.iter().collect();
     for round in 0..4 {
         if round % 2 == 1 {

@@ -7,21 +7,15 @@ use std::path::PathBuf;
 use std::process::Command;
 use steerd::args::Roots;
 use steerd::cpuset::{CpuId, CpuSet};
-use steerd::topology::{self, Topology};
+use steerd::topology::{self, NodeId, Topology};
 use topology_fixtures::fixture;
 
 fn read(name: &str) -> (Topology, Vec<String>) {
-    topology::read(&Roots {
-        sysfs: fixture(name),
-        procfs: PathBuf::from("/proc"),
-    })
+    topology::read(&fixture(name), &PathBuf::from("/proc"))
 }
 
 fn read_with_proc(name: &str, proc_name: &str) -> (Topology, Vec<String>) {
-    topology::read(&Roots {
-        sysfs: fixture(name),
-        procfs: fixture(proc_name),
-    })
+    topology::read(&fixture(name), &fixture(proc_name))
 }
 
 fn set(text: &str) -> CpuSet {
@@ -53,7 +47,7 @@ fn kunpeng_groups_by_masks_not_ids() {
     assert_eq!(t.nodes.len(), 4);
     assert_eq!(t.nodes[1].cpus, set("8-15"));
     assert_eq!(t.nodes[0].distances, vec![10, 12, 20, 22]);
-    assert_eq!(t.distance(1, 3), 24);
+    assert_eq!(t.distance(NodeId(1), NodeId(3)), 24);
     assert_eq!(
         groups(&t, |c| c.cluster_group),
         ["0-3", "4-7", "8-11", "12-15", "16-19", "20-23", "24-27", "28-31"]
@@ -83,7 +77,7 @@ fn arm64_guest_without_die_or_llc() {
         groups(&t, |c| c.cluster_group),
         ["0-3", "4-7", "8-11", "12-15"]
     );
-    assert_eq!(t.node_of(cpu(13)), Some(3));
+    assert_eq!(t.node_of(cpu(13)), Some(NodeId(3)));
 }
 
 #[test]
@@ -95,7 +89,7 @@ fn xeon_siblings_numbered_apart_and_node_lists_with_commas() {
     assert_eq!(t.nodes[1].cpus, set("28-55,84-111"));
     assert_eq!(t.core_siblings(cpu(3)), set("3,59"));
     assert_eq!(t.core_siblings(cpu(90)), set("34,90"));
-    assert_eq!(t.node_of(cpu(60)), Some(0));
+    assert_eq!(t.node_of(cpu(60)), Some(NodeId(0)));
     assert_eq!(groups(&t, |c| Some(c.core_group)).len(), 56);
 }
 
@@ -103,7 +97,7 @@ fn xeon_siblings_numbered_apart_and_node_lists_with_commas() {
 fn interleaved_node_lists() {
     let (t, _) = read("interleaved-8");
     assert_eq!(t.nodes[0].cpus, set("0-1,4-5"));
-    let nodes: Vec<u32> = t.cpus.iter().map(|c| c.node).collect();
+    let nodes: Vec<u32> = t.cpus.iter().map(|c| c.node.0).collect();
     assert_eq!(nodes, [0, 0, 1, 1, 0, 0, 1, 1]);
 }
 
@@ -118,7 +112,7 @@ fn offline_cpus_holes_and_memory_only_node() {
     assert!(t.cpu(cpu(3)).is_none());
     assert_eq!(t.nodes.len(), 3);
     assert!(t.nodes[2].cpus.is_empty());
-    assert_eq!(t.distance(2, 0), 30);
+    assert_eq!(t.distance(NodeId(2), NodeId(0)), 30);
 }
 
 #[test]
@@ -166,7 +160,7 @@ fn this_machine_capture() {
 
 #[test]
 fn live_machine_reads_without_warnings_about_sys() {
-    let (t, _) = topology::read(&Roots::default());
+    let (t, _) = topology::read("/sys".as_ref(), "/proc".as_ref());
     assert!(!t.allowed.is_empty());
     assert!(t.allowed.iter().all(|c| t.online.contains(c)));
     let affinity = rustix::thread::sched_getaffinity(None).unwrap();
@@ -184,21 +178,23 @@ fn nic_on_socket_one_with_irqs() {
         sysfs: fixture("xeon-2s-smt-112"),
         procfs: fixture("xeon-2s-smt-112.proc"),
     };
-    let (t, _) = topology::read(&roots);
-    let (nic, w) = topology::nic_for("10.0.0.5".parse().unwrap(), &roots, &t);
+    let (t, _) = topology::read(&roots.sysfs, &roots.procfs);
+    let (nic, w) = topology::nic_for("10.0.0.5".parse().unwrap(), &roots.sysfs, &roots.procfs, &t);
     assert!(w.is_empty(), "{w:?}");
     let nic = nic.expect("eth1 owns 10.0.0.0/24");
     assert_eq!(nic.interface, "eth1");
-    assert_eq!(nic.node, Some(1));
+    assert_eq!(nic.node, Some(NodeId(1)));
     assert_eq!(nic.irq_cpus, set("30,90"));
     assert!(nic.rps_cpus.is_empty());
     assert_eq!(nic.local_cpus, Some(set("28-55,84-111")));
-    let (v6, _) = topology::nic_for("fd00::5".parse().unwrap(), &roots, &t);
+    let (v6, _) = topology::nic_for("fd00::5".parse().unwrap(), &roots.sysfs, &roots.procfs, &t);
     assert_eq!(v6.map(|n| n.interface), Some("eth1".to_string()));
     for local in ["127.0.0.1", "0.0.0.0", "::1", "::"] {
-        assert!(topology::nic_for(local.parse().unwrap(), &roots, &t)
-            .0
-            .is_none());
+        assert!(
+            topology::nic_for(local.parse().unwrap(), &roots.sysfs, &roots.procfs, &t)
+                .0
+                .is_none()
+        );
     }
 }
 

@@ -4,7 +4,6 @@
 //! that forgets its own CPU. Each must warn once and never read outside the roots.
 
 use std::path::{Path, PathBuf};
-use steerd::args::Roots;
 use steerd::cpuset::{CpuId, CpuSet};
 use steerd::topology::{self, Topology};
 
@@ -47,10 +46,7 @@ impl Tree {
     }
 
     fn read(&self) -> (Topology, Vec<String>) {
-        topology::read(&Roots {
-            sysfs: self.0.join("sys"),
-            procfs: self.0.join("proc"),
-        })
+        topology::read(&self.0.join("sys"), &self.0.join("proc"))
     }
 }
 
@@ -164,7 +160,7 @@ fn a_cpu_listed_by_two_nodes_stays_in_the_first_with_a_warning() {
     assert_eq!(topo.nodes[0].cpus, set("0-1"));
     assert_eq!(topo.nodes[1].cpus, set("2-3"));
     let c1 = topo.cpu(CpuId::new(1).unwrap()).unwrap();
-    assert_eq!(c1.node, 0);
+    assert_eq!(c1.node.0, 0);
     assert_eq!(matching(&w, "CPUs 1 of node 1").len(), 1, "{w:?}");
 }
 

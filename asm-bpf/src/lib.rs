@@ -5,8 +5,8 @@
 //! output formats and reads them back; [`dis`] turns bytecode into source that assembles
 //! to the same bytes; [`builder`] lets Rust code emit programs without text.
 //!
-//! Required reading: `shared/notes/bpf-asm-spec.md` (the language, the kernel's
-//! `bpf_check_classic`, the interpreter semantics). No dependencies, no `unsafe`.
+//! The language, the kernel's `bpf_check_classic` rules and the interpreter semantics as
+//! implemented are described in `docs/asm-bpf.md`. No dependencies, no `unsafe`.
 
 pub mod asm;
 pub mod builder;

@@ -113,11 +113,6 @@ impl ResponseReader {
         self.close || self.wait == Wait::UntilEof
     }
 
-    /// True once no byte of this response has arrived.
-    pub fn untouched(&self) -> bool {
-        self.wait == Wait::Status(0)
-    }
-
     /// Feeds the next bytes of the connection.
     pub fn feed(&mut self, data: &[u8]) -> Result<Feed, ResponseError> {
         let mut i = 0;

@@ -153,7 +153,7 @@ pub const REPORTED: [(f64, &str); 4] =
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::stats::XorShift;
+    use crate::bench::ministat::XorShift;
 
     fn oracle(sorted: &[u64], p: f64) -> u64 {
         let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;

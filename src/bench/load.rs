@@ -220,20 +220,13 @@ pub fn process_cpu() -> Duration {
 fn run_thread(spec: &LoadSpec, t: u32, request: &[u8]) -> Result<ThreadReport, String> {
     let cpu = (!spec.pin.is_empty()).then(|| spec.pin[t as usize % spec.pin.len()]);
     if let Some(cpu) = cpu {
-        pin_to(cpu)?;
+        crate::sys::pin_to_cpu(cpu.get())
+            .map_err(|e| format!("load: pinning a thread to CPU {cpu}: {e}"))?;
     }
     let mut w = Worker::new(spec, t, request)?;
     w.report.cpu = cpu;
     w.run(spec, t);
     Ok(w.report)
-}
-
-/// `sched_setaffinity(0, {cpu})` for the calling thread.
-fn pin_to(cpu: CpuId) -> Result<(), String> {
-    let mut set = rustix::thread::CpuSet::new();
-    set.set(cpu.get());
-    rustix::thread::sched_setaffinity(None, &set)
-        .map_err(|e| format!("load: pinning a thread to CPU {cpu}: {e}"))
 }
 
 /// What a connection slot waits for.

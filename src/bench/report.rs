@@ -3,11 +3,12 @@
 //! Input: the report and the spec it came from. Output: a `String`. Text: a header line,
 //! one line per thread, the merged totals, errors by kind, and a latency table (request,
 //! connect, time to first byte) with p50/p90/p99/p99.9/max. JSON: one object with the
-//! same figures, latencies in microseconds. No I/O here.
+//! same figures, latencies in microseconds, written by `json::Value`. No I/O here.
 
 use super::hist::{Hist, REPORTED};
 use super::load::{ErrorKind, LoadReport, ThreadReport};
 use super::spec::LoadSpec;
+use crate::json::Value;
 use std::fmt::Write;
 
 /// Formats nanoseconds with a unit a person reads quickly.
@@ -117,77 +118,63 @@ fn errors_text(t: &ThreadReport) -> String {
     format!("{} ({})", t.error_total(), parts.join(", "))
 }
 
-fn hist_json(h: &Hist) -> String {
-    let mut o = format!("{{\"count\":{}", h.count());
+fn hist_json(h: &Hist) -> Value {
+    let mut pairs = vec![("count".to_string(), Value::uint(h.count()))];
     for (p, name) in REPORTED {
-        let _ = write!(o, ",\"{name}_us\":{:.3}", h.percentile(p) as f64 / 1e3);
+        let us = h.percentile(p) as f64 / 1e3;
+        pairs.push((name.to_string() + "_us", Value::fixed(us, 3)));
     }
-    let _ = write!(
-        o,
-        ",\"max_us\":{:.3},\"mean_us\":{:.3}}}",
-        h.max() as f64 / 1e3,
-        h.mean() / 1e3
-    );
-    o
+    pairs.push(("max_us".into(), Value::fixed(h.max() as f64 / 1e3, 3)));
+    pairs.push(("mean_us".into(), Value::fixed(h.mean() / 1e3, 3)));
+    Value::Obj(pairs)
 }
 
-fn thread_json(t: &ThreadReport) -> String {
-    let cpu = t.cpu.map_or("null".to_string(), |c| c.to_string());
-    let errors: Vec<String> = ErrorKind::ALL
+fn thread_json(t: &ThreadReport) -> Value {
+    let cpu = t.cpu.map_or(Value::Null, |c| Value::uint(c.get() as u64));
+    let errors = ErrorKind::ALL
         .iter()
-        .map(|k| format!("\"{}\":{}", k.name(), t.errors[*k as usize]))
+        .map(|k| (k.name().to_string(), Value::uint(t.errors[*k as usize])))
         .collect();
-    format!(
-        "{{\"cpu\":{cpu},\"requests\":{},\"seconds\":{:.6},\"requests_per_s\":{:.3},\"bytes\":{},\
-         \"bytes_per_s\":{:.3},\"errors\":{{{}}},\"unsent\":{},\"latency\":{},\"connect\":{},\"ttfb\":{}}}",
-        t.requests,
-        t.elapsed.as_secs_f64(),
-        t.rate(),
-        t.bytes,
-        t.byte_rate(),
-        errors.join(","),
-        t.unsent,
-        hist_json(&t.latency),
-        hist_json(&t.connect),
-        hist_json(&t.ttfb)
-    )
+    Value::obj([
+        ("cpu", cpu),
+        ("requests", Value::uint(t.requests)),
+        ("seconds", Value::fixed(t.elapsed.as_secs_f64(), 6)),
+        ("requests_per_s", Value::fixed(t.rate(), 3)),
+        ("bytes", Value::uint(t.bytes)),
+        ("bytes_per_s", Value::fixed(t.byte_rate(), 3)),
+        ("errors", Value::Obj(errors)),
+        ("unsent", Value::uint(t.unsent)),
+        ("latency", hist_json(&t.latency)),
+        ("connect", hist_json(&t.connect)),
+        ("ttfb", hist_json(&t.ttfb)),
+    ])
 }
 
 /// The JSON report: `{"url", "threads", "connections", ..., "merged": {...}, "per_thread": [...]}`.
 pub fn json(spec: &LoadSpec, r: &LoadReport) -> String {
-    let per: Vec<String> = r.threads.iter().map(thread_json).collect();
-    let rate = spec.rate.map_or("null".to_string(), |x| format!("{x}"));
-    format!(
-        "{{\"url\":\"http://{}{}\",\"threads\":{},\"connections\":{},\"duration_s\":{:.3},\
-         \"close\":{},\"rate\":{rate},\"client_cpu_s\":{:.6},\"client_cpu_per_request_us\":{:.4},\
-         \"merged\":{},\"per_thread\":[{}]}}\n",
-        json_escape(&spec.target.host),
-        json_escape(&spec.target.path),
-        spec.threads,
-        spec.conns,
-        spec.duration.as_secs_f64(),
-        spec.close,
-        r.client_cpu.as_secs_f64(),
-        r.cpu_per_request_us(),
-        thread_json(&r.merged),
-        per.join(",")
-    )
-}
-
-/// Escapes `"`, `\` and control characters for a JSON string.
-pub fn json_escape(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(o, "\\u{:04x}", c as u32);
-            }
-            c => o.push(c),
-        }
-    }
-    o
+    let url = format!("http://{}{}", spec.target.host, spec.target.path);
+    Value::obj([
+        ("url", Value::str(url)),
+        ("threads", Value::Int(spec.threads.into())),
+        ("connections", Value::Int(spec.conns.into())),
+        ("duration_s", Value::fixed(spec.duration.as_secs_f64(), 3)),
+        ("close", Value::Bool(spec.close)),
+        (
+            "rate",
+            spec.rate.map_or(Value::Null, |x| Value::Num(x, None)),
+        ),
+        ("client_cpu_s", Value::fixed(r.client_cpu.as_secs_f64(), 6)),
+        (
+            "client_cpu_per_request_us",
+            Value::fixed(r.cpu_per_request_us(), 4),
+        ),
+        ("merged", thread_json(&r.merged)),
+        (
+            "per_thread",
+            Value::Arr(r.threads.iter().map(thread_json).collect()),
+        ),
+    ])
+    .to_compact()
 }
 
 #[cfg(test)]
@@ -200,6 +187,5 @@ mod tests {
         assert_eq!(human_ns(12_340), "12.3us");
         assert_eq!(human_ns(2_500_000), "2.50ms");
         assert_eq!(human_ns(3_000_000_000), "3.00s");
-        assert_eq!(json_escape("a\"b\\\n"), "a\\\"b\\\\\\u000a");
     }
 }

@@ -1,13 +1,12 @@
-//! Load options as typed and validated: `steerd bench load`'s flags (also accepted by
-//! `steerd bench ab`) to a [`LoadSpec`], and the request bytes it sends.
+//! The load a run sends: the typed `bench load` options of `args::bench` with the URL's
+//! host resolved ([`LoadSpec`]), and the request bytes it sends.
 //!
-//! Input: arguments after `load`. Output: a [`LoadSpec`] that [`super::load::run`] uses
-//! without re-checking. The URL's host is resolved here (the only I/O: a name lookup
-//! for a host that is not an IP literal). Only `http://` is supported.
+//! Input: a [`LoadArgs`] from stage 1. Output: a [`LoadSpec`] that [`super::load::run`]
+//! uses without re-checking. The only I/O is the name lookup of a host that is not an IP
+//! literal. Only `http://` is supported.
 
-use crate::cpuset::{CpuId, CpuSet};
+use crate::args::bench::{LoadArgs, Url};
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::time::Duration;
 
 /// Where requests go: the address to connect to, and what goes in the request line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,73 +22,40 @@ pub struct Target {
 impl Target {
     /// Parses `http://HOST[:PORT][/PATH]` and resolves HOST.
     pub fn parse(url: &str) -> Result<Target, String> {
-        let rest = url
-            .strip_prefix("http://")
-            .ok_or_else(|| format!("URL {url:?}: only http://HOST[:PORT]/PATH is supported"))?;
-        let (authority, path) = match rest.find('/') {
-            Some(i) => (&rest[..i], &rest[i..]),
-            None => (rest, "/"),
-        };
-        if authority.is_empty() {
-            return Err(format!("URL {url:?}: no host"));
-        }
+        Target::resolve(&Url::parse(url)?)
+    }
+
+    /// Resolves a checked URL's host (port 80 when it names none).
+    pub fn resolve(url: &Url) -> Result<Target, String> {
+        let authority = &url.authority;
         let with_port = if authority.ends_with(']') || !authority.contains(':') {
             format!("{authority}:80")
         } else {
-            authority.to_string()
+            authority.clone()
         };
         let addr = with_port
             .to_socket_addrs()
-            .map_err(|e| format!("URL {url:?}: cannot resolve {authority:?}: {e}"))?
+            .map_err(|e| format!("URL {:?}: cannot resolve {authority:?}: {e}", url.text))?
             .next()
-            .ok_or_else(|| format!("URL {url:?}: {authority:?} has no address"))?;
+            .ok_or_else(|| format!("URL {:?}: {authority:?} has no address", url.text))?;
         Ok(Target {
             addr,
-            host: authority.to_string(),
-            path: path.to_string(),
+            host: authority.clone(),
+            path: url.path.clone(),
         })
     }
 }
 
-/// Everything one load run needs.
-#[derive(Clone, Debug)]
-pub struct LoadSpec {
-    /// Where to send requests.
-    pub target: Target,
-    /// Connections open at once, over all threads.
-    pub conns: u32,
-    /// Threads, each with its own epoll loop.
-    pub threads: u32,
-    /// How long to send requests.
-    pub duration: Duration,
-    /// A new connection for every request (`Connection: close`).
-    pub close: bool,
-    /// CPU for each thread (thread `i` on `pin[i % len]`); empty means unpinned.
-    pub pin: Vec<CpuId>,
-    /// Extra header lines, as given (`Name: value`).
-    pub headers: Vec<String>,
-    /// Open loop: requests per second over all threads; `None` is closed loop.
-    pub rate: Option<f64>,
-    /// Print JSON instead of text.
-    pub json: bool,
+/// Everything one load run needs: the load options with a resolved target.
+pub type LoadSpec = LoadArgs<Target>;
+
+/// The load options of stage 1 with their URL resolved.
+pub fn resolve(load: LoadArgs) -> Result<LoadSpec, String> {
+    let target = Target::resolve(&load.target)?;
+    Ok(load.with_target(target))
 }
 
-impl LoadSpec {
-    /// A closed-loop keep-alive spec with wrk's defaults: 10 connections, 2 threads, 10 s.
-    pub fn new(target: Target) -> LoadSpec {
-        LoadSpec {
-            target,
-            conns: 10,
-            threads: 2,
-            duration: Duration::from_secs(10),
-            close: false,
-            pin: Vec::new(),
-            headers: Vec::new(),
-            rate: None,
-            json: false,
-        }
-    }
-
+impl LoadArgs<Target> {
     /// The bytes of one request (every request of a run is the same).
     pub fn request(&self) -> Vec<u8> {
         let mut r = format!(
@@ -110,101 +76,6 @@ impl LoadSpec {
     /// Connections thread `t` opens: an even share, the first threads taking the rest.
     pub fn conns_of(&self, t: u32) -> u32 {
         self.conns / self.threads + u32::from(t < self.conns % self.threads)
-    }
-}
-
-/// Load flags, in the order `--help` lists them.
-pub const LOAD_FLAGS: &str = "\
-    -c CONNS          connections open at once, over all threads (default 10)
-    -t THREADS        threads, one epoll loop each (default 2, or one per --pin CPU)
-    -d DURATION       how long to load, such as 3, 2.5s, 500ms, 1m (default 10s)
-    --close           a new connection for every request (Connection: close)
-    --pin CPUS        pin thread i to the i-th CPU of the list (such as 0,1 or 0-3)
-    -H 'Name: value'  an extra request header (repeatable)
-    --rate R          open loop: R requests/s over all threads, latency measured from
-                      each request's intended send time (no coordinated omission)
-    --json            print JSON instead of text
-";
-
-/// True for the load flags that take a value.
-pub fn takes_value(flag: &str) -> bool {
-    matches!(flag, "-c" | "-t" | "-d" | "-H" | "--pin" | "--rate")
-}
-
-/// Parses one load flag at `args[i]` into `spec`; returns how many arguments it used
-/// (0 when `args[i]` is not a load flag).
-pub fn parse_flag(args: &[String], i: usize, spec: &mut LoadSpec) -> Result<usize, String> {
-    let flag = args[i].as_str();
-    let val = || -> Result<&str, String> {
-        args.get(i + 1)
-            .map(String::as_str)
-            .ok_or_else(|| format!("{flag} needs a value"))
-    };
-    match flag {
-        "-c" => spec.conns = parse_count(flag, val()?)?,
-        "-t" => spec.threads = parse_count(flag, val()?)?,
-        "-d" => spec.duration = parse_duration(val()?)?,
-        "-H" => spec.headers.push(parse_header(val()?)?),
-        "--pin" => spec.pin = parse_pin(val()?)?,
-        "--rate" => spec.rate = Some(parse_rate(val()?)?),
-        "--close" => spec.close = true,
-        "--json" => spec.json = true,
-        _ => return Ok(0),
-    }
-    Ok(if takes_value(flag) { 2 } else { 1 })
-}
-
-/// Checks the combination once all flags are in: threads follow `--pin`, and every
-/// thread has at least one connection.
-pub fn finish(spec: &mut LoadSpec, threads_given: bool) -> Result<(), String> {
-    if !spec.pin.is_empty() && !threads_given {
-        spec.threads = spec.pin.len() as u32;
-    }
-    if spec.conns < spec.threads {
-        return Err(format!(
-            "-c {} is fewer than the {} threads: each thread needs a connection",
-            spec.conns, spec.threads
-        ));
-    }
-    Ok(())
-}
-
-fn parse_count(flag: &str, v: &str) -> Result<u32, String> {
-    match v.parse::<u32>() {
-        Ok(n) if (1..=1_000_000).contains(&n) => Ok(n),
-        _ => Err(format!("{flag} {v:?}: expected a count from 1 to 1000000")),
-    }
-}
-
-/// A time in the one grammar of `args::duration`.
-pub fn parse_duration(v: &str) -> Result<Duration, String> {
-    crate::args::duration::parse(v).map_err(|e| format!("duration {e}"))
-}
-
-fn parse_header(v: &str) -> Result<String, String> {
-    let ok = v.split_once(':').is_some_and(|(name, _)| {
-        !name.is_empty() && name.bytes().all(|b| b.is_ascii_graphic() && b != b':')
-    });
-    if !ok || v.contains(['\r', '\n']) {
-        return Err(format!("-H {v:?}: expected 'Name: value' on one line"));
-    }
-    Ok(v.to_string())
-}
-
-fn parse_pin(v: &str) -> Result<Vec<CpuId>, String> {
-    let set = CpuSet::parse_list(v).map_err(|e| format!("--pin {v:?}: {e}"))?;
-    if set.is_empty() {
-        return Err(format!("--pin {v:?}: no CPU"));
-    }
-    Ok(set.iter().collect())
-}
-
-fn parse_rate(v: &str) -> Result<f64, String> {
-    match v.parse::<f64>() {
-        Ok(r) if r > 0.0 && r <= 1e9 => Ok(r),
-        _ => Err(format!(
-            "--rate {v:?}: expected requests per second above 0"
-        )),
     }
 }
 
@@ -230,35 +101,15 @@ mod tests {
     }
 
     #[test]
-    fn durations() {
-        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("0.3s"), Ok(Duration::from_millis(300)));
-        assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
-        assert!(parse_duration("0").is_err() && parse_duration("x").is_err());
-    }
-
-    #[test]
-    fn flags_and_request() {
-        let args: Vec<String> = ["-c", "4", "--pin", "0,1", "-H", "X-A: 1", "--close"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+    fn request_bytes() {
         let mut spec = LoadSpec::new(Target::parse("http://127.0.0.1:9/f").unwrap());
-        let mut i = 0;
-        while i < args.len() {
-            i += parse_flag(&args, i, &mut spec).unwrap();
-        }
-        finish(&mut spec, false).unwrap();
-        assert_eq!((spec.conns, spec.threads, spec.pin.len()), (4, 2, 2));
+        spec.headers.push("X-A: 1".into());
+        spec.close = true;
         let req = String::from_utf8(spec.request()).unwrap();
         assert_eq!(
             req,
             "GET /f HTTP/1.1\r\nHost: 127.0.0.1:9\r\nX-A: 1\r\nConnection: close\r\n\r\n"
         );
-        assert!(parse_header("bad").is_err() && parse_header("A: b\r\nC: d").is_err());
-        spec.conns = 1;
-        assert!(finish(&mut spec, true).is_err());
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! is rounded up. Client CPU is the `cutime + cstime` this process gains by reaping the
 //! wrk processes (`procs::reaped_children_cpu`).
 
-use super::ab::RunFigures;
+use super::figures::RunFigures;
 use super::procs;
 use super::spec::LoadSpec;
 use std::process::{Command, Stdio};

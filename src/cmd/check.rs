@@ -135,7 +135,7 @@ fn check_text(
     if let Some(nic) = &topo.nic {
         let node = nic
             .node
-            .map_or_else(|| "unknown".to_string(), |n| n.to_string());
+            .map_or_else(|| "unknown".to_string(), |n| n.0.to_string());
         let _ = writeln!(out, "nic: {} on node {node}", nic.interface);
     }
     let listen: Vec<String> = args.listen.iter().map(|a| a.to_string()).collect();
@@ -153,7 +153,7 @@ fn check_text(
     let _ = writeln!(out, "workers: {}", plan.workers.len());
     out.push_str("INDEX CPU NODE\n");
     for w in &plan.workers {
-        let _ = writeln!(out, "{:>5} {:>3} {:>4}", w.index, w.cpu.get(), w.node);
+        let _ = writeln!(out, "{:>5} {:>3} {:>4}", w.index, w.cpu.get(), w.node.0);
     }
     out.push_str("cpu -> index:");
     for (i, (c, idx)) in plan.cpu_map.iter().enumerate() {

@@ -8,6 +8,7 @@ use core::fmt;
 
 pub mod bpf;
 pub mod bpf_exec;
+pub mod bpf_input;
 pub mod check;
 pub mod prepare;
 pub mod serve;
@@ -46,7 +47,7 @@ pub fn run(argv: &[String]) -> i32 {
     let command = match args::parse(argv) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("steerd: args: {e}");
+            eprintln!("{e}");
             return 2;
         }
     };
@@ -69,10 +70,10 @@ fn dispatch(command: Command) -> Result<i32, Failure> {
             println!("steerd {}", env!("CARGO_PKG_VERSION"));
             Ok(0)
         }
-        Command::Bpf(rest) => Ok(bpf::main(&rest)),
+        Command::Bpf(cmd) => Ok(bpf::main(cmd)),
         Command::Topo { roots, json } => Ok(topo::main(&roots, json)),
         Command::Check { serve, json } => check::main(&serve, json),
-        Command::Serve(args) => serve::main(&args),
-        Command::Bench(rest) => Ok(crate::bench::main(&rest)),
+        Command::Serve(args) => serve::main(args),
+        Command::Bench(command) => Ok(crate::bench::main(command)),
     }
 }

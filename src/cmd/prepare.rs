@@ -27,8 +27,13 @@ pub struct Prepared {
 /// addresses, makes the plan and the steering program. Each warning goes to `show` as
 /// soon as the machine is read, so it is seen even when planning then fails.
 pub fn prepare(args: &ServeArgs, show: impl Fn(&str)) -> Result<Prepared, Failure> {
-    let (mut topo, mut warnings) = topology::read(&args.roots);
-    warnings.extend(topology::attach_nic(&mut topo, &args.listen, &args.roots));
+    let (mut topo, mut warnings) = topology::read(&args.roots.sysfs, &args.roots.procfs);
+    warnings.extend(topology::attach_nic(
+        &mut topo,
+        &args.listen,
+        &args.roots.sysfs,
+        &args.roots.procfs,
+    ));
     for w in &warnings {
         show(w);
     }

@@ -12,10 +12,10 @@ use crate::args::{ServeArgs, SteerPolicy};
 use crate::master;
 
 /// Runs `steerd serve` and returns the exit status.
-pub fn main(args: &ServeArgs) -> Result<i32, Failure> {
+pub fn main(args: ServeArgs) -> Result<i32, Failure> {
     // Each warning already names its stage (`topology: ...`).
     let super::prepare::Prepared { plan, program, .. } =
-        super::prepare::prepare(args, |w| crate::say!("warning: {w}"))?;
+        super::prepare::prepare(&args, |w| crate::say!("warning: {w}"))?;
     if args.steer != SteerPolicy::Hash && plan.steer == SteerPolicy::Hash {
         crate::say!(
             "warning: steer: only one worker CPU, so --steer {} has nothing to choose \
@@ -23,7 +23,8 @@ pub fn main(args: &ServeArgs) -> Result<i32, Failure> {
             args.steer.name()
         );
     }
+    let serving = crate::plan::serving(args);
     let insns = program.as_ref().map(|p| p.insns.as_slice());
-    master::run(args, &plan, insns).map_err(|e| Failure::new(e.stage(), e))?;
+    master::run(&serving, &plan, insns).map_err(|e| Failure::new(e.stage(), e))?;
     Ok(0)
 }

@@ -15,7 +15,7 @@ use std::fmt::Write;
 
 /// Runs `steerd topo`; returns the exit status.
 pub fn main(roots: &Roots, json: bool) -> i32 {
-    let (topo, warnings) = topology::read(roots);
+    let (topo, warnings) = topology::read(&roots.sysfs, &roots.procfs);
     for w in &warnings {
         eprintln!("steerd: {w}");
     }
@@ -238,7 +238,7 @@ pub fn topology_text(topo: &Topology) -> String {
             out,
             "{:>3} {:>4} {:>7} {:>3} {:>7} {:>4} {:>6} {:>7}  {:<9} {:<12} {}",
             id.get(),
-            c.node,
+            c.node.0,
             opt(c.package),
             opt(c.die),
             opt(c.cluster),
@@ -296,7 +296,7 @@ pub fn topology_text(topo: &Topology) -> String {
             out,
             "nic: {} node {} irq cpus {} rps cpus {}",
             nic.interface,
-            opt(nic.node),
+            opt(nic.node.map(|n| n.0)),
             nic.irq_cpus,
             nic.rps_cpus
         );
@@ -308,7 +308,7 @@ fn nodes_text(topo: &Topology) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "available: {} nodes", topo.nodes.len());
     for n in &topo.nodes {
-        let _ = writeln!(out, "node {} cpus: {}", n.id, n.cpus);
+        let _ = writeln!(out, "node {} cpus: {}", n.id.0, n.cpus);
     }
     out.push_str("node distances:\nnode");
     for n in &topo.nodes {

@@ -11,15 +11,15 @@
 //! unsatisfiable single range. Other methods get 405 with `Allow: GET, HEAD`.
 
 use super::{After, Awaiting, Conn, Ctx, Outgoing, Scratch, IN_CAP};
+use crate::access_log::Entry;
 use crate::files::cache::Served;
 use crate::files::{FileMeta, Lookup, PATH_MAX};
 use crate::http::conditional::{not_modified, precondition_fails};
 use crate::http::range::{evaluate, if_range_holds, RangeAnswer};
 use crate::http::response::{
-    error_body, write_error_head, write_head, ContentRange, Head, Persist,
+    error_body, write_error_head, write_head, ContentRange, Persist, ResponseHead,
 };
 use crate::http::{parse_request, Body, Header, Method, Request, Status, MAX_FIELDS};
-use crate::serve_loop::log::Entry;
 use core::sync::atomic::Ordering::Relaxed;
 use rustix::fd::OwnedFd;
 
@@ -278,7 +278,7 @@ fn redirect(
 ) {
     let date = *ctx.date.text();
     let page = error_body(301);
-    let mut h = Head::new(301, &date, p);
+    let mut h = ResponseHead::new(301, &date, p);
     h.content_type = Some(crate::http::response::HTML);
     h.content_length = Some(page.len() as u64);
     h.location = Some((req.path, req.query()));
@@ -317,7 +317,7 @@ fn file(
 ) {
     let date = *ctx.date.text();
     let etag = meta.etag.as_bytes();
-    let mut h = Head::new(200, &date, p);
+    let mut h = ResponseHead::new(200, &date, p);
     h.last_modified = Some(&meta.last_modified);
     h.etag = Some(etag);
     if precondition_fails(req.if_match(), req.if_unmodified_since(), etag, meta.mtime) {

@@ -39,7 +39,7 @@ pub enum ContentRange {
 
 /// Everything a response head says.
 #[derive(Clone, Copy, Debug)]
-pub struct Head<'a> {
+pub struct ResponseHead<'a> {
     /// Status code (one of [`reason`]'s).
     pub status: u16,
     /// IMF-fixdate text of now.
@@ -64,10 +64,10 @@ pub struct Head<'a> {
     pub persist: Persist,
 }
 
-impl<'a> Head<'a> {
+impl<'a> ResponseHead<'a> {
     /// A head with only the status, date and persistence set.
-    pub fn new(status: u16, date: &'a [u8], persist: Persist) -> Head<'a> {
-        Head {
+    pub fn new(status: u16, date: &'a [u8], persist: Persist) -> ResponseHead<'a> {
+        ResponseHead {
             status,
             date,
             content_type: None,
@@ -222,7 +222,7 @@ fn put_encoded_path(w: &mut Writer<'_>, path: &[u8]) {
 }
 
 /// Writes the status line and header section (ending in the empty line) into `out`.
-pub fn write_head(out: &mut [u8], h: &Head<'_>) -> Option<usize> {
+pub fn write_head(out: &mut [u8], h: &ResponseHead<'_>) -> Option<usize> {
     let mut w = Writer::new(out);
     w.put(b"HTTP/1.1 ").num(u64::from(h.status)).put(b" ");
     w.put(reason(h.status).as_bytes());
@@ -292,7 +292,7 @@ pub fn write_error_head(
     unsatisfied_len: Option<u64>,
 ) -> Option<usize> {
     let body = error_body(status);
-    let mut h = Head::new(status, date, persist);
+    let mut h = ResponseHead::new(status, date, persist);
     h.content_type = Some(HTML);
     h.content_length = Some(body.len() as u64);
     h.allow = status == 405;
@@ -306,7 +306,7 @@ mod tests {
 
     const DATE: &[u8] = b"Sun, 06 Nov 1994 08:49:37 GMT";
 
-    fn head_text(h: &Head<'_>) -> String {
+    fn head_text(h: &ResponseHead<'_>) -> String {
         let mut buf = [0u8; 1024];
         let n = write_head(&mut buf, h).expect("fits");
         String::from_utf8(buf[..n].to_vec()).expect("ascii")
@@ -314,7 +314,7 @@ mod tests {
 
     #[test]
     fn a_full_200_head() {
-        let mut h = Head::new(200, DATE, Persist::KeepAlive);
+        let mut h = ResponseHead::new(200, DATE, Persist::KeepAlive);
         h.content_type = Some(b"text/html");
         h.content_length = Some(1234);
         h.etag = Some(b"\"1-2-3\"");
@@ -346,7 +346,7 @@ mod tests {
 
     #[test]
     fn location_is_percent_encoded_and_keeps_the_query() {
-        let mut h = Head::new(301, DATE, Persist::Implicit);
+        let mut h = ResponseHead::new(301, DATE, Persist::Implicit);
         h.location = Some((b"/a dir/\xc3\xa9", Some(b"x=1&y")));
         assert!(head_text(&h).contains("\r\nLocation: /a%20dir/%C3%A9/?x=1&y\r\n"));
     }
@@ -354,7 +354,7 @@ mod tests {
     #[test]
     fn overflow_is_reported_not_panicked() {
         let mut small = [0u8; 20];
-        let h = Head::new(200, DATE, Persist::Close);
+        let h = ResponseHead::new(200, DATE, Persist::Close);
         assert_eq!(write_head(&mut small, &h), None);
     }
 

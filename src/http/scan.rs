@@ -6,7 +6,7 @@
 //!
 //! Design. A header value is mostly printable ASCII ended by CR. Instead of a table
 //! lookup per byte, [`value_end`] skips 16 bytes per step that hold no control and no
-//! DEL: on x86-64 with one SSE2 test (`sys::sse2_controls`; SSE2 is in the x86-64
+//! DEL: on x86-64 with one SSE2 test (`sse2_controls`; SSE2 is in the x86-64
 //! baseline), elsewhere with two little-endian `u64` words asking two SWAR questions at
 //! once ("is any byte below 0x20?", "is any byte 0x7F?") with the classic carry tricks: for `n <= 0x80`, `(w - 0x01..01 * n) & !w & 0x80..80` is
 //! non-zero iff some byte of `w` is below `n`, and its lowest set bit marks the first
@@ -91,19 +91,40 @@ fn skip_plain_swar(buf: &[u8], mut at: usize) -> usize {
     at
 }
 
-/// `skip_plain` with SSE2 (`sys::sse2_controls`), 16 bytes per step.
+/// `skip_plain` with SSE2 (`sse2_controls`), 16 bytes per step.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn skip_plain_sse2(buf: &[u8], mut at: usize) -> usize {
     while let Some(chunk) = buf.get(at..at + 16) {
         let Ok(chunk) = chunk.try_into() else { break };
-        let flagged = crate::sys::sse2_controls(chunk);
+        let flagged = sse2_controls(chunk);
         if flagged != 0 {
             return at + flagged.trailing_zeros() as usize;
         }
         at += 16;
     }
     skip_plain_swar(buf, at)
+}
+
+/// Bit `i` set when byte `i` of `bytes` is a control (below 0x20) or DEL: the header
+/// value scanner's inner step, 16 bytes with four SSE2 operations.
+/// Bytes >= 0x80 (obs-text) are never flagged: `max_epu8` compares unsigned.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+#[allow(unsafe_code)]
+fn sse2_controls(bytes: &[u8; 16]) -> u32 {
+    use core::arch::x86_64::{
+        _mm_cmpeq_epi8, _mm_loadu_si128, _mm_max_epu8, _mm_movemask_epi8, _mm_set1_epi8,
+    };
+    // SAFETY: SSE2 is part of the x86-64 baseline, enabled for every x86_64 target, so
+    // these instructions exist; `_mm_loadu_si128` reads exactly the 16 bytes `bytes`
+    // borrows and allows any alignment.
+    unsafe {
+        let v = _mm_loadu_si128(bytes.as_ptr().cast());
+        let printable = _mm_cmpeq_epi8(_mm_max_epu8(v, _mm_set1_epi8(0x20)), v);
+        let del = _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f));
+        (!_mm_movemask_epi8(printable) | _mm_movemask_epi8(del)) as u32 & 0xffff
+    }
 }
 
 /// Offset of the CR that ends the field value starting at `at`.

@@ -67,7 +67,7 @@ impl SpreadTree {
             root: BTreeSet::new(),
             counts: Default::default(),
             by_key: HashMap::new(),
-            nic_node: topo.nic.as_ref().and_then(|n| n.node),
+            nic_node: topo.nic.as_ref().and_then(|n| n.node).map(|n| n.0),
         };
         let mut path_index: HashMap<(usize, [u32; LEVELS]), usize> = HashMap::new();
         for cpu in pool.iter() {
@@ -188,7 +188,6 @@ impl SpreadTree {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::args::Roots;
     use crate::topology;
     use std::path::PathBuf;
 
@@ -208,7 +207,7 @@ mod tests {
             let n = |l: usize| counts[l].get(&k[l]).copied().unwrap_or(0);
             (
                 n(0),
-                nic_node.is_some_and(|nn| nn != k[0]),
+                nic_node.is_some_and(|nn| nn.0 != k[0]),
                 n(1),
                 n(2),
                 n(3),
@@ -228,11 +227,7 @@ mod tests {
         let sysfs = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("tests/data/sys")
             .join(name);
-        topology::read(&Roots {
-            sysfs,
-            procfs: PathBuf::from("/proc"),
-        })
-        .0
+        topology::read(&sysfs, "/proc".as_ref()).0
     }
 
     #[test]
@@ -251,7 +246,7 @@ mod tests {
             for nic in [None, Some(1)] {
                 t.nic = nic.map(|node| crate::topology::Nic {
                     interface: "eth0".into(),
-                    node: Some(node),
+                    node: Some(topology::NodeId(node)),
                     local_cpus: None,
                     rps_cpus: CpuSet::new(),
                     irq_cpus: CpuSet::new(),

@@ -41,7 +41,7 @@ pub(crate) fn affinity(r: &mut Reader) -> Option<CpuSet> {
 fn live_affinity(r: &mut Reader) -> Option<CpuSet> {
     match rustix::thread::sched_getaffinity(None) {
         Ok(mask) => {
-            let ids = (0..rustix::thread::CpuSet::MAX_CPU)
+            let ids = (0..crate::sys::AffinityMask::MAX_CPU)
                 .filter(|&i| mask.is_set(i))
                 .filter_map(CpuId::new);
             Some(CpuSet::from_ids(ids))

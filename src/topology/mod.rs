@@ -1,15 +1,15 @@
 //! Stage 2 of the pipeline: `/sys`, the process's affinity and its cgroup to a
 //! [`Topology`], the machine as steerd may use it.
 //!
-//! Input: [`Roots`] (normally `/sys` and `/proc`; tests point them at the captured trees
-//! in `tests/data/sys/`). Output: a [`Topology`] and a list of one-line warnings. Reading
+//! Input: the sysfs and procfs roots as plain paths (normally `/sys` and `/proc`; tests
+//! point them at the captured trees in `tests/data/sys/`). Output: a [`Topology`] and a list of one-line warnings. Reading
 //! never fails and never panics: a missing or malformed file degrades to a safe default
 //! (one node, each CPU its own core, no quota) and says so in one warning.
 //!
 //! CPUs are grouped only by the kernel's `*_cpus_list` masks (core, cluster, package,
 //! last-level cache), never by arithmetic on `core_id` or `cluster_id`: those ids restart
 //! per cluster or per socket on some machines (Documentation/admin-guide/cputopology.rst;
-//! `../shared/notes/numa-vm.md` on the arm64 guest). A group is named by its lowest CPU.
+//! `docs/placement.md`, "Topology", on the arm64 guest). A group is named by its lowest CPU.
 //!
 //! Where the process's own state comes from (see `docs/placement.md`, "Captured trees"):
 //! - `--sysfs /sys --procfs /proc` (live): `sched_getaffinity`, and the cgroup found via
@@ -31,11 +31,25 @@ pub mod parse;
 pub use nic::{attach_nic, nic_for, Nic};
 pub use parse::Quota;
 
-use crate::args::Roots;
 use crate::cpuset::{CpuId, CpuSet};
-use crate::plan::NodeId;
 use std::io;
 use std::path::{Path, PathBuf};
+
+/// A NUMA node id as the kernel numbers it (`/sys/devices/system/node/nodeN`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NodeId(pub u32);
+
+impl core::fmt::Display for NodeId {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl From<NodeId> for i64 {
+    fn from(id: NodeId) -> i64 {
+        i64::from(id.0)
+    }
+}
 
 /// One online CPU and where it sits.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -140,12 +154,12 @@ impl Topology {
     }
 }
 
-/// Reads the topology under `roots`. Never fails: problems become warnings.
+/// Reads the topology under `sysfs` and `procfs` (normally `/sys` and `/proc`). Never fails: problems become warnings.
 ///
 /// The live affinity is the calling thread's: call this before pinning the master, or
 /// the process seems to own one CPU.
-pub fn read(roots: &Roots) -> (Topology, Vec<String>) {
-    let mut r = Reader::new(roots);
+pub fn read(sysfs: &Path, procfs: &Path) -> (Topology, Vec<String>) {
+    let mut r = Reader::new(sysfs, procfs);
     let topo = r.topology();
     (topo, r.warnings)
 }
@@ -170,17 +184,17 @@ pub(crate) struct Reader {
 }
 
 impl Reader {
-    pub(crate) fn new(roots: &Roots) -> Reader {
-        let live_sys = roots.sysfs == Path::new("/sys");
-        let live_proc = roots.procfs == Path::new("/proc");
+    pub(crate) fn new(sysfs: &Path, procfs: &Path) -> Reader {
+        let live_sys = sysfs == Path::new("/sys");
+        let live_proc = procfs == Path::new("/proc");
         let mode = match (live_sys, live_proc) {
             (true, true) => Mode::Live,
             (_, false) => Mode::ProcTree,
             (false, true) => Mode::SysTreeOnly,
         };
         Reader {
-            sysfs: roots.sysfs.clone(),
-            procfs: roots.procfs.clone(),
+            sysfs: sysfs.to_path_buf(),
+            procfs: procfs.to_path_buf(),
             mode,
             warnings: Vec::new(),
         }
@@ -305,16 +319,15 @@ impl Reader {
     }
 
     fn nodes(&mut self, online: &CpuSet) -> Vec<Node> {
-        let mut ids = self.node_ids();
+        let ids = self.node_ids();
         if ids.is_empty() {
             self.warn("topology: no NUMA node directory: one node assumed".to_string());
             return vec![Node {
-                id: 0,
+                id: NodeId(0),
                 cpus: online.clone(),
                 distances: vec![10],
             }];
         }
-        ids.sort_unstable();
         let count = ids.len();
         let mut nodes: Vec<Node> = ids
             .iter()
@@ -322,7 +335,7 @@ impl Reader {
             .map(|(i, &id)| Node {
                 id,
                 cpus: self
-                    .cpulist(&format!("devices/system/node/node{id}/cpulist"))
+                    .cpulist(&format!("devices/system/node/node{}/cpulist", id.0))
                     .unwrap_or_default(),
                 distances: self.distance_row(id, i, count),
             })
@@ -332,22 +345,26 @@ impl Reader {
         nodes
     }
 
+    /// The node ids under `devices/system/node`, ascending.
     fn node_ids(&mut self) -> Vec<NodeId> {
         let dir = self.sysfs.join("devices/system/node");
         let Ok(entries) = std::fs::read_dir(&dir) else {
             return Vec::new();
         };
-        entries
+        let mut ids: Vec<u32> = entries
             .filter_map(|e| e.ok())
             .filter_map(|e| {
                 let name = e.file_name().into_string().ok()?;
-                name.strip_prefix("node")?.parse::<NodeId>().ok()
+                name.strip_prefix("node")?.parse::<u32>().ok()
             })
-            .collect()
+            .collect();
+        // Sorted as plain ids: the same sort code as the other `u32` lists.
+        ids.sort_unstable();
+        ids.into_iter().map(NodeId).collect()
     }
 
     fn distance_row(&mut self, id: NodeId, index: usize, count: usize) -> Vec<u32> {
-        let rel = format!("devices/system/node/node{id}/distance");
+        let rel = format!("devices/system/node/node{}/distance", id.0);
         let parsed = self.sys(&rel).map(|t| parse::parse_distance_row(&t));
         match parsed {
             Some(Ok(row)) if row.len() == count && slit_shaped(&row, index) => return row,

@@ -8,11 +8,10 @@
 //! core-api/irq/irq-affinity.rst and kernel/irq/proc.c (`effective_affinity_list`),
 //! Documentation/ABI/testing/sysfs-bus-pci (`numa_node`, `local_cpulist`, `msi_irqs`).
 
-use super::{parse, Mode, Reader, Topology};
-use crate::args::Roots;
+use super::{parse, Mode, NodeId, Reader, Topology};
 use crate::cpuset::CpuSet;
-use crate::plan::NodeId;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::Path;
 
 /// A network interface and its locality.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,10 +31,15 @@ pub struct Nic {
 
 /// Finds the NIC of the first listen address on a real interface and stores it in the
 /// topology; returns the warnings.
-pub fn attach_nic(topo: &mut Topology, listen: &[SocketAddr], roots: &Roots) -> Vec<String> {
+pub fn attach_nic(
+    topo: &mut Topology,
+    listen: &[SocketAddr],
+    sysfs: &Path,
+    procfs: &Path,
+) -> Vec<String> {
     let mut warnings = Vec::new();
     for addr in listen {
-        let (nic, w) = nic_for(addr.ip(), roots, topo);
+        let (nic, w) = nic_for(addr.ip(), sysfs, procfs, topo);
         warnings.extend(w);
         if nic.is_some() {
             topo.nic = nic;
@@ -46,8 +50,13 @@ pub fn attach_nic(topo: &mut Topology, listen: &[SocketAddr], roots: &Roots) -> 
 }
 
 /// The NIC that owns `ip`, with its locality; `None` for loopback and unspecified.
-pub fn nic_for(ip: IpAddr, roots: &Roots, topo: &Topology) -> (Option<Nic>, Vec<String>) {
-    let mut r = Reader::new(roots);
+pub fn nic_for(
+    ip: IpAddr,
+    sysfs: &Path,
+    procfs: &Path,
+    topo: &Topology,
+) -> (Option<Nic>, Vec<String>) {
+    let mut r = Reader::new(sysfs, procfs);
     if ip.is_loopback() || ip.is_unspecified() || r.mode == Mode::SysTreeOnly {
         return (None, r.warnings);
     }
@@ -87,7 +96,8 @@ fn read_nic(r: &mut Reader, name: String, topo: &Topology) -> Nic {
     let local_cpus = r.cpulist(&format!("{dev}/local_cpulist"));
     let declared = r
         .sys(&format!("{dev}/numa_node"))
-        .and_then(|t| parse::parse_id(&t).ok().flatten());
+        .and_then(|t| parse::parse_id(&t).ok().flatten())
+        .map(NodeId);
     let from_cpus = local_cpus
         .as_ref()
         .filter(|s| s.len() < topo.online.len())

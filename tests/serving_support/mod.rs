@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use steerd::config::Timeouts;
 use steerd::cpuset::CpuId;
 use steerd::serve_loop::{self, Control, LoopConfig, Tuning};
 use steerd::stats::WorkerCounters;
@@ -69,10 +70,12 @@ pub fn config(root: &Path) -> LoopConfig {
         cpu: CpuId::new(0).unwrap(),
         root: open_root(root),
         max_conns: 256,
-        header_timeout: Duration::from_secs(10),
-        keepalive_timeout: Duration::from_secs(10),
-        send_timeout: Duration::from_secs(10),
-        shutdown_timeout: Duration::from_secs(5),
+        timeouts: Timeouts {
+            header: Duration::from_secs(10),
+            keepalive: Duration::from_secs(10),
+            send: Duration::from_secs(10),
+            shutdown: Duration::from_secs(5),
+        },
         access_log: None,
     }
 }

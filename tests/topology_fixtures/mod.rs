@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use std::path::PathBuf;
-use steerd::args::{self, Roots, ServeArgs};
+use steerd::args::{self, ServeArgs};
 use steerd::plan::{self, Plan};
 use steerd::topology::{self, Topology};
 
@@ -16,11 +16,7 @@ pub fn fixture(name: &str) -> PathBuf {
 
 /// The topology of fixture `name` read alone (no proc root).
 pub fn topo(name: &str) -> Topology {
-    topology::read(&Roots {
-        sysfs: fixture(name),
-        procfs: PathBuf::from("/proc"),
-    })
-    .0
+    topology::read(&fixture(name), &PathBuf::from("/proc")).0
 }
 
 /// Serve options from flags, as the command line gives them.

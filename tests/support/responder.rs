@@ -1,5 +1,5 @@
-//! Shared by the bench tests: a `steerd bench responder` child on a free loopback port,
-//! killed (by its PID, through `Child`) when the handle drops.
+//! A `steerd bench responder` child on a free loopback port, killed (by its PID,
+//! through `Child`) when the handle drops.
 
 use std::io::Read;
 use std::process::{Child, Command, Stdio};

@@ -1,52 +1,44 @@
 //! `steerd bench responder`: the speed-of-light reference. No real server can answer a
 //! request with fewer system calls, so its figures bound what steerd can reach here.
 //!
-//! Input: `--listen ADDR:PORT --cpus LIST [--close]`. Output: a canned 13-byte
-//! `Hello, world!` for every request head (`\r\n\r\n`) received, until killed.
-//! One thread per listed CPU, pinned, each with its own SO_REUSEPORT listener (the first
-//! listener's port is reused, so port 0 works) and nothing shared.
+//! Input: the typed `--listen ADDR:PORT --cpus LIST [--close] [--steer]` of
+//! `args::bench`. Output: a canned 13-byte `Hello, world!` for every request head
+//! (`\r\n\r\n`) received, until killed.
+//! One thread per listed CPU, pinned, each with its own SO_REUSEPORT listener made by
+//! `listen.rs` as `serve` makes them (the first listener's port is reused, so port 0
+//! works) and nothing shared.
 //!
 //! Keep-alive: one level-triggered epoll loop per thread; per request one `read` and one
 //! `write` (plus a share of `epoll_wait`). Close: the listener has TCP_DEFER_ACCEPT, so a
 //! blocking `accept4` returns a connection whose request is already queued, and the
 //! thread answers straight away: accept4, read, write, close, four calls and no epoll.
-//! `--steer` attaches a classic BPF program to the group that sends each connection to
-//! the listener of the CPU that received it (`ld #cpu`, one `jeq` per CPU), as steerd's
-//! `--steer cpu` does; without it the kernel's 4-tuple hash spreads connections, so on
-//! loopback about half of them are served on the other CPU than the client's.
+//! `--steer` attaches the classic BPF program `steer.rs` builds, checks and verifies for
+//! a plan that maps each listed CPU to its own listener, as steerd's `--steer cpu` does;
+//! without it the kernel's 4-tuple hash spreads connections, so on loopback about half
+//! of them are served on the other CPU than the client's.
 //! It prints `responder: listening on ADDR` once every listener is bound. It does not
 //! parse requests, serve files or stop gracefully: it is a measuring stick.
 
 use super::Usage;
+use crate::args::bench::ResponderArgs;
+use crate::config::SteerPolicy;
 use crate::cpuset::{CpuId, CpuSet};
+use crate::listen::{self, ListenError, SocketOptions};
+use crate::plan::{Plan, WorkerPlan};
+use crate::topology::NodeId;
+use crate::{steer, sys};
 use rustix::event::epoll;
-use rustix::fd::{AsFd, OwnedFd};
+use rustix::fd::OwnedFd;
 use rustix::io::Errno;
-use rustix::net::{AddressFamily, SocketFlags, SocketType};
-use std::net::SocketAddr;
-
-const HELP: &str = "\
-usage: steerd bench responder --listen ADDR:PORT --cpus LIST [--close] [--steer]
-
-The reference responder: one pinned thread per CPU in LIST, one SO_REUSEPORT listener
-each, a canned 13-byte response to every request, one read and one write per request.
---close answers and closes each connection (TCP_DEFER_ACCEPT, no epoll).
---steer sends each connection to the listener of the CPU that received it (cBPF).
-Port 0 picks a free port; the address is printed once all listeners are bound.
-";
+use rustix::net::SocketFlags;
 
 const KEEP_ALIVE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nHello, world!";
 const CLOSE: &[u8] =
     b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\nConnection: close\r\n\r\nHello, world!";
 
 /// Entry point of `steerd bench responder`.
-pub fn main(args: &[String]) -> Result<i32, Usage> {
-    if super::wants_help(args) {
-        super::emit(HELP);
-        return Ok(0);
-    }
-    let (addr, cpus, close, steer) = parse(args).map_err(|m| Usage(format!("responder: {m}")))?;
-    match serve(addr, &cpus, close, steer) {
+pub fn main(args: &ResponderArgs) -> Result<i32, Usage> {
+    match serve(args) {
         Ok(()) => Ok(0),
         Err(e) => {
             eprintln!("steerd: bench: responder: {e}");
@@ -55,65 +47,72 @@ pub fn main(args: &[String]) -> Result<i32, Usage> {
     }
 }
 
-type Options = (SocketAddr, Vec<CpuId>, bool, bool);
-
-fn parse(args: &[String]) -> Result<Options, String> {
-    let (mut addr, mut cpus, mut close, mut steer) = (None, None, false, false);
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--listen" => {
-                let v = it.next().ok_or("--listen needs ADDR:PORT")?;
-                addr = Some(
-                    v.parse()
-                        .map_err(|_| format!("--listen {v:?}: not ADDR:PORT"))?,
-                );
-            }
-            "--cpus" => {
-                let v = it.next().ok_or("--cpus needs a CPU list")?;
-                let set = CpuSet::parse_list(v).map_err(|e| format!("--cpus {v:?}: {e}"))?;
-                cpus = Some(set.iter().collect::<Vec<_>>());
-            }
-            "--close" => close = true,
-            "--steer" => steer = true,
-            other => return Err(format!("unknown argument {other:?}")),
-        }
+/// The responder as a plan: listener `i` on the `i`-th CPU, and under `--steer` each
+/// listed CPU mapped to its own listener (any other CPU falls back to the hash).
+fn plan_of(cpus: &[CpuId], steer: bool) -> Plan {
+    let index = |i: usize| u16::try_from(i).unwrap_or(u16::MAX);
+    let workers = cpus
+        .iter()
+        .enumerate()
+        .map(|(i, &cpu)| WorkerPlan {
+            index: index(i),
+            cpu,
+            node: NodeId(0),
+        })
+        .collect();
+    // Ascending by CPU id, as the plan's map must be: the list comes from a CpuSet.
+    let cpu_map = cpus
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| (c, index(i)))
+        .collect();
+    Plan {
+        workers,
+        master_cpu: None,
+        steer: if steer {
+            SteerPolicy::Cpu
+        } else {
+            SteerPolicy::Hash
+        },
+        cpu_map,
     }
-    let cpus = cpus
-        .filter(|c| !c.is_empty())
-        .ok_or("--cpus LIST is required")?;
-    Ok((
-        addr.ok_or("--listen ADDR:PORT is required")?,
-        cpus,
-        close,
-        steer,
-    ))
 }
 
-/// Binds every listener, then runs one pinned thread per CPU until the process is killed.
-fn serve(addr: SocketAddr, cpus: &[CpuId], close: bool, steer: bool) -> Result<(), String> {
-    let mut listeners = Vec::with_capacity(cpus.len());
-    let mut bound = addr;
-    for _ in cpus {
-        let l = listener(bound, close)?;
-        bound = rustix::net::getsockname(&l)
-            .ok()
-            .and_then(|a| SocketAddr::try_from(a).ok())
-            .ok_or("getsockname failed")?;
-        listeners.push(l);
+/// Binds every listener (each while pinned to its CPU, as `serve` does), attaches the
+/// program, then runs one pinned thread per CPU until the process is killed.
+fn serve(args: &ResponderArgs) -> Result<(), String> {
+    let plan = plan_of(&args.cpus, args.steer);
+    let home = sys::affinity().map_err(|e| format!("sched_getaffinity: {e}"))?;
+    let opts = SocketOptions {
+        defer_accept_secs: u32::from(args.close),
+    };
+    let mut listeners =
+        listen::open(&plan.workers, &[args.listen], &home, opts).map_err(|e| match e {
+            ListenError::Pin(..) => e.to_string(),
+            _ => format!("listener on {e}"),
+        })?;
+    let possible = CpuSet::from_ids(args.cpus.iter().copied());
+    if let Some(prog) =
+        steer::program_for(&plan, &possible).map_err(|e| format!("steering program: {e}"))?
+    {
+        listeners
+            .attach(&prog.insns)
+            .map_err(|(_, e)| format!("SO_ATTACH_REUSEPORT_CBPF: {e}"))?;
     }
-    if steer {
-        let prog =
-            asm_bpf::assemble(&steer_source(cpus)).map_err(|e| format!("steering program: {e}"))?;
-        crate::sys::attach_reuseport_cbpf(listeners[0].as_fd(), &prog)
-            .map_err(|e| format!("SO_ATTACH_REUSEPORT_CBPF: {e}"))?;
+    let Some(group) = listeners.groups.pop() else {
+        return Err("no listener".into());
+    };
+    super::emit(&format!("responder: listening on {}\n", group.addr));
+    let close = args.close;
+    let mut threads = Vec::with_capacity(group.fds.len());
+    for (&cpu, l) in args.cpus.iter().zip(group.fds) {
+        // Close mode accepts blocking (one thread, one connection at a time).
+        if close {
+            rustix::io::ioctl_fionbio(&l, false)
+                .map_err(|e| format!("listener on {}: FIONBIO: {e}", group.addr))?;
+        }
+        threads.push(std::thread::spawn(move || run_thread(cpu, l, close)));
     }
-    super::emit(&format!("responder: listening on {bound}\n"));
-    let threads: Vec<_> = cpus
-        .iter()
-        .zip(listeners)
-        .map(|(&cpu, l)| std::thread::spawn(move || run_thread(cpu, l, close)))
-        .collect();
     for t in threads {
         match t.join() {
             Ok(Ok(())) => {}
@@ -124,37 +123,8 @@ fn serve(addr: SocketAddr, cpus: &[CpuId], close: bool, steer: bool) -> Result<(
     Ok(())
 }
 
-fn listener(addr: SocketAddr, close: bool) -> Result<OwnedFd, String> {
-    let family = if addr.is_ipv4() {
-        AddressFamily::INET
-    } else {
-        AddressFamily::INET6
-    };
-    // Close mode accepts blocking (one thread, one connection at a time); keep-alive polls.
-    let flags = if close {
-        SocketFlags::CLOEXEC
-    } else {
-        SocketFlags::CLOEXEC | SocketFlags::NONBLOCK
-    };
-    let step = |what: &str, e: Errno| format!("listener on {addr}: {what}: {e}");
-    let s = rustix::net::socket_with(family, SocketType::STREAM, flags, None)
-        .map_err(|e| step("socket", e))?;
-    rustix::net::sockopt::set_socket_reuseaddr(&s, true).map_err(|e| step("SO_REUSEADDR", e))?;
-    rustix::net::sockopt::set_socket_reuseport(&s, true).map_err(|e| step("SO_REUSEPORT", e))?;
-    if close {
-        crate::sys::set_tcp_defer_accept(s.as_fd(), 1)
-            .map_err(|e| format!("listener on {addr}: TCP_DEFER_ACCEPT: {e}"))?;
-    }
-    rustix::net::bind(&s, &addr).map_err(|e| step("bind", e))?;
-    rustix::net::listen(&s, 4096).map_err(|e| step("listen", e))?;
-    Ok(s)
-}
-
 fn run_thread(cpu: CpuId, listener: OwnedFd, close: bool) -> Result<(), String> {
-    let mut set = rustix::thread::CpuSet::new();
-    set.set(cpu.get());
-    rustix::thread::sched_setaffinity(None, &set)
-        .map_err(|e| format!("pinning to CPU {cpu}: {e}"))?;
+    sys::pin_to_cpu(cpu.get()).map_err(|e| format!("pinning to CPU {cpu}: {e}"))?;
     if close {
         close_loop(&listener)
     } else {
@@ -248,20 +218,6 @@ fn accept_all(ep: &OwnedFd, listener: &OwnedFd, conns: &mut Vec<Option<(OwnedFd,
     }
 }
 
-/// bpf_asm source: the receiving CPU's listener index, or past the group (the kernel
-/// then falls back to its hash) for a CPU without a listener.
-fn steer_source(cpus: &[CpuId]) -> String {
-    let mut src = String::from("ld #cpu\n");
-    for (i, cpu) in cpus.iter().enumerate() {
-        src.push_str(&format!("jeq #{cpu}, l{i}\n"));
-    }
-    src.push_str("ret #0xffffffff\n");
-    for i in 0..cpus.len() {
-        src.push_str(&format!("l{i}: ret #{i}\n"));
-    }
-    src
-}
-
 /// Counts request heads ending in `data`, carrying a partial `\r\n\r\n` across reads.
 fn count_heads(data: &[u8], matched: &mut u8) -> usize {
     const END: &[u8; 4] = b"\r\n\r\n";
@@ -303,12 +259,22 @@ mod tests {
     #[test]
     fn steering_program_maps_each_cpu_to_its_listener() {
         let cpus: Vec<CpuId> = [3, 5].iter().map(|&c| CpuId::new(c).unwrap()).collect();
-        let src = steer_source(&cpus);
-        assert_eq!(
-            src,
-            "ld #cpu\njeq #3, l0\njeq #5, l1\nret #0xffffffff\nl0: ret #0\nl1: ret #1\n"
+        let plan = plan_of(&cpus, true);
+        let prog = steer::program_for(&plan, &CpuSet::from_ids(cpus.iter().copied()))
+            .unwrap()
+            .expect("a program under --steer");
+        for (cpu, want) in [(3, 0), (5, 1), (4, 2), (0, 2), (9, 2)] {
+            let ctx = asm_bpf::interp::Context {
+                cpu,
+                ..Default::default()
+            };
+            assert_eq!(asm_bpf::interp::run(&prog.insns, &ctx), want, "cpu {cpu}");
+        }
+        assert!(
+            steer::program_for(&plan_of(&cpus, false), &CpuSet::default())
+                .unwrap()
+                .is_none()
         );
-        assert!(asm_bpf::assemble(&src).is_ok());
     }
 
     #[test]

@@ -7,9 +7,10 @@
 //! test on the paired differences ([`permutation_p`]).
 //!
 //! Why all three: runs on a shared 2-CPU guest drift by tens of percent between rounds
-//! (`notes/benchmarking.md`). The unpaired t test is what ministat and the 2020 reviewer
-//! use; pairing each B run with the A run of the same round removes the slow drift; the
-//! permutation test assumes no normality at all (as firecracker's `ab_test.py` does).
+//! (`docs/benchmarks.md`, "Why A and B alternate"). The unpaired t test is what ministat
+//! and the 2020 reviewer use; pairing each B run with the A run of the same round removes
+//! the slow drift; the permutation test assumes no normality at all (as firecracker's
+//! `ab_test.py` does).
 //!
 //! The t quantiles are computed, not tabled: the two-sided tail of Student's t with
 //! `df` degrees of freedom is the regularized incomplete beta `I_{df/(df+t²)}(df/2, 1/2)`

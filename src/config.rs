@@ -1,0 +1,75 @@
+//! The serving configuration: what the serve flags mean once validated and planned, as
+//! plain values.
+//!
+//! Input: none (value types only). Output: [`Serving`], which the planning stage makes
+//! from the serve flags (`plan::serving`) and which is all the master, its workers and
+//! their loops see of the command line; and the two flag values the plan also carries
+//! ([`SteerPolicy`], [`UserSpec`]). It parses nothing (`args.rs` does) and decides no
+//! placement (`plan.rs` does).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Which program steers new connections to listeners.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SteerPolicy {
+    /// `ld #cpu` and a decision tree to the worker on (or nearest to) that CPU.
+    Cpu,
+    /// The CPU's NUMA node, then a spread over that node's listeners by `#rxhash`.
+    Numa,
+    /// No program: the kernel's 4-tuple hash.
+    Hash,
+}
+
+impl SteerPolicy {
+    /// The flag's spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            SteerPolicy::Cpu => "cpu",
+            SteerPolicy::Numa => "numa",
+            SteerPolicy::Hash => "hash",
+        }
+    }
+}
+
+/// `--user NAME|UID[:GID]`, unresolved (names are looked up after binding).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UserSpec {
+    /// A user name, and optionally a group name or id.
+    Name(String, Option<String>),
+    /// A numeric uid, and optionally a group name or id.
+    Id(u32, Option<String>),
+}
+
+/// Every connection deadline, as one value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Deadline for a complete request head (then 408 and close).
+    pub header: Duration,
+    /// Idle time allowed between keep-alive requests.
+    pub keepalive: Duration,
+    /// Time a send may stall before the connection is cut.
+    pub send: Duration,
+    /// How long a graceful stop (SIGQUIT) waits for responses in flight.
+    pub shutdown: Duration,
+}
+
+/// What the master, its workers and their loops serve, and how.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Serving {
+    /// Directory to serve.
+    pub root: PathBuf,
+    /// Addresses to listen on (one reuseport group each).
+    pub listen: Vec<SocketAddr>,
+    /// Connection slots per worker and listener.
+    pub max_conns: u32,
+    /// The connection deadlines.
+    pub timeouts: Timeouts,
+    /// Access log file; `None` is off.
+    pub access_log: Option<PathBuf>,
+    /// Prometheus metrics endpoint.
+    pub metrics: Option<SocketAddr>,
+    /// User to become after binding.
+    pub user: Option<UserSpec>,
+}

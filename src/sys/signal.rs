@@ -1,0 +1,110 @@
+//! Signals as counters: handlers that only count deliveries (as nginx's
+//! `ngx_signal_handler` only sets flags), and the signal mask around `fork`.
+//!
+//! Input: signal numbers. Output: delivery counts. What a signal means (stop, drain,
+//! reload, reopen) is decided by `signals.rs`, not here; nothing here imports from the
+//! rest of the crate.
+#![allow(unsafe_code)]
+
+use core::sync::atomic::{AtomicU32, Ordering};
+use std::io;
+
+/// Highest signal number the flags track (Linux has 64 signals).
+const MAX_SIGNAL: usize = 65;
+
+/// One delivery counter per signal number, bumped by [`on_signal`].
+static SIGNAL_COUNTS: [AtomicU32; MAX_SIGNAL] = [const { AtomicU32::new(0) }; MAX_SIGNAL];
+
+/// The handler: counts the delivery and returns. Only an atomic add, which is
+/// async-signal-safe and leaves `errno` alone.
+extern "C" fn on_signal(sig: libc::c_int) {
+    if let Some(count) = usize::try_from(sig).ok().and_then(|s| SIGNAL_COUNTS.get(s)) {
+        count.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// `sigaction(sig, {on_signal, no SA_RESTART})` — make each of `signals` only bump its
+/// counter, read later with [`signal_count`].
+///
+/// `SA_RESTART` is left off on purpose so a signal interrupts a blocking `poll`/`epoll_wait`
+/// with `EINTR` and the caller looks at the counters at once. See sigaction(2).
+pub fn count_signals(signals: &[libc::c_int]) -> io::Result<()> {
+    for &sig in signals {
+        // SAFETY: an all-zero sigaction is a valid value (empty mask, no flags), and every
+        // field we then set is a plain integer or a function pointer of the right type.
+        let mut action: libc::sigaction = unsafe { core::mem::zeroed() };
+        action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        // SAFETY: `action` is a live, initialised sigaction; the old action is not asked for.
+        let rc = unsafe { libc::sigaction(sig, &action, core::ptr::null_mut()) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// How many times `sig` has been delivered since start (or since [`reset_signal_counts`]).
+pub fn signal_count(sig: libc::c_int) -> u32 {
+    usize::try_from(sig)
+        .ok()
+        .and_then(|s| SIGNAL_COUNTS.get(s))
+        .map_or(0, |c| c.load(Ordering::Relaxed))
+}
+
+/// Zeroes every counter: a freshly forked worker must not act on the master's signals.
+pub fn reset_signal_counts() {
+    for count in &SIGNAL_COUNTS {
+        count.store(0, Ordering::Relaxed);
+    }
+}
+
+/// `sigprocmask(SIG_BLOCK | SIG_SETMASK, set)` — block `signals` (when `block`) or unblock
+/// them, for the calling thread.
+///
+/// The master blocks the counted signals around `fork`, so a signal meant for the master
+/// cannot land in the child between the fork and [`reset_signal_counts`]; the child
+/// unblocks them once its counters are clean. See sigprocmask(2).
+pub fn mask_signals(signals: &[libc::c_int], block: bool) -> io::Result<()> {
+    // SAFETY: an all-zero sigset_t is valid storage; sigemptyset then initialises it.
+    let mut set: libc::sigset_t = unsafe { core::mem::zeroed() };
+    // SAFETY: `set` is a live sigset_t owned by this frame.
+    unsafe { libc::sigemptyset(&mut set) };
+    for &sig in signals {
+        // SAFETY: `set` was initialised by sigemptyset above; sig is a plain integer.
+        if unsafe { libc::sigaddset(&mut set, sig) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    let how = if block {
+        libc::SIG_BLOCK
+    } else {
+        libc::SIG_UNBLOCK
+    };
+    // SAFETY: `set` is initialised; the old mask is not asked for (null).
+    let rc = unsafe { libc::pthread_sigmask(how, &set, core::ptr::null_mut()) };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counted_signal_is_seen() {
+        count_signals(&[libc::SIGUSR2]).expect("sigaction");
+        let before = signal_count(libc::SIGUSR2);
+        rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::USR2)
+            .expect("kill");
+        // Delivery to the process may land on any thread; wait a bounded time for it.
+        for _ in 0..200 {
+            if signal_count(libc::SIGUSR2) > before {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        panic!("SIGUSR2 was not counted");
+    }
+}

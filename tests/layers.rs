@@ -1,0 +1,229 @@
+//! The import graph of `src/` follows the pipeline that `src/lib.rs` declares.
+//!
+//! Input: the source files. Output: a failing test naming the offending edge. Each
+//! top-level module's files are read (`src/M.rs` and everything under `src/M/`), every
+//! `crate::NAME` outside a comment line is an edge to module NAME, and:
+//!
+//! * every edge points to a module declared above in `src/lib.rs` (so the graph has no
+//!   circle and the declaration order is a valid build order);
+//! * a few edges are forbidden outright (facts must not depend on policy; the runtime
+//!   must not read the flags; HTTP must not know sockets, processes or the loop);
+//! * inside the checked directories no two files import each other, directly or through
+//!   other files of the same directory.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// `pub mod NAME;` lines of `src/lib.rs`, in order.
+fn declared_modules() -> Vec<String> {
+    let lib = std::fs::read_to_string(src().join("lib.rs")).expect("src/lib.rs");
+    lib.lines()
+        .filter_map(|l| l.trim().strip_prefix("pub mod "))
+        .filter_map(|l| l.strip_suffix(';'))
+        .map(String::from)
+        .collect()
+}
+
+/// Every `.rs` file of `dir`, recursively.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The files of top-level module `m`.
+fn module_files(m: &str) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let single = src().join(format!("{m}.rs"));
+    if single.exists() {
+        files.push(single);
+    }
+    rust_files(&src().join(m), &mut files);
+    files
+}
+
+/// The names that follow `prefix` (`crate::` or `super::`) in `text`, comment lines
+/// skipped.
+fn edges(text: &str, prefix: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
+        let mut rest = line;
+        while let Some(at) = rest.find(prefix) {
+            let before = rest[..at].chars().last();
+            rest = &rest[at + prefix.len()..];
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$') {
+                continue;
+            }
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                out.insert(name);
+            }
+        }
+    }
+    out
+}
+
+/// Module name to the crate modules it imports.
+fn graph() -> BTreeMap<String, BTreeSet<String>> {
+    declared_modules()
+        .into_iter()
+        .map(|m| {
+            let mut deps = BTreeSet::new();
+            for f in module_files(&m) {
+                let text = std::fs::read_to_string(&f).expect("source file");
+                deps.extend(edges(&text, "crate::"));
+            }
+            deps.remove(&m);
+            (m, deps)
+        })
+        .collect()
+}
+
+#[test]
+fn the_checker_sees_imports() {
+    let g = graph();
+    assert!(g["plan"].contains("topology"), "{:?}", g["plan"]);
+    assert!(g["master"].contains("worker"), "{:?}", g["master"]);
+    assert!(g["cmd"].contains("args"), "{:?}", g["cmd"]);
+    let found = edges(
+        "use crate::a::B;\n// crate::c\nlet x = $crate::d; crate::e!()",
+        "crate::",
+    );
+    assert_eq!(found, ["a", "e"].map(String::from).into());
+}
+
+#[test]
+fn every_import_points_to_a_module_declared_above() {
+    let order = declared_modules();
+    let rank = |m: &str| order.iter().position(|o| o == m);
+    let mut wrong = Vec::new();
+    for (m, deps) in graph() {
+        for d in deps {
+            match (rank(&m), rank(&d)) {
+                (Some(a), Some(b)) if b < a => {}
+                _ => wrong.push(format!("{m} -> {d}")),
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "imports against lib.rs order: {wrong:?}");
+}
+
+#[test]
+fn forbidden_edges_are_absent() {
+    let forbidden: &[(&str, &[&str])] = &[
+        ("sys", &["*"]),
+        ("say", &["*"]),
+        ("cpuset", &["*"]),
+        ("config", &["*"]),
+        (
+            "http",
+            &["sys", "event", "timers", "access_log", "conn", "serve_loop"],
+        ),
+        ("topology", &["plan", "args"]),
+        ("master", &["args"]),
+        ("worker", &["args"]),
+        ("serve_loop", &["args"]),
+        ("conn", &["args", "serve_loop"]),
+    ];
+    let g = graph();
+    let mut wrong = Vec::new();
+    for (m, bad) in forbidden {
+        for d in &g[*m] {
+            if bad.contains(&"*") || bad.contains(&d.as_str()) {
+                wrong.push(format!("{m} -> {d}"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "forbidden imports: {wrong:?}");
+}
+
+/// Sibling files of `dir` (`src/dir/*.rs`) and which siblings each names through
+/// `super::`.
+fn sibling_graph(dir: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let mut files = Vec::new();
+    rust_files(&src().join(dir), &mut files);
+    let names: BTreeSet<String> = files
+        .iter()
+        .filter_map(|f| Some(f.file_stem()?.to_str()?.to_string()))
+        .collect();
+    files
+        .iter()
+        .filter(|f| f.parent() == Some(&src().join(dir)))
+        .map(|f| {
+            let name = f
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or("")
+                .to_string();
+            let text = std::fs::read_to_string(f).expect("source file");
+            let deps = edges(&text, "super::")
+                .into_iter()
+                .filter(|d| names.contains(d) && *d != name)
+                .collect();
+            (name, deps)
+        })
+        .collect()
+}
+
+/// A circle in `g`, if there is one, as the path that closes it.
+fn circle(g: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        n: &str,
+        g: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|p| p == n) {
+            let mut c = path[at..].to_vec();
+            c.push(n.to_string());
+            return Some(c);
+        }
+        if done.contains(n) {
+            return None;
+        }
+        path.push(n.to_string());
+        for d in g.get(n).into_iter().flatten() {
+            if let Some(c) = visit(d, g, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.insert(n.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    g.keys()
+        .find_map(|n| visit(n, g, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn no_two_sibling_files_import_each_other() {
+    for dir in [
+        "sys", "cmd", "http", "topology", "plan", "conn", "files", "stats",
+    ] {
+        let g = sibling_graph(dir);
+        assert_eq!(circle(&g), None, "import circle in src/{dir}/");
+    }
+    let looped: BTreeMap<String, BTreeSet<String>> = [("a", "b"), ("b", "a")]
+        .map(|(x, y)| (x.to_string(), [y.to_string()].into()))
+        .into();
+    assert!(
+        circle(&looped).is_some(),
+        "the circle finder finds a circle"
+    );
+}

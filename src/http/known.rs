@@ -4,18 +4,17 @@
 //! layer needs no second walk over the slots. Input: a field name and its value (both
 //! already valid tokens and bytes). Output: [`KnownFields`], the raw values as [`Span`]s
 //! of the receive buffer, Content-Length, the transfer codings and connection options,
-//! and the first framing or repetition error. What the values mean beyond framing and
-//! persistence (Host syntax, ranges, validators) is decided later by the caller.
+//! and the first framing or repetition error. What they add up to (the body framing,
+//! Host syntax, ranges, validators) is decided later by the caller.
 //!
 //! Errors wait: a framing error (always closing) is kept and the field lines after it
 //! are not looked at, a repeated single-valued field is kept as the first such error;
 //! `request.rs` reports them only once the head is complete, so a syntax error later in
 //! the head, or the head being incomplete, still takes precedence.
 
-use super::error::{ErrorKind, ParseError};
+use super::error::ErrorKind;
 use super::fields::{content_length, Codings, ConnectionOptions};
 use super::parse::{word, FieldSink};
-use super::request::Body;
 
 /// Where a raw value lies in the receive buffer. `start` 0 means absent: nothing the
 /// parser keeps starts at offset 0 (the method is there), and every kept byte lies in
@@ -138,8 +137,8 @@ pub(crate) struct KnownFields {
     base: usize,
     /// The raw single-valued fields, indexed by [`Raw`].
     pub(crate) raw: [Span; RAW],
-    content_length: Option<u64>,
-    codings: Codings,
+    pub(crate) content_length: Option<u64>,
+    pub(crate) codings: Codings,
     pub(crate) connection: ConnectionOptions,
     /// The first framing error (it closes); later field lines are then not looked at.
     pub(crate) framing_error: Option<ErrorKind>,
@@ -201,24 +200,5 @@ impl KnownFields {
             Known::TransferEncoding => self.codings.add(value)?,
         }
         Ok(())
-    }
-
-    /// RFC 9112 §6.1 and §6.3: the body framing, or the framing error (always closing).
-    #[inline(always)]
-    pub(crate) fn framing(&self, minor: u8) -> Result<Body, ParseError> {
-        if self.codings.present() {
-            if minor == 0 {
-                return Err(ErrorKind::BadTransferEncoding.into());
-            }
-            if self.content_length.is_some() {
-                return Err(ErrorKind::LengthAndChunked.into());
-            }
-            self.codings.chunked()?;
-            return Ok(Body::Chunked);
-        }
-        Ok(match self.content_length {
-            None | Some(0) => Body::None,
-            Some(n) => Body::Length(n),
-        })
     }
 }

@@ -230,7 +230,7 @@ pub fn parse_request<'b: 'p, 'p>(
     if let Some(kind) = fields.framing_error {
         return Err(kind.into());
     }
-    let body = fields.framing(head.minor)?;
+    let body = framing(&fields, head.minor)?;
     let minor = head.minor.min(1);
     let keep_alive = !fields.connection.close && (minor == 1 || fields.connection.keep_alive);
     let refuse = |kind| ParseError::keeping(kind, keep_alive && body == Body::None);
@@ -267,6 +267,25 @@ pub fn parse_request<'b: 'p, 'p>(
         keep_alive,
         expect_continue: minor == 1 && expect.is_some_and(expects_continue),
     }))
+}
+
+/// RFC 9112 §6.1 and §6.3: the body framing, or the framing error (always closing).
+#[inline(always)]
+fn framing(fields: &KnownFields, minor: u8) -> Result<Body, ParseError> {
+    if fields.codings.present() {
+        if minor == 0 {
+            return Err(ErrorKind::BadTransferEncoding.into());
+        }
+        if fields.content_length.is_some() {
+            return Err(ErrorKind::LengthAndChunked.into());
+        }
+        fields.codings.chunked()?;
+        return Ok(Body::Chunked);
+    }
+    Ok(match fields.content_length {
+        None | Some(0) => Body::None,
+        Some(n) => Body::Length(n),
+    })
 }
 
 /// The request-target split into its parts (RFC 9112 §3.2).

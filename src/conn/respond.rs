@@ -323,7 +323,12 @@ fn file(
     if precondition_fails(req.if_match(), req.if_unmodified_since(), etag, meta.mtime) {
         return error_reply(c, out, ctx, 412, p, after, None, line);
     }
-    if not_modified(req.if_none_match(), req.if_modified_since(), etag, meta.mtime) {
+    if not_modified(
+        req.if_none_match(),
+        req.if_modified_since(),
+        etag,
+        meta.mtime,
+    ) {
         h.status = 304;
         let n = write_head(out, &h).unwrap_or(0);
         return plan(c, ctx, 304, n, Outgoing::Nothing, 0, after, line);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Syscalls per request of one steerd worker, by strace -c on the worker process while wrk
-# runs: small file keep-alive, small file Connection: close, 1 MiB file keep-alive (-c10).
+# runs: small file keep-alive, small file Connection: close, 1 MiB file keep-alive (-c10),
+# and a small file served from its .gz sidecar to `Accept-Encoding: gzip`, keep-alive.
 # Counts, not timings (strace slows the server).
 # Usage: scripts/syscalls.sh [BINARY] [SECONDS] [CONNECTIONS]
 set -euo pipefail
@@ -12,6 +13,7 @@ DIR=$(mktemp -d)
 trap 'kill $SERVER 2>/dev/null || true; rm -rf "$DIR"' EXIT
 printf 'hello, world\n' > "$DIR/index.html"   # 13 bytes, as in docs/benchmarking notes
 head -c 1048576 /dev/urandom > "$DIR/mib.bin"
+seq 1 400 > "$DIR/app.js" && gzip -k -n "$DIR/app.js"   # 1.5 KB, and its .gz sidecar
 "$BIN" serve "$DIR" --listen 127.0.0.1:$PORT --workers 1 2>"$DIR/log" &
 SERVER=$!
 for _ in $(seq 50); do curl -sf http://127.0.0.1:$PORT/ >/dev/null && break; sleep 0.1; done
@@ -36,3 +38,4 @@ measure() { # $1 = label, $2 = path, $3 = connections, rest = extra wrk args
 measure keepalive / "$CONNS"
 measure close / "$CONNS" -H "Connection: close"
 measure mib-keepalive /mib.bin 10
+measure gzip-sidecar /app.js "$CONNS" -H "Accept-Encoding: gzip"

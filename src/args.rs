@@ -8,6 +8,7 @@
 pub mod bench;
 pub mod bpf;
 pub mod duration;
+pub mod site;
 
 pub use crate::config::{SteerPolicy, UserSpec};
 use crate::cpuset::{CpuId, CpuSet};
@@ -116,6 +117,8 @@ pub struct ServeArgs {
     pub metrics: Option<SocketAddr>,
     /// Where `/sys` and `/proc` are read from.
     pub roots: Roots,
+    /// Everyday-serving options (`args/site.rs`).
+    pub site: site::SiteArgs,
 }
 
 impl Default for ServeArgs {
@@ -136,6 +139,7 @@ impl Default for ServeArgs {
             access_log: None,
             metrics: None,
             roots: Roots::default(),
+            site: site::SiteArgs::default(),
         }
     }
 }
@@ -146,8 +150,9 @@ pub const DEFAULT_MAX_CONNS: u32 = 10_240;
 /// The listen address when none is given.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
-/// A flag or value that cannot be used: printed as `steerd: STAGE: MESSAGE`, then the
-/// usage text when there is one, and the process exits 2.
+/// A flag or value that cannot be used: printed as `steerd: STAGE: MESSAGE` (one such
+/// line per line of the message: one per problem), then the usage text when there is
+/// one, and the process exits 2.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ArgsError {
     /// Who refused it: `args`, or the subcommand (`bpf`).
@@ -160,7 +165,10 @@ pub struct ArgsError {
 
 impl fmt::Display for ArgsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "steerd: {}: {}", self.stage, self.message)?;
+        for (i, line) in self.message.lines().enumerate() {
+            let sep = if i == 0 { "" } else { "\n" };
+            write!(f, "{sep}steerd: {}: {line}", self.stage)?;
+        }
         match self.usage.strip_suffix('\n') {
             Some(usage) => write!(f, "\n{usage}"),
             None => Ok(()),
@@ -261,6 +269,7 @@ fn value<'a>(it: &mut impl Iterator<Item = &'a String>, flag: &str) -> Result<&'
 pub fn parse_serve(args: &[String]) -> Result<ServeArgs, ArgsError> {
     let mut out = ServeArgs::default();
     let mut root: Option<PathBuf> = None;
+    let mut site_errors = Vec::new();
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -289,6 +298,11 @@ pub fn parse_serve(args: &[String]) -> Result<ServeArgs, ArgsError> {
             "--metrics" => out.metrics = Some(parse_addr("--metrics", &val(flag)?)?),
             "--sysfs" => out.roots.sysfs = PathBuf::from(val(flag)?),
             "--procfs" => out.roots.procfs = PathBuf::from(val(flag)?),
+            // Each bad site option is one line of the error, so all of them show at once.
+            f if site::FLAGS.contains(&f) => {
+                let v = val(f)?;
+                site_errors.extend(out.site.set(f, &v).err().map(|e| e.message));
+            }
             f if f.starts_with('-') && f.len() > 1 => {
                 return err(format!("unknown flag {f:?} (see --help)"))
             }
@@ -307,6 +321,10 @@ pub fn parse_serve(args: &[String]) -> Result<ServeArgs, ArgsError> {
         );
     }
     check_listen_unique(&out.listen)?;
+    if !site_errors.is_empty() {
+        return err(site_errors.join("\n"));
+    }
+    out.site.validate()?;
     Ok(out)
 }
 
@@ -438,6 +456,14 @@ USAGE: steerd [serve] [ROOT] [OPTIONS]
     --shutdown-timeout S      graceful stop (SIGQUIT) grace period (default 30)
     --access-log PATH|off     access log (default off)
     --metrics ADDR:PORT       Prometheus metrics endpoint, served by the master
+    --precompressed LIST|off  serve F.br, F.zst, F.gz for F when accepted (default br,zstd,gzip)
+    --header 'NAME: VALUE'    add to every 2xx, 3xx and 304 response; repeatable
+    --cache-control PAT=VAL   Cache-Control for paths matching PAT (* in a segment, **
+                              across; first match wins); repeatable
+    --error-page CODE=PATH    body of error CODE from the file PATH under ROOT; repeatable
+    --fallback PATH           answer paths that do not exist with PATH, status 200 (SPA)
+    --fallback-skip LIST      extensions that still get 404, such as css,js,png
+    --mime EXT=TYPE           media type of .EXT (over the built-in table); repeatable
     --sysfs DIR, --procfs DIR read the kernel's files from elsewhere (for tests)
 ";
 

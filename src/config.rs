@@ -5,8 +5,10 @@
 //! from the serve flags (`plan::serving`) and which is all the master, its workers and
 //! their loops see of the command line; and the two flag values the plan also carries
 //! ([`SteerPolicy`], [`UserSpec`]). It parses nothing (`args.rs` does) and decides no
-//! placement (`plan.rs` does).
+//! placement (`plan.rs` does). Its one import is the site rules, themselves plain values
+//! (`site`).
 
+use crate::site::SiteRules;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -33,7 +35,7 @@ impl SteerPolicy {
     }
 }
 
-/// `--user NAME|UID[:GID]`, unresolved (names are looked up after binding).
+/// `--user NAME|UID[:GID]`, unresolved (looked up before binding, applied after).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum UserSpec {
     /// A user name, and optionally a group name or id.
@@ -72,4 +74,6 @@ pub struct Serving {
     pub metrics: Option<SocketAddr>,
     /// User to become after binding.
     pub user: Option<UserSpec>,
+    /// Headers, cache rules, error pages, fallback, media types, sidecars.
+    pub site: SiteRules,
 }

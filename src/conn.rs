@@ -11,7 +11,8 @@
 //! - requests are answered strictly in order: the next buffered head is parsed only once
 //!   the previous response is completely written;
 //! - a GET/HEAD body announced by Content-Length is read and discarded exactly, after the
-//!   response, before the next head (never parsed as a request);
+//!   response, before the next head (never parsed as a request); one over 1 MiB is
+//!   refused with 413 and the connection closes at once, unread (`respond.rs`);
 //! - HTTP/1.0 without keep-alive and `Connection: close` close after the response;
 //! - after an error that must close (400, 413, 414, 431, 505, framing errors) the write
 //!   side is shut, and the connection lingers reading and discarding input until the peer
@@ -32,6 +33,8 @@
 //! shorter than the space offered means the socket was drained (a new edge will come),
 //! so no extra read that would return `EAGAIN` is made.
 
+mod file;
+mod record;
 mod respond;
 
 use crate::access_log::AccessLog;
@@ -39,6 +42,7 @@ use crate::files::cache::FileCache;
 use crate::files::PATH_MAX;
 use crate::http::date::DateCache;
 use crate::http::{find_head_end, MAX_HEAD, MAX_TARGET};
+use crate::site::SiteRules;
 use crate::stats::WorkerCounters;
 use crate::timers::{Kind, Timers};
 use core::sync::atomic::Ordering::Relaxed;
@@ -48,7 +52,7 @@ use rustix::net::{SendAncillaryBuffer, SendFlags, Shutdown};
 use std::net::SocketAddr;
 
 /// Bytes of the response-head area of a slot.
-pub const OUT_CAP: usize = 1024;
+pub const OUT_CAP: usize = crate::http::response::HEAD_CAP;
 /// Bytes of the receive area of a slot (the parser's head limit).
 pub const IN_CAP: usize = MAX_HEAD;
 /// Bytes of arena per connection slot.
@@ -223,6 +227,8 @@ pub struct Ctx<'a> {
     pub timers: Timers,
     /// Graceful stop in progress: no more keep-alive.
     pub draining: bool,
+    /// The operator's headers, cache rules, error pages and fallback.
+    pub site: &'a SiteRules,
 }
 
 /// Scratch space for one request at a time (decoded path, path to open).
@@ -233,7 +239,13 @@ pub struct Scratch {
     pub open: Box<[u8; PATH_MAX + 1]>,
     /// A response head too long for the head area, until it is moved to the slot.
     pub spill: Box<[u8; SPILL_CAP]>,
+    /// The request path of a pre-compressed sidecar (the decoded path plus
+    /// `index.html` and a suffix).
+    pub sidecar: Box<[u8; SIDECAR_CAP]>,
 }
+
+/// Bytes of a sidecar's request path: the longest decoded path, `index.html`, `.zst`.
+const SIDECAR_CAP: usize = MAX_TARGET + 16;
 
 impl Scratch {
     /// Allocated once per worker.
@@ -242,6 +254,7 @@ impl Scratch {
             path: Box::new([0; MAX_TARGET]),
             open: Box::new([0; PATH_MAX + 1]),
             spill: Box::new([0; SPILL_CAP]),
+            sidecar: Box::new([0; SIDECAR_CAP]),
         }
     }
 }
@@ -745,6 +758,7 @@ mod tests {
     impl Fixture {
         fn step(&mut self) -> Next {
             let cache = self.cache.take().expect("cache");
+            let rules = SiteRules::default();
             let mut ctx = Ctx {
                 root: self.root.as_fd(),
                 cache,
@@ -754,6 +768,7 @@ mod tests {
                 log: AccessLog::open(None).unwrap(),
                 timers: Timers::new(1, [1000; 4]),
                 draining: false,
+                site: &rules,
             };
             self.conn.readable = true;
             self.conn.writable = true;

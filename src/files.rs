@@ -22,6 +22,14 @@
 //! it. The second open is `O_NONBLOCK | O_NOCTTY` as a last guard. Revalidating a cached
 //! entry needs only the first step ([`probe`]).
 //!
+//! Pre-compressed sidecars (`--precompressed`): when a regular file `F` is found, `F.br`,
+//! `F.zst` and `F.gz` (those of [`FileOptions::precompressed`]) are resolved the same way,
+//! without opening them, and recorded in [`FileMeta::sidecars`] when they are regular files
+//! whose mtime is not older than `F`'s (in whole seconds). A sidecar that is missing, not regular, stale, or a
+//! symlink leaving the root (refused by the same `RESOLVE_BENEATH`) is simply not usable.
+//! Choosing among them is the responder's job (`http::encoding`); serving one is a lookup
+//! of its own path.
+//!
 //! Mapping (nginx's static module as the reference): a path ending in `/` serves its
 //! `index.html`; a directory named without the slash is a 301 to add it; ENOENT, ENOTDIR,
 //! ENAMETOOLONG and non-regular files are 404; EACCES, EPERM, ELOOP, EMLINK and EXDEV
@@ -29,9 +37,11 @@
 
 pub mod beneath;
 pub mod cache;
-pub mod mime;
 
 use crate::http::date::{format_imf, IMF_LEN};
+use crate::http::encoding::{Coding, CodingSet, Precompressed};
+use crate::site::mime::Types;
+use crate::site::SiteRules;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{FileType, OFlags, ResolveFlags};
 use rustix::io::Errno;
@@ -40,16 +50,48 @@ use rustix::io::Errno;
 pub const PATH_MAX: usize = 4095;
 const INDEX: &[u8] = b"index.html";
 
-/// A strong ETag's text: `"<mtime seconds hex>.<mtime nanoseconds hex>-<size hex>"`.
+/// How files are described: the media-type table and the sidecars looked for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FileOptions {
+    /// Media types (built in, plus `--mime`).
+    pub types: Types,
+    /// Sidecar codings looked for (`--precompressed`).
+    pub precompressed: Precompressed,
+}
+
+impl FileOptions {
+    /// The options the operator's rules set.
+    pub fn of(rules: &SiteRules) -> FileOptions {
+        FileOptions {
+            types: rules.types,
+            precompressed: rules.precompressed,
+        }
+    }
+
+    /// The options for a file served as itself (an error page, a sidecar): no sidecars.
+    pub fn plain(self) -> FileOptions {
+        FileOptions {
+            precompressed: Precompressed::OFF,
+            ..self
+        }
+    }
+}
+
+/// Bytes of an ETag's text: three hex numbers of at most 16 digits, four marks, and a
+/// coding of at most four letters with its `-`.
+const ETAG_CAP: usize = 2 + 16 + 1 + 8 + 1 + 16 + 5;
+
+/// A strong ETag's text: `"<mtime seconds hex>.<mtime nanoseconds hex>-<size hex>"`, and
+/// for a sidecar representation `-<coding>` before the closing quote.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ETag {
-    buf: [u8; 48],
+    buf: [u8; ETAG_CAP],
     len: u8,
 }
 
 impl ETag {
     fn new(mtime: i64, nsec: u32, size: u64) -> ETag {
-        let mut buf = [0u8; 48];
+        let mut buf = [0u8; ETAG_CAP];
         let mut w = HexWriter {
             buf: &mut buf,
             len: 0,
@@ -65,6 +107,23 @@ impl ETag {
         ETag { buf, len }
     }
 
+    /// The tag of the same bytes sent as the `coding` representation of another file:
+    /// this tag with `-<coding>` inside the quotes, so that it can never equal the tag of
+    /// a file served as itself (RFC 9110 §8.8.3: one tag per representation).
+    pub fn coded(&self, coding: Coding) -> ETag {
+        let mut t = *self;
+        let end = usize::from(t.len) - 1;
+        let mut w = HexWriter {
+            buf: &mut t.buf,
+            len: end,
+        };
+        w.put(b'-');
+        coding.token().bytes().for_each(|b| w.put(b));
+        w.put(b'"');
+        t.len = w.len as u8;
+        t
+    }
+
     /// The quoted tag.
     pub fn as_bytes(&self) -> &[u8] {
         &self.buf[..usize::from(self.len)]
@@ -72,7 +131,7 @@ impl ETag {
 }
 
 struct HexWriter<'a> {
-    buf: &'a mut [u8; 48],
+    buf: &'a mut [u8; ETAG_CAP],
     len: usize,
 }
 
@@ -82,7 +141,7 @@ impl HexWriter<'_> {
         self.len += 1;
     }
 
-    /// At most 16 digits, so three numbers and four marks always fit in 48 bytes.
+    /// At most 16 digits, so three numbers, four marks and a coding always fit.
     fn hex(&mut self, v: u64) {
         let digits = (16 - (v.leading_zeros() / 4) as usize).max(1);
         for i in (0..digits).rev() {
@@ -108,6 +167,8 @@ pub struct FileMeta {
     pub last_modified: [u8; IMF_LEN],
     /// `Content-Type` value.
     pub mime: &'static [u8],
+    /// The usable pre-compressed sidecars (empty until [`probe`] or [`open`] looks).
+    pub sidecars: CodingSet,
 }
 
 impl FileMeta {
@@ -143,24 +204,60 @@ pub fn errno_status(e: Errno) -> u16 {
 /// Builds the NUL-terminated relative path to open into `out`: the request path without
 /// its leading `/`, plus `index.html` when it ends in `/`. `None` if it is too long.
 fn relative_path<'o>(path: &[u8], out: &'o mut [u8; PATH_MAX + 1]) -> Option<&'o core::ffi::CStr> {
+    relative_path_with(path, b"", out)
+}
+
+/// [`relative_path`] with `suffix` appended (a sidecar's `.gz`).
+fn relative_path_with<'o>(
+    path: &[u8],
+    suffix: &[u8],
+    out: &'o mut [u8; PATH_MAX + 1],
+) -> Option<&'o core::ffi::CStr> {
     let rel = path.strip_prefix(b"/").unwrap_or(path);
     let index: &[u8] = if rel.is_empty() || rel.ends_with(b"/") {
         INDEX
     } else {
         b""
     };
-    let n = rel.len() + index.len();
+    let n = rel.len() + index.len() + suffix.len();
     if n >= PATH_MAX || memchr::memchr(0, rel).is_some() {
         return None;
     }
-    out[..rel.len()].copy_from_slice(rel);
-    out[rel.len()..n].copy_from_slice(index);
+    let mut w = 0;
+    for part in [rel, index, suffix] {
+        out[w..w + part.len()].copy_from_slice(part);
+        w += part.len();
+    }
     out[n] = 0;
     core::ffi::CStr::from_bytes_with_nul(&out[..=n]).ok()
 }
 
-/// Metadata of an open file, from `fstat`.
+/// The request path of `path`'s sidecar for `coding`, written into `out`: `path` (with
+/// `index.html` when it ends in `/`) and the coding's suffix. `None` if it does not fit.
+pub fn sidecar_path<'o>(path: &[u8], coding: Coding, out: &'o mut [u8]) -> Option<&'o [u8]> {
+    let index: &[u8] = if path.ends_with(b"/") { INDEX } else { b"" };
+    let suffix = coding.suffix().as_bytes();
+    let n = path.len() + index.len() + suffix.len();
+    let place = out.get_mut(..n)?;
+    let (a, rest) = place.split_at_mut(path.len());
+    a.copy_from_slice(path);
+    let (b, c) = rest.split_at_mut(index.len());
+    b.copy_from_slice(index);
+    c.copy_from_slice(suffix);
+    Some(place)
+}
+
+/// Metadata of an open file, from `fstat` (media type from the built-in table).
 pub fn meta_of(fd: BorrowedFd<'_>, path: &[u8]) -> Result<(FileType, FileMeta), Errno> {
+    meta_with(fd, path, &Types::BUILTIN)
+}
+
+/// Metadata of an open file, from `fstat`, its media type from `types`.
+fn meta_with(
+    fd: BorrowedFd<'_>,
+    path: &[u8],
+    types: &Types,
+) -> Result<(FileType, FileMeta), Errno> {
     let st = rustix::fs::fstat(fd)?;
     #[allow(clippy::unnecessary_cast)] // the field widths differ between architectures
     let (mtime, nsec, size, ino) = (
@@ -176,7 +273,8 @@ pub fn meta_of(fd: BorrowedFd<'_>, path: &[u8]) -> Result<(FileType, FileMeta), 
         ino,
         etag: ETag::new(mtime, nsec, size),
         last_modified: format_imf(mtime),
-        mime: mime::for_path(if path.ends_with(b"/") { INDEX } else { path }),
+        mime: types.for_path(if path.ends_with(b"/") { INDEX } else { path }),
+        sidecars: CodingSet::EMPTY,
     };
     Ok((FileType::from_raw_mode(st.st_mode as _), meta))
 }
@@ -200,9 +298,14 @@ fn openat2_beneath(
 }
 
 /// Resolves `path` (decoded, starting with `/`) under `root` with `O_PATH`, so that no
-/// node is opened: `openat2`, `fstat`, `close`. `scratch` holds the NUL-terminated
-/// relative path afterwards.
-pub fn probe(root: BorrowedFd<'_>, path: &[u8], scratch: &mut [u8; PATH_MAX + 1]) -> Probe {
+/// node is opened: `openat2`, `fstat`, `close`; then, for a regular file, its sidecars
+/// the same way (one failing `openat2` for each one missing). `scratch` is overwritten.
+pub fn probe(
+    root: BorrowedFd<'_>,
+    path: &[u8],
+    scratch: &mut [u8; PATH_MAX + 1],
+    opts: &FileOptions,
+) -> Probe {
     let Some(rel) = relative_path(path, scratch) else {
         return Probe::Other(Lookup::Status(404));
     };
@@ -210,21 +313,61 @@ pub fn probe(root: BorrowedFd<'_>, path: &[u8], scratch: &mut [u8; PATH_MAX + 1]
         Ok(fd) => fd,
         Err(e) => return Probe::Other(Lookup::Status(errno_status(e))),
     };
-    match meta_of(node.as_fd(), path) {
-        Ok((FileType::RegularFile, meta)) => Probe::File(meta),
+    match meta_with(node.as_fd(), path, &opts.types) {
+        Ok((FileType::RegularFile, mut meta)) => {
+            drop(node);
+            meta.sidecars = usable_sidecars(root, path, &meta, opts, scratch);
+            Probe::File(meta)
+        }
         Ok((FileType::Directory, _)) if !path.ends_with(b"/") => Probe::Other(Lookup::AddSlash),
         Ok(_) => Probe::Other(Lookup::Status(404)),
         Err(e) => Probe::Other(Lookup::Status(errno_status(e))),
     }
 }
 
-/// Resolves `path` under `root` and opens it for reading if it is a regular file:
-/// [`probe`], then `openat2(O_RDONLY)` and `fstat` (five syscalls on success).
-pub fn open(root: BorrowedFd<'_>, path: &[u8], scratch: &mut [u8; PATH_MAX + 1]) -> Lookup {
-    match probe(root, path, scratch) {
-        Probe::File(_) => {}
-        Probe::Other(answer) => return answer,
+/// The sidecars of `file` (found at `path`) that may be served for it: regular files
+/// under the root, not older than it.
+fn usable_sidecars(
+    root: BorrowedFd<'_>,
+    path: &[u8],
+    file: &FileMeta,
+    opts: &FileOptions,
+    scratch: &mut [u8; PATH_MAX + 1],
+) -> CodingSet {
+    let mut usable = CodingSet::EMPTY;
+    for coding in opts.precompressed.iter() {
+        let Some(rel) = relative_path_with(path, coding.suffix().as_bytes(), scratch) else {
+            continue;
+        };
+        let Ok(node) = openat2_beneath(root, rel, OFlags::PATH) else {
+            continue;
+        };
+        // Whole seconds, as HTTP dates count: `brotli -k` and other tools copy the
+        // original's mtime truncated to the second.
+        let fresh = match meta_of(node.as_fd(), path) {
+            Ok((FileType::RegularFile, m)) => m.mtime >= file.mtime,
+            _ => false,
+        };
+        if fresh {
+            usable = usable.with(coding);
+        }
     }
+    usable
+}
+
+/// Resolves `path` under `root` and opens it for reading if it is a regular file:
+/// [`probe`], then `openat2(O_RDONLY)` and `fstat` (five syscalls on success, plus the
+/// sidecar probes).
+pub fn open(
+    root: BorrowedFd<'_>,
+    path: &[u8],
+    scratch: &mut [u8; PATH_MAX + 1],
+    opts: &FileOptions,
+) -> Lookup {
+    let sidecars = match probe(root, path, scratch, opts) {
+        Probe::File(meta) => meta.sidecars,
+        Probe::Other(answer) => return answer,
+    };
     let Some(rel) = relative_path(path, scratch) else {
         return Lookup::Status(404);
     };
@@ -233,8 +376,8 @@ pub fn open(root: BorrowedFd<'_>, path: &[u8], scratch: &mut [u8; PATH_MAX + 1])
         Ok(fd) => fd,
         Err(e) => return Lookup::Status(errno_status(e)),
     };
-    match meta_of(fd.as_fd(), path) {
-        Ok((FileType::RegularFile, meta)) => Lookup::File(fd, meta),
+    match meta_with(fd.as_fd(), path, &opts.types) {
+        Ok((FileType::RegularFile, meta)) => Lookup::File(fd, FileMeta { sidecars, ..meta }),
         Ok(_) => Lookup::Status(404),
         Err(e) => Lookup::Status(errno_status(e)),
     }
@@ -250,6 +393,34 @@ mod tests {
         assert_eq!(t.as_bytes(), b"\"5f3e8c1a.0-264\"");
         let t = ETag::new(-1, u32::MAX, u64::MAX);
         assert_eq!(t.as_bytes().len(), 2 + 16 + 1 + 8 + 1 + 16);
+    }
+
+    #[test]
+    fn coded_etags_differ_from_the_plain_one() {
+        let t = ETag::new(0x5f3e8c1a, 0x1f, 0x264);
+        assert_eq!(
+            t.coded(Coding::Gzip).as_bytes(),
+            b"\"5f3e8c1a.1f-264-gzip\""
+        );
+        assert_eq!(
+            t.coded(Coding::Zstd).as_bytes(),
+            b"\"5f3e8c1a.1f-264-zstd\""
+        );
+        let t = ETag::new(-1, u32::MAX, u64::MAX);
+        assert_eq!(t.coded(Coding::Zstd).as_bytes().len(), ETAG_CAP);
+    }
+
+    #[test]
+    fn sidecar_paths() {
+        let mut out = [0u8; 64];
+        let p = sidecar_path(b"/a/app.js", Coding::Gzip, &mut out).unwrap();
+        assert_eq!(p, b"/a/app.js.gz");
+        let p = sidecar_path(b"/docs/", Coding::Zstd, &mut out).unwrap();
+        assert_eq!(p, b"/docs/index.html.zst");
+        assert!(sidecar_path(&[b'a'; 62], Coding::Br, &mut out).is_none());
+        let mut s = [0u8; PATH_MAX + 1];
+        let rel = relative_path_with(b"/", b".br", &mut s).unwrap();
+        assert_eq!(rel.to_bytes(), b"index.html.br");
     }
 
     #[test]

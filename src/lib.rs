@@ -20,10 +20,13 @@
 //! every stage ----------------------> stats (shared counters) -> metrics, check output
 //! ```
 //!
-//! The serving runtime is declared from the bottom up (http and files first, the master
-//! last), because each part is built from the ones before it. Below everything sits
-//! `sys`, the raw calls rustix lacks, which imports nothing from the crate and is the
-//! only module allowed `unsafe` (besides one SSE2 step in `http/scan.rs`). After
+//! The serving runtime is declared from the bottom up (files first, the master last),
+//! because each part is built from the ones before it. Below everything sits `sys`, the
+//! raw calls rustix lacks, which imports nothing from the crate and is the only module
+//! allowed `unsafe` (besides one SSE2 step in `http/scan.rs`). `http` (the protocol as
+//! pure functions) and `site` (the operator's serving rules as validated values) sit with
+//! the foundations: the flags are validated with them and `config::Serving` carries the
+//! rules. After
 //! planning only the plan and `config::Serving` flow: the master, workers and the loop
 //! import nothing from `args`; `http` imports neither `sys` nor the loop; `topology`
 //! imports neither `plan` nor `args`. `cmd/` maps subcommands onto the pipeline; `bench/`
@@ -34,12 +37,17 @@
 // Each module stands alone in its group so that rustfmt keeps pipeline order.
 
 // Foundations: raw calls rustix lacks (the only `unsafe`), one-line logging, CPU ids and
-// sets, the serving configuration as plain values, hand-written JSON.
+// sets; HTTP (parser, response heads, dates, ranges, codings) and the operator's site
+// rules, pure values both; the serving configuration as plain values; hand-written JSON.
 pub mod sys;
 
 pub mod say;
 
 pub mod cpuset;
+
+pub mod http;
+
+pub mod site;
 
 pub mod config;
 
@@ -60,9 +68,7 @@ pub mod steer;
 // Stage 5: reuseport listeners in plan order, each made on its worker's CPU.
 pub mod listen;
 
-// The serving runtime, bottom up. HTTP: parser, response heads, dates, ranges.
-pub mod http;
-
+// The serving runtime, bottom up (HTTP is among the foundations).
 // Files under the root: openat2, metadata, the small-file cache.
 pub mod files;
 

@@ -104,6 +104,9 @@ pub fn run(
     program: Option<&[asm_bpf::Insn]>,
 ) -> Result<(), MasterError> {
     sys::count_signals(&signals::COUNTED).map_err(MasterError::Signals)?;
+    // `--user` is resolved before anything is bound: a bad name binds nothing.
+    let user = cfg.user.as_ref().map(user::lookup).transpose();
+    let user = user.map_err(|e| MasterError::User(e.to_string()))?;
     let home = place_master(plan).map_err(MasterError::Pin)?;
     let opts = SocketOptions {
         defer_accept_secs: defer_accept_secs(cfg),
@@ -114,8 +117,8 @@ pub fn run(
     let metrics = cfg.metrics.map(bind_metrics).transpose()?;
     announce(plan, policy, &listeners, metrics.as_ref());
     raise_fd_limit(cfg, plan.workers.len());
-    if let Some(spec) = &cfg.user {
-        drop_privileges(spec)?;
+    if let Some(id) = &user {
+        drop_privileges(id)?;
     }
     worker::open_root(&cfg.root).map_err(|e| MasterError::Root(cfg.root.clone(), e))?;
     // Two blocks per worker: one per generation (see `Slot::block`).
@@ -249,14 +252,8 @@ fn announce(plan: &Plan, policy: SteerPolicy, listeners: &Listeners, metrics: Op
     }
 }
 
-/// Resolves `--user` from `/etc/passwd` and `/etc/group` and becomes that user.
-fn drop_privileges(spec: &crate::config::UserSpec) -> Result<(), MasterError> {
-    let read = |path: &str| {
-        std::fs::read_to_string(path).map_err(|e| MasterError::User(format!("reading {path}: {e}")))
-    };
-    let passwd = read("/etc/passwd")?;
-    let group = read("/etc/group").unwrap_or_default();
-    let id = user::resolve(spec, &passwd, &group).map_err(|e| MasterError::User(e.to_string()))?;
+/// Becomes the `--user` resolved before binding.
+fn drop_privileges(id: &user::Identity) -> Result<(), MasterError> {
     sys::become_user(id.uid, id.gid, &id.groups)
         .map_err(|e| MasterError::User(format!("becoming uid {} gid {}: {e}", id.uid, id.gid)))?;
     if id.uid != 0 && sys::become_user(0, 0, &[0]).is_ok() {
@@ -694,6 +691,7 @@ mod tests {
             access_log: None,
             metrics: None,
             user: None,
+            site: Default::default(),
         };
         assert_eq!(defer_accept_secs(&cfg), 2);
         cfg.timeouts.header = Duration::from_millis(1);

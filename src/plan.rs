@@ -342,5 +342,6 @@ pub fn serving(args: ServeArgs) -> Serving {
         access_log: args.access_log,
         metrics: args.metrics,
         user: args.user,
+        site: args.site.rules(),
     }
 }

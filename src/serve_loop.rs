@@ -35,8 +35,10 @@ use crate::config::Timeouts;
 use crate::conn::{self, Awaiting, Conn, Ctx, Next, Scratch, SLOT_BYTES};
 use crate::event::{Poller, Ready, Token};
 use crate::files::cache::{CacheConfig, FileCache};
+use crate::files::FileOptions;
 use crate::http::date::DateCache;
 use crate::http::response::{error_body, write_error_head, Persist};
+use crate::site::SiteRules;
 use crate::timers::{Kind, Timers};
 use core::sync::atomic::Ordering::Relaxed;
 use rustix::fd::AsFd;
@@ -78,6 +80,8 @@ pub struct LoopConfig {
     pub timeouts: Timeouts,
     /// Access log path, if logging is on.
     pub access_log: Option<PathBuf>,
+    /// The operator's rules for responses (everyday serving).
+    pub site: SiteRules,
 }
 
 /// Why the loop could not run.
@@ -253,13 +257,14 @@ impl<'a> Loop<'a> {
         ];
         let ctx = Ctx {
             root: cfg.root.as_fd(),
-            cache: FileCache::new(tuning.cache),
+            cache: FileCache::new(tuning.cache).with_options(FileOptions::of(&cfg.site)),
             date: DateCache::new(wall_secs()),
             now_ms: now_ms(),
             counters,
             log,
             timers: Timers::new(n, durations),
             draining: false,
+            site: &cfg.site,
         };
         Ok(Loop {
             listener,
@@ -608,6 +613,7 @@ mod tests {
                 shutdown: Duration::from_secs(5),
             },
             access_log: None,
+            site: SiteRules::default(),
         };
         let counters = WorkerCounters::default();
         let mut lp = Loop::new(listener.as_fd(), &cfg, Tuning::default(), &counters).unwrap();

@@ -89,6 +89,15 @@ fn resolve_group(group: &str, group_text: &str) -> Result<u32, UserError> {
         .ok_or_else(|| UserError(format!("group {group:?} is not in /etc/group")))
 }
 
+/// Reads `/etc/passwd` and `/etc/group` and resolves `spec` (a missing `/etc/group` is
+/// read as empty).
+pub fn lookup(spec: &UserSpec) -> Result<Identity, UserError> {
+    let passwd = std::fs::read_to_string("/etc/passwd")
+        .map_err(|e| UserError(format!("reading /etc/passwd: {e}")))?;
+    let group = std::fs::read_to_string("/etc/group").unwrap_or_default();
+    resolve(spec, &passwd, &group)
+}
+
 /// Resolves `spec` against the text of `/etc/passwd` and `/etc/group`.
 pub fn resolve(
     spec: &UserSpec,

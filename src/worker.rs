@@ -150,6 +150,7 @@ fn loop_config(cfg: &Serving, cpu: CpuId, root: OwnedFd) -> LoopConfig {
         max_conns: cfg.max_conns,
         timeouts: cfg.timeouts,
         access_log: cfg.access_log.clone(),
+        site: cfg.site.clone(),
     }
 }
 

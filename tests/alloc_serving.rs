@@ -2,7 +2,9 @@
 //! allocator: the serve loop runs in a thread of this test; only allocations made on that
 //! thread are counted. After a warm-up, many requests of every kind (keep-alive, close,
 //! pipelined, HEAD, Range, 304, 301, 404, 405, errors that close, a large file by
-//! sendfile, cached and uncached files, with the access log on) must allocate nothing.
+//! sendfile, cached and uncached files, with the access log on) must allocate nothing;
+//! and the same with every everyday-serving option on (sidecars, 406, fallback, error
+//! pages, headers, Cache-Control, media-type overrides).
 
 mod serving_support;
 mod support;
@@ -61,8 +63,12 @@ fn round(addr: std::net::SocketAddr, buf: &mut [u8]) {
     while s.read(buf).unwrap() > 0 {}
 }
 
+/// The tests share the counter: one at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn no_allocation_per_request_after_warm_up() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let site = Site::new("alloc");
     let mut cfg = config(&site.root);
     cfg.access_log = Some(site.base.join("access.log"));
@@ -99,4 +105,99 @@ fn no_allocation_per_request_after_warm_up() {
         "{}",
         &log[..log.len().min(500)]
     );
+}
+
+/// Requests per [`site_round`].
+const SITE_PER_ROUND: usize = 16;
+
+/// A name longer than the file cache's key limit: served uncached, sidecar included.
+fn long_name() -> String {
+    format!("{}.js", "l".repeat(200))
+}
+
+/// Sixteen requests on one connection exercising every everyday-serving option.
+fn site_round(addr: std::net::SocketAddr, buf: &mut [u8]) {
+    let long = long_name();
+    let reqs = format!(
+        "GET /app.js HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\n\r\n\
+         GET /app.js HTTP/1.1\r\nHost: t\r\nAccept-Encoding: br;q=0.5, zstd\r\n\r\n\
+         GET /app.js HTTP/1.1\r\nHost: t\r\n\r\n\
+         GET /app.js HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\nRange: bytes=0-1\r\n\r\n\
+         GET /app.js HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\nIf-None-Match: *\r\n\r\n\
+         GET /app.js HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\nRange: bytes=99-\r\n\r\n\
+         GET /hello.txt HTTP/1.1\r\nHost: t\r\nAccept-Encoding: identity;q=0\r\n\r\n\
+         GET /deep/route HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\n\r\n\
+         GET /missing.js HTTP/1.1\r\nHost: t\r\n\r\n\
+         DELETE /x HTTP/1.1\r\nHost: t\r\n\r\n\
+         GET /dir/ HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\n\r\n\
+         GET /{long} HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\n\r\n\
+         GET /{long} HTTP/1.1\r\nHost: t\r\n\r\n\
+         HEAD /app.js HTTP/1.1\r\nHost: t\r\nAccept-Encoding: br\r\n\r\n\
+         GET /a.md HTTP/1.1\r\nHost: t\r\n\r\n\
+         GET /app.js HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n"
+    );
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(reqs.as_bytes()).unwrap();
+    while s.read(buf).unwrap() > 0 {}
+}
+
+#[test]
+fn no_allocation_per_request_with_every_site_option() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let site = Site::new("alloc-site");
+    let r = &site.root;
+    std::fs::write(r.join("app.js"), "console.log(1);\n").unwrap();
+    for ext in ["gz", "br", "zst"] {
+        std::fs::write(r.join(format!("app.js.{ext}")), ext).unwrap();
+    }
+    std::fs::write(r.join("dir/index.html.gz"), "gz").unwrap();
+    std::fs::write(r.join(long_name()), "long").unwrap();
+    std::fs::write(r.join(format!("{}.gz", long_name())), "gz").unwrap();
+    std::fs::write(r.join("404.html"), "custom 404").unwrap();
+    std::fs::write(r.join("a.md"), "# md").unwrap();
+    let mut flags = steerd::args::site::SiteArgs::default();
+    for (flag, value) in [
+        ("--header", "X-Frame-Options: DENY"),
+        ("--header", "Strict-Transport-Security: max-age=63072000"),
+        ("--cache-control", "/assets/**=max-age=31536000, immutable"),
+        ("--cache-control", "*.js=max-age=60"),
+        ("--cache-control", "**/*.html=no-cache"),
+        ("--error-page", "404=/404.html"),
+        ("--error-page", "405=/404.html"),
+        ("--error-page", "406=/404.html"),
+        ("--fallback", "/index.html"),
+        ("--fallback-skip", "js,css"),
+        ("--mime", "md=text/markdown"),
+    ] {
+        flags.set(flag, value).unwrap();
+    }
+    let mut cfg = config(&site.root);
+    cfg.access_log = Some(site.base.join("access.log"));
+    cfg.site = flags.rules();
+    let srv = InProc::start_marked(cfg, Tuning::default(), || watch_this_thread(true));
+    let mut buf = vec![0u8; 1 << 16];
+    for _ in 0..3 {
+        site_round(srv.addr, &mut buf);
+    }
+    let before = allocations();
+    let rounds = 200;
+    for _ in 0..rounds {
+        site_round(srv.addr, &mut buf);
+    }
+    let after = allocations();
+    assert_eq!(
+        after - before,
+        0,
+        "allocations over {} requests",
+        rounds * SITE_PER_ROUND
+    );
+    drop(srv);
+    let log = std::fs::read_to_string(site.base.join("access.log")).unwrap();
+    assert_eq!(log.lines().count(), (rounds + 3) * SITE_PER_ROUND);
+    for status in [
+        " 200 ", " 206 ", " 304 ", " 404 ", " 405 ", " 406 ", " 416 ",
+    ] {
+        assert!(log.contains(status), "{status} missing from the log");
+    }
 }

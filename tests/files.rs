@@ -42,7 +42,12 @@ fn tree(name: &str) -> (PathBuf, OwnedFd) {
 
 fn status(root: &OwnedFd, path: &str) -> Result<String, u16> {
     let mut scratch = [0u8; PATH_MAX + 1];
-    match open(root.as_fd(), path.as_bytes(), &mut scratch) {
+    match open(
+        root.as_fd(),
+        path.as_bytes(),
+        &mut scratch,
+        &Default::default(),
+    ) {
         Lookup::File(fd, meta) => {
             let mut buf = vec![0u8; meta.size as usize];
             rustix::io::pread(&fd, &mut buf, 0).unwrap();
@@ -104,7 +109,12 @@ fn a_fifo_is_404_without_blocking() {
 fn metadata_mime_etag_and_last_modified() {
     let (base, root) = tree("meta");
     let mut scratch = [0u8; PATH_MAX + 1];
-    let Lookup::File(_, m) = open(root.as_fd(), b"/dir/sub/x.CSS", &mut scratch) else {
+    let Lookup::File(_, m) = open(
+        root.as_fd(),
+        b"/dir/sub/x.CSS",
+        &mut scratch,
+        &Default::default(),
+    ) else {
         panic!("expected a file");
     };
     assert_eq!(m.mime, b"text/css; charset=utf-8");

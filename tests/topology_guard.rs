@@ -1,11 +1,12 @@
 //! The topology reader on small hostile or broken trees built per test: cgroup paths
 //! that try to leave the sysfs root, mount roots that are string prefixes but not path
 //! prefixes, missing proc files, bad distance rows, CPUs listed twice, and a core list
-//! that forgets its own CPU. Each must warn once and never read outside the roots.
+//! that forgets its own CPU. Each must warn once and never read outside the roots. And a
+//! virtio NIC, whose `numa_node` and `local_cpulist` sit one directory up.
 
 use std::path::{Path, PathBuf};
 use steerd::cpuset::{CpuId, CpuSet};
-use steerd::topology::{self, Topology};
+use steerd::topology::{self, NodeId, Topology};
 
 /// A fresh directory under the system temp dir, removed on drop.
 struct Tree(PathBuf);
@@ -180,4 +181,46 @@ fn a_core_list_without_its_own_cpu_is_not_trusted() {
     let c2 = topo.cpu(CpuId::new(2).unwrap()).unwrap();
     assert_eq!(c2.core_group, CpuId::new(0).unwrap());
     assert_eq!(matching(&w, "does not list CPU 3").len(), 1, "{w:?}");
+}
+
+/// virtio-net as the kernel lays it out: `class/net/eth0/device` is the virtio device,
+/// which has no `numa_node`, `local_cpulist` or `msi_irqs`; its parent, the PCI function,
+/// has them (the layout the VM tests' NIC shows, tests/vm/nic.rs). The queue interrupts
+/// are found by the device's name in /proc/interrupts, the config vector left out.
+#[test]
+fn a_virtio_nic_is_read_through_its_pci_function() {
+    let t = two_nodes("virtio", "10 21\n", "21 10\n");
+    let pci = "sys/devices/pci0000:20/0000:21:01.0";
+    t.write(&format!("{pci}/numa_node"), "1\n");
+    t.write(&format!("{pci}/local_cpulist"), "2-3\n");
+    t.write(&format!("{pci}/virtio0/features"), "0\n");
+    t.write("sys/class/net/eth0/queues/rx-0/rps_cpus", "0\n");
+    std::os::unix::fs::symlink(
+        "../../../devices/pci0000:20/0000:21:01.0/virtio0",
+        t.0.join("sys/class/net/eth0/device"),
+    )
+    .unwrap();
+    t.write(
+        "proc/net/route",
+        "Iface\tDestination\tGateway\tFlags\tRefCnt\tUse\tMetric\tMask\tMTU\tWindow\tIRTT\n\
+         eth0\t00004D0A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n",
+    );
+    t.write(
+        "proc/interrupts",
+        "            CPU0       CPU1       CPU2       CPU3\n \
+          24:          0          0          0          0   PCI-MSI 1-edge      virtio0-config\n \
+          25:          0          0          0          5   PCI-MSI 2-edge      virtio0-input.0\n \
+          26:          0          0          3          0   PCI-MSI 3-edge      virtio0-output.0\n",
+    );
+    t.write("proc/irq/24/effective_affinity_list", "0\n");
+    t.write("proc/irq/25/effective_affinity_list", "3\n");
+    t.write("proc/irq/26/effective_affinity_list", "2\n");
+    let (sys, proc) = (t.0.join("sys"), t.0.join("proc"));
+    let (topo, _) = topology::read(&sys, &proc);
+    let (nic, w) = topology::nic_for("10.77.0.2".parse().unwrap(), &sys, &proc, &topo);
+    assert!(w.is_empty(), "{w:?}");
+    let nic = nic.expect("eth0 owns 10.77.0.0/24");
+    assert_eq!(nic.node, Some(NodeId(1)));
+    assert_eq!(nic.local_cpus, Some(set("2-3")));
+    assert_eq!(nic.irq_cpus, set("2-3"));
 }

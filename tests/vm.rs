@@ -14,17 +14,27 @@
 //! 8-CPU layouts under `taskset -c 2-5` and with CPU 3 offline. Clients are busybox
 //! `wget` pinned with `taskset`, one connection per request; the server's own counters
 //! (read from `/metrics` before and after each client CPU) say which worker accepted.
+//!
+//! The x86 kunpeng920-2x2 and xeon-2s-smt guests and the arm64 kunpeng920-2x2 guest
+//! also get, first in the same boot, a multi-queue virtio-net NIC on a tap device in a
+//! network namespace of the test's own, and the host makes the connections through it
+//! (`tests/vm/nic.rs`); that part is skipped with one line where no tap device can be
+//! created (not root, no `/dev/net/tun`).
 
 mod vm {
     pub mod harness;
     pub mod layout;
+    pub mod nic;
     pub mod report;
     pub mod serve;
 }
 
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
-use vm::harness::{boot, Guest};
+use vm::harness::{boot, boot_with, Extra, Guest};
 use vm::layout::{Layout, ARM64_KUNPENG, ARM64_KUNPENG_32, X86_KUNPENG, X86_NUMA4_SMT32, X86_XEON};
+use vm::nic::{NicHost, NicPlan};
 use vm::report;
 use vm::serve::Run;
 
@@ -35,6 +45,9 @@ struct Plan {
     per_cpu_numa: u64,
     /// Also run with `--workers 2`, under `taskset -c 2-5` and with CPU 3 offline.
     variants: bool,
+    /// Also give the guest a multi-queue NIC fed from the host (`tests/vm/nic.rs`),
+    /// first in the same boot.
+    nic: Option<NicPlan>,
 }
 
 /// The guest side: each section starts with a `== NAME` line.
@@ -67,8 +80,31 @@ echo 1 > /sys/devices/system/cpu/cpu3/online
 
 fn run(test: &str, layout: &Layout, plan: &Plan, timeout_secs: u64) {
     let timeout = Duration::from_secs(timeout_secs);
-    if let Some(guest) = boot(test, layout, &snippet(plan), timeout) {
+    let Some(nic) = &plan.nic else {
+        if let Some(guest) = boot(test, layout, &snippet(plan), timeout) {
+            check(&guest, layout, plan);
+        }
+        return;
+    };
+    let host = match NicHost::create() {
+        Ok(host) => host,
+        Err(e) => {
+            println!("skipped the NIC part of {test}: cannot create a multi-queue tap device: {e}");
+            if let Some(guest) = boot(test, layout, &snippet(plan), timeout) {
+                check(&guest, layout, plan);
+            }
+            return;
+        }
+    };
+    let during = |live: &Path, stopped: &AtomicBool| host.drive(nic, live, stopped);
+    let extra = Extra {
+        args: nic.run_args(&host),
+        during: Some(&during),
+    };
+    let sh = format!("{}{}", nic.snippet(), snippet(plan));
+    if let Some(guest) = boot_with(test, layout, &sh, timeout, &extra) {
         check(&guest, layout, plan);
+        vm::nic::check(&|name| guest.section(name).to_vec(), &host, nic, layout);
     }
 }
 
@@ -153,8 +189,9 @@ fn x86_kunpeng920_2x2() {
         per_cpu: 3,
         per_cpu_numa: 12,
         variants: true,
+        nic: Some(NicPlan::usual(8, Some(1))),
     };
-    run("x86_kunpeng920_2x2", &X86_KUNPENG, &plan, 300);
+    run("x86_kunpeng920_2x2", &X86_KUNPENG, &plan, 900);
 }
 
 #[test]
@@ -163,8 +200,9 @@ fn x86_xeon_2s_smt() {
         per_cpu: 3,
         per_cpu_numa: 4,
         variants: true,
+        nic: Some(NicPlan::usual(4, Some(1))),
     };
-    run("x86_xeon_2s_smt", &X86_XEON, &plan, 300);
+    run("x86_xeon_2s_smt", &X86_XEON, &plan, 900);
 }
 
 #[test]
@@ -173,6 +211,7 @@ fn x86_numa4_smt32() {
         per_cpu: 2,
         per_cpu_numa: 2,
         variants: false,
+        nic: None,
     };
     run("x86_numa4_smt32", &X86_NUMA4_SMT32, &plan, 600);
 }
@@ -183,8 +222,9 @@ fn arm64_kunpeng920_clusters() {
         per_cpu: 2,
         per_cpu_numa: 3,
         variants: false,
+        nic: Some(NicPlan::usual(8, None)),
     };
-    run("arm64_kunpeng920_clusters", &ARM64_KUNPENG, &plan, 600);
+    run("arm64_kunpeng920_clusters", &ARM64_KUNPENG, &plan, 900);
 }
 
 /// Two 4-core clusters per node: `steerd topo` shows the eight clusters, and

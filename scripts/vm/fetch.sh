@@ -10,6 +10,11 @@
 #   arm64/kernel    Image (Debian's arm64 package ships it uncompressed)
 #   */busybox       busybox-static's /bin/busybox for that architecture
 #   */version       the kernel package name
+#   */modules/      the kernel's virtio-net driver for the NIC tests: virtio_pci and
+#                   virtio_net with every module they depend on, and `order`, their
+#                   names dependencies first (what insmod needs; the package ships no
+#                   modules.dep). A module the package does not hold is taken to be
+#                   built into the kernel.
 #
 # apt runs with a private state directory per architecture (its own lists, cache and an
 # empty dpkg status) and APT::Architecture set for those commands only, so the host's
@@ -27,7 +32,7 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 dir=${STEERD_VM_CACHE:-$repo/vm-cache}/$deb_arch
 mkdir -p "$dir"
 
-complete() { [ -s "$dir/kernel" ] && [ -x "$dir/busybox" ]; }
+complete() { [ -s "$dir/kernel" ] && [ -x "$dir/busybox" ] && [ -s "$dir/modules/order" ]; }
 complete && exit 0
 
 exec 8>"$dir/.lock"
@@ -65,12 +70,45 @@ rm -f "$apt_state"/dl/*.deb
     exit 1
 }
 
-# Only the kernel file and busybox are kept; modules and the rest of the .debs are not.
+# Only the kernel file, busybox and the NIC modules below are kept; the rest of the .debs
+# is not.
 dpkg-deb --fsys-tarfile "$apt_state"/dl/linux-image-*.deb |
     tar -xO --wildcards './boot/vmlinuz-*' >"$dir/kernel.new"
 dpkg-deb --fsys-tarfile "$apt_state"/dl/busybox-static_*.deb |
     tar -xO ./bin/busybox >"$dir/busybox.new"
 chmod 755 "$dir/busybox.new"
+
+# The NIC modules. Each module names what it needs in its .modinfo section
+# (`depends=a,b`, NUL-terminated strings); dependencies are copied and listed first.
+tree=$apt_state/tree
+mkdir -p "$tree"
+dpkg-deb --fsys-tarfile "$apt_state"/dl/linux-image-*.deb |
+    tar -x -C "$tree" --wildcards --no-wildcards-match-slash \
+        './lib/modules/*/kernel/drivers/virtio/*.ko' './lib/modules/*/kernel/drivers/net/*.ko' \
+        './lib/modules/*/kernel/net/core/*.ko'
+rm -rf "$dir/modules.new"
+mkdir -p "$dir/modules.new"
+order=" "
+add_module() {
+    local name=$1 file dep
+    case $order in *" $name "*) return 0 ;; esac
+    file=$(find "$tree" \( -name "$name.ko" -o -name "${name//_/-}.ko" \) | head -n 1)
+    [ -n "$file" ] || return 0
+    for dep in $(tr '\0' '\n' <"$file" | sed -n 's/^depends=//p' | tr , ' '); do
+        add_module "$dep"
+    done
+    cp "$file" "$dir/modules.new/$name.ko"
+    order="$order$name "
+}
+add_module virtio_pci
+add_module virtio_net
+[ -e "$dir/modules.new/virtio_net.ko" ] || {
+    echo "fetch.sh: $kpkg holds no virtio_net module" >&2
+    exit 1
+}
+echo $order | tr ' ' '\n' >"$dir/modules.new/order"
+rm -rf "$dir/modules"
+mv "$dir/modules.new" "$dir/modules"
 [ -s "$dir/kernel.new" ] && [ -s "$dir/busybox.new" ] || {
     echo "fetch.sh: the downloaded packages hold no kernel or no busybox" >&2
     exit 1

@@ -72,7 +72,7 @@ wait_workers() {
 PORT=8080
 METRICS=9100
 
-# serve_start ARGS...: `$SERVE_PREFIX steerd serve` on 127.0.0.1:$PORT with metrics on
+# serve_start ARGS...: `$SERVE_PREFIX steerd serve` on ${LISTEN:-127.0.0.1}:$PORT with metrics on
 # $METRICS, serving /www; waits until every planned worker says it runs on its CPU, then
 # prints the policy line, worker 0's line and the processes. Sets SERVE_PID.
 serve_start() {
@@ -80,7 +80,7 @@ serve_start() {
     # As a service manager would (LimitNOFILE): room for the default --max-conns, so the
     # open-files warning, whose numbers depend on the worker count, stays out of the logs.
     ulimit -n 65536 2>/dev/null
-    $SERVE_PREFIX steerd serve --listen 127.0.0.1:$PORT --metrics 127.0.0.1:$METRICS "$@" /www \
+    $SERVE_PREFIX steerd serve --listen ${LISTEN:-127.0.0.1}:$PORT --metrics 127.0.0.1:$METRICS "$@" /www \
         2>/tmp/serve.log &
     SERVE_PID=$!
     i=0
@@ -174,4 +174,110 @@ respawn() {
         i=$((i + 1))
         usleep 100000
     done
+}
+
+# ---------------------------------------------------------------- the NIC (tests/vm/nic.rs)
+# A multi-queue virtio-net NIC (scripts/vm/run.sh --nic) whose traffic comes from the host.
+# The host waits for a `ready NAME` line on stdout before each step it drives.
+NIC_ADDR=10.77.0.2
+
+# nic_up: loads the driver shipped in /lib/modules/nic (dependencies first), gives the
+# first interface that is not lo the address $NIC_ADDR/24 and brings it up. Sets NIC (the
+# interface), NIC_DEV (its virtio device name) and NIC_PCI (the PCI function's directory).
+nic_up() {
+    for m in $(cat /lib/modules/nic/order); do insmod "/lib/modules/nic/$m.ko" || return 1; done
+    NIC=
+    for n in /sys/class/net/*; do [ "${n##*/}" = lo ] || { NIC=${n##*/}; break; }; done
+    [ -n "$NIC" ] || { echo "guest: no interface besides lo after loading virtio_net" >&2; return 1; }
+    NIC_DEV=$(readlink -f "/sys/class/net/$NIC/device")
+    NIC_PCI=${NIC_DEV%/*}
+    NIC_DEV=${NIC_DEV##*/}
+    ip addr add "$NIC_ADDR/24" dev "$NIC" && ip link set "$NIC" up
+}
+
+# nic_queue_irqs: "IRQ NAME" for each queue interrupt (virtioN-input.Q, virtioN-output.Q).
+nic_queue_irqs() {
+    awk -v dev="$NIC_DEV" '$NF ~ "^" dev "-(in|out)put[.]" { sub(":", "", $1); print $1, $NF }' /proc/interrupts
+}
+
+# nic_facts: "nic IF queues=RX node=N local=LIST" from the PCI function, then one
+# "irq N NAME smp=LIST eff=LIST" per MSI vector of the device (queues and config).
+nic_facts() {
+    set -- /sys/class/net/$NIC/queues/rx-*
+    set -- $# $(cat "$NIC_PCI/numa_node" "$NIC_PCI/local_cpulist")
+    echo "nic $NIC queues=$1 node=$2 local=$3"
+    awk -v dev="$NIC_DEV" '$NF ~ "^" dev "-" { sub(":", "", $1); print $1, $NF }' /proc/interrupts >/tmp/irq.names
+    for i in $(ls "$NIC_PCI/msi_irqs"); do
+        set -- $(cat /proc/irq/$i/smp_affinity_list /proc/irq/$i/effective_affinity_list)
+        echo "irq $i $(awk -v i=$i '$1 == i { print $2 }' /tmp/irq.names) smp=$1 eff=$2"
+    done
+}
+
+# nic_affine CPU: every queue interrupt of the NIC affine to CPU.
+nic_affine() {
+    nic_queue_irqs | while read -r irq name; do echo "$1" >"/proc/irq/$irq/smp_affinity_list"; done
+}
+
+# rx_packets: the NIC's received packet count.
+rx_packets() { cat "/sys/class/net/$NIC/statistics/rx_packets"; }
+
+# nic_prime NAME COUNT: asks the host (`ready NAME`) for COUNT datagrams from as many
+# source ports, and waits until at least half have arrived (at most ~60 s). On x86 an
+# MSI's new affinity takes effect at its next interrupt, so after an affinity change
+# every receive queue must see a packet before effective_affinity_list is current.
+nic_prime() {
+    from=$(rx_packets)
+    echo "ready $1"
+    i=0
+    while [ $i -lt 300 ] && [ $(($(rx_packets) - from)) -lt $(($2 / 2)) ]; do
+        i=$((i + 1))
+        usleep 200000
+    done
+    sleep 1
+    echo "primed $1 $(($(rx_packets) - from))"
+}
+
+# accepted_total: connections accepted by all workers so far.
+accepted_total() {
+    wget -q -O - "http://127.0.0.1:$METRICS/metrics" |
+        awk '/^steerd_connections_accepted_total\{.*cpu="/ { s += $NF } END { print s + 0 }'
+}
+
+# nic_round NAME COUNT: with steerd serving on the NIC, snapshots the metrics and
+# /proc/interrupts, asks the host (`ready NAME`) for COUNT connections, waits until they
+# have been accepted (at most ~240 s), snapshots again and prints the deltas:
+#   conn CPU ACCEPTED LOCAL   per worker CPU whose counters moved
+#   irq CPU COUNT             per CPU: increase of the NIC's receive-queue interrupts
+nic_round() {
+    snapshot before
+    cp /proc/interrupts /tmp/irq.before
+    want=$(($(accepted_total) + $2))
+    echo "ready $1"
+    i=0
+    while [ $i -lt 480 ] && [ "$(accepted_total)" -lt $want ]; do
+        i=$((i + 1))
+        usleep 500000
+    done
+    snapshot after
+    cp /proc/interrupts /tmp/irq.after
+    awk '
+        FNR == 1 { file++ }
+        match($0, /^steerd_connections_(accepted|local)_total\{.*cpu="[0-9]+"/) {
+            k = ($0 ~ /^steerd_connections_accepted/) ? 1 : 2
+            match($0, /cpu="[0-9]+"/)
+            c = substr($0, RSTART + 5, RLENGTH - 6)
+            v[file, k, c] = $NF
+            cpus[c] = 1
+        }
+        END {
+            for (c in cpus) {
+                a = v[2, 1, c] - v[1, 1, c]; l = v[2, 2, c] - v[1, 2, c]
+                if (a > 0 || l > 0) print "conn", c, a, l
+            }
+        }' /tmp/snap.before /tmp/snap.after
+    awk -v dev="$NIC_DEV" '
+        FNR == 1 { file++; ncpu = NF; next }
+        $NF ~ "^" dev "-input[.]" { for (c = 0; c < ncpu; c++) n[file, c] += $(c + 2) }
+        END { for (c = 0; c < ncpu; c++) if (n[2, c] > n[1, c]) print "irq", c, n[2, c] - n[1, c] }
+    ' /tmp/irq.before /tmp/irq.after
 }

@@ -5,6 +5,7 @@
 #
 #   scripts/vm/run.sh [--arch x86_64|arm64] [--preset NAME] [--timeout SECS]
 #                     [--tcg multi|single] [--steerd PATH] [--file PATH]...
+#                     [--nic TAP,QUEUES[,NODE]] [--netns NAME] [--stdout-file PATH]
 #                     [--verbose] [--keep] SNIPPET
 #
 # The snippet runs as `sh -c SNIPPET` (busybox) in /job, where every --file is copied
@@ -17,6 +18,16 @@
 # is translated and closing the port at the end drains it. x86 has four 16550 UARTs
 # (ttyS0 console, ttyS1-3 the channels). arm64's virt machine has one PL011 (ttyAMA0,
 # the console), so a pci-serial-4x card supplies ttyS0-3 and ttyS1-3 are used the same way.
+#
+# --nic TAP,QUEUES[,NODE] gives the guest a multi-queue virtio-net NIC: QUEUES queue
+# pairs on the host's existing multi-queue tap device TAP (vhost off, one MSI-X vector
+# per queue and direction plus config). With NODE (x86_64 only) it sits behind a PCI
+# expander bridge whose ACPI proximity is NUMA node NODE, so the guest's /sys reports the
+# node, local_cpulist and msi_irqs of a real PCI device; without NODE, on the root bus.
+# The driver's modules (fetch.sh) are shipped in /lib/modules/nic with `order`;
+# guest.sh's nic_up loads them. --netns runs QEMU inside that network namespace (where
+# TAP lives). --stdout-file writes the guest's stdout to PATH as it arrives, for a host
+# that reacts to it while the guest runs.
 #
 # Presets (the layouts steerd is for; vCPUs are host threads under TCG, so timing inside
 # means nothing, only behaviour):
@@ -38,7 +49,7 @@ usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0" 
 fail() { echo "vm/run.sh: $*" >&2; exit 2; }
 
 arch=x86_64 preset=kunpeng920-2x2 timeout=120 verbose=0 keep=0 mem=1024 tcg=multi
-files=() steerd=""
+files=() steerd="" nic="" netns="" stdout_file=""
 while [ $# -gt 0 ]; do
     case $1 in
         --arch) arch=${2:?}; shift 2 ;;
@@ -48,6 +59,9 @@ while [ $# -gt 0 ]; do
         --tcg) tcg=${2:?}; shift 2 ;;
         --file) files+=("${2:?}"); shift 2 ;;
         --steerd) steerd=${2:?}; files+=("$2"); shift 2 ;;
+        --nic) nic=${2:?}; shift 2 ;;
+        --netns) netns=${2:?}; shift 2 ;;
+        --stdout-file) stdout_file=${2:?}; shift 2 ;;
         --verbose) verbose=1; shift ;;
         --keep) keep=1; shift ;;
         -h | --help) usage ;;
@@ -111,6 +125,26 @@ case $arch:$preset in
     *) fail "no preset '$preset' for $arch" ;;
 esac
 
+# ---------------------------------------------------------------- NIC
+nic_args=()
+if [ -n "$nic" ]; then
+    IFS=, read -r tap queues nic_node <<<"$nic"
+    [[ -n $tap && $queues =~ ^[0-9]+$ && $nic_node =~ ^[0-9]*$ ]] || fail "--nic takes TAP,QUEUES[,NODE]"
+    [ -s "$cache/modules/order" ] || fail "no NIC modules in $cache/modules (scripts/vm/fetch.sh)"
+    # arm64 virt booted with -kernel describes PCI by device tree, which gives the host
+    # bridge no NUMA node; an expander bridge (pxb-pcie) needs ACPI, i.e. UEFI firmware.
+    [[ $arch == x86_64 || -z $nic_node ]] || fail "--nic: no NUMA node for an arm64 guest's NIC (device tree)"
+    nic_bus=""
+    if [ -n "$nic_node" ]; then
+        # pxb: a second PCI root bus (number 32) with its own _PXM; the NIC sits in slot 1
+        # of it (QEMU docs/pci_expander_bridge.txt).
+        nic_args=(-device "pxb,id=nicbus,bus_nr=32,numa_node=$nic_node,bus=pci.0")
+        nic_bus=bus=nicbus,addr=0x1,
+    fi
+    nic_args+=(-netdev "tap,id=nic0,ifname=$tap,script=no,downscript=no,queues=$queues,vhost=off"
+        -device "virtio-net-pci,netdev=nic0,${nic_bus}mq=on,vectors=$((2 * queues + 2)),mac=52:54:00:5e:00:02")
+fi
+
 # ---------------------------------------------------------------- initramfs
 work=$(mktemp -d "${TMPDIR:-/tmp}/steerd-vm.XXXXXX")
 qemu_pid=""
@@ -126,6 +160,7 @@ mkdir -p "$root"/{bin,dev,proc,sys,tmp,run,job,etc,root}
 cp "$cache/busybox" "$root/bin/busybox"
 for f in "${files[@]}"; do install -m 755 "$f" "$root/job/"; done
 [ -z "$steerd" ] || install -m 755 "$steerd" "$root/job/steerd"
+[ -z "$nic" ] || { mkdir -p "$root/lib/modules" && cp -r "$cache/modules" "$root/lib/modules/nic"; }
 printf '%s\n' "$snippet" >"$root/job/.snippet"
 echo 'root:x:0:0:root:/root:/bin/sh' >"$root/etc/passwd"
 echo 'root:x:0:' >"$root/etc/group"
@@ -154,21 +189,26 @@ chmod 755 "$root/init"
 
 # ---------------------------------------------------------------- boot
 for ch in console stdout stderr status; do : >"$work/$ch"; done
+out=$work/stdout
+[ -z "$stdout_file" ] || { : >"$stdout_file" && out=$(realpath "$stdout_file"); }
 flags="quiet loglevel=3 panic=-1 oops=panic random.trust_cpu=on rdinit=/init"
 cmd=($qemu -nodefaults -no-user-config -display none -no-reboot -m "$mem" "${topo[@]}"
-    -kernel "$kernel" -initrd "$work/initramfs")
+    -kernel "$kernel" -initrd "$work/initramfs" "${nic_args[@]}")
+[ -z "$netns" ] || cmd=(ip netns exec "$netns" "${cmd[@]}")
 if [ $arch = x86_64 ]; then
     # vendor=GenuineIntel: QEMU then exposes CPUID leaf 0x1F and the guest sees the dies.
     # tsc=reliable skips the per-CPU TSC sync check (slow under TCG).
     cmd+=(-machine pc -accel tcg,thread=$tcg -cpu max,vendor=GenuineIntel
         -append "console=ttyS0 tsc=reliable $flags")
-    for ch in console stdout stderr status; do cmd+=(-serial "file:$work/$ch"); done
+    cmd+=(-serial "file:$work/console" -serial "file:$out" -serial "file:$work/stderr"
+        -serial "file:$work/status")
 else
     # GICv3: GICv2 stops at 8 CPUs. pauth=off: pointer authentication emulation is slow.
     cmd+=(-machine virt,gic-version=3 -accel tcg,thread=$tcg -cpu max,pauth=off
         -append "console=ttyAMA0 $flags" -serial "file:$work/console"
         -chardev null,id=unused)
-    for ch in stdout stderr status; do cmd+=(-chardev "file,id=$ch,path=$work/$ch"); done
+    cmd+=(-chardev "file,id=stdout,path=$out")
+    for ch in stderr status; do cmd+=(-chardev "file,id=$ch,path=$work/$ch"); done
     cmd+=(-device pci-serial-4x,chardev1=unused,chardev2=stdout,chardev3=stderr,chardev4=status)
 fi
 
@@ -179,7 +219,7 @@ wait $qemu_pid && qemu_rc=0 || qemu_rc=$?
 qemu_pid=""
 elapsed_ms=$((($(date +%s%N) - start) / 1000000))
 
-cat "$work/stdout"
+cat "$out"
 cat "$work/stderr" >&2
 status=$(sed -n 's/^STEERD_VM_STATUS=\([0-9]*\).*/\1/p' "$work/status" | tail -n 1)
 [ $verbose = 0 ] || {

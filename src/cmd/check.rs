@@ -17,6 +17,10 @@ use std::fmt::Write;
 
 /// Runs `steerd check`; returns the exit status or the failure.
 pub fn main(args: &ServeArgs, json: bool) -> Result<i32, Failure> {
+    let problems = super::preflight::problems(args);
+    for p in &problems {
+        eprintln!("{p}");
+    }
     let super::prepare::Prepared {
         topo,
         warnings,
@@ -31,7 +35,7 @@ pub fn main(args: &ServeArgs, json: bool) -> Result<i32, Failure> {
     } else {
         print!("{}", check_text(args, &topo, &plan, program.as_ref()));
     }
-    Ok(0)
+    Ok(i32::from(!problems.is_empty()))
 }
 
 fn int(n: impl TryInto<i64>) -> Value {

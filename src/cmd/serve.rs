@@ -13,6 +13,14 @@ use crate::master;
 
 /// Runs `steerd serve` and returns the exit status.
 pub fn main(args: ServeArgs) -> Result<i32, Failure> {
+    // Whatever `check` refuses is refused here before anything is bound.
+    let problems = super::preflight::problems(&args);
+    if !problems.is_empty() {
+        for p in &problems {
+            eprintln!("{p}");
+        }
+        return Ok(1);
+    }
     // Each warning already names its stage (`topology: ...`).
     let super::prepare::Prepared { plan, program, .. } =
         super::prepare::prepare(&args, |w| crate::say!("warning: {w}"))?;

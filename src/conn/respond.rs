@@ -3,35 +3,32 @@
 //!
 //! Input: the buffered bytes (a complete head, or enough to refuse one), the worker's
 //! [`Ctx`] (file cache, Date, counters, log). Output: the connection set to
-//! [`Awaiting::Send`] with its plan, and the number of bytes the head took. No I/O except
+//! `Awaiting::Send` with its plan, and the number of bytes the head took. No I/O except
 //! the file lookup; no allocation.
 //!
-//! Order of evaluation for GET/HEAD on a file (RFC 9110 §13.2.2): If-Match, else
-//! If-Unmodified-Since (412); then If-None-Match, else If-Modified-Since (304); then Range (GET only, §14.2) subject to If-Range; 416 for an
-//! unsatisfiable single range. Other methods get 405 with `Allow: GET, HEAD`.
+//! For GET/HEAD: the file lookup; a path that does not exist gets the `--fallback` file
+//! instead when one is set (and the path's extension is not in `--fallback-skip`), as
+//! nginx's `try_files $uri $uri/ PATH` does; then the file answer (`file.rs`). Other
+//! methods get 405 with `Allow: GET, HEAD`. An error answered to a parsed request carries
+//! the operator's `--error-page` for its status when that page can be served
+//! (`file.rs`), the built-in page otherwise.
+//!
+//! A GET or HEAD may carry a body, which is read and discarded after the response; one
+//! declared larger than [`DISCARD_MAX`] is refused before anything else (413, RFC 9110
+//! §15.5.14) and the connection closes at once: no byte of that body is waited for or
+//! read.
 
-use super::{After, Awaiting, Conn, Ctx, Outgoing, Scratch, IN_CAP};
-use crate::access_log::Entry;
+use super::file::{error_page, file, Bufs, Source};
+use super::record::{plan, Line};
+use super::{After, Conn, Ctx, Outgoing, Scratch, IN_CAP};
 use crate::files::cache::Served;
-use crate::files::{FileMeta, Lookup, PATH_MAX};
-use crate::http::conditional::{not_modified, precondition_fails};
-use crate::http::range::{evaluate, if_range_holds, RangeAnswer};
-use crate::http::response::{
-    error_body, write_error_head, write_head, ContentRange, Persist, ResponseHead,
-};
+use crate::files::Lookup;
+use crate::http::response::{error_body, write_error_head, write_head, Persist, ResponseHead};
 use crate::http::{parse_request, Body, Header, Method, Request, Status, MAX_FIELDS};
-use core::sync::atomic::Ordering::Relaxed;
-use rustix::fd::OwnedFd;
 
-/// The parts of a request the log and the persistence rule need.
-struct Line<'a> {
-    method: &'a [u8],
-    target: &'a [u8],
-    minor: u8,
-    /// A HEAD request: the response has no content whatever its status (RFC 9110 §9.3.2,
-    /// RFC 9112 §6.3 rule 1), though its Content-Length stays that of GET.
-    head: bool,
-}
+/// Largest body of a GET or HEAD that is read and discarded (nginx's default
+/// `client_max_body_size`); a larger one gets 413.
+pub const DISCARD_MAX: u64 = 1 << 20;
 
 const UNPARSED: Line<'static> = Line {
     method: b"-",
@@ -59,7 +56,20 @@ pub(super) fn request(
     let mut fields = [Header::EMPTY; MAX_FIELDS];
     match parse_request(inb, &mut fields, &mut s.path[..]) {
         Ok(Status::Complete(req)) => {
-            serve(c, out, ctx, &req, &mut s.open, &mut s.spill[..]);
+            let mut bufs = Bufs {
+                open: &mut s.open,
+                spill: &mut s.spill[..],
+                sidecar: &mut s.sidecar[..],
+            };
+            if body_too_large(&req) {
+                // Close once the 413 is out, dropping what is buffered: nothing lingers.
+                c.discard = 0;
+                let line = line_of(&req);
+                let (p, after) = (Persist::Close, After::Close);
+                error_page(c, out, ctx, &mut bufs, 413, p, after, &line);
+                return Some(inb.len());
+            }
+            serve(c, out, ctx, &req, &mut bufs);
             Some(req.head_len)
         }
         Ok(Status::Partial) if inb.len() < IN_CAP => None,
@@ -94,13 +104,28 @@ pub(super) fn request(
     }
 }
 
+/// A GET or HEAD announcing a body larger than the server discards.
+fn body_too_large(req: &Request<'_, '_>) -> bool {
+    let discarded = matches!(req.method, Method::Get | Method::Head);
+    discarded && matches!(req.body, Body::Length(n) if n > DISCARD_MAX)
+}
+
+fn line_of<'r>(req: &Request<'r, '_>) -> Line<'r> {
+    Line {
+        method: req.method.as_str().as_bytes(),
+        target: req.target(),
+        minor: req.minor,
+        head: req.method == Method::Head,
+    }
+}
+
 /// The first line without its CRLF (for the version of a refused request).
 fn request_line(inb: &[u8]) -> &[u8] {
     let end = memchr::memchr(b'\r', inb).unwrap_or(inb.len());
     &inb[..end]
 }
 
-fn persist(keep: bool, minor: u8) -> Persist {
+pub(super) fn persist(keep: bool, minor: u8) -> Persist {
     match (keep, minor) {
         (false, _) => Persist::Close,
         (true, 0) => Persist::KeepAlive,
@@ -127,8 +152,9 @@ fn refuse(
     error_reply(c, out, ctx, status, p, after, None, line);
 }
 
+/// An error with the built-in page.
 #[allow(clippy::too_many_arguments)]
-fn error_reply(
+pub(super) fn error_reply(
     c: &mut Conn,
     out: &mut [u8],
     ctx: &mut Ctx<'_>,
@@ -153,59 +179,16 @@ fn error_reply(
     );
 }
 
-/// Records the plan on the connection, counts it and logs it. A HEAD drops the body here,
-/// for every status.
-#[allow(clippy::too_many_arguments)]
-fn plan(
-    c: &mut Conn,
-    ctx: &mut Ctx<'_>,
-    status: u16,
-    head_len: usize,
-    body: Outgoing,
-    body_len: u64,
-    after: After,
-    line: &Line<'_>,
-) {
-    let (body, body_len) = if line.head {
-        (Outgoing::Nothing, 0)
-    } else {
-        (body, body_len)
-    };
-    c.head_len = head_len;
-    c.head_sent = 0;
-    c.head_spilled = false;
-    c.body = body;
-    c.pinned = false;
-    c.after = after;
-    c.awaiting = Awaiting::Send;
-    let class = usize::from(status / 100).clamp(1, 5) - 1;
-    ctx.counters.responses[class].fetch_add(1, Relaxed);
-    let entry = Entry {
-        peer: c.peer,
-        method: line.method,
-        target: line.target,
-        minor: line.minor,
-        status,
-        bytes: head_len as u64 + body_len,
-    };
-    ctx.log.record(&entry, ctx.date.text());
-}
-
-/// A parsed request: method check, body handling, lookup, then the file answer.
+/// A parsed request: method check, body handling, lookup (or the fallback), then the
+/// file answer.
 fn serve(
     c: &mut Conn,
     out: &mut [u8],
     ctx: &mut Ctx<'_>,
     req: &Request<'_, '_>,
-    open: &mut [u8; PATH_MAX + 1],
-    spill: &mut [u8],
+    bufs: &mut Bufs<'_>,
 ) {
-    let line = Line {
-        method: req.method.as_str().as_bytes(),
-        target: req.target(),
-        minor: req.minor,
-        head: req.method == Method::Head,
-    };
+    let line = line_of(req);
     let has_body = req.body != Body::None;
     // Expect: 100-continue with a body we will not read: answer and close rather than
     // wait for a body the client may never send (RFC 9110 §10.1.1).
@@ -222,42 +205,38 @@ fn serve(
         // 405; an unread body of another method closes the connection.
         let keep = keep && !has_body;
         let after = if keep { After::KeepAlive } else { After::Close };
-        return error_reply(
-            c,
-            out,
-            ctx,
-            405,
-            persist(keep, req.minor),
-            after,
-            None,
-            &line,
-        );
+        let p = persist(keep, req.minor);
+        return error_page(c, out, ctx, bufs, 405, p, after, &line);
     }
     let p = persist(keep, req.minor);
     let after = if keep { After::KeepAlive } else { After::Close };
-    let after_err = after;
-    match ctx.cache.lookup(ctx.root, req.path, ctx.now_ms, open) {
-        Served::Hit(index) => {
-            let Some(&meta) = ctx.cache.meta(index) else {
-                return error_reply(c, out, ctx, 500, p, after_err, None, &line);
-            };
-            file(
-                c,
-                out,
-                ctx,
-                req,
-                &meta,
-                Source::Cached(index),
-                p,
-                after,
-                &line,
-            );
-        }
+    let site = ctx.site;
+    let mut path = req.path;
+    let mut found = ctx.cache.lookup(ctx.root, path, ctx.now_ms, bufs.open);
+    if let (Served::Miss(Lookup::Status(404)), Some(fallback)) =
+        (&found, site.fallback_for(req.path))
+    {
+        path = fallback;
+        found = ctx.cache.lookup(ctx.root, path, ctx.now_ms, bufs.open);
+    }
+    match found {
+        Served::Hit(index) => match ctx.cache.meta(index) {
+            Some(&meta) => {
+                let src = Source::Cached(index);
+                file(c, out, ctx, bufs, req, path, &meta, src, p, after, &line);
+            }
+            None => error_page(c, out, ctx, bufs, 500, p, after, &line),
+        },
         Served::Miss(Lookup::File(fd, meta)) => {
-            file(c, out, ctx, req, &meta, Source::File(fd), p, after, &line);
+            let src = Source::File(fd);
+            file(c, out, ctx, bufs, req, path, &meta, src, p, after, &line);
         }
-        Served::Miss(Lookup::AddSlash) => redirect(c, out, spill, ctx, req, p, after, &line),
-        Served::Miss(Lookup::Status(s)) => error_reply(c, out, ctx, s, p, after_err, None, &line),
+        // Only the request's own path redirects; a fallback that is a directory is none.
+        Served::Miss(Lookup::AddSlash) if path == req.path => {
+            redirect(c, out, bufs.spill, ctx, req, p, after, &line)
+        }
+        Served::Miss(Lookup::AddSlash) => error_page(c, out, ctx, bufs, 404, p, after, &line),
+        Served::Miss(Lookup::Status(s)) => error_page(c, out, ctx, bufs, s, p, after, &line),
     }
 }
 
@@ -282,6 +261,7 @@ fn redirect(
     h.content_type = Some(crate::http::response::HTML);
     h.content_length = Some(page.len() as u64);
     h.location = Some((req.path, req.query()));
+    h.extra = &ctx.site.headers;
     let body = Outgoing::Static(page, 0);
     if let Some(n) = write_head(out, &h) {
         return plan(c, ctx, 301, n, body, page.len() as u64, after, line);
@@ -295,90 +275,4 @@ fn redirect(
         // Unreachable for a target the parser accepted (see `SPILL_CAP`); closes.
         None => error_reply(c, out, ctx, 414, Persist::Close, After::Linger, None, line),
     }
-}
-
-enum Source {
-    Cached(u32),
-    File(OwnedFd),
-}
-
-/// 200, 206, 304 or 416 for a regular file.
-#[allow(clippy::too_many_arguments)]
-fn file(
-    c: &mut Conn,
-    out: &mut [u8],
-    ctx: &mut Ctx<'_>,
-    req: &Request<'_, '_>,
-    meta: &FileMeta,
-    src: Source,
-    p: Persist,
-    after: After,
-    line: &Line<'_>,
-) {
-    let date = *ctx.date.text();
-    let etag = meta.etag.as_bytes();
-    let mut h = ResponseHead::new(200, &date, p);
-    h.last_modified = Some(&meta.last_modified);
-    h.etag = Some(etag);
-    if precondition_fails(req.if_match(), req.if_unmodified_since(), etag, meta.mtime) {
-        return error_reply(c, out, ctx, 412, p, after, None, line);
-    }
-    if not_modified(
-        req.if_none_match(),
-        req.if_modified_since(),
-        etag,
-        meta.mtime,
-    ) {
-        h.status = 304;
-        let n = write_head(out, &h).unwrap_or(0);
-        return plan(c, ctx, 304, n, Outgoing::Nothing, 0, after, line);
-    }
-    let validated = match req.if_range() {
-        Some(v) => if_range_holds(v, etag, meta.mtime),
-        None => true,
-    };
-    let range = match (req.method, req.range()) {
-        (Method::Get, Some(r)) if validated => evaluate(r, meta.size),
-        _ => RangeAnswer::Full,
-    };
-    let (first, end) = match range {
-        RangeAnswer::Full => (0, meta.size),
-        RangeAnswer::Partial { first, last } => {
-            h.status = 206;
-            h.content_range = Some(ContentRange::Bytes {
-                first,
-                last,
-                len: meta.size,
-            });
-            (first, last + 1)
-        }
-        RangeAnswer::Unsatisfiable => {
-            return error_reply(c, out, ctx, 416, p, after, Some(meta.size), line);
-        }
-    };
-    h.content_type = Some(meta.mime);
-    h.content_length = Some(end - first);
-    h.accept_ranges = true;
-    let n = write_head(out, &h).unwrap_or(0);
-    let (body, len) = match (req.method, src) {
-        (Method::Head, _) => (Outgoing::Nothing, 0),
-        (_, Source::Cached(index)) if ctx.cache.file(index).is_some() => (
-            Outgoing::CachedFile {
-                index,
-                at: first,
-                end,
-            },
-            end - first,
-        ),
-        (_, Source::Cached(index)) => (
-            Outgoing::Cached {
-                index,
-                at: first as usize,
-                end: end as usize,
-            },
-            end - first,
-        ),
-        (_, Source::File(fd)) => (Outgoing::File { fd, at: first, end }, end - first),
-    };
-    plan(c, ctx, h.status, n, body, len, after, line);
 }

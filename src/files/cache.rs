@@ -27,11 +27,16 @@
 //! `fstat` shows no link left (`st_nlink == 0`) is closed at once. An entry in use is
 //! never `fstat`ed by the sweep: its next revalidation notices the deletion.
 //!
+//! Sidecars: an entry's metadata holds its file's usable pre-compressed sidecars
+//! ([`FileMeta::sidecars`]), found when it is loaded and looked for again at each
+//! revalidation, so a hit costs no syscall for them either. A sidecar's bytes are an
+//! entry of their own, under the sidecar's path ([`FileCache::lookup_plain`]).
+//!
 //! Pins: a connection whose response is partly written from an entry pins it; a pinned
 //! entry is never reloaded or replaced, so the bytes (or the descriptor) under a paused
 //! write do not change.
 
-use super::{open, probe, FileMeta, Lookup, Probe, PATH_MAX};
+use super::{open, probe, FileMeta, FileOptions, Lookup, Probe, PATH_MAX};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
 
@@ -100,6 +105,7 @@ pub struct FileCache {
     arena: Vec<u8>,
     file_max: usize,
     revalidate_ms: u64,
+    options: FileOptions,
     /// Running counters.
     pub stats: CacheStats,
 }
@@ -131,8 +137,20 @@ impl FileCache {
             arena: vec![0u8; n * cfg.file_max as usize],
             file_max: cfg.file_max as usize,
             revalidate_ms: cfg.revalidate.as_millis() as u64,
+            options: FileOptions::default(),
             stats: CacheStats::default(),
         }
+    }
+
+    /// The cache describing files with `options` (media types, sidecars looked for).
+    pub fn with_options(mut self, options: FileOptions) -> FileCache {
+        self.options = options;
+        self
+    }
+
+    /// How this cache describes files.
+    pub fn options(&self) -> &FileOptions {
+        &self.options
     }
 
     /// Metadata of a hit entry.
@@ -181,9 +199,39 @@ impl FileCache {
         now_ms: u64,
         scratch: &mut [u8; PATH_MAX + 1],
     ) -> Served {
+        let opts = self.options;
+        self.lookup_as(root, path, now_ms, scratch, &opts)
+    }
+
+    /// [`FileCache::lookup`] of a file served as itself, whose sidecars do not matter
+    /// (a sidecar, an error page): when it is not cached, none are looked for. An entry
+    /// it loads is described as [`FileCache::lookup`] would, so that a path looked up
+    /// both ways always shows the same sidecars.
+    pub fn lookup_plain(
+        &mut self,
+        root: BorrowedFd<'_>,
+        path: &[u8],
+        now_ms: u64,
+        scratch: &mut [u8; PATH_MAX + 1],
+    ) -> Served {
+        let opts = self.options.plain();
+        self.lookup_as(root, path, now_ms, scratch, &opts)
+    }
+
+    /// `uncached`: the options of a lookup the cache does not hold.
+    fn lookup_as(
+        &mut self,
+        root: BorrowedFd<'_>,
+        path: &[u8],
+        now_ms: u64,
+        scratch: &mut [u8; PATH_MAX + 1],
+        uncached: &FileOptions,
+    ) -> Served {
         if self.entries.is_empty() || path.len() > KEY_MAX {
-            return Served::Miss(open(root, path, scratch));
+            return Served::Miss(open(root, path, scratch, uncached));
         }
+        let options = self.options;
+        let opts = &options;
         let index = (hash(path) % self.entries.len() as u64) as u32;
         let e = &mut self.entries[index as usize];
         let same_key = e.meta.is_some() && &e.key[..e.key_len] == path;
@@ -194,7 +242,7 @@ impl FileCache {
         }
         if same_key {
             self.stats.revalidations += 1;
-            match probe(root, path, scratch) {
+            match probe(root, path, scratch, opts) {
                 Probe::File(meta) if self.refresh_if_same(index, &meta, now_ms) => {
                     return Served::Hit(index)
                 }
@@ -203,17 +251,18 @@ impl FileCache {
                 Probe::Other(answer) => return self.store(index, path, answer, now_ms),
             }
         }
-        let found = open(root, path, scratch);
+        let found = open(root, path, scratch, opts);
         self.store(index, path, found, now_ms)
     }
 
     /// Whether a revalidation found the entry's file unchanged (then it is trusted for
-    /// another period).
+    /// another period, with the sidecars found this time).
     fn refresh_if_same(&mut self, index: u32, meta: &FileMeta, now_ms: u64) -> bool {
         let e = &mut self.entries[index as usize];
-        if !e.meta.is_some_and(|m| m.same_file(meta)) {
+        let Some(held) = e.meta.as_mut().filter(|m| m.same_file(meta)) else {
             return false;
-        }
+        };
+        held.sidecars = meta.sidecars;
         e.checked_ms = now_ms;
         e.used_ms = now_ms;
         self.stats.hits += 1;
@@ -234,12 +283,10 @@ impl FileCache {
                 return Served::Miss(other);
             }
         };
-        if ours && e.meta.is_some_and(|m| m.same_file(&meta)) {
-            e.checked_ms = now_ms;
-            e.used_ms = now_ms;
-            self.stats.hits += 1;
+        if ours && self.refresh_if_same(index, &meta, now_ms) {
             return Served::Hit(index);
         }
+        let e = &mut self.entries[index as usize];
         if e.pins > 0 {
             return Served::Miss(Lookup::File(fd, meta));
         }

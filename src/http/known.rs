@@ -3,7 +3,8 @@
 //! Stage: a [`FieldSink`] that `parse.rs` calls once per field line, so the semantic
 //! layer needs no second walk over the slots. Input: a field name and its value (both
 //! already valid tokens and bytes). Output: [`KnownFields`], the raw values as [`Span`]s
-//! of the receive buffer, Content-Length, the transfer codings and connection options,
+//! of the receive buffer, Content-Length, the transfer codings, the connection options
+//! and the accepted content codings,
 //! and the first framing or repetition error. What they add up to (the body framing,
 //! Host syntax, ranges, validators) is decided later by the caller.
 //!
@@ -12,6 +13,7 @@
 //! `request.rs` reports them only once the head is complete, so a syntax error later in
 //! the head, or the head being incomplete, still takes precedence.
 
+use super::encoding::AcceptEncoding;
 use super::error::ErrorKind;
 use super::fields::{content_length, Codings, ConnectionOptions};
 use super::parse::{word, FieldSink};
@@ -80,6 +82,7 @@ enum Known {
     Connection,
     ContentLength,
     TransferEncoding,
+    AcceptEncoding,
 }
 
 impl Known {
@@ -100,6 +103,7 @@ impl Known {
             (10, b'c') => (Known::Connection, b"connection"),
             (13, b'i') => (Known::Once(Raw::IfNoneMatch), b"if-none-match"),
             (14, b'c') => (Known::ContentLength, b"content-length"),
+            (15, b'a') => (Known::AcceptEncoding, b"accept-encoding"),
             (17, b't') => (Known::TransferEncoding, b"transfer-encoding"),
             (17, b'i') => (Known::Once(Raw::IfModifiedSince), b"if-modified-since"),
             (19, b'i') => (Known::Once(Raw::IfUnmodifiedSince), b"if-unmodified-since"),
@@ -140,6 +144,8 @@ pub(crate) struct KnownFields {
     pub(crate) content_length: Option<u64>,
     pub(crate) codings: Codings,
     pub(crate) connection: ConnectionOptions,
+    /// Every `Accept-Encoding` line, combined.
+    pub(crate) accept_encoding: AcceptEncoding,
     /// The first framing error (it closes); later field lines are then not looked at.
     pub(crate) framing_error: Option<ErrorKind>,
     /// The first repeated single-valued field, reported once framing is known.
@@ -169,6 +175,7 @@ impl KnownFields {
             content_length: None,
             codings: Codings::default(),
             connection: ConnectionOptions::default(),
+            accept_encoding: AcceptEncoding::default(),
             framing_error: None,
             repeated: None,
         }
@@ -198,6 +205,7 @@ impl KnownFields {
                 self.content_length = Some(content_length(value)?);
             }
             Known::TransferEncoding => self.codings.add(value)?,
+            Known::AcceptEncoding => self.accept_encoding.add(value),
         }
         Ok(())
     }

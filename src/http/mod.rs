@@ -40,5 +40,6 @@ pub use scan::find_head_end;
 
 pub mod conditional;
 pub mod date;
+pub mod encoding;
 pub mod range;
 pub mod response;

@@ -21,12 +21,15 @@
 //!   `Connection: keep-alive` (and no `close`). `Expect: 100-continue` counts in 1.1 only.
 //! - Range, If-None-Match, If-Modified-Since and If-Range are handed over raw; each must
 //!   appear at most once (the file layer cannot merge lines without allocating).
+//!   Accept-Encoding lines are read as they come (`encoding::AcceptEncoding`), so any
+//!   number of them combine as one list (RFC 9110 §5.3).
 //! - semantic refusals (unknown method, Host, target, path, repeated single fields) keep
 //!   the connection when the request has no body and asked to persist; syntax, framing
 //!   and limit errors always close.
 
 use core::fmt;
 
+use super::encoding::AcceptEncoding;
 use super::error::{ErrorKind, ParseError};
 use super::fields::{expects_continue, valid_host};
 use super::known::{KnownFields, Raw, Span, RAW};
@@ -137,6 +140,8 @@ pub struct Request<'b, 'p> {
     pub keep_alive: bool,
     /// `Expect: 100-continue` in an HTTP/1.1 request.
     pub expect_continue: bool,
+    /// What the `Accept-Encoding` lines accept.
+    pub accept_encoding: AcceptEncoding,
 }
 
 impl<'b> Request<'b, '_> {
@@ -209,6 +214,7 @@ impl fmt::Debug for Request<'_, '_> {
             .field("if_range", &self.if_range())
             .field("if_match", &self.if_match())
             .field("if_unmodified_since", &self.if_unmodified_since())
+            .field("accept_encoding", &self.accept_encoding)
             .field("fields", &self.fields)
             .field("head_len", &self.head_len)
             .finish()
@@ -266,6 +272,7 @@ pub fn parse_request<'b: 'p, 'p>(
         minor,
         keep_alive,
         expect_continue: minor == 1 && expect.is_some_and(expects_continue),
+        accept_encoding: fields.accept_encoding,
     }))
 }
 

@@ -9,6 +9,13 @@
 //! Rules carried here: a 405 carries `Allow: GET, HEAD` (RFC 9110 §15.5.6); a 416 carries
 //! `Content-Range: bytes */len` (§14.4, §15.5.17); a `Location` path is percent-encoded so
 //! the decoded path we hold is sent back as a valid URI reference (RFC 3986 §2.1).
+//!
+//! The operator's lines (`--header`, `--cache-control`) arrive validated and
+//! CRLF-terminated (`site::field`) and are copied as they are. Everything else in the
+//! largest head steerd builds takes at most [`HEAD_BASE_MAX`] bytes plus its media type;
+//! the start-up check keeps the operator's lines within the rest of the head area.
+
+use super::encoding::Coding;
 
 /// The `Connection` field we send, if any.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,9 +67,24 @@ pub struct ResponseHead<'a> {
     pub location: Option<(&'a [u8], Option<&'a [u8]>)>,
     /// Send `Allow: GET, HEAD` (405).
     pub allow: bool,
+    /// `Content-Encoding` of a pre-compressed representation.
+    pub content_encoding: Option<Coding>,
+    /// Send `Vary: Accept-Encoding` (the file has more than one representation).
+    pub vary: bool,
+    /// A `Cache-Control` line, CRLF included.
+    pub cache_control: Option<&'a [u8]>,
+    /// The operator's extra lines, each CRLF-terminated.
+    pub extra: &'a [u8],
     /// The `Connection` field.
     pub persist: Persist,
 }
+
+/// Bytes of a connection's response-head area: every head but a long 301 must fit.
+pub const HEAD_CAP: usize = 1024;
+
+/// Bytes of the largest head steerd builds without its media type and the operator's
+/// lines: a 206 with every field at its longest (checked by a test).
+pub const HEAD_BASE_MAX: usize = 420;
 
 impl<'a> ResponseHead<'a> {
     /// A head with only the status, date and persistence set.
@@ -78,6 +100,10 @@ impl<'a> ResponseHead<'a> {
             content_range: None,
             location: None,
             allow: false,
+            content_encoding: None,
+            vary: false,
+            cache_control: None,
+            extra: b"",
             persist,
         }
     }
@@ -95,6 +121,7 @@ pub fn reason(status: u16) -> &'static str {
         403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
+        406 => "Not Acceptable",
         408 => "Request Timeout",
         411 => "Length Required",
         412 => "Precondition Failed",
@@ -136,6 +163,7 @@ pub fn error_body(status: u16) -> &'static [u8] {
         403 => page!("403", "Forbidden"),
         404 => page!("404", "Not Found"),
         405 => page!("405", "Method Not Allowed"),
+        406 => page!("406", "Not Acceptable"),
         408 => page!("408", "Request Timeout"),
         411 => page!("411", "Length Required"),
         412 => page!("412", "Precondition Failed"),
@@ -269,6 +297,18 @@ pub fn write_head(out: &mut [u8], h: &ResponseHead<'_>) -> Option<usize> {
     if h.allow {
         w.put(b"Allow: GET, HEAD\r\n");
     }
+    if let Some(c) = h.content_encoding {
+        w.put(b"Content-Encoding: ")
+            .put(c.token().as_bytes())
+            .put(b"\r\n");
+    }
+    if h.vary {
+        w.put(b"Vary: Accept-Encoding\r\n");
+    }
+    if let Some(line) = h.cache_control {
+        w.put(line);
+    }
+    w.put(h.extra);
     match h.persist {
         Persist::Implicit => {}
         Persist::KeepAlive => {
@@ -361,12 +401,46 @@ mod tests {
     #[test]
     fn every_error_status_has_a_tidy_page() {
         for s in [
-            400, 403, 404, 405, 408, 412, 413, 414, 416, 431, 500, 501, 503, 505,
+            400, 403, 404, 405, 406, 408, 412, 413, 414, 416, 431, 500, 501, 503, 505,
         ] {
             let body = std::str::from_utf8(error_body(s)).unwrap();
             assert!(body.contains(&format!("{s} {}", reason(s))), "{body}");
             assert!(body.len() < 200);
         }
+    }
+
+    #[test]
+    fn the_largest_head_fits_its_stated_bound() {
+        let etag = [b'x'; 2 + 16 + 1 + 8 + 1 + 16 + 5];
+        let mut h = ResponseHead::new(206, DATE, Persist::KeepAlive);
+        h.content_type = Some(b"");
+        h.content_length = Some(u64::MAX);
+        h.last_modified = Some(DATE);
+        h.etag = Some(&etag);
+        h.accept_ranges = true;
+        h.content_range = Some(ContentRange::Bytes {
+            first: u64::MAX,
+            last: u64::MAX,
+            len: u64::MAX,
+        });
+        h.content_encoding = Some(Coding::Zstd);
+        h.vary = true;
+        let n = head_text(&h).len();
+        assert!(n <= HEAD_BASE_MAX, "{n}");
+        assert!(n + 20 > HEAD_BASE_MAX, "{n}: the bound is loose");
+    }
+
+    #[test]
+    fn operator_lines_go_before_connection() {
+        let mut h = ResponseHead::new(200, DATE, Persist::Close);
+        h.content_encoding = Some(Coding::Gzip);
+        h.vary = true;
+        h.cache_control = Some(b"Cache-Control: no-cache\r\n");
+        h.extra = b"X-A: 1\r\nX-B: 2\r\n";
+        assert!(head_text(&h).ends_with(
+            "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\nCache-Control: no-cache\r\n\
+             X-A: 1\r\nX-B: 2\r\nConnection: close\r\n\r\n"
+        ));
     }
 
     #[test]

@@ -92,7 +92,15 @@ fn masked(a: Ipv4Addr, m: Ipv4Addr) -> Ipv4Addr {
 }
 
 fn read_nic(r: &mut Reader, name: String, topo: &Topology) -> Nic {
-    let dev = format!("class/net/{name}/device");
+    // `numa_node` and `local_cpulist` are on `device`, or on its parent when `device` is
+    // a bus device of its own without them (virtio-net: `device` is `virtioN`, a child of
+    // the PCI function; its interrupts are then found by name in /proc/interrupts).
+    let mut dev = format!("class/net/{name}/device");
+    if r.sys(&format!("{dev}/numa_node")).is_none()
+        && r.sys(&format!("{dev}/../numa_node")).is_some()
+    {
+        dev.push_str("/..");
+    }
     let local_cpus = r.cpulist(&format!("{dev}/local_cpulist"));
     let declared = r
         .sys(&format!("{dev}/numa_node"))

@@ -77,6 +77,7 @@ pub fn config(root: &Path) -> LoopConfig {
             shutdown: Duration::from_secs(5),
         },
         access_log: None,
+        site: Default::default(),
     }
 }
 

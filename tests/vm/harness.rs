@@ -2,14 +2,17 @@
 //! skipped), runs `scripts/vm/run.sh` one guest at a time, and splits the guest's output
 //! into the sections the snippet printed.
 //!
-//! Input: a [`Layout`] and a guest shell snippet. Output: [`Guest`] (status, stdout by
-//! section, stderr, wall time), or `None` after one printed line saying why it skipped.
-//! It asserts nothing about steerd: the tests do.
+//! Input: a [`Layout`] and a guest shell snippet, and optionally ([`Extra`]) more
+//! `run.sh` arguments and a host side that runs while the guest does, following its
+//! stdout. Output: [`Guest`] (status, stdout by section, stderr, wall time), or `None`
+//! after one printed line saying why it skipped. It asserts nothing about steerd: the
+//! tests do.
 
 use super::layout::{Arch, Layout};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -94,10 +97,32 @@ fn missing(arch: Arch) -> Option<String> {
     }
 }
 
+/// What the host does while a guest runs: it is given the file the guest's stdout grows
+/// in and a flag that turns true once the guest has stopped, and must return soon after.
+pub type During<'a> = &'a (dyn Fn(&Path, &AtomicBool) + Sync);
+
+/// More for one boot: `scripts/vm/run.sh` arguments, and a host side run alongside.
+#[derive(Default)]
+pub struct Extra<'a> {
+    pub args: Vec<String>,
+    pub during: Option<During<'a>>,
+}
+
 /// Boots `layout`, runs `snippet` in the guest with steerd and `guest.sh` in its working
 /// directory, and returns what it printed; `None` (after one line on stdout) when the
 /// test has to be skipped here.
 pub fn boot(test: &str, layout: &Layout, snippet: &str, timeout: Duration) -> Option<Guest> {
+    boot_with(test, layout, snippet, timeout, &Extra::default())
+}
+
+/// [`boot`] with `extra`.
+pub fn boot_with(
+    test: &str,
+    layout: &Layout,
+    snippet: &str,
+    timeout: Duration,
+    extra: &Extra,
+) -> Option<Guest> {
     if let Some(why) = missing(layout.arch) {
         println!("skipped {test}: {why}");
         return None;
@@ -110,7 +135,7 @@ pub fn boot(test: &str, layout: &Layout, snippet: &str, timeout: Duration) -> Op
     // stalls the second boot too, and fails.
     let mut attempt = 1;
     let (status, stdout, stderr) = loop {
-        let (status, stdout, stderr) = boot_once(test, layout, snippet, timeout);
+        let (status, stdout, stderr) = boot_once(test, layout, snippet, timeout, extra);
         if (status != 124 && status != 125) || attempt == 2 {
             break (status, stdout, stderr);
         }
@@ -146,15 +171,22 @@ fn split_sections(stdout: &str) -> BTreeMap<String, Vec<String>> {
     sections
 }
 
-/// One boot of `scripts/vm/run.sh`; prints the guest's duration and output size.
+/// One boot of `scripts/vm/run.sh`, with `extra.during` run beside it; prints the guest's
+/// duration and output size.
 fn boot_once(
     test: &str,
     layout: &Layout,
     snippet: &str,
     timeout: Duration,
+    extra: &Extra,
 ) -> (i32, String, String) {
     let started = Instant::now();
-    let out = Command::new(repo().join("scripts/vm/run.sh"))
+    let live = std::env::temp_dir().join(format!("steerd-vm-{}-{test}.out", std::process::id()));
+    let mut command = Command::new(repo().join("scripts/vm/run.sh"));
+    command
+        .args(&extra.args)
+        .args(extra.during.map(|_| "--stdout-file"))
+        .args(extra.during.map(|_| &live))
         .args(["--arch", layout.arch.name(), "--preset", layout.preset])
         .args([
             "--timeout",
@@ -167,8 +199,22 @@ fn boot_once(
         .arg("--file")
         .arg(repo().join("scripts/vm/guest.sh"))
         .arg(format!(". ./guest.sh\n{snippet}"))
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = command
+        .spawn()
         .expect("scripts/vm/run.sh could not be started");
+    let stopped = AtomicBool::new(false);
+    let out = std::thread::scope(|scope| {
+        if let Some(during) = extra.during {
+            scope.spawn(|| during(&live, &stopped));
+        }
+        let out = child.wait_with_output();
+        stopped.store(true, Ordering::Relaxed);
+        out
+    })
+    .expect("waiting for scripts/vm/run.sh");
+    let _ = std::fs::remove_file(&live);
     let status = out.status.code().unwrap_or(-1);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();

@@ -1,0 +1,141 @@
+//! What the operator says about the site's responses, beyond the files themselves:
+//! extra header lines (`--header`), `Cache-Control` by path (`--cache-control`), error
+//! pages (`--error-page`), the single-page-app fallback (`--fallback`,
+//! `--fallback-skip`), media types (`--mime`) and the sidecars looked for
+//! (`--precompressed`).
+//!
+//! Stage: values validated once from the command line (stage 1) and gathered into
+//! [`SiteRules`], then read by the responder for every request without allocating.
+//! Nothing here touches files or sockets: whether the pages exist is the start-up
+//! check's business, and serving them the responder's.
+
+pub mod field;
+pub mod glob;
+pub mod mime;
+
+use crate::http::encoding::Precompressed;
+use field::HeaderLine;
+use glob::Glob;
+
+/// The operator's rules, as the worker reads them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SiteRules {
+    /// Media types: the built-in table and `--mime`.
+    pub types: mime::Types,
+    /// Sidecar codings looked for (`--precompressed`).
+    pub precompressed: Precompressed,
+    /// Every `--header` line, concatenated (CRLF-terminated each).
+    pub headers: Box<[u8]>,
+    /// `--cache-control` rules, in order (the first match wins).
+    pub cache_rules: Vec<CacheRule>,
+    /// `--error-page CODE=PATH`: status and request path of its page.
+    pub error_pages: Vec<(u16, Box<[u8]>)>,
+    /// `--fallback PATH`: the request path answered for a path that does not exist.
+    pub fallback: Option<Box<[u8]>>,
+    /// `--fallback-skip`: extensions (lowercase, no dot) that never fall back.
+    pub fallback_skip: Vec<Box<[u8]>>,
+}
+
+impl SiteRules {
+    /// The page to send with `status`, if one is configured.
+    pub fn error_page(&self, status: u16) -> Option<&[u8]> {
+        self.error_pages
+            .iter()
+            .find(|(s, _)| *s == status)
+            .map(|(_, p)| &**p)
+    }
+
+    /// The fallback's path, when a request for `path` (which does not exist) gets it.
+    pub fn fallback_for(&self, path: &[u8]) -> Option<&[u8]> {
+        let fallback = self.fallback.as_deref()?;
+        let name = path.rsplit(|&b| b == b'/').next().unwrap_or(path);
+        let skipped = memchr::memrchr(b'.', name).is_some_and(|dot| {
+            let ext = &name[dot + 1..];
+            self.fallback_skip
+                .iter()
+                .any(|s| s.eq_ignore_ascii_case(ext))
+        });
+        (!skipped).then_some(fallback)
+    }
+
+    /// Bytes the operator's lines may add to one response head: every `--header` line
+    /// and the longest `--cache-control` line.
+    pub fn head_bytes(&self) -> usize {
+        let longest = self.cache_rules.iter().map(|r| r.line.as_bytes().len());
+        self.headers.len() + longest.max().unwrap_or(0)
+    }
+}
+
+/// One `--cache-control PATTERN=VALUE` rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CacheRule {
+    /// Which request paths it covers.
+    pub glob: Glob,
+    /// The `Cache-Control` line it adds.
+    pub line: HeaderLine,
+}
+
+impl CacheRule {
+    /// Splits `PATTERN=VALUE` at the first `=` and validates both sides.
+    pub fn parse(text: &str) -> Result<CacheRule, &'static str> {
+        let (pattern, value) = text.split_once('=').ok_or("expected PATTERN=VALUE")?;
+        Ok(CacheRule {
+            glob: Glob::parse(pattern)?,
+            line: HeaderLine::cache_control(value)?,
+        })
+    }
+}
+
+/// The `Cache-Control` line of the first rule matching `path`, if any.
+pub fn cache_control<'r>(rules: &'r [CacheRule], path: &[u8]) -> Option<&'r [u8]> {
+    rules
+        .iter()
+        .find(|r| r.glob.matches(path))
+        .map(|r| r.line.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_matching_rule_wins() {
+        let rules: Vec<CacheRule> = ["/assets/**=max-age=31536000, immutable", "*=no-cache"]
+            .iter()
+            .map(|t| CacheRule::parse(t).unwrap())
+            .collect();
+        assert_eq!(
+            cache_control(&rules, b"/assets/app.js"),
+            Some(&b"Cache-Control: max-age=31536000, immutable\r\n"[..])
+        );
+        assert_eq!(
+            cache_control(&rules, b"/index.html"),
+            Some(&b"Cache-Control: no-cache\r\n"[..])
+        );
+        assert_eq!(cache_control(&rules[..1], b"/index.html"), None);
+        for bad in ["*.css", "=no-cache", "*.css=", "a b=x"] {
+            assert!(CacheRule::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn fallback_skips_listed_extensions() {
+        let rules = SiteRules {
+            fallback: Some(Box::from(&b"/index.html"[..])),
+            fallback_skip: vec![Box::from(&b"js"[..]), Box::from(&b"png"[..])],
+            ..SiteRules::default()
+        };
+        let fb = Some(&b"/index.html"[..]);
+        assert_eq!(rules.fallback_for(b"/about"), fb);
+        assert_eq!(rules.fallback_for(b"/docs/intro/"), fb);
+        assert_eq!(
+            rules.fallback_for(b"/v1.2/page"),
+            fb,
+            "only the last segment counts"
+        );
+        assert_eq!(rules.fallback_for(b"/a/app.js"), None);
+        assert_eq!(rules.fallback_for(b"/LOGO.PNG"), None);
+        assert_eq!(rules.fallback_for(b"/app.jsx"), fb);
+        assert_eq!(SiteRules::default().fallback_for(b"/about"), None);
+    }
+}

@@ -73,7 +73,7 @@ pub(super) fn file(
 ) {
     let vary = !meta.sidecars.is_empty();
     let order = ctx.cache.options().precompressed;
-    let rep = match req.accept_encoding.choose(&order, meta.sidecars) {
+    let rep = match req.accept_encoding().choose(&order, meta.sidecars) {
         Choice::Identity => identity(meta, src),
         Choice::Coded(coding) => match sidecar(ctx, bufs, path, coding) {
             Some((meta, src)) => Representation {

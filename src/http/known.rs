@@ -4,7 +4,7 @@
 //! layer needs no second walk over the slots. Input: a field name and its value (both
 //! already valid tokens and bytes). Output: [`KnownFields`], the raw values as [`Span`]s
 //! of the receive buffer, Content-Length, the transfer codings, the connection options
-//! and the accepted content codings,
+//! and where the `Accept-Encoding` lines are,
 //! and the first framing or repetition error. What they add up to (the body framing,
 //! Host syntax, ranges, validators) is decided later by the caller.
 //!
@@ -13,7 +13,6 @@
 //! `request.rs` reports them only once the head is complete, so a syntax error later in
 //! the head, or the head being incomplete, still takes precedence.
 
-use super::encoding::AcceptEncoding;
 use super::error::ErrorKind;
 use super::fields::{content_length, Codings, ConnectionOptions};
 use super::parse::{word, FieldSink};
@@ -144,8 +143,10 @@ pub(crate) struct KnownFields {
     pub(crate) content_length: Option<u64>,
     pub(crate) codings: Codings,
     pub(crate) connection: ConnectionOptions,
-    /// Every `Accept-Encoding` line, combined.
-    pub(crate) accept_encoding: AcceptEncoding,
+    /// The first `Accept-Encoding` line, read when the file layer asks.
+    pub(crate) accept: Span,
+    /// How many `Accept-Encoding` lines there were (saturating).
+    pub(crate) accept_lines: u8,
     /// The first framing error (it closes); later field lines are then not looked at.
     pub(crate) framing_error: Option<ErrorKind>,
     /// The first repeated single-valued field, reported once framing is known.
@@ -175,7 +176,8 @@ impl KnownFields {
             content_length: None,
             codings: Codings::default(),
             connection: ConnectionOptions::default(),
-            accept_encoding: AcceptEncoding::default(),
+            accept: Span::default(),
+            accept_lines: 0,
             framing_error: None,
             repeated: None,
         }
@@ -205,7 +207,12 @@ impl KnownFields {
                 self.content_length = Some(content_length(value)?);
             }
             Known::TransferEncoding => self.codings.add(value)?,
-            Known::AcceptEncoding => self.accept_encoding.add(value),
+            Known::AcceptEncoding => {
+                if self.accept_lines == 0 {
+                    self.accept = Span::of(self.base, value);
+                }
+                self.accept_lines = self.accept_lines.saturating_add(1);
+            }
         }
         Ok(())
     }

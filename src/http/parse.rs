@@ -303,6 +303,18 @@ pub(crate) fn word<const N: usize>(s: &[u8], at: usize) -> [u8; N] {
         .unwrap_or([0; N])
 }
 
+/// The field lines of a head that [`parse_head`] accepted, as (name, value) with OWS
+/// trimmed, for a caller that needs every line of one field again. Lines without a colon
+/// (the request line, blank lines) are skipped; a request line's text before its first
+/// colon holds a space, so it never equals a field name.
+pub(crate) fn field_lines(head: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
+    head.split(|&b| b == b'\n').filter_map(|line| {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let colon = memchr::memchr(b':', line)?;
+        Some((&line[..colon], trim_ows(&line[colon + 1..])))
+    })
+}
+
 /// `value` without leading and trailing SP and HTAB. The value scan let no other byte
 /// at or below SP through, so one compare per end decides (RFC 9112 §5.1 OWS).
 #[inline(always)]

@@ -21,8 +21,8 @@
 //!   `Connection: keep-alive` (and no `close`). `Expect: 100-continue` counts in 1.1 only.
 //! - Range, If-None-Match, If-Modified-Since and If-Range are handed over raw; each must
 //!   appear at most once (the file layer cannot merge lines without allocating).
-//!   Accept-Encoding lines are read as they come (`encoding::AcceptEncoding`), so any
-//!   number of them combine as one list (RFC 9110 §5.3).
+//!   Accept-Encoding is read when the file layer asks (`Request::accept_encoding`), every
+//!   line of it combined as one list (RFC 9110 §5.3).
 //! - semantic refusals (unknown method, Host, target, path, repeated single fields) keep
 //!   the connection when the request has no body and asked to persist; syntax, framing
 //!   and limit errors always close.
@@ -33,7 +33,7 @@ use super::encoding::AcceptEncoding;
 use super::error::{ErrorKind, ParseError};
 use super::fields::{expects_continue, valid_host};
 use super::known::{KnownFields, Raw, Span, RAW};
-use super::parse::{parse_head_into, Header, Status};
+use super::parse::{field_lines, parse_head_into, Header, Status};
 use super::path::normalize;
 
 /// The methods this server recognises (RFC 9110 §9). GET and HEAD are served; the others
@@ -140,8 +140,10 @@ pub struct Request<'b, 'p> {
     pub keep_alive: bool,
     /// `Expect: 100-continue` in an HTTP/1.1 request.
     pub expect_continue: bool,
-    /// What the `Accept-Encoding` lines accept.
-    pub accept_encoding: AcceptEncoding,
+    /// The first `Accept-Encoding` line.
+    accept: Span,
+    /// More than one `Accept-Encoding` line: the head is read again for all of them.
+    accept_many: bool,
 }
 
 impl<'b> Request<'b, '_> {
@@ -190,6 +192,26 @@ impl<'b> Request<'b, '_> {
         self.raw(Raw::IfUnmodifiedSince)
     }
 
+    /// What the `Accept-Encoding` lines accept, all of them combined (RFC 9110 §5.3).
+    /// Read on demand, as the other raw fields are: one line from its span, several by
+    /// walking the head's field lines again.
+    pub fn accept_encoding(&self) -> AcceptEncoding {
+        let mut accepted = AcceptEncoding::default();
+        if !self.accept_many {
+            if let Some(value) = self.accept.get(self.buf) {
+                accepted.add(value);
+            }
+            return accepted;
+        }
+        let head = self.buf.get(..self.head_len).unwrap_or_default();
+        for (name, value) in field_lines(head) {
+            if name.eq_ignore_ascii_case(b"accept-encoding") {
+                accepted.add(value);
+            }
+        }
+        accepted
+    }
+
     fn raw(&self, which: Raw) -> Option<&'b [u8]> {
         self.raw[which as usize].get(self.buf)
     }
@@ -214,7 +236,7 @@ impl fmt::Debug for Request<'_, '_> {
             .field("if_range", &self.if_range())
             .field("if_match", &self.if_match())
             .field("if_unmodified_since", &self.if_unmodified_since())
-            .field("accept_encoding", &self.accept_encoding)
+            .field("accept_encoding", &self.accept_encoding())
             .field("fields", &self.fields)
             .field("head_len", &self.head_len)
             .finish()
@@ -272,7 +294,8 @@ pub fn parse_request<'b: 'p, 'p>(
         minor,
         keep_alive,
         expect_continue: minor == 1 && expect.is_some_and(expects_continue),
-        accept_encoding: fields.accept_encoding,
+        accept: fields.accept,
+        accept_many: fields.accept_lines > 1,
     }))
 }
 
@@ -403,7 +426,44 @@ fn strip_scheme(raw: &[u8]) -> Option<&[u8]> {
 
 #[cfg(test)]
 mod tests {
-    use super::Method;
+    use super::*;
+    use crate::http::MAX_FIELDS;
+
+    /// Accept-Encoding as the file layer reads it: one line from its span, several
+    /// combined in order (the first weight of a coding wins), none absent.
+    #[test]
+    fn accept_encoding_lines_combine() {
+        let lines = |ae: &[&str]| {
+            let mut head = String::from("GET / HTTP/1.1\r\nHost: h\r\n");
+            for line in ae {
+                head.push_str(&format!("accept-ENCODING: {line}\r\nX: 1\r\n"));
+            }
+            head.push_str("\r\n");
+            let mut slots = [Header::EMPTY; MAX_FIELDS];
+            let mut path = [0u8; 64];
+            match parse_request(head.as_bytes(), &mut slots, &mut path) {
+                Ok(Status::Complete(r)) => r.accept_encoding(),
+                other => panic!("{other:?}"),
+            }
+        };
+        let added = |ae: &[&str]| {
+            let mut a = AcceptEncoding::default();
+            for line in ae {
+                a.add(line.as_bytes());
+            }
+            a
+        };
+        for ae in [
+            &[][..],
+            &["gzip"],
+            &[""],
+            &["br;q=0.5", "gzip, br;q=1"],
+            &["identity;q=0", "", "*;q=0.1"],
+        ] {
+            assert_eq!(lines(ae), added(ae), "{ae:?}");
+        }
+        assert_ne!(lines(&["br;q=0", "br"]), added(&["br"]));
+    }
 
     #[test]
     fn method_tokens_round_trip() {

@@ -1,162 +1,135 @@
-//! The access log: one line per request, buffered in a fixed buffer and written at most
-//! once per loop turn (or when the buffer fills), reopened on request (SIGUSR1).
+//! The access log of one worker: lines formatted into a fixed buffer, written when the
+//! buffer fills, at least once a second, when asked to reopen, and at exit.
 //!
-//! Input: what the connection knows when it starts a response (peer, request line,
-//! status, bytes the response carries). Output: appended lines, format
-//! `ADDR - - [DATE] "METHOD TARGET HTTP/1.x" STATUS BYTES` where DATE is the cached
-//! IMF-fixdate. No allocation per line: the buffer is allocated when the log is opened.
+//! Input: a [`Record`] per finished (or cut short) response, the worker's cached `Date`
+//! once per loop turn, and the reopen request (SIGUSR1). Output: lines at the
+//! destination ([`dest`]) in the format `--log-format` chose ([`crate::log_line`]).
+//! The buffer is allocated when the log is opened; recording a line allocates nothing
+//! and makes no syscall unless the buffer is full. A line waits at most
+//! [`FLUSH_AFTER_MS`] plus one loop wake-up (at most 500 ms) before it is written.
 //! A failed write drops the buffered lines (the log must never stall serving).
 
-use rustix::fd::OwnedFd;
-use rustix::fs::{Mode, OFlags};
-use std::net::SocketAddr;
-use std::path::PathBuf;
+pub mod dest;
 
-const BUF: usize = 64 * 1024;
-/// The longest line kept; a longer request target is cut.
-const LINE_MAX: usize = 9 * 1024;
+pub use dest::Dest;
 
-/// What one line says.
-pub struct Entry<'a> {
-    /// Client address, if known.
-    pub peer: Option<SocketAddr>,
-    /// Method token (or `-` when the request did not parse).
-    pub method: &'a [u8],
-    /// Request-target as sent.
-    pub target: &'a [u8],
-    /// Minor HTTP version.
-    pub minor: u8,
-    /// Status sent.
-    pub status: u16,
-    /// Bytes of the response (head and body).
-    pub bytes: u64,
-}
+use crate::config::{LogFormat, LogTarget};
+use crate::http::date::DateCache;
+use crate::log_line::{format_line, syslog, LogClock, Record, LINE_MAX};
+use std::io;
+
+/// Bytes of the per-worker buffer.
+pub const BUF: usize = 64 * 1024;
+/// A buffered line is written once it is this old (checked every loop turn).
+pub const FLUSH_AFTER_MS: u64 = 500;
+
+const ROOM: usize = LINE_MAX + syslog::HEAD_MAX;
 
 /// An open (or disabled) access log.
 pub struct AccessLog {
-    path: Option<PathBuf>,
-    fd: Option<OwnedFd>,
-    buf: Vec<u8>,
-}
-
-struct Fixed<'a> {
-    buf: &'a mut Vec<u8>,
-}
-
-impl core::fmt::Write for Fixed<'_> {
-    fn write_str(&mut self, s: &str) -> core::fmt::Result {
-        if self.buf.len() + s.len() > self.buf.capacity() {
-            return Err(core::fmt::Error);
-        }
-        self.buf.extend_from_slice(s.as_bytes());
-        Ok(())
-    }
+    dest: Dest,
+    format: LogFormat,
+    buf: Box<[u8]>,
+    len: usize,
+    clock: LogClock,
+    pid: u32,
+    /// Loop time of the oldest line not yet written.
+    oldest_ms: Option<u64>,
 }
 
 impl AccessLog {
-    /// Opens `path` for appending (`None`: logging off).
-    pub fn open(path: Option<PathBuf>) -> std::io::Result<AccessLog> {
-        let mut log = AccessLog {
-            fd: None,
-            buf: Vec::with_capacity(if path.is_some() { BUF } else { 0 }),
-            path,
-        };
-        log.reopen()?;
-        Ok(log)
+    /// Opens `target` as the current process; `date` starts the log's clock.
+    pub fn open(target: &LogTarget, format: LogFormat, date: &DateCache) -> io::Result<AccessLog> {
+        let dest = Dest::open(target)?;
+        let size = if dest.is_off() { 0 } else { BUF };
+        Ok(AccessLog {
+            dest,
+            format,
+            buf: vec![0; size].into_boxed_slice(),
+            len: 0,
+            clock: LogClock::new(date),
+            pid: rustix::process::getpid().as_raw_nonzero().get() as u32,
+            oldest_ms: None,
+        })
+    }
+
+    /// A log that records nothing.
+    pub fn off() -> AccessLog {
+        AccessLog {
+            dest: Dest::Off,
+            format: LogFormat::default(),
+            buf: Box::default(),
+            len: 0,
+            clock: LogClock::new(&DateCache::new(0)),
+            pid: 0,
+            oldest_ms: None,
+        }
     }
 
     /// Whether lines are recorded.
     pub fn enabled(&self) -> bool {
-        self.path.is_some()
+        !self.dest.is_off()
     }
 
-    /// Flushes, then opens the path again (after a rotation moved the old file away).
-    pub fn reopen(&mut self) -> std::io::Result<()> {
-        self.flush();
-        if let Some(p) = &self.path {
-            let flags = OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE | OFlags::CLOEXEC;
-            self.fd = Some(rustix::fs::open(p, flags, Mode::from_raw_mode(0o644))?);
-        }
-        Ok(())
+    /// The line format.
+    pub fn format(&self) -> LogFormat {
+        self.format
     }
 
-    /// Appends one line (flushing first if it might not fit).
-    pub fn record(&mut self, e: &Entry<'_>, date: &[u8]) {
+    /// Appends one line (writing the buffer first if the line might not fit).
+    pub fn record(&mut self, rec: &Record<'_>, now_ms: u64) {
         if !self.enabled() {
             return;
         }
-        if self.buf.len() + LINE_MAX > BUF {
+        if self.buf.len() - self.len < ROOM {
             self.flush();
         }
-        let target = &e.target[..e.target.len().min(8 * 1024)];
-        let mut w = Fixed { buf: &mut self.buf };
-        let _ = match e.peer {
-            Some(p) => core::fmt::write(&mut w, format_args!("{}", p.ip())),
-            None => core::fmt::write(&mut w, format_args!("-")),
-        };
-        self.buf.extend_from_slice(b" - - [");
-        self.buf.extend_from_slice(date);
-        self.buf.extend_from_slice(b"] \"");
-        self.buf.extend_from_slice(e.method);
-        self.buf.push(b' ');
-        self.buf.extend_from_slice(target);
-        self.buf.extend_from_slice(b" HTTP/1.");
-        self.buf.push(b'0' + e.minor.min(9));
-        self.buf.extend_from_slice(b"\" ");
-        let mut w = Fixed { buf: &mut self.buf };
-        let _ = core::fmt::write(&mut w, format_args!("{} {}\n", e.status, e.bytes));
-    }
-
-    /// Writes the buffered lines (one `write`, retried on a short write).
-    pub fn flush(&mut self) {
-        let Some(fd) = &self.fd else {
-            self.buf.clear();
+        let Some(free) = self.buf.get_mut(self.len..) else {
             return;
         };
-        let mut done = 0;
-        while done < self.buf.len() {
-            match rustix::io::write(fd, &self.buf[done..]) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => done += n,
-            }
+        let mut head = 0;
+        if self.dest.is_syslog() {
+            let mut out = crate::http::response::Writer::new(free);
+            syslog::frame_head(&self.clock, self.pid, &mut out);
+            head = out.written();
         }
-        self.buf.clear();
+        let n = format_line(self.format, rec, &self.clock, &mut free[head..]);
+        self.len += head + n;
+        self.oldest_ms.get_or_insert(now_ms);
+    }
+
+    /// Once per loop turn: follows the clock, and writes lines that have waited long enough.
+    pub fn tick(&mut self, date: &DateCache, now_ms: u64) {
+        self.clock.update(date);
+        if self
+            .oldest_ms
+            .is_some_and(|t| now_ms.saturating_sub(t) >= FLUSH_AFTER_MS)
+        {
+            self.flush();
+        }
+    }
+
+    /// Writes the buffered lines.
+    pub fn flush(&mut self) {
+        if self.len > 0 {
+            self.dest.write(&self.buf[..self.len]);
+        }
+        self.len = 0;
+        self.oldest_ms = None;
+    }
+
+    /// Flushes, then opens the destination again (after a rotation moved the old file).
+    pub fn reopen(&mut self) -> io::Result<()> {
+        self.flush();
+        self.dest.reopen()
+    }
+}
+
+impl Drop for AccessLog {
+    fn drop(&mut self) {
+        self.flush();
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn lines_and_reopen() {
-        let dir = std::env::temp_dir().join(format!("steerd-log-{}", std::process::id()));
-        let _ = std::fs::create_dir_all(&dir);
-        let path = dir.join("access.log");
-        let _ = std::fs::remove_file(&path);
-        let mut log = AccessLog::open(Some(path.clone())).unwrap();
-        let e = Entry {
-            peer: Some("127.0.0.1:5000".parse().unwrap()),
-            method: b"GET",
-            target: b"/a?b",
-            minor: 1,
-            status: 200,
-            bytes: 123,
-        };
-        log.record(&e, b"Sun, 06 Nov 1994 08:49:37 GMT");
-        log.flush();
-        let text = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(
-            text,
-            "127.0.0.1 - - [Sun, 06 Nov 1994 08:49:37 GMT] \"GET /a?b HTTP/1.1\" 200 123\n"
-        );
-        std::fs::rename(&path, dir.join("old.log")).unwrap();
-        log.reopen().unwrap();
-        log.record(&e, b"d");
-        log.flush();
-        assert!(std::fs::read_to_string(&path)
-            .unwrap()
-            .starts_with("127.0.0.1 - - [d]"));
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-}
+mod tests;

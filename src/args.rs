@@ -8,8 +8,10 @@
 pub mod bench;
 pub mod bpf;
 pub mod duration;
+pub mod logging;
 pub mod site;
 
+use crate::config::Logging;
 pub use crate::config::{SteerPolicy, UserSpec};
 use crate::cpuset::{CpuId, CpuSet};
 use core::fmt;
@@ -111,8 +113,8 @@ pub struct ServeArgs {
     pub send_timeout: Duration,
     /// How long a graceful stop (SIGQUIT) waits for responses in flight.
     pub shutdown_timeout: Duration,
-    /// Access log file; `None` is off.
-    pub access_log: Option<PathBuf>,
+    /// The access log and the client address it names (`args/logging.rs`).
+    pub logging: Logging,
     /// Prometheus metrics endpoint.
     pub metrics: Option<SocketAddr>,
     /// Where `/sys` and `/proc` are read from.
@@ -136,7 +138,7 @@ impl Default for ServeArgs {
             keepalive_timeout: Duration::from_secs(30),
             send_timeout: Duration::from_secs(60),
             shutdown_timeout: Duration::from_secs(30),
-            access_log: None,
+            logging: Logging::default(),
             metrics: None,
             roots: Roots::default(),
             site: site::SiteArgs::default(),
@@ -269,6 +271,7 @@ fn value<'a>(it: &mut impl Iterator<Item = &'a String>, flag: &str) -> Result<&'
 pub fn parse_serve(args: &[String]) -> Result<ServeArgs, ArgsError> {
     let mut out = ServeArgs::default();
     let mut root: Option<PathBuf> = None;
+    let mut logging = logging::LogFlags::default();
     let mut site_errors = Vec::new();
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -282,6 +285,9 @@ pub fn parse_serve(args: &[String]) -> Result<ServeArgs, ArgsError> {
                 None => value(&mut it, name).map(str::to_string),
             }
         };
+        if logging.take(flag, &mut val)? {
+            continue;
+        }
         match flag {
             "--listen" | "-l" => out.listen.push(parse_addr("--listen", &val(flag)?)?),
             "--workers" | "-w" => out.workers = parse_workers(&val(flag)?)?,
@@ -294,7 +300,6 @@ pub fn parse_serve(args: &[String]) -> Result<ServeArgs, ArgsError> {
             "--keepalive-timeout" => out.keepalive_timeout = parse_secs(flag, &val(flag)?)?,
             "--send-timeout" => out.send_timeout = parse_secs(flag, &val(flag)?)?,
             "--shutdown-timeout" => out.shutdown_timeout = parse_secs(flag, &val(flag)?)?,
-            "--access-log" => out.access_log = parse_log(&val(flag)?)?,
             "--metrics" => out.metrics = Some(parse_addr("--metrics", &val(flag)?)?),
             "--sysfs" => out.roots.sysfs = PathBuf::from(val(flag)?),
             "--procfs" => out.roots.procfs = PathBuf::from(val(flag)?),
@@ -313,6 +318,7 @@ pub fn parse_serve(args: &[String]) -> Result<ServeArgs, ArgsError> {
     if let Some(r) = root {
         out.root = r;
     }
+    out.logging = logging.finish()?;
     if out.listen.is_empty() {
         out.listen.push(
             DEFAULT_LISTEN
@@ -416,14 +422,6 @@ fn parse_secs(flag: &str, v: &str) -> Result<Duration, ArgsError> {
     duration::parse(v).or_else(|e| err(format!("{flag} {e}")))
 }
 
-fn parse_log(v: &str) -> Result<Option<PathBuf>, ArgsError> {
-    match v {
-        "off" => Ok(None),
-        "" => err("--access-log: empty path (use off to disable)"),
-        _ => Ok(Some(PathBuf::from(v))),
-    }
-}
-
 /// `steerd --help`
 pub const MAIN_HELP: &str = "\
 steerd: a static HTTP/1.1 server that handles each connection on the CPU where it arrives
@@ -454,8 +452,15 @@ USAGE: steerd [serve] [ROOT] [OPTIONS]
     --keepalive-timeout S     idle keep-alive time (default 30)
     --send-timeout S          longest send stall before closing (default 60)
     --shutdown-timeout S      graceful stop (SIGQUIT) grace period (default 30)
-    --access-log PATH|off     access log (default off)
-    --metrics ADDR:PORT       Prometheus metrics endpoint, served by the master
+    --access-log PATH|-|syslog|off
+                              access log: a file, standard output or /dev/log (default off)
+    --log-format FORMAT       combined, common or json (default combined)
+    --syslog-socket PATH      the socket of --access-log syslog (default /dev/log)
+    --real-ip-from CIDR       trusted proxy network; repeatable: the client is the last
+                              X-Forwarded-For address (or the PROXY header's)
+    --proxy-protocol          connections begin with a PROXY v1/v2 header (needs --real-ip-from)
+    --metrics ADDR:PORT       dashboard (/), /status.json and Prometheus /metrics, served
+                              by the master
     --precompressed LIST|off  serve F.br, F.zst, F.gz for F when accepted (default br,zstd,gzip)
     --header 'NAME: VALUE'    add to every 2xx, 3xx and 304 response; repeatable
     --cache-control PAT=VAL   Cache-Control for paths matching PAT (* in a segment, **

@@ -13,6 +13,10 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod logging;
+
+pub use logging::{Cidr, CidrError, LogFormat, LogTarget, Logging, DEV_LOG};
+
 /// Which program steers new connections to listeners.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SteerPolicy {
@@ -68,8 +72,8 @@ pub struct Serving {
     pub max_conns: u32,
     /// The connection deadlines.
     pub timeouts: Timeouts,
-    /// Access log file; `None` is off.
-    pub access_log: Option<PathBuf>,
+    /// The access log and the client address it names.
+    pub logging: Logging,
     /// Prometheus metrics endpoint.
     pub metrics: Option<SocketAddr>,
     /// User to become after binding.

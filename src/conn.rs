@@ -16,7 +16,13 @@
 //! - HTTP/1.0 without keep-alive and `Connection: close` close after the response;
 //! - after an error that must close (400, 413, 414, 431, 505, framing errors) the write
 //!   side is shut, and the connection lingers reading and discarding input until the peer
-//!   closes or the linger timeout fires, so the client reads the answer instead of a reset.
+//!   closes or the linger timeout fires, so the client reads the answer instead of a reset;
+//! - with `--proxy-protocol` a connection first waits in `Proxy` for its PROXY header
+//!   (haproxy's v1 or v2, in as many pieces as it comes); a bad or truncated one closes
+//!   without a response;
+//! - a response's access-log line is written when it is finished, or by [`abandon`] when
+//!   the connection ends before that (cut short), with the body bytes really written; the
+//!   request's bytes stay in the receive area until then (`logged.rs`).
 //!
 //! Fairness: one call of [`advance`] answers at most [`REQUEST_BUDGET`] requests and
 //! moves at most about [`BYTE_BUDGET`] bytes; then it returns [`Next::Yield`] with the
@@ -34,22 +40,25 @@
 //! so no extra read that would return `EAGAIN` is made.
 
 mod file;
+mod logged;
 mod record;
 mod respond;
 
 use crate::access_log::AccessLog;
+use crate::client_addr::parse_proxy_header;
 use crate::files::cache::FileCache;
 use crate::files::PATH_MAX;
 use crate::http::date::DateCache;
-use crate::http::{find_head_end, MAX_HEAD, MAX_TARGET};
+use crate::http::{find_head_end, Status, MAX_HEAD, MAX_TARGET};
 use crate::site::SiteRules;
 use crate::stats::WorkerCounters;
 use crate::timers::{Kind, Timers};
 use core::sync::atomic::Ordering::Relaxed;
+use logged::SPILL_AT;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::io::{Errno, IoSlice};
 use rustix::net::{SendAncillaryBuffer, SendFlags, Shutdown};
-use std::net::SocketAddr;
+use std::net::IpAddr;
 
 /// Bytes of the response-head area of a slot.
 pub const OUT_CAP: usize = crate::http::response::HEAD_CAP;
@@ -60,7 +69,8 @@ pub const SLOT_BYTES: usize = OUT_CAP + IN_CAP;
 /// Bytes of the worker's spill area for a response head too long for a slot's head area:
 /// only a 301 whose `Location` repeats a long target (at most [`MAX_TARGET`] + 1 bytes,
 /// since the target's bytes are all `pchar` and re-encode to no more bytes than they came
-/// from). It is copied to the front of the slot's receive area, which must hold it.
+/// from). It is copied to the back of the slot's receive area (from `SPILL_AT`), which
+/// must hold it.
 pub const SPILL_CAP: usize = MAX_TARGET + OUT_CAP;
 const _: () = assert!(SPILL_CAP <= IN_CAP);
 /// Largest `sendfile` count per call (the socket buffer bounds it anyway).
@@ -75,6 +85,8 @@ pub const BYTE_BUDGET: u64 = 2 << 20;
 pub enum Awaiting {
     /// Nothing: the slot is free.
     Free,
+    /// The PROXY protocol header that must begin the connection (`--proxy-protocol`).
+    Proxy,
     /// The bytes of a request head.
     Head,
     /// `left` more body bytes of a GET/HEAD, to discard.
@@ -150,8 +162,23 @@ pub struct Conn {
     /// The peer shut its write side: keep reading after short reads to see the EOF
     /// (no new edge will announce it).
     pub peer_shut: bool,
-    /// The client's address (for the access log).
-    pub peer: Option<SocketAddr>,
+    /// The client's address: the peer's, or the one its PROXY header gave.
+    pub client: Option<IpAddr>,
+    /// The peer is a trusted proxy whose `X-Forwarded-For` names the client.
+    forwarded: bool,
+    /// The connection arrived on the worker's own CPU.
+    local: bool,
+    /// A response is planned and not yet finished.
+    responding: bool,
+    /// Body bytes of the current response written so far.
+    body_sent: u64,
+    /// What the log line of the current response will say.
+    pending: Option<logged::Pending>,
+    /// Microsecond clock when the current request began (0: not yet; json only).
+    started_us: u64,
+    /// Bytes of the answered head, dropped from the receive area once its response is
+    /// finished (the log reads them until then).
+    answered: usize,
     in_len: usize,
     scanned: usize,
     head_len: usize,
@@ -173,7 +200,14 @@ impl Conn {
             readable: false,
             writable: false,
             peer_shut: false,
-            peer: None,
+            client: None,
+            forwarded: false,
+            local: false,
+            responding: false,
+            body_sent: 0,
+            pending: None,
+            started_us: 0,
+            answered: 0,
             in_len: 0,
             scanned: 0,
             head_len: 0,
@@ -186,13 +220,19 @@ impl Conn {
         }
     }
 
-    /// Takes a freshly accepted socket: waits for a head, assumed readable and writable
-    /// (with `TCP_DEFER_ACCEPT` the request is normally already there).
-    pub fn open(&mut self, fd: OwnedFd, peer: Option<SocketAddr>) {
+    /// Takes a freshly accepted socket: waits for a head (or a PROXY header), assumed
+    /// readable and writable (with `TCP_DEFER_ACCEPT` the request is normally already
+    /// there).
+    pub fn open(&mut self, fd: OwnedFd, arrival: Arrival) {
         *self = Conn::free();
         self.fd = Some(fd);
-        self.peer = peer;
-        self.awaiting = Awaiting::Head;
+        self.client = arrival.peer;
+        self.forwarded = arrival.forwarded;
+        self.local = arrival.local;
+        self.awaiting = match arrival.proxy_header {
+            true => Awaiting::Proxy,
+            false => Awaiting::Head,
+        };
         self.readable = true;
         self.writable = true;
     }
@@ -209,6 +249,26 @@ impl Conn {
     }
 }
 
+/// What the loop knows about a connection when it accepts it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Arrival {
+    /// The peer's address.
+    pub peer: Option<IpAddr>,
+    /// It arrived on the worker's own CPU.
+    pub local: bool,
+    /// The peer is a trusted proxy whose `X-Forwarded-For` names the client.
+    pub forwarded: bool,
+    /// The connection must begin with a PROXY header (the peer is trusted to send one).
+    pub proxy_header: bool,
+}
+
+/// A connection the loop closes (timeout, stop) or that failed while a response was
+/// being written: that response was cut short; count it and log it with the bytes that
+/// went out. `buf` is the slot's arena region.
+pub fn abandon(c: &mut Conn, buf: &[u8], ctx: &mut Ctx<'_>) {
+    logged::end(c, buf.get(OUT_CAP..).unwrap_or(&[]), ctx, true);
+}
+
 /// Per-worker state every connection uses.
 pub struct Ctx<'a> {
     /// The served root.
@@ -223,6 +283,10 @@ pub struct Ctx<'a> {
     pub counters: &'a WorkerCounters,
     /// Access log.
     pub log: AccessLog,
+    /// The worker's index (for the log).
+    pub worker: u32,
+    /// The worker's CPU (for the log).
+    pub cpu: u32,
     /// Deadlines.
     pub timers: Timers,
     /// Graceful stop in progress: no more keep-alive.
@@ -350,6 +414,38 @@ fn transition(
         match c.awaiting {
             // A free slot has nothing to do.
             Awaiting::Free => return Next::Close,
+            // The PROXY header: take a complete one, else read more (header deadline
+            // runs); a bad or truncated one closes without a response.
+            Awaiting::Proxy => {
+                if c.in_len > 0 {
+                    match parse_proxy_header(&inb[..c.in_len]) {
+                        Ok(Status::Complete(h)) => {
+                            if let Some(source) = h.source {
+                                c.client = Some(source.ip());
+                            }
+                            consume(c, inb, h.len);
+                            c.awaiting = Awaiting::Head;
+                            continue;
+                        }
+                        Ok(Status::Partial) => {}
+                        Err(_) => return refuse_proxy(ctx),
+                    }
+                }
+                if !c.readable {
+                    return Next::Park;
+                }
+                match read_some(fd, &mut inb[c.in_len..]) {
+                    Read::Data(n) => {
+                        c.readable = n == IN_CAP - c.in_len || c.peer_shut;
+                        c.in_len += n;
+                    }
+                    Read::Eof => return refuse_proxy(ctx),
+                    Read::Blocked => {
+                        c.readable = false;
+                        return Next::Park;
+                    }
+                }
+            }
             // A head: answer a complete buffered one, else read more (header deadline runs).
             Awaiting::Head => {
                 if c.in_len > 0 && head_ready(c, inb) {
@@ -359,14 +455,16 @@ fn transition(
                     match respond::request(c, out, &inb[..c.in_len], ctx, s) {
                         Some(used) => {
                             budget.requests -= 1;
-                            // Answered: no deadline until it waits again.
+                            // Answered: no deadline until it waits again. The head stays
+                            // until its response is finished (the log reads it).
                             ctx.timers.disarm(slot);
-                            consume(c, inb, used);
+                            c.answered = used;
                             if c.head_spilled {
                                 // The connection closes after this answer: the receive
                                 // area holds the head instead of further input.
                                 c.in_len = 0;
-                                inb[..c.head_len].copy_from_slice(&s.spill[..c.head_len]);
+                                inb[SPILL_AT..SPILL_AT + c.head_len]
+                                    .copy_from_slice(&s.spill[..c.head_len]);
                             }
                             continue;
                         }
@@ -379,9 +477,10 @@ fn transition(
                 match read_some(fd, &mut inb[c.in_len..]) {
                     Read::Data(n) => {
                         let space = IN_CAP - c.in_len;
-                        // The first bytes of a head start its deadline.
+                        // The first bytes of a head start its deadline (and its duration).
                         if c.in_len == 0 || ctx.timers.kind(slot) == Some(Kind::Idle) {
                             ctx.timers.arm(slot, Kind::Header, ctx.now_ms);
+                            c.started_us = logged::stamp(ctx);
                         }
                         c.in_len += n;
                         c.readable = n == space || c.peer_shut;
@@ -430,7 +529,11 @@ fn transition(
                 if !c.writable {
                     return Next::Park;
                 }
-                let head_area: &mut [u8] = if c.head_spilled { inb } else { out };
+                let head_area: &mut [u8] = if c.head_spilled {
+                    &mut inb[SPILL_AT..]
+                } else {
+                    out
+                };
                 match send_some(fd, c, head_area, ctx, &mut budget) {
                     Sent::Done => {
                         if finish_response(slot, c, fd, inb, ctx) == Next::Close {
@@ -471,6 +574,12 @@ fn transition(
             }
         }
     }
+}
+
+/// A missing, bad or truncated PROXY header: close without a response, counted.
+fn refuse_proxy(ctx: &Ctx<'_>) -> Next {
+    ctx.counters.proxy_refused.fetch_add(1, Relaxed);
+    Next::Close
 }
 
 /// Whether the buffered bytes may hold a complete head (or enough to refuse one).
@@ -529,10 +638,13 @@ fn finish_response(
     slot: u32,
     c: &mut Conn,
     fd: BorrowedFd<'_>,
-    inb: &[u8],
+    inb: &mut [u8],
     ctx: &mut Ctx<'_>,
 ) -> Next {
     drop_body(c, &mut ctx.cache);
+    logged::end(c, inb, ctx, false);
+    let answered = core::mem::take(&mut c.answered);
+    consume(c, inb, answered);
     match c.after {
         After::KeepAlive if !ctx.draining => {
             if c.discard > 0 {
@@ -687,13 +799,14 @@ fn body_rest<'c>(body: &Outgoing, cache: &'c FileCache) -> &'c [u8] {
     }
 }
 
-/// Accounts `n` written bytes: head first, then the in-memory body. (`sendfile` moves a
-/// `File` body's offset itself.)
+/// Accounts `n` written bytes: head first, then the body (`sendfile` moves a file body's
+/// offset itself; the body bytes are counted here for every kind).
 fn advance_sent(c: &mut Conn, mut n: usize) {
     let head_left = c.head_len - c.head_sent;
     let h = n.min(head_left);
     c.head_sent += h;
     n -= h;
+    c.body_sent += n as u64;
     match &mut c.body {
         Outgoing::Static(_, at) => *at += n,
         Outgoing::Cached { at, .. } => *at += n,
@@ -716,11 +829,16 @@ mod tests {
         scratch: Scratch,
         counters: &'static WorkerCounters,
         cache: Option<FileCache>,
+        log: Option<AccessLog>,
         dir: std::path::PathBuf,
         root: OwnedFd,
     }
 
     fn fixture(name: &str) -> Fixture {
+        fixture_with(name, Arrival::default())
+    }
+
+    fn fixture_with(name: &str, arrival: Arrival) -> Fixture {
         let dir = std::env::temp_dir().join(format!("steerd-conn-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -738,7 +856,7 @@ mod tests {
         let (ours, peer) = UnixStream::pair().unwrap();
         ours.set_nonblocking(true).unwrap();
         let mut conn = Conn::free();
-        conn.open(OwnedFd::from(ours), None);
+        conn.open(OwnedFd::from(ours), arrival);
         Fixture {
             conn,
             buf: vec![0; SLOT_BYTES],
@@ -750,6 +868,7 @@ mod tests {
                 file_max: 1024,
                 revalidate: std::time::Duration::from_secs(1),
             })),
+            log: Some(AccessLog::off()),
             dir,
             root,
         }
@@ -757,30 +876,47 @@ mod tests {
 
     impl Fixture {
         fn step(&mut self) -> Next {
-            let cache = self.cache.take().expect("cache");
+            self.conn.readable = true;
+            self.conn.writable = true;
+            self.with_ctx(|f, ctx| advance(0, &mut f.conn, &mut f.buf, ctx, &mut f.scratch))
+        }
+
+        /// Runs `run` with the worker state this fixture keeps between steps.
+        fn with_ctx<T>(&mut self, run: impl FnOnce(&mut Fixture, &mut Ctx<'_>) -> T) -> T {
+            let root = self.root.try_clone().unwrap();
             let rules = SiteRules::default();
             let mut ctx = Ctx {
-                root: self.root.as_fd(),
-                cache,
+                root: root.as_fd(),
+                cache: self.cache.take().expect("cache"),
                 date: DateCache::new(0),
                 now_ms: 0,
                 counters: self.counters,
-                log: AccessLog::open(None).unwrap(),
+                log: self.log.take().expect("log"),
+                worker: 0,
+                cpu: 0,
                 timers: Timers::new(1, [1000; 4]),
                 draining: false,
                 site: &rules,
             };
-            self.conn.readable = true;
-            self.conn.writable = true;
-            let next = advance(
-                0,
-                &mut self.conn,
-                &mut self.buf,
-                &mut ctx,
-                &mut self.scratch,
-            );
+            let out = run(self, &mut ctx);
             self.cache = Some(ctx.cache);
-            next
+            self.log = Some(ctx.log);
+            out
+        }
+
+        /// Logs in `format` to a file of the fixture; returns its path.
+        fn log_to_file(&mut self, format: crate::config::LogFormat) -> std::path::PathBuf {
+            let path = self.dir.join("access.log");
+            let target = crate::config::LogTarget::File(path.clone());
+            self.log = Some(AccessLog::open(&target, format, &DateCache::new(0)).unwrap());
+            path
+        }
+
+        /// The log's lines so far.
+        fn logged(&mut self, path: &std::path::Path) -> Vec<String> {
+            self.log.as_mut().unwrap().flush();
+            let text = std::fs::read_to_string(path).unwrap();
+            text.lines().map(str::to_string).collect()
         }
 
         fn answer(&mut self) -> String {
@@ -954,5 +1090,114 @@ mod tests {
         let mut f = fixture("free");
         f.conn = Conn::free();
         assert_eq!(f.step(), Next::Close);
+    }
+
+    fn json(line: &str) -> serde_json::Value {
+        serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))
+    }
+
+    fn proxied() -> Arrival {
+        Arrival {
+            peer: Some("127.0.0.1".parse().unwrap()),
+            proxy_header: true,
+            ..Arrival::default()
+        }
+    }
+
+    #[test]
+    fn a_proxy_header_in_pieces_then_the_request() {
+        let mut f = fixture_with("proxy", proxied());
+        assert_eq!(f.step(), Next::Park, "nothing yet (no deferred accept)");
+        assert_eq!(f.conn.awaiting, Awaiting::Proxy);
+        f.peer.write_all(b"PROXY TCP4 203.0.113.9 ").unwrap();
+        assert_eq!(f.step(), Next::Park);
+        assert_eq!(f.conn.awaiting, Awaiting::Proxy, "still partial");
+        f.peer
+            .write_all(b"127.0.0.1 40000 80\r\nGET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        assert_eq!(f.step(), Next::Park);
+        assert!(f.answer().ends_with("\r\n\r\nabc"));
+        assert_eq!(f.conn.client, Some("203.0.113.9".parse().unwrap()));
+        assert_eq!(f.conn.awaiting, Awaiting::Head);
+    }
+
+    #[test]
+    fn a_bad_or_truncated_proxy_header_closes_without_a_response() {
+        let mut f = fixture_with("proxybad", proxied());
+        f.peer.write_all(b"GET /a.txt HTTP/1.1\r\n\r\n").unwrap();
+        assert_eq!(f.step(), Next::Close);
+        let mut f = fixture_with("proxycut", proxied());
+        f.peer.write_all(b"PROXY TCP4 203.0").unwrap();
+        assert_eq!(f.step(), Next::Park);
+        f.peer.shutdown(std::net::Shutdown::Write).unwrap();
+        assert_eq!(f.step(), Next::Close, "EOF in the middle of the header");
+        assert_eq!(f.counters.proxy_refused.load(Relaxed), 1);
+    }
+
+    #[test]
+    fn pipelined_lines_name_their_own_requests() {
+        let mut f = fixture("logpipe");
+        let log = f.log_to_file(crate::config::LogFormat::Json);
+        f.peer
+            .write_all(
+                b"GET /a.txt?1 HTTP/1.1\r\nHost: t\r\nUser-Agent: one\r\n\r\n\
+                  GET /nope?2 HTTP/1.1\r\nHost: t\r\nReferer: http://r/\r\n\r\n",
+            )
+            .unwrap();
+        assert_eq!(f.step(), Next::Park);
+        let lines = f.logged(&log);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        let (a, b) = (json(&lines[0]), json(&lines[1]));
+        assert_eq!(a["request"], "GET /a.txt?1 HTTP/1.1");
+        assert_eq!(
+            (a["status"].as_u64(), a["body_bytes"].as_u64()),
+            (Some(200), Some(3))
+        );
+        assert_eq!(a["user_agent"], "one");
+        assert_eq!(b["request"], "GET /nope?2 HTTP/1.1");
+        assert_eq!(b["status"], 404);
+        assert_eq!(b["referer"], "http://r/");
+        assert_eq!(b["user_agent"], serde_json::Value::Null);
+        assert_eq!(a["cut_short"], false);
+    }
+
+    #[test]
+    fn a_spilled_redirect_is_logged_with_its_long_target() {
+        let mut f = fixture("logspill");
+        std::fs::create_dir(f.dir.join("d")).unwrap();
+        let log = f.log_to_file(crate::config::LogFormat::Common);
+        let target = format!("/d?{}", "q".repeat(900));
+        let req = format!("GET {target} HTTP/1.1\r\nHost: t\r\n\r\n");
+        f.peer.write_all(req.as_bytes()).unwrap();
+        assert_eq!(f.step(), Next::Park);
+        assert!(f.answer().starts_with("HTTP/1.1 301 "));
+        let lines = f.logged(&log);
+        assert_eq!(lines.len(), 1);
+        assert!(
+            lines[0].contains(&format!("\"GET {target} HTTP/1.1\" 301 ")),
+            "{lines:?}"
+        );
+    }
+
+    #[test]
+    fn a_response_cut_short_is_logged_with_the_bytes_written() {
+        let mut f = fixture("logcut");
+        let log = f.log_to_file(crate::config::LogFormat::Json);
+        f.peer
+            .write_all(b"GET /big HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        assert_eq!(f.step(), Next::Park);
+        assert_eq!(f.conn.awaiting, Awaiting::Send);
+        let sent = f.conn.body_sent;
+        assert!(sent > 0 && sent < 8 << 20, "{sent}");
+        // The loop gives up on it (a timeout, a stop): the line says how far it got.
+        f.with_ctx(|f, ctx| abandon(&mut f.conn, &f.buf, ctx));
+        let lines = f.logged(&log);
+        let v = json(&lines[0]);
+        assert_eq!(v["body_bytes"].as_u64(), Some(sent));
+        assert_eq!(v["cut_short"], true);
+        assert_eq!(f.counters.cut_short.load(Relaxed), 1);
+        f.with_ctx(|f, ctx| abandon(&mut f.conn, &f.buf, ctx));
+        assert_eq!(f.counters.cut_short.load(Relaxed), 1, "counted once");
     }
 }

@@ -15,9 +15,11 @@
 //!                                                         each made on that worker's CPU;
 //!                                                         program attached after the last listen)
 //! Serving + Plan + program ---------> master: fork, pin, supervise -> worker -> serve_loop
-//! serve_loop: event (epoll), timers, access_log -> conn (state machine)
+//! serve_loop: event (epoll), timers, access_log (log_line) -> conn (state machine,
+//!         client_addr for PROXY headers and X-Forwarded-For)
 //!         -> http (parser, response) and files (openat2 under the root, sendfile)
-//! every stage ----------------------> stats (shared counters) -> metrics, check output
+//! every stage ----------------------> stats (shared counters) -> metrics, check output,
+//!                                     dashboard (page, status.json)
 //! ```
 //!
 //! The serving runtime is declared from the bottom up (files first, the master last),
@@ -38,7 +40,8 @@
 
 // Foundations: raw calls rustix lacks (the only `unsafe`), one-line logging, CPU ids and
 // sets; HTTP (parser, response heads, dates, ranges, codings) and the operator's site
-// rules, pure values both; the serving configuration as plain values; hand-written JSON.
+// rules, pure values both; the serving configuration as plain values; hand-written JSON
+// and SVG.
 pub mod sys;
 
 pub mod say;
@@ -52,6 +55,8 @@ pub mod site;
 pub mod config;
 
 pub mod json;
+
+pub mod svg;
 
 // Stage 1: flags to a validated command (no syscalls).
 pub mod args;
@@ -72,13 +77,19 @@ pub mod listen;
 // Files under the root: openat2, metadata, the small-file cache.
 pub mod files;
 
+// The real client address behind a proxy: PROXY headers, X-Forwarded-For.
+pub mod client_addr;
+
+// Access log lines (combined, common, json) and their syslog framing.
+pub mod log_line;
+
 // epoll readiness with generation-checked tokens.
 pub mod event;
 
 // Connection deadlines, one FIFO per timeout kind.
 pub mod timers;
 
-// The access log, buffered and written once per loop turn.
+// The access log: a per-worker buffer written to a file, standard output or syslog.
 pub mod access_log;
 
 // Counters shared by master and workers; the metrics text and its server.
@@ -98,6 +109,10 @@ pub mod user;
 
 // A worker: pin, verify, open the root, run the loop.
 pub mod worker;
+
+// What the master answers on the metrics address: the dashboard page, status.json, the
+// Prometheus text.
+pub mod dashboard;
 
 // The master: pin, bind, fork, supervise, signals, privileges, metrics.
 pub mod master;

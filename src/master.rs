@@ -5,7 +5,8 @@
 //! `hash`). Output: exit once stopped. The master never serves HTTP; it holds every
 //! listener fd for its whole life (so a dead worker's group slot never moves), forks one
 //! worker per plan entry, restarts the ones that die on the same CPU with the same
-//! listener, and answers `--metrics` scrapes.
+//! listener, and answers on the `--metrics` address (the dashboard, `/status.json`,
+//! `/metrics`).
 //!
 //! Signals are those nginx users know (`ngx_process_cycle.c`): the handlers only count
 //! deliveries (`sys::count_signals`); this loop reads the counters.
@@ -18,6 +19,7 @@
 //! accept connections (serve_loop.rs in each worker).
 
 use crate::config::{Serving, SteerPolicy};
+use crate::dashboard::{self, status::Status, Document};
 use crate::listen::{self, Listeners, SocketOptions};
 use crate::plan::Plan;
 use crate::signals::{self, requested_stop, Stop};
@@ -97,11 +99,13 @@ impl MasterError {
 }
 
 /// Runs the server until a stop signal: bring-up, then supervision. `program` is the
-/// steering program for `plan.steer` (`None` for hash). Startup lines go to stderr.
+/// steering program for `plan.steer` (`None` for hash); `status` the fixed part of the
+/// dashboard's `/status.json` (with `--metrics`). Startup lines go to stderr.
 pub fn run(
     cfg: &Serving,
     plan: &Plan,
     program: Option<&[asm_bpf::Insn]>,
+    status: Option<Status>,
 ) -> Result<(), MasterError> {
     sys::count_signals(&signals::COUNTED).map_err(MasterError::Signals)?;
     // `--user` is resolved before anything is bound: a bad name binds nothing.
@@ -123,7 +127,12 @@ pub fn run(
     worker::open_root(&cfg.root).map_err(|e| MasterError::Root(cfg.root.clone(), e))?;
     // Two blocks per worker: one per generation (see `Slot::block`).
     let counters = SharedCounters::new(2 * plan.workers.len()).map_err(MasterError::Counters)?;
-    let mut sup = Supervisor::new(cfg, plan, &listeners, &counters, metrics.as_ref());
+    let status = status.map(|mut s| {
+        s.in_force(&listeners.addrs(), policy.name());
+        s
+    });
+    let metrics = metrics.as_ref().zip(status.as_ref());
+    let mut sup = Supervisor::new(cfg, plan, &listeners, &counters, metrics);
     sup.start_all()?;
     sup.supervise();
     Ok(())
@@ -295,7 +304,8 @@ struct Supervisor<'a> {
     plan: &'a Plan,
     listeners: &'a Listeners,
     counters: &'a SharedCounters,
-    metrics: Option<&'a OwnedFd>,
+    /// The metrics listener and the status document it serves.
+    metrics: Option<(&'a OwnedFd, &'a Status)>,
     slots: Vec<Slot>,
     /// Workers of an older generation (after HUP) that are stopping gracefully, with
     /// their counter block.
@@ -311,7 +321,7 @@ impl<'a> Supervisor<'a> {
         plan: &'a Plan,
         listeners: &'a Listeners,
         counters: &'a SharedCounters,
-        metrics: Option<&'a OwnedFd>,
+        metrics: Option<(&'a OwnedFd, &'a Status)>,
     ) -> Self {
         let slots = (0..plan.workers.len())
             .map(|i| Slot {
@@ -343,7 +353,7 @@ impl<'a> Supervisor<'a> {
     /// once its counters are reset).
     fn spawn(&mut self, i: usize) -> io::Result<()> {
         let mut close = self.listeners.raw_fds_not_of(i);
-        close.extend(self.metrics.map(|m| m.as_raw_fd()));
+        close.extend(self.metrics.map(|(m, _)| m.as_raw_fd()));
         let start = WorkerStart {
             plan: self.plan.workers[i],
             listeners: self.listeners.of_worker(i),
@@ -532,7 +542,7 @@ impl<'a> Supervisor<'a> {
             tv_nsec: i64::from(timeout.subsec_nanos()),
         };
         let mut fds = match self.metrics {
-            Some(m) => self.responder.poll_fds(m.as_fd()),
+            Some((m, _)) => self.responder.poll_fds(m.as_fd()),
             None => Vec::new(),
         };
         let _ = rustix::event::poll(&mut fds, Some(&ts));
@@ -540,16 +550,22 @@ impl<'a> Supervisor<'a> {
 
     /// Accepts and moves every metrics client as far as it can go without waiting.
     fn answer_metrics(&mut self) {
-        let Some(m) = self.metrics else { return };
+        let Some((m, status)) = self.metrics else {
+            return;
+        };
         let (workers, counters) = (&self.plan.workers, self.counters);
-        let body = || {
+        let render = |doc| {
             let n = workers.len();
             let merged: Vec<stats::WorkerCounters> = (0..n)
                 .map(|i| stats::merged(counters.get(i), counters.get(i + n)))
                 .collect();
-            stats::render(workers, merged.iter())
+            match doc {
+                Document::Metrics => stats::render(workers, merged.iter()),
+                Document::Status => status.render(workers, merged.iter()),
+            }
         };
-        if let Err(e) = self.responder.service(m.as_fd(), Instant::now(), body) {
+        let answer = |head: &[u8]| dashboard::reply(head, render);
+        if let Err(e) = self.responder.service(m.as_fd(), Instant::now(), answer) {
             crate::say!("metrics: {e}");
         }
     }
@@ -688,7 +704,7 @@ mod tests {
                 send: second,
                 shutdown: second,
             },
-            access_log: None,
+            logging: Default::default(),
             metrics: None,
             user: None,
             site: Default::default(),

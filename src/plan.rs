@@ -339,7 +339,7 @@ pub fn serving(args: ServeArgs) -> Serving {
             send: args.send_timeout,
             shutdown: args.shutdown_timeout,
         },
-        access_log: args.access_log,
+        logging: args.logging,
         metrics: args.metrics,
         user: args.user,
         site: args.site.rules(),

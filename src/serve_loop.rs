@@ -31,8 +31,8 @@
 //! `accept4`, `getsockopt(SO_INCOMING_CPU)`, `read`, `send`, `close` and nothing else.
 
 use crate::access_log::AccessLog;
-use crate::config::Timeouts;
-use crate::conn::{self, Awaiting, Conn, Ctx, Next, Scratch, SLOT_BYTES};
+use crate::config::{Cidr, Logging, Timeouts};
+use crate::conn::{self, Arrival, Awaiting, Conn, Ctx, Next, Scratch, SLOT_BYTES};
 use crate::event::{Poller, Ready, Token};
 use crate::files::cache::{CacheConfig, FileCache};
 use crate::files::FileOptions;
@@ -50,7 +50,6 @@ use crate::cpuset::CpuId;
 use crate::stats::WorkerCounters;
 use core::fmt;
 use std::os::fd::{BorrowedFd, OwnedFd};
-use std::path::PathBuf;
 use std::time::Duration;
 
 /// What the worker should do next, as told by its signal flags.
@@ -69,6 +68,8 @@ pub enum Control {
 /// Everything the loop needs, fixed at start.
 #[derive(Debug)]
 pub struct LoopConfig {
+    /// The worker's index (for the access log).
+    pub worker: u32,
     /// The CPU this worker is pinned to (for the locality counter).
     pub cpu: CpuId,
     /// The served root directory, opened once (`O_PATH | O_DIRECTORY`).
@@ -78,8 +79,8 @@ pub struct LoopConfig {
     /// The connection deadlines; `shutdown` is the grace period for
     /// [`Control::StopGraceful`].
     pub timeouts: Timeouts,
-    /// Access log path, if logging is on.
-    pub access_log: Option<PathBuf>,
+    /// The access log and the client address it names.
+    pub logging: Logging,
     /// The operator's rules for responses (everyday serving).
     pub site: SiteRules,
 }
@@ -195,11 +196,11 @@ impl Slot {
     }
 
     /// A freshly accepted socket in this slot, under a new generation.
-    fn open(&mut self, fd: OwnedFd, peer: Option<std::net::SocketAddr>) {
+    fn open(&mut self, fd: OwnedFd, arrival: Arrival) {
         self.generation = self.generation.wrapping_add(1);
         self.registered = false;
         self.queued = false;
-        self.conn.open(fd, peer);
+        self.conn.open(fd, arrival);
     }
 
     /// Frees the slot; the generation stays, so old tokens remain stale.
@@ -224,6 +225,10 @@ struct Loop<'a> {
     ctx: Ctx<'a>,
     scratch: Scratch,
     cpu: u32,
+    /// `--real-ip-from`.
+    trusted: &'a [Cidr],
+    /// `--proxy-protocol`.
+    proxy_protocol: bool,
     open: usize,
     accepting: bool,
     resume_at: u64,
@@ -247,7 +252,8 @@ impl<'a> Loop<'a> {
             .map_err(setup("epoll_ctl(listener)"))?;
         // Accepted sockets inherit TCP_NODELAY from the listener: no per-connection call.
         let _ = rustix::net::sockopt::set_tcp_nodelay(listener, true);
-        let log = AccessLog::open(cfg.access_log.clone())
+        let date = DateCache::new(wall_secs());
+        let log = AccessLog::open(&cfg.logging.access_log, cfg.logging.log_format, &date)
             .map_err(|e| LoopError::Setup("opening the access log", e))?;
         let durations = [
             ms(cfg.timeouts.header),
@@ -258,10 +264,12 @@ impl<'a> Loop<'a> {
         let ctx = Ctx {
             root: cfg.root.as_fd(),
             cache: FileCache::new(tuning.cache).with_options(FileOptions::of(&cfg.site)),
-            date: DateCache::new(wall_secs()),
+            date,
             now_ms: now_ms(),
             counters,
             log,
+            worker: cfg.worker,
+            cpu: cfg.cpu.get() as u32,
             timers: Timers::new(n, durations),
             draining: false,
             site: &cfg.site,
@@ -278,6 +286,8 @@ impl<'a> Loop<'a> {
             ctx,
             scratch: Scratch::new(),
             cpu: cfg.cpu.get() as u32,
+            trusted: &cfg.logging.real_ip_from,
+            proxy_protocol: cfg.logging.proxy_protocol,
             open: 0,
             accepting: true,
             resume_at: 0,
@@ -323,10 +333,11 @@ impl<'a> Loop<'a> {
             self.expire();
             self.sweep_cache();
             self.maybe_resume();
-            self.ctx.log.flush();
+            self.ctx.log.tick(&self.ctx.date, self.ctx.now_ms);
         }
-        self.ctx.log.flush();
+        // Responses still being written are cut short: their lines go out with the rest.
         self.close_all();
+        self.ctx.log.flush();
         Ok(())
     }
 
@@ -414,16 +425,28 @@ impl<'a> Loop<'a> {
     fn accepted(&mut self, slot: u32, fd: OwnedFd, addr: Option<rustix::net::SocketAddrAny>) {
         let counters = self.ctx.counters;
         counters.accepted.fetch_add(1, Relaxed);
-        counters.open.fetch_add(1, Relaxed);
-        if rustix::net::sockopt::socket_incoming_cpu(&fd) == Ok(self.cpu) {
+        let local = rustix::net::sockopt::socket_incoming_cpu(&fd) == Ok(self.cpu);
+        if local {
             counters.local.fetch_add(1, Relaxed);
         }
-        let peer = match (self.ctx.log.enabled(), addr) {
-            (true, Some(a)) => std::net::SocketAddr::try_from(a).ok(),
-            _ => None,
+        let peer = addr.and_then(|a| std::net::SocketAddr::try_from(a).ok());
+        let peer = peer.map(|a| a.ip());
+        let trusted = peer.is_some_and(|ip| Cidr::any_contains(self.trusted, ip));
+        if self.proxy_protocol && !trusted {
+            // Only a trusted proxy may send a PROXY header: close before reading a byte.
+            counters.proxy_refused.fetch_add(1, Relaxed);
+            self.free.push(slot);
+            return;
+        }
+        let arrival = Arrival {
+            peer,
+            local,
+            forwarded: trusted && !self.proxy_protocol,
+            proxy_header: self.proxy_protocol,
         };
+        counters.open.fetch_add(1, Relaxed);
         self.open += 1;
-        self.slots[slot as usize].open(fd, peer);
+        self.slots[slot as usize].open(fd, arrival);
         self.ctx.timers.arm(slot, Kind::Header, self.ctx.now_ms);
         self.drive(slot);
     }
@@ -505,6 +528,12 @@ impl<'a> Loop<'a> {
             return;
         }
         self.ctx.timers.disarm(slot);
+        let i = slot as usize;
+        conn::abandon(
+            &mut s.conn,
+            &self.arena.as_mut_slice()[i * SLOT_BYTES..(i + 1) * SLOT_BYTES],
+            &mut self.ctx,
+        );
         s.release(&mut self.ctx.cache);
         self.free.push(slot);
         self.open -= 1;
@@ -532,6 +561,11 @@ impl<'a> Loop<'a> {
         let i = slot as usize;
         let c = &self.slots[i].conn;
         let Some(fd) = c.fd.as_ref() else { return };
+        if c.awaiting == Awaiting::Proxy {
+            // A PROXY header that never completed: closed without a response.
+            self.ctx.counters.proxy_refused.fetch_add(1, Relaxed);
+            return;
+        }
         let started = !c.idle() || matches!(c.awaiting, Awaiting::Body { .. });
         if !started {
             return;
@@ -602,6 +636,7 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let dir = std::env::temp_dir();
         let cfg = LoopConfig {
+            worker: 0,
             cpu: CpuId::new(0).unwrap(),
             root: rustix::fs::open(&dir, rustix::fs::OFlags::PATH, rustix::fs::Mode::empty())
                 .unwrap(),
@@ -612,7 +647,7 @@ mod tests {
                 send: Duration::from_secs(5),
                 shutdown: Duration::from_secs(5),
             },
-            access_log: None,
+            logging: Logging::default(),
             site: SiteRules::default(),
         };
         let counters = WorkerCounters::default();

@@ -41,6 +41,12 @@ pub struct WorkerCounters {
     pub accept_pauses: AtomicU64,
     /// Times the master started a replacement for this worker (written by the master).
     pub respawns: AtomicU64,
+    /// Responses that ended before all of them was written (client gone, timeout, stop,
+    /// file shrunk under the transfer).
+    pub cut_short: AtomicU64,
+    /// Connections closed for a missing, malformed or truncated PROXY header, or because
+    /// their peer may not send one (`--proxy-protocol`).
+    pub proxy_refused: AtomicU64,
 }
 
 /// The sum of two blocks (a worker slot's two generations), for rendering; a missing
@@ -62,6 +68,8 @@ pub fn merged(a: Option<&WorkerCounters>, b: Option<&WorkerCounters>) -> WorkerC
         stale_events: sum(|c| &c.stale_events),
         accept_pauses: sum(|c| &c.accept_pauses),
         respawns: sum(|c| &c.respawns),
+        cut_short: sum(|c| &c.cut_short),
+        proxy_refused: sum(|c| &c.proxy_refused),
     }
 }
 
@@ -79,7 +87,7 @@ pub struct PageCounters {
 /// Number of `u64` atomics in [`WorkerCounters`]. The mapping relies on zero bytes being a
 /// valid block, true only while every field is an atomic integer with no padding: this
 /// size check fails to compile if a field of another kind is added.
-const COUNTER_WORDS: usize = 12;
+const COUNTER_WORDS: usize = 14;
 const _: () = assert!(core::mem::size_of::<WorkerCounters>() == COUNTER_WORDS * 8);
 const _: () = assert!(core::mem::size_of::<PageCounters>() == 4096);
 
@@ -135,7 +143,7 @@ fn load(c: &AtomicU64) -> u64 {
     c.load(Ordering::Relaxed)
 }
 
-const FAMILIES: [Family; 7] = [
+const FAMILIES: [Family; 9] = [
     Family {
         name: "steerd_connections_accepted_total",
         kind: "counter",
@@ -177,6 +185,18 @@ const FAMILIES: [Family; 7] = [
         kind: "counter",
         help: "Times the master restarted the worker after it died.",
         read: |c| load(&c.respawns),
+    },
+    Family {
+        name: "steerd_responses_cut_short_total",
+        kind: "counter",
+        help: "Responses that ended before all of them was written.",
+        read: |c| load(&c.cut_short),
+    },
+    Family {
+        name: "steerd_proxy_headers_refused_total",
+        kind: "counter",
+        help: "Connections closed for a bad, missing or untrusted PROXY header.",
+        read: |c| load(&c.proxy_refused),
     },
 ];
 
@@ -234,16 +254,6 @@ fn family<'a>(
         labels(out, w);
         let _ = writeln!(out, "}} {}", (f.read)(c));
     }
-}
-
-/// `GET /metrics` or `GET /metrics?...`, any HTTP version.
-pub(crate) fn is_metrics_request(head: &[u8]) -> bool {
-    let line = head.split(|&b| b == b'\n').next().unwrap_or(&[]);
-    let mut parts = line.split(|&b| b == b' ');
-    let method = parts.next();
-    let target = parts.next().unwrap_or(&[]);
-    let path = target.split(|&b| b == b'?').next().unwrap_or(&[]);
-    method == Some(b"GET") && path == b"/metrics"
 }
 
 #[cfg(test)]
@@ -323,14 +333,5 @@ mod tests {
                 "{line}"
             );
         }
-    }
-
-    #[test]
-    fn only_get_metrics_is_served() {
-        assert!(is_metrics_request(b"GET /metrics HTTP/1.1\r\n\r\n"));
-        assert!(is_metrics_request(b"GET /metrics?x=1 HTTP/1.0\r\n\r\n"));
-        assert!(!is_metrics_request(b"POST /metrics HTTP/1.1\r\n\r\n"));
-        assert!(!is_metrics_request(b"GET /metricsx HTTP/1.1\r\n\r\n"));
-        assert!(!is_metrics_request(b""));
     }
 }

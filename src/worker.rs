@@ -123,7 +123,8 @@ fn run(start: WorkerStart<'_>) -> Result<(), WorkerError> {
         cpu,
         start.plan.node
     );
-    serve_all(&start.listeners, root, start.cfg, cpu, start.counters)
+    let at = (start.plan.index, cpu);
+    serve_all(&start.listeners, root, start.cfg, at, start.counters)
 }
 
 /// Pins the process to `cpu` and checks with `sched_getcpu` that it now runs there
@@ -143,13 +144,15 @@ pub fn open_root(root: &Path) -> io::Result<OwnedFd> {
     rustix::fs::open(root, flags, Mode::empty()).map_err(io::Error::from)
 }
 
-fn loop_config(cfg: &Serving, cpu: CpuId, root: OwnedFd) -> LoopConfig {
+/// The loop's configuration for worker `index` on `cpu`.
+fn loop_config(cfg: &Serving, (index, cpu): (u16, CpuId), root: OwnedFd) -> LoopConfig {
     LoopConfig {
+        worker: u32::from(index),
         cpu,
         root,
         max_conns: cfg.max_conns,
         timeouts: cfg.timeouts,
-        access_log: cfg.access_log.clone(),
+        logging: cfg.logging.clone(),
         site: cfg.site.clone(),
     }
 }
@@ -160,18 +163,19 @@ fn serve_all(
     listeners: &[BorrowedFd<'_>],
     root: OwnedFd,
     cfg: &Serving,
-    cpu: CpuId,
+    at: (u16, CpuId),
     counters: &WorkerCounters,
 ) -> Result<(), WorkerError> {
+    let cpu = at.1;
     let Some((&first, rest)) = listeners.split_first() else {
         return Ok(());
     };
     let mut configs = Vec::with_capacity(rest.len());
     for _ in rest {
         let dup = root.try_clone().map_err(WorkerError::Root)?;
-        configs.push(loop_config(cfg, cpu, dup));
+        configs.push(loop_config(cfg, at, dup));
     }
-    let main_cfg = loop_config(cfg, cpu, root);
+    let main_cfg = loop_config(cfg, at, root);
     std::thread::scope(|s| {
         let mut others = Vec::with_capacity(rest.len());
         for (&l, cfg) in rest.iter().zip(configs) {

@@ -2,19 +2,20 @@
 //! allocator: the serve loop runs in a thread of this test; only allocations made on that
 //! thread are counted. After a warm-up, many requests of every kind (keep-alive, close,
 //! pipelined, HEAD, Range, 304, 301, 404, 405, errors that close, a large file by
-//! sendfile, cached and uncached files, with the access log on) must allocate nothing;
-//! and the same with every everyday-serving option on (sidecars, 406, fallback, error
-//! pages, headers, Cache-Control, media-type overrides).
+//! sendfile, cached and uncached files, with the access log on in `json`, the format
+//! with the most fields, and a trusted proxy network so `X-Forwarded-For` is looked up)
+//! must allocate nothing; and the same with every everyday-serving option on (sidecars,
+//! 406, fallback, error pages, headers, Cache-Control, media-type overrides).
 
-mod serving_support;
 mod support;
 
-use serving_support::*;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
+use steerd::config::{Cidr, LogFormat, LogTarget, Logging};
 use steerd::serve_loop::Tuning;
 use support::alloc::{allocations, watch_this_thread, Counting};
+use support::in_process::*;
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -71,7 +72,12 @@ fn no_allocation_per_request_after_warm_up() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let site = Site::new("alloc");
     let mut cfg = config(&site.root);
-    cfg.access_log = Some(site.base.join("access.log"));
+    cfg.logging = Logging {
+        access_log: LogTarget::File(site.base.join("access.log")),
+        log_format: LogFormat::Json,
+        real_ip_from: vec![Cidr::new("127.0.0.0".parse().unwrap(), 8).unwrap()],
+        proxy_protocol: false,
+    };
     let srv = InProc::start_marked(cfg, Tuning::default(), || watch_this_thread(true));
     let mut buf = vec![0u8; 1 << 16];
     for _ in 0..3 {
@@ -101,7 +107,7 @@ fn no_allocation_per_request_after_warm_up() {
         "one line per request"
     );
     assert!(
-        log.contains("\"GET /big.bin HTTP/1.1\" 200 "),
+        log.contains("\"request\":\"GET /big.bin HTTP/1.1\",\"status\":200,"),
         "{}",
         &log[..log.len().min(500)]
     );
@@ -173,7 +179,7 @@ fn no_allocation_per_request_with_every_site_option() {
         flags.set(flag, value).unwrap();
     }
     let mut cfg = config(&site.root);
-    cfg.access_log = Some(site.base.join("access.log"));
+    cfg.logging.access_log = LogTarget::File(site.base.join("access.log"));
     cfg.site = flags.rules();
     let srv = InProc::start_marked(cfg, Tuning::default(), || watch_this_thread(true));
     let mut buf = vec![0u8; 1 << 16];

@@ -3,24 +3,16 @@
 //! every run line and every summary line. Also the responder itself, checked with a
 //! plain std client in both modes.
 
-mod serve_support;
 mod support;
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::Command;
 use std::time::Duration;
+use support::free_port;
 use support::responder::responder;
 
 const BIN: &str = env!("CARGO_BIN_EXE_steerd");
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 #[test]
 fn ab_of_two_responders_prints_runs_and_statistics() {
@@ -121,7 +113,7 @@ fn responder_answers_every_request_on_a_keep_alive_connection() {
 #[test]
 fn responder_close_mode_answers_and_closes() {
     close_mode_answers(&["--close"]);
-    if !serve_support::skip_without_steering("responder_close_mode_answers_and_closes --steer") {
+    if !support::server::skip_without_steering("responder_close_mode_answers_and_closes --steer") {
         close_mode_answers(&["--close", "--steer"]);
     }
 }

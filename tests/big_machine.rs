@@ -4,12 +4,12 @@
 //! count (check took minutes on 8192 CPUs); the figures are in docs/placement.md. This
 //! test asserts behaviour only: timings belong to measurements, not to assertions.
 
-mod serve_support;
+mod support;
 
-use serve_support::{binary, TempDir, PATIENCE};
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use support::server::{binary, TempDir, PATIENCE};
 
 const CPUS: usize = 2048;
 /// CPU `c` and `c + CORES` are SMT siblings.

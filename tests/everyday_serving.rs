@@ -1,10 +1,12 @@
 //! Everyday static serving through the real binary on loopback sockets: the rules of
 //! docs/serving.md "Everyday serving", one test (or more) per rule.
 
-mod serving_support;
+mod support;
 
-use serving_support::*;
 use std::io::{BufReader, Read, Write};
+use support::client::*;
+use support::in_process::*;
+use support::server::Server;
 
 /// A GET or HEAD announcing more body than the server discards (1 MiB) is refused with
 /// 413 and the connection is closed at once: the server does not linger reading the
@@ -13,7 +15,7 @@ use std::io::{BufReader, Read, Write};
 #[test]
 fn body_over_the_discard_limit_is_413_and_closes_at_once() {
     let site = Site::new("bin-413");
-    let srv = Server::start(&site.root, &["--workers", "1"], &[]);
+    let srv = Server::start_in(&site.root, &["--workers", "1"], &[]);
     for method in ["GET", "HEAD"] {
         let mut s = srv.connect();
         let head =
@@ -35,7 +37,7 @@ fn body_over_the_discard_limit_is_413_and_closes_at_once() {
 #[test]
 fn body_at_the_discard_limit_is_discarded_and_kept() {
     let site = Site::new("bin-413-limit");
-    let srv = Server::start(&site.root, &["--workers", "1"], &[]);
+    let srv = Server::start_in(&site.root, &["--workers", "1"], &[]);
     let mut s = srv.connect();
     let head = "GET /hello.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 1048576\r\n\r\n";
     s.write_all(head.as_bytes()).unwrap();
@@ -76,7 +78,7 @@ fn get_ae(srv: &Server, path: &str, ae: Option<&str>, extra: &str) -> Response {
 fn serve(site: &Site, flags: &[&str]) -> Server {
     let mut args = vec!["--workers", "1"];
     args.extend_from_slice(flags);
-    Server::start(&site.root, &args, &[])
+    Server::start_in(&site.root, &args, &[])
 }
 
 /// Runs the binary to completion: (exit status, stderr).
@@ -661,7 +663,7 @@ fn check_lists_every_problem_and_exits_non_zero() {
 #[test]
 fn the_example_site_is_served() {
     let site = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("site");
-    let srv = Server::start(&site, &["--workers", "1"], &[]);
+    let srv = Server::start_in(&site, &["--workers", "1"], &[]);
     let r = get(srv.addr, "/", "");
     assert!(
         r.status == 200 && r.text().contains("steerd"),

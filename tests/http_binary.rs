@@ -3,13 +3,15 @@
 //! the rest, then the hostile cases: slowloris, EMFILE under a low RLIMIT_NOFILE, and
 //! 10,000 concurrent connections.
 
-mod serving_support;
+mod support;
 
-use serving_support::*;
 use std::io::{BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
 use std::time::{Duration, Instant};
+use support::client::*;
+use support::in_process::Site;
+use support::server::Server;
 
 /// The load tests (slowloris, EMFILE, 10,000 connections) run one at a time: each judges
 /// latency or CPU time, which another one running beside it on 2 CPUs would distort.
@@ -31,7 +33,7 @@ fn curl(args: &[&str]) -> String {
 #[test]
 fn curl_sees_keep_alive_head_range_304_301_404() {
     let site = Site::new("bin-curl");
-    let srv = Server::start(&site.root, &["--workers", "1"], &[]);
+    let srv = Server::start_in(&site.root, &["--workers", "1"], &[]);
     // Two URLs in one curl: the second reuses the connection.
     let v = curl(&["-v", &srv.url("/hello.txt"), &srv.url("/ten.bin")]);
     assert!(v.contains("hello world") && v.contains("0123456789"), "{v}");
@@ -85,7 +87,7 @@ fn curl_sees_keep_alive_head_range_304_301_404() {
 #[test]
 fn raw_sockets_pipelining_http10_errors_and_traversal() {
     let site = Site::new("bin-raw");
-    let srv = Server::start(&site.root, &["--workers", "1"], &[]);
+    let srv = Server::start_in(&site.root, &["--workers", "1"], &[]);
     let mut s = srv.connect();
     s.write_all(
         b"GET /hello.txt HTTP/1.1\r\nHost: t\r\n\r\nGET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n\
@@ -137,7 +139,7 @@ fn raw_sockets_pipelining_http10_errors_and_traversal() {
 fn slowloris_clients_do_not_delay_others_and_are_cut_at_the_header_timeout() {
     let _serial = heavy();
     let site = Site::new("bin-slowloris");
-    let srv = Server::start(
+    let srv = Server::start_in(
         &site.root,
         &["--workers", "1", "--header-timeout", "2"],
         &[],
@@ -193,7 +195,7 @@ fn slowloris_clients_do_not_delay_others_and_are_cut_at_the_header_timeout() {
 fn emfile_pauses_accepting_without_spinning_and_recovers() {
     let _serial = heavy();
     let site = Site::new("bin-emfile");
-    let srv = Server::start(
+    let srv = Server::start_in(
         &site.root,
         &[
             "--workers",
@@ -260,7 +262,7 @@ fn ten_thousand_concurrent_connections_are_served() {
     }
     let site = Site::new("bin-10k");
     let nofile = format!("--nofile={0}:{0}", n + 1000);
-    let srv = Server::start(
+    let srv = Server::start_in(
         &site.root,
         &["--workers", "1", "--max-conns", "10240"],
         &["prlimit", &nofile],
@@ -300,7 +302,7 @@ fn ten_thousand_concurrent_connections_are_served() {
 #[test]
 fn clients_that_vanish_mid_response_do_not_hurt_the_worker() {
     let site = Site::new("bin-vanish");
-    let srv = Server::start(&site.root, &["--workers", "1"], &[]);
+    let srv = Server::start_in(&site.root, &["--workers", "1"], &[]);
     let before = srv.pids();
     for _ in 0..20 {
         let mut s = srv.connect();
@@ -341,20 +343,20 @@ fn the_open_file_limit_is_raised_for_max_conns() {
     }
     let site = Site::new("bin-nofile");
     let nofile = format!("--nofile=1024:{hard}");
-    let srv = Server::start(&site.root, &["--workers", "1"], &["prlimit", &nofile]);
+    let srv = Server::start_in(&site.root, &["--workers", "1"], &["prlimit", &nofile]);
     let pids = srv.pids();
     assert!(pids.len() >= 2, "a master and a worker: {pids:?}");
     for pid in pids {
         assert!(soft_nofile(pid) >= 10_240 + 256, "pid {pid}");
     }
-    assert!(!srv.stderr.lock().unwrap().contains("warning: open files"));
+    assert!(!srv.lines().join("\n").contains("warning: open files"));
     drop(srv);
-    let srv = Server::start(
+    let srv = Server::start_in(
         &site.root,
         &["--workers", "1"],
         &["prlimit", "--nofile=1024:2000"],
     );
-    let log = srv.stderr.lock().unwrap().clone();
+    let log = srv.lines().join("\n");
     let warning: Vec<&str> = log
         .lines()
         .filter(|l| l.contains("warning: open files"))

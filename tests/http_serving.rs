@@ -2,12 +2,14 @@
 //! `serve_loop::run_tuned` on a listener the test binds (fast, no fork). The same
 //! behaviours through the real binary are in `tests/http_binary.rs`.
 
-mod serving_support;
+mod support;
 
-use serving_support::*;
 use std::io::{BufReader, Read, Write};
 use std::time::{Duration, Instant};
+use steerd::config::LogTarget;
 use steerd::serve_loop::Tuning;
+use support::client::*;
+use support::in_process::*;
 
 fn server(site: &Site) -> InProc {
     InProc::start(config(&site.root), Tuning::default())
@@ -469,7 +471,7 @@ fn graceful_stop_finishes_the_download_in_flight_and_reopen_log_works() {
     let site = Site::new("graceful");
     let mut cfg = config(&site.root);
     let log = site.base.join("access.log");
-    cfg.access_log = Some(log.clone());
+    cfg.logging.access_log = LogTarget::File(log.clone());
     let mut srv = InProc::start(cfg, Tuning::default());
     // Rotate the log: the loop reopens the path and writes there.
     get(srv.addr, "/ten.bin", "");
@@ -779,7 +781,7 @@ fn a_pipelining_flood_does_not_starve_another_client() {
     let site = Site::new("flood");
     let log = site.base.join("access.log");
     let mut cfg = config(&site.root);
-    cfg.access_log = Some(log.clone());
+    cfg.logging.access_log = LogTarget::File(log.clone());
     let srv = InProc::start(cfg, Tuning::default());
     let flood = srv.connect();
     // Room for every request and response in the kernel, so the flood never waits for

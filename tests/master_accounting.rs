@@ -2,12 +2,12 @@
 //! stall supervision or a real scrape, and the open-connections gauge of a worker that
 //! died (or an old generation after HUP) does not stay counted.
 
-mod serve_support;
+mod support;
 
-use serve_support::*;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
+use support::server::*;
 
 /// A keep-alive connection with one answered request: the worker counts it open.
 fn open_connection(addr: SocketAddr) -> TcpStream {

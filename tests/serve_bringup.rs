@@ -4,11 +4,11 @@
 //! to that worker's CPU; the master then returns to its CPU and attaches the program once
 //! per group, after the last `listen()`.
 
-mod serve_support;
+mod support;
 
-use serve_support::*;
 use std::process::Command;
 use std::time::Duration;
+use support::server::*;
 
 /// One traced call of the master: name and the raw line.
 struct Call {

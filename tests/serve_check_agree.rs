@@ -4,12 +4,12 @@
 //! node 1; `serve`'s `worker I cpu C node N` lines must equal `check --json`'s workers.
 //! Its topology warnings carry the stage once (`warning: topology: ...`).
 
-mod serve_support;
+mod support;
 
-use serve_support::*;
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::path::Path;
 use std::process::Command;
+use support::server::*;
 
 /// This machine's source address toward a documentation address (no packet is sent:
 /// a UDP connect only picks the route). `None` without a non-loopback route.

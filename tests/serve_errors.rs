@@ -1,11 +1,11 @@
 //! Bring-up failures through the real binary: each is one `steerd: STAGE: ...` line on
 //! stderr naming the step, with exit status 1, and no process left behind.
 
-mod serve_support;
+mod support;
 
-use serve_support::*;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
+use support::server::*;
 
 /// Runs `steerd serve ARGS` to completion (bounded: killed after 20 s).
 fn serve_fails(args: &[&str]) -> (i32, String) {
@@ -121,4 +121,68 @@ fn a_metrics_address_in_use_names_the_metrics_step() {
         last_line(&err).starts_with(&format!("steerd: metrics: {addr}: ")),
         "{err}"
     );
+}
+
+/// `--access-log syslog` with no syslog socket stops the start before anything is bound.
+#[test]
+fn a_missing_syslog_socket_stops_the_start() {
+    let root = TempDir::new("errors");
+    let sock = root.path().join("no.sock");
+    let (code, err) = serve_fails(&[
+        &root.path().display().to_string(),
+        "--listen",
+        "127.0.0.1:0",
+        "--access-log",
+        "syslog",
+        "--syslog-socket",
+        sock.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(!err.contains("listening on"), "{err}");
+    assert_eq!(
+        last_line(&err),
+        format!(
+            "steerd: access-log: {}: cannot be connected to: No such file or directory (os error 2)",
+            sock.display()
+        ),
+        "{err}"
+    );
+}
+
+/// A log file the workers (`--user nobody`) could not open stops the start before
+/// anything is bound, although the master (root) could open it.
+#[test]
+fn a_log_the_workers_cannot_open_stops_the_start() {
+    if !is_root() {
+        eprintln!("skipped: needs root to check the log as --user nobody");
+        return;
+    }
+    let root = TempDir::new("errors");
+    std::fs::write(root.path().join("index.html"), "x").unwrap();
+    let private = TempDir::new("private-logs");
+    std::fs::set_permissions(
+        private.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    let log = private.path().join("access.log");
+    let (code, err) = serve_fails(&[
+        &root.path().display().to_string(),
+        "--listen",
+        "127.0.0.1:0",
+        "--user",
+        "nobody",
+        "--access-log",
+        log.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(!err.contains("listening on"), "{err}");
+    let line = last_line(&err);
+    let prefix = format!(
+        "steerd: access-log: {}: cannot be opened as uid ",
+        log.display()
+    );
+    assert!(line.starts_with(&prefix), "{err}");
+    assert!(line.ends_with(": Permission denied (os error 13)"), "{err}");
+    assert!(!log.exists(), "the master did not create it as root either");
 }

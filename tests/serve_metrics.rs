@@ -2,15 +2,15 @@
 //! `GET /metrics` (and nothing else) with per-worker series that move with real traffic;
 //! IPv6 and several listen addresses are served, each address its own steered group.
 
-mod serve_support;
+mod support;
 
-use serve_support::*;
+use support::server::*;
 
 #[test]
 fn metrics_endpoint_serves_every_family_and_counts_traffic() {
     let server = Server::start(&[]);
     let maddr = server.metrics.expect("metrics");
-    assert_eq!(get(maddr, "/").0, 404);
+    assert_eq!(get(maddr, "/nothing").0, 404);
     assert_eq!(get(maddr, "/metricsx").0, 404);
     let before = server.metrics();
     for (i, cpu) in server.plan() {

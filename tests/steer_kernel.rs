@@ -3,7 +3,7 @@
 //! listen(), and a client thread pinned to each allowed CPU; the connection must be
 //! accepted on the listener the plan maps that CPU to, with SO_INCOMING_CPU equal to it.
 
-mod serve_support;
+mod support;
 
 use rustix::net::{self, sockopt, AddressFamily, SocketAddrV4, SocketFlags, SocketType};
 use std::net::{Ipv4Addr, TcpStream};
@@ -79,7 +79,7 @@ fn steered(name: &str, flags: &[&str]) -> Option<(Plan, Vec<OwnedFd>, u16)> {
         );
         return None;
     }
-    if serve_support::skip_without_steering(name) {
+    if support::server::skip_without_steering(name) {
         return None;
     }
     let v: Vec<String> = flags.iter().map(|s| s.to_string()).collect();

@@ -5,11 +5,11 @@
 //! locality counter). A second test moves packet processing to a chosen CPU with RPS on a
 //! veth in a network namespace: then the client's CPU no longer matters.
 
-mod serve_support;
+mod support;
 
-use serve_support::*;
 use std::process::Command;
 use std::time::Duration;
+use support::server::*;
 
 /// Connections per client CPU.
 const N: u64 = 24;

@@ -3,14 +3,14 @@
 //! back-off, the nginx signals (TERM, QUIT with a download in flight, HUP, USR1), the
 //! one-CPU fallback and `--user`.
 
-mod serve_support;
+mod support;
 
-use serve_support::*;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::server::*;
 
 /// Requests in a loop from a thread pinned to `cpu` until `stop`; counts successes and
 /// fails the test on any error or non-200 (bounded: at most 100,000 requests).
@@ -453,9 +453,9 @@ fn user_drops_privileges_before_workers_start() {
 #[test]
 fn term_to_the_process_group_is_a_clean_stop() {
     use std::os::unix::process::CommandExt;
-    let root = serve_support::TempDir::new("pgrp");
+    let root = support::server::TempDir::new("pgrp");
     std::fs::write(root.path().join("index.html"), b"x\n").unwrap();
-    let mut cmd = std::process::Command::new(serve_support::binary());
+    let mut cmd = std::process::Command::new(support::server::binary());
     cmd.args(["serve", &root.path().display().to_string()])
         .args(["--listen", "127.0.0.1:0"])
         .process_group(0);

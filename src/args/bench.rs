@@ -9,13 +9,19 @@
 use super::duration;
 use crate::cpuset::{CpuId, CpuSet};
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// What `steerd bench ...` asked for.
 #[derive(Clone, Debug)]
 pub enum BenchCommand {
-    /// `bench load URL [options]`
-    Load(LoadArgs),
+    /// `bench load URL [options] [--svg FILE]`
+    Load {
+        /// The load.
+        load: LoadArgs,
+        /// `--svg FILE`: where to draw the run's latency CDF.
+        svg: Option<PathBuf>,
+    },
     /// `bench ab [ab options] [load options] URL -- A... -- B...`
     Ab(AbArgs),
     /// `bench stats A_FILE B_FILE`
@@ -151,6 +157,10 @@ pub struct AbArgs<T = Url> {
     pub a: Vec<String>,
     /// Command line B.
     pub b: Vec<String>,
+    /// `--report FILE`: the HTML report (figure and text output).
+    pub report: Option<PathBuf>,
+    /// `--svg FILE`: the figure alone.
+    pub svg: Option<PathBuf>,
 }
 
 /// `bench responder` options.
@@ -173,9 +183,7 @@ pub fn parse(args: &[String]) -> BenchCommand {
     };
     let parsed = match tool.as_str() {
         "load" if wants_help(rest) => Ok(BenchCommand::Help(LOAD_HELP)),
-        "load" => parse_load(rest)
-            .map(BenchCommand::Load)
-            .map_err(|m| format!("load: {m}")),
+        "load" => parse_load_tool(rest).map_err(|m| format!("load: {m}")),
         "ab" if wants_help(rest.split(|a| a == "--").next().unwrap_or(&[])) => {
             Ok(BenchCommand::Help(AB_HELP))
         }
@@ -241,6 +249,21 @@ pub fn parse_load(args: &[String]) -> Result<LoadArgs, String> {
     let mut load = LoadArgs::new(Url::parse(url)?);
     apply_flags(&flags, &mut load)?;
     Ok(load)
+}
+
+/// `bench load`: the load, and `--svg FILE` (an option of the tool, not of the load
+/// `bench ab` passes on).
+fn parse_load_tool(args: &[String]) -> Result<BenchCommand, String> {
+    let (mut svg, mut rest) = (None, Vec::with_capacity(args.len()));
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--svg" => svg = Some(PathBuf::from(it.next().ok_or("--svg needs a FILE")?)),
+            _ => rest.push(a.clone()),
+        }
+    }
+    let load = parse_load(&rest)?;
+    Ok(BenchCommand::Load { load, svg })
 }
 
 /// Applies load flags (and only load flags) to `load`, then checks the combination.
@@ -357,6 +380,7 @@ fn parse_ab(args: &[String]) -> Result<AbArgs, String> {
     }
     let (mut rounds, mut warmup, mut client) = (10, Some(Duration::from_secs(1)), Client::Builtin);
     let (mut syscalls, mut seed, mut warm) = (false, 1, true);
+    let (mut report, mut svg) = (None, None);
     let mut rest = Vec::new();
     let mut it = opts.iter();
     while let Some(o) = it.next() {
@@ -368,6 +392,8 @@ fn parse_ab(args: &[String]) -> Result<AbArgs, String> {
             "--warmup" => warmup = Some(parse_duration(&val()?)?),
             "--syscalls" => syscalls = true,
             "--seed" => seed = parse_num(o, &val()?, 0, u64::MAX)?,
+            "--report" => report = Some(PathBuf::from(val()?)),
+            "--svg" => svg = Some(PathBuf::from(val()?)),
             "--client" => {
                 client = match val()?.as_str() {
                     "builtin" => Client::Builtin,
@@ -391,6 +417,8 @@ fn parse_ab(args: &[String]) -> Result<AbArgs, String> {
         load,
         a,
         b,
+        report,
+        svg,
     })
 }
 
@@ -477,7 +505,9 @@ byte) per thread and merged.
 
 options:
 ",
-    load_flags!()
+    load_flags!(),
+    "    --svg FILE        also write the run's latency CDF as an SVG figure
+"
 );
 
 const AB_HELP: &str = concat!(
@@ -500,6 +530,11 @@ ab options:
     --syscalls         after the rounds, one more run per side under strace -c -f,
                        printing system calls per request (counts only)
     --seed S           seed of the permutation test's generator (default 1)
+    --report FILE      also write a self-contained HTML report: the figure below and
+                       the text output
+    --svg FILE         also write the figure alone: A's and B's latency CDFs (log
+                       axis; p50, p99, p99.9 marked), req/s per round, the per-round
+                       B/A ratio with its 95% interval, the req/s verdict
 
 load options (as for `steerd bench load`):
 ",
@@ -587,5 +622,28 @@ mod tests {
         assert_eq!((r.cpus.len(), r.close, r.steer), (2, false, false));
         assert!(matches!(parse(&argv("stats a")), BenchCommand::Invalid(_)));
         assert!(matches!(parse(&argv("nope")), BenchCommand::Invalid(_)));
+    }
+
+    #[test]
+    fn figure_files() {
+        let BenchCommand::Load { load, svg } = parse(&argv("load --svg f.svg http://h/ -c 2"))
+        else {
+            panic!("not load")
+        };
+        assert_eq!((svg, load.conns), (Some(PathBuf::from("f.svg")), 2));
+        assert!(matches!(
+            parse(&argv("load http://h/ --svg")),
+            BenchCommand::Invalid(_)
+        ));
+        let ab = "ab --svg a.svg --report a.html -c 2 http://h/ -- x -- y";
+        let BenchCommand::Ab(ab) = parse(&argv(ab)) else {
+            panic!("not ab")
+        };
+        assert_eq!(ab.svg, Some(PathBuf::from("a.svg")));
+        assert_eq!(ab.report, Some(PathBuf::from("a.html")));
+        let BenchCommand::Ab(plain) = parse(&argv("ab http://h/ -- x -- y")) else {
+            panic!("not ab")
+        };
+        assert_eq!((plain.svg, plain.report), (None, None));
     }
 }

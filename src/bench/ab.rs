@@ -12,16 +12,18 @@
 //! time of the server's process tree during the measured load (`procs.rs`) over the
 //! requests served. The per-worker split comes from steerd's `--metrics` page when the
 //! command line has that flag, and is "n/a" otherwise. `--syscalls` adds one traced run
-//! per side (`ab/trace.rs`). It does not build anything, compare more than two
-//! variants, or decide what counts as a regression.
+//! per side (`ab/trace.rs`). `--svg` and `--report` draw the runs (`plot.rs`). It does
+//! not build anything, compare more than two variants, or decide what counts as a
+//! regression.
 
 mod render;
 mod server;
 mod trace;
 
 use super::figures::{RunFigures, SIDES};
+use super::hist::Hist;
 use super::load::{self, LoadReport};
-use super::{emit, procs, spec, Usage};
+use super::{compare, emit, ministat, plot, procs, spec, OutFile, Usage};
 use crate::args::bench::{AbArgs, Client};
 use server::Server;
 use trace::{Traced, Tracer};
@@ -51,24 +53,47 @@ fn resolve(args: AbArgs) -> Result<AbSpec, String> {
         seed: args.seed,
         a: args.a,
         b: args.b,
+        report: args.report,
+        svg: args.svg,
     })
+}
+
+/// The text output: printed as it comes (unless `--json`) and kept for `--report`.
+struct Transcript {
+    json: bool,
+    text: String,
+}
+
+impl Transcript {
+    fn say(&mut self, line: String) {
+        if !self.json {
+            emit(&format!("{line}\n"));
+        }
+        self.text.push_str(&line);
+        self.text.push('\n');
+    }
 }
 
 fn run(spec: &AbSpec) -> Result<(), String> {
     let json = spec.load.json;
-    let say = |line: String| {
-        if !json {
-            emit(&format!("{line}\n"));
-        }
+    let report = OutFile::create(spec.report.as_deref())?;
+    let svg = OutFile::create(spec.svg.as_deref())?;
+    let mut out = Transcript {
+        json,
+        text: String::new(),
     };
-    say(format!("A: {}", spec.a.join(" ")));
-    say(format!("B: {}", spec.b.join(" ")));
-    say(format!("load: {}", render::describe_load(spec)));
+    out.say(format!("A: {}", spec.a.join(" ")));
+    out.say(format!("B: {}", spec.b.join(" ")));
+    out.say(format!("load: {}", render::describe_load(spec)));
     let mut runs: [Vec<RunFigures>; 2] = [Vec::new(), Vec::new()];
+    let mut latency = [Hist::new(), Hist::new()];
     for round in 1..=spec.rounds {
         for (side, argv) in [(0, &spec.a), (1, &spec.b)] {
-            let fig = one_run(spec, argv, None)?;
-            say(format!(
+            let mut fig = one_run(spec, argv, None)?;
+            if let Some(h) = fig.latency.take() {
+                latency[side].merge(&h);
+            }
+            out.say(format!(
                 "round {round} {}: {}",
                 SIDES[side],
                 render::run_line(&fig)
@@ -81,16 +106,35 @@ fn run(spec: &AbSpec) -> Result<(), String> {
         for (side, argv) in [(0, &spec.a), (1, &spec.b)] {
             let mut traced = Traced::default();
             one_run(spec, argv, Some(&mut traced))?;
-            say(traced.text(SIDES[side]));
+            out.say(traced.text(SIDES[side]));
             syscalls.push(traced);
         }
     }
+    let text = render::summaries(spec, &runs);
     if json {
         emit(&render::json(spec, &runs, &syscalls));
     } else {
-        emit(&render::summaries(spec, &runs));
+        emit(&text);
     }
-    Ok(())
+    if !(svg.is_some() || report.is_some()) {
+        return Ok(());
+    }
+    out.text.push_str(&text);
+    let rps = runs
+        .each_ref()
+        .map(|rs| rs.iter().map(|r| r.rps).collect::<Vec<f64>>());
+    let cdfs = latency.each_ref().map(plot::Cdf::of);
+    let commands = [spec.a.join(" "), spec.b.join(" ")];
+    let fig = plot::AbFigure {
+        load: &render::describe_load(spec),
+        commands: [&commands[0], &commands[1]],
+        latency: [cdfs[0].as_ref(), cdfs[1].as_ref()],
+        rps: [&rps[0], &rps[1]],
+        ratio: ministat::paired_ratio(&rps[0], &rps[1], 95.0),
+        verdict: &compare::verdict(&rps[0], &rps[1], spec.seed),
+    };
+    svg.write(&plot::ab_svg(&fig))?;
+    report.write(&plot::ab_html(&fig, &out.text))
 }
 
 /// One run: start, wait, warm, measure, stop. With `traced`, strace counts the calls.
@@ -169,5 +213,6 @@ fn builtin_figures(r: &LoadReport) -> RunFigures {
         errors: r.merged.error_total(),
         split: None,
         local_pct: None,
+        latency: Some(r.merged.latency.clone()),
     }
 }

@@ -26,6 +26,9 @@ pub struct RunFigures {
     /// Share of those connections accepted on the CPU that received them (steerd's
     /// `connections_local` counter), percent.
     pub local_pct: Option<f64>,
+    /// The run's latencies (the builtin client keeps them; wrk does not), for the CDFs
+    /// of `bench ab --svg`.
+    pub latency: Option<super::hist::Hist>,
 }
 
 /// Reads one metric from a run.

@@ -11,6 +11,7 @@
 //!   client.rs  response bytes -> complete / partial / error kind (no allocation)
 //!   hist.rs    latencies -> fixed-size log-linear histograms, merged across threads
 //! report.rs    LoadReport -> text or JSON
+//! plot.rs      histograms, rounds, verdicts -> SVG figures, the HTML report (`--svg`, `--report`)
 //! ab.rs        two command lines -> alternating runs -> per-run figures
 //!   ab/server.rs  start a server in its own process group, stop it
 //!   ab/trace.rs   strace -c -f counts per request (--syscalls)
@@ -33,6 +34,7 @@ pub mod figures;
 pub mod hist;
 pub mod load;
 pub mod ministat;
+pub mod plot;
 pub mod procs;
 pub mod reference;
 pub mod report;
@@ -40,6 +42,7 @@ pub mod spec;
 pub mod wrk;
 
 use crate::args::bench::{BenchCommand, LoadArgs, HELP};
+use std::path::{Path, PathBuf};
 
 /// Runs `steerd bench ...` and returns the exit status (0 ok, 1 failure, 2 usage).
 pub fn main(command: BenchCommand) -> i32 {
@@ -53,7 +56,7 @@ pub fn main(command: BenchCommand) -> i32 {
             Ok(0)
         }
         BenchCommand::Invalid(msg) => Err(Usage(msg)),
-        BenchCommand::Load(args) => load_main(args),
+        BenchCommand::Load { load, svg } => load_main(load, svg.as_deref()),
         BenchCommand::Ab(args) => ab::main(args),
         BenchCommand::Responder(args) => reference::main(&args),
         BenchCommand::Stats { a, b } => compare::main(&a, &b),
@@ -79,15 +82,55 @@ pub fn emit(text: &str) {
 #[derive(Debug)]
 pub struct Usage(pub String);
 
-fn load_main(args: LoadArgs) -> Result<i32, Usage> {
+fn load_main(args: LoadArgs, svg: Option<&Path>) -> Result<i32, Usage> {
     let spec = spec::resolve(args).map_err(|m| Usage(format!("load: {m}")))?;
-    match load::run(&spec) {
-        Ok(r) if spec.json => emit(&report::json(&spec, &r)),
-        Ok(r) => emit(&report::text(&spec, &r)),
-        Err(e) => {
-            eprintln!("steerd: bench: {e}");
-            return Ok(1);
+    let result = OutFile::create(svg).and_then(|svg| {
+        let r = load::run(&spec)?;
+        emit(&match spec.json {
+            true => report::json(&spec, &r),
+            false => report::text(&spec, &r),
+        });
+        match plot::Cdf::of(&r.merged.latency) {
+            Some(cdf) => svg.write(&plot::load_svg(&report::headline(&spec), &cdf)),
+            None if svg.is_some() => Err("no response, so no latency figure".into()),
+            None => Ok(()),
         }
+    });
+    if let Err(e) = result {
+        eprintln!("steerd: bench: {e}");
+        return Ok(1);
     }
     Ok(0)
+}
+
+/// An output file named on the command line, created (so a bad path fails) before the
+/// measurement it will hold, and written after it.
+pub struct OutFile(Option<(PathBuf, std::fs::File)>);
+
+impl OutFile {
+    /// Creates (truncates) `path`, if one is given.
+    pub fn create(path: Option<&Path>) -> Result<OutFile, String> {
+        let open = |p: &Path| {
+            std::fs::File::create(p)
+                .map(|f| (p.to_path_buf(), f))
+                .map_err(|e| format!("{}: {e}", p.display()))
+        };
+        Ok(OutFile(path.map(open).transpose()?))
+    }
+
+    /// True when a path was given.
+    pub fn is_some(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Writes `text` to the file, if one was given.
+    pub fn write(&self, text: &str) -> Result<(), String> {
+        use std::io::Write;
+        let Some((path, file)) = &self.0 else {
+            return Ok(());
+        };
+        let mut file: &std::fs::File = file;
+        file.write_all(text.as_bytes())
+            .map_err(|e| format!("{}: {e}", path.display()))
+    }
 }

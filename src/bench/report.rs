@@ -34,19 +34,23 @@ fn mode(spec: &LoadSpec) -> String {
     format!("{conn}, {lp}")
 }
 
-/// The text report.
-pub fn text(spec: &LoadSpec, r: &LoadReport) -> String {
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "load http://{}{}: {} threads, {} connections, {:.2} s, {}",
+/// What was loaded and how: `http://HOST/PATH: 2 threads, 10 connections, 2.00 s, ...`.
+pub fn headline(spec: &LoadSpec) -> String {
+    format!(
+        "http://{}{}: {} threads, {} connections, {:.2} s, {}",
         spec.target.host,
         spec.target.path,
         spec.threads,
         spec.conns,
         spec.duration.as_secs_f64(),
         mode(spec)
-    );
+    )
+}
+
+/// The text report.
+pub fn text(spec: &LoadSpec, r: &LoadReport) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "load {}", headline(spec));
     let _ = writeln!(
         o,
         "  thread  cpu   requests       req/s     p50       p99       max"

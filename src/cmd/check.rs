@@ -28,10 +28,8 @@ pub fn main(args: &ServeArgs, json: bool) -> Result<i32, Failure> {
         program,
     } = super::prepare::prepare(args, |w| eprintln!("steerd: {w}"))?;
     if json {
-        print!(
-            "{}",
-            check_json(args, &topo, &warnings, &plan, program.as_ref()).to_text()
-        );
+        let members = check_members(args, &topo, &warnings, &plan, program.as_ref());
+        print!("{}", Value::Obj(members).to_text());
     } else {
         print!("{}", check_text(args, &topo, &plan, program.as_ref()));
     }
@@ -42,13 +40,14 @@ fn int(n: impl TryInto<i64>) -> Value {
     Value::Int(n.try_into().unwrap_or(i64::MAX))
 }
 
-fn check_json(
+/// The members of `check --json` (also the fixed part of the dashboard's status.json).
+pub fn check_members(
     args: &ServeArgs,
     topo: &Topology,
     warnings: &[String],
     plan: &Plan,
     program: Option<&SteerProgram>,
-) -> Value {
+) -> Vec<(String, Value)> {
     let mut pairs = topology_json(topo, warnings);
     let workers = plan
         .workers
@@ -102,7 +101,7 @@ fn check_json(
         ("program", program.map_or(Value::Null, program_json)),
     ];
     pairs.extend(extra.into_iter().map(|(k, v)| (k.to_string(), v)));
-    Value::Obj(pairs)
+    pairs
 }
 
 fn program_json(p: &SteerProgram) -> Value {

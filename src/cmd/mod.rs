@@ -10,6 +10,7 @@ pub mod bpf;
 pub mod bpf_exec;
 pub mod bpf_input;
 pub mod check;
+pub mod log_check;
 pub mod preflight;
 pub mod prepare;
 pub mod serve;

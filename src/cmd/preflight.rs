@@ -5,14 +5,16 @@
 //! Input: validated [`ServeArgs`] (their syntax is already checked). Output: one
 //! [`Failure`] per problem, each printed as one line. It reads and opens, but changes
 //! nothing: the access log is opened for appending only if it exists (otherwise its
-//! directory is checked for writing), and nothing is created.
+//! directory is checked for writing), and nothing is created; a syslog socket must
+//! accept a connection. With `--user`, the log is checked again as that user
+//! (`log_check.rs`), since the workers open it as that user.
 
 use super::Failure;
 use crate::args::ServeArgs;
+use crate::config::LogTarget;
 use crate::files::{self, Lookup, Probe, PATH_MAX};
 use rustix::fd::{AsFd, OwnedFd};
-use rustix::fs::{Access, Mode, OFlags};
-use rustix::io::Errno;
+use rustix::fs::{Mode, OFlags};
 use std::path::Path;
 
 /// Every problem found, in the order root, pages, access log, user.
@@ -22,18 +24,38 @@ pub fn problems(args: &ServeArgs) -> Vec<Failure> {
         Ok(root) => pages(args, &root, &mut found),
         Err(e) => found.push(Failure::new("root", e)),
     }
-    if let Some(log) = &args.access_log {
-        if let Err(e) = appendable(log) {
-            let why = format!("{}: cannot be opened for appending: {e}", log.display());
-            found.push(Failure::new("access-log", why));
-        }
+    let log = &args.logging.access_log;
+    let log_checked = crate::access_log::dest::check(log);
+    if let Err(e) = &log_checked {
+        let why = match log {
+            LogTarget::Syslog(_) => format!("cannot be connected to: {e}"),
+            _ => format!("cannot be opened for appending: {e}"),
+        };
+        found.push(log_failure(log, why));
     }
     if let Some(spec) = &args.user {
-        if let Err(e) = crate::user::lookup(spec) {
-            found.push(Failure::new("user", e));
+        match crate::user::lookup(spec) {
+            Err(e) => found.push(Failure::new("user", e)),
+            Ok(id) if log_checked.is_ok() => {
+                if let Err(e) = super::log_check::as_user(log, &id) {
+                    let why = format!("cannot be opened as uid {}: {e}", id.uid);
+                    found.push(log_failure(log, why));
+                }
+            }
+            Ok(_) => {}
         }
     }
     found
+}
+
+/// `access-log: PATH: why`.
+fn log_failure(log: &LogTarget, why: String) -> Failure {
+    match log {
+        LogTarget::File(p) | LogTarget::Syslog(p) => {
+            Failure::new("access-log", format!("{}: {why}", p.display()))
+        }
+        LogTarget::Off | LogTarget::Stdout => Failure::new("access-log", why),
+    }
 }
 
 /// The root must be a directory this process can read.
@@ -55,21 +77,5 @@ fn pages(args: &ServeArgs, root: &OwnedFd, found: &mut Vec<Failure>) {
             Probe::Other(_) => "not a regular file",
         };
         found.push(Failure::new("site", format!("{flag} {path}: {why}")));
-    }
-}
-
-/// Whether `log` can be opened for appending, without creating it.
-fn appendable(log: &Path) -> Result<(), std::io::Error> {
-    let flags = OFlags::WRONLY | OFlags::APPEND | OFlags::CLOEXEC | OFlags::NOCTTY;
-    match rustix::fs::open(log, flags, Mode::empty()) {
-        Ok(_) => Ok(()),
-        Err(Errno::NOENT) => {
-            let dir = match log.parent() {
-                Some(d) if !d.as_os_str().is_empty() => d,
-                _ => Path::new("."),
-            };
-            rustix::fs::access(dir, Access::WRITE_OK | Access::EXEC_OK).map_err(Into::into)
-        }
-        Err(e) => Err(e.into()),
     }
 }

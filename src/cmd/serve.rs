@@ -4,11 +4,13 @@
 //! Order is the point: the topology (and with it the allowed CPU set) is read before
 //! anything pins the process, then the NIC, the plan and the steering program (all in
 //! [`super::prepare`], shared with `check`), then the master
-//! takes over (`master.rs`). Topology warnings and the hash fallback are one line each on
-//! stderr.
+//! takes over (`master.rs`), with what `check --json` prints as the fixed part of the
+//! dashboard's `/status.json` when `--metrics` is given. Topology warnings and the hash
+//! fallback are one line each on stderr.
 
 use super::Failure;
 use crate::args::{ServeArgs, SteerPolicy};
+use crate::dashboard::status::Status;
 use crate::master;
 
 /// Runs `steerd serve` and returns the exit status.
@@ -22,8 +24,12 @@ pub fn main(args: ServeArgs) -> Result<i32, Failure> {
         return Ok(1);
     }
     // Each warning already names its stage (`topology: ...`).
-    let super::prepare::Prepared { plan, program, .. } =
-        super::prepare::prepare(&args, |w| crate::say!("warning: {w}"))?;
+    let super::prepare::Prepared {
+        topo,
+        warnings,
+        plan,
+        program,
+    } = super::prepare::prepare(&args, |w| crate::say!("warning: {w}"))?;
     if args.steer != SteerPolicy::Hash && plan.steer == SteerPolicy::Hash {
         crate::say!(
             "warning: steer: only one worker CPU, so --steer {} has nothing to choose \
@@ -31,8 +37,13 @@ pub fn main(args: ServeArgs) -> Result<i32, Failure> {
             args.steer.name()
         );
     }
+    // What `check --json` prints is the fixed part of the dashboard's status.json.
+    let status = args.metrics.map(|_| {
+        let members = super::check::check_members(&args, &topo, &warnings, &plan, program.as_ref());
+        Status::new(members)
+    });
     let serving = crate::plan::serving(args);
     let insns = program.as_ref().map(|p| p.insns.as_slice());
-    master::run(&serving, &plan, insns).map_err(|e| Failure::new(e.stage(), e))?;
+    master::run(&serving, &plan, insns, status).map_err(|e| Failure::new(e.stage(), e))?;
     Ok(0)
 }

@@ -108,7 +108,7 @@ pub(super) fn file(
     if not_modified(req.if_none_match(), req.if_modified_since(), etag, mtime) {
         h.status = 304;
         let n = write_head(out, &h).unwrap_or(0);
-        return plan(c, ctx, 304, n, Outgoing::Nothing, 0, after, line);
+        return plan(c, ctx, 304, n, Outgoing::Nothing, after, line);
     }
     let size = rep.meta.size;
     let validated = req
@@ -142,7 +142,7 @@ pub(super) fn file(
         Method::Head => Outgoing::Nothing,
         _ => outgoing(ctx, rep.src, first, end),
     };
-    plan(c, ctx, h.status, n, body, end - first, after, line);
+    plan(c, ctx, h.status, n, body, after, line);
 }
 
 fn identity(meta: &FileMeta, src: Source) -> Representation {
@@ -230,7 +230,7 @@ fn error_answer(
     h.content_range = unsatisfied.map(ContentRange::Unsatisfied);
     h.vary = vary;
     let n = write_head(out, &h).unwrap_or(0);
-    plan(c, ctx, status, n, body, len, after, line);
+    plan(c, ctx, status, n, body, after, line);
 }
 
 /// [`error_answer`] for a request that did not reach a file.

@@ -19,29 +19,32 @@
 //! read.
 
 use super::file::{error_page, file, Bufs, Source};
+use super::logged::Request as Logged;
 use super::record::{plan, Line};
 use super::{After, Conn, Ctx, Outgoing, Scratch, IN_CAP};
 use crate::files::cache::Served;
 use crate::files::Lookup;
 use crate::http::response::{error_body, write_error_head, write_head, Persist, ResponseHead};
 use crate::http::{parse_request, Body, Header, Method, Request, Status, MAX_FIELDS};
+use crate::log_line::RequestLine;
 
 /// Largest body of a GET or HEAD that is read and discarded (nginx's default
 /// `client_max_body_size`); a larger one gets 413.
 pub const DISCARD_MAX: u64 = 1 << 20;
 
-const UNPARSED: Line<'static> = Line {
-    method: b"-",
-    target: b"-",
-    minor: 1,
-    head: false,
-};
+/// Longest first line of a refused request kept for the log.
+const RAW_LINE_MAX: usize = 8 * 1024;
 
 /// A refused head: unparsed, but a HEAD still gets no content (the client will read none).
-fn unparsed(inb: &[u8]) -> Line<'static> {
+fn unparsed(inb: &[u8]) -> Line<'_> {
+    let first = request_line(inb);
     Line {
-        head: request_line(inb).starts_with(b"HEAD "),
-        ..UNPARSED
+        log: Logged {
+            area: inb,
+            line: RequestLine::Raw(&first[..first.len().min(RAW_LINE_MAX)]),
+            fields: &[],
+        },
+        head: first.starts_with(b"HEAD "),
     }
 }
 
@@ -56,6 +59,7 @@ pub(super) fn request(
     let mut fields = [Header::EMPTY; MAX_FIELDS];
     match parse_request(inb, &mut fields, &mut s.path[..]) {
         Ok(Status::Complete(req)) => {
+            let line = line_of(&req, inb, &fields[..req.fields]);
             let mut bufs = Bufs {
                 open: &mut s.open,
                 spill: &mut s.spill[..],
@@ -64,12 +68,11 @@ pub(super) fn request(
             if body_too_large(&req) {
                 // Close once the 413 is out, dropping what is buffered: nothing lingers.
                 c.discard = 0;
-                let line = line_of(&req);
                 let (p, after) = (Persist::Close, After::Close);
                 error_page(c, out, ctx, &mut bufs, 413, p, after, &line);
                 return Some(inb.len());
             }
-            serve(c, out, ctx, &req, &mut bufs);
+            serve(c, out, ctx, &req, &line, &mut bufs);
             Some(req.head_len)
         }
         Ok(Status::Partial) if inb.len() < IN_CAP => None,
@@ -110,11 +113,19 @@ fn body_too_large(req: &Request<'_, '_>) -> bool {
     discarded && matches!(req.body, Body::Length(n) if n > DISCARD_MAX)
 }
 
-fn line_of<'r>(req: &Request<'r, '_>) -> Line<'r> {
+/// A parsed request as the log and the persistence rule see it: `area` is the receive
+/// area its slices point into, `fields` its field lines.
+fn line_of<'r>(req: &Request<'r, '_>, area: &'r [u8], fields: &'r [Header<'r>]) -> Line<'r> {
     Line {
-        method: req.method.as_str().as_bytes(),
-        target: req.target(),
-        minor: req.minor,
+        log: Logged {
+            area,
+            line: RequestLine::Parsed {
+                method: req.method.as_str().as_bytes(),
+                target: req.target(),
+                minor: req.minor,
+            },
+            fields,
+        },
         head: req.method == Method::Head,
     }
 }
@@ -167,16 +178,7 @@ pub(super) fn error_reply(
     let date = *ctx.date.text();
     let head = write_error_head(out, status, &date, p, unsatisfied).unwrap_or(0);
     let page = error_body(status);
-    plan(
-        c,
-        ctx,
-        status,
-        head,
-        Outgoing::Static(page, 0),
-        page.len() as u64,
-        after,
-        line,
-    );
+    plan(c, ctx, status, head, Outgoing::Static(page, 0), after, line);
 }
 
 /// A parsed request: method check, body handling, lookup (or the fallback), then the
@@ -186,9 +188,9 @@ fn serve(
     out: &mut [u8],
     ctx: &mut Ctx<'_>,
     req: &Request<'_, '_>,
+    line: &Line<'_>,
     bufs: &mut Bufs<'_>,
 ) {
-    let line = line_of(req);
     let has_body = req.body != Body::None;
     // Expect: 100-continue with a body we will not read: answer and close rather than
     // wait for a body the client may never send (RFC 9110 §10.1.1).
@@ -206,7 +208,7 @@ fn serve(
         let keep = keep && !has_body;
         let after = if keep { After::KeepAlive } else { After::Close };
         let p = persist(keep, req.minor);
-        return error_page(c, out, ctx, bufs, 405, p, after, &line);
+        return error_page(c, out, ctx, bufs, 405, p, after, line);
     }
     let p = persist(keep, req.minor);
     let after = if keep { After::KeepAlive } else { After::Close };
@@ -223,20 +225,20 @@ fn serve(
         Served::Hit(index) => match ctx.cache.meta(index) {
             Some(&meta) => {
                 let src = Source::Cached(index);
-                file(c, out, ctx, bufs, req, path, &meta, src, p, after, &line);
+                file(c, out, ctx, bufs, req, path, &meta, src, p, after, line);
             }
-            None => error_page(c, out, ctx, bufs, 500, p, after, &line),
+            None => error_page(c, out, ctx, bufs, 500, p, after, line),
         },
         Served::Miss(Lookup::File(fd, meta)) => {
             let src = Source::File(fd);
-            file(c, out, ctx, bufs, req, path, &meta, src, p, after, &line);
+            file(c, out, ctx, bufs, req, path, &meta, src, p, after, line);
         }
         // Only the request's own path redirects; a fallback that is a directory is none.
         Served::Miss(Lookup::AddSlash) if path == req.path => {
-            redirect(c, out, bufs.spill, ctx, req, p, after, &line)
+            redirect(c, out, bufs.spill, ctx, req, p, after, line)
         }
-        Served::Miss(Lookup::AddSlash) => error_page(c, out, ctx, bufs, 404, p, after, &line),
-        Served::Miss(Lookup::Status(s)) => error_page(c, out, ctx, bufs, s, p, after, &line),
+        Served::Miss(Lookup::AddSlash) => error_page(c, out, ctx, bufs, 404, p, after, line),
+        Served::Miss(Lookup::Status(s)) => error_page(c, out, ctx, bufs, s, p, after, line),
     }
 }
 
@@ -264,12 +266,12 @@ fn redirect(
     h.extra = &ctx.site.headers;
     let body = Outgoing::Static(page, 0);
     if let Some(n) = write_head(out, &h) {
-        return plan(c, ctx, 301, n, body, page.len() as u64, after, line);
+        return plan(c, ctx, 301, n, body, after, line);
     }
     h.persist = Persist::Close;
     match write_head(spill, &h) {
         Some(n) => {
-            plan(c, ctx, 301, n, body, page.len() as u64, After::Linger, line);
+            plan(c, ctx, 301, n, body, After::Linger, line);
             c.head_spilled = true;
         }
         // Unreachable for a target the parser accepted (see `SPILL_CAP`); closes.

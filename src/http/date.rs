@@ -90,7 +90,8 @@ fn digits(b: &[u8]) -> Option<u32> {
     Some(b.iter().fold(0, |acc, d| acc * 10 + u32::from(d - b'0')))
 }
 
-fn month(b: &[u8]) -> Option<u32> {
+/// The number (1..=12) of a month's three-letter English abbreviation (`Jan` ..= `Dec`).
+pub fn month(b: &[u8]) -> Option<u32> {
     MONTHS
         .iter()
         .position(|m| &m[..] == b)

@@ -231,6 +231,19 @@ impl<'b> Writer<'b> {
     pub fn finish(&self) -> Option<usize> {
         (!self.overflow).then_some(self.len)
     }
+
+    /// Bytes written so far (what fit), whether or not something was left out.
+    pub fn written(&self) -> usize {
+        self.len
+    }
+}
+
+/// Text through `core::fmt` (an address, say), with the same all-or-nothing rule per piece.
+impl core::fmt::Write for Writer<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        self.put(s.as_bytes());
+        Ok(())
+    }
 }
 
 /// RFC 3986 `pchar` minus `%` plus `/`: bytes a path may carry unescaped.

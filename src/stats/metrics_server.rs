@@ -1,9 +1,10 @@
-//! The master's `/metrics` endpoint: a small table of nonblocking client connections that
-//! the master's `poll` watches beside its signals and respawn timers.
+//! The master's server on the `--metrics` address: a small table of nonblocking client
+//! connections that the master's `poll` watches beside its signals and respawn timers.
 //!
-//! Input: the (nonblocking) metrics listener, readiness, the clock, and the body to send.
-//! Output: one reply per connection (`GET /metrics` gets the body, anything else a 404),
-//! then the connection is closed. It does not render the metrics (`stats::render`).
+//! Input: the (nonblocking) metrics listener, readiness, the clock, and a function from a
+//! request head to the whole reply. Output: one reply per connection, then the connection
+//! is closed. It does not decide what to answer (`dashboard::reply` does: the page,
+//! `/status.json`, `/metrics`) and does not render anything.
 //!
 //! The master supervises workers, so it must never wait on a client: a responder that
 //! read with a blocking timeout let 20 silent connections delay a worker's respawn by
@@ -87,14 +88,14 @@ impl Responder {
         &mut self,
         listener: BorrowedFd<'_>,
         now: Instant,
-        body: impl Fn() -> String,
+        answer: impl Fn(&[u8]) -> Vec<u8>,
     ) -> io::Result<()> {
         let accepted = self.accept_waiting(listener, now);
         self.clients.retain_mut(|c| {
             if now >= c.deadline {
                 return false;
             }
-            matches!(step(c, &body), Step::Pending)
+            matches!(step(c, &answer), Step::Pending)
         });
         accepted
     }
@@ -126,21 +127,21 @@ impl Responder {
     }
 }
 
-/// Reads the head until it is complete (then builds the reply), writes the reply until
-/// it is sent; stops at the first `EAGAIN`.
-fn step(c: &mut Client, body: &impl Fn() -> String) -> Step {
+/// Reads the head until it is complete (then has `answer` build the reply), writes the
+/// reply until it is sent; stops at the first `EAGAIN`.
+fn step(c: &mut Client, answer: &impl Fn(&[u8]) -> Vec<u8>) -> Step {
     use rustix::io::Errno;
     let mut buf = [0u8; 512];
     while c.reply.is_none() {
         match rustix::io::read(&c.fd, &mut buf) {
             // EOF before any byte: the client gave up.
             Ok(0) if c.head.is_empty() => return Step::Done,
-            Ok(0) => c.reply = Some((reply(&c.head, body), 0)),
+            Ok(0) => c.reply = Some((answer(&c.head), 0)),
             Ok(n) => {
                 c.head.extend_from_slice(&buf[..n]);
                 let complete = c.head.windows(4).any(|w| w == b"\r\n\r\n");
                 if complete || c.head.len() >= HEAD_MAX {
-                    c.reply = Some((reply(&c.head, body), 0));
+                    c.reply = Some((answer(&c.head), 0));
                 }
             }
             Err(Errno::AGAIN) => return Step::Pending,
@@ -167,21 +168,6 @@ fn step(c: &mut Client, body: &impl Fn() -> String) -> Step {
     Step::Done
 }
 
-/// The whole HTTP/1.1 reply to `head`.
-fn reply(head: &[u8], body: &impl Fn() -> String) -> Vec<u8> {
-    let (status, content) = if super::is_metrics_request(head) {
-        ("200 OK", body())
-    } else {
-        ("404 Not Found", "not found: try GET /metrics\n".to_string())
-    };
-    format!(
-        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{content}",
-        content.len()
-    )
-    .into_bytes()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,11 +180,18 @@ mod tests {
         l
     }
 
-    /// Services until `done` or a bounded number of rounds.
+    /// A reply that echoes the request line.
+    fn echo(head: &[u8]) -> Vec<u8> {
+        let line = head.split(|&b| b == b'\r').next().unwrap_or(&[]);
+        let mut out = b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n".to_vec();
+        out.extend_from_slice(line);
+        out
+    }
+
+    /// Services a bounded number of rounds.
     fn pump(r: &mut Responder, l: &TcpListener, rounds: usize) {
         for _ in 0..rounds {
-            r.service(l.as_fd(), Instant::now(), || "body\n".to_string())
-                .expect("service");
+            r.service(l.as_fd(), Instant::now(), echo).expect("service");
             std::thread::sleep(Duration::from_millis(5));
         }
     }
@@ -221,7 +214,7 @@ mod tests {
         let mut text = String::new();
         real.read_to_string(&mut text).expect("reply");
         assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
-        assert!(text.ends_with("\r\n\r\nbody\n"), "{text}");
+        assert!(text.ends_with("\r\n\r\nGET /metrics HTTP/1.1"), "{text}");
         drop(silent);
     }
 
@@ -233,20 +226,21 @@ mod tests {
         pump(&mut r, &l, 3);
         assert_eq!(r.len(), 1);
         let later = Instant::now() + CLIENT_DEADLINE;
-        r.service(l.as_fd(), later, String::new).expect("service");
+        r.service(l.as_fd(), later, echo).expect("service");
         assert!(r.is_empty());
     }
 
     #[test]
-    fn other_paths_get_a_404() {
+    fn a_head_cut_off_by_eof_is_answered_as_it_stands() {
         let l = listener();
         let mut c = TcpStream::connect(l.local_addr().unwrap()).expect("connect");
-        c.write_all(b"GET / HTTP/1.0\r\n\r\n").expect("write");
+        c.write_all(b"GET /x HTTP/1.0\r\n").expect("write");
+        c.shutdown(std::net::Shutdown::Write).expect("half close");
         let mut r = Responder::default();
         pump(&mut r, &l, 5);
         c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         let mut text = String::new();
         c.read_to_string(&mut text).expect("reply");
-        assert!(text.starts_with("HTTP/1.1 404 Not Found\r\n"), "{text}");
+        assert!(text.ends_with("\r\n\r\nGET /x HTTP/1.0"), "{text}");
     }
 }

@@ -3,6 +3,12 @@
 //! - `alloc.rs`: the counting global allocator of the zero-allocation tests.
 //! - `guard.rs`: a buffer that ends right before an unreadable page (parser edge tests).
 //! - `responder.rs`: a `steerd bench responder` child on a free loopback port.
+//! - `chromium.rs`: headless Chromium: the DOM a page makes, its script errors, screenshots.
+//! - [`free_port`]: a loopback port nothing listens on (for command lines that need one).
+//! - `server.rs`: the real `steerd serve` binary: start it, wait for its startup lines,
+//!   plain requests read to the close, `/metrics`, signals, CPU pinning.
+//! - `in_process.rs`: a site tree and the serve loop on a thread of the test process.
+//! - `client.rs`: one framed HTTP/1.1 response at a time (headers, body, keep-alive).
 //!
 //! Every process started here is killed by its PID when its handle drops, and every
 //! wait is bounded.
@@ -10,5 +16,15 @@
 #![allow(dead_code)]
 
 pub mod alloc;
+pub mod chromium;
+pub mod client;
 pub mod guard;
+pub mod in_process;
 pub mod responder;
+pub mod server;
+
+/// A loopback TCP port that was free a moment ago (bound to port 0, then closed).
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind port 0");
+    l.local_addr().expect("local address").port()
+}

@@ -135,8 +135,12 @@ impl NicHost {
         if !rustix::process::geteuid().is_root() {
             return Err("a tap device in a network namespace needs root".into());
         }
+        // One name per host, not per process: the tests of one process run in parallel,
+        // and one host's drop must not delete the namespace another guest runs in.
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let host = NicHost {
-            name: format!("steerd-nic{}", std::process::id()),
+            name: format!("steerd-nic{}-{n}", std::process::id()),
             log: Mutex::new(Vec::new()),
         };
         let ns = host.name.as_str();

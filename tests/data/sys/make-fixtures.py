@@ -179,6 +179,23 @@ def xeon():
     p.put("irq/121/effective_affinity_list", "90")
 
 
+def epyc():
+    # 2 sockets x 4 nodes (NPS4) x 2 CCXs of 4 cores x 2 threads, siblings 64 apart: 128
+    # CPUs on 8 nodes. Each CCX shares one L3, reported as a cluster here.
+    cpus, nodes = layout(2, 4, 2, 4, 2, sibling_stride=True,
+                         cluster_id=lambda s, n, cl: 2 * n + cl,
+                         core_id=lambda s, n, cl, co: 8 * (n % 4) + 4 * cl + co)
+    for c in cpus.values():
+        c["llc_cpus"] = c["cluster_cpus"]
+    slit = {n: [10 if m == n else 12 if m // 4 == n // 4 else 32 for m in range(8)]
+            for n in range(8)}
+    machine("epyc-2s-8n-128", cpus, nodes=nodes, distances=slit)
+    p = Tree("epyc-2s-8n-128.proc")
+    p.put("self/status", "Name:\tsteerd\nCpus_allowed_list:\t0-127\n")
+    p.put("self/cgroup", "0::/\n")
+    p.put("self/mountinfo", "30 25 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw\n")
+
+
 def flat(n, smt=1):
     """One socket, one node's worth of cores, siblings adjacent."""
     cpus, _ = layout(1, 1, n // smt, 1, smt)
@@ -275,6 +292,7 @@ def main():
     kunpeng920()
     arm64_guest()
     xeon()
+    epyc()
     interleaved()
     holes()
     container()

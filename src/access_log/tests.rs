@@ -1,0 +1,151 @@
+//! The log through real destinations: a file (with a rotation), and a test-owned
+//! datagram socket standing in for `/dev/log`.
+
+use super::*;
+use crate::log_line::RequestLine;
+use std::os::unix::net::UnixDatagram;
+use std::path::PathBuf;
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("steerd-alog-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn rec(target: &'static [u8]) -> Record<'static> {
+    Record {
+        client: Some("127.0.0.1".parse().unwrap()),
+        request: RequestLine::Parsed {
+            method: b"GET",
+            target,
+            minor: 1,
+        },
+        status: 200,
+        body_bytes: 7,
+        referer: None,
+        user_agent: Some(b"t"),
+        worker: 0,
+        cpu: 0,
+        local: true,
+        duration_us: 1,
+        cut_short: false,
+    }
+}
+
+const DATE: i64 = 1_796_084_182; // 2026-12-01 00:16:22 UTC
+
+#[test]
+fn file_lines_wait_for_the_flush_then_follow_a_rotation() {
+    let d = dir("file");
+    let path = d.join("access.log");
+    let date = DateCache::new(DATE);
+    let target = LogTarget::File(path.clone());
+    let mut log = AccessLog::open(&target, LogFormat::Common, &date).unwrap();
+    log.record(&rec(b"/a"), 1000);
+    log.tick(&date, 1000 + FLUSH_AFTER_MS - 1);
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "",
+        "still buffered"
+    );
+    log.tick(&date, 1000 + FLUSH_AFTER_MS);
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "127.0.0.1 - - [01/Dec/2026:00:16:22 +0000] \"GET /a HTTP/1.1\" 200 7\n"
+    );
+    std::fs::rename(&path, d.join("old.log")).unwrap();
+    log.record(&rec(b"/b"), 2000);
+    log.reopen().unwrap();
+    log.record(&rec(b"/c"), 2000);
+    drop(log);
+    let old = std::fs::read_to_string(d.join("old.log")).unwrap();
+    let new = std::fs::read_to_string(&path).unwrap();
+    assert!(old.contains("/a ") && old.contains("/b ") && !old.contains("/c "));
+    assert!(new.contains("/c ") && new.lines().count() == 1, "{new}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_full_buffer_is_written_before_the_next_line() {
+    let d = dir("full");
+    let path = d.join("access.log");
+    let date = DateCache::new(DATE);
+    let mut log = AccessLog::open(&LogTarget::File(path.clone()), LogFormat::Json, &date).unwrap();
+    let n = 2 * BUF / 200;
+    for _ in 0..n {
+        log.record(&rec(b"/some/longer/path/to/fill/the/buffer/quickly"), 0);
+    }
+    let written = std::fs::read_to_string(&path).unwrap().lines().count();
+    assert!(
+        written > 0 && written < n,
+        "{written} of {n} written before any tick"
+    );
+    log.flush();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(text.lines().count(), n);
+    for line in text.lines() {
+        let _: serde_json::Value = serde_json::from_str(line).unwrap();
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn syslog_datagrams_one_per_line() {
+    let d = dir("syslog");
+    let sock_path = d.join("log.sock");
+    let daemon = UnixDatagram::bind(&sock_path).unwrap();
+    daemon
+        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let date = DateCache::new(DATE);
+    let target = LogTarget::Syslog(sock_path.clone());
+    let mut log = AccessLog::open(&target, LogFormat::Combined, &date).unwrap();
+    log.record(&rec(b"/one"), 0);
+    log.record(&rec(b"/two"), 0);
+    log.flush();
+    let pid = std::process::id();
+    let mut buf = [0u8; 4096];
+    for path in ["/one", "/two"] {
+        let n = daemon.recv(&mut buf).unwrap();
+        let got = std::str::from_utf8(&buf[..n]).unwrap();
+        assert_eq!(
+            got,
+            format!(
+                "<30>Dec  1 00:16:22 steerd[{pid}]: 127.0.0.1 - - [01/Dec/2026:00:16:22 +0000] \
+                 \"GET {path} HTTP/1.1\" 200 7 \"-\" \"t\""
+            )
+        );
+    }
+    // The daemon restarts: a new socket at the same path; the next flush reconnects.
+    drop(daemon);
+    std::fs::remove_file(&sock_path).unwrap();
+    let daemon = UnixDatagram::bind(&sock_path).unwrap();
+    daemon
+        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    log.record(&rec(b"/three"), 0);
+    log.flush();
+    let n = daemon.recv(&mut buf).unwrap();
+    assert!(std::str::from_utf8(&buf[..n])
+        .unwrap()
+        .contains("GET /three "));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_missing_syslog_socket_is_an_error_at_open() {
+    let d = dir("nosock");
+    let target = LogTarget::Syslog(d.join("absent.sock"));
+    let e = AccessLog::open(&target, LogFormat::Combined, &DateCache::new(0)).err();
+    assert_eq!(e.map(|e| e.kind()), Some(io::ErrorKind::NotFound));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn off_records_nothing() {
+    let mut log = AccessLog::off();
+    assert!(!log.enabled());
+    log.record(&rec(b"/x"), 0);
+    log.flush();
+}

@@ -1,0 +1,181 @@
+//! The flags of the access log and of the real client address, in one place:
+//! `--access-log PATH|-|syslog|off`, `--log-format combined|common|json`,
+//! `--syslog-socket PATH`, `--real-ip-from CIDR` (repeatable), `--proxy-protocol`.
+//!
+//! Input: flags and their values as the serve parser meets them. Output: a validated
+//! [`Logging`]. No syscalls: whether the log can be opened (as `--user`) is checked by
+//! the master before it binds. `syslog` sends to `/dev/log` unless `--syslog-socket`
+//! names another datagram socket (a chroot's, a container's, a test's); a file that is
+//! really called `syslog` or `off` is given as `./syslog`.
+
+use super::{err, ArgsError};
+use crate::config::{Cidr, CidrError, LogFormat, LogTarget, Logging, DEV_LOG};
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+/// The flags as they arrive (the syslog socket may come after `--access-log syslog`).
+#[derive(Debug, Default)]
+pub struct LogFlags {
+    args: Logging,
+    syslog_socket: Option<PathBuf>,
+}
+
+impl LogFlags {
+    /// Takes `flag` if it is one of ours (`val` fetches its value); `Ok(false)`: not ours.
+    pub fn take(
+        &mut self,
+        flag: &str,
+        val: &mut dyn FnMut(&str) -> Result<String, ArgsError>,
+    ) -> Result<bool, ArgsError> {
+        match flag {
+            "--access-log" => self.args.access_log = target(&val(flag)?)?,
+            "--log-format" => self.args.log_format = format(&val(flag)?)?,
+            "--syslog-socket" => match val(flag)? {
+                v if v.is_empty() => return err("--syslog-socket: empty path"),
+                v => self.syslog_socket = Some(PathBuf::from(v)),
+            },
+            "--real-ip-from" => self.args.real_ip_from.push(cidr(&val(flag)?)?),
+            "--proxy-protocol" => self.args.proxy_protocol = true,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The options once every flag is read.
+    pub fn finish(self) -> Result<Logging, ArgsError> {
+        let mut args = self.args;
+        if args.proxy_protocol && args.real_ip_from.is_empty() {
+            return err(
+                "--proxy-protocol needs --real-ip-from: only the peers it names may \
+                 send a PROXY header, and with none every connection would be closed",
+            );
+        }
+        match (&mut args.access_log, self.syslog_socket) {
+            (LogTarget::Syslog(path), Some(socket)) => *path = socket,
+            (_, Some(_)) => return err("--syslog-socket needs --access-log syslog"),
+            _ => {}
+        }
+        Ok(args)
+    }
+}
+
+fn target(v: &str) -> Result<LogTarget, ArgsError> {
+    Ok(match v {
+        "off" => LogTarget::Off,
+        "-" => LogTarget::Stdout,
+        "syslog" => LogTarget::Syslog(PathBuf::from(DEV_LOG)),
+        "" => return err("--access-log: empty path (use off to disable)"),
+        path => LogTarget::File(PathBuf::from(path)),
+    })
+}
+
+fn format(v: &str) -> Result<LogFormat, ArgsError> {
+    match LogFormat::ALL.into_iter().find(|f| f.name() == v) {
+        Some(f) => Ok(f),
+        None => err(format!(
+            "--log-format {v:?}: expected combined, common or json"
+        )),
+    }
+}
+
+/// `ADDR/LEN` or a bare `ADDR` (one host).
+fn cidr(v: &str) -> Result<Cidr, ArgsError> {
+    let addr = v.split_once('/').map_or(v, |(a, _)| a);
+    let Ok(ip) = addr.parse::<IpAddr>() else {
+        return err(format!("--real-ip-from {v:?}: not an IPv4 or IPv6 address"));
+    };
+    let len = match v.split_once('/') {
+        None => Some(if ip.is_ipv4() { 32 } else { 128 }),
+        Some((_, l)) if !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit()) => l.parse().ok(),
+        Some(_) => None,
+    };
+    let net = len.ok_or(CidrError::Prefix).and_then(|l| Cidr::new(ip, l));
+    net.or_else(|e| err(format!("--real-ip-from {v:?}: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(flags: &[&str]) -> Result<Logging, ArgsError> {
+        let mut f = LogFlags::default();
+        let mut it = flags.iter();
+        while let Some(flag) = it.next() {
+            let mut val = |name: &str| match it.next() {
+                Some(v) => Ok(v.to_string()),
+                None => err(format!("{name} needs a value")),
+            };
+            assert!(f.take(flag, &mut val)?, "{flag} is ours");
+        }
+        f.finish()
+    }
+
+    #[test]
+    fn defaults_and_destinations() {
+        assert_eq!(parse(&[]).unwrap(), Logging::default());
+        assert_eq!(parse(&[]).unwrap().log_format, LogFormat::Combined);
+        let t = |v| parse(&["--access-log", v]).unwrap().access_log;
+        assert_eq!(t("off"), LogTarget::Off);
+        assert_eq!(t("-"), LogTarget::Stdout);
+        assert_eq!(t("syslog"), LogTarget::Syslog(DEV_LOG.into()));
+        assert_eq!(t("./syslog"), LogTarget::File("./syslog".into()));
+        assert_eq!(
+            t("/var/log/a.log"),
+            LogTarget::File("/var/log/a.log".into())
+        );
+        let a = parse(&["--syslog-socket", "/tmp/s", "--access-log", "syslog"]).unwrap();
+        assert_eq!(a.access_log, LogTarget::Syslog("/tmp/s".into()));
+    }
+
+    #[test]
+    fn formats_and_client_address() {
+        let a = parse(&[
+            "--log-format",
+            "json",
+            "--real-ip-from",
+            "127.0.0.0/8",
+            "--real-ip-from",
+            "::1",
+            "--proxy-protocol",
+        ])
+        .unwrap();
+        assert_eq!(a.log_format, LogFormat::Json);
+        assert_eq!(a.real_ip_from.len(), 2);
+        assert!(a.proxy_protocol);
+    }
+
+    #[test]
+    fn refusals_name_the_flag() {
+        for (flags, part) in [
+            (&["--access-log", ""][..], "--access-log"),
+            (&["--log-format", "clf"], "--log-format \"clf\""),
+            (
+                &["--real-ip-from", "10.0.0.1/8"],
+                "--real-ip-from \"10.0.0.1/8\"",
+            ),
+            (&["--real-ip-from", "nope"], "not an IPv4 or IPv6 address"),
+            (&["--real-ip-from", "10.0.0.0/"], "prefix length"),
+            (&["--real-ip-from", "10.0.0.0/33"], "prefix length"),
+            (&["--real-ip-from", "10.0.0.0/+8"], "prefix length"),
+            (&["--real-ip-from", "10.0.0.0/8/8"], "prefix length"),
+            (&["--real-ip-from", "010.0.0.0/8"], "not an IPv4"),
+            (
+                &["--proxy-protocol"],
+                "--proxy-protocol needs --real-ip-from",
+            ),
+            (&["--syslog-socket", "/tmp/s"], "--syslog-socket needs"),
+            (&["--syslog-socket", ""], "--syslog-socket: empty"),
+            (&["--log-format"], "--log-format needs a value"),
+        ] {
+            let e = parse(flags).unwrap_err().message;
+            assert!(e.contains(part), "{flags:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn other_flags_are_not_ours() {
+        let mut f = LogFlags::default();
+        let mut val = |_: &str| -> Result<String, ArgsError> { unreachable!() };
+        assert!(!f.take("--listen", &mut val).unwrap());
+    }
+}

@@ -1,0 +1,199 @@
+//! What the access log needs to remember about a response while it is being written,
+//! and the line written when it ends (finished, or cut short).
+//!
+//! Input: at planning time, the request as the log shows it (slices of the slot's receive
+//! area) and the client address; at the end, the body bytes actually written. Output: one
+//! [`Record`] handed to the worker's log, and the cut-short counter. No allocation: the
+//! request's bytes stay at the front of the receive area until its response is finished
+//! (the next head is not parsed before that anyway), so only offsets into that area are
+//! kept, not copies. A response head spilled into the receive area sits behind
+//! [`SPILL_AT`]; a field reaching past it is cut there.
+//!
+//! The client is the connection's own (the peer, or what its PROXY header said), or, for
+//! a trusted peer without `--proxy-protocol`, the last address of `X-Forwarded-For`.
+
+use super::{Conn, Ctx, IN_CAP, SPILL_CAP};
+use crate::client_addr::forwarded_for;
+use crate::config::LogFormat;
+use crate::http::Header;
+use crate::log_line::{Record, RequestLine};
+use core::sync::atomic::Ordering::Relaxed;
+use std::net::IpAddr;
+
+/// Where a response head too long for the head area is put in the receive area: behind
+/// the request, whose first [`SPILL_AT`] bytes the log can still read.
+pub const SPILL_AT: usize = IN_CAP - SPILL_CAP;
+
+/// A part of the receive area.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Span {
+    at: u16,
+    len: u16,
+}
+
+const _: () = assert!(IN_CAP <= u16::MAX as usize);
+
+impl Span {
+    /// Where `part` lies in `area` (empty if it is not inside).
+    fn of(area: &[u8], part: &[u8]) -> Span {
+        let at = (part.as_ptr() as usize).wrapping_sub(area.as_ptr() as usize);
+        if at > area.len() || part.len() > area.len() - at {
+            return Span::default();
+        }
+        Span {
+            at: at as u16,
+            len: part.len() as u16,
+        }
+    }
+
+    /// The bytes of this span, cut at the end of `area`.
+    fn get(self, area: &[u8]) -> &[u8] {
+        let at = usize::from(self.at).min(area.len());
+        let end = (at + usize::from(self.len)).min(area.len());
+        &area[at..end]
+    }
+}
+
+/// The request as the log will show it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineSpan {
+    /// A parsed request line.
+    Parsed {
+        /// Method token.
+        method: &'static [u8],
+        /// Request-target.
+        target: Span,
+        /// Minor HTTP version.
+        minor: u8,
+    },
+    /// The first line of a request that did not parse.
+    Raw(Span),
+}
+
+/// A response being written, as its log line will tell it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pending {
+    status: u16,
+    line: LineSpan,
+    referer: Option<Span>,
+    user_agent: Option<Span>,
+    client: Option<IpAddr>,
+}
+
+/// The request of a response being planned, as slices of `area` (the receive area).
+pub struct Request<'a> {
+    /// The receive area the slices below point into.
+    pub area: &'a [u8],
+    /// The request line.
+    pub line: RequestLine<'a>,
+    /// Its field lines (none for a request that did not parse).
+    pub fields: &'a [Header<'a>],
+}
+
+fn field<'a>(fields: &[Header<'a>], name: &[u8]) -> Option<&'a [u8]> {
+    fields
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case(name))
+        .map(|h| h.value)
+}
+
+/// A microsecond clock reading, taken only for the format that shows durations.
+pub fn stamp(ctx: &Ctx<'_>) -> u64 {
+    if ctx.log.format() != LogFormat::Json || !ctx.log.enabled() {
+        return 0;
+    }
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    (t.tv_sec as u64).saturating_mul(1_000_000) + (t.tv_nsec as u64) / 1000
+}
+
+/// A response to `req` with `status` starts: remember what its line will say.
+pub fn begin(c: &mut Conn, ctx: &Ctx<'_>, status: u16, req: &Request<'_>) {
+    c.responding = true;
+    c.body_sent = 0;
+    if !ctx.log.enabled() {
+        return;
+    }
+    if c.started_us == 0 {
+        c.started_us = stamp(ctx);
+    }
+    let span = |part: &[u8]| Span::of(req.area, part);
+    let line = match req.line {
+        RequestLine::Parsed {
+            method,
+            target,
+            minor,
+        } => LineSpan::Parsed {
+            method,
+            target: span(target),
+            minor,
+        },
+        RequestLine::Raw(raw) => LineSpan::Raw(span(raw)),
+    };
+    let forwarded = c.forwarded.then(|| forwarded_for(req.fields)).flatten();
+    c.pending = Some(Pending {
+        status,
+        line,
+        referer: field(req.fields, b"referer").map(span),
+        user_agent: field(req.fields, b"user-agent").map(span),
+        client: forwarded.or(c.client),
+    });
+}
+
+/// The response ended (`cut_short`: before all of it was written): count it and write its
+/// line. `inb` is the slot's receive area.
+pub fn end(c: &mut Conn, inb: &[u8], ctx: &mut Ctx<'_>, cut_short: bool) {
+    if !c.responding {
+        return;
+    }
+    c.responding = false;
+    if cut_short {
+        ctx.counters.cut_short.fetch_add(1, Relaxed);
+    }
+    let Some(p) = c.pending.take() else {
+        return;
+    };
+    let area = &inb[..inb.len().min(SPILL_AT)];
+    let request = match p.line {
+        LineSpan::Parsed {
+            method,
+            target,
+            minor,
+        } => RequestLine::Parsed {
+            method,
+            target: target.get(area),
+            minor,
+        },
+        LineSpan::Raw(raw) => RequestLine::Raw(raw.get(area)),
+    };
+    let started = core::mem::take(&mut c.started_us);
+    let rec = Record {
+        client: p.client,
+        request,
+        status: p.status,
+        body_bytes: c.body_sent,
+        referer: p.referer.map(|s| s.get(area)),
+        user_agent: p.user_agent.map(|s| s.get(area)),
+        worker: ctx.worker,
+        cpu: ctx.cpu,
+        local: c.local,
+        duration_us: stamp(ctx).saturating_sub(started),
+        cut_short,
+    };
+    ctx.log.record(&rec, ctx.now_ms);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans_point_into_the_area_or_nowhere() {
+        let area = b"GET /a HTTP/1.1\r\n".to_vec();
+        let s = Span::of(&area, &area[4..6]);
+        assert_eq!(s.get(&area), b"/a");
+        assert_eq!(s.get(&area[..5]), b"/", "cut at the end of a shorter area");
+        let elsewhere = b"/a".to_vec();
+        assert_eq!(Span::of(&area, &elsewhere).get(&area), b"");
+        assert_eq!(Span::of(&area, &area[17..]).get(&area), b"");
+    }
+}

@@ -1,0 +1,133 @@
+//! Access log lines: `combined` and `common` as nginx and Apache write them, and `json`,
+//! formatted into a caller's buffer.
+//!
+//! Stage: the worker, when a response finishes or is cut short. Input: a [`Record`]
+//! (what happened to one request), the [`LogClock`] of the current second, and a buffer.
+//! Output: one line ending in `\n` and its length, never more than [`LINE_MAX`] bytes:
+//! the variable fields are cut at fixed budgets ([`TARGET_BUDGET`], [`FIELD_BUDGET`]),
+//! never inside an escape sequence. No allocation, no panic on any input. It does not
+//! write anywhere (the access log does) nor read the clock.
+//!
+//! ```text
+//! combined  127.0.0.1 - - [01/Dec/2026:00:16:22 +0000] "GET /a HTTP/1.1" 200 1234 "http://r/" "curl/8"
+//! common    127.0.0.1 - - [01/Dec/2026:00:16:22 +0000] "GET /a HTTP/1.1" 200 1234
+//! json      {"time":"2026-12-01T00:16:22Z","client":"127.0.0.1","request":"GET /a HTTP/1.1",
+//!            "status":200,"body_bytes":1234,"referer":"http://r/","user_agent":"curl/8",
+//!            "worker":0,"cpu":2,"local":true,"duration_us":85,"cut_short":false}   (one line)
+//! ```
+//!
+//! The bytes are those of the body actually written (nginx's `$body_bytes_sent`: `0`
+//! when none). An absent `Referer` or `User-Agent` is `-` (`null` in `json`); a request
+//! that did not parse shows its first line as received (`-` if empty). Quoted fields are
+//! escaped as nginx escapes them ([`escape`]). Times are UTC (`+0000`).
+
+pub mod clock;
+pub mod escape;
+pub mod syslog;
+
+mod clf;
+mod json_line;
+
+pub use crate::config::LogFormat;
+pub use clock::LogClock;
+
+use crate::http::response::Writer;
+use core::net::IpAddr;
+
+/// Longest line written, newline included.
+pub const LINE_MAX: usize = 16 * 1024;
+/// Output bytes the request-target (or an unparsed request line) may take, escaped.
+pub const TARGET_BUDGET: usize = 8 * 1024;
+/// Output bytes a `Referer` or `User-Agent` value may take, escaped.
+pub const FIELD_BUDGET: usize = 2 * 1024;
+/// Longest method written (the parser refuses longer ones).
+const METHOD_MAX: usize = 32;
+
+/// The request as the log shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RequestLine<'a> {
+    /// A parsed request line.
+    Parsed {
+        /// Method token (the parser only lets known methods through, each a constant).
+        method: &'static [u8],
+        /// Request-target as sent.
+        target: &'a [u8],
+        /// Minor HTTP version (`HTTP/1.x`).
+        minor: u8,
+    },
+    /// A request refused before it parsed: its first line as received (perhaps empty).
+    Raw(&'a [u8]),
+}
+
+/// What one line says about one request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record<'a> {
+    /// The client's address (the real one behind a trusted proxy), if known.
+    pub client: Option<IpAddr>,
+    /// The request.
+    pub request: RequestLine<'a>,
+    /// Status sent.
+    pub status: u16,
+    /// Body bytes actually written.
+    pub body_bytes: u64,
+    /// `Referer` value, if sent.
+    pub referer: Option<&'a [u8]>,
+    /// `User-Agent` value, if sent.
+    pub user_agent: Option<&'a [u8]>,
+    /// The worker's index.
+    pub worker: u32,
+    /// The CPU the worker runs on.
+    pub cpu: u32,
+    /// The connection arrived on the worker's own CPU.
+    pub local: bool,
+    /// Microseconds from the request's first byte to the end of its response.
+    pub duration_us: u64,
+    /// The response ended before all of it was written.
+    pub cut_short: bool,
+}
+
+/// Writes one line for `rec` at the start of `buf`; returns its length. A `buf` shorter
+/// than [`LINE_MAX`] may get an incomplete line (pieces that do not fit are left out).
+pub fn format_line(format: LogFormat, rec: &Record<'_>, clock: &LogClock, buf: &mut [u8]) -> usize {
+    let mut out = Writer::new(buf);
+    match format {
+        LogFormat::Combined => clf::write(rec, clock, true, &mut out),
+        LogFormat::Common => clf::write(rec, clock, false, &mut out),
+        LogFormat::Json => json_line::write(rec, clock, &mut out),
+    }
+    out.put(b"\n");
+    out.written()
+}
+
+/// The request text both formats show: `METHOD TARGET HTTP/1.x`, or the raw line.
+fn request_text(
+    req: &RequestLine<'_>,
+    out: &mut Writer<'_>,
+    escape: fn(&[u8], &mut Writer<'_>, usize),
+) {
+    match *req {
+        RequestLine::Parsed {
+            method,
+            target,
+            minor,
+        } => {
+            escape(&method[..method.len().min(METHOD_MAX)], out, METHOD_MAX * 6);
+            out.put(b" ");
+            escape(target, out, TARGET_BUDGET);
+            out.put(b" HTTP/1.");
+            out.put(&[b'0' + minor.min(9)]);
+        }
+        RequestLine::Raw(b"") => {
+            out.put(b"-");
+        }
+        RequestLine::Raw(line) => escape(line, out, TARGET_BUDGET),
+    }
+}
+
+/// Appends an address.
+fn put_ip(out: &mut Writer<'_>, ip: IpAddr) {
+    let _ = core::fmt::write(out, format_args!("{ip}"));
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,181 @@
+//! Lines of every format for typical and hostile requests, checked byte for byte (and
+//! `json` through a JSON parser).
+
+use super::*;
+use crate::http::date::DateCache;
+
+fn clock() -> LogClock {
+    LogClock::new(&DateCache::new(1_796_084_182)) // 2026-12-01 00:16:22 UTC
+}
+
+fn record() -> Record<'static> {
+    Record {
+        client: Some("127.0.0.1".parse().unwrap()),
+        request: RequestLine::Parsed {
+            method: b"GET",
+            target: b"/a",
+            minor: 1,
+        },
+        status: 200,
+        body_bytes: 1234,
+        referer: Some(b"http://r/"),
+        user_agent: Some(b"curl/8"),
+        worker: 3,
+        cpu: 5,
+        local: true,
+        duration_us: 85,
+        cut_short: false,
+    }
+}
+
+fn line(format: LogFormat, rec: &Record<'_>) -> String {
+    let mut buf = vec![0u8; LINE_MAX];
+    let n = format_line(format, rec, &clock(), &mut buf);
+    String::from_utf8(buf[..n].to_vec()).unwrap()
+}
+
+#[test]
+fn combined_and_common_as_nginx_writes_them() {
+    let r = record();
+    assert_eq!(
+        line(LogFormat::Combined, &r),
+        "127.0.0.1 - - [01/Dec/2026:00:16:22 +0000] \"GET /a HTTP/1.1\" 200 1234 \"http://r/\" \"curl/8\"\n"
+    );
+    assert_eq!(
+        line(LogFormat::Common, &r),
+        "127.0.0.1 - - [01/Dec/2026:00:16:22 +0000] \"GET /a HTTP/1.1\" 200 1234\n"
+    );
+}
+
+#[test]
+fn absent_fields_zero_bytes_and_http_1_0() {
+    let r = Record {
+        client: None,
+        request: RequestLine::Parsed {
+            method: b"HEAD",
+            target: b"/",
+            minor: 0,
+        },
+        status: 304,
+        body_bytes: 0,
+        referer: None,
+        user_agent: Some(b""),
+        ..record()
+    };
+    assert_eq!(
+        line(LogFormat::Combined, &r),
+        "- - - [01/Dec/2026:00:16:22 +0000] \"HEAD / HTTP/1.0\" 304 0 \"-\" \"\"\n"
+    );
+}
+
+#[test]
+fn hostile_fields_are_escaped() {
+    let r = Record {
+        client: Some("2001:db8::7".parse().unwrap()),
+        request: RequestLine::Parsed {
+            method: b"GET",
+            target: b"/caf\xc3\xa9?q=\"x\"",
+            minor: 1,
+        },
+        user_agent: Some(b"Mozilla \"quoted\" back\\slash \xe2\x82\xac\n[forged]"),
+        ..record()
+    };
+    assert_eq!(
+        line(LogFormat::Combined, &r),
+        "2001:db8::7 - - [01/Dec/2026:00:16:22 +0000] \"GET /caf\\xC3\\xA9?q=\\\"x\\\" HTTP/1.1\" \
+         200 1234 \"http://r/\" \"Mozilla \\\"quoted\\\" back\\\\slash \\xE2\\x82\\xAC\\x0A[forged]\"\n"
+    );
+}
+
+#[test]
+fn unparsed_requests_show_their_raw_line() {
+    let raw = Record {
+        request: RequestLine::Raw(b"\x16\x03\x01 junk"),
+        status: 400,
+        body_bytes: 0,
+        referer: None,
+        user_agent: None,
+        ..record()
+    };
+    assert_eq!(
+        line(LogFormat::Combined, &raw),
+        "127.0.0.1 - - [01/Dec/2026:00:16:22 +0000] \"\\x16\\x03\\x01 junk\" 400 0 \"-\" \"-\"\n"
+    );
+    let empty = Record {
+        request: RequestLine::Raw(b""),
+        ..raw
+    };
+    assert!(line(LogFormat::Common, &empty).contains("] \"-\" 400 0\n"));
+}
+
+#[test]
+fn json_has_every_key_in_order() {
+    let text = line(LogFormat::Json, &record());
+    assert_eq!(
+        text,
+        "{\"time\":\"2026-12-01T00:16:22Z\",\"client\":\"127.0.0.1\",\"request\":\"GET /a HTTP/1.1\",\
+         \"status\":200,\"body_bytes\":1234,\"referer\":\"http://r/\",\"user_agent\":\"curl/8\",\
+         \"worker\":3,\"cpu\":5,\"local\":true,\"duration_us\":85,\"cut_short\":false}\n"
+    );
+    let cut = Record {
+        client: None,
+        referer: None,
+        user_agent: Some(b"a\"b\\\xff"),
+        local: false,
+        cut_short: true,
+        ..record()
+    };
+    let v: serde_json::Value = serde_json::from_str(&line(LogFormat::Json, &cut)).unwrap();
+    assert_eq!(v["client"], serde_json::Value::Null);
+    assert_eq!(v["referer"], serde_json::Value::Null);
+    assert_eq!(v["user_agent"], "a\"b\\\u{ff}");
+    assert_eq!(v["cut_short"], true);
+    assert_eq!(v["local"], false);
+}
+
+#[test]
+fn the_longest_line_fits_and_stays_well_formed() {
+    let target = vec![0x01u8; 8192];
+    let ua = vec![b'"'; 4096];
+    let r = Record {
+        client: Some("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff".parse().unwrap()),
+        request: RequestLine::Parsed {
+            method: &[b'M'; 64],
+            target: &target,
+            minor: 1,
+        },
+        status: 599,
+        body_bytes: u64::MAX,
+        referer: Some(&ua),
+        user_agent: Some(&ua),
+        duration_us: u64::MAX,
+        ..record()
+    };
+    for format in [LogFormat::Combined, LogFormat::Common, LogFormat::Json] {
+        let mut buf = vec![0u8; LINE_MAX];
+        let n = format_line(format, &r, &clock(), &mut buf);
+        assert!(n < LINE_MAX, "{format:?}: {n}");
+        assert_eq!(buf[n - 1], b'\n');
+        assert_eq!(buf[..n - 1].iter().filter(|&&b| b == b'\n').count(), 0);
+        if format == LogFormat::Json {
+            let v: serde_json::Value = serde_json::from_slice(&buf[..n]).unwrap();
+            assert_eq!(v["body_bytes"], u64::MAX);
+        } else {
+            let text = String::from_utf8(buf[..n].to_vec()).unwrap();
+            let unescaped = text.replace("\\\\", "").replace("\\\"", "");
+            assert_eq!(
+                unescaped.matches('"').count(),
+                if format == LogFormat::Common { 2 } else { 6 }
+            );
+        }
+    }
+}
+
+#[test]
+fn a_short_buffer_cuts_without_panic() {
+    for len in 0..120 {
+        let mut buf = vec![0u8; len];
+        let n = format_line(LogFormat::Combined, &record(), &clock(), &mut buf);
+        assert!(n <= len);
+    }
+}

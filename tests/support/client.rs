@@ -1,0 +1,101 @@
+//! A minimal HTTP/1.1 client for the serving tests: one framed response (status line,
+//! headers, a `Content-Length` body) at a time, so keep-alive and pipelining can be checked.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+/// One parsed response.
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// Reads one response from `r`; `head_only` for a HEAD request or a 304.
+pub fn read_response(r: &mut impl BufRead, head_only: bool) -> std::io::Result<Response> {
+    let mut line = String::new();
+    if r.read_line(&mut line)? == 0 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "closed",
+        ));
+    }
+    let status: u16 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("bad status line {line:?}")))?;
+    let mut headers = Vec::new();
+    loop {
+        line.clear();
+        r.read_line(&mut line)?;
+        let l = line.trim_end_matches(['\r', '\n']);
+        if l.is_empty() {
+            break;
+        }
+        let (n, v) = l
+            .split_once(':')
+            .ok_or_else(|| std::io::Error::other("bad header"))?;
+        headers.push((n.to_string(), v.trim().to_string()));
+    }
+    let mut resp = Response {
+        status,
+        headers,
+        body: Vec::new(),
+    };
+    if !head_only && status != 304 {
+        let len: usize = resp
+            .header("content-length")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        resp.body = vec![0; len];
+        r.read_exact(&mut resp.body)?;
+    }
+    Ok(resp)
+}
+
+/// Sends `req` on a new connection and reads one response.
+pub fn exchange(addr: SocketAddr, req: &str) -> Response {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(req.as_bytes()).unwrap();
+    let head_only = req.starts_with("HEAD ");
+    read_response(&mut BufReader::new(s), head_only).unwrap()
+}
+
+/// `GET path` with Host and `Connection: close`, plus extra header lines.
+pub fn get(addr: SocketAddr, path: &str, extra: &str) -> Response {
+    exchange(
+        addr,
+        &format!("GET {path} HTTP/1.1\r\nHost: t\r\n{extra}Connection: close\r\n\r\n"),
+    )
+}
+
+/// Whether the peer closed: a read returns EOF (or a reset) within the timeout.
+pub fn closed_within(s: &mut TcpStream, t: Duration) -> bool {
+    s.set_read_timeout(Some(t)).unwrap();
+    let mut b = [0u8; 4096];
+    loop {
+        match s.read(&mut b) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
+            Err(_) => return false,
+        }
+    }
+}

@@ -5,8 +5,11 @@
 #
 #   scripts/bench-vs-nginx.sh            (or: just bench-vs-nginx)
 #   ROUNDS=10 DUR=2 WARMUP=0.5s PORT=18480 OUT=target/bench-vs-nginx scripts/bench-vs-nginx.sh
+#   PART=table ROUNDS=6 scripts/bench-vs-nginx.sh   (only the table of docs/benchmarks.md:
+#       steerd against the steered responder, nginx, lighttpd and h2o; keep-alive, close,
+#       1 MiB and 10,000 connections)
 #
-# Installs nginx, wrk and strace from Debian if missing. Everything it starts lives in
+# Installs nginx, lighttpd, h2o, wrk and strace from Debian if missing. Everything it starts lives in
 # a temporary directory (nginx prefix, config, pid and log files, the served files) on
 # loopback ports, and `steerd bench ab` stops every server it started, by process group.
 set -euo pipefail
@@ -19,16 +22,19 @@ PORT=${PORT:-18480}
 MPORT=$((PORT + 1))
 OUT=${OUT:-target/bench-vs-nginx}
 RATE=${RATE:-20000}
+PART=${PART:-all}
 
 echo "== packages"
 missing=()
-for pair in nginx:nginx wrk:wrk strace:strace; do
+for pair in nginx:nginx lighttpd:lighttpd h2o:h2o wrk:wrk strace:strace; do
     command -v "${pair%%:*}" >/dev/null || missing+=("${pair##*:}")
 done
 if ((${#missing[@]})); then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 nginx -v 2>&1
+lighttpd -v 2>&1 | head -1
+h2o --version 2>&1 | head -1
 wrk --version 2>&1 | head -1 || true
 
 echo "== build"
@@ -80,7 +86,39 @@ http {
 }
 EOF
 
+# lighttpd and h2o set up as nginx is: 2 workers (threads for h2o), sendfile, no
+# access log, keep-alive without a request limit, descriptors for 10,000 connections.
+cat >"$T/lighttpd.conf" <<EOF
+server.document-root = "$T/www"
+server.bind = "127.0.0.1"
+server.port = $PORT
+server.max-worker = 2
+server.max-fds = 40000
+server.max-connections = 16384
+server.max-keep-alive-requests = 1000000
+server.max-keep-alive-idle = 60
+server.network-backend = "sendfile"
+server.pid-file = "$T/lighttpd.pid"
+server.errorlog = "$T/logs/lighttpd.error.log"
+EOF
+cat >"$T/h2o.conf" <<EOF
+listen:
+  host: 127.0.0.1
+  port: $PORT
+num-threads: 2
+max-connections: 20000
+user: root
+error-log: $T/logs/h2o.error.log
+hosts:
+  "default":
+    paths:
+      /:
+        file.dir: $T/www
+EOF
+
 NGINX=(nginx -p "$T/" -c "$T/nginx.conf" -e "$T/logs/error.log")
+LIGHTTPD=(lighttpd -D -f "$T/lighttpd.conf")
+H2O=(h2o -c "$T/h2o.conf")
 RESP=("$BIN" bench responder --listen "127.0.0.1:$PORT" --cpus 0,1)
 RESP_CLOSE=("${RESP[@]}" --close)
 # Steered like steerd --steer cpu: the reference steerd is measured against.
@@ -119,6 +157,26 @@ steerd_serves() {
 
 echo "== machine"
 echo "$(nproc) CPUs, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')"
+uptime
+
+if [ "$PART" = table ]; then
+    # The steered responder answers 13 canned bytes to anything, so it has no 1 MiB row.
+    ab table-ka-responder "${COMMON[@]}" -c 50 --syscalls "$U13" -- "${RESP_STEER[@]}" -- "${STEERD[@]}"
+    ab table-close-responder "${COMMON[@]}" -c 50 --close --syscalls "$U13" -- "${RESP_STEER_CLOSE[@]}" -- "${STEERD[@]}"
+    ab table-10k-responder "${COMMON[@]}" -c 10000 "$U13" -- "${RESP_STEER[@]}" -- "${STEERD[@]}"
+    for peer in NGINX LIGHTTPD H2O; do
+        declare -n P=$peer
+        name=$(echo "$peer" | tr 'A-Z' 'a-z')
+        ab "table-ka-$name" "${COMMON[@]}" -c 50 --syscalls "$U13" -- "${P[@]}" -- "${STEERD[@]}"
+        ab "table-close-$name" "${COMMON[@]}" -c 50 --close --syscalls "$U13" -- "${P[@]}" -- "${STEERD[@]}"
+        ab "table-1m-$name" "${COMMON[@]}" -c 10 "$U1M" -- "${P[@]}" -- "${STEERD[@]}"
+        ab "table-10k-$name" "${COMMON[@]}" -c 10000 "$U13" -- "${P[@]}" -- "${STEERD[@]}"
+    done
+    uptime
+    echo
+    echo "reports in $OUT/"
+    exit 0
+fi
 
 echo "== client CPU per request: steerd bench load against wrk, alternating, on the responder"
 # wrk takes whole seconds: both clients run for DUR rounded up.

@@ -73,7 +73,7 @@ pub(super) fn file(
 ) {
     let vary = !meta.sidecars.is_empty();
     let order = ctx.cache.options().precompressed;
-    let rep = match req.accept_encoding.choose(&order, meta.sidecars) {
+    let rep = match req.accept_encoding().choose(&order, meta.sidecars) {
         Choice::Identity => identity(meta, src),
         Choice::Coded(coding) => match sidecar(ctx, bufs, path, coding) {
             Some((meta, src)) => Representation {
@@ -102,17 +102,19 @@ pub(super) fn file(
     h.cache_control = crate::site::cache_control(&site.cache_rules, path);
     h.extra = &site.headers;
     let mtime = rep.meta.mtime;
-    if precondition_fails(req.if_match, req.if_unmodified_since, etag, mtime) {
+    if precondition_fails(req.if_match(), req.if_unmodified_since(), etag, mtime) {
         return error_answer(c, out, ctx, bufs, 412, vary, None, p, after, line);
     }
-    if not_modified(req.if_none_match, req.if_modified_since, etag, mtime) {
+    if not_modified(req.if_none_match(), req.if_modified_since(), etag, mtime) {
         h.status = 304;
         let n = write_head(out, &h).unwrap_or(0);
         return plan(c, ctx, 304, n, Outgoing::Nothing, after, line);
     }
     let size = rep.meta.size;
-    let validated = req.if_range.is_none_or(|v| if_range_holds(v, etag, mtime));
-    let range = match (req.method, req.range) {
+    let validated = req
+        .if_range()
+        .is_none_or(|v| if_range_holds(v, etag, mtime));
+    let range = match (req.method, req.range()) {
         (Method::Get, Some(r)) if validated => evaluate(r, size),
         _ => RangeAnswer::Full,
     };

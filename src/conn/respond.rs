@@ -121,7 +121,7 @@ fn line_of<'r>(req: &Request<'r, '_>, area: &'r [u8], fields: &'r [Header<'r>]) 
             area,
             line: RequestLine::Parsed {
                 method: req.method.as_str().as_bytes(),
-                target: req.target,
+                target: req.target(),
                 minor: req.minor,
             },
             fields,
@@ -262,7 +262,7 @@ fn redirect(
     let mut h = ResponseHead::new(301, &date, p);
     h.content_type = Some(crate::http::response::HTML);
     h.content_length = Some(page.len() as u64);
-    h.location = Some((req.path, req.query));
+    h.location = Some((req.path, req.query()));
     h.extra = &ctx.site.headers;
     let body = Outgoing::Static(page, 0);
     if let Some(n) = write_head(out, &h) {

@@ -6,7 +6,8 @@
 //! allocates; lists are walked, never collected.
 
 use super::error::ErrorKind;
-use super::scan::class_end;
+use super::parse::trim_ows;
+use super::scan::{all_in, class_end};
 use super::tables::{IP_LITERAL, REG_NAME, TOKEN};
 
 /// The elements of a `#list` value: split on ",", OWS trimmed, empty ones skipped.
@@ -15,16 +16,6 @@ pub fn list_elements(value: &[u8]) -> impl Iterator<Item = &[u8]> {
         .split(|&b| b == b',')
         .map(trim_ows)
         .filter(|e| !e.is_empty())
-}
-
-fn trim_ows(mut s: &[u8]) -> &[u8] {
-    while let [b' ' | b'\t', rest @ ..] = s {
-        s = rest;
-    }
-    while let [rest @ .., b' ' | b'\t'] = s {
-        s = rest;
-    }
-    s
 }
 
 /// RFC 9110 §8.6 `Content-Length = 1*DIGIT`, decimal (leading zeros are decimal, never
@@ -130,7 +121,17 @@ pub fn expects_continue(value: &[u8]) -> bool {
 /// RFC 9112 §3.2 / RFC 3986 §3.2.2–3.2.3: `uri-host [ ":" port ]`, where uri-host is an
 /// IP-literal in brackets or a non-empty reg-name (IPv4 addresses are reg-names
 /// syntactically) and port is 1–5 digits up to 65535. No userinfo, path, list or escape.
+///
+/// The everyday host, a reg-name without a port, is checked without a branch per byte;
+/// anything else (a port, an IP literal, an error) goes the long way.
+#[inline]
 pub fn valid_host(value: &[u8]) -> bool {
+    (!value.is_empty() && all_in(value, &REG_NAME)) || valid_host_or_port(value)
+}
+
+/// [`valid_host`] in full: IP literal or reg-name, then an optional port.
+#[inline(never)]
+fn valid_host_or_port(value: &[u8]) -> bool {
     let port = match value.first() {
         Some(b'[') => {
             let close = class_end(value, 1, &IP_LITERAL);

@@ -13,6 +13,7 @@
 //! - [`parse`]: the token-level head parser (request line, field lines), strict profile;
 //! - [`fields`]: one function per semantic field (Content-Length, Transfer-Encoding,
 //!   Connection, Host, Expect);
+//! - [`known`]: the fields the server acts on, recognised while the head is tokenized;
 //! - [`path`]: percent-decoding and dot-segment removal into a caller buffer;
 //! - [`request`]: the semantic layer that assembles a [`Request`] from the tokens.
 //!
@@ -25,6 +26,7 @@
 
 pub mod error;
 pub mod fields;
+pub mod known;
 pub mod parse;
 pub mod path;
 pub mod request;

@@ -73,13 +73,38 @@ pub struct Head<'b> {
     pub len: usize,
 }
 
+/// Told about each field line the moment it is tokenized, so a caller that gives field
+/// names meaning (`request.rs`) needs no second walk over the slots. Errors it finds
+/// must wait until the head is complete: a syntax error later in the head, or the head
+/// being incomplete, takes precedence.
+pub trait FieldSink<'b> {
+    /// One valid field line: its name and its value with OWS trimmed.
+    fn field(&mut self, name: &'b [u8], value: &'b [u8]);
+}
+
+/// The token layer alone: field lines are only stored in the slots.
+impl<'b> FieldSink<'b> for () {
+    #[inline(always)]
+    fn field(&mut self, _: &'b [u8], _: &'b [u8]) {}
+}
+
 /// Parses a request head from `buf`, filling `slots` with its field lines.
 #[inline]
 pub fn parse_head<'b>(
     buf: &'b [u8],
     slots: &mut [Header<'b>],
 ) -> Result<Status<Head<'b>>, ErrorKind> {
-    let status = parse_within(buf, slots)?;
+    parse_head_into(buf, slots, &mut ())
+}
+
+/// [`parse_head`], also handing each field line to `sink` as it is tokenized.
+#[inline]
+pub fn parse_head_into<'b, S: FieldSink<'b>>(
+    buf: &'b [u8],
+    slots: &mut [Header<'b>],
+    sink: &mut S,
+) -> Result<Status<Head<'b>>, ErrorKind> {
+    let status = parse_within(buf, slots, sink)?;
     match status {
         Status::Complete(head) if head.len > MAX_HEAD => Err(ErrorKind::HeadTooLarge),
         Status::Partial if buf.len() >= MAX_HEAD => Err(ErrorKind::HeadTooLarge),
@@ -97,9 +122,11 @@ macro_rules! byte {
     };
 }
 
-fn parse_within<'b>(
+#[inline(always)]
+fn parse_within<'b, S: FieldSink<'b>>(
     buf: &'b [u8],
     slots: &mut [Header<'b>],
+    sink: &mut S,
 ) -> Result<Status<Head<'b>>, ErrorKind> {
     let Some(mut at) = skip_empty_lines(buf)? else {
         return Ok(Status::Partial);
@@ -118,24 +145,28 @@ fn parse_within<'b>(
     at = after_version;
     let mut fields = 0;
     loop {
-        match byte!(buf, at) {
-            b'\r' => {
-                if byte!(buf, at + 1) != b'\n' {
-                    return Err(ErrorKind::BareLineEnd);
+        // One compare for the usual case, a field name's first byte (above SP).
+        let first = byte!(buf, at);
+        if first <= b' ' {
+            match first {
+                b'\r' => {
+                    if byte!(buf, at + 1) != b'\n' {
+                        return Err(ErrorKind::BareLineEnd);
+                    }
+                    let len = at + 2;
+                    return Ok(Status::Complete(Head {
+                        method,
+                        target,
+                        path_len,
+                        minor,
+                        fields,
+                        len,
+                    }));
                 }
-                let len = at + 2;
-                return Ok(Status::Complete(Head {
-                    method,
-                    target,
-                    path_len,
-                    minor,
-                    fields,
-                    len,
-                }));
+                b'\n' => return Err(ErrorKind::BareLineEnd),
+                b' ' | b'\t' => return Err(ErrorKind::ObsFold),
+                _ => {}
             }
-            b'\n' => return Err(ErrorKind::BareLineEnd),
-            b' ' | b'\t' => return Err(ErrorKind::ObsFold),
-            _ => {}
         }
         if fields == MAX_FIELDS || fields == slots.len() {
             return Err(ErrorKind::TooManyFields);
@@ -144,6 +175,7 @@ fn parse_within<'b>(
             return Ok(Status::Partial);
         };
         slots[fields] = header;
+        sink.field(header.name, header.value);
         fields += 1;
         at = next;
     }
@@ -220,11 +252,16 @@ fn target(buf: &[u8], start: usize) -> Step<(&[u8], usize)> {
 /// Returns the minor digit and the offset after the CRLF.
 #[inline]
 fn version(buf: &[u8], start: usize) -> Step<u8> {
-    if let Some(&[b'H', b'T', b'T', b'P', b'/', b'1', b'.', minor, b'\r', b'\n']) =
-        buf.get(start..start + 10)
-    {
-        if minor.is_ascii_digit() {
-            return Ok(Some((minor - b'0', start + 10)));
+    // `HTTP/1.D\r\n` as two words: the eight bytes but the digit, then the digit and CRLF.
+    if let Some(line) = buf.get(start..start + 10) {
+        let head = u64::from_le_bytes(word(line, 0));
+        let tail = u16::from_le_bytes(word(line, 8));
+        let minor = line[7].wrapping_sub(b'0');
+        if head & 0x00ff_ffff_ffff_ffff == u64::from_le_bytes(*b"HTTP/1.\0")
+            && tail == u16::from_le_bytes(*b"\r\n")
+            && minor <= 9
+        {
+            return Ok(Some((minor, start + 10)));
         }
     }
     if let Some(b' ' | b'\t') = buf.get(start) {
@@ -258,6 +295,45 @@ fn version(buf: &[u8], start: usize) -> Step<u8> {
     }
 }
 
+/// The `N` bytes of `s` at `at` (zeros if `s` is too short, which callers rule out).
+#[inline(always)]
+pub(crate) fn word<const N: usize>(s: &[u8], at: usize) -> [u8; N] {
+    s.get(at..at + N)
+        .and_then(|b| b.try_into().ok())
+        .unwrap_or([0; N])
+}
+
+/// The field lines of a head that [`parse_head`] accepted, as (name, value) with OWS
+/// trimmed, for a caller that needs every line of one field again. Lines without a colon
+/// (the request line, blank lines) are skipped; a request line's text before its first
+/// colon holds a space, so it never equals a field name.
+pub(crate) fn field_lines(head: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
+    head.split(|&b| b == b'\n').filter_map(|line| {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let colon = memchr::memchr(b':', line)?;
+        Some((&line[..colon], trim_ows(&line[colon + 1..])))
+    })
+}
+
+/// `value` without leading and trailing SP and HTAB. The value scan let no other byte
+/// at or below SP through, so one compare per end decides (RFC 9112 §5.1 OWS).
+#[inline(always)]
+pub(crate) fn trim_ows(mut value: &[u8]) -> &[u8] {
+    while let [first, rest @ ..] = value {
+        if *first > b' ' {
+            break;
+        }
+        value = rest;
+    }
+    while let [rest @ .., last] = value {
+        if *last > b' ' {
+            break;
+        }
+        value = rest;
+    }
+    value
+}
+
 fn byte_or_none(buf: &[u8], at: usize) -> Option<u8> {
     buf.get(at).copied()
 }
@@ -274,11 +350,8 @@ fn field_line(buf: &[u8], start: usize) -> Step<Header<'_>> {
         b' ' | b'\t' if colon > start => return Err(ErrorKind::SpaceBeforeColon),
         _ => return Err(ErrorKind::BadFieldName),
     }
-    let mut value_start = colon + 1;
-    while let Some(b' ' | b'\t') = buf.get(value_start) {
-        value_start += 1;
-    }
-    let Some(cr) = value_end(buf, value_start)? else {
+    // The value is scanned from just after the colon; OWS comes off both ends after.
+    let Some(cr) = value_end(buf, colon + 1)? else {
         return Ok(None);
     };
     match buf.get(cr + 1) {
@@ -286,10 +359,7 @@ fn field_line(buf: &[u8], start: usize) -> Step<Header<'_>> {
         Some(b'\n') => {}
         Some(_) => return Err(ErrorKind::BareLineEnd),
     }
-    let mut value = &buf[value_start..cr];
-    while let [rest @ .., b' ' | b'\t'] = value {
-        value = rest;
-    }
+    let value = trim_ows(&buf[colon + 1..cr]);
     Ok(Some((
         Header {
             name: &buf[start..colon],

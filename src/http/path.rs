@@ -19,24 +19,33 @@
 use super::error::ErrorKind;
 use super::scan::bytes_equal;
 
-/// Decodes and normalises `raw` into `out`; returns the result's length.
-/// `out` shorter than `raw` gives `TargetTooLong`.
-pub fn normalize(raw: &[u8], out: &mut [u8]) -> Result<usize, ErrorKind> {
+/// The decoded, normalised form of `raw`: `raw` itself when it is already normal (no
+/// copy), else decoded and normalised into `out`. `out` shorter than `raw` gives
+/// `TargetTooLong`.
+#[inline(always)]
+pub fn normalize<'a>(raw: &'a [u8], out: &'a mut [u8]) -> Result<&'a [u8], ErrorKind> {
     if out.len() < raw.len() {
         return Err(ErrorKind::TargetTooLong);
     }
     if is_normal(raw) {
-        out[..raw.len()].copy_from_slice(raw);
-        return Ok(raw.len());
+        return Ok(raw);
     }
+    rewrite(raw, out)
+}
+
+/// The slow path of [`normalize`]: decode, then remove dot segments, in `out`.
+#[inline(never)]
+fn rewrite<'a>(raw: &[u8], out: &'a mut [u8]) -> Result<&'a [u8], ErrorKind> {
     let decoded = decode(raw, out)?;
-    remove_dot_segments(out, decoded)
+    let n = remove_dot_segments(out, decoded)?;
+    Ok(&out[..n])
 }
 
 /// Fast path: a path starting with "/" without "%", "//" or "/." is already decoded and
 /// normal (it has no empty, `.` or `..` segment), so it is copied as is. Checked 8 bytes
 /// at a time: the "/" flags shifted up one byte meet the "/" or "." flags of the next;
 /// the last few bytes one at a time.
+#[inline(always)]
 fn is_normal(raw: &[u8]) -> bool {
     if raw.first() != Some(&b'/') {
         return false;
@@ -141,7 +150,7 @@ mod tests {
 
     fn norm(raw: &[u8]) -> Result<Vec<u8>, ErrorKind> {
         let mut out = [0u8; 64];
-        normalize(raw, &mut out).map(|n| out[..n].to_vec())
+        normalize(raw, &mut out).map(<[u8]>::to_vec)
     }
 
     #[test]

@@ -21,16 +21,19 @@
 //!   `Connection: keep-alive` (and no `close`). `Expect: 100-continue` counts in 1.1 only.
 //! - Range, If-None-Match, If-Modified-Since and If-Range are handed over raw; each must
 //!   appear at most once (the file layer cannot merge lines without allocating).
-//!   Accept-Encoding lines are read as they come (`encoding::AcceptEncoding`), so any
-//!   number of them combine as one list (RFC 9110 §5.3).
+//!   Accept-Encoding is read when the file layer asks (`Request::accept_encoding`), every
+//!   line of it combined as one list (RFC 9110 §5.3).
 //! - semantic refusals (unknown method, Host, target, path, repeated single fields) keep
 //!   the connection when the request has no body and asked to persist; syntax, framing
 //!   and limit errors always close.
 
+use core::fmt;
+
 use super::encoding::AcceptEncoding;
 use super::error::{ErrorKind, ParseError};
-use super::fields::{content_length, expects_continue, valid_host, Codings, ConnectionOptions};
-use super::parse::{parse_head, Head, Header, Status};
+use super::fields::{expects_continue, valid_host};
+use super::known::{KnownFields, Raw, Span, RAW};
+use super::parse::{field_lines, parse_head_into, Header, Status};
 use super::path::normalize;
 
 /// The methods this server recognises (RFC 9110 §9). GET and HEAD are served; the others
@@ -72,6 +75,7 @@ impl Method {
 
     /// The method for a token (case-sensitive, RFC 9110 §9.1), if known. (A `match` on
     /// the byte strings measured slower on the bench than this walk, GET being first.)
+    #[inline]
     pub fn from_token(token: &[u8]) -> Option<Method> {
         Self::ALL
             .into_iter()
@@ -105,62 +109,156 @@ pub enum Body {
     Chunked,
 }
 
-/// A validated request head. Slices borrow the receive buffer (`'b`) and the path
-/// buffer (`'p`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A validated request head. Slices borrow the receive buffer (`'b`) and, for a path
+/// that had to be decoded, the path buffer (`'p`). The raw field values are kept as
+/// offsets into the receive buffer and read through methods, which keeps the value
+/// small to build and to move.
+#[derive(Clone, Copy)]
 pub struct Request<'b, 'p> {
-    /// The method.
-    pub method: Method,
-    /// The request-target exactly as sent.
-    pub target: &'b [u8],
+    /// The receive buffer the head was parsed from.
+    buf: &'b [u8],
     /// The decoded, normalised path (starts with "/"; `*` for `OPTIONS *`; empty for
     /// CONNECT's authority-form).
     pub path: &'p [u8],
-    /// The raw query after "?", if any, for the trailing-slash redirect.
-    pub query: Option<&'b [u8]>,
+    /// Body framing.
+    pub body: Body,
+    /// Bytes of the buffer the head took, blank line included; the body (if any) or the
+    /// next pipelined request starts here.
+    pub head_len: usize,
+    /// How many header slots hold field lines.
+    pub fields: usize,
+    target: Span,
+    query: Span,
+    /// The raw single-valued fields, indexed by [`Raw`]; `Host` is the absolute-form
+    /// authority when there is one.
+    raw: [Span; RAW],
+    /// The method.
+    pub method: Method,
     /// The minor version: 0 or 1 (a higher 1.x is read as 1.1, RFC 9110 §6.2).
     pub minor: u8,
     /// Whether the connection may carry another request after this one.
     pub keep_alive: bool,
-    /// Body framing.
-    pub body: Body,
     /// `Expect: 100-continue` in an HTTP/1.1 request.
     pub expect_continue: bool,
-    /// The host: the absolute-form authority, else the Host field (None only in 1.0).
-    pub host: Option<&'b [u8]>,
-    /// Raw `Range` value.
-    pub range: Option<&'b [u8]>,
-    /// Raw `If-None-Match` value.
-    pub if_none_match: Option<&'b [u8]>,
-    /// Raw `If-Modified-Since` value.
-    pub if_modified_since: Option<&'b [u8]>,
-    /// Raw `If-Range` value.
-    pub if_range: Option<&'b [u8]>,
-    /// Raw `If-Match` value.
-    pub if_match: Option<&'b [u8]>,
-    /// Raw `If-Unmodified-Since` value.
-    pub if_unmodified_since: Option<&'b [u8]>,
-    /// What the `Accept-Encoding` lines accept.
-    pub accept_encoding: AcceptEncoding,
-    /// How many header slots hold field lines.
-    pub fields: usize,
-    /// Bytes of the buffer the head took, blank line included; the body (if any) or the
-    /// next pipelined request starts here.
-    pub head_len: usize,
+    /// The first `Accept-Encoding` line.
+    accept: Span,
+    /// More than one `Accept-Encoding` line: the head is read again for all of them.
+    accept_many: bool,
 }
 
-/// Parses and validates one request head at the start of `buf`.
-pub fn parse_request<'b, 'p>(
+impl<'b> Request<'b, '_> {
+    /// The request-target exactly as sent.
+    pub fn target(&self) -> &'b [u8] {
+        self.target.get(self.buf).unwrap_or_default()
+    }
+
+    /// The raw query after "?", if any, for the trailing-slash redirect.
+    pub fn query(&self) -> Option<&'b [u8]> {
+        self.query.get(self.buf)
+    }
+
+    /// The host: the absolute-form authority, else the Host field (None only in 1.0).
+    pub fn host(&self) -> Option<&'b [u8]> {
+        self.raw(Raw::Host)
+    }
+
+    /// Raw `Range` value.
+    pub fn range(&self) -> Option<&'b [u8]> {
+        self.raw(Raw::Range)
+    }
+
+    /// Raw `If-None-Match` value.
+    pub fn if_none_match(&self) -> Option<&'b [u8]> {
+        self.raw(Raw::IfNoneMatch)
+    }
+
+    /// Raw `If-Modified-Since` value.
+    pub fn if_modified_since(&self) -> Option<&'b [u8]> {
+        self.raw(Raw::IfModifiedSince)
+    }
+
+    /// Raw `If-Range` value.
+    pub fn if_range(&self) -> Option<&'b [u8]> {
+        self.raw(Raw::IfRange)
+    }
+
+    /// Raw `If-Match` value.
+    pub fn if_match(&self) -> Option<&'b [u8]> {
+        self.raw(Raw::IfMatch)
+    }
+
+    /// Raw `If-Unmodified-Since` value.
+    pub fn if_unmodified_since(&self) -> Option<&'b [u8]> {
+        self.raw(Raw::IfUnmodifiedSince)
+    }
+
+    /// What the `Accept-Encoding` lines accept, all of them combined (RFC 9110 §5.3).
+    /// Read on demand, as the other raw fields are: one line from its span, several by
+    /// walking the head's field lines again.
+    pub fn accept_encoding(&self) -> AcceptEncoding {
+        let mut accepted = AcceptEncoding::default();
+        if !self.accept_many {
+            if let Some(value) = self.accept.get(self.buf) {
+                accepted.add(value);
+            }
+            return accepted;
+        }
+        let head = self.buf.get(..self.head_len).unwrap_or_default();
+        for (name, value) in field_lines(head) {
+            if name.eq_ignore_ascii_case(b"accept-encoding") {
+                accepted.add(value);
+            }
+        }
+        accepted
+    }
+
+    fn raw(&self, which: Raw) -> Option<&'b [u8]> {
+        self.raw[which as usize].get(self.buf)
+    }
+}
+
+/// The facts of the request, not the buffer it points into.
+impl fmt::Debug for Request<'_, '_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Request")
+            .field("method", &self.method)
+            .field("target", &self.target())
+            .field("path", &self.path)
+            .field("query", &self.query())
+            .field("minor", &self.minor)
+            .field("keep_alive", &self.keep_alive)
+            .field("body", &self.body)
+            .field("expect_continue", &self.expect_continue)
+            .field("host", &self.host())
+            .field("range", &self.range())
+            .field("if_none_match", &self.if_none_match())
+            .field("if_modified_since", &self.if_modified_since())
+            .field("if_range", &self.if_range())
+            .field("if_match", &self.if_match())
+            .field("if_unmodified_since", &self.if_unmodified_since())
+            .field("accept_encoding", &self.accept_encoding())
+            .field("fields", &self.fields)
+            .field("head_len", &self.head_len)
+            .finish()
+    }
+}
+
+/// Parses and validates one request head at the start of `buf`. The path borrows `buf`
+/// when it needs no decoding, else `path_buf`.
+pub fn parse_request<'b: 'p, 'p>(
     buf: &'b [u8],
     slots: &mut [Header<'b>],
     path_buf: &'p mut [u8],
 ) -> Result<Status<Request<'b, 'p>>, ParseError> {
-    let head = match parse_head(buf, slots)? {
+    let mut fields = KnownFields::new(buf);
+    let head = match parse_head_into(buf, slots, &mut fields)? {
         Status::Complete(head) => head,
         Status::Partial => return Ok(Status::Partial),
     };
-    let fields = Fields::collect(&slots[..head.fields])?;
-    let body = fields.framing(head.minor)?;
+    if let Some(kind) = fields.framing_error {
+        return Err(kind.into());
+    }
+    let body = framing(&fields, head.minor)?;
     let minor = head.minor.min(1);
     let keep_alive = !fields.connection.close && (minor == 1 || fields.connection.keep_alive);
     let refuse = |kind| ParseError::keeping(kind, keep_alive && body == Body::None);
@@ -172,194 +270,52 @@ pub fn parse_request<'b, 'p>(
         return Err(ParseError::closing(ErrorKind::ChunkedWithoutContent));
     }
     let target = Target::split(method, head.target, head.path_len).map_err(refuse)?;
-    let host = target.authority.or(fields.host);
-    if fields.host.is_some_and(|h| !valid_host(h)) || (minor == 1 && fields.host.is_none()) {
+    let mut raw = fields.raw;
+    let host = raw[Raw::Host as usize].get(buf);
+    if host.is_some_and(|h| !valid_host(h)) || (minor == 1 && host.is_none()) {
         return Err(refuse(ErrorKind::BadHost));
     }
     let path = target.decode_into(path_buf).map_err(refuse)?;
-    Ok(Status::Complete(request(
-        head, method, target, path, minor, keep_alive, body, host, &fields,
-    )))
-}
-
-#[allow(clippy::too_many_arguments)]
-fn request<'b, 'p>(
-    head: Head<'b>,
-    method: Method,
-    target: Target<'b>,
-    path: &'p [u8],
-    minor: u8,
-    keep_alive: bool,
-    body: Body,
-    host: Option<&'b [u8]>,
-    fields: &Fields<'b>,
-) -> Request<'b, 'p> {
-    Request {
-        method,
-        target: head.target,
+    let base = buf.as_ptr() as usize;
+    if let Some(authority) = target.authority {
+        raw[Raw::Host as usize] = Span::of(base, authority);
+    }
+    let expect = raw[Raw::Expect as usize].get(buf);
+    Ok(Status::Complete(Request {
+        buf,
         path,
-        query: target.query,
+        body,
+        head_len: head.len,
+        fields: head.fields,
+        target: Span::of(base, head.target),
+        query: target.query.map_or(Span::default(), |q| Span::of(base, q)),
+        raw,
+        method,
         minor,
         keep_alive,
-        body,
-        expect_continue: minor == 1 && fields.expect.is_some_and(expects_continue),
-        host,
-        range: fields.range,
-        if_none_match: fields.if_none_match,
-        if_modified_since: fields.if_modified_since,
-        if_range: fields.if_range,
-        if_match: fields.if_match,
-        if_unmodified_since: fields.if_unmodified_since,
-        accept_encoding: fields.accept_encoding,
-        fields: head.fields,
-        head_len: head.len,
-    }
+        expect_continue: minor == 1 && expect.is_some_and(expects_continue),
+        accept: fields.accept,
+        accept_many: fields.accept_lines > 1,
+    }))
 }
 
-/// The field names the server acts on.
-#[derive(Clone, Copy)]
-enum Known {
-    Host,
-    Range,
-    Expect,
-    IfRange,
-    IfMatch,
-    IfNoneMatch,
-    IfModifiedSince,
-    IfUnmodifiedSince,
-    Connection,
-    ContentLength,
-    TransferEncoding,
-    AcceptEncoding,
-}
-
-impl Known {
-    /// Which known field `name` is (case-insensitive, RFC 9110 §5.1). Length and first
-    /// letter pick the one candidate, so most names cost two compares. `b | 0x20` equals
-    /// a lowercase letter or "-" only for that letter in either case or "-" itself among
-    /// `tchar` bytes, which is all a parsed name holds.
-    #[inline]
-    fn of(name: &[u8]) -> Option<Known> {
-        let first = *name.first()? | 0x20;
-        let (known, spelled): (Known, &[u8]) = match (name.len(), first) {
-            (4, b'h') => (Known::Host, b"host"),
-            (5, b'r') => (Known::Range, b"range"),
-            (6, b'e') => (Known::Expect, b"expect"),
-            // "if-range" and "if-match": the fourth letter decides.
-            (8, b'i') if name[3] | 0x20 == b'r' => (Known::IfRange, b"if-range"),
-            (8, b'i') => (Known::IfMatch, b"if-match"),
-            (10, b'c') => (Known::Connection, b"connection"),
-            (13, b'i') => (Known::IfNoneMatch, b"if-none-match"),
-            (14, b'c') => (Known::ContentLength, b"content-length"),
-            (15, b'a') => (Known::AcceptEncoding, b"accept-encoding"),
-            (17, b't') => (Known::TransferEncoding, b"transfer-encoding"),
-            (17, b'i') => (Known::IfModifiedSince, b"if-modified-since"),
-            (19, b'i') => (Known::IfUnmodifiedSince, b"if-unmodified-since"),
-            _ => return None,
-        };
-        let same = name
-            .iter()
-            .zip(spelled)
-            .all(|(&b, &lower)| b | 0x20 == lower);
-        same.then_some(known)
-    }
-}
-
-/// The fields the server acts on, gathered in one pass over the slots.
-#[derive(Default)]
-struct Fields<'b> {
-    host: Option<&'b [u8]>,
-    content_length: Option<u64>,
-    codings: Codings,
-    connection: ConnectionOptions,
-    expect: Option<&'b [u8]>,
-    range: Option<&'b [u8]>,
-    if_none_match: Option<&'b [u8]>,
-    if_modified_since: Option<&'b [u8]>,
-    if_range: Option<&'b [u8]>,
-    if_match: Option<&'b [u8]>,
-    if_unmodified_since: Option<&'b [u8]>,
-    accept_encoding: AcceptEncoding,
-    /// The first semantic error, reported once framing is known.
-    repeated: Option<ErrorKind>,
-}
-
-impl<'b> Fields<'b> {
-    /// Framing errors return at once (they close); others wait in `repeated`.
-    fn collect(headers: &[Header<'b>]) -> Result<Self, ParseError> {
-        let mut f = Fields::default();
-        for h in headers {
-            let value = h.value;
-            match Known::of(h.name) {
-                None => {}
-                Some(Known::Host) => f.once(|f| &mut f.host, value, ErrorKind::BadHost),
-                Some(Known::Range) => f.once(|f| &mut f.range, value, ErrorKind::RepeatedField),
-                Some(Known::Expect) => f.once(|f| &mut f.expect, value, ErrorKind::RepeatedField),
-                Some(Known::IfRange) => {
-                    f.once(|f| &mut f.if_range, value, ErrorKind::RepeatedField)
-                }
-                Some(Known::IfMatch) => {
-                    f.once(|f| &mut f.if_match, value, ErrorKind::RepeatedField)
-                }
-                Some(Known::IfUnmodifiedSince) => f.once(
-                    |f| &mut f.if_unmodified_since,
-                    value,
-                    ErrorKind::RepeatedField,
-                ),
-                Some(Known::IfNoneMatch) => {
-                    f.once(|f| &mut f.if_none_match, value, ErrorKind::RepeatedField)
-                }
-                Some(Known::IfModifiedSince) => f.once(
-                    |f| &mut f.if_modified_since,
-                    value,
-                    ErrorKind::RepeatedField,
-                ),
-                Some(Known::Connection) => f.connection.add(value),
-                Some(Known::ContentLength) => {
-                    if f.content_length.is_some() {
-                        return Err(ErrorKind::BadContentLength.into());
-                    }
-                    f.content_length = Some(content_length(value)?);
-                }
-                Some(Known::TransferEncoding) => f.codings.add(value)?,
-                Some(Known::AcceptEncoding) => f.accept_encoding.add(value),
-            }
+/// RFC 9112 §6.1 and §6.3: the body framing, or the framing error (always closing).
+#[inline(always)]
+fn framing(fields: &KnownFields, minor: u8) -> Result<Body, ParseError> {
+    if fields.codings.present() {
+        if minor == 0 {
+            return Err(ErrorKind::BadTransferEncoding.into());
         }
-        Ok(f)
-    }
-
-    /// Stores a single-valued field, remembering `kind` if it was already there.
-    fn once(
-        &mut self,
-        slot: impl Fn(&mut Self) -> &mut Option<&'b [u8]>,
-        value: &'b [u8],
-        kind: ErrorKind,
-    ) {
-        let place = slot(self);
-        if place.is_some() {
-            self.repeated.get_or_insert(kind);
-        } else {
-            *place = Some(value);
+        if fields.content_length.is_some() {
+            return Err(ErrorKind::LengthAndChunked.into());
         }
+        fields.codings.chunked()?;
+        return Ok(Body::Chunked);
     }
-
-    /// RFC 9112 §6.1 and §6.3: the body framing, or the framing error (always closing).
-    fn framing(&self, minor: u8) -> Result<Body, ParseError> {
-        if self.codings.present() {
-            if minor == 0 {
-                return Err(ErrorKind::BadTransferEncoding.into());
-            }
-            if self.content_length.is_some() {
-                return Err(ErrorKind::LengthAndChunked.into());
-            }
-            self.codings.chunked()?;
-            return Ok(Body::Chunked);
-        }
-        Ok(match self.content_length {
-            None | Some(0) => Body::None,
-            Some(n) => Body::Length(n),
-        })
-    }
+    Ok(match fields.content_length {
+        None | Some(0) => Body::None,
+        Some(n) => Body::Length(n),
+    })
 }
 
 /// The request-target split into its parts (RFC 9112 §3.2).
@@ -373,7 +329,24 @@ struct Target<'b> {
 
 impl<'b> Target<'b> {
     /// `raw` is the whole target; `path_len` where its first "?" is (or its length).
+    /// The origin-form (`/path?query`) is the everyday case and is split here; the
+    /// other forms out of line.
+    #[inline(always)]
     fn split(method: Method, raw: &'b [u8], path_len: usize) -> Result<Self, ErrorKind> {
+        if raw.first() == Some(&b'/') && method != Method::Connect {
+            let (path, query) = split_query(raw, path_len);
+            return Ok(Target {
+                path,
+                query,
+                authority: None,
+            });
+        }
+        Self::split_other(method, raw, path_len)
+    }
+
+    /// The absolute-form, the authority-form (CONNECT) and the asterisk-form (OPTIONS).
+    #[inline(never)]
+    fn split_other(method: Method, raw: &'b [u8], path_len: usize) -> Result<Self, ErrorKind> {
         if method == Method::Connect {
             // RFC 9112 §3.2.3: CONNECT takes the authority-form and only it.
             if !valid_host(raw) {
@@ -385,17 +358,7 @@ impl<'b> Target<'b> {
                 authority: Some(raw),
             });
         }
-        let (before, query) = match raw.get(path_len + 1..) {
-            Some(query) => (&raw[..path_len], Some(query)),
-            None => (raw, None),
-        };
-        if before.first() == Some(&b'/') {
-            return Ok(Target {
-                path: before,
-                query,
-                authority: None,
-            });
-        }
+        let (before, query) = split_query(raw, path_len);
         if let Some(rest) = strip_scheme(before) {
             let end = memchr::memchr(b'/', rest).unwrap_or(rest.len());
             let authority = &rest[..end];
@@ -424,15 +387,29 @@ impl<'b> Target<'b> {
         }
     }
 
-    fn decode_into<'p>(&self, out: &'p mut [u8]) -> Result<&'p [u8], ErrorKind> {
-        if self.path.first() != Some(&b'/') {
-            let n = self.path.len();
-            let place = out.get_mut(..n).ok_or(ErrorKind::TargetTooLong)?;
-            place.copy_from_slice(self.path);
-            return Ok(place);
+    /// The decoded, normalised path: `self.path` itself when it needs no change (or is
+    /// `*` or empty), else written into `out`. Longer than `out` is 414 either way.
+    #[inline(always)]
+    fn decode_into<'p>(&self, out: &'p mut [u8]) -> Result<&'p [u8], ErrorKind>
+    where
+        'b: 'p,
+    {
+        if self.path.len() > out.len() {
+            return Err(ErrorKind::TargetTooLong);
         }
-        let n = normalize(self.path, out)?;
-        Ok(&out[..n])
+        if self.path.first() != Some(&b'/') {
+            return Ok(self.path);
+        }
+        normalize(self.path, out)
+    }
+}
+
+/// The part of the target before its first "?" (at `path_len`), and the query after it.
+#[inline]
+fn split_query(raw: &[u8], path_len: usize) -> (&[u8], Option<&[u8]>) {
+    match raw.get(path_len + 1..) {
+        Some(query) => (&raw[..path_len], Some(query)),
+        None => (raw, None),
     }
 }
 
@@ -449,7 +426,44 @@ fn strip_scheme(raw: &[u8]) -> Option<&[u8]> {
 
 #[cfg(test)]
 mod tests {
-    use super::Method;
+    use super::*;
+    use crate::http::MAX_FIELDS;
+
+    /// Accept-Encoding as the file layer reads it: one line from its span, several
+    /// combined in order (the first weight of a coding wins), none absent.
+    #[test]
+    fn accept_encoding_lines_combine() {
+        let lines = |ae: &[&str]| {
+            let mut head = String::from("GET / HTTP/1.1\r\nHost: h\r\n");
+            for line in ae {
+                head.push_str(&format!("accept-ENCODING: {line}\r\nX: 1\r\n"));
+            }
+            head.push_str("\r\n");
+            let mut slots = [Header::EMPTY; MAX_FIELDS];
+            let mut path = [0u8; 64];
+            match parse_request(head.as_bytes(), &mut slots, &mut path) {
+                Ok(Status::Complete(r)) => r.accept_encoding(),
+                other => panic!("{other:?}"),
+            }
+        };
+        let added = |ae: &[&str]| {
+            let mut a = AcceptEncoding::default();
+            for line in ae {
+                a.add(line.as_bytes());
+            }
+            a
+        };
+        for ae in [
+            &[][..],
+            &["gzip"],
+            &[""],
+            &["br;q=0.5", "gzip, br;q=1"],
+            &["identity;q=0", "", "*;q=0.1"],
+        ] {
+            assert_eq!(lines(ae), added(ae), "{ae:?}");
+        }
+        assert_ne!(lines(&["br;q=0", "br"]), added(&["br"]));
+    }
 
     #[test]
     fn method_tokens_round_trip() {

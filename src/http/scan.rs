@@ -169,6 +169,25 @@ pub fn class_end(buf: &[u8], mut at: usize, class: &[bool; 256]) -> Option<usize
     None
 }
 
+/// Whether every byte of `bytes` is in `class`: 8 lookups per step combined without a
+/// branch, the last step overlapping the one before (for short runs that are nearly
+/// always valid, such as a Host value).
+#[inline(always)]
+pub fn all_in(bytes: &[u8], class: &[bool; 256]) -> bool {
+    let in_class = |w: &[u8]| w.iter().fold(true, |ok, &b| ok & class[b as usize]);
+    let n = bytes.len();
+    if n < 8 {
+        return in_class(bytes);
+    }
+    let mut ok = true;
+    let mut at = 0;
+    while at + 8 < n {
+        ok &= in_class(&bytes[at..at + 8]);
+        at += 8;
+    }
+    ok & in_class(&bytes[n - 8..])
+}
+
 /// Offset of the first byte at or after `at` that is not in [`TARGET`] (normally the SP
 /// before the version), and of the first "?" before it (the same offset when there is
 /// none); `None` when the buffer ends first.

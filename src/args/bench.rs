@@ -467,8 +467,7 @@ fn parse_responder(args: &[String]) -> Result<ResponderArgs, String> {
 /// Load flags, in the order `--help` lists them (in both `load` and `ab` help).
 macro_rules! load_flags {
     () => {
-        "\
-    -c CONNS          connections open at once, over all threads (default 10)
+        "    -c CONNS          connections open at once, over all threads (default 10)
     -t THREADS        threads, one epoll loop each (default 2, or one per --pin CPU)
     -d DURATION       how long to load, such as 3, 2.5s, 500ms, 1m (default 10s)
     --close           a new connection for every request (Connection: close)

@@ -23,7 +23,7 @@ fuzz_target!(|data: &[u8]| {
     let c = fmt::format_c(&prog);
     assert_eq!(fmt::parse_bytecode(&default).as_ref(), Ok(&prog));
     assert_eq!(fmt::parse_bytecode(&c).as_ref(), Ok(&prog));
-    assert_eq!(steerd::cmd::bpf::load_program(&default).as_ref(), Ok(&prog));
+    assert_eq!(steerd::cmd::bpf_input::load_program(&default).as_ref(), Ok(&prog));
     let text = dis::disassemble_exact(&prog).expect("bpf_asm output has a bpf_asm form");
     assert_eq!(assemble(&text).as_ref(), Ok(&prog), "{text}");
 });

@@ -9,7 +9,7 @@ use asm_bpf::{fmt, Insn};
 use std::io::Read;
 
 /// Reads a program given as bpf_asm source or as bytecode in either bpf_asm output format.
-pub(super) fn load_program(text: &str) -> Result<Vec<Insn>, String> {
+pub fn load_program(text: &str) -> Result<Vec<Insn>, String> {
     if fmt::looks_like_bytecode(text) {
         fmt::parse_bytecode(text).map_err(|e| format!("bytecode: {e}"))
     } else {

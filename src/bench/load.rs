@@ -517,14 +517,21 @@ impl<'a> Worker<'a> {
                     Err(e) => self.fail(slot, e.into()),
                 };
             }
+            // One clock read serves the first byte and, when the response came whole in
+            // this read (the usual small response), its completion too.
+            let mut first_at = None;
             if !c.first_byte {
                 c.first_byte = true;
                 let now = self.start.elapsed().as_nanos() as u64;
                 self.report.ttfb.record(now.saturating_sub(c.intended));
+                first_at = Some(now);
             }
             self.report.bytes += n as u64;
             match c.reader.feed(&self.buf[..n]) {
-                Ok(Feed::Complete(used)) => return self.complete(slot, used < n),
+                Ok(Feed::Complete(used)) => {
+                    let now = first_at.unwrap_or_else(|| self.now());
+                    return self.complete_at(slot, used < n, now);
+                }
                 Ok(Feed::Partial) if n < self.buf.len() && !hangup && !c.reader.server_closes() => {
                     return
                 }
@@ -537,6 +544,11 @@ impl<'a> Worker<'a> {
     /// A response is complete; `trailing` is true when more bytes followed it.
     fn complete(&mut self, slot: u32, trailing: bool) {
         let now = self.now();
+        self.complete_at(slot, trailing, now);
+    }
+
+    /// [`Worker::complete`] at a time already read.
+    fn complete_at(&mut self, slot: u32, trailing: bool, now: u64) {
         let c = &mut self.conns[slot as usize];
         self.report.latency.record(now.saturating_sub(c.intended));
         self.report.requests += 1;

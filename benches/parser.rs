@@ -15,7 +15,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use steerd::http::{parse_head, parse_request, Header, Status};
+use steerd::http::{parse_head, parse_request, Fields, Status};
 
 const REQ_SHORT: &[u8] = b"\
 GET / HTTP/1.0\r\n\
@@ -41,7 +41,7 @@ const SLOTS: usize = 16;
 type Parser = fn(&[u8], u32) -> f64;
 
 fn steerd_request(input: &[u8], batch: u32) -> f64 {
-    let mut slots = [Header::EMPTY; SLOTS];
+    let mut slots = Fields::<SLOTS>::new();
     let mut path = [0u8; 1024];
     let start = Instant::now();
     for _ in 0..batch {
@@ -54,7 +54,7 @@ fn steerd_request(input: &[u8], batch: u32) -> f64 {
 }
 
 fn steerd_head(input: &[u8], batch: u32) -> f64 {
-    let mut slots = [Header::EMPTY; SLOTS];
+    let mut slots = Fields::<SLOTS>::new();
     let start = Instant::now();
     for _ in 0..batch {
         match parse_head(black_box(input), &mut slots) {

@@ -7,14 +7,14 @@ mod support;
 
 use support::alloc::{allocations, watch_this_thread, Counting};
 
-use steerd::http::{find_head_end, parse_request, Header, Status, MAX_FIELDS};
+use steerd::http::{find_head_end, parse_request, Fields, Status, MAX_FIELDS};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
 /// Parses `buf` with stack buffers only; returns a summary so the work is not optimised out.
 fn parse_quietly(buf: &[u8]) -> usize {
-    let mut slots = [Header::EMPTY; MAX_FIELDS];
+    let mut slots = Fields::<MAX_FIELDS>::new();
     let mut path = [0u8; 8192];
     let found = find_head_end(buf, 0).unwrap_or(0);
     match parse_request(buf, &mut slots, &mut path) {

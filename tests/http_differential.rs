@@ -6,7 +6,7 @@
 
 mod http_support;
 
-use steerd::http::{parse_head, ErrorKind, Header, Status, MAX_FIELDS};
+use steerd::http::{parse_head, ErrorKind, Fields, Status, MAX_FIELDS};
 
 /// Deterministic xorshift64*, so every failure reproduces from the printed seed.
 struct Rng(u64);
@@ -136,7 +136,7 @@ enum Seen {
 }
 
 fn steerd(input: &[u8]) -> (Seen, Option<ErrorKind>) {
-    let mut slots = [Header::EMPTY; MAX_FIELDS];
+    let mut slots = Fields::<MAX_FIELDS>::new();
     match parse_head(input, &mut slots) {
         Ok(Status::Complete(h)) => {
             let fields = slots[..h.fields]

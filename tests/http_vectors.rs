@@ -5,7 +5,7 @@ mod http_support;
 mod support;
 
 use http_support::{all_cases, outcome, render, satisfies};
-use steerd::http::{find_head_end, parse_request, Header, Status, MAX_FIELDS};
+use steerd::http::{find_head_end, parse_request, Fields, Status, MAX_FIELDS};
 use support::guard::GuardedBuf;
 
 #[test]
@@ -124,13 +124,10 @@ fn long_request_lines() {
     let req = request_with_target(20_000);
     assert_eq!(outcome(&req[..9000]), "414 close TargetTooLong");
     // A path buffer shorter than the path gives 414 too.
-    let mut slots = [Header::EMPTY; 4];
+    let req = request_with_target(200);
+    let mut slots = Fields::<4>::new();
     let mut small = [0u8; 100];
-    let got = render(parse_request(
-        &request_with_target(200),
-        &mut slots,
-        &mut small,
-    ));
+    let got = render(parse_request(&req, &mut slots, &mut small));
     assert_eq!(got, "414 close TargetTooLong");
 }
 
@@ -151,9 +148,9 @@ fn field_count_and_head_size_limits() {
         "431 close TooManyFields"
     );
     // Fewer slots than fields: 431 as well, never a silent truncation.
-    let mut slots = [Header::EMPTY; 16];
-    let mut path = [0u8; 64];
     let req = request_with_fields(17, 1);
+    let mut slots = Fields::<16>::new();
+    let mut path = [0u8; 64];
     assert_eq!(
         render(parse_request(&req, &mut slots, &mut path)),
         "431 close TooManyFields"
@@ -169,7 +166,7 @@ fn field_count_and_head_size_limits() {
 #[test]
 fn slots_hold_the_fields_in_order() {
     let req = b"GET / HTTP/1.1\r\nHost: a\r\nX-One: 1 \r\nx-two:\t2\r\n\r\n";
-    let mut slots = [Header::EMPTY; MAX_FIELDS];
+    let mut slots = Fields::<MAX_FIELDS>::new();
     let mut path = [0u8; 64];
     let Ok(Status::Complete(r)) = parse_request(req, &mut slots, &mut path) else {
         panic!("parse")

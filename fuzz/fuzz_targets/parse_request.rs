@@ -9,11 +9,11 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use steerd::http::{find_head_end, parse_request, Header, Status, MAX_FIELDS};
+use steerd::http::{find_head_end, parse_request, Fields, Status, MAX_FIELDS};
 
 /// The outcome as text, and the head length when complete.
 fn parse(data: &[u8]) -> (String, Option<usize>) {
-    let mut slots = [Header::EMPTY; MAX_FIELDS];
+    let mut slots = Fields::<MAX_FIELDS>::new();
     let mut path = [0u8; 8192];
     match parse_request(data, &mut slots, &mut path) {
         Ok(Status::Partial) => ("partial".to_string(), None),

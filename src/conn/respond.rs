@@ -25,7 +25,7 @@ use super::{After, Conn, Ctx, Outgoing, Scratch, IN_CAP};
 use crate::files::cache::Served;
 use crate::files::Lookup;
 use crate::http::response::{error_body, write_error_head, write_head, Persist, ResponseHead};
-use crate::http::{parse_request, Body, Header, Method, Request, Status, MAX_FIELDS};
+use crate::http::{parse_request, Body, Fields, Header, Method, Request, Status, MAX_FIELDS};
 use crate::log_line::RequestLine;
 
 /// Largest body of a GET or HEAD that is read and discarded (nginx's default
@@ -56,7 +56,7 @@ pub(super) fn request(
     ctx: &mut Ctx<'_>,
     s: &mut Scratch,
 ) -> Option<usize> {
-    let mut fields = [Header::EMPTY; MAX_FIELDS];
+    let mut fields = Fields::<MAX_FIELDS>::new();
     match parse_request(inb, &mut fields, &mut s.path[..]) {
         Ok(Status::Complete(req)) => {
             let line = line_of(&req, inb, &fields[..req.fields]);

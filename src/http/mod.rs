@@ -34,7 +34,7 @@ pub mod scan;
 pub mod tables;
 
 pub use error::{ErrorKind, ParseError};
-pub use parse::{parse_head, Head, Header, Status, MAX_FIELDS, MAX_HEAD, MAX_TARGET};
+pub use parse::{parse_head, Fields, Head, Header, Status, MAX_FIELDS, MAX_HEAD, MAX_TARGET};
 pub use request::{parse_request, Body, Method, Request};
 pub use scan::find_head_end;
 

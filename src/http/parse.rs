@@ -1,6 +1,7 @@
 //! The token-level head parser: request line and field lines, strict profile.
 //!
-//! Input: the bytes received so far and caller-owned [`Header`] slots. Output:
+//! Input: the bytes received so far and a caller-owned [`Fields`] list (an `ArrayVec`:
+//! making one costs nothing, so no slot array is initialised per request). Output:
 //! `Status::Partial` (every byte seen so far is valid, the head is not complete),
 //! `Status::Complete(Head)` with slices into the buffer and the slots filled, or the
 //! [`ErrorKind`] of the first offending byte. The parser is stateless: call it again on
@@ -19,6 +20,7 @@
 
 use super::error::ErrorKind;
 use super::scan::{target_end, token_end, value_end};
+use arrayvec::ArrayVec;
 
 /// Longest request-target accepted; longer gives 414. RFC 9112 §3 asks for request
 /// lines of at least 8000 octets.
@@ -29,6 +31,10 @@ pub const MAX_HEAD: usize = 16 * 1024;
 pub const MAX_FIELDS: usize = 100;
 /// Longest method token; a longer one is not a method we know (RFC 9112 §3: 501).
 pub const MAX_METHOD: usize = 32;
+
+/// The field lines of one head, in order: `N` slots at most (and never more than
+/// [`MAX_FIELDS`] lines are accepted, whatever `N`).
+pub type Fields<'b, const N: usize> = ArrayVec<Header<'b>, N>;
 
 /// Result of a parse that may need more bytes (`Partial` is not an error).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,14 +52,6 @@ pub struct Header<'b> {
     pub name: &'b [u8],
     /// The field value without leading or trailing SP/HTAB.
     pub value: &'b [u8],
-}
-
-impl Header<'_> {
-    /// An unused slot, for initialising arrays: `[Header::EMPTY; 100]`.
-    pub const EMPTY: Header<'static> = Header {
-        name: b"",
-        value: b"",
-    };
 }
 
 /// A syntactically valid head: slices into the buffer, fields in the first `fields` slots.
@@ -88,20 +86,21 @@ impl<'b> FieldSink<'b> for () {
     fn field(&mut self, _: &'b [u8], _: &'b [u8]) {}
 }
 
-/// Parses a request head from `buf`, filling `slots` with its field lines.
+/// Parses a request head from `buf`, filling `slots` (cleared first) with its field
+/// lines.
 #[inline]
-pub fn parse_head<'b>(
+pub fn parse_head<'b, const N: usize>(
     buf: &'b [u8],
-    slots: &mut [Header<'b>],
+    slots: &mut Fields<'b, N>,
 ) -> Result<Status<Head<'b>>, ErrorKind> {
     parse_head_into(buf, slots, &mut ())
 }
 
 /// [`parse_head`], also handing each field line to `sink` as it is tokenized.
 #[inline]
-pub fn parse_head_into<'b, S: FieldSink<'b>>(
+pub fn parse_head_into<'b, S: FieldSink<'b>, const N: usize>(
     buf: &'b [u8],
-    slots: &mut [Header<'b>],
+    slots: &mut Fields<'b, N>,
     sink: &mut S,
 ) -> Result<Status<Head<'b>>, ErrorKind> {
     let status = parse_within(buf, slots, sink)?;
@@ -123,11 +122,12 @@ macro_rules! byte {
 }
 
 #[inline(always)]
-fn parse_within<'b, S: FieldSink<'b>>(
+fn parse_within<'b, S: FieldSink<'b>, const N: usize>(
     buf: &'b [u8],
-    slots: &mut [Header<'b>],
+    slots: &mut Fields<'b, N>,
     sink: &mut S,
 ) -> Result<Status<Head<'b>>, ErrorKind> {
+    slots.clear();
     let Some(mut at) = skip_empty_lines(buf)? else {
         return Ok(Status::Partial);
     };
@@ -168,13 +168,13 @@ fn parse_within<'b, S: FieldSink<'b>>(
                 _ => {}
             }
         }
-        if fields == MAX_FIELDS || fields == slots.len() {
+        if fields == MAX_FIELDS || slots.is_full() {
             return Err(ErrorKind::TooManyFields);
         }
         let Some((header, next)) = field_line(buf, at)? else {
             return Ok(Status::Partial);
         };
-        slots[fields] = header;
+        slots.push(header);
         sink.field(header.name, header.value);
         fields += 1;
         at = next;

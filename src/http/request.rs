@@ -33,7 +33,7 @@ use super::encoding::AcceptEncoding;
 use super::error::{ErrorKind, ParseError};
 use super::fields::{expects_continue, valid_host};
 use super::known::{KnownFields, Raw, Span, RAW};
-use super::parse::{field_lines, parse_head_into, Header, Status};
+use super::parse::{field_lines, parse_head_into, Fields, Status};
 use super::path::normalize;
 
 /// The methods this server recognises (RFC 9110 §9). GET and HEAD are served; the others
@@ -245,9 +245,9 @@ impl fmt::Debug for Request<'_, '_> {
 
 /// Parses and validates one request head at the start of `buf`. The path borrows `buf`
 /// when it needs no decoding, else `path_buf`.
-pub fn parse_request<'b: 'p, 'p>(
+pub fn parse_request<'b: 'p, 'p, const N: usize>(
     buf: &'b [u8],
-    slots: &mut [Header<'b>],
+    slots: &mut Fields<'b, N>,
     path_buf: &'p mut [u8],
 ) -> Result<Status<Request<'b, 'p>>, ParseError> {
     let mut fields = KnownFields::new(buf);
@@ -439,7 +439,7 @@ mod tests {
                 head.push_str(&format!("accept-ENCODING: {line}\r\nX: 1\r\n"));
             }
             head.push_str("\r\n");
-            let mut slots = [Header::EMPTY; MAX_FIELDS];
+            let mut slots = Fields::<MAX_FIELDS>::new();
             let mut path = [0u8; 64];
             match parse_request(head.as_bytes(), &mut slots, &mut path) {
                 Ok(Status::Complete(r)) => r.accept_encoding(),

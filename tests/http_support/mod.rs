@@ -6,7 +6,7 @@
 //! `ok` followed by `key=value` facts that must all hold (see `describe`).
 #![allow(dead_code)]
 
-use steerd::http::{parse_request, Body, Header, ParseError, Request, Status, MAX_FIELDS};
+use steerd::http::{parse_request, Body, Fields, ParseError, Request, Status, MAX_FIELDS};
 
 /// One line of a vector file.
 pub struct Case {
@@ -77,7 +77,7 @@ fn unescape(s: &str) -> Vec<u8> {
 
 /// Parses `buf` with full-size slots and path buffer and renders the outcome.
 pub fn outcome(buf: &[u8]) -> String {
-    let mut slots = [Header::EMPTY; MAX_FIELDS];
+    let mut slots = Fields::<MAX_FIELDS>::new();
     let mut path = [0u8; 8192];
     render(parse_request(buf, &mut slots, &mut path))
 }

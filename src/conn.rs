@@ -583,8 +583,15 @@ fn refuse_proxy(ctx: &Ctx<'_>) -> Next {
 }
 
 /// Whether the buffered bytes may hold a complete head (or enough to refuse one).
+///
+/// The first look at new bytes goes straight to the parser: a client's head nearly
+/// always arrives whole, and the parser says `Partial` as cheaply as a scan would say
+/// "not yet", so scanning first would walk every line twice. Once a parse said
+/// `Partial` (`scanned` is then non-zero), later reads are scanned from where the last
+/// scan stopped and parsed only when a head may be complete, so a head trickling in a
+/// byte at a time is not parsed again per byte.
 fn head_ready(c: &mut Conn, inb: &[u8]) -> bool {
-    if c.in_len >= IN_CAP {
+    if c.in_len >= IN_CAP || c.scanned == 0 {
         return true;
     }
     match find_head_end(&inb[..c.in_len], c.scanned) {

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use steerd::files::cache::{CacheConfig, FileCache, Served};
 use steerd::files::{open, Lookup, PATH_MAX};
+use steerd::http::response::write_file_lines;
 
 fn tree(name: &str) -> (PathBuf, OwnedFd) {
     let base = std::env::temp_dir().join(format!("steerd-files-{}-{name}", std::process::id()));
@@ -158,6 +159,19 @@ fn cache_serves_from_memory_and_revalidates_at_a_bounded_rate() {
     };
     assert_eq!(cache.body(i), b"changed!");
     assert_eq!((cache.stats.revalidations, cache.stats.loads), (1, 2));
+    // The entry's rendered head lines follow the file they describe.
+    let meta = *cache.meta(i).unwrap();
+    let mut want = [0u8; 512];
+    let n = write_file_lines(
+        &mut want,
+        meta.mime,
+        8,
+        &meta.last_modified,
+        meta.etag.as_bytes(),
+    );
+    assert_eq!(cache.file_lines(i), Some(&want[..n.unwrap()]));
+    let text = String::from_utf8(want[..n.unwrap()].to_vec()).unwrap();
+    assert!(text.contains("\r\nContent-Length: 8\r\n"), "{text}");
     std::fs::remove_file(base.join("root/a.txt")).unwrap();
     let got = cache.lookup(root.as_fd(), b"/a.txt", 2500, &mut scratch);
     assert!(matches!(got, Served::Miss(Lookup::Status(404))), "{got:?}");

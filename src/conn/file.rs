@@ -137,6 +137,11 @@ pub(super) fn file(
     h.content_type = Some(meta.mime);
     h.content_length = Some(end - first);
     h.accept_ranges = true;
+    // A full 200 of a cached file as itself: the cache rendered these lines already.
+    h.file_lines = match (&rep.src, rep.coding, h.status) {
+        (Source::Cached(index), None, 200) => ctx.cache.file_lines(*index),
+        _ => None,
+    };
     let n = write_head(out, &h).unwrap_or(0);
     let body = match req.method {
         Method::Head => Outgoing::Nothing,

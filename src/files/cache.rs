@@ -32,11 +32,17 @@
 //! revalidation, so a hit costs no syscall for them either. A sidecar's bytes are an
 //! entry of their own, under the sidecar's path ([`FileCache::lookup_plain`]).
 //!
+//! Head lines: an entry also holds the lines that describe its file in a full 200
+//! (`Content-Type` .. `Accept-Ranges`, [`crate::http::response::write_file_lines`]),
+//! rendered when it is loaded, so that answering a hit costs a copy of them instead of
+//! formatting them again ([`FileCache::file_lines`]).
+//!
 //! Pins: a connection whose response is partly written from an entry pins it; a pinned
 //! entry is never reloaded or replaced, so the bytes (or the descriptor) under a paused
 //! write do not change.
 
 use super::{open, probe, FileMeta, FileOptions, Lookup, Probe, PATH_MAX};
+use crate::http::response::write_file_lines;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
 
@@ -45,6 +51,10 @@ pub const IDLE_INTERVALS: u64 = 3;
 
 /// Longest path the cache keys on; longer paths are served uncached.
 pub const KEY_MAX: usize = 192;
+
+/// Room for an entry's rendered file lines: an ETag and a date take about 110 bytes,
+/// leaving the media type over 150 (a longer one is formatted per response instead).
+const FILE_LINES_MAX: usize = 288;
 
 /// Sizes fixed at start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,6 +87,9 @@ struct Entry {
     /// Last hit (for the sweep of unused descriptors).
     used_ms: u64,
     pins: u32,
+    /// The file lines of a full 200 of `meta`; empty when they did not fit.
+    lines: [u8; FILE_LINES_MAX],
+    lines_len: usize,
 }
 
 /// The result of a cached lookup.
@@ -130,6 +143,8 @@ impl FileCache {
                 checked_ms: 0,
                 used_ms: 0,
                 pins: 0,
+                lines: [0; FILE_LINES_MAX],
+                lines_len: 0,
             })
             .collect();
         FileCache {
@@ -156,6 +171,13 @@ impl FileCache {
     /// Metadata of a hit entry.
     pub fn meta(&self, index: u32) -> Option<&FileMeta> {
         self.entries.get(index as usize)?.meta.as_ref()
+    }
+
+    /// The rendered file lines of a full 200 of a hit entry's file, unless they did not
+    /// fit.
+    pub fn file_lines(&self, index: u32) -> Option<&[u8]> {
+        let e = self.entries.get(index as usize)?;
+        (e.meta.is_some() && e.lines_len > 0).then(|| &e.lines[..e.lines_len])
     }
 
     /// The open file of a hit entry that holds a descriptor instead of bytes.
@@ -302,6 +324,7 @@ impl FileCache {
         }
         e.key[..path.len()].copy_from_slice(path);
         e.key_len = path.len();
+        e.lines_len = render_lines(&mut e.lines, &meta);
         e.meta = Some(meta);
         e.checked_ms = now_ms;
         e.used_ms = now_ms;
@@ -339,6 +362,12 @@ impl Entry {
         self.file = None;
         self.key_len = 0;
     }
+}
+
+/// Renders `meta`'s file lines into `out`; their length, 0 when they do not fit.
+fn render_lines(out: &mut [u8; FILE_LINES_MAX], meta: &FileMeta) -> usize {
+    let etag = meta.etag.as_bytes();
+    write_file_lines(out, meta.mime, meta.size, &meta.last_modified, etag).unwrap_or(0)
 }
 
 /// `pread` until `dst` is full; false on an error or a file that shrank.

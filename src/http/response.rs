@@ -62,6 +62,10 @@ pub struct ResponseHead<'a> {
     pub etag: Option<&'a [u8]>,
     /// Send `Accept-Ranges: bytes`.
     pub accept_ranges: bool,
+    /// The file lines of a full 200, already rendered by [`write_file_lines`] (a cached
+    /// file's): written in place of `Content-Type` .. `Accept-Ranges`, which are then
+    /// ignored.
+    pub file_lines: Option<&'a [u8]>,
     /// `Content-Range` value.
     pub content_range: Option<ContentRange>,
     /// `Location`: decoded path (percent-encoded on output) and raw query (without `?`).
@@ -98,6 +102,7 @@ impl<'a> ResponseHead<'a> {
             last_modified: None,
             etag: None,
             accept_ranges: false,
+            file_lines: None,
             content_range: None,
             location: None,
             allow: false,
@@ -265,18 +270,8 @@ fn put_encoded_path(w: &mut Writer<'_>, path: &[u8]) {
     }
 }
 
-/// Writes the status line and header section (ending in the empty line) into `out`.
-pub fn write_head(out: &mut [u8], h: &ResponseHead<'_>) -> Option<usize> {
-    let mut w = Writer::new(out);
-    if h.status == 200 {
-        w.put(b"HTTP/1.1 200 OK");
-    } else {
-        w.put(b"HTTP/1.1 ").num(u64::from(h.status)).put(b" ");
-        w.put(reason(h.status).as_bytes());
-    }
-    w.put(b"\r\nServer: steerd\r\nDate: ")
-        .put(h.date)
-        .put(b"\r\n");
+/// `Content-Type` .. `Accept-Ranges`: the lines that describe the bytes sent.
+fn put_file_lines(w: &mut Writer<'_>, h: &ResponseHead<'_>) {
     if let Some(t) = h.content_type {
         w.put(b"Content-Type: ").put(t).put(b"\r\n");
     }
@@ -291,6 +286,48 @@ pub fn write_head(out: &mut [u8], h: &ResponseHead<'_>) -> Option<usize> {
     }
     if h.accept_ranges {
         w.put(b"Accept-Ranges: bytes\r\n");
+    }
+}
+
+/// The file lines of a full 200 of a file (what [`write_head`] writes for them), so that
+/// a cache can render them once per file instead of once per response. `None`: they do
+/// not fit in `out`.
+pub fn write_file_lines(
+    out: &mut [u8],
+    content_type: &[u8],
+    len: u64,
+    last_modified: &[u8; IMF_LEN],
+    etag: &[u8],
+) -> Option<usize> {
+    // The Date line is not among these lines: any date will do.
+    let mut h = ResponseHead::new(200, last_modified, Persist::Implicit);
+    h.content_type = Some(content_type);
+    h.content_length = Some(len);
+    h.last_modified = Some(last_modified);
+    h.etag = Some(etag);
+    h.accept_ranges = true;
+    let mut w = Writer::new(out);
+    put_file_lines(&mut w, &h);
+    w.finish()
+}
+
+/// Writes the status line and header section (ending in the empty line) into `out`.
+pub fn write_head(out: &mut [u8], h: &ResponseHead<'_>) -> Option<usize> {
+    let mut w = Writer::new(out);
+    if h.status == 200 {
+        w.put(b"HTTP/1.1 200 OK");
+    } else {
+        w.put(b"HTTP/1.1 ").num(u64::from(h.status)).put(b" ");
+        w.put(reason(h.status).as_bytes());
+    }
+    w.put(b"\r\nServer: steerd\r\nDate: ")
+        .put(h.date)
+        .put(b"\r\n");
+    match h.file_lines {
+        Some(lines) => {
+            w.put(lines);
+        }
+        None => put_file_lines(&mut w, h),
     }
     match h.content_range {
         Some(ContentRange::Bytes { first, last, len }) => {
@@ -384,6 +421,29 @@ mod tests {
             let fits = v.to_string().len() <= 4;
             assert_eq!(w.num(v).finish().is_some(), fits, "{v}");
         }
+    }
+
+    #[test]
+    fn rendered_file_lines_give_the_same_head() {
+        let mut lines = [0u8; 256];
+        let n = write_file_lines(&mut lines, b"text/css", 77, DATE, b"\"a-b\"").unwrap();
+        for persist in [Persist::Implicit, Persist::KeepAlive, Persist::Close] {
+            let mut h = ResponseHead::new(200, DATE, persist);
+            h.content_type = Some(b"text/css");
+            h.content_length = Some(77);
+            h.last_modified = Some(DATE);
+            h.etag = Some(b"\"a-b\"");
+            h.accept_ranges = true;
+            h.cache_control = Some(b"Cache-Control: no-cache\r\n");
+            h.vary = true;
+            let formatted = head_text(&h);
+            h.file_lines = Some(&lines[..n]);
+            assert_eq!(head_text(&h), formatted);
+        }
+        assert_eq!(
+            write_file_lines(&mut [0u8; 40], b"text/css", 77, DATE, b"x"),
+            None
+        );
     }
 
     #[test]

@@ -179,3 +179,26 @@ fn a_short_buffer_cuts_without_panic() {
         assert!(n <= len);
     }
 }
+
+#[test]
+fn addresses_are_written_as_core_fmt_writes_them() {
+    let addrs = [
+        "0.0.0.0",
+        "1.2.3.4",
+        "10.0.0.255",
+        "192.168.100.9",
+        "255.255.255.255",
+        "::1",
+        "2001:db8::8a2e:370:7334",
+        "::ffff:10.1.2.3",
+    ];
+    for text in addrs {
+        let ip: IpAddr = text.parse().unwrap();
+        let rec = Record {
+            client: Some(ip),
+            ..record()
+        };
+        let want = format!("{ip} - - [");
+        assert!(line(LogFormat::Common, &rec).starts_with(&want), "{text}");
+    }
+}

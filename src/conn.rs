@@ -269,6 +269,29 @@ pub fn abandon(c: &mut Conn, buf: &[u8], ctx: &mut Ctx<'_>) {
     logged::end(c, buf.get(OUT_CAP..).unwrap_or(&[]), ctx, true);
 }
 
+/// The loop found the header deadline passed; it closes the slot after this. A
+/// connection that began a head, or was discarding a body, is answered 408 as a refused
+/// head is (`respond::timed_out`): sent as far as the socket takes it now, its log line
+/// written, the write side shut; a 408 not wholly sent is logged as cut short by
+/// [`abandon`]. A PROXY header never completed closes without a response, counted.
+pub fn header_timeout(c: &mut Conn, buf: &mut [u8], ctx: &mut Ctx<'_>) {
+    let Some(sock) = c.fd.take() else {
+        return;
+    };
+    let started = !c.idle() || matches!(c.awaiting, Awaiting::Body { .. });
+    if c.awaiting == Awaiting::Proxy {
+        ctx.counters.proxy_refused.fetch_add(1, Relaxed);
+    } else if started {
+        let (out, inb) = buf.split_at_mut(OUT_CAP);
+        respond::timed_out(c, out, &inb[..c.in_len], ctx);
+        if let Sent::Done = send_some(sock.as_fd(), c, out, ctx, &mut Budget::fresh()) {
+            logged::end(c, inb, ctx, false);
+        }
+        let _ = rustix::net::shutdown(&sock, Shutdown::Write);
+    }
+    c.fd = Some(sock);
+}
+
 /// Per-worker state every connection uses.
 pub struct Ctx<'a> {
     /// The served root.

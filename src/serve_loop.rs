@@ -37,13 +37,12 @@ use crate::event::{Poller, Ready, Token};
 use crate::files::cache::{CacheConfig, FileCache};
 use crate::files::FileOptions;
 use crate::http::date::DateCache;
-use crate::http::response::{error_body, write_error_head, Persist};
 use crate::site::SiteRules;
 use crate::timers::{Kind, Timers};
 use core::sync::atomic::Ordering::Relaxed;
 use rustix::fd::AsFd;
-use rustix::io::{Errno, IoSlice};
-use rustix::net::{SendAncillaryBuffer, SendFlags, Shutdown, SocketFlags};
+use rustix::io::Errno;
+use rustix::net::{Shutdown, SocketFlags};
 use rustix::time::ClockId;
 
 use crate::cpuset::CpuId;
@@ -567,39 +566,12 @@ impl<'a> Loop<'a> {
     fn expire(&mut self) {
         while let Some((slot, kind)) = self.ctx.timers.pop_expired(self.ctx.now_ms) {
             if kind == Kind::Header {
-                self.request_timeout(slot);
+                let i = slot as usize;
+                let buf = &mut self.arena.as_mut_slice()[i * SLOT_BYTES..(i + 1) * SLOT_BYTES];
+                conn::header_timeout(&mut self.slots[i].conn, buf, &mut self.ctx);
             }
             self.close(slot);
         }
-    }
-
-    /// Best effort 408: one non-blocking send of the page, then the write side shut.
-    fn request_timeout(&mut self, slot: u32) {
-        let i = slot as usize;
-        let c = &self.slots[i].conn;
-        let Some(fd) = c.fd.as_ref() else { return };
-        if c.awaiting == Awaiting::Proxy {
-            // A PROXY header that never completed: closed without a response.
-            self.ctx.counters.proxy_refused.fetch_add(1, Relaxed);
-            return;
-        }
-        let started = !c.idle() || matches!(c.awaiting, Awaiting::Body { .. });
-        if !started {
-            return;
-        }
-        let out = &mut self.arena.as_mut_slice()[i * SLOT_BYTES..i * SLOT_BYTES + conn::OUT_CAP];
-        let date = *self.ctx.date.text();
-        let Some(n) = write_error_head(out, 408, &date, Persist::Close, None) else {
-            return;
-        };
-        let page = error_body(408);
-        let iov = [IoSlice::new(&out[..n]), IoSlice::new(page)];
-        let mut control = SendAncillaryBuffer::default();
-        if let Ok(sent) = rustix::net::sendmsg(fd, &iov, &mut control, SendFlags::NOSIGNAL) {
-            self.ctx.counters.bytes_sent.fetch_add(sent as u64, Relaxed);
-        }
-        self.ctx.counters.responses[3].fetch_add(1, Relaxed);
-        let _ = rustix::net::shutdown(fd, Shutdown::Write);
     }
 
     /// A full table makes room as nginx does: the connection idle the longest (between

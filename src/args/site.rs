@@ -106,17 +106,6 @@ impl SiteArgs {
             fallback_skip: self.fallback_skip.iter().map(|e| bytes(e)).collect(),
         }
     }
-
-    /// The pages that must exist under the root: each `--error-page`'s and the
-    /// fallback, with the flag that names them.
-    pub fn pages(&self) -> impl Iterator<Item = (&'static str, &str)> {
-        let errors = self
-            .error_pages
-            .iter()
-            .map(|(_, p)| ("--error-page", p.as_str()));
-        let fallback = self.fallback.iter().map(|p| ("--fallback", p.as_str()));
-        errors.chain(fallback)
-    }
 }
 
 /// `CODE=PATH`: an error status steerd sends, and a request path.
@@ -201,10 +190,13 @@ mod tests {
         assert_eq!(r.fallback_for(b"/a.css"), None);
         assert_eq!(r.types.for_path(b"/r.md"), b"text/markdown");
         assert_eq!(r.precompressed.iter().count(), 1);
-        let pages: Vec<_> = a.pages().collect();
+        let pages: Vec<_> = r.pages().collect();
         assert_eq!(
             pages,
-            [("--error-page", "/404.html"), ("--fallback", "/index.html")]
+            [
+                ("--error-page", &b"/404.html"[..]),
+                ("--fallback", &b"/index.html"[..])
+            ]
         );
     }
 

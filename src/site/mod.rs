@@ -58,6 +58,14 @@ impl SiteRules {
         (!skipped).then_some(fallback)
     }
 
+    /// The pages that must be regular files under the root: each `--error-page`'s and
+    /// the fallback, with the flag that names them.
+    pub fn pages(&self) -> impl Iterator<Item = (&'static str, &[u8])> {
+        let errors = self.error_pages.iter().map(|(_, p)| ("--error-page", &**p));
+        let fallback = self.fallback.iter().map(|p| ("--fallback", &**p));
+        errors.chain(fallback)
+    }
+
     /// Bytes the operator's lines may add to one response head: every `--header` line
     /// and the longest `--cache-control` line.
     pub fn head_bytes(&self) -> usize {

@@ -72,6 +72,13 @@ impl SiteRules {
         let longest = self.cache_rules.iter().map(|r| r.line.as_bytes().len());
         self.headers.len() + longest.max().unwrap_or(0)
     }
+
+    /// Bytes of the response-head area a connection needs for these rules (validated at
+    /// start to fit `http::response::HEAD_AREA_MAX`).
+    pub fn head_area(&self) -> usize {
+        let area = crate::http::response::head_area(self.head_bytes(), self.types.longest());
+        area.unwrap_or(crate::http::response::HEAD_AREA_MAX)
+    }
 }
 
 /// One `--cache-control PATTERN=VALUE` rule.

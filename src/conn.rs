@@ -1,8 +1,9 @@
 //! The connection state machine: one enum named after what the connection waits for, and
 //! one transition function, [`advance`], that moves it as far as the socket allows.
 //!
-//! Input: a connection slot (its socket, its state, its two buffers: a 1 KiB response-head
-//! area and a 16 KiB receive area), readiness hints from epoll, and the worker's shared
+//! Input: a connection slot (its socket, its state, its two buffers: a response-head
+//! area of 1 KiB, more with long operator lines (see [`IN_CAP`]), and a 16 KiB receive
+//! area), readiness hints from epoll, and the worker's shared
 //! [`Ctx`] (root, file cache, cached Date, counters, access log, deadlines). Output: bytes
 //! written to the socket, and a [`Next`] telling the loop to park the slot or close it.
 //! It does not accept, poll or own the table; `serve_loop` does.
@@ -49,29 +50,39 @@ use crate::client_addr::parse_proxy_header;
 use crate::files::cache::FileCache;
 use crate::files::PATH_MAX;
 use crate::http::date::DateCache;
+use crate::http::response::HEAD_AREA_MAX;
 use crate::http::{find_head_end, Status, MAX_HEAD, MAX_TARGET};
 use crate::site::SiteRules;
 use crate::stats::WorkerCounters;
 use crate::timers::{Kind, Timers};
 use core::sync::atomic::Ordering::Relaxed;
-use logged::SPILL_AT;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::io::{Errno, IoSlice};
 use rustix::net::{SendAncillaryBuffer, SendFlags, Shutdown};
 use std::net::IpAddr;
 
-/// Bytes of the response-head area of a slot.
-pub const OUT_CAP: usize = crate::http::response::HEAD_CAP;
-/// Bytes of the receive area of a slot (the parser's head limit).
+/// Bytes of the receive area of a slot (the parser's head limit): the last bytes of the
+/// slot. The response-head area is the rest, in front of it: as large as the worker's
+/// site rules need (`SiteRules::head_area`: 1 KiB, up to [`HEAD_AREA_MAX`] with long
+/// `--header` lines), the same for every slot of a worker.
 pub const IN_CAP: usize = MAX_HEAD;
-/// Bytes of arena per connection slot.
-pub const SLOT_BYTES: usize = OUT_CAP + IN_CAP;
+
+/// Bytes of arena per connection slot with a response-head area of `head_area` bytes.
+pub const fn slot_bytes(head_area: usize) -> usize {
+    head_area + IN_CAP
+}
+
+/// A slot's arena region split into its response-head area and its receive area.
+fn areas(buf: &mut [u8]) -> (&mut [u8], &mut [u8]) {
+    buf.split_at_mut(buf.len().saturating_sub(IN_CAP))
+}
+
 /// Bytes of the worker's spill area for a response head too long for a slot's head area:
 /// only a 301 whose `Location` repeats a long target (at most [`MAX_TARGET`] + 1 bytes,
 /// since the target's bytes are all `pchar` and re-encode to no more bytes than they came
-/// from). It is copied to the back of the slot's receive area (from `SPILL_AT`), which
+/// from). It is copied to the back of the slot's receive area (`logged::spill_at`), which
 /// must hold it.
-pub const SPILL_CAP: usize = MAX_TARGET + OUT_CAP;
+pub const SPILL_CAP: usize = MAX_TARGET + HEAD_AREA_MAX;
 const _: () = assert!(SPILL_CAP <= IN_CAP);
 /// Largest `sendfile` count per call (the socket buffer bounds it anyway).
 const SENDFILE_CHUNK: usize = 1 << 20;
@@ -185,7 +196,7 @@ pub struct Conn {
     head_sent: usize,
     body: Outgoing,
     pinned: bool,
-    /// The response head lives at the front of the receive area (see [`SPILL_CAP`]).
+    /// The response head lives at the back of the receive area (see [`SPILL_CAP`]).
     head_spilled: bool,
     after: After,
     discard: u64,
@@ -266,7 +277,31 @@ pub struct Arrival {
 /// being written: that response was cut short; count it and log it with the bytes that
 /// went out. `buf` is the slot's arena region.
 pub fn abandon(c: &mut Conn, buf: &[u8], ctx: &mut Ctx<'_>) {
-    logged::end(c, buf.get(OUT_CAP..).unwrap_or(&[]), ctx, true);
+    let inb = &buf[buf.len().saturating_sub(IN_CAP)..];
+    logged::end(c, inb, ctx, true);
+}
+
+/// The loop found the header deadline passed; it closes the slot after this. A
+/// connection that began a head, or was discarding a body, is answered 408 as a refused
+/// head is (`respond::timed_out`): sent as far as the socket takes it now, its log line
+/// written, the write side shut; a 408 not wholly sent is logged as cut short by
+/// [`abandon`]. A PROXY header never completed closes without a response, counted.
+pub fn header_timeout(c: &mut Conn, buf: &mut [u8], ctx: &mut Ctx<'_>) {
+    let Some(sock) = c.fd.take() else {
+        return;
+    };
+    let started = !c.idle() || matches!(c.awaiting, Awaiting::Body { .. });
+    if c.awaiting == Awaiting::Proxy {
+        ctx.counters.proxy_refused.fetch_add(1, Relaxed);
+    } else if started {
+        let (out, inb) = areas(buf);
+        respond::timed_out(c, out, &inb[..c.in_len], ctx);
+        if let Sent::Done = send_some(sock.as_fd(), c, out, ctx, &mut Budget::fresh()) {
+            logged::end(c, inb, ctx, false);
+        }
+        let _ = rustix::net::shutdown(&sock, Shutdown::Write);
+    }
+    c.fd = Some(sock);
 }
 
 /// Per-worker state every connection uses.
@@ -408,7 +443,7 @@ fn transition(
     ctx: &mut Ctx<'_>,
     s: &mut Scratch,
 ) -> Next {
-    let (out, inb) = buf.split_at_mut(OUT_CAP);
+    let (out, inb) = areas(buf);
     let mut budget = Budget::fresh();
     loop {
         match c.awaiting {
@@ -463,8 +498,8 @@ fn transition(
                                 // The connection closes after this answer: the receive
                                 // area holds the head instead of further input.
                                 c.in_len = 0;
-                                inb[SPILL_AT..SPILL_AT + c.head_len]
-                                    .copy_from_slice(&s.spill[..c.head_len]);
+                                let at = logged::spill_at(c);
+                                inb[at..at + c.head_len].copy_from_slice(&s.spill[..c.head_len]);
                             }
                             continue;
                         }
@@ -530,7 +565,7 @@ fn transition(
                     return Next::Park;
                 }
                 let head_area: &mut [u8] = if c.head_spilled {
-                    &mut inb[SPILL_AT..]
+                    &mut inb[logged::spill_at(c)..]
                 } else {
                     out
                 };
@@ -866,7 +901,7 @@ mod tests {
         conn.open(OwnedFd::from(ours), arrival);
         Fixture {
             conn,
-            buf: vec![0; SLOT_BYTES],
+            buf: vec![0; slot_bytes(crate::http::response::HEAD_CAP)],
             peer,
             scratch: Scratch::new(),
             counters: Box::leak(Box::default()),

@@ -13,7 +13,8 @@
 //! whose default would end the process is ignored (`signals::ignored`).
 //! TERM, INT: fast stop. QUIT: graceful stop (new connections refused at once, responses
 //! in flight finish up to `--shutdown-timeout`, then the master kills what is left).
-//! HUP: after checking the root and the log as the workers will open them, start fresh
+//! HUP: after checking the root, the error pages and fallback, and the log as the workers
+//! will open them (the start-up checks, `preflight.rs`), start fresh
 //! workers on the same listeners; each old worker retires (drains, see
 //! `serve_loop::Loop::drain`) once its successor serves. USR2: binary upgrade
 //! (`upgrade.rs`). USR1: workers reopen the access log.

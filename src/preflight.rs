@@ -1,24 +1,28 @@
 //! What a new worker will open, checked before a reload starts any: the root (a
-//! directory that can be read) and the access log (`access_log::dest::check`: appendable
-//! or creatable, nothing created). Without this, a HUP with a log the workers cannot open
-//! left no worker serving, the new ones restarting in a loop.
+//! directory that can be read), the pages the site rules name (each `--error-page` and
+//! the `--fallback`: a regular file under the root) and the access log
+//! (`access_log::dest::check`: appendable or creatable, nothing created). Without this, a
+//! HUP with a log the workers cannot open left no worker serving, the new ones restarting
+//! in a loop, and a HUP after a page was deleted went through silently.
 //!
-//! Input: the root path and the log target. Output: the first [`Problem`], printed as
-//! one line. The master runs it as the user the workers run as (it dropped privileges
-//! after binding). The same checks before anything is bound are `cmd/preflight.rs` (with
-//! the error pages, and the log once more as `--user`), which takes its root check from
-//! here.
+//! Input: the root path, the site rules and the log target. Output: the first
+//! [`Problem`], printed as one line. The master runs it as the user the workers run as
+//! (it dropped privileges after binding). The same checks before anything is bound are
+//! `cmd/preflight.rs` (every problem, and the log once more as `--user`), which takes its
+//! root and page checks from here.
 
 use crate::access_log::dest;
 use crate::config::LogTarget;
-use rustix::fd::OwnedFd;
+use crate::files::{self, FileOptions, Lookup, Probe, PATH_MAX};
+use crate::site::SiteRules;
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
 use std::path::Path;
 
 /// A check that failed: the stage to name and the message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
-    /// `root` or `access-log`.
+    /// `root`, `site` or `access-log`.
     pub stage: &'static str,
     /// What failed and why.
     pub message: String,
@@ -38,12 +42,37 @@ pub fn root(root: &Path) -> Result<OwnedFd, String> {
         .map_err(|e| format!("{}: {}", root.display(), std::io::Error::from(e)))
 }
 
-/// What a worker opens: the root, then the access log.
-pub fn worker_files(root_dir: &Path, log: &LogTarget) -> Result<(), Problem> {
-    root(root_dir).map_err(|message| Problem {
+/// Each `--error-page` and the `--fallback` must be a regular file under `root`: one
+/// problem per page that is not, as `--error-page /404.html: why`.
+pub fn pages(root: BorrowedFd<'_>, site: &SiteRules) -> Vec<Problem> {
+    let mut scratch = [0u8; PATH_MAX + 1];
+    let opts = FileOptions::of(site).plain();
+    let mut found = Vec::new();
+    for (flag, path) in site.pages() {
+        let why = match files::probe(root, path, &mut scratch, &opts) {
+            Probe::File(_) => continue,
+            Probe::Other(Lookup::Status(404)) => "no such file under ROOT",
+            Probe::Other(Lookup::Status(403)) => "refused (permissions, or a symlink leaving ROOT)",
+            Probe::Other(_) => "not a regular file",
+        };
+        let path = String::from_utf8_lossy(path);
+        found.push(Problem {
+            stage: "site",
+            message: format!("{flag} {path}: {why}"),
+        });
+    }
+    found
+}
+
+/// What a worker opens: the root, the pages its site rules name, then the access log.
+pub fn worker_files(root_dir: &Path, site: &SiteRules, log: &LogTarget) -> Result<(), Problem> {
+    let root = root(root_dir).map_err(|message| Problem {
         stage: "root",
         message,
     })?;
+    if let Some(p) = pages(root.as_fd(), site).into_iter().next() {
+        return Err(p);
+    }
     dest::check(log).map_err(|e| Problem {
         stage: "access-log",
         message: match log {

@@ -15,12 +15,15 @@
 //!
 //! Memory: everything is allocated in [`run`] before the first `epoll_wait` (after the
 //! worker pinned itself, so first touch puts it on the worker's node): the connection
-//! table (`max_conns` slots), one arena of `max_conns × conn::SLOT_BYTES` (17 KiB a slot:
-//! a 1 KiB response-head area and a 16 KiB receive area, in one anonymous `MAP_NORESERVE`
-//! mapping, `sys::ZeroedArena`, so a page becomes resident only when a connection first
-//! uses it: about 5 KiB per connection for ordinary requests, 17 KiB at most), the deadline lists, the event
-//! buffer, the two ready lists (one entry per slot), the file cache and the access log
-//! buffer. Serving a request allocates nothing.
+//! table (`max_conns` slots), one arena of `max_conns × conn::slot_bytes(head area)`
+//! (17 KiB a slot: a 1 KiB response-head area and a 16 KiB receive area; the head area
+//! grows in KiB steps, to 6 KiB at most, only when the operator's `--header` and
+//! `--cache-control` lines need it, and then every response writes into it), in one
+//! anonymous `MAP_NORESERVE` mapping, `sys::ZeroedArena`, so a page becomes resident only
+//! when a connection first uses it: about 5 KiB per connection for ordinary requests
+//! (plus the operator's lines beyond the first 1 KiB head area), the whole slot at most),
+//! the deadline lists, the event buffer, the two ready lists (one entry per slot), the
+//! file cache and the access log buffer. Serving a request allocates nothing.
 //!
 //! Accepting: one `accept4` per listener event ([`Tuning::accept_batch`]); `EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM` or a full
 //! table pause accepting for [`Tuning::accept_pause`] (the listener's interest is cleared,
@@ -32,18 +35,17 @@
 
 use crate::access_log::AccessLog;
 use crate::config::{Cidr, Logging, Timeouts};
-use crate::conn::{self, Arrival, Awaiting, Conn, Ctx, Next, Scratch, SLOT_BYTES};
+use crate::conn::{self, Arrival, Awaiting, Conn, Ctx, Next, Scratch};
 use crate::event::{Poller, Ready, Token};
 use crate::files::cache::{CacheConfig, FileCache};
 use crate::files::FileOptions;
 use crate::http::date::DateCache;
-use crate::http::response::{error_body, write_error_head, Persist};
 use crate::site::SiteRules;
 use crate::timers::{Kind, Timers};
 use core::sync::atomic::Ordering::Relaxed;
 use rustix::fd::AsFd;
-use rustix::io::{Errno, IoSlice};
-use rustix::net::{SendAncillaryBuffer, SendFlags, Shutdown, SocketFlags};
+use rustix::io::Errno;
+use rustix::net::{Shutdown, SocketFlags};
 use rustix::time::ClockId;
 
 use crate::cpuset::CpuId;
@@ -225,6 +227,8 @@ struct Loop<'a> {
     poller: Poller,
     slots: Vec<Slot>,
     arena: crate::sys::ZeroedArena,
+    /// Bytes of each slot's region of the arena (`conn::slot_bytes`).
+    slot_bytes: usize,
     free: Vec<u32>,
     /// Connections that yielded with work left, driven again next turn (capacity: one
     /// per slot, so pushing never allocates).
@@ -257,6 +261,7 @@ impl<'a> Loop<'a> {
     ) -> Result<Loop<'a>, LoopError> {
         let slots = cfg.max_conns.clamp(1, MAX_SLOTS);
         let n = slots as usize;
+        let slot_bytes = conn::slot_bytes(cfg.site.head_area());
         let poller = Poller::new(tuning.events).map_err(setup("epoll_create1"))?;
         poller
             .add_listener(listener)
@@ -289,8 +294,9 @@ impl<'a> Loop<'a> {
             listener,
             poller,
             slots: (0..n).map(|_| Slot::free()).collect(),
-            arena: crate::sys::ZeroedArena::new(n * SLOT_BYTES)
+            arena: crate::sys::ZeroedArena::new(n * slot_bytes)
                 .map_err(|e| LoopError::Setup("mapping the connection arena", e))?,
+            slot_bytes,
             free: (0..slots).rev().collect(),
             ready: Vec::with_capacity(n),
             driving: Vec::with_capacity(n),
@@ -470,7 +476,7 @@ impl<'a> Loop<'a> {
 
     fn drive(&mut self, slot: u32) {
         let i = slot as usize;
-        let buf = &mut self.arena.as_mut_slice()[i * SLOT_BYTES..(i + 1) * SLOT_BYTES];
+        let buf = slot_area(&mut self.arena, self.slot_bytes, i);
         let s = &mut self.slots[i];
         match conn::advance(slot, &mut s.conn, buf, &mut self.ctx, &mut self.scratch) {
             Next::Park if s.registered => {}
@@ -546,11 +552,8 @@ impl<'a> Loop<'a> {
         }
         self.ctx.timers.disarm(slot);
         let i = slot as usize;
-        conn::abandon(
-            &mut s.conn,
-            &self.arena.as_mut_slice()[i * SLOT_BYTES..(i + 1) * SLOT_BYTES],
-            &mut self.ctx,
-        );
+        let buf = slot_area(&mut self.arena, self.slot_bytes, i);
+        conn::abandon(&mut s.conn, buf, &mut self.ctx);
         s.release(&mut self.ctx.cache);
         self.free.push(slot);
         self.open -= 1;
@@ -567,39 +570,12 @@ impl<'a> Loop<'a> {
     fn expire(&mut self) {
         while let Some((slot, kind)) = self.ctx.timers.pop_expired(self.ctx.now_ms) {
             if kind == Kind::Header {
-                self.request_timeout(slot);
+                let i = slot as usize;
+                let buf = slot_area(&mut self.arena, self.slot_bytes, i);
+                conn::header_timeout(&mut self.slots[i].conn, buf, &mut self.ctx);
             }
             self.close(slot);
         }
-    }
-
-    /// Best effort 408: one non-blocking send of the page, then the write side shut.
-    fn request_timeout(&mut self, slot: u32) {
-        let i = slot as usize;
-        let c = &self.slots[i].conn;
-        let Some(fd) = c.fd.as_ref() else { return };
-        if c.awaiting == Awaiting::Proxy {
-            // A PROXY header that never completed: closed without a response.
-            self.ctx.counters.proxy_refused.fetch_add(1, Relaxed);
-            return;
-        }
-        let started = !c.idle() || matches!(c.awaiting, Awaiting::Body { .. });
-        if !started {
-            return;
-        }
-        let out = &mut self.arena.as_mut_slice()[i * SLOT_BYTES..i * SLOT_BYTES + conn::OUT_CAP];
-        let date = *self.ctx.date.text();
-        let Some(n) = write_error_head(out, 408, &date, Persist::Close, None) else {
-            return;
-        };
-        let page = error_body(408);
-        let iov = [IoSlice::new(&out[..n]), IoSlice::new(page)];
-        let mut control = SendAncillaryBuffer::default();
-        if let Ok(sent) = rustix::net::sendmsg(fd, &iov, &mut control, SendFlags::NOSIGNAL) {
-            self.ctx.counters.bytes_sent.fetch_add(sent as u64, Relaxed);
-        }
-        self.ctx.counters.responses[3].fetch_add(1, Relaxed);
-        let _ = rustix::net::shutdown(fd, Shutdown::Write);
     }
 
     /// A full table makes room as nginx does: the connection idle the longest (between
@@ -662,6 +638,11 @@ impl<'a> Loop<'a> {
         self.accept_batch();
         self.tuning.accept_batch = batch;
     }
+}
+
+/// Slot `i`'s region of the arena: its response-head area, then its receive area.
+fn slot_area(arena: &mut crate::sys::ZeroedArena, slot_bytes: usize, i: usize) -> &mut [u8] {
+    &mut arena.as_mut_slice()[i * slot_bytes..(i + 1) * slot_bytes]
 }
 
 /// Whether `token` is a live connection still waiting on the ready list.

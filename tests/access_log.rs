@@ -476,3 +476,80 @@ impl ReplaceFirst for [u8] {
         }
     }
 }
+
+/// Sends `raw` and waits, reading, until the server closes; returns the first response's
+/// status line and the body bytes of the last one (the 408).
+fn sent_then_timed_out(addr: SocketAddr, raw: &[u8]) -> (Vec<u16>, u64) {
+    let got = exchange_raw(addr, raw);
+    let at = got
+        .windows(9)
+        .rposition(|w| w == b"HTTP/1.1 ")
+        .expect("a response");
+    let last = &got[at..];
+    let head_end = last.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    (statuses(&got), (last.len() - head_end) as u64)
+}
+
+/// A head that does not arrive within `--header-timeout` is answered 408, and that
+/// answer is logged like any refused head, in every format: the first line as far as it
+/// came (`-` when no head had begun: a body being discarded), status 408, and the body
+/// bytes the client really received.
+#[test]
+fn a_408_at_the_header_timeout_is_logged() {
+    let cases: [(&[u8], &str, &[u16]); 3] = [
+        (
+            b"GET /half HTTP/1.1\r\nHost: t\r\n",
+            "GET /half HTTP/1.1",
+            &[408],
+        ),
+        (b"GET /pa", "GET /pa", &[408]),
+        (
+            b"GET /index.html HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc",
+            "-",
+            &[200, 408],
+        ),
+    ];
+    for format in ["combined", "common", "json"] {
+        let dir = TempDir::new("log408");
+        let log = dir.path().join("access.log");
+        let log_arg = log.display().to_string();
+        let server = Server::start(&[
+            "--workers",
+            "1",
+            "--header-timeout",
+            "500ms",
+            "--access-log",
+            &log_arg,
+            "--log-format",
+            format,
+        ]);
+        let mut bodies = Vec::new();
+        for (raw, _, want) in cases {
+            let (seen, body) = sent_then_timed_out(server.addr, raw);
+            assert_eq!(seen, want, "{format}: {}", String::from_utf8_lossy(raw));
+            assert!(body > 0, "{format}: the 408 has its page");
+            bodies.push(body);
+        }
+        let lines = wait_lines(&log, 4);
+        let timed_out: Vec<&String> = lines.iter().filter(|l| l.contains("408")).collect();
+        assert_eq!(timed_out.len(), 3, "{format}: {lines:#?}");
+        for ((_, request, _), (line, body)) in cases.iter().zip(timed_out.into_iter().zip(bodies)) {
+            if format == "json" {
+                let v: serde_json::Value = serde_json::from_str(line).unwrap();
+                assert_eq!(v["status"], 408, "{line}");
+                assert_eq!(v["request"], *request, "{line}");
+                assert_eq!(v["body_bytes"].as_u64(), Some(body), "{line}");
+                assert_eq!(v["cut_short"], false, "{line}");
+            } else {
+                let want = format!("\"{request}\" 408 {body}");
+                assert!(line.contains(&want), "{format}: {want} in {line}");
+                let tail = if format == "combined" {
+                    " \"-\" \"-\""
+                } else {
+                    ""
+                };
+                assert!(line.ends_with(&format!("{want}{tail}")), "{line}");
+            }
+        }
+    }
+}

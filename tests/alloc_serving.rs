@@ -163,7 +163,13 @@ fn no_allocation_per_request_with_every_site_option() {
     std::fs::write(r.join("404.html"), "custom 404").unwrap();
     std::fs::write(r.join("a.md"), "# md").unwrap();
     let mut flags = steerd::args::site::SiteArgs::default();
+    // 3 KiB of policy: every slot's head area grows to hold it.
+    let csp = format!(
+        "Content-Security-Policy: default-src {}",
+        "x".repeat(3 * 1024)
+    );
     for (flag, value) in [
+        ("--header", &csp[..]),
         ("--header", "X-Frame-Options: DENY"),
         ("--header", "Strict-Transport-Security: max-age=63072000"),
         ("--cache-control", "/assets/**=max-age=31536000, immutable"),

@@ -350,6 +350,92 @@ fn headers_go_on_2xx_3xx_and_304_only() {
     );
 }
 
+/// A policy value of `len` bytes that shows any byte lost, doubled or moved.
+fn long_value(len: usize) -> String {
+    let alphabet = b"abcdefghijklmnopqrstuvwxyz0123456789'-;: ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    let mut v: String = (0..len)
+        .map(|i| alphabet[(i * 7 + i / 61) % alphabet.len()] as char)
+        .collect();
+    v.replace_range(..1, "<");
+    v.replace_range(len - 1.., ">");
+    v
+}
+
+/// Long `Content-Security-Policy` lines are common (2-4 KB): 3 KiB of `--header` plus a
+/// long `--cache-control` value go out intact on a 200 (cached small file, and a file
+/// sent with `sendfile`), a 304, a 206 and a long 301 (the spilled head), also one after
+/// another on one connection; lines that fit no head area are refused at start in one
+/// line, before anything is bound.
+#[test]
+fn a_3_kib_header_goes_out_intact_and_an_oversized_one_is_refused() {
+    let site = site_with_sidecars("bin-csp");
+    let csp = long_value(3 * 1024);
+    let header = format!("Content-Security-Policy: {csp}");
+    let cache = format!("max-age=60, {}", long_value(700));
+    let rule = format!("/**={cache}");
+    let srv = serve(&site, &["--header", &header, "--cache-control", &rule]);
+    let intact = |r: &Response, what: &str| {
+        assert_eq!(
+            r.header("content-security-policy"),
+            Some(&csp[..]),
+            "{what}"
+        );
+        assert_eq!(r.header("cache-control"), Some(&cache[..]), "{what}");
+    };
+    let ok = get(srv.addr, "/hello.txt", "");
+    assert_eq!((ok.status, ok.text().as_str()), (200, "hello world\n"));
+    intact(&ok, "200");
+    let big = get(srv.addr, "/big.bin", "");
+    assert!(
+        big.status == 200 && big.body == site.big(),
+        "the sendfile body"
+    );
+    intact(&big, "200 by sendfile");
+    let tag = ok.header("etag").unwrap().to_string();
+    let nm = get(srv.addr, "/hello.txt", &format!("If-None-Match: {tag}\r\n"));
+    assert_eq!(nm.status, 304);
+    intact(&nm, "304");
+    let partial = get(srv.addr, "/hello.txt", "Range: bytes=0-4\r\n");
+    assert_eq!((partial.status, partial.text().as_str()), (206, "hello"));
+    intact(&partial, "206");
+    let query = "q".repeat(3000);
+    let moved = get(srv.addr, &format!("/dir?{query}"), "");
+    assert_eq!(moved.status, 301);
+    assert_eq!(
+        moved.header("location"),
+        Some(&format!("/dir/?{query}")[..])
+    );
+    assert_eq!(
+        moved.header("content-security-policy"),
+        Some(&csp[..]),
+        "301"
+    );
+    // One connection, four responses in a row through the same head area.
+    let mut s = srv.connect();
+    let tagged = format!("If-None-Match: {tag}\r\n");
+    for extra in ["", &tagged, "Range: bytes=6-10\r\n", ""] {
+        let req = format!("GET /hello.txt HTTP/1.1\r\nHost: t\r\n{extra}\r\n");
+        s.write_all(req.as_bytes()).unwrap();
+    }
+    let mut r = BufReader::new(s);
+    for want in [200, 304, 206, 200] {
+        let resp = read_response(&mut r, false).unwrap();
+        assert_eq!(resp.status, want);
+        intact(&resp, "kept alive");
+    }
+    // Too much for any head area: one line, exit 2, nothing bound.
+    let root = site.root.display().to_string();
+    let huge = format!("Content-Security-Policy: {}", long_value(6 * 1024));
+    let (code, err) = run(&["serve", &root, "--listen", "127.0.0.1:0", "--header", &huge]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("steerd: args: --header and --cache-control: the lines add 6171 bytes")
+            && err.trim_end().ends_with(" fit"),
+        "{err}"
+    );
+}
+
 #[test]
 fn cache_control_by_glob_first_match_wins() {
     let site = site_with_sidecars("bin-cc");

@@ -12,14 +12,16 @@
 use super::Failure;
 use crate::args::ServeArgs;
 use crate::config::LogTarget;
-use crate::files::{self, Lookup, Probe, PATH_MAX};
-use rustix::fd::{AsFd, OwnedFd};
+use rustix::fd::AsFd;
 
 /// Every problem found, in the order root, pages, access log, user.
 pub fn problems(args: &ServeArgs) -> Vec<Failure> {
     let mut found = Vec::new();
     match crate::preflight::root(&args.root) {
-        Ok(root) => pages(args, &root, &mut found),
+        Ok(root) => {
+            let pages = crate::preflight::pages(root.as_fd(), &args.site.rules());
+            found.extend(pages.into_iter().map(|p| Failure::new(p.stage, p.message)));
+        }
         Err(e) => found.push(Failure::new("root", e)),
     }
     let log = &args.logging.access_log;
@@ -53,20 +55,5 @@ fn log_failure(log: &LogTarget, why: String) -> Failure {
             Failure::new("access-log", format!("{}: {why}", p.display()))
         }
         LogTarget::Off | LogTarget::Stdout => Failure::new("access-log", why),
-    }
-}
-
-/// Each `--error-page` and the `--fallback` must be a regular file under the root.
-fn pages(args: &ServeArgs, root: &OwnedFd, found: &mut Vec<Failure>) {
-    let mut scratch = [0u8; PATH_MAX + 1];
-    let opts = files::FileOptions::of(&args.site.rules()).plain();
-    for (flag, path) in args.site.pages() {
-        let why = match files::probe(root.as_fd(), path.as_bytes(), &mut scratch, &opts) {
-            Probe::File(_) => continue,
-            Probe::Other(Lookup::Status(404)) => "no such file under ROOT",
-            Probe::Other(Lookup::Status(403)) => "refused (permissions, or a symlink leaving ROOT)",
-            Probe::Other(_) => "not a regular file",
-        };
-        found.push(Failure::new("site", format!("{flag} {path}: {why}")));
     }
 }

@@ -6,13 +6,13 @@
 //! [`Record`] handed to the worker's log, and the cut-short counter. No allocation: the
 //! request's bytes stay at the front of the receive area until its response is finished
 //! (the next head is not parsed before that anyway), so only offsets into that area are
-//! kept, not copies. A response head spilled into the receive area sits behind
-//! [`SPILL_AT`]; a field reaching past it is cut there.
+//! kept, not copies. A response head spilled into the receive area sits at its back
+//! ([`spill_at`]); a field reaching past its start is cut there.
 //!
 //! The client is the connection's own (the peer, or what its PROXY header said), or, for
 //! a trusted peer without `--proxy-protocol`, the last address of `X-Forwarded-For`.
 
-use super::{Conn, Ctx, IN_CAP, SPILL_CAP};
+use super::{Conn, Ctx, IN_CAP};
 use crate::client_addr::forwarded_for;
 use crate::config::LogFormat;
 use crate::http::Header;
@@ -20,9 +20,15 @@ use crate::log_line::{Record, RequestLine};
 use core::sync::atomic::Ordering::Relaxed;
 use std::net::IpAddr;
 
-/// Where a response head too long for the head area is put in the receive area: behind
-/// the request, whose first [`SPILL_AT`] bytes the log can still read.
-pub const SPILL_AT: usize = IN_CAP - SPILL_CAP;
+/// Where the response head of `c`, when spilled (too long for the head area), starts in
+/// the receive area: at its back, so the request in front of it, which the log reads,
+/// keeps all the room the head leaves; the end of the area when nothing is spilled.
+pub fn spill_at(c: &Conn) -> usize {
+    match c.head_spilled {
+        true => IN_CAP.saturating_sub(c.head_len),
+        false => IN_CAP,
+    }
+}
 
 /// A part of the receive area.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -152,7 +158,7 @@ pub fn end(c: &mut Conn, inb: &[u8], ctx: &mut Ctx<'_>, cut_short: bool) {
     let Some(p) = c.pending.take() else {
         return;
     };
-    let area = &inb[..inb.len().min(SPILL_AT)];
+    let area = &inb[..inb.len().min(spill_at(c))];
     let request = match p.line {
         LineSpan::Parsed {
             method,

@@ -163,6 +163,14 @@ fn refuse(
     error_reply(c, out, ctx, status, p, after, None, line);
 }
 
+/// The header deadline passed with `inb` buffered (perhaps nothing, between a body's
+/// bytes): a 408 with the built-in page, closing, logged like a refused head (the partial
+/// first line, `-` when none arrived).
+pub(super) fn timed_out(c: &mut Conn, out: &mut [u8], inb: &[u8], ctx: &mut Ctx<'_>) {
+    let (p, after) = (Persist::Close, After::Close);
+    error_reply(c, out, ctx, 408, p, after, None, &unparsed(inb));
+}
+
 /// An error with the built-in page.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn error_reply(

@@ -13,7 +13,8 @@
 //! The operator's lines (`--header`, `--cache-control`) arrive validated and
 //! CRLF-terminated (`site::field`) and are copied as they are. Everything else in the
 //! largest head steerd builds takes at most [`HEAD_BASE_MAX`] bytes plus its media type;
-//! the start-up check keeps the operator's lines within the rest of the head area.
+//! a connection's head area is sized for that plus the operator's lines ([`head_area`]),
+//! and the start-up check refuses lines that would need more than [`HEAD_AREA_MAX`].
 
 use super::date::IMF_LEN;
 use super::encoding::Coding;
@@ -84,8 +85,23 @@ pub struct ResponseHead<'a> {
     pub persist: Persist,
 }
 
-/// Bytes of a connection's response-head area: every head but a long 301 must fit.
+/// Bytes of a connection's response-head area without long operator lines (the least
+/// [`head_area`] gives): every head but a long 301 must fit.
 pub const HEAD_CAP: usize = 1024;
+
+/// Most bytes of a connection's response-head area, which bounds the operator's lines:
+/// about 5.5 KiB of them beside the largest head and media type.
+pub const HEAD_AREA_MAX: usize = 6 * 1024;
+
+/// The response-head area each connection needs when the operator's lines take `lines`
+/// bytes of a head and the longest media type `media_type` bytes: the largest head
+/// steerd builds, in whole KiB, at least [`HEAD_CAP`]; `None` beyond [`HEAD_AREA_MAX`].
+/// Sized to what every head carries, so no byte of it is there for nothing.
+pub fn head_area(lines: usize, media_type: usize) -> Option<usize> {
+    let largest = HEAD_BASE_MAX + media_type + lines;
+    let area = largest.div_ceil(1024) * 1024;
+    (area <= HEAD_AREA_MAX).then_some(area.max(HEAD_CAP))
+}
 
 /// Bytes of the largest head steerd builds without its media type and the operator's
 /// lines: a 206 with every field at its longest (checked by a test).
@@ -402,6 +418,21 @@ mod tests {
     use super::*;
 
     const DATE: &[u8; IMF_LEN] = b"Sun, 06 Nov 1994 08:49:37 GMT";
+
+    #[test]
+    fn the_head_area_grows_in_kib_steps_to_its_limit() {
+        assert_eq!(head_area(0, 80), Some(HEAD_CAP));
+        assert_eq!(head_area(HEAD_CAP - HEAD_BASE_MAX - 80, 80), Some(HEAD_CAP));
+        assert_eq!(head_area(HEAD_CAP - HEAD_BASE_MAX - 79, 80), Some(2 * 1024));
+        assert_eq!(
+            head_area(4096, 80),
+            Some(5 * 1024),
+            "4 KiB of operator lines"
+        );
+        let most = HEAD_AREA_MAX - HEAD_BASE_MAX - 80;
+        assert_eq!(head_area(most, 80), Some(HEAD_AREA_MAX));
+        assert_eq!(head_area(most + 1, 80), None);
+    }
 
     fn head_text(h: &ResponseHead<'_>) -> String {
         let mut buf = [0u8; 1024];

@@ -136,6 +136,12 @@ impl Types {
         }
     }
 
+    /// Bytes of the longest type it can give.
+    pub fn longest(&self) -> usize {
+        let overrides = self.overrides.iter().map(|(_, t)| t.len());
+        overrides.max().unwrap_or(0).max(LONGEST)
+    }
+
     /// The `Content-Type` for `path` (only the last segment's extension counts).
     pub fn for_path(&self, path: &[u8]) -> &'static [u8] {
         let name = match memchr::memrchr(b'/', path) {

@@ -58,11 +58,26 @@ impl SiteRules {
         (!skipped).then_some(fallback)
     }
 
+    /// The pages that must be regular files under the root: each `--error-page`'s and
+    /// the fallback, with the flag that names them.
+    pub fn pages(&self) -> impl Iterator<Item = (&'static str, &[u8])> {
+        let errors = self.error_pages.iter().map(|(_, p)| ("--error-page", &**p));
+        let fallback = self.fallback.iter().map(|p| ("--fallback", &**p));
+        errors.chain(fallback)
+    }
+
     /// Bytes the operator's lines may add to one response head: every `--header` line
     /// and the longest `--cache-control` line.
     pub fn head_bytes(&self) -> usize {
         let longest = self.cache_rules.iter().map(|r| r.line.as_bytes().len());
         self.headers.len() + longest.max().unwrap_or(0)
+    }
+
+    /// Bytes of the response-head area a connection needs for these rules (validated at
+    /// start to fit `http::response::HEAD_AREA_MAX`).
+    pub fn head_area(&self) -> usize {
+        let area = crate::http::response::head_area(self.head_bytes(), self.types.longest());
+        area.unwrap_or(crate::http::response::HEAD_AREA_MAX)
     }
 }
 

@@ -63,15 +63,16 @@ impl Supervisor<'_> {
             .all(|s| (s.pid.is_some() && s.serving) || s.predecessor.is_some())
     }
 
-    /// HUP: if the root and the log open as a worker will open them, a successor for
-    /// every slot; each predecessor retires when its successor serves (`read_ready`).
+    /// HUP: if the root, the site's pages and the log open as a worker will open them
+    /// (`preflight::worker_files`, the start-up checks), a successor for every slot; each predecessor retires when its successor serves (`read_ready`).
     /// Otherwise one line, and the running workers stay.
     pub(super) fn handle_reload(&mut self) {
         if !signals::arrived(libc::SIGHUP, &mut self.seen.hup) {
             return;
         }
         let cfg = self.s.cfg;
-        if let Err(p) = crate::preflight::worker_files(&cfg.root, &cfg.logging.access_log) {
+        let log = &cfg.logging.access_log;
+        if let Err(p) = crate::preflight::worker_files(&cfg.root, &cfg.site, log) {
             crate::say!("reload: {p}; keeping the running workers");
             self.notifier.status(&format!("reload refused: {p}"));
             return;

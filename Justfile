@@ -26,6 +26,10 @@ syscalls SECONDS="5":
     cargo build --release -p steerd
     scripts/syscalls.sh target/release/steerd {{SECONDS}}
 
+# What one request costs a server (syscalls by tracepoint, user/system time): see the script.
+per-request PORT *SERVER:
+    scripts/per-request.sh {{PORT}} -- {{SERVER}}
+
 # steerd against nginx and the reference responder (alternating A/B, minutes; not CI).
 bench-vs-nginx:
     scripts/bench-vs-nginx.sh

@@ -147,6 +147,8 @@ pub(crate) struct KnownFields {
     pub(crate) accept: Span,
     /// How many `Accept-Encoding` lines there were (saturating).
     pub(crate) accept_lines: u8,
+    /// A Content-Length or Transfer-Encoding line was seen: the framing needs deciding.
+    pub(crate) framed: bool,
     /// The first framing error (it closes); later field lines are then not looked at.
     pub(crate) framing_error: Option<ErrorKind>,
     /// The first repeated single-valued field, reported once framing is known.
@@ -178,6 +180,7 @@ impl KnownFields {
             connection: ConnectionOptions::default(),
             accept: Span::default(),
             accept_lines: 0,
+            framed: false,
             framing_error: None,
             repeated: None,
         }
@@ -201,12 +204,16 @@ impl KnownFields {
             }
             Known::Connection => self.connection.add(value),
             Known::ContentLength => {
+                self.framed = true;
                 if self.content_length.is_some() {
                     return Err(ErrorKind::BadContentLength);
                 }
                 self.content_length = Some(content_length(value)?);
             }
-            Known::TransferEncoding => self.codings.add(value)?,
+            Known::TransferEncoding => {
+                self.framed = true;
+                self.codings.add(value)?;
+            }
             Known::AcceptEncoding => {
                 if self.accept_lines == 0 {
                     self.accept = Span::of(self.base, value);

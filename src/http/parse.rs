@@ -128,9 +128,15 @@ fn parse_within<'b, S: FieldSink<'b>>(
     slots: &mut [Header<'b>],
     sink: &mut S,
 ) -> Result<Status<Head<'b>>, ErrorKind> {
-    let Some(mut at) = skip_empty_lines(buf)? else {
-        return Ok(Status::Partial);
-    };
+    // Empty lines before the request line are rare: look for them only when the first
+    // byte says there are some.
+    let mut at = 0;
+    if let Some(b'\r' | b'\n') = buf.first() {
+        let Some(after) = skip_empty_lines(buf)? else {
+            return Ok(Status::Partial);
+        };
+        at = after;
+    }
     let Some((method, after_method)) = method(buf, at)? else {
         return Ok(Status::Partial);
     };
@@ -183,6 +189,7 @@ fn parse_within<'b, S: FieldSink<'b>>(
 
 /// Skips CRLF pairs before the request line; a lone CR or LF is refused.
 /// `None`: the buffer ends inside them.
+#[cold]
 fn skip_empty_lines(buf: &[u8]) -> Result<Option<usize>, ErrorKind> {
     let mut at = 0;
     loop {
@@ -350,8 +357,14 @@ fn field_line(buf: &[u8], start: usize) -> Step<Header<'_>> {
         b' ' | b'\t' if colon > start => return Err(ErrorKind::SpaceBeforeColon),
         _ => return Err(ErrorKind::BadFieldName),
     }
-    // The value is scanned from just after the colon; OWS comes off both ends after.
-    let Some(cr) = value_end(buf, colon + 1)? else {
+    // The value is scanned from just after the colon, or after the one SP nearly every
+    // client puts there (SP is a plain value byte, so skipping it changes nothing);
+    // any other OWS comes off both ends after.
+    let mut from = colon + 1;
+    if buf.get(from) == Some(&b' ') {
+        from += 1;
+    }
+    let Some(cr) = value_end(buf, from)? else {
         return Ok(None);
     };
     match buf.get(cr + 1) {
@@ -359,7 +372,7 @@ fn field_line(buf: &[u8], start: usize) -> Step<Header<'_>> {
         Some(b'\n') => {}
         Some(_) => return Err(ErrorKind::BareLineEnd),
     }
-    let value = trim_ows(&buf[colon + 1..cr]);
+    let value = trim_ows(&buf[from..cr]);
     Ok(Some((
         Header {
             name: &buf[start..colon],

@@ -33,7 +33,7 @@ use super::encoding::AcceptEncoding;
 use super::error::{ErrorKind, ParseError};
 use super::fields::{expects_continue, valid_host};
 use super::known::{KnownFields, Raw, Span, RAW};
-use super::parse::{field_lines, parse_head_into, Header, Status};
+use super::parse::{field_lines, parse_head_into, Head, Header, Status};
 use super::path::normalize;
 
 /// The methods this server recognises (RFC 9110 §9). GET and HEAD are served; the others
@@ -128,7 +128,8 @@ pub struct Request<'b, 'p> {
     /// How many header slots hold field lines.
     pub fields: usize,
     target: Span,
-    query: Span,
+    /// Bytes of the target before its first "?" (all of it when there is none).
+    path_len: u16,
     /// The raw single-valued fields, indexed by [`Raw`]; `Host` is the absolute-form
     /// authority when there is one.
     raw: [Span; RAW],
@@ -154,7 +155,7 @@ impl<'b> Request<'b, '_> {
 
     /// The raw query after "?", if any, for the trailing-slash redirect.
     pub fn query(&self) -> Option<&'b [u8]> {
-        self.query.get(self.buf)
+        self.target().get(usize::from(self.path_len) + 1..)
     }
 
     /// The host: the absolute-form authority, else the Host field (None only in 1.0).
@@ -255,53 +256,83 @@ pub fn parse_request<'b: 'p, 'p>(
         Status::Complete(head) => head,
         Status::Partial => return Ok(Status::Partial),
     };
-    if let Some(kind) = fields.framing_error {
-        return Err(kind.into());
-    }
-    let body = framing(&fields, head.minor)?;
+    // Framing errors close; everything after keeps a persistent, bodiless connection.
+    let body = if fields.framed {
+        framing(&fields, head.minor)?
+    } else {
+        Body::None
+    };
     let minor = head.minor.min(1);
     let keep_alive = !fields.connection.close && (minor == 1 || fields.connection.keep_alive);
-    let refuse = |kind| ParseError::keeping(kind, keep_alive && body == Body::None);
+    match meaning(buf, &head, &fields, body, path_buf) {
+        Ok(request) => Ok(Status::Complete(Request {
+            minor,
+            keep_alive,
+            expect_continue: minor == 1 && request.expect_continue,
+            ..request
+        })),
+        Err(kind) => Err(ParseError::keeping(kind, keep_alive && body == Body::None)),
+    }
+}
+
+/// The semantic checks of a well-framed head, in the order their errors take
+/// precedence: a repeated single field, the method, a chunked GET or HEAD, the target,
+/// Host, the path. `minor`, `keep_alive` and the version part of `expect_continue` are
+/// the caller's to fill in.
+#[inline(always)]
+fn meaning<'b: 'p, 'p>(
+    buf: &'b [u8],
+    head: &Head<'b>,
+    fields: &KnownFields,
+    body: Body,
+    path_buf: &'p mut [u8],
+) -> Result<Request<'b, 'p>, ErrorKind> {
     if let Some(kind) = fields.repeated {
-        return Err(refuse(kind));
+        return Err(kind);
     }
-    let method = Method::from_token(head.method).ok_or(refuse(ErrorKind::UnknownMethod))?;
+    let method = Method::from_token(head.method).ok_or(ErrorKind::UnknownMethod)?;
     if body == Body::Chunked && matches!(method, Method::Get | Method::Head) {
-        return Err(ParseError::closing(ErrorKind::ChunkedWithoutContent));
+        return Err(ErrorKind::ChunkedWithoutContent);
     }
-    let target = Target::split(method, head.target, head.path_len).map_err(refuse)?;
+    let target = Target::split(method, head.target, head.path_len)?;
     let mut raw = fields.raw;
     let host = raw[Raw::Host as usize].get(buf);
-    if host.is_some_and(|h| !valid_host(h)) || (minor == 1 && host.is_none()) {
-        return Err(refuse(ErrorKind::BadHost));
+    if host.is_some_and(|h| !valid_host(h)) || (head.minor != 0 && host.is_none()) {
+        return Err(ErrorKind::BadHost);
     }
-    let path = target.decode_into(path_buf).map_err(refuse)?;
+    let path = target.decode_into(path_buf)?;
     let base = buf.as_ptr() as usize;
     if let Some(authority) = target.authority {
         raw[Raw::Host as usize] = Span::of(base, authority);
     }
     let expect = raw[Raw::Expect as usize].get(buf);
-    Ok(Status::Complete(Request {
+    Ok(Request {
         buf,
         path,
         body,
         head_len: head.len,
         fields: head.fields,
         target: Span::of(base, head.target),
-        query: target.query.map_or(Span::default(), |q| Span::of(base, q)),
+        // The target is at most MAX_TARGET (8192) bytes, so its "?" offset fits.
+        path_len: head.path_len as u16,
         raw,
         method,
-        minor,
-        keep_alive,
-        expect_continue: minor == 1 && expect.is_some_and(expects_continue),
+        minor: head.minor,
+        keep_alive: false,
+        expect_continue: expect.is_some_and(expects_continue),
         accept: fields.accept,
         accept_many: fields.accept_lines > 1,
-    }))
+    })
 }
 
-/// RFC 9112 §6.1 and §6.3: the body framing, or the framing error (always closing).
-#[inline(always)]
+/// RFC 9112 §6.1 and §6.3: the body framing, or the framing error (always closing),
+/// once a Content-Length or Transfer-Encoding line was seen. Out of line: a static
+/// server mostly gets heads without a body.
+#[inline(never)]
 fn framing(fields: &KnownFields, minor: u8) -> Result<Body, ParseError> {
+    if let Some(kind) = fields.framing_error {
+        return Err(kind.into());
+    }
     if fields.codings.present() {
         if minor == 0 {
             return Err(ErrorKind::BadTransferEncoding.into());
@@ -322,7 +353,6 @@ fn framing(fields: &KnownFields, minor: u8) -> Result<Body, ParseError> {
 struct Target<'b> {
     /// The raw path to decode: origin-form path, absolute-form path, `*`, or empty.
     path: &'b [u8],
-    query: Option<&'b [u8]>,
     /// The authority of an absolute-form or authority-form target.
     authority: Option<&'b [u8]>,
 }
@@ -334,10 +364,8 @@ impl<'b> Target<'b> {
     #[inline(always)]
     fn split(method: Method, raw: &'b [u8], path_len: usize) -> Result<Self, ErrorKind> {
         if raw.first() == Some(&b'/') && method != Method::Connect {
-            let (path, query) = split_query(raw, path_len);
             return Ok(Target {
-                path,
-                query,
+                path: path_part(raw, path_len),
                 authority: None,
             });
         }
@@ -354,12 +382,10 @@ impl<'b> Target<'b> {
             }
             return Ok(Target {
                 path: b"",
-                query: None,
                 authority: Some(raw),
             });
         }
-        let (before, query) = split_query(raw, path_len);
-        if let Some(rest) = strip_scheme(before) {
+        if let Some(rest) = strip_scheme(path_part(raw, path_len)) {
             let end = memchr::memchr(b'/', rest).unwrap_or(rest.len());
             let authority = &rest[..end];
             if !valid_host(authority) {
@@ -373,14 +399,12 @@ impl<'b> Target<'b> {
             };
             return Ok(Target {
                 path,
-                query,
                 authority: Some(authority),
             });
         }
         match method {
             Method::Options if raw == b"*" => Ok(Target {
                 path: raw,
-                query: None,
                 authority: None,
             }),
             _ => Err(ErrorKind::BadTarget),
@@ -404,13 +428,11 @@ impl<'b> Target<'b> {
     }
 }
 
-/// The part of the target before its first "?" (at `path_len`), and the query after it.
-#[inline]
-fn split_query(raw: &[u8], path_len: usize) -> (&[u8], Option<&[u8]>) {
-    match raw.get(path_len + 1..) {
-        Some(query) => (&raw[..path_len], Some(query)),
-        None => (raw, None),
-    }
+/// The part of the target before its first "?", which is at `path_len` (or `path_len`
+/// is the whole target); the query after it is [`Request::query`]'s business.
+#[inline(always)]
+fn path_part(raw: &[u8], path_len: usize) -> &[u8] {
+    raw.get(..path_len).unwrap_or(raw)
 }
 
 /// The rest of `raw` after `http://` or `https://` (scheme case-insensitive).

@@ -73,10 +73,19 @@ impl Method {
         Method::Patch,
     ];
 
-    /// The method for a token (case-sensitive, RFC 9110 §9.1), if known. (A `match` on
-    /// the byte strings measured slower on the bench than this walk, GET being first.)
-    #[inline]
+    /// The method for a token (case-sensitive, RFC 9110 §9.1), if known: GET inline,
+    /// the others by a walk out of line. (A `match` on the byte strings measured slower
+    /// on the bench than the walk.)
+    #[inline(always)]
     pub fn from_token(token: &[u8]) -> Option<Method> {
+        if token == b"GET" {
+            return Some(Method::Get);
+        }
+        Self::from_other_token(token)
+    }
+
+    #[inline(never)]
+    fn from_other_token(token: &[u8]) -> Option<Method> {
         Self::ALL
             .into_iter()
             .find(|m| m.as_str().as_bytes() == token)
@@ -296,8 +305,11 @@ fn meaning<'b: 'p, 'p>(
     }
     let target = Target::split(method, head.target, head.path_len)?;
     let mut raw = fields.raw;
-    let host = raw[Raw::Host as usize].get(buf);
-    if host.is_some_and(|h| !valid_host(h)) || (head.minor != 0 && host.is_none()) {
+    let host_ok = match raw[Raw::Host as usize].get(buf) {
+        Some(host) => valid_host(host),
+        None => head.minor == 0,
+    };
+    if !host_ok {
         return Err(ErrorKind::BadHost);
     }
     let path = target.decode_into(path_buf)?;

@@ -357,13 +357,11 @@ fn field_line(buf: &[u8], start: usize) -> Step<Header<'_>> {
         b' ' | b'\t' if colon > start => return Err(ErrorKind::SpaceBeforeColon),
         _ => return Err(ErrorKind::BadFieldName),
     }
-    // The value is scanned from just after the colon, or after the one SP nearly every
-    // client puts there (SP is a plain value byte, so skipping it changes nothing);
-    // any other OWS comes off both ends after.
-    let mut from = colon + 1;
-    if buf.get(from) == Some(&b' ') {
-        from += 1;
-    }
+    // The value is scanned from just after the colon; OWS comes off both ends after,
+    // off the path from one line's start to the next. (Skipping the usual SP before the
+    // scan instead puts a load and a compare on that path: fewer instructions, but
+    // slower on the bench.)
+    let from = colon + 1;
     let Some(cr) = value_end(buf, from)? else {
         return Ok(None);
     };

@@ -34,7 +34,7 @@ use super::error::{ErrorKind, ParseError};
 use super::fields::{expects_continue, valid_host};
 use super::known::{KnownFields, Raw, Span, RAW};
 use super::parse::{field_lines, parse_head_into, Head, Header, Status};
-use super::path::normalize;
+use super::path::normalize_rooted;
 
 /// The methods this server recognises (RFC 9110 §9). GET and HEAD are served; the others
 /// get 405 with `Allow: GET, HEAD`. Any other token is 501.
@@ -273,27 +273,22 @@ pub fn parse_request<'b: 'p, 'p>(
     };
     let minor = head.minor.min(1);
     let keep_alive = !fields.connection.close && (minor == 1 || fields.connection.keep_alive);
-    match meaning(buf, &head, &fields, body, path_buf) {
-        Ok(request) => Ok(Status::Complete(Request {
-            minor,
-            keep_alive,
-            expect_continue: minor == 1 && request.expect_continue,
-            ..request
-        })),
+    match meaning(buf, &head, &fields, body, keep_alive, path_buf) {
+        Ok(request) => Ok(Status::Complete(request)),
         Err(kind) => Err(ParseError::keeping(kind, keep_alive && body == Body::None)),
     }
 }
 
 /// The semantic checks of a well-framed head, in the order their errors take
 /// precedence: a repeated single field, the method, a chunked GET or HEAD, the target,
-/// Host, the path. `minor`, `keep_alive` and the version part of `expect_continue` are
-/// the caller's to fill in.
+/// Host, the path.
 #[inline(always)]
 fn meaning<'b: 'p, 'p>(
     buf: &'b [u8],
     head: &Head<'b>,
     fields: &KnownFields,
     body: Body,
+    keep_alive: bool,
     path_buf: &'p mut [u8],
 ) -> Result<Request<'b, 'p>, ErrorKind> {
     if let Some(kind) = fields.repeated {
@@ -329,9 +324,9 @@ fn meaning<'b: 'p, 'p>(
         path_len: head.path_len as u16,
         raw,
         method,
-        minor: head.minor,
-        keep_alive: false,
-        expect_continue: expect.is_some_and(expects_continue),
+        minor: head.minor.min(1),
+        keep_alive,
+        expect_continue: head.minor != 0 && expect.is_some_and(expects_continue),
         accept: fields.accept,
         accept_many: fields.accept_lines > 1,
     })
@@ -436,7 +431,7 @@ impl<'b> Target<'b> {
         if self.path.first() != Some(&b'/') {
             return Ok(self.path);
         }
-        normalize(self.path, out)
+        normalize_rooted(self.path, out)
     }
 }
 

@@ -33,7 +33,7 @@ use super::encoding::AcceptEncoding;
 use super::error::{ErrorKind, ParseError};
 use super::fields::{expects_continue, valid_host};
 use super::known::{KnownFields, Raw, Span, RAW};
-use super::parse::{field_lines, parse_head_into, Head, Header, Status};
+use super::parse::{field_lines, parse_head_into, Header, Status};
 use super::path::normalize_rooted;
 
 /// The methods this server recognises (RFC 9110 §9). GET and HEAD are served; the others
@@ -273,47 +273,50 @@ pub fn parse_request<'b: 'p, 'p>(
     };
     let minor = head.minor.min(1);
     let keep_alive = !fields.connection.close && (minor == 1 || fields.connection.keep_alive);
-    match meaning(buf, &head, &fields, body, keep_alive, path_buf) {
-        Ok(request) => Ok(Status::Complete(request)),
-        Err(kind) => Err(ParseError::keeping(kind, keep_alive && body == Body::None)),
-    }
-}
-
-/// The semantic checks of a well-framed head, in the order their errors take
-/// precedence: a repeated single field, the method, a chunked GET or HEAD, the target,
-/// Host, the path.
-#[inline(always)]
-fn meaning<'b: 'p, 'p>(
-    buf: &'b [u8],
-    head: &Head<'b>,
-    fields: &KnownFields,
-    body: Body,
-    keep_alive: bool,
-    path_buf: &'p mut [u8],
-) -> Result<Request<'b, 'p>, ErrorKind> {
+    // The semantic checks, in the order their errors take precedence: a repeated single
+    // field, the method, a chunked GET or HEAD, the target, Host, the path. Each refusal
+    // keeps a persistent, bodiless connection.
+    let refuse = |kind| Err(ParseError::keeping(kind, keep_alive && body == Body::None));
     if let Some(kind) = fields.repeated {
-        return Err(kind);
+        return refuse(kind);
     }
-    let method = Method::from_token(head.method).ok_or(ErrorKind::UnknownMethod)?;
+    let Some(method) = Method::from_token(head.method) else {
+        return refuse(ErrorKind::UnknownMethod);
+    };
     if body == Body::Chunked && matches!(method, Method::Get | Method::Head) {
-        return Err(ErrorKind::ChunkedWithoutContent);
+        return Err(ParseError::closing(ErrorKind::ChunkedWithoutContent));
     }
-    let target = Target::split(method, head.target, head.path_len)?;
-    let mut raw = fields.raw;
-    let host_ok = match raw[Raw::Host as usize].get(buf) {
+    // The origin-form (`/path?query`) is the everyday case and is split here; the other
+    // forms out of line.
+    let target = if head.target.first() == Some(&b'/') && method != Method::Connect {
+        Target {
+            path: path_part(head.target, head.path_len),
+            authority: None,
+        }
+    } else {
+        match Target::split_other(method, head.target, head.path_len) {
+            Ok(target) => target,
+            Err(kind) => return refuse(kind),
+        }
+    };
+    let host_ok = match fields.raw[Raw::Host as usize].get(buf) {
         Some(host) => valid_host(host),
-        None => head.minor == 0,
+        None => minor == 0,
     };
     if !host_ok {
-        return Err(ErrorKind::BadHost);
+        return refuse(ErrorKind::BadHost);
     }
-    let path = target.decode_into(path_buf)?;
+    let path = match target.decode_into(path_buf) {
+        Ok(path) => path,
+        Err(kind) => return refuse(kind),
+    };
     let base = buf.as_ptr() as usize;
+    let expect = fields.raw[Raw::Expect as usize].get(buf);
+    let mut raw = fields.raw;
     if let Some(authority) = target.authority {
         raw[Raw::Host as usize] = Span::of(base, authority);
     }
-    let expect = raw[Raw::Expect as usize].get(buf);
-    Ok(Request {
+    Ok(Status::Complete(Request {
         buf,
         path,
         body,
@@ -324,12 +327,12 @@ fn meaning<'b: 'p, 'p>(
         path_len: head.path_len as u16,
         raw,
         method,
-        minor: head.minor.min(1),
+        minor,
         keep_alive,
-        expect_continue: head.minor != 0 && expect.is_some_and(expects_continue),
+        expect_continue: minor == 1 && expect.is_some_and(expects_continue),
         accept: fields.accept,
         accept_many: fields.accept_lines > 1,
-    })
+    }))
 }
 
 /// RFC 9112 §6.1 and §6.3: the body framing, or the framing error (always closing),
@@ -365,21 +368,8 @@ struct Target<'b> {
 }
 
 impl<'b> Target<'b> {
-    /// `raw` is the whole target; `path_len` where its first "?" is (or its length).
-    /// The origin-form (`/path?query`) is the everyday case and is split here; the
-    /// other forms out of line.
-    #[inline(always)]
-    fn split(method: Method, raw: &'b [u8], path_len: usize) -> Result<Self, ErrorKind> {
-        if raw.first() == Some(&b'/') && method != Method::Connect {
-            return Ok(Target {
-                path: path_part(raw, path_len),
-                authority: None,
-            });
-        }
-        Self::split_other(method, raw, path_len)
-    }
-
-    /// The absolute-form, the authority-form (CONNECT) and the asterisk-form (OPTIONS).
+    /// The absolute-form, the authority-form (CONNECT) and the asterisk-form (OPTIONS);
+    /// `raw` is the whole target, `path_len` where its first "?" is (or its length).
     #[inline(never)]
     fn split_other(method: Method, raw: &'b [u8], path_len: usize) -> Result<Self, ErrorKind> {
         if method == Method::Connect {

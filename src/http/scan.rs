@@ -213,7 +213,7 @@ fn u64_at(bytes: &[u8], at: usize) -> u64 {
 #[inline(always)]
 fn u32_twice(bytes: &[u8], at: usize) -> u64 {
     let w = u64::from(u32::from_le_bytes(super::parse::word(bytes, at)));
-    w | w << 32
+    w | (w << 32)
 }
 
 /// High bit set in the bytes of `w` that are an ASCII letter, digit, "-" or ".".
@@ -228,7 +228,7 @@ fn plain_word(w: u64) -> u64 {
         at_least & !above
     };
     // OR 0x20 folds "A".."Z" onto "a".."z" and moves nothing else into that range.
-    let letter = within(w | ONES * 0x20, b'a', b'z');
+    let letter = within(w | (ONES * 0x20), b'a', b'z');
     (letter | within(w, b'0', b'9') | within(w, b'-', b'.')) & !w & HIGHS
 }
 

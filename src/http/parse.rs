@@ -361,8 +361,7 @@ fn field_line(buf: &[u8], start: usize) -> Step<Header<'_>> {
     // off the path from one line's start to the next. (Skipping the usual SP before the
     // scan instead puts a load and a compare on that path: fewer instructions, but
     // slower on the bench.)
-    let from = colon + 1;
-    let Some(cr) = value_end(buf, from)? else {
+    let Some(cr) = value_end(buf, colon + 1)? else {
         return Ok(None);
     };
     match buf.get(cr + 1) {
@@ -370,7 +369,7 @@ fn field_line(buf: &[u8], start: usize) -> Step<Header<'_>> {
         Some(b'\n') => {}
         Some(_) => return Err(ErrorKind::BareLineEnd),
     }
-    let value = trim_ows(&buf[from..cr]);
+    let value = trim_ows(&buf[colon + 1..cr]);
     Ok(Some((
         Header {
             name: &buf[start..colon],

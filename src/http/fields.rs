@@ -7,7 +7,7 @@
 
 use super::error::ErrorKind;
 use super::parse::trim_ows;
-use super::scan::{all_in, class_end};
+use super::scan::{all_in, class_end, plain_host};
 use super::tables::{IP_LITERAL, REG_NAME, TOKEN};
 
 /// The elements of a `#list` value: split on ",", OWS trimmed, empty ones skipped.
@@ -122,11 +122,14 @@ pub fn expects_continue(value: &[u8]) -> bool {
 /// IP-literal in brackets or a non-empty reg-name (IPv4 addresses are reg-names
 /// syntactically) and port is 1–5 digits up to 65535. No userinfo, path, list or escape.
 ///
-/// The everyday host, a reg-name without a port, is checked without a branch per byte;
-/// anything else (a port, an IP literal, an error) goes the long way.
-#[inline]
+/// The everyday host, letters, digits, "-" and "." without a port, is checked 16 bytes
+/// at a time; another reg-name without a port without a branch per byte; anything else
+/// (a port, an IP literal, an error) goes the long way.
+#[inline(always)]
 pub fn valid_host(value: &[u8]) -> bool {
-    (!value.is_empty() && all_in(value, &REG_NAME)) || valid_host_or_port(value)
+    plain_host(value)
+        || (!value.is_empty() && all_in(value, &REG_NAME))
+        || valid_host_or_port(value)
 }
 
 /// [`valid_host`] in full: IP literal or reg-name, then an optional port.

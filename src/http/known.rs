@@ -17,14 +17,12 @@ use super::error::ErrorKind;
 use super::fields::{content_length, Codings, ConnectionOptions};
 use super::parse::{word, FieldSink};
 
-/// Where a raw value lies in the receive buffer. `start` 0 means absent: nothing the
-/// parser keeps starts at offset 0 (the method is there), and every kept byte lies in
-/// the first [`super::MAX_HEAD`] bytes, so `u16` offsets suffice.
+/// Where a raw value lies in the receive buffer: its offset in the low 16 bits, its
+/// length in the high 16, so a span is built, copied and stored as one word. Offset 0
+/// means absent: nothing the parser keeps starts at offset 0 (the method is there), and
+/// every kept byte lies in the first [`super::MAX_HEAD`] bytes, so 16 bits suffice.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Span {
-    start: u16,
-    len: u16,
-}
+pub(crate) struct Span(u32);
 
 impl Span {
     /// The span of `part`, a slice of the buffer that starts at address `base`.
@@ -35,25 +33,22 @@ impl Span {
             // Unreachable for a head within MAX_HEAD; absent rather than a panic.
             return Span::default();
         }
-        // Both fit: checked just above.
-        Span {
-            start: start as u16,
-            len: part.len() as u16,
-        }
+        // Both fit in 16 bits: checked just above.
+        Span(start as u32 | (part.len() as u32) << 16)
     }
 
     /// The bytes of `buf` this span names, if present.
     #[inline(always)]
     pub(crate) fn get(self, buf: &[u8]) -> Option<&[u8]> {
-        let start = usize::from(self.start);
+        let start = (self.0 & 0xffff) as usize;
         if start == 0 {
             return None;
         }
-        buf.get(start..start + usize::from(self.len))
+        buf.get(start..start + (self.0 >> 16) as usize)
     }
 
     pub(crate) fn present(self) -> bool {
-        self.start != 0
+        self.0 & 0xffff != 0
     }
 }
 
@@ -72,45 +67,6 @@ pub(crate) enum Raw {
 
 /// How many [`Raw`] fields there are.
 pub(crate) const RAW: usize = 8;
-
-/// The field names the server acts on.
-#[derive(Clone, Copy)]
-enum Known {
-    /// Read raw, at most once.
-    Once(Raw),
-    Connection,
-    ContentLength,
-    TransferEncoding,
-    AcceptEncoding,
-}
-
-impl Known {
-    /// Which known field `name` is (case-insensitive, RFC 9110 §5.1). Length and first
-    /// letter pick the one candidate, so most names cost two compares. `b | 0x20` equals
-    /// a lowercase letter or "-" only for that letter in either case or "-" itself among
-    /// `tchar` bytes, which is all a parsed name holds.
-    #[inline(always)]
-    fn of(name: &[u8]) -> Option<Known> {
-        let first = *name.first()? | 0x20;
-        let (known, spelled): (Known, &[u8]) = match (name.len(), first) {
-            (4, b'h') => (Known::Once(Raw::Host), b"host"),
-            (5, b'r') => (Known::Once(Raw::Range), b"range"),
-            (6, b'e') => (Known::Once(Raw::Expect), b"expect"),
-            // "if-range" and "if-match": the fourth letter decides.
-            (8, b'i') if name[3] | 0x20 == b'r' => (Known::Once(Raw::IfRange), b"if-range"),
-            (8, b'i') => (Known::Once(Raw::IfMatch), b"if-match"),
-            (10, b'c') => (Known::Connection, b"connection"),
-            (13, b'i') => (Known::Once(Raw::IfNoneMatch), b"if-none-match"),
-            (14, b'c') => (Known::ContentLength, b"content-length"),
-            (15, b'a') => (Known::AcceptEncoding, b"accept-encoding"),
-            (17, b't') => (Known::TransferEncoding, b"transfer-encoding"),
-            (17, b'i') => (Known::Once(Raw::IfModifiedSince), b"if-modified-since"),
-            (19, b'i') => (Known::Once(Raw::IfUnmodifiedSince), b"if-unmodified-since"),
-            _ => return None,
-        };
-        folded_eq(name, spelled).then_some(known)
-    }
-}
 
 /// `name | 0x20 == lower` for every byte, for two slices of the same length >= 4,
 /// compared 8 (or 4) bytes at a time with overlapping words at the end.
@@ -147,6 +103,8 @@ pub(crate) struct KnownFields {
     pub(crate) accept: Span,
     /// How many `Accept-Encoding` lines there were (saturating).
     pub(crate) accept_lines: u8,
+    /// A Content-Length or Transfer-Encoding line was seen: the framing needs deciding.
+    pub(crate) framed: bool,
     /// The first framing error (it closes); later field lines are then not looked at.
     pub(crate) framing_error: Option<ErrorKind>,
     /// The first repeated single-valued field, reported once framing is known.
@@ -154,14 +112,31 @@ pub(crate) struct KnownFields {
 }
 
 impl<'b> FieldSink<'b> for KnownFields {
+    /// Which known field `name` is (case-insensitive, RFC 9110 §5.1), and its value taken
+    /// in, in one dispatch: length and first letter pick the one candidate, so most
+    /// names cost two compares and a folded compare. `b | 0x20` equals a lowercase
+    /// letter or "-" only for that letter in either case or "-" itself among `tchar`
+    /// bytes, which is all a parsed name holds.
     #[inline(always)]
     fn field(&mut self, name: &'b [u8], value: &'b [u8]) {
-        if let Some(known) = Known::of(name) {
-            if self.framing_error.is_none() {
-                if let Err(kind) = self.add(known, value) {
-                    self.framing_error = Some(kind);
-                }
-            }
+        let Some(&first) = name.first() else {
+            return;
+        };
+        let is = |spelled: &[u8]| folded_eq(name, spelled);
+        match (name.len(), first | 0x20) {
+            (4, b'h') if is(b"host") => self.once(Raw::Host, value),
+            (5, b'r') if is(b"range") => self.once(Raw::Range, value),
+            (6, b'e') if is(b"expect") => self.once(Raw::Expect, value),
+            (8, b'i') if is(b"if-range") => self.once(Raw::IfRange, value),
+            (8, b'i') if is(b"if-match") => self.once(Raw::IfMatch, value),
+            (10, b'c') if is(b"connection") => self.connection.add(value),
+            (13, b'i') if is(b"if-none-match") => self.once(Raw::IfNoneMatch, value),
+            (14, b'c') if is(b"content-length") => self.framing(value, Self::content_length),
+            (15, b'a') if is(b"accept-encoding") => self.accept_encoding(value),
+            (17, b't') if is(b"transfer-encoding") => self.framing(value, Self::coding),
+            (17, b'i') if is(b"if-modified-since") => self.once(Raw::IfModifiedSince, value),
+            (19, b'i') if is(b"if-unmodified-since") => self.once(Raw::IfUnmodifiedSince, value),
+            _ => {}
         }
     }
 }
@@ -178,42 +153,57 @@ impl KnownFields {
             connection: ConnectionOptions::default(),
             accept: Span::default(),
             accept_lines: 0,
+            framed: false,
             framing_error: None,
             repeated: None,
         }
     }
 
-    /// Framing errors come back at once; a repetition waits in `repeated`.
+    /// A single-valued field read raw; a second line is kept as the first repetition.
     #[inline(always)]
-    fn add(&mut self, known: Known, value: &[u8]) -> Result<(), ErrorKind> {
-        match known {
-            Known::Once(raw) => {
-                let slot = &mut self.raw[raw as usize];
-                if slot.present() {
-                    let kind = match raw {
-                        Raw::Host => ErrorKind::BadHost,
-                        _ => ErrorKind::RepeatedField,
-                    };
-                    self.repeated.get_or_insert(kind);
-                } else {
-                    *slot = Span::of(self.base, value);
-                }
-            }
-            Known::Connection => self.connection.add(value),
-            Known::ContentLength => {
-                if self.content_length.is_some() {
-                    return Err(ErrorKind::BadContentLength);
-                }
-                self.content_length = Some(content_length(value)?);
-            }
-            Known::TransferEncoding => self.codings.add(value)?,
-            Known::AcceptEncoding => {
-                if self.accept_lines == 0 {
-                    self.accept = Span::of(self.base, value);
-                }
-                self.accept_lines = self.accept_lines.saturating_add(1);
+    fn once(&mut self, raw: Raw, value: &[u8]) {
+        let slot = &mut self.raw[raw as usize];
+        if slot.present() {
+            let kind = match raw {
+                Raw::Host => ErrorKind::BadHost,
+                _ => ErrorKind::RepeatedField,
+            };
+            self.repeated.get_or_insert(kind);
+        } else {
+            *slot = Span::of(self.base, value);
+        }
+    }
+
+    /// A Content-Length or Transfer-Encoding line: `add` it, keeping the first framing
+    /// error; after one, later framing lines are not looked at.
+    #[inline(always)]
+    fn framing(&mut self, value: &[u8], add: fn(&mut Self, &[u8]) -> Result<(), ErrorKind>) {
+        self.framed = true;
+        if self.framing_error.is_none() {
+            if let Err(kind) = add(self, value) {
+                self.framing_error = Some(kind);
             }
         }
+    }
+
+    fn content_length(&mut self, value: &[u8]) -> Result<(), ErrorKind> {
+        if self.content_length.is_some() {
+            return Err(ErrorKind::BadContentLength);
+        }
+        self.content_length = Some(content_length(value)?);
         Ok(())
+    }
+
+    fn coding(&mut self, value: &[u8]) -> Result<(), ErrorKind> {
+        self.codings.add(value)
+    }
+
+    /// Where the first `Accept-Encoding` line is, and how many there were.
+    #[inline(always)]
+    fn accept_encoding(&mut self, value: &[u8]) {
+        if self.accept_lines == 0 {
+            self.accept = Span::of(self.base, value);
+        }
+        self.accept_lines = self.accept_lines.saturating_add(1);
     }
 }

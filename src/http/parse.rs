@@ -128,9 +128,15 @@ fn parse_within<'b, S: FieldSink<'b>, const N: usize>(
     sink: &mut S,
 ) -> Result<Status<Head<'b>>, ErrorKind> {
     slots.clear();
-    let Some(mut at) = skip_empty_lines(buf)? else {
-        return Ok(Status::Partial);
-    };
+    // Empty lines before the request line are rare: look for them only when the first
+    // byte says there are some.
+    let mut at = 0;
+    if let Some(b'\r' | b'\n') = buf.first() {
+        let Some(after) = skip_empty_lines(buf)? else {
+            return Ok(Status::Partial);
+        };
+        at = after;
+    }
     let Some((method, after_method)) = method(buf, at)? else {
         return Ok(Status::Partial);
     };
@@ -183,6 +189,7 @@ fn parse_within<'b, S: FieldSink<'b>, const N: usize>(
 
 /// Skips CRLF pairs before the request line; a lone CR or LF is refused.
 /// `None`: the buffer ends inside them.
+#[cold]
 fn skip_empty_lines(buf: &[u8]) -> Result<Option<usize>, ErrorKind> {
     let mut at = 0;
     loop {
@@ -350,7 +357,10 @@ fn field_line(buf: &[u8], start: usize) -> Step<Header<'_>> {
         b' ' | b'\t' if colon > start => return Err(ErrorKind::SpaceBeforeColon),
         _ => return Err(ErrorKind::BadFieldName),
     }
-    // The value is scanned from just after the colon; OWS comes off both ends after.
+    // The value is scanned from just after the colon; OWS comes off both ends after,
+    // off the path from one line's start to the next. (Skipping the usual SP before the
+    // scan instead puts a load and a compare on that path: fewer instructions, but
+    // slower on the bench.)
     let Some(cr) = value_end(buf, colon + 1)? else {
         return Ok(None);
     };

@@ -209,7 +209,7 @@ fn skip_empty_lines(buf: &[u8]) -> Result<Option<usize>, ErrorKind> {
 type Step<T> = Result<Option<(T, usize)>, ErrorKind>;
 
 /// `method = token`, then exactly one SP. Returns the method and the offset after the SP.
-#[inline]
+#[inline(always)]
 fn method(buf: &[u8], start: usize) -> Step<&[u8]> {
     let rest = &buf[start..];
     if rest.starts_with(b"GET ") {
@@ -235,7 +235,7 @@ fn method(buf: &[u8], start: usize) -> Step<&[u8]> {
 }
 
 /// `request-target`, then exactly one SP. CR or LF right after it means HTTP/0.9.
-#[inline]
+#[inline(always)]
 fn target(buf: &[u8], start: usize) -> Step<(&[u8], usize)> {
     let Some((end, path_end)) = target_end(buf, start) else {
         if buf.len() - start > MAX_TARGET {
@@ -257,7 +257,7 @@ fn target(buf: &[u8], start: usize) -> Step<(&[u8], usize)> {
 
 /// `HTTP-version = "HTTP/" DIGIT "." DIGIT` (case-sensitive), then CRLF.
 /// Returns the minor digit and the offset after the CRLF.
-#[inline]
+#[inline(always)]
 fn version(buf: &[u8], start: usize) -> Step<u8> {
     // `HTTP/1.D\r\n` as two words: the eight bytes but the digit, then the digit and CRLF.
     if let Some(line) = buf.get(start..start + 10) {
@@ -347,7 +347,7 @@ fn byte_or_none(buf: &[u8], at: usize) -> Option<u8> {
 
 /// `field-name ":" OWS field-value OWS CRLF`, starting at a byte that is not CR, LF, SP
 /// or HTAB. Returns the field and the offset of the next line.
-#[inline]
+#[inline(always)]
 fn field_line(buf: &[u8], start: usize) -> Step<Header<'_>> {
     let Some(colon) = token_end(buf, start) else {
         return Ok(None);

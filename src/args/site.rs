@@ -80,8 +80,7 @@ impl SiteArgs {
 
     fn rules_lines(&self) -> usize {
         let headers: usize = self.headers.iter().map(|h| h.as_bytes().len()).sum();
-        let cache = self.cache_rules.iter().map(|r| r.line.as_bytes().len());
-        headers + cache.max().unwrap_or(0)
+        crate::site::head_bytes(headers, &self.cache_rules)
     }
 
     /// The rules a worker serves with (the media types are made `'static` here, once).

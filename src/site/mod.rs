@@ -69,8 +69,7 @@ impl SiteRules {
     /// Bytes the operator's lines may add to one response head: every `--header` line
     /// and the longest `--cache-control` line.
     pub fn head_bytes(&self) -> usize {
-        let longest = self.cache_rules.iter().map(|r| r.line.as_bytes().len());
-        self.headers.len() + longest.max().unwrap_or(0)
+        head_bytes(self.headers.len(), &self.cache_rules)
     }
 
     /// Bytes of the response-head area a connection needs for these rules (validated at
@@ -79,6 +78,13 @@ impl SiteRules {
         let area = crate::http::response::head_area(self.head_bytes(), self.types.longest());
         area.unwrap_or(crate::http::response::HEAD_AREA_MAX)
     }
+}
+
+/// Bytes the operator's lines add to one response head: `headers` bytes of `--header`
+/// lines and the longest of the `--cache-control` lines (one rule matches a response).
+pub fn head_bytes(headers: usize, cache_rules: &[CacheRule]) -> usize {
+    let longest = cache_rules.iter().map(|r| r.line.as_bytes().len());
+    headers + longest.max().unwrap_or(0)
 }
 
 /// One `--cache-control PATTERN=VALUE` rule.

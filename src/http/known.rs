@@ -15,7 +15,8 @@
 
 use super::error::ErrorKind;
 use super::fields::{content_length, Codings, ConnectionOptions};
-use super::parse::{word, FieldSink};
+use super::parse::FieldSink;
+use super::scan::word;
 
 /// Where a raw value lies in the receive buffer: its offset in the low 16 bits, its
 /// length in the high 16, so a span is built, copied and stored as one word. Offset 0

@@ -19,7 +19,7 @@
 //! names with one bounds check per 8 bytes (`scan.rs`).
 
 use super::error::ErrorKind;
-use super::scan::{target_end, token_end, value_end};
+use super::scan::{target_end, token_end, value_end, word};
 use arrayvec::ArrayVec;
 
 /// Longest request-target accepted; longer gives 414. RFC 9112 §3 asks for request
@@ -300,14 +300,6 @@ fn version(buf: &[u8], start: usize) -> Step<u8> {
         Some(b'\n') => Ok(Some((buf[start + 7] - b'0', start + 10))),
         Some(_) => Err(ErrorKind::BareLineEnd),
     }
-}
-
-/// The `N` bytes of `s` at `at` (zeros if `s` is too short, which callers rule out).
-#[inline(always)]
-pub(crate) fn word<const N: usize>(s: &[u8], at: usize) -> [u8; N] {
-    s.get(at..at + N)
-        .and_then(|b| b.try_into().ok())
-        .unwrap_or([0; N])
 }
 
 /// The field lines of a head that [`parse_head`] accepted, as (name, value) with OWS

@@ -207,12 +207,12 @@ pub fn plain_host(bytes: &[u8]) -> bool {
 
 #[inline(always)]
 fn u64_at(bytes: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(super::parse::word(bytes, at))
+    u64::from_le_bytes(word(bytes, at))
 }
 
 #[inline(always)]
 fn u32_twice(bytes: &[u8], at: usize) -> u64 {
-    let w = u64::from(u32::from_le_bytes(super::parse::word(bytes, at)));
+    let w = u64::from(u32::from_le_bytes(word(bytes, at)));
     w | (w << 32)
 }
 
@@ -286,6 +286,14 @@ pub fn find_head_end(buf: &[u8], already_scanned: usize) -> Option<usize> {
         at = i + 1;
     }
     None
+}
+
+/// The `N` bytes of `s` at `at` (zeros if `s` is too short, which callers rule out).
+#[inline(always)]
+pub(crate) fn word<const N: usize>(s: &[u8], at: usize) -> [u8; N] {
+    s.get(at..at + N)
+        .and_then(|b| b.try_into().ok())
+        .unwrap_or([0; N])
 }
 
 #[cfg(test)]

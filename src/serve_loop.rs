@@ -31,7 +31,9 @@
 //! queued connections wait in the kernel's backlog and are served after the pause.
 //! A connection just accepted is read at once without registering it with epoll: with
 //! `TCP_DEFER_ACCEPT` its request is already there, so a `Connection: close` exchange costs
-//! `accept4`, `getsockopt(SO_INCOMING_CPU)`, `read`, `send`, `close` and nothing else.
+//! `accept4`, `getsockopt(SO_INCOMING_CPU)`, `read`, `send`, `close`, and the
+//! `epoll_pwait` that reported the listener (one per connection when they arrive one at
+//! a time).
 
 use crate::access_log::AccessLog;
 use crate::config::{Cidr, Logging, Timeouts};

@@ -978,6 +978,25 @@ mod tests {
     }
 
     #[test]
+    fn new_bytes_go_to_the_parser_first_then_only_a_possible_head_end_does() {
+        let mut c = Conn::free();
+        let mut inb = vec![0u8; 64];
+        let mut feed = |c: &mut Conn, bytes: &[u8]| {
+            inb[c.in_len..c.in_len + bytes.len()].copy_from_slice(bytes);
+            c.in_len += bytes.len();
+            head_ready(c, &inb)
+        };
+        // The first look parses (a whole head is the usual case).
+        assert!(feed(&mut c, b"GET / HTTP/1.1\r\nHo"));
+        // The parse said Partial: later bytes are scanned, not parsed, until a head may end.
+        c.scanned = c.in_len;
+        assert!(!feed(&mut c, b"st: a"));
+        assert!(!feed(&mut c, b"\r\n"));
+        assert!(!feed(&mut c, b"\r"));
+        assert!(feed(&mut c, b"\n"));
+    }
+
+    #[test]
     fn head_partial_then_complete_then_keep_alive() {
         let mut f = fixture("head");
         f.peer.write_all(b"GET /a.txt HTTP/1.1\r\nHo").unwrap();

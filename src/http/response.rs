@@ -287,20 +287,27 @@ fn put_encoded_path(w: &mut Writer<'_>, path: &[u8]) {
 }
 
 /// `Content-Type` .. `Accept-Ranges`: the lines that describe the bytes sent.
-fn put_file_lines(w: &mut Writer<'_>, h: &ResponseHead<'_>) {
-    if let Some(t) = h.content_type {
+fn put_file_lines(
+    w: &mut Writer<'_>,
+    content_type: Option<&[u8]>,
+    len: Option<u64>,
+    last_modified: Option<&[u8; IMF_LEN]>,
+    etag: Option<&[u8]>,
+    accept_ranges: bool,
+) {
+    if let Some(t) = content_type {
         w.put(b"Content-Type: ").put(t).put(b"\r\n");
     }
-    if let Some(n) = h.content_length {
+    if let Some(n) = len {
         w.put(b"Content-Length: ").num(n).put(b"\r\n");
     }
-    if let Some(lm) = h.last_modified {
+    if let Some(lm) = last_modified {
         w.put(b"Last-Modified: ").put(lm).put(b"\r\n");
     }
-    if let Some(e) = h.etag {
+    if let Some(e) = etag {
         w.put(b"ETag: ").put(e).put(b"\r\n");
     }
-    if h.accept_ranges {
+    if accept_ranges {
         w.put(b"Accept-Ranges: bytes\r\n");
     }
 }
@@ -315,15 +322,9 @@ pub fn write_file_lines(
     last_modified: &[u8; IMF_LEN],
     etag: &[u8],
 ) -> Option<usize> {
-    // The Date line is not among these lines: any date will do.
-    let mut h = ResponseHead::new(200, last_modified, Persist::Implicit);
-    h.content_type = Some(content_type);
-    h.content_length = Some(len);
-    h.last_modified = Some(last_modified);
-    h.etag = Some(etag);
-    h.accept_ranges = true;
     let mut w = Writer::new(out);
-    put_file_lines(&mut w, &h);
+    let (mime, lm) = (Some(content_type), Some(last_modified));
+    put_file_lines(&mut w, mime, Some(len), lm, Some(etag), true);
     w.finish()
 }
 
@@ -343,7 +344,10 @@ pub fn write_head(out: &mut [u8], h: &ResponseHead<'_>) -> Option<usize> {
         Some(lines) => {
             w.put(lines);
         }
-        None => put_file_lines(&mut w, h),
+        None => {
+            let (mime, len, lm) = (h.content_type, h.content_length, h.last_modified);
+            put_file_lines(&mut w, mime, len, lm, h.etag, h.accept_ranges);
+        }
     }
     match h.content_range {
         Some(ContentRange::Bytes { first, last, len }) => {

@@ -467,7 +467,7 @@ fn transition(
                     }
                 }
                 if !c.readable {
-                    return Next::Park;
+                    return await_head(slot, c, inb, ctx);
                 }
                 match read_some(fd, &mut inb[c.in_len..]) {
                     Read::Data(n) => {
@@ -477,7 +477,7 @@ fn transition(
                     Read::Eof => return refuse_proxy(ctx),
                     Read::Blocked => {
                         c.readable = false;
-                        return Next::Park;
+                        return await_head(slot, c, inb, ctx);
                     }
                 }
             }
@@ -507,14 +507,14 @@ fn transition(
                     }
                 }
                 if !c.readable {
-                    return Next::Park;
+                    return await_head(slot, c, inb, ctx);
                 }
                 match read_some(fd, &mut inb[c.in_len..]) {
                     Read::Data(n) => {
                         let space = IN_CAP - c.in_len;
-                        // The first bytes of a head start its deadline (and its duration).
+                        // The first bytes of a head start its duration (and its deadline,
+                        // armed only if it has to wait: `await_head`).
                         if c.in_len == 0 || ctx.timers.kind(slot) == Some(Kind::Idle) {
-                            ctx.timers.arm(slot, Kind::Header, ctx.now_ms);
                             c.started_us = logged::stamp(ctx);
                         }
                         c.in_len += n;
@@ -523,7 +523,7 @@ fn transition(
                     Read::Eof => return Next::Close,
                     Read::Blocked => {
                         c.readable = false;
-                        return Next::Park;
+                        return await_head(slot, c, inb, ctx);
                     }
                 }
             }
@@ -611,6 +611,27 @@ fn transition(
     }
 }
 
+/// The head (or the PROXY header before it) is not complete and the socket has nothing
+/// more: park under the header deadline, which runs from the accept or from the turn the
+/// head's first bytes were read (`now_ms` is the turn's), or under the idle deadline while
+/// nothing but the blank lines a client may send between requests is buffered (RFC 9112
+/// §2.2). Arming it here rather than on every read keeps the common case, a head that
+/// arrives whole and is answered in the same turn, free of timer work.
+#[inline(never)]
+fn await_head(slot: u32, c: &Conn, inb: &[u8], ctx: &mut Ctx<'_>) -> Next {
+    match ctx.timers.kind(slot) {
+        Some(Kind::Header) => {}
+        Some(Kind::Idle) if blank(&inb[..c.in_len]) => {}
+        _ => ctx.timers.arm(slot, Kind::Header, ctx.now_ms),
+    }
+    Next::Park
+}
+
+/// Only CR and LF (or nothing): no request has begun.
+fn blank(bytes: &[u8]) -> bool {
+    bytes.iter().all(|&b| b == b'\r' || b == b'\n')
+}
+
 /// A missing, bad or truncated PROXY header: close without a response, counted.
 fn refuse_proxy(ctx: &Ctx<'_>) -> Next {
     ctx.counters.proxy_refused.fetch_add(1, Relaxed);
@@ -649,8 +670,11 @@ fn consume(c: &mut Conn, inb: &mut [u8], n: usize) {
 /// The deadline between requests: idle if nothing (or only the blank lines a client may
 /// send between requests, RFC 9112 §2.2) is buffered, else the header deadline.
 fn arm_between_requests(slot: u32, c: &Conn, inb: &[u8], ctx: &mut Ctx<'_>) {
-    let blank = inb[..c.in_len].iter().all(|&b| b == b'\r' || b == b'\n');
-    let kind = if blank { Kind::Idle } else { Kind::Header };
+    let kind = if blank(&inb[..c.in_len]) {
+        Kind::Idle
+    } else {
+        Kind::Header
+    };
     ctx.timers.arm(slot, kind, ctx.now_ms);
 }
 

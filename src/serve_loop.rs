@@ -471,8 +471,8 @@ impl<'a> Loop<'a> {
         };
         counters.open.fetch_add(1, Relaxed);
         self.open += 1;
+        // The header deadline is armed only if the request has to be waited for.
         self.slots[slot as usize].open(fd, arrival);
-        self.ctx.timers.arm(slot, Kind::Header, self.ctx.now_ms);
         self.drive(slot);
     }
 

@@ -569,6 +569,32 @@ fn a_stray_crlf_after_a_request_leaves_the_connection_idle_not_timed_out() {
     assert_eq!((second.status, second.text().as_str()), (200, "0123456789"));
 }
 
+/// The header deadline is armed only when a head has to be waited for: a head begun
+/// after a kept-alive response, and then stalled, meets the (short) header deadline, not
+/// the (long) keep-alive one; blank lines sent alone between requests leave it idle.
+#[test]
+fn a_head_stalled_after_a_kept_alive_response_meets_the_header_deadline() {
+    let site = Site::new("stalledsecond");
+    let mut cfg = config(&site.root);
+    cfg.timeouts.header = Duration::from_millis(300);
+    cfg.timeouts.keepalive = Duration::from_secs(20);
+    let srv = InProc::start(cfg, Tuning::default());
+    let mut s = srv.connect();
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    s.write_all(b"GET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+    assert_eq!(read_response(&mut r, false).unwrap().status, 200);
+    s.write_all(b"\r\n").unwrap();
+    std::thread::sleep(Duration::from_millis(700)); // past the header deadline, still idle
+    s.write_all(b"GET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+    assert_eq!(read_response(&mut r, false).unwrap().status, 200);
+    let started = Instant::now();
+    s.write_all(b"GET /ten.bin HTTP/1.1\r\n").unwrap();
+    let mut rest = Vec::new();
+    r.read_to_end(&mut rest).expect("closed well before the keep-alive deadline");
+    assert!(rest.starts_with(b"HTTP/1.1 408 "), "{}", String::from_utf8_lossy(&rest));
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+}
+
 /// RFC 9110 §9.3.2, RFC 9112 §6.3 rule 1: a HEAD response has no content whatever its
 /// status; a body would be read as the start of the next pipelined response.
 #[test]

@@ -581,18 +581,29 @@ fn a_head_stalled_after_a_kept_alive_response_meets_the_header_deadline() {
     let srv = InProc::start(cfg, Tuning::default());
     let mut s = srv.connect();
     let mut r = BufReader::new(s.try_clone().unwrap());
-    s.write_all(b"GET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+    s.write_all(b"GET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
     assert_eq!(read_response(&mut r, false).unwrap().status, 200);
     s.write_all(b"\r\n").unwrap();
     std::thread::sleep(Duration::from_millis(700)); // past the header deadline, still idle
-    s.write_all(b"GET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+    s.write_all(b"GET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
     assert_eq!(read_response(&mut r, false).unwrap().status, 200);
     let started = Instant::now();
     s.write_all(b"GET /ten.bin HTTP/1.1\r\n").unwrap();
     let mut rest = Vec::new();
-    r.read_to_end(&mut rest).expect("closed well before the keep-alive deadline");
-    assert!(rest.starts_with(b"HTTP/1.1 408 "), "{}", String::from_utf8_lossy(&rest));
-    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    r.read_to_end(&mut rest)
+        .expect("closed well before the keep-alive deadline");
+    assert!(
+        rest.starts_with(b"HTTP/1.1 408 "),
+        "{}",
+        String::from_utf8_lossy(&rest)
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 /// RFC 9110 §9.3.2, RFC 9112 §6.3 rule 1: a HEAD response has no content whatever its

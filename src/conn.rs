@@ -788,6 +788,11 @@ fn send_some(
                 budget.spend_bytes(n);
                 ctx.counters.bytes_sent.fetch_add(n as u64, Relaxed);
                 advance_sent(c, n);
+                // Nearly every small response leaves in one call: done without another
+                // pass to find nothing left.
+                if response_done(c) {
+                    return Sent::Done;
+                }
             }
             Err(Errno::INTR) => {}
             Err(Errno::AGAIN) => return Sent::Blocked { progressed },

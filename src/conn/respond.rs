@@ -223,11 +223,12 @@ fn serve(
     let site = ctx.site;
     let mut path = req.path;
     let mut found = ctx.cache.lookup(ctx.root, path, ctx.now_ms, bufs.open);
-    if let (Served::Miss(Lookup::Status(404)), Some(fallback)) =
-        (&found, site.fallback_for(req.path))
-    {
-        path = fallback;
-        found = ctx.cache.lookup(ctx.root, path, ctx.now_ms, bufs.open);
+    // The fallback rule is looked at only for a path that is not there.
+    if matches!(found, Served::Miss(Lookup::Status(404))) {
+        if let Some(fallback) = site.fallback_for(req.path) {
+            path = fallback;
+            found = ctx.cache.lookup(ctx.root, path, ctx.now_ms, bufs.open);
+        }
     }
     match found {
         Served::Hit(index) => match ctx.cache.meta(index) {

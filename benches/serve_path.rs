@@ -15,7 +15,9 @@
 //! - `keep-alive`: one connection, one request at a time (`GET /f.txt`, a Host line);
 //! - `close`: one connection per request, `Connection: close`;
 //! - `options`: keep-alive with `Accept-Encoding: gzip`, a precompressed sidecar,
-//!   two `--header` lines, a `--cache-control` rule and a combined access log.
+//!   two `--header` lines, a `--cache-control` rule and a combined access log;
+//! - `responder-keep-alive`, `responder-close`: the same clients against
+//!   `steerd bench responder` (one CPU), the floor: a canned answer, no parsing.
 //!
 //! Run: `cargo bench --bench serve_path -- WORKLOAD REQUESTS` prints the wall time per
 //! request (noise on this machine; the script reads callgrind's counts instead).
@@ -50,6 +52,8 @@ enum Workload {
     KeepAlive,
     Close,
     Options,
+    ResponderKeepAlive,
+    ResponderClose,
 }
 
 impl Workload {
@@ -58,14 +62,20 @@ impl Workload {
             "keep-alive" => Some(Workload::KeepAlive),
             "close" => Some(Workload::Close),
             "options" => Some(Workload::Options),
+            "responder-keep-alive" => Some(Workload::ResponderKeepAlive),
+            "responder-close" => Some(Workload::ResponderClose),
             _ => None,
         }
     }
 
+    fn closes(self) -> bool {
+        matches!(self, Workload::Close | Workload::ResponderClose)
+    }
+
     fn request(self, addr: SocketAddr) -> String {
         let extra = match self {
-            Workload::KeepAlive => "",
-            Workload::Close => "Connection: close\r\n",
+            Workload::KeepAlive | Workload::ResponderKeepAlive => "",
+            Workload::Close | Workload::ResponderClose => "Connection: close\r\n",
             Workload::Options => "Accept-Encoding: gzip\r\n",
         };
         format!("GET /f.txt HTTP/1.1\r\nHost: {addr}\r\n{extra}\r\n")
@@ -185,7 +195,7 @@ fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>) {
 fn drive(workload: Workload, addr: SocketAddr, requests: usize) {
     let req = workload.request(addr);
     let mut buf = Vec::with_capacity(1024);
-    if workload == Workload::Close {
+    if workload.closes() {
         for _ in 0..requests {
             let mut s = TcpStream::connect(addr).unwrap();
             s.write_all(req.as_bytes()).unwrap();
@@ -251,13 +261,46 @@ fn main() {
         eprintln!("usage: serve_path keep-alive|close|options REQUESTS");
         std::process::exit(2);
     };
+    if matches!(
+        workload,
+        Workload::ResponderKeepAlive | Workload::ResponderClose
+    ) {
+        // The responder runs until the process ends.
+        let addr = start_responder(workload.closes());
+        return measure(workload, addr, requests);
+    }
     let root = Root::new();
     let (addr, stop, thread) = start(config(&root.0, workload));
-    let t0 = Instant::now();
-    drive(workload, addr, requests);
-    let per = t0.elapsed().as_nanos() as f64 / requests as f64;
+    measure(workload, addr, requests);
     stop.store(true, Ordering::Relaxed);
     thread.join().unwrap();
     let _ = std::fs::remove_file(root.0.with_extension("log"));
+}
+
+fn measure(workload: Workload, addr: SocketAddr, requests: usize) {
+    let t0 = Instant::now();
+    drive(workload, addr, requests);
+    let per = t0.elapsed().as_nanos() as f64 / requests as f64;
     println!("{requests} requests: {per:.0} ns/request (wall, client and server)");
+}
+
+/// `steerd bench responder` on CPU 0 in threads of this process, on a port found free.
+fn start_responder(close: bool) -> SocketAddr {
+    let addr = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let args = steerd::args::bench::ResponderArgs {
+        listen: addr,
+        cpus: vec![CpuId::new(0).unwrap()],
+        close,
+        steer: false,
+    };
+    std::thread::spawn(move || steerd::bench::reference::main(&args));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while TcpStream::connect(addr).is_err() {
+        assert!(Instant::now() < deadline, "the responder did not listen");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    addr
 }

@@ -6,7 +6,10 @@
 # depend on the machine's load, so two builds can be compared exactly; the kernel's
 # share of a request is not in them (scripts/per-request.sh, steerd bench ab).
 #
-#   scripts/serve-instructions.sh [WORKLOAD...]     (keep-alive, close, options; default all)
+#   scripts/serve-instructions.sh [WORKLOAD...]
+#
+# Workloads: keep-alive, close, options (steerd), responder-keep-alive, responder-close
+# (the canned responder, the floor); default: all five.
 #
 # Environment: N1 (default 200), N2 (default 1200), BIN (a serve_path bench binary to use
 # instead of building one: compare two builds by passing each). Needs valgrind.
@@ -20,18 +23,21 @@ fi
 [ -x "$BIN" ] || { echo "no serve_path bench binary" >&2; exit 1; }
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
-# The total of the thread that ran the loop: callgrind writes one file per thread
-# (--separate-threads); the loop's thread is the second.
+# The total of the server's threads: callgrind writes one file per thread
+# (--separate-threads); the first is the client's (the harness's main thread).
 server_total() {
     valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$OUT/cg.$1.$2" \
         "$BIN" "$1" "$2" >/dev/null 2>"$OUT/vg.log" || { cat "$OUT/vg.log" >&2; exit 1; }
-    sed -n 's/^summary: *//p; s/^totals: *//p' "$OUT/cg.$1.$2-02" | head -1
+    for f in "$OUT/cg.$1.$2"-*; do
+        case $f in *-01) continue ;; esac
+        sed -n 's/^summary: *//p; s/^totals: *//p' "$f" | head -1
+    done | awk '{ t += $1 } END { print t }'
 }
 WORKLOADS=("$@")
-[ ${#WORKLOADS[@]} -gt 0 ] || WORKLOADS=(keep-alive close options)
+[ ${#WORKLOADS[@]} -gt 0 ] || WORKLOADS=(keep-alive close options responder-keep-alive responder-close)
 for w in "${WORKLOADS[@]}"; do
     a=$(server_total "$w" "$N1")
     b=$(server_total "$w" "$N2")
     awk -v w="$w" -v a="$a" -v b="$b" -v n1="$N1" -v n2="$N2" \
-        'BEGIN { printf "%-10s %8.0f instructions/request (server thread, %d vs %d requests)\n", w, (b - a) / (n2 - n1), n2, n1 }'
+        'BEGIN { printf "%-20s %6.0f instructions/request (server threads, %d vs %d requests)\n", w, (b - a) / (n2 - n1), n2, n1 }'
 done

@@ -155,6 +155,10 @@ pub fn end(c: &mut Conn, inb: &[u8], ctx: &mut Ctx<'_>, cut_short: bool) {
     if cut_short {
         ctx.counters.cut_short.fetch_add(1, Relaxed);
     }
+    // With the log off nothing is pending: return before moving the (large) option out.
+    if c.pending.is_none() {
+        return;
+    }
     let Some(p) = c.pending.take() else {
         return;
     };

@@ -3,7 +3,8 @@
 # `steerd bench load` drives it: system calls per request by tracepoint (perf stat -e
 # syscalls:sys_enter_*, which does not slow the server as strace does: under strace the
 # server falls behind, queues build up and calls such as an accept4 that finds the queue
-# empty disappear from the count), context switches and task-clock per request, and the
+# empty disappear from the count), context switches (voluntary, and involuntary: the
+# server preempted, by the load generator on its CPU) and task-clock per request, and the
 # user / system split from /proc/PID/task/TID/stat (clock ticks, so run long enough).
 # Not part of the test suite: figures depend on the machine. See docs/benchmarks.md.
 #
@@ -52,16 +53,26 @@ EVENTS=task-clock,context-switches
 for call in epoll_pwait accept4 read recvfrom write sendto sendmsg sendfile64 writev close getsockopt openat2; do
     EVENTS="$EVENTS,syscalls:sys_enter_$call"
 done
+switches() { # voluntary and involuntary context switches of every task, summed
+    for t in $TASKS; do
+        awk '/^voluntary_ctxt_switches/ {v = $2} /^nonvoluntary_ctxt_switches/ {n = $2}
+            END {print v, n}' "$t/status"
+    done | awk '{v += $1; n += $2} END {print v, n}'
+}
+read -r v0 n0 < <(switches)
 read -r u0 s0 < <(ticks)
 perf stat -x, -e "$EVENTS" -t "$TIDS" -o "$OUT/stat" -- \
     "$LOAD" bench load -c "$CONNS" -d "$DUR" --pin "$PIN" "${MODE[@]}" \
     "http://127.0.0.1:$PORT$URLPATH" >"$OUT/load" 2>&1
 read -r u1 s1 < <(ticks)
+read -r v1 n1 < <(switches)
 REQS=$(sed -n 's/^requests: \([0-9]*\) .*/\1/p' "$OUT/load")
 HZ=$(getconf CLK_TCK)
 echo "requests: $REQS in ${DUR}s ($(sed -n 's/^requests\/s: //p' "$OUT/load") req/s)"
 awk -v r="$REQS" -v hz="$HZ" -v du=$((u1 - u0)) -v ds=$((s1 - s0)) 'BEGIN {
     printf "user %.2f us/request, system %.2f us/request (ticks)\n", du * 1e6 / hz / r, ds * 1e6 / hz / r }'
+awk -v r="$REQS" -v v=$((v1 - v0)) -v n=$((n1 - n0)) 'BEGIN {
+    printf "context switches: voluntary %.3f/request, involuntary (preempted) %.3f/request\n", v / r, n / r }'
 awk -F, -v r="$REQS" '$1 ~ /^[0-9.]+$/ {
     name = $3; sub("syscalls:sys_enter_", "", name)
     if (name == "task-clock") printf "task-clock %.2f us/request\n", $1 * 1000 / r

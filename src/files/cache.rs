@@ -130,6 +130,12 @@ fn hash(path: &[u8]) -> u64 {
     })
 }
 
+/// The entry for `hash` among `len`: the high half of `hash × len` (a multiply where `%`
+/// would divide, tens of cycles on the request path), always below `len`.
+fn slot_of(hash: u64, len: usize) -> u32 {
+    ((u128::from(hash) * len as u128) >> 64) as u32
+}
+
 impl FileCache {
     /// Allocates the table and the arena (the only allocation the cache ever makes).
     pub fn new(cfg: CacheConfig) -> FileCache {
@@ -254,7 +260,7 @@ impl FileCache {
         }
         let options = self.options;
         let opts = &options;
-        let index = (hash(path) % self.entries.len() as u64) as u32;
+        let index = slot_of(hash(path), self.entries.len());
         let e = &mut self.entries[index as usize];
         let same_key = e.meta.is_some() && &e.key[..e.key_len] == path;
         if same_key && now_ms.saturating_sub(e.checked_ms) < self.revalidate_ms {
@@ -382,4 +388,25 @@ fn read_exact_at(fd: BorrowedFd<'_>, dst: &mut [u8]) -> bool {
         }
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The multiply-shift slot stays in range and spreads similar paths as a random
+    /// function would (256 paths into 256 slots: about 162 distinct expected).
+    #[test]
+    fn similar_paths_spread_over_the_slots() {
+        let mut used = [false; 256];
+        for i in 0..256 {
+            let slot = slot_of(hash(format!("/img/{i}.png").as_bytes()), 256) as usize;
+            used[slot] = true;
+        }
+        let distinct = used.iter().filter(|&&u| u).count();
+        assert!(distinct >= 140, "{distinct} of 256 slots used");
+        for len in [1, 3, 256, 1000] {
+            assert!(slot_of(u64::MAX, len) < len as u32);
+        }
+    }
 }

@@ -30,6 +30,10 @@ syscalls SECONDS="5":
 per-request PORT *SERVER:
     scripts/per-request.sh {{PORT}} -- {{SERVER}}
 
+# The serve loop's user-space instructions per request under callgrind (see the script).
+serve-instructions *WORKLOADS:
+    scripts/serve-instructions.sh {{WORKLOADS}}
+
 # steerd against nginx and the reference responder (alternating A/B, minutes; not CI).
 bench-vs-nginx:
     scripts/bench-vs-nginx.sh

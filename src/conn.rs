@@ -286,7 +286,7 @@ pub fn abandon(c: &mut Conn, buf: &[u8], ctx: &mut Ctx<'_>) {
 /// head is (`respond::timed_out`): sent as far as the socket takes it now, its log line
 /// written, the write side shut; a 408 not wholly sent is logged as cut short by
 /// [`abandon`]. A PROXY header never completed closes without a response, counted.
-pub fn header_timeout(c: &mut Conn, buf: &mut [u8], ctx: &mut Ctx<'_>) {
+pub fn header_timeout(c: &mut Conn, buf: &mut [u8], ctx: &mut Ctx<'_>, s: &mut Scratch) {
     let Some(sock) = c.fd.take() else {
         return;
     };
@@ -295,7 +295,7 @@ pub fn header_timeout(c: &mut Conn, buf: &mut [u8], ctx: &mut Ctx<'_>) {
         ctx.counters.proxy_refused.fetch_add(1, Relaxed);
     } else if started {
         let (out, inb) = areas(buf);
-        respond::timed_out(c, out, &inb[..c.in_len], ctx);
+        respond::timed_out(c, out, &inb[..c.in_len], ctx, s);
         if let Sent::Done = send_some(sock.as_fd(), c, out, ctx, &mut Budget::fresh()) {
             logged::end(c, inb, ctx, false);
         }

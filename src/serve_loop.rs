@@ -580,7 +580,8 @@ impl<'a> Loop<'a> {
             if kind == Kind::Header {
                 let i = slot as usize;
                 let buf = slot_area(&mut self.arena, self.slot_bytes, i);
-                conn::header_timeout(&mut self.slots[i].conn, buf, &mut self.ctx);
+                let (c, ctx) = (&mut self.slots[i].conn, &mut self.ctx);
+                conn::header_timeout(c, buf, ctx, &mut self.scratch);
             }
             self.close(slot);
         }

@@ -537,6 +537,34 @@ fn error_pages_keep_the_status_and_fall_back_to_the_builtin_page() {
     }
 }
 
+/// The 408 sent when a head does not arrive within `--header-timeout` carries the
+/// operator's page for 408, as other errors do, and still closes.
+#[test]
+fn the_header_timeout_408_carries_its_error_page() {
+    let site = site_with_sidecars("bin-errpage408");
+    std::fs::write(site.root.join("slow.html"), "<p>too slow</p>").unwrap();
+    let srv = serve(
+        &site,
+        &[
+            "--header-timeout",
+            "300ms",
+            "--error-page",
+            "408=/slow.html",
+        ],
+    );
+    let started = std::time::Instant::now();
+    let r = exchange(srv.addr, "GET /hello.txt HTTP/1.1\r\nHost: t\r\n");
+    assert_eq!((r.status, r.text().as_str()), (408, "<p>too slow</p>"));
+    assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
+    assert_eq!(r.header("connection"), Some("close"));
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    // Without a page for 408 the built-in one is sent.
+    let plain = serve(&site, &["--header-timeout", "300ms"]);
+    let r = exchange(plain.addr, "GET /hello.txt HTTP/1.1\r\nHost: t\r\n");
+    assert_eq!(r.status, 408);
+    assert!(r.text().contains("408 Request Timeout"), "{}", r.text());
+}
+
 /// A file that is also an error page keeps its sidecars whichever way it was loaded
 /// first into the cache.
 #[test]

@@ -164,11 +164,23 @@ fn refuse(
 }
 
 /// The header deadline passed with `inb` buffered (perhaps nothing, between a body's
-/// bytes): a 408 with the built-in page, closing, logged like a refused head (the partial
-/// first line, `-` when none arrived).
-pub(super) fn timed_out(c: &mut Conn, out: &mut [u8], inb: &[u8], ctx: &mut Ctx<'_>) {
+/// bytes): a 408 with the operator's `--error-page` for 408 when it can be served, else
+/// the built-in page, closing, logged like a refused head (the partial first line, `-`
+/// when none arrived).
+pub(super) fn timed_out(
+    c: &mut Conn,
+    out: &mut [u8],
+    inb: &[u8],
+    ctx: &mut Ctx<'_>,
+    s: &mut Scratch,
+) {
     let (p, after) = (Persist::Close, After::Close);
-    error_reply(c, out, ctx, 408, p, after, None, &unparsed(inb));
+    let mut bufs = Bufs {
+        open: &mut s.open,
+        spill: &mut s.spill[..],
+        sidecar: &mut s.sidecar[..],
+    };
+    error_page(c, out, ctx, &mut bufs, 408, p, after, &unparsed(inb));
 }
 
 /// An error with the built-in page.

@@ -16,7 +16,7 @@
 use super::error::ErrorKind;
 use super::fields::{content_length, Codings, ConnectionOptions};
 use super::parse::FieldSink;
-use super::scan::word;
+use super::scan::folded_eq;
 
 /// Where a raw value lies in the receive buffer: its offset in the low 16 bits, its
 /// length in the high 16, so a span is built, copied and stored as one word. Offset 0
@@ -68,28 +68,6 @@ pub(crate) enum Raw {
 
 /// How many [`Raw`] fields there are.
 pub(crate) const RAW: usize = 8;
-
-/// `name | 0x20 == lower` for every byte, for two slices of the same length >= 4,
-/// compared 8 (or 4) bytes at a time with overlapping words at the end.
-#[inline(always)]
-fn folded_eq(name: &[u8], lower: &[u8]) -> bool {
-    let n = name.len();
-    if n < 8 {
-        let w = |s: &[u8], at: usize| u32::from_le_bytes(word::<4>(s, at));
-        return (w(name, 0) | 0x2020_2020) == w(lower, 0)
-            && (w(name, n - 4) | 0x2020_2020) == w(lower, n - 4);
-    }
-    let w = |s: &[u8], at: usize| u64::from_le_bytes(word::<8>(s, at));
-    let same = |at| (w(name, at) | 0x2020_2020_2020_2020) == w(lower, at);
-    let mut at = 0;
-    while at + 8 < n {
-        if !same(at) {
-            return false;
-        }
-        at += 8;
-    }
-    same(n - 8)
-}
 
 /// The fields the server acts on, gathered while the head is tokenized.
 pub(crate) struct KnownFields {

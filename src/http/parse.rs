@@ -149,7 +149,8 @@ fn parse_within<'b, S: FieldSink<'b>, const N: usize>(
         return Ok(Status::Partial);
     };
     at = after_version;
-    let mut fields = 0;
+    // The slots' length is the field count; fewer slots than MAX_FIELDS lower the limit.
+    let limit = if N < MAX_FIELDS { N } else { MAX_FIELDS };
     loop {
         // One compare for the usual case, a field name's first byte (above SP).
         let first = byte!(buf, at);
@@ -165,7 +166,7 @@ fn parse_within<'b, S: FieldSink<'b>, const N: usize>(
                         target,
                         path_len,
                         minor,
-                        fields,
+                        fields: slots.len(),
                         len,
                     }));
                 }
@@ -174,7 +175,7 @@ fn parse_within<'b, S: FieldSink<'b>, const N: usize>(
                 _ => {}
             }
         }
-        if fields == MAX_FIELDS || slots.is_full() {
+        if slots.len() >= limit {
             return Err(ErrorKind::TooManyFields);
         }
         let Some((header, next)) = field_line(buf, at)? else {
@@ -182,7 +183,6 @@ fn parse_within<'b, S: FieldSink<'b>, const N: usize>(
         };
         slots.push(header);
         sink.field(header.name, header.value);
-        fields += 1;
         at = next;
     }
 }
@@ -361,12 +361,25 @@ fn field_line(buf: &[u8], start: usize) -> Step<Header<'_>> {
         Some(b'\n') => {}
         Some(_) => return Err(ErrorKind::BareLineEnd),
     }
-    let value = trim_ows(&buf[colon + 1..cr]);
     Ok(Some((
         Header {
             name: &buf[start..colon],
-            value,
+            value: field_value(buf, colon + 1, cr),
         },
         cr + 2,
     )))
+}
+
+/// The value between `from` (just after the colon) and the CR at `cr`, OWS trimmed.
+/// The usual value, one SP or none before it and no whitespace after, costs a compare
+/// per end; anything else (more OWS, an empty value) goes through [`trim_ows`].
+#[inline(always)]
+fn field_value(buf: &[u8], from: usize, cr: usize) -> &[u8] {
+    // In bounds: `from <= cr < buf.len()` (the value scan went from `from` to the CR),
+    // and a byte above SP at `start` means `start < cr`, as `buf[cr]` is the CR.
+    let start = from + usize::from(buf[from] == b' ');
+    if buf[start] > b' ' && buf[cr - 1] > b' ' {
+        return &buf[start..cr];
+    }
+    trim_ows(&buf[from..cr])
 }

@@ -130,7 +130,7 @@ fn sse2_controls(bytes: &[u8; 16]) -> u32 {
 /// Offset of the CR that ends the field value starting at `at`.
 /// `Ok(None)`: the buffer ends first. LF gives `BareLineEnd`; another control or DEL
 /// gives `BadFieldValue` (RFC 9110 §5.5; RFC 9112 §2.2).
-#[inline]
+#[inline(always)]
 pub fn value_end(buf: &[u8], mut at: usize) -> Result<Option<usize>, ErrorKind> {
     loop {
         at = skip_plain(buf, at);

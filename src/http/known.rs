@@ -14,7 +14,7 @@
 //! the head, or the head being incomplete, still takes precedence.
 
 use super::error::ErrorKind;
-use super::fields::{content_length, Codings, ConnectionOptions};
+use super::fields::{content_length, expects_continue, Codings, ConnectionOptions};
 use super::parse::FieldSink;
 use super::scan::folded_eq;
 
@@ -78,6 +78,8 @@ pub(crate) struct KnownFields {
     pub(crate) content_length: Option<u64>,
     pub(crate) codings: Codings,
     pub(crate) connection: ConnectionOptions,
+    /// The `Expect` line asks for `100-continue` (a second line is an error anyway).
+    pub(crate) expect_continue: bool,
     /// The first `Accept-Encoding` line, read when the file layer asks.
     pub(crate) accept: Span,
     /// How many `Accept-Encoding` lines there were (saturating).
@@ -105,7 +107,7 @@ impl<'b> FieldSink<'b> for KnownFields {
         match (name.len(), first | 0x20) {
             (4, b'h') if is(b"host") => self.once(Raw::Host, value),
             (5, b'r') if is(b"range") => self.once(Raw::Range, value),
-            (6, b'e') if is(b"expect") => self.once(Raw::Expect, value),
+            (6, b'e') if is(b"expect") => self.expect(value),
             (8, b'i') if is(b"if-range") => self.once(Raw::IfRange, value),
             (8, b'i') if is(b"if-match") => self.once(Raw::IfMatch, value),
             (10, b'c') if is(b"connection") => self.connection.add(value),
@@ -130,6 +132,7 @@ impl KnownFields {
             content_length: None,
             codings: Codings::default(),
             connection: ConnectionOptions::default(),
+            expect_continue: false,
             accept: Span::default(),
             accept_lines: 0,
             framed: false,
@@ -151,6 +154,13 @@ impl KnownFields {
         } else {
             *slot = Span::of(self.base, value);
         }
+    }
+
+    /// An `Expect` line: kept raw once, and whether it asks for `100-continue`.
+    #[inline(always)]
+    fn expect(&mut self, value: &[u8]) {
+        self.once(Raw::Expect, value);
+        self.expect_continue = expects_continue(value);
     }
 
     /// A Content-Length or Transfer-Encoding line: `add` it, keeping the first framing

@@ -59,6 +59,9 @@ pub struct Header<'b> {
 pub struct Head<'b> {
     /// The method token, case-sensitive (RFC 9110 §9.1).
     pub method: &'b [u8],
+    /// The method is `GET` (known from the request line's fast path, so the semantic
+    /// layer need not compare the token again).
+    pub get: bool,
     /// The request-target, every byte in [`super::tables::TARGET`].
     pub target: &'b [u8],
     /// Bytes of `target` before its first "?" (all of it when there is none).
@@ -137,7 +140,7 @@ fn parse_within<'b, S: FieldSink<'b>, const N: usize>(
         };
         at = after;
     }
-    let Some((method, after_method)) = method(buf, at)? else {
+    let Some(((method, get), after_method)) = method(buf, at)? else {
         return Ok(Status::Partial);
     };
     at = after_method;
@@ -163,6 +166,7 @@ fn parse_within<'b, S: FieldSink<'b>, const N: usize>(
                     let len = at + 2;
                     return Ok(Status::Complete(Head {
                         method,
+                        get,
                         target,
                         path_len,
                         minor,
@@ -208,15 +212,16 @@ fn skip_empty_lines(buf: &[u8]) -> Result<Option<usize>, ErrorKind> {
 
 type Step<T> = Result<Option<(T, usize)>, ErrorKind>;
 
-/// `method = token`, then exactly one SP. Returns the method and the offset after the SP.
+/// `method = token`, then exactly one SP. Returns the method, whether it is `GET`, and
+/// the offset after the SP.
 #[inline(always)]
-fn method(buf: &[u8], start: usize) -> Step<&[u8]> {
+fn method(buf: &[u8], start: usize) -> Step<(&[u8], bool)> {
     let rest = &buf[start..];
     if rest.starts_with(b"GET ") {
-        return Ok(Some((&rest[..3], start + 4)));
+        return Ok(Some(((&rest[..3], true), start + 4)));
     }
     if rest.starts_with(b"HEAD ") {
-        return Ok(Some((&rest[..4], start + 5)));
+        return Ok(Some(((&rest[..4], false), start + 5)));
     }
     let Some(end) = token_end(buf, start) else {
         if buf.len() - start > MAX_METHOD {
@@ -228,7 +233,7 @@ fn method(buf: &[u8], start: usize) -> Step<&[u8]> {
         return Err(ErrorKind::UnknownMethod);
     }
     match buf[end] {
-        b' ' if end > start => Ok(Some((&buf[start..end], end + 1))),
+        b' ' if end > start => Ok(Some(((&buf[start..end], false), end + 1))),
         b' ' | b'\t' | b'\r' | b'\n' => Err(ErrorKind::BadRequestLine),
         _ => Err(ErrorKind::BadMethod),
     }

@@ -31,7 +31,7 @@ use core::fmt;
 
 use super::encoding::AcceptEncoding;
 use super::error::{ErrorKind, ParseError};
-use super::fields::{expects_continue, valid_host};
+use super::fields::valid_host;
 use super::known::{KnownFields, Raw, Span, RAW};
 use super::parse::{field_lines, parse_head_into, Fields, Status};
 use super::path::normalize_rooted;
@@ -280,8 +280,13 @@ pub fn parse_request<'b: 'p, 'p, const N: usize>(
     if let Some(kind) = fields.repeated {
         return refuse(kind);
     }
-    let Some(method) = Method::from_token(head.method) else {
-        return refuse(ErrorKind::UnknownMethod);
+    let method = if head.get {
+        Method::Get
+    } else {
+        match Method::from_other_token(head.method) {
+            Some(method) => method,
+            None => return refuse(ErrorKind::UnknownMethod),
+        }
     };
     if body == Body::Chunked && matches!(method, Method::Get | Method::Head) {
         return Err(ParseError::closing(ErrorKind::ChunkedWithoutContent));
@@ -311,7 +316,6 @@ pub fn parse_request<'b: 'p, 'p, const N: usize>(
         Err(kind) => return refuse(kind),
     };
     let base = buf.as_ptr() as usize;
-    let expect = fields.raw[Raw::Expect as usize].get(buf);
     let mut raw = fields.raw;
     if let Some(authority) = target.authority {
         raw[Raw::Host as usize] = Span::of(base, authority);
@@ -329,7 +333,7 @@ pub fn parse_request<'b: 'p, 'p, const N: usize>(
         method,
         minor,
         keep_alive,
-        expect_continue: minor == 1 && expect.is_some_and(expects_continue),
+        expect_continue: minor == 1 && fields.expect_continue,
         accept: fields.accept,
         accept_many: fields.accept_lines > 1,
     }))

@@ -103,7 +103,20 @@ fn skip_plain_sse2(buf: &[u8], mut at: usize) -> usize {
         }
         at += 16;
     }
-    skip_plain_swar(buf, at)
+    // Fewer than 16 bytes left: the buffer's last 16 bytes, the ones before `at` shifted
+    // out (a head is nearly always longer than 16 bytes; a shorter buffer goes SWAR).
+    let len = buf.len();
+    let Some(last) = len.checked_sub(16).and_then(|from| buf.get(from..)) else {
+        return skip_plain_swar(buf, at);
+    };
+    let Ok(last) = last.try_into() else {
+        return skip_plain_swar(buf, at);
+    };
+    let flagged = sse2_controls(last) >> (at + 16 - len);
+    if flagged != 0 {
+        return at + flagged.trailing_zeros() as usize;
+    }
+    len
 }
 
 /// Bit `i` set when byte `i` of `bytes` is a control (below 0x20) or DEL: the header

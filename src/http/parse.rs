@@ -377,14 +377,19 @@ fn field_line(buf: &[u8], start: usize) -> Step<Header<'_>> {
 
 /// The value between `from` (just after the colon) and the CR at `cr`, OWS trimmed.
 /// The usual value, one SP or none before it and no whitespace after, costs a compare
-/// per end; anything else (more OWS, an empty value) goes through [`trim_ows`].
+/// per end; anything else (more OWS, an empty or one-byte value) goes through
+/// [`trim_ows`].
 #[inline(always)]
 fn field_value(buf: &[u8], from: usize, cr: usize) -> &[u8] {
-    // In bounds: `from <= cr < buf.len()` (the value scan went from `from` to the CR),
-    // and a byte above SP at `start` means `start < cr`, as `buf[cr]` is the CR.
-    let start = from + usize::from(buf[from] == b' ');
-    if buf[start] > b' ' && buf[cr - 1] > b' ' {
-        return &buf[start..cr];
+    let value = &buf[from..cr];
+    let rest = match value {
+        [b' ', rest @ ..] => rest,
+        _ => value,
+    };
+    if let [first, .., last] = rest {
+        if *first > b' ' && *last > b' ' {
+            return rest;
+        }
     }
-    trim_ows(&buf[from..cr])
+    trim_ows(value)
 }

@@ -95,6 +95,19 @@ fn skip_plain_swar(buf: &[u8], mut at: usize) -> usize {
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn skip_plain_sse2(buf: &[u8], mut at: usize) -> usize {
+    // Most values end within the first 16 bytes: that step is peeled off the loop. (A
+    // 32-byte step after it ran fewer instructions on the long values but was slower
+    // on the bench.)
+    if let Some(chunk) = buf.get(at..at + 16) {
+        let Ok(chunk) = chunk.try_into() else {
+            return at;
+        };
+        let flagged = sse2_controls(chunk);
+        if flagged != 0 {
+            return at + flagged.trailing_zeros() as usize;
+        }
+        at += 16;
+    }
     while let Some(chunk) = buf.get(at..at + 16) {
         let Ok(chunk) = chunk.try_into() else { break };
         let flagged = sse2_controls(chunk);

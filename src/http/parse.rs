@@ -66,6 +66,9 @@ pub struct Head<'b> {
     pub target: &'b [u8],
     /// Bytes of `target` before its first "?" (all of it when there is none).
     pub path_len: usize,
+    /// Those bytes hold no "%", "//" or "/.": as a path they need neither decoding nor
+    /// dot-segment removal (noted during the target scan, so the path is read once).
+    pub plain_path: bool,
     /// The minor version digit (`HTTP/1.x`).
     pub minor: u8,
     /// How many slots hold field lines.
@@ -144,7 +147,7 @@ fn parse_within<'b, S: FieldSink<'b>, const N: usize>(
         return Ok(Status::Partial);
     };
     at = after_method;
-    let Some(((target, path_len), after_target)) = target(buf, at)? else {
+    let Some(((target, path_len, plain_path), after_target)) = target(buf, at)? else {
         return Ok(Status::Partial);
     };
     at = after_target;
@@ -169,6 +172,7 @@ fn parse_within<'b, S: FieldSink<'b>, const N: usize>(
                         get,
                         target,
                         path_len,
+                        plain_path,
                         minor,
                         fields: slots.len(),
                         len,
@@ -241,8 +245,8 @@ fn method(buf: &[u8], start: usize) -> Step<(&[u8], bool)> {
 
 /// `request-target`, then exactly one SP. CR or LF right after it means HTTP/0.9.
 #[inline(always)]
-fn target(buf: &[u8], start: usize) -> Step<(&[u8], usize)> {
-    let Some((end, path_end)) = target_end(buf, start) else {
+fn target(buf: &[u8], start: usize) -> Step<(&[u8], usize, bool)> {
+    let Some((end, path_end, plain)) = target_end(buf, start) else {
         if buf.len() - start > MAX_TARGET {
             return Err(ErrorKind::TargetTooLong);
         }
@@ -252,7 +256,7 @@ fn target(buf: &[u8], start: usize) -> Step<(&[u8], usize)> {
         return Err(ErrorKind::TargetTooLong);
     }
     match buf[end] {
-        b' ' if end > start => Ok(Some(((&buf[start..end], path_end - start), end + 1))),
+        b' ' if end > start => Ok(Some(((&buf[start..end], path_end - start, plain), end + 1))),
         b' ' | b'\t' => Err(ErrorKind::BadRequestLine),
         b'\r' | b'\n' if end > start => Err(ErrorKind::Http09),
         b'\r' | b'\n' => Err(ErrorKind::BadRequestLine),

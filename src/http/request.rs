@@ -297,6 +297,7 @@ pub fn parse_request<'b: 'p, 'p, const N: usize>(
         Target {
             path: path_part(head.target, head.path_len),
             authority: None,
+            plain: head.plain_path,
         }
     } else {
         match Target::split_other(method, head.target, head.path_len) {
@@ -369,6 +370,8 @@ struct Target<'b> {
     path: &'b [u8],
     /// The authority of an absolute-form or authority-form target.
     authority: Option<&'b [u8]>,
+    /// `path` is known to be normal already (the target scan saw no "%", "//", "/.").
+    plain: bool,
 }
 
 impl<'b> Target<'b> {
@@ -384,6 +387,7 @@ impl<'b> Target<'b> {
             return Ok(Target {
                 path: b"",
                 authority: Some(raw),
+                plain: false,
             });
         }
         if let Some(rest) = strip_scheme(path_part(raw, path_len)) {
@@ -401,12 +405,14 @@ impl<'b> Target<'b> {
             return Ok(Target {
                 path,
                 authority: Some(authority),
+                plain: false,
             });
         }
         match method {
             Method::Options if raw == b"*" => Ok(Target {
                 path: raw,
                 authority: None,
+                plain: false,
             }),
             _ => Err(ErrorKind::BadTarget),
         }
@@ -422,7 +428,7 @@ impl<'b> Target<'b> {
         if self.path.len() > out.len() {
             return Err(ErrorKind::TargetTooLong);
         }
-        if self.path.first() != Some(&b'/') {
+        if self.plain || self.path.first() != Some(&b'/') {
             return Ok(self.path);
         }
         normalize_rooted(self.path, out)

@@ -23,7 +23,7 @@
 //! only at bytes not seen before, so a client sending one byte at a time costs O(n).
 
 use super::error::ErrorKind;
-use super::tables::{FIELD_VALUE, PATH, TARGET, TOKEN};
+use super::tables::{FIELD_VALUE, PATH_PLAIN, TARGET, TOKEN};
 
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
@@ -260,15 +260,38 @@ fn plain_word(w: u64) -> u64 {
 }
 
 /// Offset of the first byte at or after `at` that is not in [`TARGET`] (normally the SP
-/// before the version), and of the first "?" before it (the same offset when there is
-/// none); `None` when the buffer ends first.
-#[inline]
-pub fn target_end(buf: &[u8], at: usize) -> Option<(usize, usize)> {
-    let path_end = class_end(buf, at, &PATH)?;
+/// before the version), of the first "?" before it (the same offset when there is
+/// none), and whether the part before that "?" is plain (see [`path_end`]); `None` when
+/// the buffer ends first.
+#[inline(always)]
+pub fn target_end(buf: &[u8], at: usize) -> Option<(usize, usize, bool)> {
+    let (path_end, plain) = path_end(buf, at)?;
     if buf[path_end] != b'?' {
-        return Some((path_end, path_end));
+        return Some((path_end, path_end, plain));
     }
-    Some((query_end(buf, path_end + 1)?, path_end))
+    Some((query_end(buf, path_end + 1)?, path_end, plain))
+}
+
+/// Offset of the first byte at or after `at` that is not in [`super::tables::PATH`],
+/// and whether the bytes before it are plain: no "%", no "//" and no "/." (a path that
+/// needs neither decoding nor dot-segment removal, `path.rs`'s `is_normal`). The scan
+/// stops at each "/" and "%" to note this, so the path is not read a second time.
+#[inline(always)]
+fn path_end(buf: &[u8], mut at: usize) -> Option<(usize, bool)> {
+    let mut plain = true;
+    loop {
+        at = class_end(buf, at, &PATH_PLAIN)?;
+        match buf[at] {
+            b'/' => {
+                if let b'/' | b'.' = *buf.get(at + 1)? {
+                    plain = false;
+                }
+            }
+            b'%' => plain = false,
+            _ => return Some((at, plain)),
+        }
+        at += 1;
+    }
 }
 
 /// The rest of a target after its "?", kept out of line: queries are rare in the hot
@@ -543,7 +566,14 @@ mod tests {
             }
             let naive = buf[..len].iter().position(|&b| !TARGET[b as usize]);
             let naive_q = naive.map(|n| buf[..n].iter().position(|&b| b == b'?').unwrap_or(n));
-            assert_eq!(target_end(&buf[..len], 0), naive.zip(naive_q));
+            let plain = |path: &[u8]| {
+                !path.contains(&b'%')
+                    && !path
+                        .windows(2)
+                        .any(|p| p[0] == b'/' && (p[1] == b'/' || p[1] == b'.'))
+            };
+            let want = naive.zip(naive_q).map(|(n, q)| (n, q, plain(&buf[..q])));
+            assert_eq!(target_end(&buf[..len], 0), want, "{:?}", &buf[..len]);
         }
     }
 

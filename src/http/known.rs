@@ -92,17 +92,53 @@ pub(crate) struct KnownFields {
     pub(crate) repeated: Option<ErrorKind>,
 }
 
+/// The field names [`KnownFields`] acts on, lowercase; each is an arm of its dispatch.
+const KNOWN: [&[u8]; 12] = [
+    b"host",
+    b"range",
+    b"expect",
+    b"if-range",
+    b"if-match",
+    b"connection",
+    b"if-none-match",
+    b"content-length",
+    b"accept-encoding",
+    b"transfer-encoding",
+    b"if-modified-since",
+    b"if-unmodified-since",
+];
+
+/// Indexed by name length (names of 32 bytes or more share the last entry, empty): bit
+/// `c & 31` is set for the first letter `c` of each known name of that length, so a
+/// letter in either case finds its bit. One test turns away most other names before
+/// the dispatch proper; a name it lets through by a collision is only compared.
+const FIRST_LETTERS: [u32; 32] = {
+    let mut t = [0; 32];
+    let mut i = 0;
+    while i < KNOWN.len() {
+        t[KNOWN[i].len()] |= 1 << (KNOWN[i][0] & 31);
+        i += 1;
+    }
+    t
+};
+
 impl<'b> FieldSink<'b> for KnownFields {
     /// Which known field `name` is (case-insensitive, RFC 9110 §5.1), and its value taken
-    /// in, in one dispatch: length and first letter pick the one candidate, so most
-    /// names cost two compares and a folded compare. `b | 0x20` equals a lowercase
-    /// letter or "-" only for that letter in either case or "-" itself among `tchar`
-    /// bytes, which is all a parsed name holds.
+    /// in. Most names are none: [`FIRST_LETTERS`] turns them away with one test and a
+    /// branch the processor predicts (the `match` below compiles to a jump table, whose
+    /// changing target per line cost about 4 ns of a 31 ns short request on the bench).
+    /// In the `match`, length and first letter pick the one candidate, then one folded
+    /// compare. `b | 0x20` equals a lowercase letter or "-" only for that letter in
+    /// either case or "-" itself among `tchar` bytes, which is all a parsed name holds.
     #[inline(always)]
     fn field(&mut self, name: &'b [u8], value: &'b [u8]) {
         let Some(&first) = name.first() else {
             return;
         };
+        let letters = FIRST_LETTERS[name.len().min(31)];
+        if letters >> (first & 31) & 1 == 0 {
+            return;
+        }
         let is = |spelled: &[u8]| folded_eq(name, spelled);
         match (name.len(), first | 0x20) {
             (4, b'h') if is(b"host") => self.once(Raw::Host, value),
@@ -194,5 +230,55 @@ impl KnownFields {
             self.accept = Span::of(self.base, value);
         }
         self.accept_lines = self.accept_lines.saturating_add(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every known name passes the first-letter filter in any case, and each is taken
+    /// in by the dispatch (a name added to one but not the other fails here).
+    #[test]
+    fn known_names_pass_the_filter_and_the_dispatch() {
+        let buf = b"GET / HTTP/1.1\r\nX: close\r\n";
+        for name in KNOWN {
+            let upper = name.to_ascii_uppercase();
+            for spelled in [name, &upper[..]] {
+                let letters = FIRST_LETTERS[spelled.len().min(31)];
+                assert_eq!(letters >> (spelled[0] & 31) & 1, 1, "{spelled:?}");
+                let mut fields = KnownFields::new(buf);
+                let before = format!("{:?}", Seen::of(&fields));
+                fields.field(spelled, &buf[19..24]);
+                assert_ne!(format!("{:?}", Seen::of(&fields)), before, "{spelled:?}");
+            }
+        }
+    }
+
+    /// What a test can see of [`KnownFields`] without it deriving `Debug`.
+    #[derive(Debug)]
+    #[allow(dead_code)]
+    struct Seen {
+        raw: [Span; RAW],
+        content_length: Option<u64>,
+        codings: bool,
+        connection: ConnectionOptions,
+        framed: bool,
+        accept_lines: u8,
+        expect: bool,
+    }
+
+    impl Seen {
+        fn of(f: &KnownFields) -> Seen {
+            Seen {
+                raw: f.raw,
+                content_length: f.content_length,
+                codings: f.codings.present(),
+                connection: f.connection,
+                framed: f.framed,
+                accept_lines: f.accept_lines,
+                expect: f.expect_continue,
+            }
+        }
     }
 }

@@ -7,7 +7,7 @@
 
 use super::error::ErrorKind;
 use super::parse::trim_ows;
-use super::scan::{all_in, class_end, plain_host};
+use super::scan::{all_in, class_end, folded_eq, plain_host};
 use super::tables::{IP_LITERAL, REG_NAME, TOKEN};
 
 /// The elements of a `#list` value: split on ",", OWS trimmed, empty ones skipped.
@@ -93,22 +93,33 @@ pub struct ConnectionOptions {
 }
 
 impl ConnectionOptions {
-    /// Adds one Connection field line; unknown options are ignored.
+    /// Adds one Connection field line; unknown options are ignored. A value that is
+    /// exactly one of the two options (nearly every client's) is decided inline by one
+    /// folded compare; any other value is walked as a list out of line.
+    #[inline(always)]
     pub fn add(&mut self, value: &[u8]) {
-        if !value.contains(&b',') {
-            return self.add_option(value);
+        if self.add_option(value) {
+            return;
         }
+        self.add_list(value);
+    }
+
+    #[inline(never)]
+    fn add_list(&mut self, value: &[u8]) {
         for option in list_elements(value) {
             self.add_option(option);
         }
     }
 
-    fn add_option(&mut self, option: &[u8]) {
+    /// Notes `option` if it is `close` or `keep-alive`; returns whether it was.
+    #[inline(always)]
+    fn add_option(&mut self, option: &[u8]) -> bool {
         match option.len() {
-            5 => self.close |= option.eq_ignore_ascii_case(b"close"),
-            10 => self.keep_alive |= option.eq_ignore_ascii_case(b"keep-alive"),
-            _ => {}
+            5 if folded_eq(option, b"close") => self.close = true,
+            10 if folded_eq(option, b"keep-alive") => self.keep_alive = true,
+            _ => return false,
         }
+        true
     }
 }
 

@@ -59,10 +59,16 @@ pub struct Header<'b> {
 pub struct Head<'b> {
     /// The method token, case-sensitive (RFC 9110 §9.1).
     pub method: &'b [u8],
+    /// The method is `GET` (known from the request line's fast path, so the semantic
+    /// layer need not compare the token again).
+    pub get: bool,
     /// The request-target, every byte in [`super::tables::TARGET`].
     pub target: &'b [u8],
     /// Bytes of `target` before its first "?" (all of it when there is none).
     pub path_len: usize,
+    /// Those bytes hold no "%", "//" or "/.": as a path they need neither decoding nor
+    /// dot-segment removal (noted during the target scan, so the path is read once).
+    pub plain_path: bool,
     /// The minor version digit (`HTTP/1.x`).
     pub minor: u8,
     /// How many slots hold field lines.
@@ -137,11 +143,11 @@ fn parse_within<'b, S: FieldSink<'b>, const N: usize>(
         };
         at = after;
     }
-    let Some((method, after_method)) = method(buf, at)? else {
+    let Some(((method, get), after_method)) = method(buf, at)? else {
         return Ok(Status::Partial);
     };
     at = after_method;
-    let Some(((target, path_len), after_target)) = target(buf, at)? else {
+    let Some(((target, path_len, plain_path), after_target)) = target(buf, at)? else {
         return Ok(Status::Partial);
     };
     at = after_target;
@@ -149,7 +155,8 @@ fn parse_within<'b, S: FieldSink<'b>, const N: usize>(
         return Ok(Status::Partial);
     };
     at = after_version;
-    let mut fields = 0;
+    // The slots' length is the field count; fewer slots than MAX_FIELDS lower the limit.
+    let limit = if N < MAX_FIELDS { N } else { MAX_FIELDS };
     loop {
         // One compare for the usual case, a field name's first byte (above SP).
         let first = byte!(buf, at);
@@ -162,10 +169,12 @@ fn parse_within<'b, S: FieldSink<'b>, const N: usize>(
                     let len = at + 2;
                     return Ok(Status::Complete(Head {
                         method,
+                        get,
                         target,
                         path_len,
+                        plain_path,
                         minor,
-                        fields,
+                        fields: slots.len(),
                         len,
                     }));
                 }
@@ -174,7 +183,7 @@ fn parse_within<'b, S: FieldSink<'b>, const N: usize>(
                 _ => {}
             }
         }
-        if fields == MAX_FIELDS || slots.is_full() {
+        if slots.len() >= limit {
             return Err(ErrorKind::TooManyFields);
         }
         let Some((header, next)) = field_line(buf, at)? else {
@@ -182,7 +191,6 @@ fn parse_within<'b, S: FieldSink<'b>, const N: usize>(
         };
         slots.push(header);
         sink.field(header.name, header.value);
-        fields += 1;
         at = next;
     }
 }
@@ -208,15 +216,16 @@ fn skip_empty_lines(buf: &[u8]) -> Result<Option<usize>, ErrorKind> {
 
 type Step<T> = Result<Option<(T, usize)>, ErrorKind>;
 
-/// `method = token`, then exactly one SP. Returns the method and the offset after the SP.
+/// `method = token`, then exactly one SP. Returns the method, whether it is `GET`, and
+/// the offset after the SP.
 #[inline(always)]
-fn method(buf: &[u8], start: usize) -> Step<&[u8]> {
+fn method(buf: &[u8], start: usize) -> Step<(&[u8], bool)> {
     let rest = &buf[start..];
     if rest.starts_with(b"GET ") {
-        return Ok(Some((&rest[..3], start + 4)));
+        return Ok(Some(((&rest[..3], true), start + 4)));
     }
     if rest.starts_with(b"HEAD ") {
-        return Ok(Some((&rest[..4], start + 5)));
+        return Ok(Some(((&rest[..4], false), start + 5)));
     }
     let Some(end) = token_end(buf, start) else {
         if buf.len() - start > MAX_METHOD {
@@ -228,7 +237,7 @@ fn method(buf: &[u8], start: usize) -> Step<&[u8]> {
         return Err(ErrorKind::UnknownMethod);
     }
     match buf[end] {
-        b' ' if end > start => Ok(Some((&buf[start..end], end + 1))),
+        b' ' if end > start => Ok(Some(((&buf[start..end], false), end + 1))),
         b' ' | b'\t' | b'\r' | b'\n' => Err(ErrorKind::BadRequestLine),
         _ => Err(ErrorKind::BadMethod),
     }
@@ -236,8 +245,8 @@ fn method(buf: &[u8], start: usize) -> Step<&[u8]> {
 
 /// `request-target`, then exactly one SP. CR or LF right after it means HTTP/0.9.
 #[inline(always)]
-fn target(buf: &[u8], start: usize) -> Step<(&[u8], usize)> {
-    let Some((end, path_end)) = target_end(buf, start) else {
+fn target(buf: &[u8], start: usize) -> Step<(&[u8], usize, bool)> {
+    let Some((end, path_end, plain)) = target_end(buf, start) else {
         if buf.len() - start > MAX_TARGET {
             return Err(ErrorKind::TargetTooLong);
         }
@@ -247,7 +256,7 @@ fn target(buf: &[u8], start: usize) -> Step<(&[u8], usize)> {
         return Err(ErrorKind::TargetTooLong);
     }
     match buf[end] {
-        b' ' if end > start => Ok(Some(((&buf[start..end], path_end - start), end + 1))),
+        b' ' if end > start => Ok(Some(((&buf[start..end], path_end - start, plain), end + 1))),
         b' ' | b'\t' => Err(ErrorKind::BadRequestLine),
         b'\r' | b'\n' if end > start => Err(ErrorKind::Http09),
         b'\r' | b'\n' => Err(ErrorKind::BadRequestLine),
@@ -361,12 +370,30 @@ fn field_line(buf: &[u8], start: usize) -> Step<Header<'_>> {
         Some(b'\n') => {}
         Some(_) => return Err(ErrorKind::BareLineEnd),
     }
-    let value = trim_ows(&buf[colon + 1..cr]);
     Ok(Some((
         Header {
             name: &buf[start..colon],
-            value,
+            value: field_value(buf, colon + 1, cr),
         },
         cr + 2,
     )))
+}
+
+/// The value between `from` (just after the colon) and the CR at `cr`, OWS trimmed.
+/// The usual value, one SP or none before it and no whitespace after, costs a compare
+/// per end; anything else (more OWS, an empty or one-byte value) goes through
+/// [`trim_ows`].
+#[inline(always)]
+fn field_value(buf: &[u8], from: usize, cr: usize) -> &[u8] {
+    let value = &buf[from..cr];
+    let rest = match value {
+        [b' ', rest @ ..] => rest,
+        _ => value,
+    };
+    if let [first, .., last] = rest {
+        if *first > b' ' && *last > b' ' {
+            return rest;
+        }
+    }
+    trim_ows(value)
 }

@@ -31,7 +31,7 @@ use core::fmt;
 
 use super::encoding::AcceptEncoding;
 use super::error::{ErrorKind, ParseError};
-use super::fields::{expects_continue, valid_host};
+use super::fields::valid_host;
 use super::known::{KnownFields, Raw, Span, RAW};
 use super::parse::{field_lines, parse_head_into, Fields, Status};
 use super::path::normalize_rooted;
@@ -280,8 +280,13 @@ pub fn parse_request<'b: 'p, 'p, const N: usize>(
     if let Some(kind) = fields.repeated {
         return refuse(kind);
     }
-    let Some(method) = Method::from_token(head.method) else {
-        return refuse(ErrorKind::UnknownMethod);
+    let method = if head.get {
+        Method::Get
+    } else {
+        match Method::from_other_token(head.method) {
+            Some(method) => method,
+            None => return refuse(ErrorKind::UnknownMethod),
+        }
     };
     if body == Body::Chunked && matches!(method, Method::Get | Method::Head) {
         return Err(ParseError::closing(ErrorKind::ChunkedWithoutContent));
@@ -292,6 +297,7 @@ pub fn parse_request<'b: 'p, 'p, const N: usize>(
         Target {
             path: path_part(head.target, head.path_len),
             authority: None,
+            plain: head.plain_path,
         }
     } else {
         match Target::split_other(method, head.target, head.path_len) {
@@ -311,7 +317,6 @@ pub fn parse_request<'b: 'p, 'p, const N: usize>(
         Err(kind) => return refuse(kind),
     };
     let base = buf.as_ptr() as usize;
-    let expect = fields.raw[Raw::Expect as usize].get(buf);
     let mut raw = fields.raw;
     if let Some(authority) = target.authority {
         raw[Raw::Host as usize] = Span::of(base, authority);
@@ -329,7 +334,7 @@ pub fn parse_request<'b: 'p, 'p, const N: usize>(
         method,
         minor,
         keep_alive,
-        expect_continue: minor == 1 && expect.is_some_and(expects_continue),
+        expect_continue: minor == 1 && fields.expect_continue,
         accept: fields.accept,
         accept_many: fields.accept_lines > 1,
     }))
@@ -365,6 +370,8 @@ struct Target<'b> {
     path: &'b [u8],
     /// The authority of an absolute-form or authority-form target.
     authority: Option<&'b [u8]>,
+    /// `path` is known to be normal already (the target scan saw no "%", "//", "/.").
+    plain: bool,
 }
 
 impl<'b> Target<'b> {
@@ -380,6 +387,7 @@ impl<'b> Target<'b> {
             return Ok(Target {
                 path: b"",
                 authority: Some(raw),
+                plain: false,
             });
         }
         if let Some(rest) = strip_scheme(path_part(raw, path_len)) {
@@ -397,12 +405,14 @@ impl<'b> Target<'b> {
             return Ok(Target {
                 path,
                 authority: Some(authority),
+                plain: false,
             });
         }
         match method {
             Method::Options if raw == b"*" => Ok(Target {
                 path: raw,
                 authority: None,
+                plain: false,
             }),
             _ => Err(ErrorKind::BadTarget),
         }
@@ -418,7 +428,7 @@ impl<'b> Target<'b> {
         if self.path.len() > out.len() {
             return Err(ErrorKind::TargetTooLong);
         }
-        if self.path.first() != Some(&b'/') {
+        if self.plain || self.path.first() != Some(&b'/') {
             return Ok(self.path);
         }
         normalize_rooted(self.path, out)

@@ -55,6 +55,10 @@ pub const TARGET: [bool; 256] = class(b"-._~!$&'()*+,;=:@/?%", true, false);
 /// [`TARGET`] without "?": the bytes of the path part of a target.
 pub const PATH: [bool; 256] = class(b"-._~!$&'()*+,;=:@/%", true, false);
 
+/// [`PATH`] without "/" and "%": the path bytes the target scan passes without a second
+/// look (after a "/" it looks at the next byte, a "%" means the path must be decoded).
+pub const PATH_PLAIN: [bool; 256] = class(b"-._~!$&'()*+,;=:@", true, false);
+
 /// RFC 3986 §3.2.2 `reg-name = *( unreserved / pct-encoded / sub-delims )`, strict:
 /// without "%" (no escapes in a host name) and without "," (a list separator: `a, b`).
 /// "." and "-" are in `unreserved`.

@@ -1,6 +1,6 @@
 //! What a new worker will open, checked before a reload starts any: the root (a
 //! directory that can be read), the pages the site rules name (each `--error-page` and
-//! the `--fallback`: a regular file under the root) and the access log
+//! the `--fallback`: a regular file under the root that can be read) and the access log
 //! (`access_log::dest::check`: appendable or creatable, nothing created). Without this, a
 //! HUP with a log the workers cannot open left no worker serving, the new ones restarting
 //! in a loop, and a HUP after a page was deleted went through silently.
@@ -13,7 +13,7 @@
 
 use crate::access_log::dest;
 use crate::config::LogTarget;
-use crate::files::{self, FileOptions, Lookup, Probe, PATH_MAX};
+use crate::files::{self, FileOptions, Lookup, PATH_MAX};
 use crate::site::SiteRules;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
@@ -42,18 +42,19 @@ pub fn root(root: &Path) -> Result<OwnedFd, String> {
         .map_err(|e| format!("{}: {}", root.display(), std::io::Error::from(e)))
 }
 
-/// Each `--error-page` and the `--fallback` must be a regular file under `root`: one
-/// problem per page that is not, as `--error-page /404.html: why`.
+/// Each `--error-page` and the `--fallback` must be a regular file under `root` that
+/// this process can read (it is opened as a worker opens it, then closed): one problem
+/// per page that is not, as `--error-page /404.html: why`.
 pub fn pages(root: BorrowedFd<'_>, site: &SiteRules) -> Vec<Problem> {
     let mut scratch = [0u8; PATH_MAX + 1];
     let opts = FileOptions::of(site).plain();
     let mut found = Vec::new();
     for (flag, path) in site.pages() {
-        let why = match files::probe(root, path, &mut scratch, &opts) {
-            Probe::File(_) => continue,
-            Probe::Other(Lookup::Status(404)) => "no such file under ROOT",
-            Probe::Other(Lookup::Status(403)) => "refused (permissions, or a symlink leaving ROOT)",
-            Probe::Other(_) => "not a regular file",
+        let why = match files::open(root, path, &mut scratch, &opts) {
+            Lookup::File(..) => continue,
+            Lookup::Status(404) => "no such file under ROOT",
+            Lookup::Status(403) => "refused (permissions, or a symlink leaving ROOT)",
+            _ => "not a regular file",
         };
         let path = String::from_utf8_lossy(path);
         found.push(Problem {

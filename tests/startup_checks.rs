@@ -1,5 +1,5 @@
-//! Start-up that fails fast: what a worker needs (the root, the access log as the
-//! `--user` the workers run as, the `--user` itself) is checked by the master before it
+//! Start-up that fails fast: what a worker needs (the root, the pages and the access log,
+//! also as the `--user` the workers run as, the `--user` itself) is checked by the master before it
 //! binds and prints `listening on`; each failure is one line and a non-zero exit with
 //! nothing left running. Also: a word where ROOT is expected that is not a directory, a
 //! flag given twice, and the number the open-files warning gives.
@@ -121,6 +121,61 @@ fn an_access_log_the_user_cannot_open_fails_before_binding() {
         "1",
     ]));
     drop(server);
+}
+
+/// The root and the pages are checked as `--user` too, as a reload checks them: a page
+/// or a root only root can read fails at start, not at the first request or the first
+/// HUP. Readable by that user, the same options serve.
+#[test]
+fn a_root_or_page_the_user_cannot_read_fails_before_binding() {
+    if !is_root() || !std::fs::read_to_string("/etc/passwd").is_ok_and(|p| p.contains("\nnobody:"))
+    {
+        eprintln!("skipped: needs root and a user nobody");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let site = TempDir::new("startup-pages");
+    let root = site.path().join("www");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(root.join("index.html"), "home").unwrap();
+    std::fs::write(root.join("404.html"), "gone").unwrap();
+    std::fs::set_permissions(
+        root.join("404.html"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    let root_arg = root.display().to_string();
+    let args = |extra: &[&'static str]| {
+        let mut v = vec!["serve", "--listen", "127.0.0.1:0", "--user", "nobody"];
+        v.extend_from_slice(extra);
+        v
+    };
+    let mut page = args(&["--error-page", "404=/404.html"]);
+    page.insert(1, &root_arg);
+    fails_before_binding(
+        &page,
+        "steerd: site: --error-page /404.html: refused (permissions, or a symlink leaving ROOT) (as uid 65534)",
+    );
+    let mut fallback = args(&["--fallback", "/404.html"]);
+    fallback.insert(1, &root_arg);
+    fails_before_binding(&fallback, "steerd: site: --fallback /404.html: refused");
+    // Readable by others: it serves.
+    std::fs::set_permissions(
+        root.join("404.html"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    let server = Server::spawn(Command::new(binary()).args(&page).args(["--workers", "1"]));
+    drop(server);
+    // A root only root may enter.
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let mut plain = args(&[]);
+    plain.insert(1, &root_arg);
+    fails_before_binding(&plain, "(as uid 65534)");
+    let (_, err) = run(&plain);
+    assert!(err.starts_with("steerd: root: "), "{err}");
+    assert!(err.contains("Permission denied"), "{err}");
 }
 
 #[test]

@@ -1,51 +1,115 @@
-//! The access log checked as the `--user` the workers will run as, before anything is
-//! bound.
+//! What the workers will open, checked as the `--user` they will run as, before anything
+//! is bound: the access log, and the root with the pages the site options name.
 //!
-//! Input: where the log goes and the identity `--user` resolved to. Output: `Ok`, or the
-//! error the check gave. The invoking user's check (`access_log::dest::check`: an
-//! existing file opens for appending, a missing one has a writable directory, the syslog
-//! socket accepts a connection; nothing is created) is run again in a short-lived child
-//! that first becomes that user, since the master drops privileges only after binding
-//! and the workers then open the log as that user. A log only root could write is so
-//! refused at start instead of by every worker, over and over. Standard output is
-//! inherited, never opened by path: nothing to check. Without root there is no other
-//! user to become: nothing to check either (`serve` would fail to drop privileges).
+//! Input: where the log goes, the root and site rules, and the identity `--user`
+//! resolved to. Output: `Ok`, or the error the check gave. The invoking user's checks
+//! (`access_log::dest::check`: an existing file opens for appending, a missing one has a
+//! writable directory, the syslog socket accepts a connection; `preflight::root` and
+//! `preflight::pages`: a readable directory, each page a regular file under it; nothing
+//! is created) run again in a short-lived child that first becomes that user, since the
+//! master drops privileges only after binding and the workers then open these as that
+//! user; the child writes its answer to a pipe. A log only root could write, or a root or
+//! page only root could read, is so refused at start, as a reload would refuse it,
+//! instead of by every worker or every request. Standard output is inherited, never
+//! opened by path: nothing to check. Without root there is no other user to become:
+//! nothing to check either (`serve` would fail to drop privileges).
 
 use crate::access_log::dest;
 use crate::config::LogTarget;
+use crate::preflight::Problem;
+use crate::site::SiteRules;
 use crate::sys::{self, Forked};
 use crate::user::Identity;
+use rustix::fd::AsFd;
 use rustix::process::WaitOptions;
-use std::io;
+use std::path::Path;
 
-/// [`dest::check`] of `target` as `id`, in a child whose exit status carries the errno.
-pub fn as_user(target: &LogTarget, id: &Identity) -> io::Result<()> {
-    let me = rustix::process::geteuid();
-    let nothing_to_check = matches!(target, LogTarget::Off | LogTarget::Stdout);
-    if nothing_to_check || !me.is_root() || id.uid == me.as_raw() {
+/// Longest answer a child sends back (a message is one line).
+const ANSWER_MAX: usize = 4096;
+
+/// [`dest::check`] of `target` as `id`: the error's text when it fails.
+pub fn as_user(target: &LogTarget, id: &Identity) -> Result<(), String> {
+    if matches!(target, LogTarget::Off | LogTarget::Stdout) {
         return Ok(());
     }
-    let pid = match sys::fork()? {
+    run_as(id, || dest::check(target).map_err(|e| e.to_string()))
+}
+
+/// The root and the pages of `site` as `id` would find them: the first problem.
+pub fn files_as_user(root: &Path, site: &SiteRules, id: &Identity) -> Result<(), Problem> {
+    let checked = run_as(id, || {
+        let dir = crate::preflight::root(root).map_err(|m| format!("root\t{m}"))?;
+        match crate::preflight::pages(dir.as_fd(), site)
+            .into_iter()
+            .next()
+        {
+            Some(p) => Err(format!("{}\t{}", p.stage, p.message)),
+            None => Ok(()),
+        }
+    });
+    checked.map_err(|answer| {
+        let (stage, message) = answer.split_once('\t').unwrap_or(("site", &answer));
+        Problem {
+            stage: if stage == "root" { "root" } else { "site" },
+            message: format!("{message} (as uid {})", id.uid),
+        }
+    })
+}
+
+/// Runs `check` in a child that first becomes `id`; its error text comes back through a
+/// pipe. Nothing to do (`Ok`) unless this process is root and `id` another user.
+fn run_as(id: &Identity, check: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
+    let me = rustix::process::geteuid();
+    if !me.is_root() || id.uid == me.as_raw() {
+        return Ok(());
+    }
+    let (rx, tx) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+        .map_err(|e| format!("pipe: {e}"))?;
+    let pid = match sys::fork().map_err(|e| format!("fork: {e}"))? {
         Forked::Child => {
-            let checked =
-                sys::become_user(id.uid, id.gid, &id.groups).and_then(|()| dest::check(target));
-            sys::exit_now(match checked {
+            drop(rx);
+            let answer = sys::become_user(id.uid, id.gid, &id.groups)
+                .map_err(|e| format!("becoming uid {}: {e}", id.uid))
+                .and_then(|()| check());
+            let code = match answer {
                 Ok(()) => 0,
-                Err(e) => e.raw_os_error().unwrap_or(libc::EIO),
-            })
+                Err(text) => {
+                    let bytes = text.as_bytes();
+                    let _ = rustix::io::write(&tx, &bytes[..bytes.len().min(ANSWER_MAX)]);
+                    1
+                }
+            };
+            sys::exit_now(code)
         }
         Forked::Parent(pid) => pid,
     };
+    drop(tx);
+    let answer = read_answer(&rx);
     let status = loop {
         match rustix::process::waitpid(Some(pid), WaitOptions::empty()) {
             Ok(Some((_, status))) => break status,
             Ok(None) | Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(format!("waitpid: {e}")),
         }
     };
     match status.exit_status() {
         Some(0) => Ok(()),
-        Some(errno) => Err(io::Error::from_raw_os_error(errno)),
-        None => Err(io::Error::other("the check of the access log died")),
+        Some(_) if !answer.is_empty() => Err(answer),
+        _ => Err("the check as --user died".into()),
     }
+}
+
+/// Everything the child wrote, until it closed the pipe (bounded).
+fn read_answer(rx: &rustix::fd::OwnedFd) -> String {
+    let mut buf = vec![0u8; ANSWER_MAX];
+    let mut len = 0;
+    while len < buf.len() {
+        match rustix::io::read(rx, &mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => break,
+        }
+    }
+    String::from_utf8_lossy(&buf[..len]).into_owned()
 }

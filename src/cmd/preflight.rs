@@ -6,8 +6,9 @@
 //! [`Failure`] per problem, each printed as one line. It reads and opens, but changes
 //! nothing: the access log is opened for appending only if it exists (otherwise its
 //! directory is checked for writing), and nothing is created; a syslog socket must
-//! accept a connection. With `--user`, the log is checked again as that user
-//! (`log_check.rs`), since the workers open it as that user.
+//! accept a connection. With `--user`, the log, the root and the pages are checked again
+//! as that user (`log_check.rs`), since the workers open them as that user (and a reload
+//! checks them as that user too).
 
 use super::Failure;
 use crate::args::ServeArgs;
@@ -17,13 +18,15 @@ use rustix::fd::AsFd;
 /// Every problem found, in the order root, pages, access log, user.
 pub fn problems(args: &ServeArgs) -> Vec<Failure> {
     let mut found = Vec::new();
+    let site = args.site.rules();
     match crate::preflight::root(&args.root) {
         Ok(root) => {
-            let pages = crate::preflight::pages(root.as_fd(), &args.site.rules());
+            let pages = crate::preflight::pages(root.as_fd(), &site);
             found.extend(pages.into_iter().map(|p| Failure::new(p.stage, p.message)));
         }
         Err(e) => found.push(Failure::new("root", e)),
     }
+    let files_checked = found.is_empty();
     let log = &args.logging.access_log;
     let log_checked = crate::access_log::dest::check(log);
     if let Err(e) = &log_checked {
@@ -36,13 +39,19 @@ pub fn problems(args: &ServeArgs) -> Vec<Failure> {
     if let Some(spec) = &args.user {
         match crate::user::lookup(spec) {
             Err(e) => found.push(Failure::new("user", e)),
-            Ok(id) if log_checked.is_ok() => {
-                if let Err(e) = super::log_check::as_user(log, &id) {
-                    let why = format!("cannot be opened as uid {}: {e}", id.uid);
-                    found.push(log_failure(log, why));
+            Ok(id) => {
+                if files_checked {
+                    if let Err(p) = super::log_check::files_as_user(&args.root, &site, &id) {
+                        found.push(Failure::new(p.stage, p.message));
+                    }
+                }
+                if log_checked.is_ok() {
+                    if let Err(e) = super::log_check::as_user(log, &id) {
+                        let why = format!("cannot be opened as uid {}: {e}", id.uid);
+                        found.push(log_failure(log, why));
+                    }
                 }
             }
-            Ok(_) => {}
         }
     }
     found

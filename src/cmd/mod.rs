@@ -6,11 +6,11 @@
 use crate::args::{self, Command};
 use core::fmt;
 
+pub mod as_user;
 pub mod bpf;
 pub mod bpf_exec;
 pub mod bpf_input;
 pub mod check;
-pub mod log_check;
 pub mod preflight;
 pub mod prepare;
 pub mod probe;

@@ -7,7 +7,7 @@
 //! nothing: the access log is opened for appending only if it exists (otherwise its
 //! directory is checked for writing), and nothing is created; a syslog socket must
 //! accept a connection. With `--user`, the log, the root and the pages are checked again
-//! as that user (`log_check.rs`), since the workers open them as that user (and a reload
+//! as that user (`as_user.rs`), since the workers open them as that user (and a reload
 //! checks them as that user too).
 
 use super::Failure;
@@ -41,12 +41,12 @@ pub fn problems(args: &ServeArgs) -> Vec<Failure> {
             Err(e) => found.push(Failure::new("user", e)),
             Ok(id) => {
                 if files_checked {
-                    if let Err(p) = super::log_check::files_as_user(&args.root, &site, &id) {
+                    if let Err(p) = super::as_user::files(&args.root, &site, &id) {
                         found.push(Failure::new(p.stage, p.message));
                     }
                 }
                 if log_checked.is_ok() {
-                    if let Err(e) = super::log_check::as_user(log, &id) {
+                    if let Err(e) = super::as_user::log(log, &id) {
                         let why = format!("cannot be opened as uid {}: {e}", id.uid);
                         found.push(log_failure(log, why));
                     }

@@ -28,7 +28,7 @@ use std::path::Path;
 const ANSWER_MAX: usize = 4096;
 
 /// [`dest::check`] of `target` as `id`: the error's text when it fails.
-pub fn as_user(target: &LogTarget, id: &Identity) -> Result<(), String> {
+pub fn log(target: &LogTarget, id: &Identity) -> Result<(), String> {
     if matches!(target, LogTarget::Off | LogTarget::Stdout) {
         return Ok(());
     }
@@ -36,7 +36,7 @@ pub fn as_user(target: &LogTarget, id: &Identity) -> Result<(), String> {
 }
 
 /// The root and the pages of `site` as `id` would find them: the first problem.
-pub fn files_as_user(root: &Path, site: &SiteRules, id: &Identity) -> Result<(), Problem> {
+pub fn files(root: &Path, site: &SiteRules, id: &Identity) -> Result<(), Problem> {
     let checked = run_as(id, || {
         let dir = crate::preflight::root(root).map_err(|m| format!("root\t{m}"))?;
         match crate::preflight::pages(dir.as_fd(), site)

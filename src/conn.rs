@@ -72,9 +72,14 @@ pub const fn slot_bytes(head_area: usize) -> usize {
     head_area + IN_CAP
 }
 
+/// Where a slot's receive area starts in its arena region (the head area is in front).
+fn receive_at(buf: &[u8]) -> usize {
+    buf.len().saturating_sub(IN_CAP)
+}
+
 /// A slot's arena region split into its response-head area and its receive area.
 fn areas(buf: &mut [u8]) -> (&mut [u8], &mut [u8]) {
-    buf.split_at_mut(buf.len().saturating_sub(IN_CAP))
+    buf.split_at_mut(receive_at(buf))
 }
 
 /// Bytes of the worker's spill area for a response head too long for a slot's head area:
@@ -277,8 +282,7 @@ pub struct Arrival {
 /// being written: that response was cut short; count it and log it with the bytes that
 /// went out. `buf` is the slot's arena region.
 pub fn abandon(c: &mut Conn, buf: &[u8], ctx: &mut Ctx<'_>) {
-    let inb = &buf[buf.len().saturating_sub(IN_CAP)..];
-    logged::end(c, inb, ctx, true);
+    logged::end(c, &buf[receive_at(buf)..], ctx, true);
 }
 
 /// The loop found the header deadline passed; it closes the slot after this. A

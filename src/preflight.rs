@@ -65,15 +65,21 @@ pub fn pages(root: BorrowedFd<'_>, site: &SiteRules) -> Vec<Problem> {
     found
 }
 
-/// What a worker opens: the root, the pages its site rules name, then the access log.
-pub fn worker_files(root_dir: &Path, site: &SiteRules, log: &LogTarget) -> Result<(), Problem> {
+/// The root and the pages its site rules name, as a worker opens them: the first problem.
+pub fn site_files(root_dir: &Path, site: &SiteRules) -> Result<(), Problem> {
     let root = root(root_dir).map_err(|message| Problem {
         stage: "root",
         message,
     })?;
-    if let Some(p) = pages(root.as_fd(), site).into_iter().next() {
-        return Err(p);
+    match pages(root.as_fd(), site).into_iter().next() {
+        Some(p) => Err(p),
+        None => Ok(()),
     }
+}
+
+/// What a worker opens: the root, the pages its site rules name, then the access log.
+pub fn worker_files(root_dir: &Path, site: &SiteRules, log: &LogTarget) -> Result<(), Problem> {
+    site_files(root_dir, site)?;
     dest::check(log).map_err(|e| Problem {
         stage: "access-log",
         message: match log {

@@ -20,7 +20,6 @@ use crate::preflight::Problem;
 use crate::site::SiteRules;
 use crate::sys::{self, Forked};
 use crate::user::Identity;
-use rustix::fd::AsFd;
 use rustix::process::WaitOptions;
 use std::path::Path;
 
@@ -35,17 +34,11 @@ pub fn log(target: &LogTarget, id: &Identity) -> Result<(), String> {
     run_as(id, || dest::check(target).map_err(|e| e.to_string()))
 }
 
-/// The root and the pages of `site` as `id` would find them: the first problem.
+/// The root and the pages of `site` as `id` would find them (`preflight::site_files`):
+/// the first problem. The child sends it as `root` or `site`, a tab, and the message.
 pub fn files(root: &Path, site: &SiteRules, id: &Identity) -> Result<(), Problem> {
     let checked = run_as(id, || {
-        let dir = crate::preflight::root(root).map_err(|m| format!("root\t{m}"))?;
-        match crate::preflight::pages(dir.as_fd(), site)
-            .into_iter()
-            .next()
-        {
-            Some(p) => Err(format!("{}\t{}", p.stage, p.message)),
-            None => Ok(()),
-        }
+        crate::preflight::site_files(root, site).map_err(|p| format!("{}\t{}", p.stage, p.message))
     });
     checked.map_err(|answer| {
         let (stage, message) = answer.split_once('\t').unwrap_or(("site", &answer));

@@ -189,6 +189,14 @@ fn remove_dot_segments(buf: &mut [u8], len: usize) -> Result<usize, ErrorKind> {
 mod tests {
     use super::*;
 
+    /// One xorshift64 step: the tests' seeded source of paths.
+    fn next(s: &mut u64) -> u64 {
+        *s ^= *s << 13;
+        *s ^= *s >> 7;
+        *s ^= *s << 17;
+        *s
+    }
+
     fn norm(raw: &[u8]) -> Result<Vec<u8>, ErrorKind> {
         let mut out = [0u8; 64];
         normalize(raw, &mut out).map(<[u8]>::to_vec)
@@ -201,9 +209,7 @@ mod tests {
     fn normal_paths_survive_the_rewrite() {
         let mut s: u64 = 0x9e37_79b9_7f4a_7c15;
         for _ in 0..20_000 {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
+            next(&mut s);
             let len = 1 + (s % 24) as usize;
             let mut raw = [b'/'; 24];
             for (i, b) in raw.iter_mut().enumerate().take(len).skip(1) {
@@ -223,9 +229,7 @@ mod tests {
     fn is_normal_agrees_with_the_byte_loop() {
         let mut s: u64 = 0x2545_f491_4f6c_dd1d;
         for _ in 0..50_000 {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
+            next(&mut s);
             let len = 1 + (s % 40) as usize;
             let mut raw = [b'a'; 40];
             raw[0] = b'/';

@@ -7,8 +7,9 @@
 //! counted. It does not fork, pin or bind: the master and `worker.rs` did that.
 //!
 //! The loop's contract (mio's, written down): readiness is a hint. The listener is
-//! level-triggered and accepted from until `EAGAIN` (at most [`Tuning::accept_batch`] per
-//! turn, so a connection flood cannot starve the connections already open); connections
+//! level-triggered, so one `accept4` per event ([`Tuning::accept_batch`]) leaves a deeper
+//! queue to be reported again at the next wait, and a connection flood cannot starve the
+//! connections already open (an `accept4` that finds `EAGAIN` just ends the batch); connections
 //! are edge-triggered and each one is driven by `conn::advance` until it would block.
 //! Every token carries its slot's generation: an event for a slot that was closed (and
 //! perhaps reused) earlier in the same batch is dropped and counted in `stale_events`.

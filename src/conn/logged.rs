@@ -17,7 +17,6 @@ use crate::client_addr::forwarded_for;
 use crate::config::LogFormat;
 use crate::http::Header;
 use crate::log_line::{Record, RequestLine};
-use core::sync::atomic::Ordering::Relaxed;
 use std::net::IpAddr;
 
 /// Where the response head of `c`, when spilled (too long for the head area), starts in
@@ -153,7 +152,7 @@ pub fn end(c: &mut Conn, inb: &[u8], ctx: &mut Ctx<'_>, cut_short: bool) {
     }
     c.responding = false;
     if cut_short {
-        ctx.counters.cut_short.fetch_add(1, Relaxed);
+        crate::stats::add(&ctx.counters.cut_short, 1);
     }
     // With the log off nothing is pending: return before moving the (large) option out.
     if c.pending.is_none() {

@@ -295,6 +295,8 @@ fn start_responder(close: bool) -> SocketAddr {
         cpus: vec![CpuId::new(0).unwrap()],
         close,
         steer: false,
+        response: None,
+        spin: 0,
     };
     std::thread::spawn(move || steerd::bench::reference::main(&args));
     let deadline = Instant::now() + Duration::from_secs(30);

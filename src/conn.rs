@@ -892,8 +892,8 @@ fn advance_sent(c: &mut Conn, mut n: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use core::sync::atomic::Ordering::Relaxed;
     use crate::files::cache::CacheConfig;
+    use core::sync::atomic::Ordering::Relaxed;
     use std::io::{Read, Write};
     use std::os::unix::net::UnixStream;
 

@@ -138,6 +138,87 @@ fn close_mode_answers(extra: &[&str]) {
 }
 
 #[test]
+fn responder_sends_the_response_file_after_its_spin() {
+    let dir = tempdir("responder-file");
+    let file = dir.join("response.bin");
+    let canned = b"HTTP/1.1 200 OK\r\nX-From: file\r\nContent-Length: 5\r\n\r\nhello";
+    std::fs::write(&file, canned).unwrap();
+    let path = file.to_str().unwrap();
+    // Keep-alive: pipelined heads, a copy of the file's bytes for each.
+    let r = responder(&["--response", path, "--spin", "20000000"]);
+    let mut s = TcpStream::connect(("127.0.0.1", r.port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    s.write_all(&b"GET / HTTP/1.1\r\n\r\n".repeat(2)).unwrap();
+    let mut got = vec![0u8; canned.len() * 2];
+    s.read_exact(&mut got).unwrap();
+    assert_eq!(got, canned.repeat(2));
+    // The spin is work: 20M steps per request reach 3 clock ticks (30 ms) of the
+    // process's CPU time within 40 requests (a few in a release build, one in a debug
+    // build), which 40 bare answers come nowhere near.
+    let mut requests = 2;
+    while cpu_ticks(r.pid()) < 3 && requests < 40 {
+        s.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+        s.read_exact(&mut got[..canned.len()]).unwrap();
+        requests += 1;
+    }
+    let ticks = cpu_ticks(r.pid());
+    assert!(
+        ticks >= 3,
+        "{requests} spins of 20M steps took {ticks} ticks"
+    );
+    // Close mode sends the same bytes, then closes.
+    let r = responder(&["--close", "--response", path]);
+    let mut s = TcpStream::connect(("127.0.0.1", r.port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    let mut all = Vec::new();
+    s.read_to_end(&mut all).unwrap();
+    assert_eq!(all, canned);
+}
+
+#[test]
+fn responder_refuses_a_response_file_that_is_not_one() {
+    let dir = tempdir("responder-bad");
+    let not_http = dir.join("page.html");
+    std::fs::write(&not_http, b"<html>hello</html>\n").unwrap();
+    let no_end = dir.join("cut.bin");
+    std::fs::write(&no_end, b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n").unwrap();
+    let missing = dir.join("missing.bin");
+    for (file, why) in [
+        (&not_http, "not an HTTP/1.1 response"),
+        (&no_end, "not an HTTP/1.1 response"),
+        (&missing, "No such file"),
+    ] {
+        let out = support::responder::command(&["--response", file.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.starts_with("steerd: bench: responder: --response"),
+            "{err}"
+        );
+        assert!(err.contains(why), "{err}");
+    }
+}
+
+/// User plus system clock ticks of process `pid` (proc(5), fields 14 and 15).
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = after_name.split(' ').collect();
+    // Field 3 (state) is after_name's first: utime is field 14, stime 15.
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+fn tempdir(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("steerd-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
 fn ab_json_carries_runs_and_verdicts() {
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");

@@ -174,6 +174,10 @@ pub struct ResponderArgs {
     pub close: bool,
     /// Steer each connection to the listener of the CPU that received it.
     pub steer: bool,
+    /// A file holding the whole response to send instead of the canned one.
+    pub response: Option<String>,
+    /// Iterations of busy work per request before answering (a server's own work).
+    pub spin: u64,
 }
 
 /// Parses the arguments after `bench`.
@@ -433,6 +437,7 @@ fn parse_num(flag: &str, v: &str, min: u64, max: u64) -> Result<u64, String> {
 
 fn parse_responder(args: &[String]) -> Result<ResponderArgs, String> {
     let (mut listen, mut cpus, mut close, mut steer) = (None, None, false, false);
+    let (mut response, mut spin) = (None, 0);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -450,6 +455,11 @@ fn parse_responder(args: &[String]) -> Result<ResponderArgs, String> {
             }
             "--close" => close = true,
             "--steer" => steer = true,
+            "--response" => response = Some(it.next().ok_or("--response needs a FILE")?.clone()),
+            "--spin" => {
+                let v = it.next().ok_or("--spin needs a number")?;
+                spin = parse_num("--spin", v, 0, 1_000_000_000)?;
+            }
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -461,6 +471,8 @@ fn parse_responder(args: &[String]) -> Result<ResponderArgs, String> {
         cpus,
         close,
         steer,
+        response,
+        spin,
     })
 }
 
@@ -487,7 +499,7 @@ steerd bench: load generator, A/B comparison, reference responder
 usage:
   steerd bench load URL [options]
   steerd bench ab [ab options] [load options] URL -- A_COMMAND... -- B_COMMAND...
-  steerd bench responder --listen ADDR:PORT --cpus LIST [--close] [--steer]
+  steerd bench responder --listen ADDR:PORT --cpus LIST [options]
   steerd bench stats A_FILE B_FILE     (one number per line, paired by line)
 
 Run `steerd bench load --help`, `steerd bench ab --help` or
@@ -542,11 +554,16 @@ load options (as for `steerd bench load`):
 
 const RESPONDER_HELP: &str = "\
 usage: steerd bench responder --listen ADDR:PORT --cpus LIST [--close] [--steer]
+                              [--response FILE] [--spin N]
 
 The reference responder: one pinned thread per CPU in LIST, one SO_REUSEPORT listener
 each, a canned 13-byte response to every request, one read and one write per request.
 --close answers and closes each connection (TCP_DEFER_ACCEPT, no epoll).
 --steer sends each connection to the listener of the CPU that received it (cBPF).
+--response FILE sends FILE's bytes instead: a whole HTTP/1.1 response (head and body,
+    at most 64 KiB), such as one a server sent, so that both send the same bytes.
+--spin N does N iterations of busy work per request before answering: what a given
+    amount of a server's own work costs under the same load.
 Port 0 picks a free port; the address is printed once all listeners are bound.
 ";
 
@@ -619,6 +636,19 @@ mod tests {
             panic!("not responder")
         };
         assert_eq!((r.cpus.len(), r.close, r.steer), (2, false, false));
+        assert_eq!((r.response, r.spin), (None, 0));
+        let line = "responder --listen 127.0.0.1:0 --cpus 0 --response r.bin --spin 500";
+        let BenchCommand::Responder(r) = parse(&argv(line)) else {
+            panic!("not responder")
+        };
+        assert_eq!((r.response.as_deref(), r.spin), (Some("r.bin"), 500));
+        for bad in ["--spin", "--spin -1", "--spin 1000000001", "--response"] {
+            let line = format!("responder --listen 127.0.0.1:0 --cpus 0 {bad}");
+            let BenchCommand::Invalid(m) = parse(&argv(&line)) else {
+                panic!("accepted {bad}")
+            };
+            assert!(m.starts_with("responder: --"), "{m}");
+        }
         assert!(matches!(parse(&argv("stats a")), BenchCommand::Invalid(_)));
         assert!(matches!(parse(&argv("nope")), BenchCommand::Invalid(_)));
     }

@@ -1,9 +1,9 @@
 //! `steerd bench responder`: the speed-of-light reference. No real server can answer a
 //! request with fewer system calls, so its figures bound what steerd can reach here.
 //!
-//! Input: the typed `--listen ADDR:PORT --cpus LIST [--close] [--steer]` of
-//! `args::bench`. Output: a canned 13-byte `Hello, world!` for every request head
-//! (`\r\n\r\n`) received, until killed.
+//! Input: the typed `--listen ADDR:PORT --cpus LIST [--close] [--steer] [--response FILE]
+//! [--spin N]` of `args::bench`. Output: a canned 13-byte `Hello, world!` (or FILE's
+//! bytes) for every request head (`\r\n\r\n`) received, until killed.
 //! One thread per listed CPU, pinned, each with its own SO_REUSEPORT listener made by
 //! `listen.rs` as `serve` makes them (the first listener's port is reused, so port 0
 //! works) and nothing shared.
@@ -18,6 +18,11 @@
 //! of them are served on the other CPU than the client's.
 //! It prints `responder: listening on ADDR` once every listener is bound. It does not
 //! parse requests, serve files or stop gracefully: it is a measuring stick.
+//!
+//! Two knobs turn it into a calibration: `--response FILE` sends a real server's exact
+//! response (so the load generator reads the same head from both), and `--spin N` adds N
+//! iterations of busy work per request (so a given amount of a server's own work can be
+//! priced in requests per second under the same load).
 
 use super::Usage;
 use crate::args::bench::ResponderArgs;
@@ -31,10 +36,65 @@ use rustix::event::epoll;
 use rustix::fd::OwnedFd;
 use rustix::io::Errno;
 use rustix::net::SocketFlags;
+use std::io::Read as _;
+use std::sync::Arc;
 
 const KEEP_ALIVE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nHello, world!";
 const CLOSE: &[u8] =
     b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\nConnection: close\r\n\r\nHello, world!";
+/// The largest `--response` file.
+const RESPONSE_MAX: u64 = 64 * 1024;
+
+/// What every thread answers with.
+#[derive(Clone)]
+struct Answer {
+    /// The whole response sent per request head.
+    bytes: Arc<[u8]>,
+    /// Busy-work iterations before each response.
+    spin: u64,
+}
+
+impl Answer {
+    /// N iterations the compiler cannot remove (`black_box` on every step).
+    #[inline(never)]
+    fn work(&self) {
+        for i in 0..self.spin {
+            std::hint::black_box(i);
+        }
+    }
+}
+
+/// The canned response for the mode, or `--response FILE`'s bytes, checked to be one
+/// HTTP/1.1 response head (its body is the sender's business).
+fn answer_of(args: &ResponderArgs) -> Result<Answer, String> {
+    let bytes: Arc<[u8]> = match &args.response {
+        None if args.close => CLOSE.into(),
+        None => KEEP_ALIVE.into(),
+        Some(path) => read_response(path)?.into(),
+    };
+    Ok(Answer {
+        bytes,
+        spin: args.spin,
+    })
+}
+
+fn read_response(path: &str) -> Result<Vec<u8>, String> {
+    let bad = |why: &str| format!("--response {path:?}: {why}");
+    let file = std::fs::File::open(path).map_err(|e| bad(&e.to_string()))?;
+    let mut bytes = Vec::new();
+    file.take(RESPONSE_MAX + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| bad(&e.to_string()))?;
+    if bytes.len() as u64 > RESPONSE_MAX {
+        return Err(bad("larger than 64 KiB"));
+    }
+    if !bytes.starts_with(b"HTTP/1.1 ") || memchr::memmem::find(&bytes, b"\r\n\r\n").is_none() {
+        return Err(bad(
+            "not an HTTP/1.1 response (a status line and a head ending in an empty line)",
+        ));
+    }
+    Ok(bytes)
+}
 
 /// Entry point of `steerd bench responder`.
 pub fn main(args: &ResponderArgs) -> Result<i32, Usage> {
@@ -81,6 +141,7 @@ fn plan_of(cpus: &[CpuId], steer: bool) -> Plan {
 /// Binds every listener (each while pinned to its CPU, as `serve` does), attaches the
 /// program, then runs one pinned thread per CPU until the process is killed.
 fn serve(args: &ResponderArgs) -> Result<(), String> {
+    let answer = answer_of(args)?;
     let plan = plan_of(&args.cpus, args.steer);
     let home = sys::affinity().map_err(|e| format!("sched_getaffinity: {e}"))?;
     let opts = SocketOptions {
@@ -111,7 +172,10 @@ fn serve(args: &ResponderArgs) -> Result<(), String> {
             rustix::io::ioctl_fionbio(&l, false)
                 .map_err(|e| format!("listener on {}: FIONBIO: {e}", group.addr))?;
         }
-        threads.push(std::thread::spawn(move || run_thread(cpu, l, close)));
+        let answer = answer.clone();
+        threads.push(std::thread::spawn(move || {
+            run_thread(cpu, l, close, answer)
+        }));
     }
     for t in threads {
         match t.join() {
@@ -123,17 +187,17 @@ fn serve(args: &ResponderArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn run_thread(cpu: CpuId, listener: OwnedFd, close: bool) -> Result<(), String> {
+fn run_thread(cpu: CpuId, listener: OwnedFd, close: bool, answer: Answer) -> Result<(), String> {
     sys::pin_to_cpu(cpu.get()).map_err(|e| format!("pinning to CPU {cpu}: {e}"))?;
     if close {
-        close_loop(&listener)
+        close_loop(&listener, &answer)
     } else {
-        keep_alive_loop(listener)
+        keep_alive_loop(listener, &answer)
     }
 }
 
 /// accept4, read, write, close: the request is already there (TCP_DEFER_ACCEPT).
-fn close_loop(listener: &OwnedFd) -> Result<(), String> {
+fn close_loop(listener: &OwnedFd, answer: &Answer) -> Result<(), String> {
     let mut buf = [0u8; 4096];
     loop {
         let conn = match rustix::net::accept_with(listener, SocketFlags::CLOEXEC) {
@@ -142,13 +206,14 @@ fn close_loop(listener: &OwnedFd) -> Result<(), String> {
             Err(e) => return Err(format!("accept4: {e}")),
         };
         if matches!(rustix::io::read(&conn, &mut buf), Ok(n) if n > 0) {
-            let _ = rustix::net::send(&conn, CLOSE, rustix::net::SendFlags::NOSIGNAL);
+            answer.work();
+            let _ = rustix::net::send(&conn, &answer.bytes, rustix::net::SendFlags::NOSIGNAL);
         }
     }
 }
 
 /// Level-triggered epoll: the listener's token is `u64::MAX`, a connection's is its fd.
-fn keep_alive_loop(listener: OwnedFd) -> Result<(), String> {
+fn keep_alive_loop(listener: OwnedFd, answer: &Answer) -> Result<(), String> {
     let ep =
         epoll::create(epoll::CreateFlags::CLOEXEC).map_err(|e| format!("epoll_create: {e}"))?;
     epoll::add(
@@ -162,7 +227,7 @@ fn keep_alive_loop(listener: OwnedFd) -> Result<(), String> {
     let mut conns: Vec<Option<(OwnedFd, u8)>> = Vec::new();
     let mut events: Vec<epoll::Event> = Vec::with_capacity(256);
     let mut buf = vec![0u8; 16 * 1024];
-    let mut out: Vec<u8> = Vec::with_capacity(KEEP_ALIVE.len() * 64);
+    let mut out: Vec<u8> = Vec::with_capacity(answer.bytes.len() * 64);
     loop {
         events.clear();
         match epoll::wait(&ep, rustix::buffer::spare_capacity(&mut events), None) {
@@ -186,7 +251,8 @@ fn keep_alive_loop(listener: OwnedFd) -> Result<(), String> {
             let heads = count_heads(&buf[..n], matched);
             out.clear();
             for _ in 0..heads {
-                out.extend_from_slice(KEEP_ALIVE);
+                answer.work();
+                out.extend_from_slice(&answer.bytes);
             }
             let ok = n > 0 && (out.is_empty() || rustix::io::write(&*fd, &out).is_ok());
             if !ok {

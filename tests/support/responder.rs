@@ -11,6 +11,14 @@ pub struct Responder {
     pub port: u16,
 }
 
+impl Responder {
+    /// The process id, for reading its `/proc` entries.
+    #[allow(dead_code)]
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
 impl Drop for Responder {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -18,19 +26,24 @@ impl Drop for Responder {
     }
 }
 
-/// Starts `steerd bench responder --listen 127.0.0.1:0 --cpus 0 EXTRA...` and waits for
-/// its address line.
+/// `steerd bench responder --listen 127.0.0.1:0 --cpus 0 EXTRA...`, not started.
+pub fn command(extra: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_steerd"));
+    cmd.args([
+        "bench",
+        "responder",
+        "--listen",
+        "127.0.0.1:0",
+        "--cpus",
+        "0",
+    ])
+    .args(extra);
+    cmd
+}
+
+/// Starts [`command`]`(extra)` and waits for its address line.
 pub fn responder(extra: &[&str]) -> Responder {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_steerd"))
-        .args([
-            "bench",
-            "responder",
-            "--listen",
-            "127.0.0.1:0",
-            "--cpus",
-            "0",
-        ])
-        .args(extra)
+    let mut child = command(extra)
         .stdout(Stdio::piped())
         .spawn()
         .expect("spawn the responder");

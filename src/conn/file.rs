@@ -49,13 +49,6 @@ pub(super) enum Source {
     File(OwnedFd),
 }
 
-/// The bytes chosen for a response and what describes them.
-struct Representation {
-    meta: FileMeta,
-    src: Source,
-    coding: Option<Coding>,
-}
-
 /// 200, 206, 304, 406, 412 or 416 for the regular file found at `path`.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn file(
@@ -73,88 +66,114 @@ pub(super) fn file(
 ) {
     let vary = !meta.sidecars.is_empty();
     let order = ctx.cache.options().precompressed;
-    let rep = match req.accept_encoding().choose(&order, meta.sidecars) {
-        Choice::Identity => identity(meta, src),
+    // The representation: the file itself or a sidecar, described by its own metadata.
+    let side: FileMeta;
+    let (rep, src, coding) = match req.accept_encoding().choose(&order, meta.sidecars) {
+        Choice::Identity => (meta, src, None),
         Choice::Coded(coding) => match sidecar(ctx, bufs, path, coding) {
-            Some((meta, src)) => Representation {
-                meta,
-                src,
-                coding: Some(coding),
-            },
-            None => identity(meta, src),
+            Some((m, s)) => {
+                side = m;
+                (&side, s, Some(coding))
+            }
+            None => (meta, src, None),
         },
         Choice::NotAcceptable => {
             return error_answer(c, out, ctx, bufs, 406, vary, None, p, after, line);
         }
     };
-    let etag = match rep.coding {
-        Some(coding) => rep.meta.etag.coded(coding),
-        None => rep.meta.etag,
+    let etag = match coding {
+        Some(coding) => rep.etag.coded(coding),
+        None => rep.etag,
     };
     let etag = etag.as_bytes();
     let date = *ctx.date.text();
     let site = ctx.site;
     let mut h = ResponseHead::new(200, &date, p);
-    h.last_modified = Some(&rep.meta.last_modified);
+    h.last_modified = Some(&rep.last_modified);
     h.etag = Some(etag);
     h.vary = vary;
-    h.content_encoding = rep.coding;
+    h.content_encoding = coding;
     h.cache_control = crate::site::cache_control(&site.cache_rules, path);
     h.extra = &site.headers;
-    let mtime = rep.meta.mtime;
-    if precondition_fails(req.if_match(), req.if_unmodified_since(), etag, mtime) {
-        return error_answer(c, out, ctx, bufs, 412, vary, None, p, after, line);
-    }
-    if not_modified(req.if_none_match(), req.if_modified_since(), etag, mtime) {
-        h.status = 304;
-        let n = write_head(out, &h).unwrap_or(0);
-        return plan(c, ctx, 304, n, Outgoing::Nothing, after, line);
-    }
-    let size = rep.meta.size;
-    let validated = req
-        .if_range()
-        .is_none_or(|v| if_range_holds(v, etag, mtime));
-    let range = match (req.method, req.range()) {
-        (Method::Get, Some(r)) if validated => evaluate(r, size),
-        _ => RangeAnswer::Full,
-    };
-    let (first, end) = match range {
-        RangeAnswer::Full => (0, size),
-        RangeAnswer::Partial { first, last } => {
-            h.status = 206;
-            h.content_range = Some(ContentRange::Bytes {
-                first,
-                last,
-                len: size,
-            });
-            (first, last + 1)
+    let size = rep.size;
+    // No validator and no Range (the usual request): the full 200, nothing to evaluate.
+    let (first, end) = if req.conditional() {
+        match evaluate_conditions(req, etag, rep.mtime, size) {
+            Conditions::Failed => {
+                return error_answer(c, out, ctx, bufs, 412, vary, None, p, after, line);
+            }
+            Conditions::NotModified => {
+                h.status = 304;
+                let n = write_head(out, &h).unwrap_or(0);
+                return plan(c, ctx, 304, n, Outgoing::Nothing, after, line);
+            }
+            Conditions::Unsatisfiable => {
+                let len = Some(size);
+                return error_answer(c, out, ctx, bufs, 416, vary, len, p, after, line);
+            }
+            Conditions::Full => (0, size),
+            Conditions::Partial { first, last } => {
+                h.status = 206;
+                h.content_range = Some(ContentRange::Bytes {
+                    first,
+                    last,
+                    len: size,
+                });
+                (first, last + 1)
+            }
         }
-        RangeAnswer::Unsatisfiable => {
-            let len = Some(size);
-            return error_answer(c, out, ctx, bufs, 416, vary, len, p, after, line);
-        }
+    } else {
+        (0, size)
     };
     h.content_type = Some(meta.mime);
     h.content_length = Some(end - first);
     h.accept_ranges = true;
     // A full 200 of a cached file as itself: the cache rendered these lines already.
-    h.file_lines = match (&rep.src, rep.coding, h.status) {
+    h.file_lines = match (&src, coding, h.status) {
         (Source::Cached(index), None, 200) => ctx.cache.file_lines(*index),
         _ => None,
     };
     let n = write_head(out, &h).unwrap_or(0);
     let body = match req.method {
         Method::Head => Outgoing::Nothing,
-        _ => outgoing(ctx, rep.src, first, end),
+        _ => outgoing(ctx, src, first, end),
     };
     plan(c, ctx, h.status, n, body, after, line);
 }
 
-fn identity(meta: &FileMeta, src: Source) -> Representation {
-    Representation {
-        meta: *meta,
-        src,
-        coding: None,
+/// What the validators and Range make of a representation (RFC 9110 §13.2.2).
+enum Conditions {
+    /// 412.
+    Failed,
+    /// 304.
+    NotModified,
+    /// 416.
+    Unsatisfiable,
+    /// 200 with every byte.
+    Full,
+    /// 206 with bytes `first..=last`.
+    Partial { first: u64, last: u64 },
+}
+
+/// If-Match, else If-Unmodified-Since (412); then If-None-Match, else If-Modified-Since
+/// (304); then Range (GET only) subject to If-Range, over `size` bytes.
+fn evaluate_conditions(req: &Request<'_, '_>, etag: &[u8], mtime: i64, size: u64) -> Conditions {
+    if precondition_fails(req.if_match(), req.if_unmodified_since(), etag, mtime) {
+        return Conditions::Failed;
+    }
+    if not_modified(req.if_none_match(), req.if_modified_since(), etag, mtime) {
+        return Conditions::NotModified;
+    }
+    let validated = req
+        .if_range()
+        .is_none_or(|v| if_range_holds(v, etag, mtime));
+    match (req.method, req.range()) {
+        (Method::Get, Some(r)) if validated => match evaluate(r, size) {
+            RangeAnswer::Full => Conditions::Full,
+            RangeAnswer::Partial { first, last } => Conditions::Partial { first, last },
+            RangeAnswer::Unsatisfiable => Conditions::Unsatisfiable,
+        },
+        _ => Conditions::Full,
     }
 }
 

@@ -54,6 +54,8 @@ impl Span {
 }
 
 /// The single-valued fields the server reads raw, in the order of [`KnownFields::raw`].
+/// `Range` to `IfUnmodifiedSince` stay together: `Request::conditional` reads them as one
+/// run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Raw {
     Host,

@@ -222,6 +222,14 @@ impl<'b> Request<'b, '_> {
         accepted
     }
 
+    /// Whether `Range`, `If-Range` or any validator came (`If-Match`, `If-None-Match`,
+    /// `If-Modified-Since`, `If-Unmodified-Since`): without them a file's answer is its
+    /// full 200, decided without reading any of them.
+    pub fn conditional(&self) -> bool {
+        let (first, last) = (Raw::Range as usize, Raw::IfUnmodifiedSince as usize);
+        self.raw[first..=last].iter().any(|s| s.present())
+    }
+
     fn raw(&self, which: Raw) -> Option<&'b [u8]> {
         self.raw[which as usize].get(self.buf)
     }
@@ -492,6 +500,34 @@ mod tests {
             assert_eq!(lines(ae), added(ae), "{ae:?}");
         }
         assert_ne!(lines(&["br;q=0", "br"]), added(&["br"]));
+    }
+
+    /// `conditional` is true exactly when one of the six fields came, whatever else did.
+    #[test]
+    fn conditional_means_a_validator_or_range() {
+        let conditional = |extra: &str| {
+            let head = format!("GET / HTTP/1.1\r\nHost: h\r\n{extra}\r\n");
+            let mut slots = Fields::<MAX_FIELDS>::new();
+            let mut path = [0u8; 64];
+            match parse_request(head.as_bytes(), &mut slots, &mut path) {
+                Ok(Status::Complete(r)) => r.conditional(),
+                other => panic!("{other:?}"),
+            }
+        };
+        let plain = "Expect: 100-continue\r\nAccept-Encoding: gzip\r\nX-Range: 1\r\n";
+        assert!(!conditional(""));
+        assert!(!conditional(plain));
+        for field in [
+            "Range: bytes=0-1",
+            "If-Range: \"a\"",
+            "If-Match: *",
+            "If-None-Match: \"a\"",
+            "If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT",
+            "if-unmodified-since: Sun, 06 Nov 1994 08:49:37 GMT",
+        ] {
+            assert!(conditional(&format!("{field}\r\n")), "{field}");
+            assert!(conditional(&format!("{plain}{field}\r\n")), "{field}");
+        }
     }
 
     #[test]

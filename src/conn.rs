@@ -284,27 +284,26 @@ pub fn abandon(c: &mut Conn, buf: &[u8], ctx: &mut Ctx<'_>) {
     logged::end(c, &buf[receive_at(buf)..], ctx, true);
 }
 
-/// The loop found the header deadline passed; it closes the slot after this. A
-/// connection that began a head, or was discarding a body, is answered 408 as a refused
-/// head is (`respond::timed_out`): sent as far as the socket takes it now, its log line
-/// written, the write side shut; a 408 not wholly sent is logged as cut short by
-/// [`abandon`]. A PROXY header never completed closes without a response, counted.
-pub fn header_timeout(c: &mut Conn, buf: &mut [u8], ctx: &mut Ctx<'_>, s: &mut Scratch) {
-    let Some(sock) = c.fd.take() else {
-        return;
-    };
-    let started = !c.idle() || matches!(c.awaiting, Awaiting::Body { .. });
+/// The loop found the header deadline passed. A connection that began a head, or was
+/// discarding a body, is answered 408 as a refused head is (`respond::timed_out`): the
+/// answer is planned and `true` returned, and the loop then drives the connection, which
+/// sends it like any other closing response (what the socket does not take at once under
+/// the send deadline, then the linger before the close). Otherwise `false`: the loop
+/// closes the slot; a PROXY header never completed is counted.
+pub fn header_timeout(c: &mut Conn, buf: &mut [u8], ctx: &mut Ctx<'_>, s: &mut Scratch) -> bool {
+    if c.fd.is_none() {
+        return false;
+    }
     if c.awaiting == Awaiting::Proxy {
         crate::stats::add(&ctx.counters.proxy_refused, 1);
-    } else if started {
+        return false;
+    }
+    let started = !c.idle() || matches!(c.awaiting, Awaiting::Body { .. });
+    if started {
         let (out, inb) = areas(buf);
         respond::timed_out(c, out, &inb[..c.in_len], ctx, s);
-        if let Sent::Done = send_some(sock.as_fd(), c, out, ctx, &mut Budget::fresh()) {
-            logged::end(c, inb, ctx, false);
-        }
-        let _ = rustix::net::shutdown(&sock, Shutdown::Write);
     }
-    c.fd = Some(sock);
+    started
 }
 
 /// Per-worker state every connection uses.

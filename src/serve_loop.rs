@@ -574,14 +574,18 @@ impl<'a> Loop<'a> {
         }
     }
 
-    /// Closes every connection whose deadline passed; a head that timed out gets a 408.
+    /// Closes every connection whose deadline passed; a head that timed out gets a 408,
+    /// sent as any closing response is (driven from here on).
     fn expire(&mut self) {
         while let Some((slot, kind)) = self.ctx.timers.pop_expired(self.ctx.now_ms) {
             if kind == Kind::Header {
                 let i = slot as usize;
                 let buf = slot_area(&mut self.arena, self.slot_bytes, i);
                 let (c, ctx) = (&mut self.slots[i].conn, &mut self.ctx);
-                conn::header_timeout(c, buf, ctx, &mut self.scratch);
+                if conn::header_timeout(c, buf, ctx, &mut self.scratch) {
+                    self.drive(slot);
+                    continue;
+                }
             }
             self.close(slot);
         }

@@ -565,6 +565,31 @@ fn the_header_timeout_408_carries_its_error_page() {
     assert!(r.text().contains("408 Request Timeout"), "{}", r.text());
 }
 
+/// A 408 page larger than the socket takes at once is sent whole, as any response is:
+/// the rest under the send deadline, then the close.
+#[test]
+fn a_large_408_page_is_sent_whole() {
+    let site = site_with_sidecars("bin-errpage408-large");
+    // Larger than loopback's default send and receive buffers together (tcp_wmem and
+    // tcp_rmem maxima of 4 and 6 MiB), so the first pass cannot take it all.
+    let page: Vec<u8> = (0..24 << 20).map(|i: u32| b'a' + (i % 26) as u8).collect();
+    std::fs::write(site.root.join("slow.html"), &page).unwrap();
+    let srv = serve(
+        &site,
+        &[
+            "--header-timeout",
+            "300ms",
+            "--error-page",
+            "408=/slow.html",
+        ],
+    );
+    let r = exchange(srv.addr, "GET /hello.txt HTTP/1.1\r\nHost: t\r\n");
+    assert_eq!(r.status, 408);
+    assert_eq!(r.header("content-length"), Some("25165824"));
+    assert_eq!(r.body.len(), page.len());
+    assert!(r.body == page, "the page's bytes, in order");
+}
+
 /// A file that is also an error page keeps its sidecars whichever way it was loaded
 /// first into the cache.
 #[test]

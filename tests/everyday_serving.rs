@@ -542,16 +542,7 @@ fn error_pages_keep_the_status_and_fall_back_to_the_builtin_page() {
 #[test]
 fn the_header_timeout_408_carries_its_error_page() {
     let site = site_with_sidecars("bin-errpage408");
-    std::fs::write(site.root.join("slow.html"), "<p>too slow</p>").unwrap();
-    let srv = serve(
-        &site,
-        &[
-            "--header-timeout",
-            "300ms",
-            "--error-page",
-            "408=/slow.html",
-        ],
-    );
+    let srv = serve_with_408_page(&site, b"<p>too slow</p>");
     let started = std::time::Instant::now();
     let r = exchange(srv.addr, "GET /hello.txt HTTP/1.1\r\nHost: t\r\n");
     assert_eq!((r.status, r.text().as_str()), (408, "<p>too slow</p>"));
@@ -565,6 +556,18 @@ fn the_header_timeout_408_carries_its_error_page() {
     assert!(r.text().contains("408 Request Timeout"), "{}", r.text());
 }
 
+/// A server with a 300 ms header timeout whose 408 page is `page`.
+fn serve_with_408_page(site: &Site, page: &[u8]) -> Server {
+    std::fs::write(site.root.join("slow.html"), page).unwrap();
+    let flags = [
+        "--header-timeout",
+        "300ms",
+        "--error-page",
+        "408=/slow.html",
+    ];
+    serve(site, &flags)
+}
+
 /// A 408 page larger than the socket takes at once is sent whole, as any response is:
 /// the rest under the send deadline, then the close.
 #[test]
@@ -573,16 +576,7 @@ fn a_large_408_page_is_sent_whole() {
     // Larger than loopback's default send and receive buffers together (tcp_wmem and
     // tcp_rmem maxima of 4 and 6 MiB), so the first pass cannot take it all.
     let page: Vec<u8> = (0..24 << 20).map(|i: u32| b'a' + (i % 26) as u8).collect();
-    std::fs::write(site.root.join("slow.html"), &page).unwrap();
-    let srv = serve(
-        &site,
-        &[
-            "--header-timeout",
-            "300ms",
-            "--error-page",
-            "408=/slow.html",
-        ],
-    );
+    let srv = serve_with_408_page(&site, &page);
     let r = exchange(srv.addr, "GET /hello.txt HTTP/1.1\r\nHost: t\r\n");
     assert_eq!(r.status, 408);
     assert_eq!(r.header("content-length"), Some("25165824"));

@@ -34,6 +34,11 @@ per-request PORT *SERVER:
 serve-instructions *WORKLOADS:
     scripts/serve-instructions.sh {{WORKLOADS}}
 
+# The responder sending steerd's own response, and doing N steps of work per request:
+# the price of a real head and of a server's own work here (alternating A/B; not CI).
+responder-calibration *SPINS:
+    scripts/responder-calibration.sh {{SPINS}}
+
 # steerd against nginx and the reference responder (alternating A/B, minutes; not CI).
 bench-vs-nginx:
     scripts/bench-vs-nginx.sh

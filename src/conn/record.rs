@@ -18,8 +18,10 @@ pub(super) struct Line<'a> {
 }
 
 /// Records the plan on the connection, counts it and starts its log line (written when
-/// the response ends). A HEAD drops the body here, for every status.
+/// the response ends). A HEAD drops the body here, for every status. Inlined into each
+/// answer: a call would spill its seven arguments for a few stores.
 #[allow(clippy::too_many_arguments)]
+#[inline]
 pub(super) fn plan(
     c: &mut Conn,
     ctx: &mut Ctx<'_>,

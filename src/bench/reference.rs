@@ -48,32 +48,55 @@ const RESPONSE_MAX: u64 = 64 * 1024;
 /// What every thread answers with.
 #[derive(Clone)]
 struct Answer {
-    /// The whole response sent per request head.
-    bytes: Arc<[u8]>,
+    /// `--response FILE`'s bytes, sent whole per request head; `None`: the canned
+    /// response of the mode, a constant (so its copy stays a few moves, as it always was).
+    file: Option<Arc<[u8]>>,
     /// Busy-work iterations before each response.
     spin: u64,
 }
 
 impl Answer {
-    /// N iterations the compiler cannot remove (`black_box` on every step).
-    #[inline(never)]
+    /// Appends one keep-alive response to `out`.
+    #[inline(always)]
+    fn put(&self, out: &mut Vec<u8>) {
+        match &self.file {
+            None => out.extend_from_slice(KEEP_ALIVE),
+            Some(bytes) => out.extend_from_slice(bytes),
+        }
+    }
+
+    /// The bytes of one response that closes.
+    fn closing(&self) -> &[u8] {
+        self.file.as_deref().unwrap_or(CLOSE)
+    }
+
+    /// The `--spin` work before a response: one test when there is none, so the plain
+    /// responder stays the floor it was.
+    #[inline(always)]
     fn work(&self) {
-        for i in 0..self.spin {
-            std::hint::black_box(i);
+        if self.spin != 0 {
+            spin(self.spin);
         }
     }
 }
 
-/// The canned response for the mode, or `--response FILE`'s bytes, checked to be one
+/// `n` iterations the compiler cannot remove (`black_box` on every step).
+#[inline(never)]
+fn spin(n: u64) {
+    for i in 0..n {
+        std::hint::black_box(i);
+    }
+}
+
+/// The canned response of the mode, or `--response FILE`'s bytes, checked to be one
 /// HTTP/1.1 response head (its body is the sender's business).
 fn answer_of(args: &ResponderArgs) -> Result<Answer, String> {
-    let bytes: Arc<[u8]> = match &args.response {
-        None if args.close => CLOSE.into(),
-        None => KEEP_ALIVE.into(),
-        Some(path) => read_response(path)?.into(),
+    let file = match &args.response {
+        None => None,
+        Some(path) => Some(read_response(path)?.into()),
     };
     Ok(Answer {
-        bytes,
+        file,
         spin: args.spin,
     })
 }
@@ -199,6 +222,7 @@ fn run_thread(cpu: CpuId, listener: OwnedFd, close: bool, answer: Answer) -> Res
 /// accept4, read, write, close: the request is already there (TCP_DEFER_ACCEPT).
 fn close_loop(listener: &OwnedFd, answer: &Answer) -> Result<(), String> {
     let mut buf = [0u8; 4096];
+    let response = answer.closing();
     loop {
         let conn = match rustix::net::accept_with(listener, SocketFlags::CLOEXEC) {
             Ok(c) => c,
@@ -207,7 +231,7 @@ fn close_loop(listener: &OwnedFd, answer: &Answer) -> Result<(), String> {
         };
         if matches!(rustix::io::read(&conn, &mut buf), Ok(n) if n > 0) {
             answer.work();
-            let _ = rustix::net::send(&conn, &answer.bytes, rustix::net::SendFlags::NOSIGNAL);
+            let _ = rustix::net::send(&conn, response, rustix::net::SendFlags::NOSIGNAL);
         }
     }
 }
@@ -227,7 +251,8 @@ fn keep_alive_loop(listener: OwnedFd, answer: &Answer) -> Result<(), String> {
     let mut conns: Vec<Option<(OwnedFd, u8)>> = Vec::new();
     let mut events: Vec<epoll::Event> = Vec::with_capacity(256);
     let mut buf = vec![0u8; 16 * 1024];
-    let mut out: Vec<u8> = Vec::with_capacity(answer.bytes.len() * 64);
+    let one = answer.file.as_ref().map_or(KEEP_ALIVE.len(), |f| f.len());
+    let mut out: Vec<u8> = Vec::with_capacity(one * 64);
     loop {
         events.clear();
         match epoll::wait(&ep, rustix::buffer::spare_capacity(&mut events), None) {
@@ -252,7 +277,7 @@ fn keep_alive_loop(listener: OwnedFd, answer: &Answer) -> Result<(), String> {
             out.clear();
             for _ in 0..heads {
                 answer.work();
-                out.extend_from_slice(&answer.bytes);
+                answer.put(&mut out);
             }
             let ok = n > 0 && (out.is_empty() || rustix::io::write(&*fd, &out).is_ok());
             if !ok {

@@ -55,6 +55,7 @@ use crate::http::{find_head_end, Status, MAX_HEAD, MAX_TARGET};
 use crate::site::SiteRules;
 use crate::stats::WorkerCounters;
 use crate::timers::{Kind, Timers};
+use core::sync::atomic::Ordering::Relaxed;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::io::{Errno, IoSlice};
 use rustix::net::{SendAncillaryBuffer, SendFlags, Shutdown};
@@ -295,7 +296,7 @@ pub fn header_timeout(c: &mut Conn, buf: &mut [u8], ctx: &mut Ctx<'_>, s: &mut S
         return false;
     }
     if c.awaiting == Awaiting::Proxy {
-        crate::stats::add(&ctx.counters.proxy_refused, 1);
+        ctx.counters.proxy_refused.fetch_add(1, Relaxed);
         return false;
     }
     let started = !c.idle() || matches!(c.awaiting, Awaiting::Body { .. });
@@ -636,7 +637,7 @@ fn blank(bytes: &[u8]) -> bool {
 
 /// A missing, bad or truncated PROXY header: close without a response, counted.
 fn refuse_proxy(ctx: &Ctx<'_>) -> Next {
-    crate::stats::add(&ctx.counters.proxy_refused, 1);
+    ctx.counters.proxy_refused.fetch_add(1, Relaxed);
     Next::Close
 }
 
@@ -788,7 +789,7 @@ fn send_some(
             Ok(Some(n)) => {
                 progressed = true;
                 budget.spend_bytes(n);
-                crate::stats::add(&ctx.counters.bytes_sent, n as u64);
+                ctx.counters.bytes_sent.fetch_add(n as u64, Relaxed);
                 advance_sent(c, n);
                 // Nearly every small response leaves in one call: done without another
                 // pass to find nothing left.
@@ -892,7 +893,6 @@ fn advance_sent(c: &mut Conn, mut n: usize) {
 mod tests {
     use super::*;
     use crate::files::cache::CacheConfig;
-    use core::sync::atomic::Ordering::Relaxed;
     use std::io::{Read, Write};
     use std::os::unix::net::UnixStream;
 

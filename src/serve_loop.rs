@@ -45,6 +45,7 @@ use crate::files::FileOptions;
 use crate::http::date::DateCache;
 use crate::site::SiteRules;
 use crate::timers::{Kind, Timers};
+use core::sync::atomic::Ordering::Relaxed;
 use rustix::fd::AsFd;
 use rustix::io::Errno;
 use rustix::net::{Shutdown, SocketFlags};
@@ -413,7 +414,7 @@ impl<'a> Loop<'a> {
             .get(token.slot as usize)
             .is_some_and(|s| s.generation == token.generation && s.conn.awaiting != Awaiting::Free);
         if !live {
-            crate::stats::add(&self.ctx.counters.stale_events, 1);
+            self.ctx.counters.stale_events.fetch_add(1, Relaxed);
             return;
         }
         let c = &mut self.slots[token.slot as usize].conn;
@@ -455,17 +456,17 @@ impl<'a> Loop<'a> {
 
     fn accepted(&mut self, slot: u32, fd: OwnedFd, addr: Option<rustix::net::SocketAddrAny>) {
         let counters = self.ctx.counters;
-        crate::stats::add(&counters.accepted, 1);
+        counters.accepted.fetch_add(1, Relaxed);
         let local = rustix::net::sockopt::socket_incoming_cpu(&fd) == Ok(self.cpu);
         if local {
-            crate::stats::add(&counters.local, 1);
+            counters.local.fetch_add(1, Relaxed);
         }
         let peer = addr.and_then(|a| std::net::SocketAddr::try_from(a).ok());
         let peer = peer.map(|a| a.ip());
         let trusted = peer.is_some_and(|ip| Cidr::any_contains(self.trusted, ip));
         if self.proxy_protocol && !trusted {
             // Only a trusted proxy may send a PROXY header: close before reading a byte.
-            crate::stats::add(&counters.proxy_refused, 1);
+            counters.proxy_refused.fetch_add(1, Relaxed);
             self.free.push(slot);
             return;
         }
@@ -475,7 +476,7 @@ impl<'a> Loop<'a> {
             forwarded: trusted && !self.proxy_protocol,
             proxy_header: self.proxy_protocol,
         };
-        crate::stats::add(&counters.open, 1);
+        counters.open.fetch_add(1, Relaxed);
         self.open += 1;
         // The header deadline is armed only if the request has to be waited for.
         self.slots[slot as usize].open(fd, arrival);
@@ -565,7 +566,7 @@ impl<'a> Loop<'a> {
         s.release(&mut self.ctx.cache);
         self.free.push(slot);
         self.open -= 1;
-        crate::stats::sub(&self.ctx.counters.open, 1);
+        self.ctx.counters.open.fetch_sub(1, Relaxed);
     }
 
     fn close_all(&mut self) {
@@ -600,7 +601,7 @@ impl<'a> Loop<'a> {
     }
 
     fn pause(&mut self) {
-        crate::stats::add(&self.ctx.counters.accept_pauses, 1);
+        self.ctx.counters.accept_pauses.fetch_add(1, Relaxed);
         self.resume_at = self.ctx.now_ms + ms(self.tuning.accept_pause);
         if self.accepting {
             self.accepting = false;
@@ -668,7 +669,6 @@ fn is_queued(slots: &[Slot], token: Token) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use core::sync::atomic::Ordering::Relaxed;
     use std::net::{TcpListener, TcpStream};
 
     #[test]

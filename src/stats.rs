@@ -7,10 +7,8 @@
 //! workers (the serve loop) and the master (respawns, and resetting a dead worker's
 //! open-connections gauge) do.
 //!
-//! Each block has one writer at a time: its worker (through [`add`] and [`sub`]), or the
-//! master for `respawns` and for zeroing `open` once no live process counts there. So a
-//! count needs no read-modify-write instruction, only a relaxed load and store; the
-//! counters are statistics, not synchronisation.
+//! Workers only ever `fetch_add` their own block with `Relaxed` ordering: the counters are
+//! statistics, not synchronisation.
 //!
 //! Metric names and labels are an interface (dashboards and `steerd bench` read them):
 //! `steerd_connections_accepted_total{worker="0",cpu="0",node="0"}` and the rest below.
@@ -141,21 +139,6 @@ struct Family {
     read: fn(&WorkerCounters) -> u64,
 }
 
-/// Adds `n` to a counter of the caller's own block. One writer per block (module doc), so
-/// a relaxed load and store suffice: each is atomic (a reader sees the old total or the
-/// new one), and neither is x86's `lock`-prefixed add nor arm's exclusive pair, which
-/// cost a keep-alive request two such instructions (perf, docs/benchmarks.md).
-#[inline]
-pub fn add(c: &AtomicU64, n: u64) {
-    c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
-}
-
-/// Subtracts `n` from a counter of the caller's own block (the `open` gauge); as [`add`].
-#[inline]
-pub fn sub(c: &AtomicU64, n: u64) {
-    c.store(c.load(Ordering::Relaxed).wrapping_sub(n), Ordering::Relaxed);
-}
-
 fn load(c: &AtomicU64) -> u64 {
     c.load(Ordering::Relaxed)
 }
@@ -278,17 +261,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn add_and_sub_keep_a_running_total() {
-        let c = AtomicU64::new(0);
-        add(&c, 5);
-        add(&c, 2);
-        sub(&c, 3);
-        assert_eq!(load(&c), 4);
-        sub(&c, 4);
-        assert_eq!(load(&c), 0);
-    }
-
-    #[test]
     fn shared_counters_survive_fork() {
         use crate::sys::{exit_now, fork, Forked};
         let shared = SharedCounters::new(3).expect("mmap");
@@ -300,8 +272,7 @@ mod tests {
         match fork().expect("fork") {
             Forked::Child => {
                 let block = shared.get(2).expect("block");
-                add(&block.accepted, 3);
-                add(&block.accepted, 4);
+                block.accepted.fetch_add(7, Ordering::Relaxed);
                 exit_now(0);
             }
             Forked::Parent(pid) => {

@@ -17,6 +17,7 @@ use crate::client_addr::forwarded_for;
 use crate::config::LogFormat;
 use crate::http::Header;
 use crate::log_line::{Record, RequestLine};
+use core::sync::atomic::Ordering::Relaxed;
 use std::net::IpAddr;
 
 /// Where the response head of `c`, when spilled (too long for the head area), starts in
@@ -154,7 +155,7 @@ pub fn end(c: &mut Conn, inb: &[u8], ctx: &mut Ctx<'_>, cut_short: bool) {
     }
     c.responding = false;
     if cut_short {
-        crate::stats::add(&ctx.counters.cut_short, 1);
+        ctx.counters.cut_short.fetch_add(1, Relaxed);
     }
     if c.pending.is_some() {
         write_line(c, inb, ctx, cut_short);

@@ -7,6 +7,7 @@
 
 use super::logged::{self, Request as Logged};
 use super::{After, Awaiting, Conn, Ctx, Outgoing};
+use core::sync::atomic::Ordering::Relaxed;
 
 /// The parts of a request the log and the persistence rule need.
 pub(super) struct Line<'a> {
@@ -40,6 +41,6 @@ pub(super) fn plan(
     c.after = after;
     c.awaiting = Awaiting::Send;
     let class = usize::from(status / 100).clamp(1, 5) - 1;
-    crate::stats::add(&ctx.counters.responses[class], 1);
+    ctx.counters.responses[class].fetch_add(1, Relaxed);
     logged::begin(c, ctx, status, &line.log);
 }

@@ -358,6 +358,34 @@ fn header_timeout_gives_408_and_close_and_idle_keepalive_closes() {
     );
 }
 
+/// The deadline passing while a GET's body is being discarded: the 408 is read whole
+/// even though the client sends more of the body after it, because the server lingers
+/// (reads and drops) instead of closing with input unread, which would reset the
+/// connection and throw the 408 away in the client's receive queue.
+#[test]
+fn a_408_while_discarding_a_body_lingers() {
+    let site = Site::new("timeout-body");
+    let mut cfg = config(&site.root);
+    cfg.timeouts.header = Duration::from_millis(300);
+    let srv = InProc::start(cfg, Tuning::default());
+    let mut s = srv.connect();
+    s.write_all(b"GET /ten.bin HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\n0123")
+        .unwrap();
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    assert_eq!(read_response(&mut r, false).unwrap().status, 200);
+    // Past the deadline: the 408 is in our receive queue; then more body arrives. A
+    // server that closed answers those bytes with a reset, after which a further write
+    // fails; a lingering one reads and drops them.
+    std::thread::sleep(Duration::from_millis(700));
+    s.write_all(&[b'x'; 4096]).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let again = s.write_all(&[b'x'; 4096]);
+    assert!(again.is_ok(), "the server still reads the body: {again:?}");
+    let late = read_response(&mut r, false).expect("the 408, not a reset");
+    assert_eq!(late.status, 408);
+    assert_eq!(late.header("connection"), Some("close"));
+}
+
 #[test]
 fn counters_track_accepts_responses_and_bytes() {
     use std::sync::atomic::Ordering::Relaxed;

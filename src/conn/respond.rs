@@ -165,8 +165,11 @@ fn refuse(
 
 /// The header deadline passed with `inb` buffered (perhaps nothing, between a body's
 /// bytes): a 408 with the operator's `--error-page` for 408 when it can be served, else
-/// the built-in page, closing, logged like a refused head (the partial first line, `-`
-/// when none arrived).
+/// the built-in page, logged like a refused head (the partial first line, `-` when none
+/// arrived). It lingers before the close, whatever is buffered: the rest of the head, or
+/// of a body being discarded, may still be on its way, and a close with unread input
+/// would reset the connection and could destroy the 408 before it is read (RFC 9112
+/// §9.6).
 pub(super) fn timed_out(
     c: &mut Conn,
     out: &mut [u8],
@@ -174,7 +177,7 @@ pub(super) fn timed_out(
     ctx: &mut Ctx<'_>,
     s: &mut Scratch,
 ) {
-    let (p, after) = (Persist::Close, After::Close);
+    let (p, after) = (Persist::Close, After::Linger);
     let mut bufs = Bufs {
         open: &mut s.open,
         spill: &mut s.spill[..],

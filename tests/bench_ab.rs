@@ -176,6 +176,29 @@ fn responder_sends_the_response_file_after_its_spin() {
     assert_eq!(all, canned);
 }
 
+/// Responses the socket will not take whole are not cut silently: the responder closes
+/// the connection, so a client sees the end instead of a stream that lost its place.
+#[test]
+fn responder_closes_when_a_response_does_not_fit() {
+    let dir = tempdir("responder-big");
+    let file = dir.join("big.bin");
+    let body = vec![b'z'; 60 * 1024];
+    let mut big = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
+    big.extend_from_slice(&body);
+    std::fs::write(&file, &big).unwrap();
+    let r = responder(&["--response", file.to_str().unwrap()]);
+    let mut s = TcpStream::connect(("127.0.0.1", r.port)).unwrap();
+    // 200 heads in one write: 12 MB of responses, more than the socket buffers hold.
+    s.write_all(&b"GET / HTTP/1.1\r\n\r\n".repeat(200)).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut got = Vec::new();
+    s.read_to_end(&mut got)
+        .expect("the responder closed the connection");
+    assert!(got.len() < big.len() * 200, "{} bytes", got.len());
+    assert!(got.starts_with(&big), "whole responses first");
+}
+
 #[test]
 fn responder_refuses_a_response_file_that_is_not_one() {
     let dir = tempdir("responder-bad");

@@ -279,12 +279,39 @@ fn keep_alive_loop(listener: OwnedFd, answer: &Answer) -> Result<(), String> {
                 answer.work();
                 answer.put(&mut out);
             }
-            let ok = n > 0 && (out.is_empty() || rustix::io::write(&*fd, &out).is_ok());
+            let ok = n > 0 && (out.is_empty() || write_all(fd, &out));
             if !ok {
                 conns[slot] = None; // dropping the fd also removes it from the epoll set
             }
         }
     }
+}
+
+/// Writes all of `out`: one `write` as before in the usual case, the rest (if the socket
+/// took only part) out of line. A socket that will not take it now (a client not
+/// reading, or responses larger than its buffer) fails, and the caller closes the
+/// connection: the load generator then counts an error instead of reading a response
+/// cut short.
+#[inline(always)]
+fn write_all(fd: &OwnedFd, out: &[u8]) -> bool {
+    match rustix::io::write(fd, out) {
+        Ok(n) if n == out.len() => true,
+        Ok(0) | Err(_) => false,
+        Ok(n) => write_rest(fd, &out[n..]),
+    }
+}
+
+#[inline(never)]
+fn write_rest(fd: &OwnedFd, mut out: &[u8]) -> bool {
+    while !out.is_empty() {
+        match rustix::io::write(fd, out) {
+            Ok(0) => return false,
+            Ok(n) => out = &out[n..],
+            Err(Errno::INTR) => {}
+            Err(_) => return false,
+        }
+    }
+    true
 }
 
 fn accept_all(ep: &OwnedFd, listener: &OwnedFd, conns: &mut Vec<Option<(OwnedFd, u8)>>) {

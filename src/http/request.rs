@@ -317,11 +317,7 @@ pub fn parse_request<'b: 'p, 'p, const N: usize>(
         Err(kind) => return refuse(kind),
     };
     let base = buf.as_ptr() as usize;
-    let mut raw = fields.raw;
-    if let Some(authority) = target.authority {
-        raw[Raw::Host as usize] = Span::of(base, authority);
-    }
-    Ok(Status::Complete(Request {
+    let mut request = Request {
         buf,
         path,
         body,
@@ -330,14 +326,19 @@ pub fn parse_request<'b: 'p, 'p, const N: usize>(
         target: Span::of(base, head.target),
         // The target is at most MAX_TARGET (8192) bytes, so its "?" offset fits.
         path_len: head.path_len as u16,
-        raw,
+        raw: fields.raw,
         method,
         minor,
         keep_alive,
         expect_continue: minor == 1 && fields.expect_continue,
         accept: fields.accept,
         accept_many: fields.accept_lines > 1,
-    }))
+    };
+    // Patched after the copy rather than before: the spans are then copied once.
+    if let Some(authority) = target.authority {
+        request.raw[Raw::Host as usize] = Span::of(base, authority);
+    }
+    Ok(Status::Complete(request))
 }
 
 /// RFC 9112 §6.1 and §6.3: the body framing, or the framing error (always closing),

@@ -108,10 +108,11 @@ const KNOWN: [&[u8]; 12] = [
     b"if-unmodified-since",
 ];
 
-/// Indexed by name length (names of 32 bytes or more share the last entry, empty): bit
-/// `c & 31` is set for the first letter `c` of each known name of that length, so a
-/// letter in either case finds its bit. One test turns away most other names before
-/// the dispatch proper; a name it lets through by a collision is only compared.
+/// Indexed by name length modulo 32: bit `c & 31` is set for the first letter `c` of
+/// each known name of that length, so a letter in either case finds its bit. One test
+/// turns away most other names before the dispatch proper; a name it lets through by a
+/// collision (a name of 36 bytes indexes the entry of 4) is only compared, and the
+/// dispatch matches the exact length.
 const FIRST_LETTERS: [u32; 32] = {
     let mut t = [0; 32];
     let mut i = 0;
@@ -135,7 +136,7 @@ impl<'b> FieldSink<'b> for KnownFields {
         let Some(&first) = name.first() else {
             return;
         };
-        let letters = FIRST_LETTERS[name.len().min(31)];
+        let letters = FIRST_LETTERS[name.len() % 32];
         if letters >> (first & 31) & 1 == 0 {
             return;
         }
@@ -245,7 +246,7 @@ mod tests {
         for name in KNOWN {
             let upper = name.to_ascii_uppercase();
             for spelled in [name, &upper[..]] {
-                let letters = FIRST_LETTERS[spelled.len().min(31)];
+                let letters = FIRST_LETTERS[spelled.len() % 32];
                 assert_eq!(letters >> (spelled[0] & 31) & 1, 1, "{spelled:?}");
                 let mut fields = KnownFields::new(buf);
                 let before = format!("{:?}", Seen::of(&fields));

@@ -365,6 +365,11 @@ fn field_line(buf: &[u8], start: usize) -> Step<Header<'_>> {
     let Some(cr) = value_end(buf, colon + 1)? else {
         return Ok(None);
     };
+    match buf.get(cr + 1) {
+        None => return Ok(None),
+        Some(b'\n') => {}
+        Some(_) => return Err(ErrorKind::BareLineEnd),
+    }
     Ok(Some((
         Header {
             name: &buf[start..colon],

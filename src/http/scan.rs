@@ -12,7 +12,7 @@
 //! non-zero iff some byte of `w` is below `n`, and its lowest set bit marks the first
 //! such byte exactly (a borrow only corrupts the bytes above a true hit). Bytes >= 0x80
 //! (`obs-text`) never trip either test. When a step trips, the first flagged byte is
-//! looked at alone: CR LF ends the value, HTAB is allowed, anything else is an error. The
+//! looked at alone: CR ends the value, HTAB is allowed, anything else is an error. The
 //! tail shorter than a word goes byte by byte through the same table, which is the naive
 //! oracle the property test compares against.
 //!
@@ -153,23 +153,18 @@ fn sse2_controls(bytes: &[u8; 16]) -> u32 {
     }
 }
 
-/// Offset of the CRLF that ends the field value starting at `at` (both bytes checked
-/// by one 2-byte compare in the usual case). `Ok(None)`: the buffer ends first. LF, or
-/// CR followed by anything but LF, gives `BareLineEnd`; another control or DEL gives
-/// `BadFieldValue` (RFC 9110 §5.5; RFC 9112 §2.2).
+/// Offset of the CR that ends the field value starting at `at`.
+/// `Ok(None)`: the buffer ends first. LF gives `BareLineEnd`; another control or DEL
+/// gives `BadFieldValue` (RFC 9110 §5.5; RFC 9112 §2.2).
 #[inline(always)]
 pub fn value_end(buf: &[u8], mut at: usize) -> Result<Option<usize>, ErrorKind> {
     loop {
         at = skip_plain(buf, at);
-        if let Some(&[b'\r', b'\n']) = buf.get(at..at + 2) {
-            return Ok(Some(at));
-        }
         let Some(&b) = buf.get(at) else {
             return Ok(None);
         };
         match b {
-            b'\r' if at + 1 == buf.len() => return Ok(None),
-            b'\r' => return Err(ErrorKind::BareLineEnd),
+            b'\r' => return Ok(Some(at)),
             b'\n' => return Err(ErrorKind::BareLineEnd),
             _ if FIELD_VALUE[b as usize] => at += 1,
             _ => return Err(ErrorKind::BadFieldValue),
@@ -386,13 +381,7 @@ mod tests {
     fn value_end_naive(buf: &[u8], at: usize) -> Result<Option<usize>, ErrorKind> {
         for (i, &b) in buf.iter().enumerate().skip(at) {
             match b {
-                b'\r' => {
-                    return match buf.get(i + 1) {
-                        None => Ok(None),
-                        Some(b'\n') => Ok(Some(i)),
-                        Some(_) => Err(ErrorKind::BareLineEnd),
-                    }
-                }
+                b'\r' => return Ok(Some(i)),
                 b'\n' => return Err(ErrorKind::BareLineEnd),
                 _ if FIELD_VALUE[b as usize] => {}
                 _ => return Err(ErrorKind::BadFieldValue),

@@ -3,10 +3,10 @@
 //! Stage: a [`FieldSink`] that `parse.rs` calls once per field line, so the semantic
 //! layer needs no second walk over the slots. Input: a field name and its value (both
 //! already valid tokens and bytes). Output: [`KnownFields`], the Host value, the other
-//! raw values as [`Span`]s of the receive buffer, Content-Length, the transfer codings, the connection options
-//! and where the `Accept-Encoding` lines are,
-//! and the first framing or repetition error. What they add up to (the body framing,
-//! Host syntax, ranges, validators) is decided later by the caller.
+//! raw values as [`Span`]s of the receive buffer, Content-Length, the transfer codings,
+//! the connection options and where the `Accept-Encoding` lines are, and the first
+//! framing or repetition error. What they add up to (the body framing, Host syntax,
+//! ranges, validators) is decided later by the caller.
 //!
 //! Errors wait: a framing error (always closing) is kept and the field lines after it
 //! are not looked at, a repeated single-valued field is kept as the first such error;

@@ -2,11 +2,11 @@
 //!
 //! Stage: a [`FieldSink`] that `parse.rs` calls once per field line, so the semantic
 //! layer needs no second walk over the slots. Input: a field name and its value (both
-//! already valid tokens and bytes). Output: [`KnownFields`], the raw values as [`Span`]s
-//! of the receive buffer, Content-Length, the transfer codings, the connection options
-//! and where the `Accept-Encoding` lines are,
-//! and the first framing or repetition error. What they add up to (the body framing,
-//! Host syntax, ranges, validators) is decided later by the caller.
+//! already valid tokens and bytes). Output: [`KnownFields`], the Host value, the other
+//! raw values as [`Span`]s of the receive buffer, Content-Length, the transfer codings,
+//! the connection options and where the `Accept-Encoding` lines are, and the first
+//! framing or repetition error. What they add up to (the body framing, Host syntax,
+//! ranges, validators) is decided later by the caller.
 //!
 //! Errors wait: a framing error (always closing) is kept and the field lines after it
 //! are not looked at, a repeated single-valued field is kept as the first such error;
@@ -53,12 +53,11 @@ impl Span {
     }
 }
 
-/// The single-valued fields the server reads raw, in the order of [`KnownFields::raw`].
-/// `Range` to `IfUnmodifiedSince` stay together: `Request::conditional` reads them as one
-/// run.
+/// The single-valued fields the server reads raw, in the order of [`KnownFields::raw`]
+/// (Host, read by every request, is kept as a slice: [`KnownFields::host`]). `Range` to
+/// `IfUnmodifiedSince` stay together: `Request::conditional` reads them as one run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Raw {
-    Host,
     Range,
     IfRange,
     IfMatch,
@@ -69,12 +68,15 @@ pub(crate) enum Raw {
 }
 
 /// How many [`Raw`] fields there are.
-pub(crate) const RAW: usize = 8;
+pub(crate) const RAW: usize = 7;
 
 /// The fields the server acts on, gathered while the head is tokenized.
-pub(crate) struct KnownFields {
+pub(crate) struct KnownFields<'b> {
     /// Address of the receive buffer, for [`Span::of`].
     base: usize,
+    /// The Host value: a slice, not a [`Span`], since every request's is checked and
+    /// kept (a span would be made at its line and read back at the end).
+    pub(crate) host: Option<&'b [u8]>,
     /// The raw single-valued fields, indexed by [`Raw`].
     pub(crate) raw: [Span; RAW],
     pub(crate) content_length: Option<u64>,
@@ -110,10 +112,11 @@ const KNOWN: [&[u8]; 12] = [
     b"if-unmodified-since",
 ];
 
-/// Indexed by name length (names of 32 bytes or more share the last entry, empty): bit
-/// `c & 31` is set for the first letter `c` of each known name of that length, so a
-/// letter in either case finds its bit. One test turns away most other names before
-/// the dispatch proper; a name it lets through by a collision is only compared.
+/// Indexed by name length modulo 32: bit `c & 31` is set for the first letter `c` of
+/// each known name of that length, so a letter in either case finds its bit. One test
+/// turns away most other names before the dispatch proper; a name it lets through by a
+/// collision (a name of 36 bytes indexes the entry of 4) is only compared, and the
+/// dispatch matches the exact length.
 const FIRST_LETTERS: [u32; 32] = {
     let mut t = [0; 32];
     let mut i = 0;
@@ -124,7 +127,7 @@ const FIRST_LETTERS: [u32; 32] = {
     t
 };
 
-impl<'b> FieldSink<'b> for KnownFields {
+impl<'b> FieldSink<'b> for KnownFields<'b> {
     /// Which known field `name` is (case-insensitive, RFC 9110 §5.1), and its value taken
     /// in. Most names are none: [`FIRST_LETTERS`] turns them away with one test and a
     /// branch the processor predicts (the `match` below compiles to a jump table, whose
@@ -137,13 +140,13 @@ impl<'b> FieldSink<'b> for KnownFields {
         let Some(&first) = name.first() else {
             return;
         };
-        let letters = FIRST_LETTERS[name.len().min(31)];
+        let letters = FIRST_LETTERS[name.len() % 32];
         if letters >> (first & 31) & 1 == 0 {
             return;
         }
         let is = |spelled: &[u8]| folded_eq(name, spelled);
         match (name.len(), first | 0x20) {
-            (4, b'h') if is(b"host") => self.once(Raw::Host, value),
+            (4, b'h') if is(b"host") => self.host(value),
             (5, b'r') if is(b"range") => self.once(Raw::Range, value),
             (6, b'e') if is(b"expect") => self.expect(value),
             (8, b'i') if is(b"if-range") => self.once(Raw::IfRange, value),
@@ -160,12 +163,13 @@ impl<'b> FieldSink<'b> for KnownFields {
     }
 }
 
-impl KnownFields {
+impl<'b> KnownFields<'b> {
     /// Nothing seen yet, for a head in `buf`.
     #[inline(always)]
-    pub(crate) fn new(buf: &[u8]) -> KnownFields {
+    pub(crate) fn new(buf: &[u8]) -> KnownFields<'b> {
         KnownFields {
             base: buf.as_ptr() as usize,
+            host: None,
             raw: [Span::default(); RAW],
             content_length: None,
             codings: Codings::default(),
@@ -184,13 +188,19 @@ impl KnownFields {
     fn once(&mut self, raw: Raw, value: &[u8]) {
         let slot = &mut self.raw[raw as usize];
         if slot.present() {
-            let kind = match raw {
-                Raw::Host => ErrorKind::BadHost,
-                _ => ErrorKind::RepeatedField,
-            };
-            self.repeated.get_or_insert(kind);
+            self.repeated.get_or_insert(ErrorKind::RepeatedField);
         } else {
             *slot = Span::of(self.base, value);
+        }
+    }
+
+    /// The Host line; a second one makes the host unknowable (RFC 9112 §3.2: 400).
+    #[inline(always)]
+    fn host(&mut self, value: &'b [u8]) {
+        if self.host.is_some() {
+            self.repeated.get_or_insert(ErrorKind::BadHost);
+        } else {
+            self.host = Some(value);
         }
     }
 
@@ -247,7 +257,7 @@ mod tests {
         for name in KNOWN {
             let upper = name.to_ascii_uppercase();
             for spelled in [name, &upper[..]] {
-                let letters = FIRST_LETTERS[spelled.len().min(31)];
+                let letters = FIRST_LETTERS[spelled.len() % 32];
                 assert_eq!(letters >> (spelled[0] & 31) & 1, 1, "{spelled:?}");
                 let mut fields = KnownFields::new(buf);
                 let before = format!("{:?}", Seen::of(&fields));
@@ -261,6 +271,7 @@ mod tests {
     #[derive(Debug)]
     #[allow(dead_code)]
     struct Seen {
+        host: Option<Vec<u8>>,
         raw: [Span; RAW],
         content_length: Option<u64>,
         codings: bool,
@@ -273,6 +284,7 @@ mod tests {
     impl Seen {
         fn of(f: &KnownFields) -> Seen {
             Seen {
+                host: f.host.map(<[u8]>::to_vec),
                 raw: f.raw,
                 content_length: f.content_length,
                 codings: f.codings.present(),

@@ -119,9 +119,9 @@ pub enum Body {
 }
 
 /// A validated request head. Slices borrow the receive buffer (`'b`) and, for a path
-/// that had to be decoded, the path buffer (`'p`). The raw field values are kept as
-/// offsets into the receive buffer and read through methods, which keeps the value
-/// small to build and to move.
+/// that had to be decoded, the path buffer (`'p`). The raw field values but the host
+/// are kept as offsets into the receive buffer and read through methods, which keeps
+/// the value small to build and to move.
 #[derive(Clone, Copy)]
 pub struct Request<'b, 'p> {
     /// The receive buffer the head was parsed from.
@@ -139,8 +139,9 @@ pub struct Request<'b, 'p> {
     target: Span,
     /// Bytes of the target before its first "?" (all of it when there is none).
     path_len: u16,
-    /// The raw single-valued fields, indexed by [`Raw`]; `Host` is the absolute-form
-    /// authority when there is one.
+    /// The host: the absolute-form authority when there is one, else the Host field.
+    host: Option<&'b [u8]>,
+    /// The raw single-valued fields but Host, indexed by [`Raw`].
     raw: [Span; RAW],
     /// The method.
     pub method: Method,
@@ -169,7 +170,7 @@ impl<'b> Request<'b, '_> {
 
     /// The host: the absolute-form authority, else the Host field (None only in 1.0).
     pub fn host(&self) -> Option<&'b [u8]> {
-        self.raw(Raw::Host)
+        self.host
     }
 
     /// Raw `Range` value.
@@ -313,7 +314,7 @@ pub fn parse_request<'b: 'p, 'p, const N: usize>(
             Err(kind) => return refuse(kind),
         }
     };
-    let host_ok = match fields.raw[Raw::Host as usize].get(buf) {
+    let host_ok = match fields.host {
         Some(host) => valid_host(host),
         None => minor == 0,
     };
@@ -325,10 +326,6 @@ pub fn parse_request<'b: 'p, 'p, const N: usize>(
         Err(kind) => return refuse(kind),
     };
     let base = buf.as_ptr() as usize;
-    let mut raw = fields.raw;
-    if let Some(authority) = target.authority {
-        raw[Raw::Host as usize] = Span::of(base, authority);
-    }
     Ok(Status::Complete(Request {
         buf,
         path,
@@ -338,7 +335,8 @@ pub fn parse_request<'b: 'p, 'p, const N: usize>(
         target: Span::of(base, head.target),
         // The target is at most MAX_TARGET (8192) bytes, so its "?" offset fits.
         path_len: head.path_len as u16,
-        raw,
+        host: target.authority.or(fields.host),
+        raw: fields.raw,
         method,
         minor,
         keep_alive,

@@ -8,7 +8,8 @@
 //! lookup per byte, [`value_end`] skips 16 bytes per step that hold no control and no
 //! DEL: on x86-64 with one SSE2 test (`sse2_controls`; SSE2 is in the x86-64
 //! baseline), elsewhere with two little-endian `u64` words asking two SWAR questions at
-//! once ("is any byte below 0x20?", "is any byte 0x7F?") with the classic carry tricks: for `n <= 0x80`, `(w - 0x01..01 * n) & !w & 0x80..80` is
+//! once ("is any byte below 0x20?", "is any byte 0x7F?") with the classic carry tricks:
+//! for `n <= 0x80`, `(w - 0x01..01 * n) & !w & 0x80..80` is
 //! non-zero iff some byte of `w` is below `n`, and its lowest set bit marks the first
 //! such byte exactly (a borrow only corrupts the bytes above a true hit). Bytes >= 0x80
 //! (`obs-text`) never trip either test. When a step trips, the first flagged byte is

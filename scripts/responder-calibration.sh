@@ -42,10 +42,12 @@ for _ in $(seq 50); do
     curl -sf -o /dev/null "$URL" && break
     sleep 0.1
 done
+curl -sf -o /dev/null "$URL" || { echo "steerd did not serve $URL:" >&2; cat "$T/serve.log" >&2; exit 1; }
 exec 3<>"/dev/tcp/127.0.0.1/$PORT"
 printf 'GET /13b HTTP/1.1\r\nHost: 127.0.0.1:%s\r\n\r\n' "$PORT" >&3
 timeout 1 cat <&3 >"$T/response" || true
 exec 3<&-
+grep -q $'^HTTP/1.1 200 ' "$T/response" || { echo "no 200 response captured" >&2; exit 1; }
 kill "$SERVER"
 wait "$SERVER" 2>/dev/null || true
 SERVER=

@@ -296,8 +296,10 @@ fn keep_alive_loop(listener: OwnedFd, answer: &Answer) -> Result<(), String> {
 fn write_all(fd: &OwnedFd, out: &[u8]) -> bool {
     match rustix::io::write(fd, out) {
         Ok(n) if n == out.len() => true,
-        Ok(0) | Err(_) => false,
+        Ok(0) => false,
         Ok(n) => write_rest(fd, &out[n..]),
+        Err(Errno::INTR) => write_rest(fd, out),
+        Err(_) => false,
     }
 }
 

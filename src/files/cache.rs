@@ -409,8 +409,8 @@ fn read_exact_at(fd: BorrowedFd<'_>, dst: &mut [u8]) -> bool {
 mod tests {
     use super::*;
 
-    /// The multiply-shift slot stays in range and spreads similar paths as a random
-    /// function would (256 paths into 256 slots: about 162 distinct expected).
+    /// The multiply-shift slot stays in range and spreads families of similar paths about
+    /// as a random function would.
     #[test]
     fn similar_paths_spread_over_the_slots() {
         // n keys into n slots: a random function fills 1 - 1/e of them (63%); each family

@@ -9,6 +9,7 @@
 //!   plain requests read to the close, `/metrics`, signals, CPU pinning.
 //! - `in_process.rs`: a site tree and the serve loop on a thread of the test process.
 //! - `client.rs`: one framed HTTP/1.1 response at a time (headers, body, keep-alive).
+//! - `skip.rs`: a test that cannot run says so, and fails instead under `CI=true`.
 //!
 //! Every process started here is killed by its PID when its handle drops, and every
 //! wait is bounded.
@@ -22,6 +23,7 @@ pub mod guard;
 pub mod in_process;
 pub mod responder;
 pub mod server;
+pub mod skip;
 
 /// A loopback TCP port that was free a moment ago (bound to port 0, then closed).
 pub fn free_port() -> u16 {

@@ -1,12 +1,15 @@
-//! Listening sockets a parent hands over at start: systemd socket activation, and a
-//! binary upgrade (the old master uses the same protocol, so there is one way in).
+//! Listening sockets handed over at start: systemd socket activation, and a binary
+//! upgrade (the master re-executing itself in place, `upgrade.rs`).
 //!
 //! Input: `LISTEN_PID`, `LISTEN_FDS` and `LISTEN_FDNAMES` (sd_listen_fds(3)): when
 //! `LISTEN_PID` is this process, descriptors 3 … 3+`LISTEN_FDS`−1 are passed, named by
 //! the colon-separated `LISTEN_FDNAMES`. Output: [`Inherited`] values, each an owned
 //! descriptor with its name, and for a socket its bound address and whether it has
 //! `SO_REUSEPORT` (a member of a reuseport group must have it: steerd adds its other
-//! members beside it). It does not decide which group a socket joins (`listen.rs`) and
+//! members beside it). A re-executed master finds its own descriptors at the numbers they
+//! had, named in `STEERD_REEXEC_FDS` (`FD:NAME,…`) for the process `STEERD_REEXEC_PID`
+//! (it cannot move them to 3… first: a failed `execve` would leave them clobbered).
+//! It does not decide which group a socket joins (`listen.rs`) and
 //! does not check what a socket lacks against the flags (`serve` refuses, `check` says).
 //!
 //! The variables are removed once read, so nothing started later (a worker, an upgraded
@@ -18,10 +21,15 @@ use std::os::fd::{OwnedFd, RawFd};
 
 /// The first passed descriptor (`SD_LISTEN_FDS_START`).
 pub const FIRST_FD: RawFd = 3;
-/// The name a binary upgrade gives its readiness pipe in `LISTEN_FDNAMES`.
+/// The name an older steerd's upgrade (which started a second master) gives its readiness
+/// pipe in `LISTEN_FDNAMES`.
 pub const UPGRADE_PIPE: &str = "steerd-upgrade";
 /// The name a binary upgrade gives the `--metrics` listener (not a reuseport member).
 pub const METRICS: &str = "steerd-metrics";
+/// The variable naming the process a re-exec's descriptors are for (`upgrade.rs`).
+pub const PID_VAR: &str = "STEERD_REEXEC_PID";
+/// The variable listing a re-exec's descriptors (`FD:NAME,…`).
+pub const FDS_VAR: &str = "STEERD_REEXEC_FDS";
 /// At most this many descriptors are taken (a bound on a variable a parent controls).
 const MAX_FDS: usize = 4096;
 
@@ -33,6 +41,43 @@ pub struct Passed {
     /// Its name from `LISTEN_FDNAMES` (`unknown` when the names do not match the count,
     /// as systemd does).
     pub name: String,
+}
+
+/// Reads a re-executed master's variables as given: `STEERD_REEXEC_PID` and
+/// `STEERD_REEXEC_FDS` (`FD:NAME,…`, each number at least [`FIRST_FD`]).
+pub fn parse_reexec(for_pid: Option<&str>, fds: &str, pid: u32) -> Result<Vec<Passed>, String> {
+    if for_pid.and_then(|p| p.parse::<u32>().ok()) != Some(pid) {
+        return Ok(Vec::new());
+    }
+    if fds.is_empty() {
+        return Ok(Vec::new());
+    }
+    let entries: Vec<&str> = fds.split(',').collect();
+    if entries.len() > MAX_FDS {
+        return Err(format!(
+            "{FDS_VAR}: more than {MAX_FDS} descriptors ({PID_VAR}={pid})"
+        ));
+    }
+    entries
+        .into_iter()
+        .map(|e| {
+            let bad = || format!("{FDS_VAR}: {e:?} is not FD:NAME with FD at least {FIRST_FD}");
+            let (fd, name) = e.split_once(':').ok_or_else(bad)?;
+            let fd: RawFd = fd.parse().ok().filter(|&n| n >= FIRST_FD).ok_or_else(bad)?;
+            Ok(Passed {
+                fd,
+                name: name.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// True when the re-exec variables are meant for this process (`STEERD_REEXEC_PID`).
+pub fn reexec_is_ours() -> bool {
+    std::env::var(PID_VAR)
+        .ok()
+        .and_then(|p| p.parse::<u32>().ok())
+        == Some(std::process::id())
 }
 
 /// Reads the three variables as given (`None` for an unset one) for process `pid`.
@@ -83,13 +128,22 @@ pub struct Inherited {
 /// variables are then removed). Fails when a named descriptor is not open.
 pub fn take_from_env() -> Result<Vec<Inherited>, String> {
     let var = |k: &str| std::env::var(k).ok();
-    let passed = parse(
-        var("LISTEN_PID").as_deref(),
-        var("LISTEN_FDS").as_deref(),
-        var("LISTEN_FDNAMES").as_deref(),
-        std::process::id(),
-    )?;
-    for k in ["LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"] {
+    let passed = match var(FDS_VAR) {
+        Some(fds) => parse_reexec(var(PID_VAR).as_deref(), &fds, std::process::id())?,
+        None => parse(
+            var("LISTEN_PID").as_deref(),
+            var("LISTEN_FDS").as_deref(),
+            var("LISTEN_FDNAMES").as_deref(),
+            std::process::id(),
+        )?,
+    };
+    for k in [
+        "LISTEN_PID",
+        "LISTEN_FDS",
+        "LISTEN_FDNAMES",
+        FDS_VAR,
+        PID_VAR,
+    ] {
         std::env::remove_var(k);
     }
     passed
@@ -181,6 +235,31 @@ mod tests {
         ] {
             let e = parse(Some(pid), Some(fds), None, 7).unwrap_err();
             assert!(e.contains(needle), "{pid} {fds}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_reexec_names_descriptors_where_they_are() {
+        assert_eq!(parse_reexec(Some("8"), "5:listen", 7), Ok(vec![]));
+        assert_eq!(parse_reexec(None, "5:listen", 7), Ok(vec![]));
+        assert_eq!(parse_reexec(Some("7"), "", 7), Ok(vec![]));
+        let got = parse_reexec(Some("7"), "9:listen,12:steerd-metrics", 7).unwrap();
+        assert_eq!(
+            got,
+            vec![
+                Passed {
+                    fd: 9,
+                    name: "listen".into()
+                },
+                Passed {
+                    fd: 12,
+                    name: "steerd-metrics".into()
+                },
+            ]
+        );
+        for bad in ["2:listen", "x:listen", "9", "9:listen,"] {
+            let e = parse_reexec(Some("7"), bad, 7).unwrap_err();
+            assert!(e.contains("STEERD_REEXEC_FDS"), "{bad}: {e}");
         }
     }
 

@@ -16,8 +16,10 @@
 //! HUP: after checking the root, the error pages and fallback, and the log as the workers
 //! will open them (the start-up checks, `preflight.rs`), start fresh
 //! workers on the same listeners; each old worker retires (drains, see
-//! `serve_loop::Loop::drain`) once its successor serves. USR2: binary upgrade
-//! (`upgrade.rs`). USR1: workers reopen the access log.
+//! `serve_loop::Loop::drain`) once its successor serves. USR2: binary upgrade in place
+//! (`upgrade.rs`: the new binary's `check` passes, then this process re-executes it and
+//! its next image retires these workers as a HUP would). USR1: workers reopen the access
+//! log.
 //!
 //! Workers report on a pipe when they serve; from that come `/health`, the service
 //! manager's `READY=1` (`notify.rs`) and the moment a predecessor retires.
@@ -37,7 +39,6 @@ use crate::sys;
 use crate::upgrade::{self, Launch};
 use crate::user;
 use core::fmt;
-use rustix::process::WaitStatus;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
@@ -123,7 +124,12 @@ pub fn run(
     status: Option<Status>,
 ) -> Result<(), MasterError> {
     signals::install().map_err(MasterError::Signals)?;
+    // An upgrade re-executes the master with these blocked (`upgrade.rs`): one that came
+    // meanwhile is pending, and counted from here on.
+    sys::mask_signals(&signals::COUNTED, false).map_err(MasterError::Signals)?;
     let launch = Launch::record().ok();
+    // Before `take_from_env`, which removes the variable that says they are ours.
+    let taken_over = upgrade::take_workers().map_err(MasterError::Inherit)?;
     let mut passed = inherit::take_from_env().map_err(MasterError::Inherit)?;
     let upgrade_pipe = upgrade::take_named(&mut passed, inherit::UPGRADE_PIPE);
     let passed_metrics = upgrade::take_named(&mut passed, inherit::METRICS);
@@ -169,8 +175,16 @@ pub fn run(
         counters: &counters,
         metrics: metrics.as_ref().zip(status.as_ref()),
         ready: pipe,
+        home: &home,
     };
     let mut sup = Supervisor::new(shared, notifier, launch, upgrade_pipe);
+    sup.take_over(&taken_over);
+    if !taken_over.is_empty() {
+        crate::say!(
+            "upgrade: this binary took over {} workers; each retires once its successor serves",
+            taken_over.len()
+        );
+    }
     sup.start_all()?;
     sup.supervise();
     Ok(())
@@ -371,16 +385,6 @@ pub fn backoff(crashes: u32) -> Duration {
         n => BACKOFF_FIRST
             .checked_mul(1u32 << (n - 1).min(16))
             .map_or(BACKOFF_MAX, |d| d.min(BACKOFF_MAX)),
-    }
-}
-
-fn describe(status: WaitStatus) -> String {
-    if let Some(sig) = status.terminating_signal() {
-        format!("killed by signal {sig}")
-    } else if let Some(code) = status.exit_status() {
-        format!("exited with status {code}")
-    } else {
-        "ended".to_string()
     }
 }
 

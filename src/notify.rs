@@ -3,7 +3,7 @@
 //!
 //! Input: the environment's `NOTIFY_SOCKET` (a path, or `@name` for an abstract socket)
 //! and the states the master reaches. Output: datagrams such as `READY=1`,
-//! `RELOADING=1\nMONOTONIC_USEC=…`, `STOPPING=1`, `MAINPID=…`, `STATUS=…`. Without
+//! `RELOADING=1\nMONOTONIC_USEC=…`, `STOPPING=1`, `STATUS=…`. Without
 //! `NOTIFY_SOCKET` every call does nothing. It does not decide when a state is reached
 //! (the master does) and never fails the server: a notification that cannot be sent is
 //! lost, as with `sd_notify`, whose return value daemons ignore.
@@ -11,7 +11,8 @@
 //! Required reading: sd_notify(3) (the variables, and that `RELOADING=1` must carry
 //! `MONOTONIC_USEC` of `CLOCK_MONOTONIC` for `Type=notify-reload`), systemd.service(5)
 //! (`NotifyAccess=`: by default only the main process is heard, so the master sends
-//! everything, and after an upgrade the old master names the new one with `MAINPID=`).
+//! everything; an upgrade re-executes the master in place, so the main PID never changes
+//! and `MAINPID=` is never needed).
 
 use rustix::fd::OwnedFd;
 use rustix::net::{AddressFamily, SendFlags, SocketAddrUnix, SocketFlags, SocketType};
@@ -86,13 +87,6 @@ impl Notifier {
         let _ = self.send(&format!("STOPPING=1\nSTATUS={status}"));
     }
 
-    /// `MAINPID=pid` and `READY=1`: after an upgrade, the process the manager must watch
-    /// from now on, which serves (sent by the old master, the only one the manager hears
-    /// under the default `NotifyAccess=main`).
-    pub fn main_pid(&self, pid: u32, status: &str) {
-        let _ = self.send(&format!("MAINPID={pid}\nREADY=1\nSTATUS={status}"));
-    }
-
     /// `STATUS=…` alone.
     pub fn status(&self, status: &str) {
         let _ = self.send(&format!("STATUS={status}"));
@@ -158,8 +152,6 @@ mod tests {
             .unwrap();
         assert!(got.starts_with("RELOADING=1\n"), "{got}");
         assert!(usec >= before && usec <= monotonic_usec(), "{got}");
-        n.main_pid(42, "upgraded");
-        assert_eq!(received(&sock), "MAINPID=42\nREADY=1\nSTATUS=upgraded");
         n.stopping("stopping");
         assert_eq!(received(&sock), "STOPPING=1\nSTATUS=stopping");
         let _ = std::fs::remove_dir_all(&dir);

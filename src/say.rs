@@ -32,3 +32,15 @@ pub fn plain(e: &std::io::Error) -> String {
         None => text,
     }
 }
+
+/// How a child process ended, for a log line: `killed by signal N`, `exited with status
+/// N`.
+pub fn ended(status: rustix::process::WaitStatus) -> String {
+    if let Some(sig) = status.terminating_signal() {
+        format!("killed by signal {sig}")
+    } else if let Some(code) = status.exit_status() {
+        format!("exited with status {code}")
+    } else {
+        "ended".to_string()
+    }
+}

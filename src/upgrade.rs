@@ -1,38 +1,50 @@
-//! Binary upgrade (SIGUSR2): the master starts the binary at its own path, re-read from
-//! disk, with the same arguments and every listening socket inherited, and hands over
-//! once the new master's workers serve.
+//! Binary upgrade (SIGUSR2) in place: the master proves the binary now at its path
+//! runnable, then re-executes it in its own process, so its PID, its parent and its
+//! children stay what they were.
 //!
-//! Input: the [`Launch`] recorded at start (path and arguments), the listeners in group
-//! and index order. Output: a [`Pending`] upgrade the old master polls until the new one
-//! reports that its workers serve ([`Outcome::Ready`]), fails, or misses the deadline
-//! ([`Outcome::Failed`]: the old master stops it and keeps serving).
+//! Input: the [`Launch`] recorded at start (path, arguments, affinity), the listeners in
+//! group and index order, the metrics listener, and the workers serving now. Output:
+//! [`proof::Proof`] (the new binary's `check` with the same arguments, in a child), then
+//! [`reexec`], which returns only when `execve` failed.
 //!
-//! The sockets go over with the socket-activation protocol (sd_listen_fds(3):
-//! `LISTEN_FDS`, `LISTEN_PID`, `LISTEN_FDNAMES`), so the new master adopts them through
-//! the same code as a systemd socket (`inherit.rs`): same sockets, so the reuseport groups
-//! and their members' order stay, and the new master attaches its program to the same
-//! groups. One more descriptor, named [`inherit::UPGRADE_PIPE`], is the write end of a
-//! pipe: the new master writes one byte there when every worker serves. EOF before that
-//! byte means the new master died.
+//! Why in place (`docs/design.md`): a supervisor waits only for its own children (systemd
+//! before 254 cannot follow a `MAINPID` that is not its child, a container runtime
+//! follows its PID 1), so an upgrade that starts a second master loses the supervisor.
+//! haproxy's master-worker mode re-executes its master the same way.
 //!
-//! It does not retire the old workers or exit (the master does, on `Ready`).
+//! What goes across `execve` (execve(2): the PID, the children, the signal mask, pending
+//! signals, descriptors without `FD_CLOEXEC`, the affinity stay):
+//! - the listeners and the metrics listener, at the numbers they have now, with
+//!   `FD_CLOEXEC` cleared and named in `STEERD_REEXEC_FDS` (`FD:NAME,…`; see
+//!   `inherit.rs`), with `STEERD_REEXEC_PID` naming this process (as `LISTEN_PID` does).
+//!   Nothing is moved, so a failed `execve` leaves every descriptor where it was and only
+//!   `FD_CLOEXEC` has to be set back;
+//! - the workers, in `STEERD_REEXEC_WORKERS` (`SLOT:PID,…`, `-` for a worker already
+//!   retiring): the new image keeps each slot's worker serving until its own worker for
+//!   that slot serves, then retires it (drain, leave the listener), as a HUP does;
+//! - the counted signals blocked, so one sent during the exec waits for the new image's
+//!   handlers instead of taking its default action.
+//!
+//! The old workers' counters stay in a mapping the new image does not hold: `/metrics`
+//! counts from zero after an upgrade, as it does after a restart.
 
-use crate::inherit::{self, FIRST_FD, UPGRADE_PIPE};
-use crate::sys::{self, Forked};
+pub mod proof;
+
+use crate::inherit;
+use crate::sys;
+use rustix::io::FdFlags;
 use rustix::process::Pid;
 use std::ffi::{CString, OsString};
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::os::unix::ffi::OsStringExt;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
 
-/// How long the new master has to get every worker serving.
-pub const DEADLINE: Duration = Duration::from_secs(20);
-/// The byte the new master writes when its workers serve.
-const READY: u8 = b'R';
-/// What the child writes before the reason it could not start the new binary.
-const FAILED: char = 'E';
+pub use crate::inherit::{FDS_VAR, PID_VAR};
+/// The variable listing the workers the new image takes over (`SLOT:PID,…`).
+pub const WORKERS_VAR: &str = "STEERD_REEXEC_WORKERS";
+/// At most this many workers are taken over (a bound on a variable a parent controls).
+const MAX_WORKERS: usize = 1 << 16;
 
 /// How this process was started, recorded before anything could change it.
 #[derive(Clone, Debug)]
@@ -42,10 +54,10 @@ pub struct Launch {
     pub exe: PathBuf,
     /// The arguments, the program name first.
     pub argv: Vec<OsString>,
-    /// The CPUs it might run on before the master pinned itself: the new master reads
+    /// The CPUs it might run on before the master pinned itself: the new image reads
     /// the machine through its own affinity, which `execve` keeps, so it must get these
-    /// back, not the one CPU the old master is pinned to.
-    pub affinity: rustix::thread::CpuSet,
+    /// back, not the one CPU the master is pinned to.
+    pub affinity: sys::AffinityMask,
 }
 
 impl Launch {
@@ -59,198 +71,231 @@ impl Launch {
     }
 }
 
-/// An upgrade in progress, seen from the old master.
-#[derive(Debug)]
-pub struct Pending {
-    /// The new master.
+/// A worker the new image takes over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TakenOver {
+    /// The plan slot it serves, or `None` for one already retiring.
+    pub slot: Option<usize>,
+    /// Its process.
     pub pid: Pid,
-    ready: OwnedFd,
-    deadline: Instant,
 }
 
-/// Where an upgrade stands.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// Still starting.
-    Waiting,
-    /// The new master's workers serve: retire ours and exit.
-    Ready,
-    /// It failed (why): stop it, keep serving.
-    Failed(String),
-}
-
-/// Starts the new master: fork, put `listeners` at descriptors 3… (then the metrics
-/// listener, if any, then the readiness pipe), exec `launch` with the variables that
-/// name them. The master must be single-threaded (it is), since the child allocates
-/// before it execs.
-pub fn start(
-    launch: &Launch,
-    listeners: &[BorrowedFd<'_>],
-    metrics: Option<BorrowedFd<'_>>,
-) -> io::Result<Pending> {
-    use rustix::pipe::{pipe_with, PipeFlags};
-    let (rd, wr) = pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)?;
-    let mut fds: Vec<RawFd> = listeners.iter().map(|l| l.as_raw_fd()).collect();
-    let mut names = vec!["listen"; fds.len()];
-    if let Some(m) = metrics {
-        fds.push(m.as_raw_fd());
-        names.push(inherit::METRICS);
-    }
-    fds.push(wr.as_raw_fd());
-    names.push(UPGRADE_PIPE);
-    let exe = c_string(launch.exe.clone().into_os_string())?;
-    let argv = launch
-        .argv
-        .iter()
-        .cloned()
-        .map(c_string)
-        .collect::<io::Result<Vec<_>>>()?;
-    let env = environment(&names)?;
-    match sys::fork()? {
-        Forked::Child => {
-            let _ = sys::pin_to_set(&launch.affinity);
-            exec_child(&exe, &argv, env, &fds, &wr)
-        }
-        Forked::Parent(pid) => Ok(Pending {
-            pid,
-            ready: rd,
-            deadline: Instant::now() + DEADLINE,
-        }),
-    }
-}
-
-/// In the child: clean signal mask, descriptors in place, `LISTEN_PID` = ourselves, exec.
-/// A failure is written to the readiness pipe (`report`) for the old master's one line.
-fn exec_child(
-    exe: &CString,
-    argv: &[CString],
-    mut env: Vec<CString>,
-    fds: &[RawFd],
-    report: &OwnedFd,
-) -> ! {
-    let _ = sys::unblock_all_signals();
-    let placed = sys::handover::place_fds(fds, FIRST_FD);
-    let err = match placed {
-        Ok(()) => {
-            let pid = format!("LISTEN_PID={}", std::process::id());
-            env.extend(CString::new(pid).ok());
-            sys::handover::exec(exe, argv, &env)
-        }
-        Err(e) => e,
+/// Replaces this program with `launch.exe`, handing over `fds` (descriptor and name) and
+/// `workers`. Returns only on failure, with every descriptor close-on-exec again.
+///
+/// The caller blocks the counted signals and restores the start-up affinity first, and
+/// undoes both when this returns.
+pub fn reexec(launch: &Launch, fds: &[(BorrowedFd<'_>, &str)], workers: &[TakenOver]) -> io::Error {
+    let prepared = (|| {
+        let exe = c_string(launch.exe.clone().into_os_string())?;
+        let argv = launch
+            .argv
+            .iter()
+            .cloned()
+            .map(c_string)
+            .collect::<io::Result<Vec<_>>>()?;
+        Ok::<_, io::Error>((exe, argv, environment(fds, workers)?))
+    })();
+    let (exe, argv, env) = match prepared {
+        Ok(p) => p,
+        Err(e) => return e,
     };
-    let why = format!(
-        "{FAILED}starting {}: {}",
-        exe.to_string_lossy(),
-        crate::say::plain(&err)
-    );
-    let _ = rustix::io::write(report, why.as_bytes());
-    sys::exit_now(127)
+    for (fd, _) in fds {
+        if let Err(e) = rustix::io::fcntl_setfd(fd, FdFlags::empty()) {
+            close_on_exec(fds);
+            return e.into();
+        }
+    }
+    let err = sys::handover::exec(&exe, &argv, &env);
+    close_on_exec(fds);
+    err
 }
 
-/// This process's environment without any earlier `LISTEN_*`, plus `LISTEN_FDS` and
-/// `LISTEN_FDNAMES` for descriptors named `names`.
-fn environment(names: &[&str]) -> io::Result<Vec<CString>> {
-    let mut env = Vec::new();
-    for (k, v) in std::env::vars_os() {
-        if k.to_str().is_some_and(|k| k.starts_with("LISTEN_")) {
-            continue;
-        }
-        let mut kv = k.into_vec();
-        kv.push(b'=');
-        kv.extend(v.into_vec());
-        env.push(c_string(OsString::from_vec(kv))?);
+fn close_on_exec(fds: &[(BorrowedFd<'_>, &str)]) {
+    for (fd, _) in fds {
+        let _ = rustix::io::fcntl_setfd(fd, FdFlags::CLOEXEC);
     }
-    env.push(c_string(format!("LISTEN_FDS={}", names.len()).into())?);
+}
+
+/// This process's environment without any `LISTEN_*` or earlier `STEERD_REEXEC_*`
+/// (what a program this master starts gets, besides its own variables).
+pub(crate) fn own_environment() -> io::Result<Vec<CString>> {
+    let ours = |k: &str| k.starts_with("LISTEN_") || k.starts_with("STEERD_REEXEC_");
+    std::env::vars_os()
+        .filter(|(k, _)| !k.to_str().is_some_and(ours))
+        .map(|(k, v)| {
+            let mut kv = k.into_vec();
+            kv.push(b'=');
+            kv.extend(v.into_vec());
+            c_string(OsString::from_vec(kv))
+        })
+        .collect()
+}
+
+/// [`own_environment`] plus the three variables that name what goes across.
+fn environment(fds: &[(BorrowedFd<'_>, &str)], workers: &[TakenOver]) -> io::Result<Vec<CString>> {
+    let mut env = own_environment()?;
+    let named: Vec<String> = fds
+        .iter()
+        .map(|(fd, name)| format!("{}:{name}", fd.as_raw_fd()))
+        .collect();
+    let pid = rustix::process::getpid().as_raw_nonzero();
+    env.push(c_string(format!("{PID_VAR}={pid}").into())?);
+    env.push(c_string(format!("{FDS_VAR}={}", named.join(",")).into())?);
     env.push(c_string(
-        format!("LISTEN_FDNAMES={}", names.join(":")).into(),
+        format!("{WORKERS_VAR}={}", format_workers(workers)).into(),
     )?);
     Ok(env)
 }
 
-fn c_string(s: OsString) -> io::Result<CString> {
+/// `s` as a C string; a NUL byte inside is an error.
+pub(crate) fn c_string(s: OsString) -> io::Result<CString> {
     CString::new(s.into_vec()).map_err(|_| io::Error::other("a NUL byte in an argument"))
 }
 
-impl Pending {
-    /// The readiness pipe, for the master's `poll`.
-    pub fn fd(&self) -> BorrowedFd<'_> {
-        self.ready.as_fd()
-    }
+/// `SLOT:PID,…`, `-` as the slot of a retiring worker.
+fn format_workers(workers: &[TakenOver]) -> String {
+    let entry = |w: &TakenOver| {
+        let slot = w.slot.map_or_else(|| "-".to_string(), |s| s.to_string());
+        format!("{slot}:{}", w.pid.as_raw_nonzero())
+    };
+    workers.iter().map(entry).collect::<Vec<_>>().join(",")
+}
 
-    /// When the new master's time is up.
-    pub fn deadline(&self) -> Instant {
-        self.deadline
+/// Parses [`WORKERS_VAR`]'s value; an error names the entry that is wrong.
+pub fn parse_workers(value: &str) -> Result<Vec<TakenOver>, String> {
+    if value.is_empty() {
+        return Ok(Vec::new());
     }
+    let entries: Vec<&str> = value.split(',').collect();
+    if entries.len() > MAX_WORKERS {
+        return Err(format!("{WORKERS_VAR}: more than {MAX_WORKERS} workers"));
+    }
+    entries
+        .into_iter()
+        .map(|e| {
+            let bad = || format!("{WORKERS_VAR}: {e:?} is not SLOT:PID");
+            let (slot, pid) = e.split_once(':').ok_or_else(bad)?;
+            let slot = match slot {
+                "-" => None,
+                s => Some(s.parse().map_err(|_| bad())?),
+            };
+            // Positive first: `Pid::from_raw` asserts against negative numbers.
+            let pid = pid.parse::<i32>().ok().filter(|&p| p > 0);
+            let pid = pid.and_then(Pid::from_raw).ok_or_else(bad)?;
+            Ok(TakenOver { slot, pid })
+        })
+        .collect()
+}
 
-    /// Reads the pipe without waiting and checks the deadline.
-    pub fn poll(&self, now: Instant) -> Outcome {
-        let mut b = [0u8; 512];
-        match rustix::io::read(&self.ready, &mut b) {
-            Ok(1..) if b[0] == READY => Outcome::Ready,
-            Ok(n @ 1..) if b[0] == FAILED as u8 => {
-                Outcome::Failed(String::from_utf8_lossy(&b[1..n]).into_owned())
-            }
-            Ok(_) => Outcome::Failed("the new master exited before its workers served".into()),
-            Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) if now < self.deadline => {
-                Outcome::Waiting
-            }
-            Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) => Outcome::Failed(format!(
-                "the new master's workers did not serve within {} s",
-                DEADLINE.as_secs()
-            )),
-            Err(e) => Outcome::Failed(format!("reading the readiness pipe: {e}")),
-        }
+/// In a re-executed master: the workers its previous image handed over (none after a
+/// plain start), taken from the environment once. The descriptors are taken by
+/// [`inherit::take_from_env`], which checks [`PID_VAR`].
+pub fn take_workers() -> Result<Vec<TakenOver>, String> {
+    let value = std::env::var(WORKERS_VAR).ok();
+    std::env::remove_var(WORKERS_VAR);
+    match value {
+        Some(v) if inherit::reexec_is_ours() => parse_workers(&v),
+        _ => Ok(Vec::new()),
     }
 }
 
-/// In the new master: the descriptor named `name` among the inherited ones (the
-/// readiness pipe, the metrics listener), taken out of the list.
-pub fn take_named(inherited: &mut Vec<inherit::Inherited>, name: &str) -> Option<OwnedFd> {
+/// In a master started by an older steerd that upgraded by starting a second master:
+/// tells that master that every worker serves (one byte on the pipe it passed, named
+/// [`inherit::UPGRADE_PIPE`]; then the pipe closes).
+pub fn report_ready(pipe: std::os::fd::OwnedFd) {
+    let _ = rustix::io::write(&pipe, b"R");
+}
+
+/// The descriptor named `name` among the inherited ones (the metrics listener, an older
+/// master's readiness pipe), taken out of the list.
+pub fn take_named(
+    inherited: &mut Vec<inherit::Inherited>,
+    name: &str,
+) -> Option<std::os::fd::OwnedFd> {
     let at = inherited.iter().position(|i| i.name == name)?;
     Some(inherited.remove(at).fd)
-}
-
-/// In the new master: tells the old one that every worker serves (one byte, then the
-/// pipe closes).
-pub fn report_ready(pipe: OwnedFd) {
-    let _ = rustix::io::write(&pipe, &[READY]);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn pid(n: i32) -> Pid {
+        Pid::from_raw(n).unwrap()
+    }
+
+    #[test]
+    fn workers_round_trip_through_the_variable() {
+        let w = [
+            TakenOver {
+                slot: Some(0),
+                pid: pid(10),
+            },
+            TakenOver {
+                slot: Some(3),
+                pid: pid(11),
+            },
+            TakenOver {
+                slot: None,
+                pid: pid(12),
+            },
+        ];
+        let text = format_workers(&w);
+        assert_eq!(text, "0:10,3:11,-:12");
+        assert_eq!(parse_workers(&text).unwrap(), w);
+        assert_eq!(parse_workers("").unwrap(), []);
+    }
+
+    #[test]
+    fn a_bad_worker_entry_is_named() {
+        for bad in ["0", "x:1", "0:0", "0:-5", "0:1,", ":1"] {
+            let e = parse_workers(bad).unwrap_err();
+            assert!(e.starts_with(WORKERS_VAR), "{bad}: {e}");
+        }
+    }
+
     #[test]
     fn the_environment_names_every_descriptor_and_drops_old_ones() {
-        let env = environment(&["listen", "listen", UPGRADE_PIPE]).unwrap();
+        let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let fds = [(a.as_fd(), "listen"), (b.as_fd(), inherit::METRICS)];
+        let env = environment(
+            &fds,
+            &[TakenOver {
+                slot: Some(1),
+                pid: pid(7),
+            }],
+        )
+        .unwrap();
         let text: Vec<String> = env
             .iter()
             .map(|c| c.to_string_lossy().into_owned())
             .collect();
-        assert!(text.contains(&"LISTEN_FDS=3".to_string()), "{text:?}");
-        assert!(text.contains(&format!("LISTEN_FDNAMES=listen:listen:{UPGRADE_PIPE}")));
-        assert_eq!(text.iter().filter(|t| t.starts_with("LISTEN_")).count(), 2);
+        let want = format!(
+            "{FDS_VAR}={}:listen,{}:{}",
+            a.as_raw_fd(),
+            b.as_raw_fd(),
+            inherit::METRICS
+        );
+        assert!(text.contains(&want), "{text:?}");
+        assert!(text.contains(&format!("{WORKERS_VAR}=1:7")));
+        assert!(text.contains(&format!("{PID_VAR}={}", std::process::id())));
+        assert!(!text.iter().any(|t| t.starts_with("LISTEN_")));
     }
 
     #[test]
-    fn the_pipe_says_ready_failed_or_waiting() {
-        use rustix::pipe::{pipe_with, PipeFlags};
-        let (rd, wr) = pipe_with(PipeFlags::NONBLOCK).unwrap();
-        let p = Pending {
-            pid: Pid::from_raw(1).unwrap(),
-            ready: rd,
-            deadline: Instant::now() + Duration::from_secs(60),
+    fn a_failed_exec_leaves_the_descriptors_close_on_exec() {
+        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let launch = Launch {
+            exe: "/nonexistent/steerd".into(),
+            argv: vec!["steerd".into()],
+            affinity: sys::affinity().unwrap(),
         };
-        assert_eq!(p.poll(Instant::now()), Outcome::Waiting);
-        assert!(matches!(
-            p.poll(Instant::now() + Duration::from_secs(61)),
-            Outcome::Failed(_)
-        ));
-        report_ready(wr);
-        assert_eq!(p.poll(Instant::now()), Outcome::Ready);
-        assert!(
-            matches!(p.poll(Instant::now()), Outcome::Failed(_)),
-            "EOF after"
-        );
+        let err = reexec(&launch, &[(a.as_fd(), "listen")], &[]);
+        assert_eq!(err.raw_os_error(), Some(libc::ENOENT), "{err}");
+        let flags = rustix::io::fcntl_getfd(&a).unwrap();
+        assert!(flags.contains(FdFlags::CLOEXEC));
     }
+
+    use std::os::fd::AsFd;
 }

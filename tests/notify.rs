@@ -86,8 +86,10 @@ fn ready_reloading_stopping_on_a_path_socket() {
     assert!(server.wait_exit(PATIENCE).success());
 }
 
+/// An upgrade keeps the main PID (the master re-executes in place): `RELOADING=1` when
+/// it begins, `READY=1` from the same PID once the new workers serve, never `MAINPID=`.
 #[test]
-fn mainpid_after_an_upgrade_on_an_abstract_socket() {
+fn an_upgrade_keeps_the_main_pid_on_an_abstract_socket() {
     use std::os::linux::net::SocketAddrExt;
     let name = format!("steerd-notify-test-{}", std::process::id());
     let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
@@ -95,34 +97,34 @@ fn mainpid_after_an_upgrade_on_an_abstract_socket() {
         sock: UnixDatagram::bind_addr(&addr).unwrap(),
         seen: vec![],
     };
-    // As root, with --user: the new master starts as the user the old one became, with
-    // no privilege to bind or to change users, and needs none.
+    // As root, with --user: the re-executed master runs as the user it became, with no
+    // privilege to bind or to change users, and needs none.
     let nobody =
         is_root() && std::fs::read_to_string("/etc/passwd").is_ok_and(|p| p.contains("\nnobody:"));
     let user: &[&str] = if nobody { &["--user", "nobody"] } else { &[] };
     let mut server = start(&format!("@{name}"), user);
     m.expect("READY=1", |d| has_line(d, "READY=1"));
+    let workers = server.worker_pids();
     server.signal(libc::SIGUSR2);
-    let handover = m.expect("MAINPID=", |d| d.lines().any(|l| l.starts_with("MAINPID=")));
-    let new: u32 = handover
-        .lines()
-        .find_map(|l| l.strip_prefix("MAINPID="))
-        .unwrap()
-        .parse()
-        .unwrap();
-    assert_ne!(new, server.pid);
-    assert!(server.wait_exit(PATIENCE).success(), "the old master exits");
-    assert!(alive(new), "the new master runs");
-    assert_eq!(get(server.addr, "/index.html").0, 200, "and serves");
-    send_signal(new, libc::SIGTERM);
-    m.expect("STOPPING=1 from the new master", |d| {
-        has_line(d, "STOPPING=1")
+    m.expect("RELOADING=1 for the upgrade", |d| {
+        has_line(d, "RELOADING=1") && d.contains("STATUS=upgrading")
     });
+    m.expect("READY=1 after the upgrade", |d| has_line(d, "READY=1"));
+    assert!(
+        !m.seen.iter().any(|d| d.contains("MAINPID=")),
+        "no MAINPID: {:?}",
+        m.seen
+    );
+    assert!(alive(server.pid), "the same master");
     let deadline = Instant::now() + PATIENCE;
-    while alive(new) {
-        assert!(Instant::now() < deadline, "the new master did not stop");
+    while server.worker_pids().iter().any(|p| workers.contains(p)) {
+        assert!(Instant::now() < deadline, "the old workers did not retire");
         std::thread::sleep(Duration::from_millis(20));
     }
+    assert_eq!(get(server.addr, "/index.html").0, 200, "and serves");
+    server.signal(libc::SIGTERM);
+    m.expect("STOPPING=1", |d| has_line(d, "STOPPING=1"));
+    assert!(server.wait_exit(PATIENCE).success());
 }
 
 /// `CLOCK_MONOTONIC` in microseconds.

@@ -102,9 +102,17 @@ fn pid1_reaps_orphans_and_killed_workers() {
         now.len() == 2 && !now.contains(&workers[0]) && now.iter().all(|&p| !zombie(p))
     });
     assert_eq!(get(server.addr, "/index.html").0, 200);
-    // An upgrade would end the namespace with the old master: refused, still serving.
+    // An upgrade re-executes PID 1 in place: the namespace lives on, the workers are
+    // replaced, PID 1 still serves.
+    let before = children(steerd);
     send_signal(steerd, libc::SIGUSR2);
-    server.wait_line(|l| l.contains("upgrade: refused: this master is PID 1"));
+    server.wait_line(|l| l.contains("upgrade: re-executing ") && l.contains("as pid 1 "));
+    server.wait_line(|l| l.contains("upgrade: this binary took over 2 workers"));
+    wait_until("the workers before the upgrade have retired", || {
+        let now = children(steerd);
+        now.len() == 2 && now.iter().all(|p| !before.contains(p) && !zombie(*p))
+    });
+    assert!(alive(steerd), "the same PID 1");
     assert_eq!(get(server.addr, "/index.html").0, 200);
 }
 

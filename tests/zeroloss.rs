@@ -92,28 +92,6 @@ impl Drop for Load {
     }
 }
 
-/// Processes this test must stop itself (an upgraded master is not our child).
-struct Reaper(Vec<u32>);
-
-impl Drop for Reaper {
-    fn drop(&mut self) {
-        for &pid in &self.0 {
-            if alive(pid) {
-                send_signal(pid, libc::SIGKILL);
-            }
-        }
-    }
-}
-
-/// The pid in a `... pid N ...` line after `marker`.
-fn pid_after(line: &str, marker: &str) -> u32 {
-    line.split(marker)
-        .nth(1)
-        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no pid after {marker:?} in {line:?}"))
-}
-
 /// Copies the binary under test to `dir/steerd` (replacing any earlier copy by rename,
 /// as a package manager does) and returns the path.
 fn install_copy(dir: &Path) -> std::path::PathBuf {
@@ -145,7 +123,6 @@ fn serve_from_copy(extra: &[&str]) -> (TempDir, std::path::PathBuf, Server) {
 fn ten_hups_and_two_upgrades_under_keepalive_load_lose_nothing() {
     let extra = ["--keepalive-timeout", "5", "--shutdown-timeout", "10"];
     let (bin, _exe, mut server) = serve_from_copy(&extra);
-    let mut reaper = Reaper(vec![]);
     let load = Load::start(server.addr, "/f13", 20, 25, None);
     std::thread::sleep(Duration::from_millis(500));
     for n in 1..=10 {
@@ -153,16 +130,20 @@ fn ten_hups_and_two_upgrades_under_keepalive_load_lose_nothing() {
         server.wait_lines(|l| l.contains("reload: starting new workers"), n);
         std::thread::sleep(Duration::from_millis(300));
     }
-    let mut master = server.pid;
     for n in 1..=2 {
+        let before = server.worker_pids();
         install_copy(bin.path());
-        send_signal(master, libc::SIGUSR2);
-        let line = server.wait_lines(|l| l.contains("upgrade: new master pid "), n);
-        let new = pid_after(&line[n - 1], "upgrade: new master pid ");
-        reaper.0.push(new);
-        let old = master;
-        wait_until("the old master has exited", || !alive(old));
-        master = new;
+        server.signal(libc::SIGUSR2);
+        let line = server.wait_lines(|l| l.contains("upgrade: re-executing "), n);
+        assert!(
+            line[n - 1].contains(&format!("as pid {} ", server.pid)),
+            "the master re-executes in place: {line:?}"
+        );
+        server.wait_lines(|l| l.contains("upgrade: this binary took over "), n);
+        wait_until("the workers before the upgrade have all retired", || {
+            let now = server.worker_pids();
+            now.iter().all(|p| !before.contains(p)) && before.iter().all(|&p| !alive(p))
+        });
         std::thread::sleep(Duration::from_millis(300));
     }
     assert!(
@@ -174,12 +155,12 @@ fn ten_hups_and_two_upgrades_under_keepalive_load_lose_nothing() {
     assert!(result.requests > 0);
     assert_eq!(result.errors, 0, "failed requests: {}", result.by_kind);
     assert_eq!(get(server.addr, "/f13"), (200, "hello world!\n".into()));
+    assert!(alive(server.pid), "the same master serves");
+    server.signal(libc::SIGTERM);
     assert!(
-        server.wait_exit(Duration::from_secs(1)).success(),
-        "the first master handed over and exited cleanly"
+        server.wait_exit(Duration::from_secs(10)).success(),
+        "the upgraded master, still our child, stops cleanly"
     );
-    send_signal(master, libc::SIGTERM);
-    wait_until("the upgraded master stops", || !alive(master));
 }
 
 #[test]
@@ -253,33 +234,57 @@ fn a_killed_worker_costs_one_error_per_connection_it_held() {
     assert!(result.requests > 0);
 }
 
-/// An upgrade to a binary that cannot start (not executable; exits at once) is stopped:
-/// one line says why and the running master keeps serving, with the same workers.
+/// An upgrade to a binary that cannot serve is refused before anything changes: one line
+/// says why and the running master keeps serving with the same workers. Not
+/// executable; exits at once; crashes; hangs; refuses the arguments as `check` would.
 #[test]
 fn a_failed_upgrade_leaves_the_running_master_serving() {
     use std::os::unix::fs::PermissionsExt;
     let (bin, exe, server) = serve_from_copy(&[]);
     let workers = server.worker_pids();
-    // Not executable.
+    let install_script = |body: &str| {
+        let tmp = bin.path().join("steerd.new");
+        std::fs::write(&tmp, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::rename(&tmp, &exe).unwrap();
+    };
+    let mut refusals = 0;
+    let mut expect_refusal = |what: &str, needles: &[&str]| {
+        server.signal(libc::SIGUSR2);
+        refusals += 1;
+        let lines = server.wait_lines(|l| l.contains("the running master keeps serving"), refusals);
+        let line = &lines[refusals - 1];
+        assert!(line.contains("upgrade: refused: "), "{what}: {line}");
+        for n in needles {
+            assert!(line.contains(n), "{what}: no {n:?} in {line}");
+        }
+        assert_eq!(
+            get(server.addr, "/f13"),
+            (200, "hello world!\n".into()),
+            "{what}"
+        );
+        assert_eq!(
+            server.worker_pids(),
+            workers,
+            "{what}: the same workers serve"
+        );
+        assert!(alive(server.pid), "{what}");
+    };
     std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o644)).unwrap();
-    server.signal(libc::SIGUSR2);
-    let line = server.wait_line(|l| l.contains("the running master keeps serving"));
-    assert!(
-        line.contains("upgrade: starting ") && line.contains("Permission denied"),
-        "{line}"
-    );
-    // A program that exits before serving.
-    let tmp = bin.path().join("steerd.new");
-    std::fs::write(&tmp, "#!/bin/sh\nexit 3\n").unwrap();
-    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::rename(&tmp, &exe).unwrap();
-    server.signal(libc::SIGUSR2);
-    let lines = server.wait_lines(|l| l.contains("the running master keeps serving"), 2);
-    assert!(
-        lines[1].contains("exited before its workers served"),
-        "{lines:?}"
-    );
-    assert_eq!(get(server.addr, "/f13"), (200, "hello world!\n".into()));
-    assert_eq!(server.worker_pids(), workers, "the same workers serve");
+    expect_refusal("not executable", &["cannot run ", "Permission denied"]);
+    std::fs::remove_file(&exe).unwrap();
+    expect_refusal("missing", &["cannot run ", "No such file"]);
+    install_script("echo 'steerd: root: nope' >&2; exit 3");
+    expect_refusal("exits 3", &["check exited with status 3", "root: nope"]);
+    install_script("kill -SEGV $$");
+    expect_refusal("crashes", &["check killed by signal"]);
+    // Not the real check's arguments: the copy of the binary refuses a bad flag value.
+    let real = binary();
+    install_script(&format!("exec {real} \"$@\" --workers 0"));
+    expect_refusal("refuses its arguments", &["check exited with status 2"]);
+    install_script("exec sleep 60");
+    let started = Instant::now();
+    expect_refusal("hangs", &["did not finish within"]);
+    eprintln!("a hanging check was given up after {:?}", started.elapsed());
     assert!(workers.iter().all(|&p| alive(p)));
 }

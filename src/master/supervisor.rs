@@ -13,8 +13,7 @@
 //! start leaves the predecessor serving while the usual back-off restarts it.
 
 use super::{
-    backoff, describe, BACKOFF_FIRST, BACKOFF_MAX, CRASH_WINDOW, FAST_STOP_GRACE, GRACEFUL_SLACK,
-    TICK,
+    backoff, BACKOFF_FIRST, BACKOFF_MAX, CRASH_WINDOW, FAST_STOP_GRACE, GRACEFUL_SLACK, TICK,
 };
 use crate::config::Serving;
 use crate::dashboard::{self, status::Status, Document};
@@ -25,7 +24,7 @@ use crate::signals::{self, requested_stop, Stop};
 use crate::stats;
 use crate::stats::SharedCounters;
 use crate::sys::{self, Forked};
-use crate::upgrade::{Launch, Pending};
+use crate::upgrade::{proof::Proof, Launch, TakenOver};
 use crate::worker::{self, WorkerStart};
 use core::sync::atomic::Ordering::Relaxed;
 use rustix::process::{Pid, Signal, WaitOptions, WaitStatus};
@@ -33,9 +32,9 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
-/// What bring-up made and the supervisor uses.
 mod generations;
 
+/// What bring-up made and the supervisor uses.
 pub(crate) struct Shared<'a> {
     pub cfg: &'a Serving,
     pub plan: &'a Plan,
@@ -45,6 +44,8 @@ pub(crate) struct Shared<'a> {
     pub metrics: Option<(&'a OwnedFd, &'a Status)>,
     /// The workers' readiness pipe: (read end, write end).
     pub ready: (OwnedFd, OwnedFd),
+    /// The CPUs the master runs on between its other moves (its pin, if any).
+    pub home: &'a sys::AffinityMask,
 }
 
 /// One worker slot: the process serving plan entry `index`, its predecessor during a
@@ -72,24 +73,9 @@ struct Slot {
     predecessor: Option<(Pid, usize)>,
 }
 
-/// How supervision ends.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum End {
-    /// A stop signal: TERM/INT fast, QUIT graceful.
-    Stop(Stop),
-    /// A new master serves: retire every worker (drain, leave the listeners), exit.
-    Handover,
-}
-
-impl End {
-    /// What each worker is sent: the stop's signal, or USR2 (retire).
-    fn signal(self) -> Signal {
-        match self {
-            End::Stop(stop) => stop.signal(),
-            End::Handover => Signal::USR2,
-        }
-    }
-}
+/// The counter block of a worker that counts into a mapping this process image does
+/// not hold (one taken over from the image before an upgrade): nothing to release.
+const NO_BLOCK: usize = usize::MAX;
 
 /// The signal counts the master has already acted on.
 #[derive(Debug, Default)]
@@ -110,10 +96,14 @@ pub(crate) struct Supervisor<'a> {
     notifier: Notifier,
     /// How this binary was started, for an upgrade.
     launch: Option<Launch>,
-    /// When this master was started by an upgrade: where to say that its workers serve.
+    /// When an older steerd started this master as a second one: where to say that its
+    /// workers serve.
     report_to: Option<OwnedFd>,
-    /// The new master of an upgrade in progress.
-    upgrading: Option<Pending>,
+    /// The new binary's `check`, while an upgrade is being proved.
+    proving: Option<Proof>,
+    /// Workers taken over by an upgrade for slots this plan does not have: retired once
+    /// every slot serves.
+    held: Vec<rustix::process::Pid>,
     /// `READY=1` was sent for the current generation.
     announced: bool,
 }
@@ -140,8 +130,27 @@ impl<'a> Supervisor<'a> {
             notifier,
             launch,
             report_to,
-            upgrading: None,
+            proving: None,
+            held: Vec::new(),
             announced: false,
+        }
+    }
+
+    /// The workers the image before an upgrade ran: each keeps serving its slot as the
+    /// predecessor of the worker this image starts there (retired when that one serves,
+    /// as after a HUP); those already retiring are told again and waited for.
+    pub(crate) fn take_over(&mut self, workers: &[TakenOver]) {
+        for w in workers {
+            match w.slot.and_then(|i| self.slots.get_mut(i)) {
+                Some(slot) if slot.predecessor.is_none() => {
+                    slot.predecessor = Some((w.pid, NO_BLOCK))
+                }
+                _ if w.slot.is_some() => self.held.push(w.pid),
+                _ => {
+                    let _ = rustix::process::kill_process(w.pid, Signal::USR2);
+                    self.retiring.push((w.pid, NO_BLOCK));
+                }
+            }
         }
     }
 
@@ -159,7 +168,7 @@ impl<'a> Supervisor<'a> {
         close.extend(self.s.metrics.map(|(m, _)| m.as_raw_fd()));
         close.push(self.s.ready.0.as_raw_fd());
         close.extend(self.report_to.as_ref().map(|p| p.as_raw_fd()));
-        close.extend(self.upgrading.as_ref().map(|p| p.fd().as_raw_fd()));
+        close.extend(self.proving.as_ref().map(|p| p.fd().as_raw_fd()));
         close
     }
 
@@ -195,8 +204,8 @@ impl<'a> Supervisor<'a> {
         unmask
     }
 
-    /// The supervision loop; returns once every worker has stopped after a stop signal,
-    /// or has retired after a hand-over to a new master.
+    /// The supervision loop; returns once every worker has stopped after a stop signal
+    /// (an upgrade does not return: it replaces this program).
     pub(crate) fn supervise(&mut self) {
         loop {
             // A stop signal sent to the whole process group (as service managers do)
@@ -204,15 +213,13 @@ impl<'a> Supervisor<'a> {
             let stop = requested_stop();
             self.reap(stop.is_some());
             if let Some(stop) = stop {
-                return self.stop(End::Stop(stop));
+                return self.stop(stop);
             }
             self.read_ready();
             self.handle_reload();
             self.handle_reopen();
             self.handle_upgrade();
-            if self.poll_upgrade() {
-                return self.stop(End::Handover);
-            }
+            self.poll_upgrade();
             self.respawn_due();
             self.wait_for_events();
             self.answer_metrics();
@@ -224,6 +231,13 @@ impl<'a> Supervisor<'a> {
     /// `stopping`.
     fn reap(&mut self, stopping: bool) {
         while let Ok(Some((pid, status))) = rustix::process::waitpid(None, WaitOptions::NOHANG) {
+            if self.proving.as_mut().is_some_and(|p| p.exited(pid, status)) {
+                continue;
+            }
+            if let Some(pos) = self.held.iter().position(|&p| p == pid) {
+                self.held.swap_remove(pos);
+                continue;
+            }
             if let Some(pos) = self.retiring.iter().position(|&(p, _)| p == pid) {
                 let (_, block) = self.retiring.swap_remove(pos);
                 self.release(block);
@@ -277,7 +291,7 @@ impl<'a> Supervisor<'a> {
             "worker {i} (pid {}, cpu {}) {}; restarting in {} ms",
             pid.as_raw_nonzero(),
             self.s.plan.workers[i].cpu,
-            describe(status),
+            crate::say::ended(status),
             delay.as_millis()
         );
     }
@@ -316,6 +330,7 @@ impl<'a> Supervisor<'a> {
             .iter()
             .flat_map(|s| s.pid.into_iter().chain(s.predecessor.map(|(p, _)| p)))
             .chain(self.retiring.iter().map(|&(p, _)| p))
+            .chain(self.held.iter().copied())
     }
 
     fn signal_all(&self, sig: Signal) {
@@ -335,7 +350,7 @@ impl<'a> Supervisor<'a> {
             .iter()
             .filter_map(|s| s.respawn_at)
             .chain(self.responder.next_deadline())
-            .chain(self.upgrading.as_ref().map(|p| p.deadline()))
+            .chain(self.proving.as_ref().map(|p| p.deadline()))
             .min();
         let timeout = next.map_or(TICK, |t| t.saturating_duration_since(now).min(TICK));
         let ts = rustix::time::Timespec {
@@ -347,7 +362,7 @@ impl<'a> Supervisor<'a> {
             None => Vec::new(),
         };
         fds.push(PollFd::new(&self.s.ready.0, PollFlags::IN));
-        if let Some(p) = &self.upgrading {
+        if let Some(p) = &self.proving {
             fds.push(PollFd::from_borrowed_fd(p.fd(), PollFlags::IN));
         }
         let _ = rustix::event::poll(&mut fds, Some(&ts));
@@ -389,20 +404,14 @@ impl<'a> Supervisor<'a> {
         }
     }
 
-    /// Stops every worker: TERM (fast), QUIT (graceful) or USR2 (hand-over: retire),
-    /// then waits; a TERM during a graceful stop or a hand-over makes it fast; whatever is
-    /// left at the deadline is killed.
-    fn stop(&mut self, mut end: End) {
-        match end {
-            End::Handover => crate::say!("handing over to the new master"),
-            End::Stop(kind) => {
-                crate::say!("stopping ({})", kind.name());
-                self.notifier
-                    .stopping(&format!("stopping ({})", kind.name()));
-                self.stop_upgrade();
-            }
-        }
-        if end == End::Stop(Stop::Graceful) {
+    /// Stops every worker: TERM (fast) or QUIT (graceful), then waits; a TERM during a
+    /// graceful stop makes it fast; whatever is left at the deadline is killed.
+    fn stop(&mut self, mut end: Stop) {
+        crate::say!("stopping ({})", end.name());
+        self.notifier
+            .stopping(&format!("stopping ({})", end.name()));
+        self.stop_upgrade();
+        if end == Stop::Graceful {
             self.shut_unserved_listeners();
         }
         self.signal_all(end.signal());
@@ -412,8 +421,8 @@ impl<'a> Supervisor<'a> {
             if self.live().next().is_none() {
                 break;
             }
-            if end != End::Stop(Stop::Fast) && requested_stop() == Some(Stop::Fast) {
-                end = End::Stop(Stop::Fast);
+            if end != Stop::Fast && requested_stop() == Some(Stop::Fast) {
+                end = Stop::Fast;
                 self.signal_all(Signal::TERM);
                 deadline = deadline.min(Instant::now() + FAST_STOP_GRACE);
             }
@@ -424,17 +433,13 @@ impl<'a> Supervisor<'a> {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        let done = match end {
-            End::Handover => "handed over",
-            End::Stop(_) => "stopped",
-        };
-        crate::say!("{done}");
+        crate::say!("stopped");
     }
 
-    fn grace(&self, end: End) -> Duration {
+    fn grace(&self, end: Stop) -> Duration {
         match end {
-            End::Stop(Stop::Fast) => FAST_STOP_GRACE,
-            _ => self.s.cfg.timeouts.shutdown + GRACEFUL_SLACK,
+            Stop::Fast => FAST_STOP_GRACE,
+            Stop::Graceful => self.s.cfg.timeouts.shutdown + GRACEFUL_SLACK,
         }
     }
 }

@@ -223,7 +223,14 @@ impl Server {
 
     /// Workers in the plan, from `worker I cpu C node N` lines: (index, cpu).
     pub fn plan(&self) -> Vec<(usize, usize)> {
-        self.lines()
+        let lines = self.lines();
+        // The plan of the current program image: an upgrade re-executes the master,
+        // which prints its plan again.
+        let from = lines
+            .iter()
+            .rposition(|l| l.starts_with("steerd: policy "))
+            .unwrap_or(0);
+        lines[from..]
             .iter()
             .filter_map(|l| {
                 let rest = l.strip_prefix("steerd: worker ")?;

@@ -1,17 +1,20 @@
 //! The generations of workers: readiness reports, reloads (a successor beside each
 //! running worker, the predecessor retired once the successor serves) and binary
-//! upgrades (a new master beside this one, this one handing over once it serves).
+//! upgrades (the new binary proved by its `check`, then re-executed in this process,
+//! whose next image keeps these workers as the predecessors of its own).
 //!
 //! Input: the supervisor's slots and the workers' readiness pipe. Output: workers
-//! started and retired, `READY=1` / `RELOADING=1` / `MAINPID=` notifications, the
-//! `/health` verdict. Spawning, reaping and stopping are `supervisor.rs`.
+//! started and retired, `READY=1` / `RELOADING=1` notifications, the `/health` verdict.
+//! Spawning, reaping and stopping are `supervisor.rs`.
 
-use super::{Supervisor, BACKOFF_FIRST, FAST_STOP_GRACE};
+use super::{Supervisor, BACKOFF_FIRST};
+use crate::inherit;
 use crate::signals;
-use crate::upgrade::{self, Outcome};
-use rustix::process::{Signal, WaitOptions};
-use std::os::fd::AsFd;
-use std::time::{Duration, Instant};
+use crate::sys;
+use crate::upgrade::{self, proof, proof::Verdict, TakenOver};
+use rustix::process::Signal;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::time::Instant;
 
 impl Supervisor<'_> {
     /// Reads the workers' reports (each a pid, 4 bytes): the worker serves, so the
@@ -27,7 +30,9 @@ impl Supervisor<'_> {
         }
         if self.all_serving() && !self.announced {
             self.announced = true;
-            // Started by an upgrade: the old master tells the manager (`MAINPID=`).
+            self.retire_held();
+            // Started as a second master by an older steerd's upgrade: that master tells
+            // the manager (`MAINPID=`).
             match self.report_to.take() {
                 Some(pipe) => upgrade::report_ready(pipe),
                 None => {
@@ -104,16 +109,13 @@ impl Supervisor<'_> {
         }
     }
 
-    /// USR2: start the binary at our path with our listeners (`upgrade.rs`).
+    /// USR2: prove the binary at our path runnable (`upgrade::proof`); the re-exec
+    /// follows in [`Self::poll_upgrade`].
     pub(super) fn handle_upgrade(&mut self) {
         if !signals::arrived(libc::SIGUSR2, &mut self.seen.usr2) {
             return;
         }
-        if rustix::process::getpid().is_init() {
-            crate::say!("upgrade: refused: this master is PID 1 and its namespace ends with it");
-            return;
-        }
-        if self.upgrading.is_some() {
+        if self.proving.is_some() {
             crate::say!("upgrade: one is already under way");
             return;
         }
@@ -121,74 +123,108 @@ impl Supervisor<'_> {
             crate::say!("upgrade: refused: the path of this binary is unknown");
             return;
         };
-        let fds: Vec<_> = self
-            .s
-            .listeners
-            .groups
-            .iter()
-            .flat_map(|g| g.fds.iter().map(|f| f.as_fd()))
-            .collect();
-        match upgrade::start(launch, &fds, self.s.metrics.map(|(m, _)| m.as_fd())) {
+        match proof::start(launch) {
             Ok(p) => {
-                crate::say!(
-                    "upgrade: started {} as pid {}",
-                    launch.exe.display(),
-                    p.pid.as_raw_nonzero()
-                );
-                self.notifier.reloading("upgrading");
-                self.upgrading = Some(p);
+                crate::say!("upgrade: checking {}", launch.exe.display());
+                self.notifier.status("upgrade: checking the new binary");
+                self.proving = Some(p);
             }
             Err(e) => crate::say!(
-                "upgrade: starting {}: {e}; the running master keeps serving",
+                "upgrade: checking {}: {e}; the running master keeps serving",
                 launch.exe.display()
             ),
         }
     }
 
-    /// True once the new master of an upgrade serves (then this one hands over); a
-    /// failed upgrade is stopped and this master keeps serving.
-    pub(super) fn poll_upgrade(&mut self) -> bool {
-        let Some(p) = &self.upgrading else {
-            return false;
+    /// Once the new binary's `check` passed: re-execute it in place. A refused proof or a
+    /// failed `execve` leaves this master and its workers serving, with one line.
+    pub(super) fn poll_upgrade(&mut self) {
+        let Some(p) = &mut self.proving else {
+            return;
         };
         match p.poll(Instant::now()) {
-            Outcome::Waiting => false,
-            Outcome::Ready => {
-                let pid = p.pid.as_raw_nonzero().get() as u32;
-                crate::say!("upgrade: new master pid {pid} serves; retiring this master's workers");
-                self.notifier.main_pid(pid, "upgraded");
-                self.upgrading = None;
-                true
-            }
-            Outcome::Failed(why) => {
+            Verdict::Waiting => {}
+            Verdict::Refused(why) => {
                 self.stop_upgrade();
-                crate::say!("upgrade: {why}; the running master keeps serving");
-                self.notifier.ready("upgrade failed; serving");
-                false
+                crate::say!("upgrade: refused: {why}; the running master keeps serving");
+                self.notifier.status("upgrade refused; serving");
+            }
+            Verdict::Runnable => {
+                self.proving = None;
+                self.reexec();
             }
         }
     }
 
-    /// Stops the new master of an upgrade in progress (its workers die with it: they
-    /// carry a parent-death signal) and reaps it.
-    pub(super) fn stop_upgrade(&mut self) {
-        let Some(p) = self.upgrading.take() else {
+    /// Hands the listeners and the workers to the new binary in this very process.
+    fn reexec(&mut self) {
+        let Some(launch) = &self.launch else {
             return;
         };
-        let _ = rustix::process::kill_process(p.pid, Signal::TERM);
-        let deadline = Instant::now() + FAST_STOP_GRACE;
-        loop {
-            match rustix::process::waitpid(Some(p.pid), WaitOptions::NOHANG) {
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(10))
+        let mut fds: Vec<(BorrowedFd<'_>, &str)> = self
+            .s
+            .listeners
+            .groups
+            .iter()
+            .flat_map(|g| g.fds.iter().map(|f| (f.as_fd(), "listen")))
+            .collect();
+        fds.extend(self.s.metrics.map(|(m, _)| (m.as_fd(), inherit::METRICS)));
+        let workers = self.handed_over();
+        crate::say!(
+            "upgrade: re-executing {} as pid {} with {} workers serving meanwhile",
+            launch.exe.display(),
+            rustix::process::getpid().as_raw_nonzero(),
+            workers.iter().filter(|w| w.slot.is_some()).count()
+        );
+        self.notifier.reloading("upgrading");
+        let blocked = sys::mask_signals(&signals::COUNTED, true);
+        let _ = sys::pin_to_set(&launch.affinity);
+        let err = match blocked {
+            Ok(()) => upgrade::reexec(launch, &fds, &workers),
+            Err(e) => e,
+        };
+        let _ = sys::pin_to_set(self.s.home);
+        let _ = sys::mask_signals(&signals::COUNTED, false);
+        crate::say!(
+            "upgrade: exec {}: {err}; the running master keeps serving",
+            launch.exe.display()
+        );
+        self.notifier.ready("upgrade failed; serving");
+    }
+
+    /// Every live worker for the next image: per slot the one serving it (the
+    /// predecessor while a reload's successor starts), the rest as retiring.
+    fn handed_over(&self) -> Vec<TakenOver> {
+        let mut out = Vec::new();
+        let retiring = |pid| TakenOver { slot: None, pid };
+        for (i, slot) in self.slots.iter().enumerate() {
+            let serving = match (slot.predecessor, slot.pid) {
+                (Some((pred, _)), current) => {
+                    out.extend(current.map(retiring));
+                    Some(pred)
                 }
-                Ok(None) => {
-                    let _ = rustix::process::kill_process(p.pid, Signal::KILL);
-                    let _ = rustix::process::waitpid(Some(p.pid), WaitOptions::empty());
-                    return;
-                }
-                _ => return,
-            }
+                (None, current) => current,
+            };
+            out.extend(serving.map(|pid| TakenOver { slot: Some(i), pid }));
+        }
+        out.extend(self.retiring.iter().map(|&(pid, _)| retiring(pid)));
+        out.extend(self.held.iter().map(|&pid| retiring(pid)));
+        out
+    }
+
+    /// Stops the new binary's `check`, if one runs.
+    pub(super) fn stop_upgrade(&mut self) {
+        if let Some(p) = self.proving.take() {
+            p.abandon();
+        }
+    }
+
+    /// Workers an upgrade took over for slots this plan does not have: retired once every
+    /// slot serves.
+    fn retire_held(&mut self) {
+        for pid in std::mem::take(&mut self.held) {
+            let _ = rustix::process::kill_process(pid, Signal::USR2);
+            self.retiring.push((pid, super::NO_BLOCK));
         }
     }
 }

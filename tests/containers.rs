@@ -28,7 +28,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
-use support::server::{wait_until, TempDir, PATIENCE};
+use support::server::{alive, wait_until, TempDir, PATIENCE};
 use support::skip::skip_or_fail;
 
 /// The repository root (where `deploy/` is).
@@ -121,7 +121,31 @@ impl Podman {
         if !info.status.success() {
             return Err(format!("podman info fails: {}", info.stderr.trim()));
         }
+        podman.sweep();
         Ok(podman)
+    }
+
+    /// Removes what a run of these tests killed before its guards dropped left behind:
+    /// the containers (`steerd-test-PID-N`) and images (`steerd-test:TAG-PID`) named
+    /// after a test process that is gone.
+    fn sweep(&self) {
+        let gone = |pid: Option<&str>| pid.and_then(|p| p.parse().ok()).is_some_and(|p| !alive(p));
+        let listed = |args: &[&str]| self.run(args, PATIENCE).stdout;
+        let filter = "name=^steerd-test-";
+        for name in listed(&["ps", "-a", "--filter", filter, "--format", "{{.Names}}"]).lines() {
+            if gone(name.split('-').nth(2)) {
+                self.run(&["rm", "-f", "-t", "0", name], PATIENCE);
+            }
+        }
+        let filter = "reference=localhost/steerd-test";
+        for tag in listed(&["images", "--filter", filter, "--format", "{{.Tag}}"]).lines() {
+            if gone(tag.rsplit('-').next()) {
+                self.run(
+                    &["rmi", "-f", &format!("localhost/steerd-test:{tag}")],
+                    PATIENCE,
+                );
+            }
+        }
     }
 
     /// `podman` with the global options.
@@ -411,7 +435,7 @@ fn containers_image_serves_checks_health_and_stops_gracefully() {
     // A download slow enough to be in flight when the stop arrives (about 3.3 s).
     let url = format!("http://{http}/big.bin");
     let mut curl = Command::new("curl")
-        .args(["-sS", "--max-time", "30", "--limit-rate", RATE])
+        .args(["-sS", "--max-time", "20", "--limit-rate", RATE])
         .args(["-o", "/dev/null", "-w", "%{http_code} %{size_download}"])
         .arg(&url)
         .stdout(Stdio::piped())

@@ -727,8 +727,15 @@ fn finish_response(
             Next::Park
         }
         // Nothing unread and no body owed: close at once. Otherwise linger, so the late
-        // body meets a reading socket rather than a reset.
-        After::KeepAlive | After::Close if c.in_len == 0 && c.discard == 0 => Next::Close,
+        // body meets a reading socket rather than a reset. While stopping, also linger
+        // while the peer has not acknowledged the whole response: the process is about
+        // to exit, and in a container its network namespace goes with it (and with it
+        // what the kernel still had to send); `still_flushing` keeps the linger going.
+        After::KeepAlive | After::Close
+            if c.in_len == 0 && c.discard == 0 && !(ctx.draining && unacked(fd)) =>
+        {
+            Next::Close
+        }
         _ => {
             c.in_len = 0;
             let _ = rustix::net::shutdown(fd, Shutdown::Write);
@@ -737,6 +744,19 @@ fn finish_response(
             Next::Park
         }
     }
+}
+
+/// The peer has not acknowledged everything sent on `fd` (an error counts as no).
+fn unacked(fd: BorrowedFd<'_>) -> bool {
+    crate::sys::socket::unacked_bytes(fd).is_ok_and(|n| n > 0)
+}
+
+/// A lingering connection of a stopping worker whose response the peer has not
+/// acknowledged whole: its linger deadline is extended (the shutdown deadline still
+/// bounds it) instead of closing, which could lose the rest (see `finish_response`).
+pub fn still_flushing(c: &Conn, ctx: &Ctx<'_>) -> bool {
+    let lingering = matches!(c.awaiting, Awaiting::PeerClose);
+    lingering && ctx.draining && c.fd.as_ref().is_some_and(|fd| unacked(fd.as_fd()))
 }
 
 enum Sent {

@@ -588,6 +588,12 @@ impl<'a> Loop<'a> {
                     continue;
                 }
             }
+            if kind == Kind::Linger
+                && conn::still_flushing(&self.slots[slot as usize].conn, &self.ctx)
+            {
+                self.ctx.timers.arm(slot, Kind::Linger, self.ctx.now_ms);
+                continue;
+            }
             self.close(slot);
         }
     }

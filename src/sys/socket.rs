@@ -1,5 +1,5 @@
-//! Socket options rustix lacks: `TCP_DEFER_ACCEPT` and attaching a classic BPF program
-//! to a reuseport group.
+//! Socket calls rustix lacks: `TCP_DEFER_ACCEPT`, attaching a classic BPF program to a
+//! reuseport group, and the bytes a TCP socket has not had acknowledged (`SIOCOUTQ`).
 //!
 //! Input: borrowed fds and plain values (the program as `asm_bpf::Insn`s). Output:
 //! `io::Result`s. Which sockets get which option is `listen.rs`'s business; nothing here
@@ -31,6 +31,23 @@ pub fn set_tcp_defer_accept(fd: BorrowedFd<'_>, secs: u32) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// `ioctl(fd, SIOCOUTQ, &n)` — the bytes of a TCP socket's send queue the peer has not
+/// acknowledged yet (sent or not).
+///
+/// 0 once the peer has everything. A socket whose network namespace goes away while this
+/// is not 0 loses the rest (a container stopped right after its last process exits), so
+/// a stopping worker waits for 0 before it closes. `SIOCOUTQ` is `TIOCOUTQ`. See tcp(7).
+pub fn unacked_bytes(fd: BorrowedFd<'_>) -> io::Result<u32> {
+    let mut n: libc::c_int = 0;
+    // SAFETY: TIOCOUTQ writes one c_int to the pointer, which points to `n`, alive across
+    // the call.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCOUTQ, &mut n as *mut libc::c_int) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(u32::try_from(n).unwrap_or(0))
 }
 
 /// `setsockopt(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, {len, prog})` — attach a classic

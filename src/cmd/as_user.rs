@@ -49,11 +49,17 @@ pub fn files(root: &Path, site: &SiteRules, id: &Identity) -> Result<(), Problem
     })
 }
 
+/// True when this process is root and `id` another user: the checks of this module then
+/// run in a child that becomes `id` (otherwise there is no one else to become).
+pub fn becomes_other(id: &Identity) -> bool {
+    let me = rustix::process::geteuid();
+    me.is_root() && id.uid != me.as_raw()
+}
+
 /// Runs `check` in a child that first becomes `id`; its error text comes back through a
 /// pipe. Nothing to do (`Ok`) unless this process is root and `id` another user.
 fn run_as(id: &Identity, check: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
-    let me = rustix::process::geteuid();
-    if !me.is_root() || id.uid == me.as_raw() {
+    if !becomes_other(id) {
         return Ok(());
     }
     let (rx, tx) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)

@@ -6,9 +6,9 @@
 //! [`Failure`] per problem, each printed as one line. It reads and opens, but changes
 //! nothing: the access log is opened for appending only if it exists (otherwise its
 //! directory is checked for writing), and nothing is created; a syslog socket must
-//! accept a connection. With `--user`, the log, the root and the pages are checked again
-//! as that user (`as_user.rs`), since the workers open them as that user (and a reload
-//! checks them as that user too).
+//! accept a connection. With `--user` (run as root), the root and the pages are checked
+//! again as that user, and the log only as that user (`as_user.rs`), since the workers
+//! open them as that user (and a reload checks them as that user too).
 
 use super::Failure;
 use crate::args::ServeArgs;
@@ -27,32 +27,41 @@ pub fn problems(args: &ServeArgs) -> Vec<Failure> {
         Err(e) => found.push(Failure::new("root", e)),
     }
     let files_checked = found.is_empty();
+    let user = args.user.as_ref().map(crate::user::lookup);
     let log = &args.logging.access_log;
-    let log_checked = crate::access_log::dest::check(log);
-    if let Err(e) = &log_checked {
-        let why = match log {
-            LogTarget::Syslog(_) => format!("cannot be connected to: {e}"),
-            _ => format!("cannot be opened for appending: {e}"),
-        };
-        found.push(log_failure(log, why));
-    }
-    if let Some(spec) = &args.user {
-        match crate::user::lookup(spec) {
-            Err(e) => found.push(Failure::new("user", e)),
-            Ok(id) => {
-                if files_checked {
-                    if let Err(p) = super::as_user::files(&args.root, &site, &id) {
-                        found.push(Failure::new(p.stage, p.message));
+    // Root with `--user`: the workers open the log as that user, never as root, so it is
+    // checked as that user only. Checking it as root too would refuse a log only that
+    // user may write whenever root lacks CAP_DAC_OVERRIDE (a hardened unit's bounding set).
+    match &user {
+        Some(Ok(id)) if super::as_user::becomes_other(id) => {
+            if let Err(e) = super::as_user::log(log, id) {
+                let why = match log {
+                    LogTarget::Syslog(_) => {
+                        format!("cannot be connected to as uid {}: {e}", id.uid)
                     }
-                }
-                if log_checked.is_ok() {
-                    if let Err(e) = super::as_user::log(log, &id) {
-                        let why = format!("cannot be opened as uid {}: {e}", id.uid);
-                        found.push(log_failure(log, why));
-                    }
-                }
+                    _ => format!("cannot be opened as uid {}: {e}", id.uid),
+                };
+                found.push(log_failure(log, why));
             }
         }
+        _ => {
+            if let Err(e) = crate::access_log::dest::check(log) {
+                let why = match log {
+                    LogTarget::Syslog(_) => format!("cannot be connected to: {e}"),
+                    _ => format!("cannot be opened for appending: {e}"),
+                };
+                found.push(log_failure(log, why));
+            }
+        }
+    }
+    match user {
+        Some(Err(e)) => found.push(Failure::new("user", e)),
+        Some(Ok(id)) if files_checked => {
+            if let Err(p) = super::as_user::files(&args.root, &site, &id) {
+                found.push(Failure::new(p.stage, p.message));
+            }
+        }
+        _ => {}
     }
     found
 }

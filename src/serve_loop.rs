@@ -48,7 +48,7 @@ use crate::timers::{Kind, Timers};
 use core::sync::atomic::Ordering::Relaxed;
 use rustix::fd::AsFd;
 use rustix::io::Errno;
-use rustix::net::{Shutdown, SocketFlags};
+use rustix::net::SocketFlags;
 use rustix::time::ClockId;
 
 use crate::cpuset::CpuId;
@@ -62,8 +62,8 @@ use std::time::Duration;
 pub enum Control {
     /// Keep serving.
     Run,
-    /// Graceful stop: accept what is already queued, shut the listener so new connections
-    /// are refused, drain the connections (see [`Loop::drain`]), exit.
+    /// Graceful stop: accept what is already queued, leave the listener (the master
+    /// shuts it on a server-wide stop), drain the connections (see [`Loop::drain`]), exit.
     StopGraceful,
     /// Retire (a newer worker took over the same listener): stop accepting and leave the
     /// listener to it, drain the connections, exit.
@@ -253,7 +253,7 @@ struct Loop<'a> {
     proxy_protocol: bool,
     open: usize,
     accepting: bool,
-    /// The listening socket was shut (graceful stop): never touch it again.
+    /// The loop left the listener for good (graceful stop): never touch it again.
     listener_shut: bool,
     resume_at: u64,
     /// When the file cache's unused descriptors are next swept.
@@ -630,17 +630,23 @@ impl<'a> Loop<'a> {
     /// first), the race any keep-alive server has at its idle timeout.
     ///
     /// `refuse_new` (a stop, not a retirement): the connections already queued on the
-    /// listener are accepted first, then the listening socket is shut, which closes it for
-    /// every process holding it, so new connections are refused at once instead of
-    /// waiting in a backlog no one will accept from (`inet_csk_listen_stop`). A retiring
-    /// worker leaves the listener alone: its successor accepts from the same socket.
+    /// listener are accepted first, then the loop leaves the listener for good. It never
+    /// shuts the socket: the master and this worker's successors hold the very same one
+    /// (a `shutdown` would end it for all of them). On a server-wide stop the master
+    /// shuts it once the workers have accepted their queues (the worker says so on the
+    /// readiness pipe, `worker.rs`), so new connections are refused at once; a QUIT to
+    /// this worker alone leaves it listening for the replacement. A retiring worker
+    /// leaves the listener alone too: its successor accepts from the same socket.
+    ///
+    /// A retiring worker told to close its idle connections now (`SIGWINCH` from the
+    /// master when too many generations retire at once, `signals::close_idle_requested`)
+    /// closes every connection waiting between requests ([`Self::close_idle`]).
     fn drain(&mut self, refuse_new: bool) {
         if refuse_new && !self.listener_shut {
             self.ctx.draining = false;
             self.accepting = true;
             self.accept_batch_unbounded();
             let _ = self.poller.remove_listener(self.listener);
-            let _ = rustix::net::shutdown(self.listener, Shutdown::Read);
             self.listener_shut = true;
             self.accepting = false;
         }
@@ -648,6 +654,21 @@ impl<'a> Loop<'a> {
         if self.accepting {
             self.accepting = false;
             let _ = self.poller.listener_interest(self.listener, false);
+        }
+        if crate::signals::close_idle_requested() {
+            self.close_idle();
+        }
+    }
+
+    /// Closes every connection idle between requests (nothing buffered, no response
+    /// owed): what a keep-alive client meets at any idle timeout.
+    fn close_idle(&mut self) {
+        for _ in 0..self.slots.len() {
+            let Some(slot) = self.ctx.timers.oldest(Kind::Idle) else {
+                return;
+            };
+            self.ctx.timers.disarm(slot);
+            self.close(slot);
         }
     }
 

@@ -1,7 +1,9 @@
 //! What each signal means to steerd, written once for the master and the workers (as
 //! nginx: TERM/INT stop now, QUIT stops gracefully, HUP reloads, USR1 reopens the log;
 //! USR2 upgrades the binary when sent to the master and retires a worker when the master
-//! sends it to one). Every other signal whose default would end the process is ignored.
+//! sends it to one; WINCH, from the master to a retiring worker, closes that worker's idle
+//! connections at once, see [`close_idle_requested`]). Every other signal whose default
+//! would end the process is ignored.
 //!
 //! Input: the delivery counters of `sys::signal` (handlers only count). Output: the stop
 //! asked for, and whether a signal arrived since it was last acted on. It sends nothing
@@ -11,7 +13,7 @@ use crate::sys;
 use rustix::process::Signal;
 
 /// The signals master and workers count.
-pub const COUNTED: [libc::c_int; 7] = [
+pub const COUNTED: [libc::c_int; 8] = [
     libc::SIGTERM,
     libc::SIGINT,
     libc::SIGQUIT,
@@ -19,6 +21,7 @@ pub const COUNTED: [libc::c_int; 7] = [
     libc::SIGUSR1,
     libc::SIGUSR2,
     libc::SIGCHLD,
+    libc::SIGWINCH,
 ];
 
 /// Signals whose default action ends a process and that steerd does not use: ignored by
@@ -50,6 +53,14 @@ pub fn install() -> std::io::Result<()> {
 /// A worker told to retire (USR2 from the master: a successor serves on its listener).
 pub fn retire_requested() -> bool {
     sys::signal_count(libc::SIGUSR2) > 0
+}
+
+/// A retiring worker told to close its idle connections now (WINCH from the master:
+/// more generations of its slot retire at once than the master keeps waiting for).
+/// Acted on only while retiring or stopping; a serving worker ignores it (a terminal's
+/// resize sends it too).
+pub fn close_idle_requested() -> bool {
+    sys::signal_count(libc::SIGWINCH) > 0
 }
 
 /// Which stop was asked for.

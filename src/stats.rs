@@ -238,6 +238,17 @@ pub fn render<'a>(
     out
 }
 
+/// Appends the master's count of retiring workers (older generations draining after a
+/// reload or an upgrade; the supervisor bounds it per slot).
+pub fn render_retiring(out: &mut String, retiring: usize) {
+    let _ = write!(
+        out,
+        "# HELP steerd_retiring_workers Workers of older generations still draining.\n\
+         # TYPE steerd_retiring_workers gauge\n\
+         steerd_retiring_workers{{process=\"master\"}} {retiring}\n"
+    );
+}
+
 fn family<'a>(
     out: &mut String,
     f: &Family,

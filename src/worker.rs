@@ -175,9 +175,13 @@ fn serve_all(start: &WorkerStart<'_>, root: OwnedFd, at: (u16, CpuId)) -> Result
     std::thread::scope(|s| {
         let mut others = Vec::with_capacity(rest.len());
         for (&l, cfg) in rest.iter().zip(configs) {
+            let report = Reports {
+                ready: start.ready,
+                serving: false,
+            };
             let spawned = std::thread::Builder::new()
                 .name(format!("steerd-w{cpu}"))
-                .spawn_scoped(s, move || serve_one(l, cfg, counters, None));
+                .spawn_scoped(s, move || serve_one(l, cfg, counters, report));
             match spawned {
                 Ok(h) => others.push(h),
                 // Threads already serving stop only on a signal: end the whole worker
@@ -188,7 +192,11 @@ fn serve_all(start: &WorkerStart<'_>, root: OwnedFd, at: (u16, CpuId)) -> Result
                 }
             }
         }
-        let mut result = serve_one(first, main_cfg, counters, start.ready);
+        let report = Reports {
+            ready: start.ready,
+            serving: true,
+        };
+        let mut result = serve_one(first, main_cfg, counters, report);
         for h in others {
             let joined = h.join().unwrap_or_else(|_| {
                 Err(WorkerError::Thread(io::Error::other(
@@ -201,30 +209,54 @@ fn serve_all(start: &WorkerStart<'_>, root: OwnedFd, at: (u16, CpuId)) -> Result
     })
 }
 
-/// Runs one loop; `ready` (the first loop only) is told once, at the loop's first turn,
-/// that this worker serves.
+/// What a loop tells the master on the readiness pipe.
+#[derive(Clone, Copy)]
+struct Reports<'a> {
+    /// The pipe (none in a worker that reports nothing).
+    ready: Option<BorrowedFd<'a>>,
+    /// This loop reports, at its first turn, that the worker serves (the first loop).
+    serving: bool,
+}
+
+/// Set in a report that says a loop has accepted its listener's queue and left the
+/// listener (graceful stop); the other 31 bits are the pid (`pid_max` is at most 2^22).
+pub const LEFT_LISTENER: u32 = 1 << 31;
+
+/// Runs one loop. The first loop tells the master once, at its first turn, that this
+/// worker serves; every loop tells it, at the turn after the one that began a graceful
+/// stop (the queue then accepted, the listener left), that it left its listener, so
+/// that the master may shut the listener on a server-wide stop.
 fn serve_one(
     listener: BorrowedFd<'_>,
     cfg: LoopConfig,
     counters: &WorkerCounters,
-    mut ready: Option<BorrowedFd<'_>>,
+    mut report: Reports<'_>,
 ) -> Result<(), WorkerError> {
     let mut signals = SignalView::default();
+    let mut stopping = false;
     let mut control = || {
-        if let Some(fd) = ready.take() {
-            report_serving(fd);
+        if let (Some(fd), true) = (report.ready, report.serving) {
+            report.serving = false;
+            report_serving(fd, 0);
         }
-        signals.control()
+        let now = signals.control();
+        if let (Some(fd), true) = (report.ready, stopping) {
+            report.ready = None;
+            report_serving(fd, LEFT_LISTENER);
+        }
+        stopping |= now == Control::StopGraceful;
+        now
     };
     serve_loop::run(listener, cfg, counters, &mut control).map_err(WorkerError::Loop)
 }
 
-/// Writes this worker's pid to the master's readiness pipe (4 bytes: one atomic pipe
-/// write, pipe(7)); the master's `/health`, `READY=1` and retiring of a predecessor wait
-/// for it.
-fn report_serving(fd: BorrowedFd<'_>) {
+/// Writes this worker's pid (with `flags`) to the master's readiness pipe (4 bytes: one
+/// atomic pipe write, pipe(7)); the master's `/health`, `READY=1` and retiring of a
+/// predecessor wait for the first, a graceful stop's shutting of the listeners for the
+/// [`LEFT_LISTENER`] ones.
+fn report_serving(fd: BorrowedFd<'_>, flags: u32) {
     let pid = rustix::process::getpid().as_raw_nonzero().get() as u32;
-    let _ = rustix::io::write(fd, &pid.to_le_bytes());
+    let _ = rustix::io::write(fd, &(pid | flags).to_le_bytes());
 }
 
 /// Maps the worker's signal counters to what the loop should do, as nginx workers do:

@@ -9,15 +9,6 @@ mod support;
 use std::process::Command;
 use support::server::*;
 
-/// The children of `pid` (from `/proc/PID/task/PID/children`).
-fn children(pid: u32) -> Vec<u32> {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect()
-}
-
 /// Whether `pid` is a zombie (exited, not yet reaped).
 fn zombie(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))

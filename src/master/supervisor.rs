@@ -11,6 +11,11 @@
 //! beside the running worker and retires the running one (USR2: drain, leave the
 //! listener) only when the successor reports that it serves; a successor that cannot
 //! start leaves the predecessor serving while the usual back-off restarts it.
+//!
+//! Listeners: only the master ever shuts one (a graceful stop of the whole server, once
+//! the workers have accepted its queue); a dead worker's replacement serves the very
+//! socket it had. Retiring workers: at most `RETIRING_PER_SLOT` per slot drain at their
+//! own pace; older ones are told to close their idle connections at once.
 
 use super::{
     backoff, BACKOFF_FIRST, BACKOFF_MAX, CRASH_WINDOW, FAST_STOP_GRACE, GRACEFUL_SLACK, TICK,
@@ -77,6 +82,26 @@ struct Slot {
 /// not hold (one taken over from the image before an upgrade): nothing to release.
 const NO_BLOCK: usize = usize::MAX;
 
+/// Retiring workers of one slot the master lets drain at their own pace (besides the
+/// current worker and its predecessor); past this, the oldest is told to close its idle
+/// connections at once (`signals::close_idle_requested`), so a storm of HUPs while idle
+/// clients hold connections cannot keep every generation alive.
+const RETIRING_PER_SLOT: usize = 2;
+
+/// Longest a graceful stop waits for a slot's workers to accept their listener's queue
+/// before it shuts the listener anyway.
+const LEAVE_BOUND: Duration = Duration::from_secs(1);
+
+/// A worker of an older generation that is draining.
+#[derive(Debug, Clone, Copy)]
+struct Retiring {
+    pid: Pid,
+    /// Its counter block ([`NO_BLOCK`] for one taken over by an upgrade).
+    block: usize,
+    /// It was told to close its idle connections at once.
+    hurried: bool,
+}
+
 /// The signal counts the master has already acted on.
 #[derive(Debug, Default)]
 struct Seen {
@@ -88,8 +113,13 @@ struct Seen {
 pub(crate) struct Supervisor<'a> {
     s: Shared<'a>,
     slots: Vec<Slot>,
-    /// Workers of an older generation that are draining, with their counter block.
-    retiring: Vec<(Pid, usize)>,
+    /// Workers of an older generation that are draining, oldest first.
+    retiring: Vec<Retiring>,
+    /// Raw pids, one entry per loop that reported it left its listener (graceful stop).
+    left: Vec<u32>,
+    /// A slot one of whose listeners no longer listens (found when a worker is reaped):
+    /// `/health` answers 503 while it lasts.
+    unlistening: Option<usize>,
     seen: Seen,
     /// Open `/metrics` and `/health` connections.
     responder: stats::metrics_server::Responder,
@@ -125,6 +155,8 @@ impl<'a> Supervisor<'a> {
             s,
             slots,
             retiring: Vec::new(),
+            left: Vec::new(),
+            unlistening: None,
             seen: Seen::default(),
             responder: stats::metrics_server::Responder::default(),
             notifier,
@@ -146,10 +178,7 @@ impl<'a> Supervisor<'a> {
                     slot.predecessor = Some((w.pid, NO_BLOCK))
                 }
                 _ if w.slot.is_some() => self.held.push(w.pid),
-                _ => {
-                    let _ = rustix::process::kill_process(w.pid, Signal::USR2);
-                    self.retiring.push((w.pid, NO_BLOCK));
-                }
+                _ => self.retire(w.pid, NO_BLOCK),
             }
         }
     }
@@ -238,9 +267,10 @@ impl<'a> Supervisor<'a> {
                 self.held.swap_remove(pos);
                 continue;
             }
-            if let Some(pos) = self.retiring.iter().position(|&(p, _)| p == pid) {
-                let (_, block) = self.retiring.swap_remove(pos);
-                self.release(block);
+            if let Some(pos) = self.retiring.iter().position(|r| r.pid == pid) {
+                // `remove`, not `swap_remove`: the order is the age.
+                let gone = self.retiring.remove(pos);
+                self.release(gone.block);
                 continue;
             }
             let pred = self
@@ -261,8 +291,27 @@ impl<'a> Supervisor<'a> {
             self.release(self.slots[i].block);
             if !stopping {
                 self.schedule_respawn(i, pid, status);
+                self.check_listeners();
             }
         }
+    }
+
+    /// After a worker's death: every slot's listeners still listen (`SO_ACCEPTCONN`)? A
+    /// worker never shuts one, but another process holding it could; such a socket cannot
+    /// rejoin its reuseport group at its index, so `/health` answers 503 and one line
+    /// names the slot.
+    fn check_listeners(&mut self) {
+        let listens = |fd| rustix::net::sockopt::socket_acceptconn(fd).unwrap_or(false);
+        let dead = (0..self.slots.len())
+            .find(|&i| !self.s.listeners.of_worker(i).into_iter().all(listens));
+        if dead.is_some() && dead != self.unlistening {
+            if let Some(i) = dead {
+                crate::say!(
+                    "worker {i}: its listener no longer listens (shut by a process holding it); /health answers 503 until a restart"
+                );
+            }
+        }
+        self.unlistening = dead;
     }
 
     /// A process counting into `block` is gone: its open connections closed with it, so
@@ -270,7 +319,7 @@ impl<'a> Supervisor<'a> {
     fn release(&self, block: usize) {
         let shared = self.slots.iter().any(|s| {
             (s.pid.is_some() && s.block == block) || s.predecessor.is_some_and(|(_, b)| b == block)
-        }) || self.retiring.iter().any(|&(_, b)| b == block);
+        }) || self.retiring.iter().any(|r| r.block == block);
         if let (false, Some(c)) = (shared, self.s.counters.get(block)) {
             c.open.store(0, Relaxed);
         }
@@ -329,7 +378,7 @@ impl<'a> Supervisor<'a> {
         self.slots
             .iter()
             .flat_map(|s| s.pid.into_iter().chain(s.predecessor.map(|(p, _)| p)))
-            .chain(self.retiring.iter().map(|&(p, _)| p))
+            .chain(self.retiring.iter().map(|r| r.pid))
             .chain(self.held.iter().copied())
     }
 
@@ -374,6 +423,7 @@ impl<'a> Supervisor<'a> {
             return;
         };
         let healthy = self.healthy();
+        let retiring = self.retiring.len();
         let (workers, counters) = (&self.s.plan.workers, self.s.counters);
         let render = |doc| {
             let n = workers.len();
@@ -381,7 +431,11 @@ impl<'a> Supervisor<'a> {
                 .map(|i| stats::merged(counters.get(i), counters.get(i + n)))
                 .collect();
             match doc {
-                Document::Metrics => stats::render(workers, merged.iter()),
+                Document::Metrics => {
+                    let mut text = stats::render(workers, merged.iter());
+                    stats::render_retiring(&mut text, retiring);
+                    text
+                }
                 Document::Status => status.render(workers, merged.iter()),
             }
         };
@@ -391,17 +445,44 @@ impl<'a> Supervisor<'a> {
         }
     }
 
-    /// Shuts the listeners of slots with no live worker, so that a graceful stop refuses
-    /// new connections on them at once (a worker shuts its own after accepting what is
-    /// queued, see `serve_loop`).
-    fn shut_unserved_listeners(&self) {
-        for (i, slot) in self.slots.iter().enumerate() {
-            if slot.pid.is_none() && slot.predecessor.is_none() {
-                for fd in self.s.listeners.of_worker(i) {
+    /// A graceful stop's refusal of new connections: shuts each listener still
+    /// listening once nothing is queued on it, or once every worker serving its slot has
+    /// accepted the queue and left it (their `LEFT_LISTENER` reports), or at `by`. A
+    /// worker never shuts a listener itself: the master and the worker's successors
+    /// hold the same socket. True once every listener is shut.
+    fn shut_left_listeners(&mut self, by: Instant) -> bool {
+        self.read_reports();
+        let late = Instant::now() >= by;
+        let mut all = true;
+        for i in 0..self.slots.len() {
+            let left = self.slot_left(i);
+            for fd in self.s.listeners.of_worker(i) {
+                if !rustix::net::sockopt::socket_acceptconn(fd).unwrap_or(false) {
+                    continue;
+                }
+                if late || left || queue_empty(fd) {
                     let _ = rustix::net::shutdown(fd, rustix::net::Shutdown::Read);
+                } else {
+                    all = false;
                 }
             }
         }
+        all
+    }
+
+    /// Every worker serving slot `i` (its current one and its predecessor) is gone or
+    /// has reported leaving each of its listeners.
+    fn slot_left(&self, i: usize) -> bool {
+        let loops = self.s.listeners.of_worker(i).len();
+        let slot = &self.slots[i];
+        let reported = |pid: Pid| {
+            let raw = pid.as_raw_nonzero().get() as u32;
+            self.left.iter().filter(|&&p| p == raw).count() >= loops
+        };
+        slot.pid
+            .into_iter()
+            .chain(slot.predecessor.map(|(p, _)| p))
+            .all(reported)
     }
 
     /// Stops every worker: TERM (fast) or QUIT (graceful), then waits; a TERM during a
@@ -411,13 +492,14 @@ impl<'a> Supervisor<'a> {
         self.notifier
             .stopping(&format!("stopping ({})", end.name()));
         self.stop_upgrade();
-        if end == Stop::Graceful {
-            self.shut_unserved_listeners();
-        }
         self.signal_all(end.signal());
         let mut deadline = Instant::now() + self.grace(end);
+        let mut shutting = (end == Stop::Graceful).then(|| Instant::now() + LEAVE_BOUND);
         loop {
             self.reap(true);
+            if shutting.is_some_and(|by| self.shut_left_listeners(by)) {
+                shutting = None;
+            }
             if self.live().next().is_none() {
                 break;
             }
@@ -441,5 +523,20 @@ impl<'a> Supervisor<'a> {
             Stop::Fast => FAST_STOP_GRACE,
             Stop::Graceful => self.s.cfg.timeouts.shutdown + GRACEFUL_SLACK,
         }
+    }
+}
+
+/// No connection waits in `fd`'s accept queue (a listener polls readable while one
+/// does). poll(2).
+fn queue_empty(fd: std::os::fd::BorrowedFd<'_>) -> bool {
+    use rustix::event::{PollFd, PollFlags};
+    let mut fds = [PollFd::from_borrowed_fd(fd, PollFlags::IN)];
+    let zero = rustix::time::Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    match rustix::event::poll(&mut fds, Some(&zero)) {
+        Ok(n) => n == 0 || !fds[0].revents().contains(PollFlags::IN),
+        Err(_) => false,
     }
 }

@@ -375,6 +375,15 @@ pub fn send_signal(pid: u32, sig: i32) {
     let _ = rustix::process::kill_process(pid, sig);
 }
 
+/// The children of `pid` (from `/proc/PID/task/PID/children`).
+pub fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
 /// True while `/proc/PID` exists and is not a zombie.
 pub fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

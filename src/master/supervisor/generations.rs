@@ -7,12 +7,13 @@
 //! started and retired, `READY=1` / `RELOADING=1` notifications, the `/health` verdict.
 //! Spawning, reaping and stopping are `supervisor.rs`.
 
-use super::{Supervisor, BACKOFF_FIRST};
+use super::{Retiring, Supervisor, BACKOFF_FIRST, NO_BLOCK, RETIRING_PER_SLOT};
 use crate::inherit;
 use crate::signals;
 use crate::sys;
 use crate::upgrade::{self, proof, proof::Verdict, TakenOver};
-use rustix::process::Signal;
+use crate::worker::LEFT_LISTENER;
+use rustix::process::{Pid, Signal};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::time::Instant;
 
@@ -21,13 +22,7 @@ impl Supervisor<'_> {
     /// predecessor on its slot retires. When every slot serves: `READY=1`, and a master
     /// started by an upgrade tells the old one.
     pub(super) fn read_ready(&mut self) {
-        let mut buf = [0u8; 256];
-        while let Ok(n @ 1..) = rustix::io::read(&self.s.ready.0, &mut buf) {
-            for chunk in buf[..n].chunks_exact(4) {
-                let pid = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
-                self.serving(pid);
-            }
-        }
+        self.read_reports();
         if self.all_serving() && !self.announced {
             self.announced = true;
             self.retire_held();
@@ -43,6 +38,22 @@ impl Supervisor<'_> {
         }
     }
 
+    /// Reads every report waiting on the pipe: "serves" ones act at once
+    /// ([`Self::serving`]), "left its listener" ones are kept for a graceful stop.
+    pub(super) fn read_reports(&mut self) {
+        let mut buf = [0u8; 256];
+        while let Ok(n @ 1..) = rustix::io::read(&self.s.ready.0, &mut buf) {
+            for chunk in buf[..n].chunks_exact(4) {
+                let word = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+                if word & LEFT_LISTENER != 0 {
+                    self.left.push(word & !LEFT_LISTENER);
+                } else {
+                    self.serving(word);
+                }
+            }
+        }
+    }
+
     fn serving(&mut self, pid: u32) {
         let Some(slot) = self.slots.iter_mut().find(|s| {
             s.pid
@@ -52,8 +63,28 @@ impl Supervisor<'_> {
         };
         slot.serving = true;
         if let Some((old, block)) = slot.predecessor.take() {
-            let _ = rustix::process::kill_process(old, Signal::USR2);
-            self.retiring.push((old, block));
+            self.retire(old, block);
+        }
+    }
+
+    /// Tells `pid` to retire (USR2) and keeps it among the retiring. Past
+    /// [`RETIRING_PER_SLOT`] for its slot, the oldest of that slot not yet told is told to
+    /// close its idle connections now (WINCH).
+    pub(super) fn retire(&mut self, pid: Pid, block: usize) {
+        let _ = rustix::process::kill_process(pid, Signal::USR2);
+        self.retiring.push(Retiring {
+            pid,
+            block,
+            hurried: false,
+        });
+        let n = self.slots.len();
+        let slot_of = |b: usize| (b != NO_BLOCK).then(|| b % n);
+        let same = |r: &Retiring| !r.hurried && slot_of(r.block) == slot_of(block);
+        let waiting = self.retiring.iter().filter(|r| same(r)).count();
+        let excess = waiting.saturating_sub(RETIRING_PER_SLOT);
+        for r in self.retiring.iter_mut().filter(|r| same(r)).take(excess) {
+            let _ = rustix::process::kill_process(r.pid, Signal::WINCH);
+            r.hurried = true;
         }
     }
 
@@ -61,11 +92,14 @@ impl Supervisor<'_> {
         self.slots.iter().all(|s| s.pid.is_some() && s.serving)
     }
 
-    /// `/health`: every slot has a serving worker (a predecessor still serving counts).
+    /// `/health`: every slot has a serving worker (a predecessor still serving counts)
+    /// and every listener listens (as last checked, `check_listeners`).
     pub(super) fn healthy(&self) -> bool {
-        self.slots
-            .iter()
-            .all(|s| (s.pid.is_some() && s.serving) || s.predecessor.is_some())
+        self.unlistening.is_none()
+            && self
+                .slots
+                .iter()
+                .all(|s| (s.pid.is_some() && s.serving) || s.predecessor.is_some())
     }
 
     /// HUP: if the root, the site's pages and the log open as a worker will open them
@@ -94,10 +128,11 @@ impl Supervisor<'_> {
                 } else {
                     // An earlier reload's successor that does not serve yet: the older
                     // predecessor keeps serving, this one retires.
-                    let _ = rustix::process::kill_process(current, Signal::USR2);
-                    self.retiring.push((current, slot.block));
+                    let block = slot.block;
+                    self.retire(current, block);
                 }
             }
+            let slot = &mut self.slots[i];
             slot.serving = false;
             slot.crashes = 0;
             // The new generation counts into the slot's other block.
@@ -207,7 +242,7 @@ impl Supervisor<'_> {
             };
             out.extend(serving.map(|pid| TakenOver { slot: Some(i), pid }));
         }
-        out.extend(self.retiring.iter().map(|&(pid, _)| retiring(pid)));
+        out.extend(self.retiring.iter().map(|r| retiring(r.pid)));
         out.extend(self.held.iter().map(|&pid| retiring(pid)));
         out
     }
@@ -223,8 +258,7 @@ impl Supervisor<'_> {
     /// slot serves.
     fn retire_held(&mut self) {
         for pid in std::mem::take(&mut self.held) {
-            let _ = rustix::process::kill_process(pid, Signal::USR2);
-            self.retiring.push((pid, super::NO_BLOCK));
+            self.retire(pid, NO_BLOCK);
         }
     }
 }

@@ -7,7 +7,9 @@
 //! The buffer is allocated when the log is opened; recording a line allocates nothing
 //! and makes no syscall unless the buffer is full. A line waits at most
 //! [`FLUSH_AFTER_MS`] plus one loop wake-up (at most 500 ms) before it is written.
-//! A failed write drops the buffered lines (the log must never stall serving).
+//! A failed write drops the buffered lines (the log must never stall serving); they are
+//! counted, and the worker adds the count to its `log_lines_dropped` counter each loop
+//! turn ([`AccessLog::take_dropped`]).
 
 pub mod dest;
 
@@ -35,6 +37,8 @@ pub struct AccessLog {
     pid: u32,
     /// Loop time of the oldest line not yet written.
     oldest_ms: Option<u64>,
+    /// Lines dropped (or cut) since [`AccessLog::take_dropped`] last asked.
+    dropped: u64,
 }
 
 impl AccessLog {
@@ -50,6 +54,7 @@ impl AccessLog {
             clock: LogClock::new(date),
             pid: rustix::process::getpid().as_raw_nonzero().get() as u32,
             oldest_ms: None,
+            dropped: 0,
         })
     }
 
@@ -63,6 +68,7 @@ impl AccessLog {
             clock: LogClock::new(&DateCache::new(0)),
             pid: 0,
             oldest_ms: None,
+            dropped: 0,
         }
     }
 
@@ -112,10 +118,15 @@ impl AccessLog {
     /// Writes the buffered lines.
     pub fn flush(&mut self) {
         if self.len > 0 {
-            self.dest.write(&self.buf[..self.len]);
+            self.dropped += self.dest.write(&self.buf[..self.len]);
         }
         self.len = 0;
         self.oldest_ms = None;
+    }
+
+    /// The lines dropped since the last call (a failed or short write), for the metric.
+    pub fn take_dropped(&mut self) -> u64 {
+        core::mem::take(&mut self.dropped)
     }
 
     /// Flushes, then opens the destination again (after a rotation moved the old file).

@@ -1,7 +1,8 @@
 //! What a new worker will open, checked before a reload starts any: the root (a
 //! directory that can be read), the pages the site rules name (each `--error-page` and
 //! the `--fallback`: a regular file under the root that can be read) and the access log
-//! (`access_log::dest::check`: appendable or creatable, nothing created). Without this, a
+//! (`access_log::dest::check`: a regular file, appendable or creatable, nothing created,
+//! a FIFO refused from its `stat` so that the master never waits on it). Without this, a
 //! HUP with a log the workers cannot open left no worker serving, the new ones restarting
 //! in a loop, and a HUP after a page was deleted went through silently.
 //!

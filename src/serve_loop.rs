@@ -362,6 +362,8 @@ impl<'a> Loop<'a> {
             self.sweep_cache();
             self.maybe_resume();
             self.ctx.log.tick(&self.ctx.date, self.ctx.now_ms);
+            let dropped = self.ctx.log.take_dropped();
+            self.ctx.counters.log_lines_dropped.fetch_add(dropped, Relaxed);
         }
         // Responses still being written are cut short: their lines go out with the rest.
         self.close_all();

@@ -47,6 +47,8 @@ pub struct WorkerCounters {
     /// Connections closed for a missing, malformed or truncated PROXY header, or because
     /// their peer may not send one (`--proxy-protocol`).
     pub proxy_refused: AtomicU64,
+    /// Access log lines not written whole (a failed or short write: a full disk).
+    pub log_lines_dropped: AtomicU64,
 }
 
 /// The sum of two blocks (a worker slot's two generations), for rendering; a missing
@@ -70,6 +72,7 @@ pub fn merged(a: Option<&WorkerCounters>, b: Option<&WorkerCounters>) -> WorkerC
         respawns: sum(|c| &c.respawns),
         cut_short: sum(|c| &c.cut_short),
         proxy_refused: sum(|c| &c.proxy_refused),
+        log_lines_dropped: sum(|c| &c.log_lines_dropped),
     }
 }
 
@@ -87,7 +90,7 @@ pub struct PageCounters {
 /// Number of `u64` atomics in [`WorkerCounters`]. The mapping relies on zero bytes being a
 /// valid block, true only while every field is an atomic integer with no padding: this
 /// size check fails to compile if a field of another kind is added.
-const COUNTER_WORDS: usize = 14;
+const COUNTER_WORDS: usize = 15;
 const _: () = assert!(core::mem::size_of::<WorkerCounters>() == COUNTER_WORDS * 8);
 const _: () = assert!(core::mem::size_of::<PageCounters>() == 4096);
 
@@ -143,7 +146,7 @@ fn load(c: &AtomicU64) -> u64 {
     c.load(Ordering::Relaxed)
 }
 
-const FAMILIES: [Family; 9] = [
+const FAMILIES: [Family; 10] = [
     Family {
         name: "steerd_connections_accepted_total",
         kind: "counter",
@@ -197,6 +200,12 @@ const FAMILIES: [Family; 9] = [
         kind: "counter",
         help: "Connections closed for a bad, missing or untrusted PROXY header.",
         read: |c| load(&c.proxy_refused),
+    },
+    Family {
+        name: "steerd_access_log_lines_dropped_total",
+        kind: "counter",
+        help: "Access log lines not written whole (a failed or short write).",
+        read: |c| load(&c.log_lines_dropped),
     },
 ];
 

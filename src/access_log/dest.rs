@@ -7,8 +7,17 @@
 //! is written with plain `write`, so a full pipe on standard output does make the worker
 //! wait, as nginx's workers do).
 //!
-//! - A file is opened `O_WRONLY | O_APPEND | O_CREAT` (mode 0644), so lines from several
-//!   workers never interleave within a line (each flush is one `write` of whole lines).
+//! - A file is opened `O_APPEND | O_CREAT` (mode 0644), so lines from several workers
+//!   never interleave within a line (each flush is one `write` of whole lines). It must
+//!   be a regular file: a FIFO, a device or a socket is refused ([`Kind`]), by `check`
+//!   from its `stat` alone (opening a FIFO would wait for a reader, and closing it again
+//!   would hand that reader an end of file) and by the worker after a non-blocking open.
+//! - A short write (a full disk) leaves a line cut at the end of the file. The next write
+//!   of any worker first ends it with a newline of its own, so at most one line is cut
+//!   and none is glued to another: the file's last byte is read back (`pread`) before
+//!   each write, which is why the file is opened for reading too when it may be (write
+//!   only otherwise, and then only the worker that cut the line knows to end it).
+//!   Lines not written are counted ([`Dest::write`] returns how many).
 //! - Standard output is the descriptor the process inherited, never reopened by path,
 //!   so it works under `--user` whatever the container runtime handed over.
 //! - Syslog is a `SOCK_DGRAM` Unix socket connected to `/dev/log` (or the path
@@ -17,7 +26,7 @@
 
 use crate::config::LogTarget;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use rustix::fs::{Access, Mode, OFlags};
+use rustix::fs::{Access, FileType, Mode, OFlags};
 use rustix::io::Errno;
 use rustix::net::{AddressFamily, SendFlags, SocketAddrUnix, SocketFlags, SocketType};
 use std::io;
@@ -28,17 +37,95 @@ use std::path::{Path, PathBuf};
 pub enum Dest {
     /// Lines are dropped.
     Off,
-    /// An appended file and the path it is reopened from.
-    File(PathBuf, OwnedFd),
+    /// An appended file.
+    File(LogFile),
     /// Standard output.
     Stdout,
     /// A connected datagram socket and the path it reconnects to.
     Syslog(PathBuf, OwnedFd),
 }
 
+/// An appended log file.
+#[derive(Debug)]
+pub struct LogFile {
+    /// The path it is reopened from.
+    path: PathBuf,
+    fd: OwnedFd,
+    /// This worker's last write stopped inside a line.
+    torn: bool,
+}
+
+/// What a log path names when it is not a regular file: refused, since a FIFO blocks
+/// the opener until a reader comes (and a check's open and close ends that reader's
+/// input), and no other kind keeps whole lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A named pipe.
+    Fifo,
+    /// A character or block device.
+    Device,
+    /// A socket, a directory or anything else.
+    Other,
+}
+
+impl Kind {
+    fn of(ty: FileType) -> Option<Kind> {
+        match ty {
+            FileType::RegularFile => None,
+            FileType::Fifo => Some(Kind::Fifo),
+            FileType::CharacterDevice | FileType::BlockDevice => Some(Kind::Device),
+            _ => Some(Kind::Other),
+        }
+    }
+}
+
+impl core::fmt::Display for Kind {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let what = match self {
+            Kind::Fifo => "is a FIFO",
+            Kind::Device => "is a device",
+            Kind::Other => "is not a regular file",
+        };
+        write!(
+            f,
+            "{what}; the access log must be a regular file \
+             (`--access-log -` writes to standard output, `syslog` to the system log)"
+        )
+    }
+}
+
+impl std::error::Error for Kind {}
+
+/// The [`Kind`] `path` names if it exists and is not a regular file (`stat` only,
+/// nothing opened).
+pub fn not_regular(path: &Path) -> Option<Kind> {
+    let st = rustix::fs::stat(path).ok()?;
+    Kind::of(FileType::from_raw_mode(st.st_mode))
+}
+
+fn refuse(kind: Kind) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, kind)
+}
+
+/// Opens `path` for appending without waiting (a FIFO without a reader fails at once
+/// instead of blocking the worker), readable too if this process may read it.
 fn open_file(path: &Path) -> io::Result<OwnedFd> {
-    let flags = OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE | OFlags::CLOEXEC;
-    Ok(rustix::fs::open(path, flags, Mode::from_raw_mode(0o644))?)
+    let flags = OFlags::APPEND | OFlags::CREATE | OFlags::CLOEXEC | OFlags::NOCTTY;
+    let flags = flags | OFlags::NONBLOCK;
+    let mode = Mode::from_raw_mode(0o644);
+    let fd = match rustix::fs::open(path, flags | OFlags::RDWR, mode) {
+        Ok(fd) => fd,
+        Err(Errno::ACCESS | Errno::PERM | Errno::ISDIR) => {
+            rustix::fs::open(path, flags | OFlags::WRONLY, mode)?
+        }
+        Err(Errno::NXIO) => return Err(refuse(Kind::Fifo)),
+        Err(e) => return Err(e.into()),
+    };
+    let st = rustix::fs::fstat(&fd)?;
+    match Kind::of(FileType::from_raw_mode(st.st_mode)) {
+        Some(kind) => Err(refuse(kind)),
+        None => Ok(fd),
+    }
 }
 
 /// `socket(AF_UNIX, SOCK_DGRAM)` connected to `path`, non-blocking.
@@ -61,9 +148,15 @@ pub fn check(target: &LogTarget) -> io::Result<()> {
     }
 }
 
-/// Whether `log` can be opened for appending, without creating it.
+/// Whether `log` can be opened for appending, without creating it. A path that is not
+/// a regular file is refused from its `stat`, before any open.
 fn appendable(log: &Path) -> io::Result<()> {
+    if let Some(kind) = not_regular(log) {
+        return Err(refuse(kind));
+    }
     let flags = OFlags::WRONLY | OFlags::APPEND | OFlags::CLOEXEC | OFlags::NOCTTY;
+    // Non-blocking: should a FIFO have taken the file's place since the `stat`.
+    let flags = flags | OFlags::NONBLOCK;
     match rustix::fs::open(log, flags, Mode::empty()) {
         Ok(_) => Ok(()),
         Err(Errno::NOENT) => {
@@ -82,7 +175,11 @@ impl Dest {
     pub fn open(target: &LogTarget) -> io::Result<Dest> {
         Ok(match target {
             LogTarget::Off => Dest::Off,
-            LogTarget::File(p) => Dest::File(p.clone(), open_file(p)?),
+            LogTarget::File(p) => Dest::File(LogFile {
+                path: p.clone(),
+                fd: open_file(p)?,
+                torn: false,
+            }),
             LogTarget::Stdout => Dest::Stdout,
             LogTarget::Syslog(p) => Dest::Syslog(p.clone(), connect_syslog(p)?),
         })
@@ -92,7 +189,10 @@ impl Dest {
     /// old descriptor stays in use if that fails.
     pub fn reopen(&mut self) -> io::Result<()> {
         match self {
-            Dest::File(p, fd) => *fd = open_file(p)?,
+            Dest::File(f) => {
+                f.fd = open_file(&f.path)?;
+                f.torn = false;
+            }
             Dest::Syslog(p, fd) => *fd = connect_syslog(p)?,
             Dest::Off | Dest::Stdout => {}
         }
@@ -109,54 +209,108 @@ impl Dest {
         matches!(self, Dest::Off)
     }
 
-    /// Writes `lines` (whole lines, each ending in `\n`).
-    pub fn write(&mut self, lines: &[u8]) {
+    /// Writes `lines` (whole lines, each ending in `\n`); returns how many were not
+    /// written whole (dropped, or cut by a short write).
+    pub fn write(&mut self, lines: &[u8]) -> u64 {
         match self {
-            Dest::Off => {}
-            Dest::File(_, fd) => write_all(fd.as_fd(), lines),
-            Dest::Stdout => write_all(std::io::stdout().as_fd(), lines),
+            Dest::Off => 0,
+            Dest::File(f) => f.append(lines),
+            Dest::Stdout => count_lines(write_all(std::io::stdout().as_fd(), lines)),
             Dest::Syslog(path, fd) => {
-                if send_datagrams(fd.as_fd(), lines) == Err(Errno::CONNREFUSED) {
+                let mut left = send_datagrams(fd.as_fd(), lines);
+                if left.1 == Some(Errno::CONNREFUSED) {
                     // The daemon restarted (its socket is new): reconnect once, retry.
                     if let Ok(new) = connect_syslog(path) {
                         *fd = new;
-                        let _ = send_datagrams(fd.as_fd(), lines);
+                        left = send_datagrams(fd.as_fd(), lines);
                     }
                 }
+                count_lines(left.0)
             }
         }
     }
 }
 
-/// `write` until done, retried on a short write and `EINTR`; any other end drops the rest.
-fn write_all(fd: BorrowedFd<'_>, mut bytes: &[u8]) {
+impl LogFile {
+    /// Appends `lines`, first ending a line a short write left cut; returns the lines
+    /// not written whole.
+    fn append(&mut self, lines: &[u8]) -> u64 {
+        if self.torn || !ends_clean(self.fd.as_fd()) {
+            // Without the newline written, the lines would be glued to the cut one.
+            if !write_all(self.fd.as_fd(), b"\n").is_empty() {
+                self.torn = true;
+                return count_lines(lines);
+            }
+        }
+        let left = write_all(self.fd.as_fd(), lines);
+        let written = &lines[..lines.len() - left.len()];
+        self.torn = !left.is_empty() && written.last().is_some_and(|&b| b != b'\n');
+        count_lines(left)
+    }
+}
+
+/// Whether the file is empty or ends in a newline, as far as it can be read: a
+/// descriptor that cannot read (the file opened write-only) answers yes.
+fn ends_clean(fd: BorrowedFd<'_>) -> bool {
+    let Ok(st) = rustix::fs::fstat(fd) else {
+        return true;
+    };
+    let Some(last) = u64::try_from(st.st_size)
+        .ok()
+        .and_then(|n| n.checked_sub(1))
+    else {
+        return true;
+    };
+    let mut byte = [0u8; 1];
+    match rustix::io::pread(fd, &mut byte, last) {
+        Ok(1) => byte[0] == b'\n',
+        _ => true,
+    }
+}
+
+/// Lines in `rest` (a cut one counts): what a write that stopped there dropped.
+fn count_lines(rest: &[u8]) -> u64 {
+    let whole = memchr::memchr_iter(b'\n', rest).count();
+    let cut = usize::from(rest.last().is_some_and(|&b| b != b'\n'));
+    (whole + cut) as u64
+}
+
+/// `write` until done, retried on a short write and `EINTR`; any other end gives up.
+/// Returns what was not written.
+fn write_all<'b>(fd: BorrowedFd<'_>, mut bytes: &'b [u8]) -> &'b [u8] {
     while !bytes.is_empty() {
         match rustix::io::write(fd, bytes) {
-            Ok(0) => return,
+            Ok(0) => break,
             Ok(n) => bytes = &bytes[n..],
             Err(Errno::INTR) => {}
-            Err(_) => return,
+            Err(_) => break,
         }
     }
+    bytes
 }
 
 /// One datagram per line, without its newline. Stops at the first refusal (a full
-/// daemon queue gives `EAGAIN`: the rest is dropped, never waited for).
-fn send_datagrams(fd: BorrowedFd<'_>, lines: &[u8]) -> Result<(), Errno> {
-    let mut sent_one = false;
-    for line in lines.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-        loop {
-            match rustix::net::send(fd, line, SendFlags::DONTWAIT) {
-                Ok(_) => break,
-                Err(Errno::INTR) => {}
-                // Only a refusal before anything went out is worth a reconnect and retry.
-                Err(Errno::CONNREFUSED | Errno::NOTCONN) if !sent_one => {
-                    return Err(Errno::CONNREFUSED)
+/// daemon queue gives `EAGAIN`: the rest is dropped, never waited for). Returns the
+/// lines not sent and why; a refusal before anything went out reads `CONNREFUSED`.
+fn send_datagrams<'b>(fd: BorrowedFd<'_>, lines: &'b [u8]) -> (&'b [u8], Option<Errno>) {
+    let mut rest = lines;
+    while !rest.is_empty() {
+        let end = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+        let line = &rest[..end];
+        if !line.is_empty() {
+            loop {
+                match rustix::net::send(fd, line, SendFlags::DONTWAIT) {
+                    Ok(_) => break,
+                    Err(Errno::INTR) => {}
+                    // Only a refusal before anything went out is worth a reconnect and retry.
+                    Err(Errno::CONNREFUSED | Errno::NOTCONN) if rest.len() == lines.len() => {
+                        return (rest, Some(Errno::CONNREFUSED))
+                    }
+                    Err(e) => return (rest, Some(e)),
                 }
-                Err(e) => return Err(e),
             }
         }
-        sent_one = true;
+        rest = rest.get(end + 1..).unwrap_or_default();
     }
-    Ok(())
+    (rest, None)
 }

@@ -149,3 +149,31 @@ fn off_records_nothing() {
     log.record(&rec(b"/x"), 0);
     log.flush();
 }
+
+#[test]
+fn a_write_after_a_cut_line_starts_on_a_fresh_line() {
+    let d = dir("torn");
+    let path = d.join("access.log");
+    // What a short write on a full disk leaves behind: a line without its end.
+    std::fs::write(&path, b"whole\ncut off mid-li").unwrap();
+    let mut dest = Dest::open(&LogTarget::File(path.clone())).unwrap();
+    assert_eq!(dest.write(b"next\nand more\n"), 0);
+    assert_eq!(dest.write(b"last\n"), 0);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(text, "whole\ncut off mid-li\nnext\nand more\nlast\n");
+}
+
+#[test]
+fn a_fifo_is_refused_by_check_and_open_without_waiting() {
+    let d = dir("fifo");
+    let fifo = d.join("access.fifo");
+    let mode = rustix::fs::Mode::from_raw_mode(0o600);
+    rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, mode).unwrap();
+    let target = LogTarget::File(fifo.clone());
+    let err = dest::check(&target).unwrap_err().to_string();
+    assert!(err.starts_with("is a FIFO; "), "{err}");
+    let err = Dest::open(&target).unwrap_err().to_string();
+    assert!(err.starts_with("is a FIFO; "), "{err}");
+    assert_eq!(dest::not_regular(&fifo), Some(dest::Kind::Fifo));
+    assert_eq!(dest::not_regular(&d.join("absent")), None);
+}

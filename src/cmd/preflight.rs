@@ -4,7 +4,8 @@
 //!
 //! Input: validated [`ServeArgs`] (their syntax is already checked). Output: one
 //! [`Failure`] per problem, each printed as one line. It reads and opens, but changes
-//! nothing: the access log is opened for appending only if it exists (otherwise its
+//! nothing: the access log must be a regular file (a FIFO is refused from its `stat`,
+//! never opened) and is opened for appending only if it exists (otherwise its
 //! directory is checked for writing), and nothing is created; a syslog socket must
 //! accept a connection. With `--user` (run as root), the root and the pages are checked
 //! again as that user, and the log only as that user (`as_user.rs`), since the workers
@@ -32,7 +33,14 @@ pub fn problems(args: &ServeArgs) -> Vec<Failure> {
     // Root with `--user`: the workers open the log as that user, never as root, so it is
     // checked as that user only. Checking it as root too would refuse a log only that
     // user may write whenever root lacks CAP_DAC_OVERRIDE (a hardened unit's bounding set).
+    // A FIFO (or any other file that is not regular) is refused from its `stat`: opening
+    // it would wait for a reader, or hand the reader an end of file when closed again.
+    let kind = match log {
+        LogTarget::File(p) => crate::access_log::dest::not_regular(p),
+        _ => None,
+    };
     match &user {
+        _ if kind.is_some() => found.extend(kind.map(|k| log_failure(log, k.to_string()))),
         Some(Ok(id)) if super::as_user::becomes_other(id) => {
             if let Err(e) = super::as_user::log(log, id) {
                 let why = match log {

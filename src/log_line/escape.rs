@@ -11,10 +11,13 @@
 //! (goaccess, AWStats) read both forms; the backslash is escaped too so that a field
 //! ending in `\` cannot swallow its closing quote.
 //!
-//! [`json`] writes a JSON string body (RFC 8259 §7): `"` and `\` as `\"` and `\\`, the
-//! controls and DEL as `\u00XX`, valid UTF-8 as is, and each byte that is not part of
-//! valid UTF-8 as `\u00XX` (the code point of the same value), so the line is always
-//! valid JSON and the original bytes can be recovered.
+//! [`json`] writes a JSON string body (RFC 8259 §7): `"` as `\"`, `\` as `\\\\` (two
+//! backslashes once decoded), the controls and DEL as `\u00XX`, valid UTF-8 as is, and
+//! each byte that is not part of valid UTF-8 as `\\xHH` (upper-case hex), so that the
+//! decoded string holds the four characters `\xHH`. Valid text cannot produce that: its
+//! own backslashes decode as two (`\\`), so in the decoded string a single backslash
+//! followed by `x` always stands for a raw byte, and the original bytes can be recovered
+//! (a raw `0xE9` decodes to `\xE9`, the UTF-8 `é` to `é`). The line is always valid JSON.
 
 use crate::http::response::Writer;
 
@@ -84,7 +87,8 @@ pub fn json(src: &[u8], out: &mut Writer<'_>, budget: usize) {
             let mut utf8 = [0u8; 4];
             let (bytes, cost): (&[u8], usize) = match c {
                 '"' => (b"\\\"", 2),
-                '\\' => (b"\\\\", 2),
+                // Doubled in the decoded string, so `\x` there always means a raw byte.
+                '\\' => (b"\\\\\\\\", 4),
                 '\0'..='\x1f' | '\x7f' => (&[], 6),
                 _ => {
                     let s = c.encode_utf8(&mut utf8);
@@ -103,11 +107,17 @@ pub fn json(src: &[u8], out: &mut Writer<'_>, budget: usize) {
             }
         }
         for &b in chunk.invalid() {
-            if left < 6 {
+            if left < 5 {
                 return;
             }
-            left -= 6;
-            unicode_escape(b, out);
+            left -= 5;
+            out.put(&[
+                b'\\',
+                b'\\',
+                b'x',
+                HEX[usize::from(b >> 4)],
+                HEX[usize::from(b & 15)],
+            ]);
         }
     }
 }
@@ -169,25 +179,59 @@ mod tests {
         assert_eq!(run(clf, src, 4), "ab\\\"");
     }
 
+    /// The decoded JSON string back to bytes: `\\` is one backslash, `\xHH` one raw byte.
+    fn unescape_raw(text: &str) -> Vec<u8> {
+        let b = text.as_bytes();
+        let mut back = Vec::new();
+        let mut i = 0;
+        while i < b.len() {
+            match (b[i], b.get(i + 1)) {
+                (b'\\', Some(b'\\')) => {
+                    back.push(b'\\');
+                    i += 2;
+                }
+                (b'\\', Some(b'x')) => {
+                    let hex = std::str::from_utf8(&b[i + 2..i + 4]).unwrap();
+                    back.push(u8::from_str_radix(hex, 16).unwrap());
+                    i += 4;
+                }
+                (c, _) => {
+                    back.push(c);
+                    i += 1;
+                }
+            }
+        }
+        back
+    }
+
+    fn decoded(body: &str) -> String {
+        let v: serde_json::Value = serde_json::from_str(&format!("\"{body}\"")).unwrap();
+        v.as_str().unwrap().to_string()
+    }
+
     #[test]
     fn json_is_valid_and_recoverable() {
-        let src = b"a\"b\\c\n\x01\x7f caf\xc3\xa9 \xff\xfe end";
+        let src = b"a\"b\\c\n\x01\x7f caf\xc3\xa9 \xff\xfe \\xE9 end";
         let body = run(json, src, 256);
         assert_eq!(
             body,
-            "a\\\"b\\\\c\\u000A\\u0001\\u007F caf\u{e9} \\u00FF\\u00FE end"
+            "a\\\"b\\\\\\\\c\\u000A\\u0001\\u007F caf\u{e9} \\\\xFF\\\\xFE \\\\\\\\xE9 end"
         );
-        let v: serde_json::Value = serde_json::from_str(&format!("\"{body}\"")).unwrap();
-        let back: Vec<u8> = v
-            .as_str()
-            .unwrap()
-            .chars()
-            .flat_map(|c| match c as u32 {
-                0xff | 0xfe => vec![c as u8],
-                _ => c.to_string().into_bytes(),
-            })
-            .collect();
-        assert_eq!(back, src);
+        let text = decoded(&body);
+        // Controls decode to themselves; the rest is recovered from the escapes.
+        assert_eq!(unescape_raw(&text), src);
+    }
+
+    #[test]
+    fn json_raw_byte_differs_from_its_character() {
+        let raw = decoded(&run(json, b"caf\xe9", 64));
+        let text = decoded(&run(json, "caf\u{e9}".as_bytes(), 64));
+        let lookalike = decoded(&run(json, b"caf\\xE9", 64));
+        assert_eq!(raw, "caf\\xE9");
+        assert_eq!(text, "caf\u{e9}");
+        assert_eq!(lookalike, "caf\\\\xE9");
+        assert_ne!(raw, text);
+        assert_ne!(raw, lookalike);
     }
 
     #[test]

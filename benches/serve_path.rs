@@ -137,6 +137,7 @@ fn config(root: &Path, workload: Workload) -> LoopConfig {
         cpu: CpuId::new(0).unwrap(),
         root: rustix::fs::open(root, dir, Mode::empty()).unwrap(),
         max_conns: 256,
+        max_conns_per_addr: 256,
         timeouts: Timeouts {
             header: Duration::from_secs(10),
             keepalive: Duration::from_secs(10),

@@ -108,6 +108,8 @@ pub struct ServeArgs {
     pub user: Option<UserSpec>,
     /// Connection slots per worker.
     pub max_conns: u32,
+    /// Slots one client address may hold (default: `config::default_conns_per_addr`).
+    pub max_conns_per_addr: u32,
     /// Deadline for a complete request head.
     pub header_timeout: Duration,
     /// Idle time allowed between keep-alive requests.
@@ -137,6 +139,7 @@ impl Default for ServeArgs {
             master_cpu: MasterCpu::Auto,
             user: None,
             max_conns: DEFAULT_MAX_CONNS,
+            max_conns_per_addr: crate::config::default_conns_per_addr(DEFAULT_MAX_CONNS),
             header_timeout: Duration::from_secs(20),
             keepalive_timeout: Duration::from_secs(30),
             send_timeout: Duration::from_secs(60),
@@ -277,6 +280,7 @@ pub fn parse_serve(args: &[String]) -> Result<ServeArgs, ArgsError> {
     let mut seen: Vec<&str> = Vec::new();
     let mut logging = logging::LogFlags::default();
     let mut site_errors = Vec::new();
+    let mut per_addr = None;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -300,7 +304,8 @@ pub fn parse_serve(args: &[String]) -> Result<ServeArgs, ArgsError> {
             "--steer" => out.steer = parse_steer(&val(flag)?)?,
             "--master-cpu" => out.master_cpu = parse_master_cpu(&val(flag)?)?,
             "--user" => out.user = Some(parse_user(&val(flag)?)?),
-            "--max-conns" => out.max_conns = parse_max_conns(&val(flag)?)?,
+            "--max-conns" => out.max_conns = parse_slots(flag, &val(flag)?)?,
+            "--max-conns-per-addr" => per_addr = Some(parse_slots(flag, &val(flag)?)?),
             "--header-timeout" => out.header_timeout = parse_secs(flag, &val(flag)?)?,
             "--keepalive-timeout" => out.keepalive_timeout = parse_secs(flag, &val(flag)?)?,
             "--send-timeout" => out.send_timeout = parse_secs(flag, &val(flag)?)?,
@@ -323,6 +328,8 @@ pub fn parse_serve(args: &[String]) -> Result<ServeArgs, ArgsError> {
     if let Some(r) = root {
         out.root = r;
     }
+    out.max_conns_per_addr =
+        per_addr.unwrap_or_else(|| crate::config::default_conns_per_addr(out.max_conns));
     out.logging = logging.finish()?;
     if out.listen.is_empty() {
         out.listen.push(
@@ -438,12 +445,11 @@ fn parse_user(v: &str) -> Result<UserSpec, ArgsError> {
     }
 }
 
-fn parse_max_conns(v: &str) -> Result<u32, ArgsError> {
+/// A slot count (`--max-conns`, `--max-conns-per-addr`).
+fn parse_slots(flag: &str, v: &str) -> Result<u32, ArgsError> {
     match v.parse::<u32>() {
         Ok(n) if (1..=1_000_000).contains(&n) => Ok(n),
-        _ => err(format!(
-            "--max-conns {v:?}: expected a number from 1 to 1000000"
-        )),
+        _ => err(format!("{flag} {v:?}: expected a number from 1 to 1000000")),
     }
 }
 
@@ -479,6 +485,8 @@ USAGE: steerd [serve] [ROOT] [OPTIONS]
     --master-cpu auto|N|none  master placement (default auto: the first worker's node)
     --user NAME|UID[:GID]     drop privileges after binding
     --max-conns N             connection slots per worker (default 10240)
+    --max-conns-per-addr N    slots one client address (IPv4, IPv6 /64; the TCP peer, even
+                              behind a proxy) may hold (default max-conns/4, at least 16)
     --header-timeout S        deadline for a request head; 408 after it (default 20)
     --keepalive-timeout S     idle keep-alive time (default 30)
     --send-timeout S          longest send stall before closing (default 60)
@@ -556,6 +564,23 @@ mod tests {
     }
 
     #[test]
+    fn conns_per_addr_defaults_to_a_quarter_of_max_conns_at_least_16() {
+        for (input, want) in [
+            ("", 2560),
+            ("--max-conns 64", 16),
+            ("--max-conns 8", 16),
+            ("--max-conns 40000", 10_000),
+            ("--max-conns 64 --max-conns-per-addr 3", 3),
+            ("--max-conns-per-addr=100000 --max-conns 8", 100_000),
+        ] {
+            let Command::Serve(s) = parse(&argv(input)).unwrap() else {
+                panic!("not serve")
+            };
+            assert_eq!(s.max_conns_per_addr, want, "{input}");
+        }
+    }
+
+    #[test]
     fn root_without_subcommand() {
         let Command::Serve(s) = parse(&argv("./site --workers 1")).unwrap() else {
             panic!()
@@ -571,6 +596,8 @@ mod tests {
             ("--steer queue", "--steer"),
             ("--listen localhost", "--listen"),
             ("--max-conns 0", "--max-conns"),
+            ("--max-conns-per-addr 0", "--max-conns-per-addr \"0\""),
+            ("--max-conns-per-addr x", "--max-conns-per-addr \"x\""),
             ("--header-timeout -1", "--header-timeout"),
             ("--bogus", "--bogus"),
             ("a b", "ROOT"),

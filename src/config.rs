@@ -51,6 +51,14 @@ pub enum UserSpec {
     Id(u32, Option<String>),
 }
 
+/// The `--max-conns-per-addr` a `--max-conns` implies: a quarter of the slots, so no
+/// one address can hold more than a quarter of a worker's table, and at least 16, so a
+/// small table still lets a browser (6 connections an origin) and a few clients behind
+/// one NAT in.
+pub fn default_conns_per_addr(max_conns: u32) -> u32 {
+    (max_conns / 4).max(16)
+}
+
 /// Every connection deadline, as one value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Timeouts {
@@ -73,6 +81,8 @@ pub struct Serving {
     pub listen: Vec<SocketAddr>,
     /// Connection slots per worker and listener.
     pub max_conns: u32,
+    /// Of those, the slots one client address (IPv4 address, IPv6 /64) may hold.
+    pub max_conns_per_addr: u32,
     /// The connection deadlines.
     pub timeouts: Timeouts,
     /// The access log and the client address it names.

@@ -461,6 +461,7 @@ mod tests {
             root: ".".into(),
             listen: Vec::new(),
             max_conns: 1,
+            max_conns_per_addr: 1,
             timeouts: crate::config::Timeouts {
                 header: Duration::from_millis(1500),
                 keepalive: second,

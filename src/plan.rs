@@ -333,6 +333,7 @@ pub fn serving(args: ServeArgs) -> Serving {
         root: args.root,
         listen: args.listen,
         max_conns: args.max_conns,
+        max_conns_per_addr: args.max_conns_per_addr,
         timeouts: Timeouts {
             header: args.header_timeout,
             keepalive: args.keepalive_timeout,

@@ -30,6 +30,15 @@
 //! table pause accepting for [`Tuning::accept_pause`] (the listener's interest is cleared,
 //! so a level-triggered listener cannot spin the CPU), counted in `accept_pauses`; the
 //! queued connections wait in the kernel's backlog and are served after the pause.
+//! Fairness (`--max-conns-per-addr`, [`per_addr`]): a connection from an address (an
+//! IPv4 address, an IPv6 /64) that already holds its limit of this loop's slots is
+//! closed at once, before a byte is read, and counted in `per_addr_refused`; it never
+//! takes a slot or makes room. A full table makes room for an admitted connection by
+//! closing one of the address holding the most connections: its oldest connection that
+//! waits on the client (between requests, or in the middle of a head), otherwise the
+//! connection idle the longest of any address; with neither, accepting pauses. The
+//! address is the TCP peer's, also behind a proxy (`--real-ip-from`, `--proxy-protocol`):
+//! the client address a proxy names is read after the slot is taken.
 //! A connection just accepted is read at once without registering it with epoll: with
 //! `TCP_DEFER_ACCEPT` its request is already there, so a `Connection: close` exchange costs
 //! `accept4`, `getsockopt(SO_INCOMING_CPU)`, `read`, `send`, `close`, and the
@@ -56,6 +65,10 @@ use crate::stats::WorkerCounters;
 use core::fmt;
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::time::Duration;
+
+mod per_addr;
+
+use per_addr::{AddrKey, PerAddr};
 
 /// What the worker should do next, as told by its signal flags.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,6 +98,8 @@ pub struct LoopConfig {
     pub root: OwnedFd,
     /// Connection slots (the table is allocated once, after pinning).
     pub max_conns: u32,
+    /// Slots one client address (IPv4 address, IPv6 /64) may hold at a time.
+    pub max_conns_per_addr: u32,
     /// The connection deadlines; `shutdown` is the grace period for
     /// [`Control::StopGraceful`].
     pub timeouts: Timeouts,
@@ -251,6 +266,8 @@ struct Loop<'a> {
     trusted: &'a [Cidr],
     /// `--proxy-protocol`.
     proxy_protocol: bool,
+    /// The slots each client address holds (`--max-conns-per-addr`).
+    per_addr: PerAddr,
     open: usize,
     accepting: bool,
     /// The loop left the listener for good (graceful stop): never touch it again.
@@ -314,6 +331,7 @@ impl<'a> Loop<'a> {
             cpu: cfg.cpu.get() as u32,
             trusted: &cfg.logging.real_ip_from,
             proxy_protocol: cfg.logging.proxy_protocol,
+            per_addr: PerAddr::new(n, cfg.max_conns_per_addr),
             open: 0,
             accepting: true,
             listener_shut: false,
@@ -432,7 +450,7 @@ impl<'a> Loop<'a> {
                 return;
             }
             // A full table makes room (below) only for a connection really accepted.
-            if self.free.is_empty() && self.ctx.timers.oldest(Kind::Idle).is_none() {
+            if self.free.is_empty() && self.reclaimable().is_none() {
                 return self.pause();
             }
             match rustix::net::acceptfrom_with(
@@ -440,11 +458,20 @@ impl<'a> Loop<'a> {
                 SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
             ) {
                 Ok((fd, addr)) => {
+                    let peer = addr.and_then(|a| std::net::SocketAddr::try_from(a).ok());
+                    let peer = peer.map(|a| a.ip());
+                    let key = peer.map(AddrKey::of);
+                    if key.is_some_and(|k| !self.per_addr.admits(k)) {
+                        // Closed before a byte is read: it takes no slot and makes no room.
+                        self.ctx.counters.per_addr_refused.fetch_add(1, Relaxed);
+                        drop(fd);
+                        continue;
+                    }
                     if self.free.is_empty() {
-                        self.close_oldest_idle();
+                        self.make_room();
                     }
                     let Some(slot) = self.free.pop() else { return };
-                    self.accepted(slot, fd, addr);
+                    self.accepted(slot, fd, peer);
                 }
                 Err(Errno::AGAIN) => return,
                 Err(Errno::INTR | Errno::CONNABORTED | Errno::PROTO | Errno::PERM) => {}
@@ -456,15 +483,13 @@ impl<'a> Loop<'a> {
         }
     }
 
-    fn accepted(&mut self, slot: u32, fd: OwnedFd, addr: Option<rustix::net::SocketAddrAny>) {
+    fn accepted(&mut self, slot: u32, fd: OwnedFd, peer: Option<std::net::IpAddr>) {
         let counters = self.ctx.counters;
         counters.accepted.fetch_add(1, Relaxed);
         let local = rustix::net::sockopt::socket_incoming_cpu(&fd) == Ok(self.cpu);
         if local {
             counters.local.fetch_add(1, Relaxed);
         }
-        let peer = addr.and_then(|a| std::net::SocketAddr::try_from(a).ok());
-        let peer = peer.map(|a| a.ip());
         let trusted = peer.is_some_and(|ip| Cidr::any_contains(self.trusted, ip));
         if self.proxy_protocol && !trusted {
             // Only a trusted proxy may send a PROXY header: close before reading a byte.
@@ -478,6 +503,9 @@ impl<'a> Loop<'a> {
             forwarded: trusted && !self.proxy_protocol,
             proxy_header: self.proxy_protocol,
         };
+        if let Some(ip) = peer {
+            self.per_addr.add(slot, AddrKey::of(ip));
+        }
         counters.open.fetch_add(1, Relaxed);
         self.open += 1;
         // The header deadline is armed only if the request has to be waited for.
@@ -566,6 +594,7 @@ impl<'a> Loop<'a> {
         let buf = slot_area(&mut self.arena, self.slot_bytes, i);
         conn::abandon(&mut s.conn, buf, &mut self.ctx);
         s.release(&mut self.ctx.cache);
+        self.per_addr.remove(slot);
         self.free.push(slot);
         self.open -= 1;
         self.ctx.counters.open.fetch_sub(1, Relaxed);
@@ -600,12 +629,25 @@ impl<'a> Loop<'a> {
         }
     }
 
-    /// A full table makes room as nginx does: the connection idle the longest (between
-    /// requests, nothing buffered) is closed.
-    fn close_oldest_idle(&mut self) {
-        if let Some(slot) = self.ctx.timers.oldest(Kind::Idle) {
+    /// A full table makes room by closing [`Loop::reclaimable`].
+    fn make_room(&mut self) {
+        if let Some(slot) = self.reclaimable() {
             self.close(slot);
         }
+    }
+
+    /// The connection a full table closes for a new one: the oldest of the address
+    /// holding the most connections that waits on its client (idle between requests, or
+    /// in a head or a body to discard), so one address cannot keep the table with
+    /// half-sent heads; otherwise, as nginx, the connection idle the longest. Walks at
+    /// most one address's connections (its limit).
+    fn reclaimable(&self) -> Option<u32> {
+        let timers = &self.ctx.timers;
+        let waiting = |s: &u32| matches!(timers.kind(*s), Some(Kind::Idle | Kind::Header));
+        self.per_addr
+            .busiest()
+            .find(waiting)
+            .or_else(|| timers.oldest(Kind::Idle))
     }
 
     fn pause(&mut self) {
@@ -618,9 +660,11 @@ impl<'a> Loop<'a> {
     }
 
     fn maybe_resume(&mut self) {
-        let room = !self.free.is_empty() || self.ctx.timers.oldest(Kind::Idle).is_some();
-        let due = self.ctx.now_ms >= self.resume_at && room;
-        if !self.accepting && !self.ctx.draining && !self.listener_shut && due {
+        let not_paused = self.accepting || self.ctx.draining || self.listener_shut;
+        if not_paused || self.ctx.now_ms < self.resume_at {
+            return;
+        }
+        if !self.free.is_empty() || self.reclaimable().is_some() {
             self.accepting = self.poller.listener_interest(self.listener, true).is_ok();
         }
     }
@@ -712,6 +756,7 @@ mod tests {
             root: rustix::fs::open(&dir, rustix::fs::OFlags::PATH, rustix::fs::Mode::empty())
                 .unwrap(),
             max_conns: 4,
+            max_conns_per_addr: 4,
             timeouts: Timeouts {
                 header: Duration::from_secs(5),
                 keepalive: Duration::from_secs(5),

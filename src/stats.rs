@@ -49,6 +49,8 @@ pub struct WorkerCounters {
     pub proxy_refused: AtomicU64,
     /// Access log lines not written whole (a failed or short write: a full disk).
     pub log_lines_dropped: AtomicU64,
+    /// Connections closed at accept: their address held `--max-conns-per-addr` slots.
+    pub per_addr_refused: AtomicU64,
 }
 
 /// The sum of two blocks (a worker slot's two generations), for rendering; a missing
@@ -73,6 +75,7 @@ pub fn merged(a: Option<&WorkerCounters>, b: Option<&WorkerCounters>) -> WorkerC
         cut_short: sum(|c| &c.cut_short),
         proxy_refused: sum(|c| &c.proxy_refused),
         log_lines_dropped: sum(|c| &c.log_lines_dropped),
+        per_addr_refused: sum(|c| &c.per_addr_refused),
     }
 }
 
@@ -90,7 +93,7 @@ pub struct PageCounters {
 /// Number of `u64` atomics in [`WorkerCounters`]. The mapping relies on zero bytes being a
 /// valid block, true only while every field is an atomic integer with no padding: this
 /// size check fails to compile if a field of another kind is added.
-const COUNTER_WORDS: usize = 15;
+const COUNTER_WORDS: usize = 16;
 const _: () = assert!(core::mem::size_of::<WorkerCounters>() == COUNTER_WORDS * 8);
 const _: () = assert!(core::mem::size_of::<PageCounters>() == 4096);
 
@@ -146,7 +149,7 @@ fn load(c: &AtomicU64) -> u64 {
     c.load(Ordering::Relaxed)
 }
 
-const FAMILIES: [Family; 10] = [
+const FAMILIES: [Family; 11] = [
     Family {
         name: "steerd_connections_accepted_total",
         kind: "counter",
@@ -206,6 +209,12 @@ const FAMILIES: [Family; 10] = [
         kind: "counter",
         help: "Access log lines not written whole (a failed or short write).",
         read: |c| load(&c.log_lines_dropped),
+    },
+    Family {
+        name: "steerd_connections_refused_per_addr_total",
+        kind: "counter",
+        help: "Connections closed at accept: their address held --max-conns-per-addr slots.",
+        read: |c| load(&c.per_addr_refused),
     },
 ];
 

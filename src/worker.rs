@@ -152,6 +152,7 @@ fn loop_config(cfg: &Serving, (index, cpu): (u16, CpuId), root: OwnedFd) -> Loop
         cpu,
         root,
         max_conns: cfg.max_conns,
+        max_conns_per_addr: cfg.max_conns_per_addr,
         timeouts: cfg.timeouts,
         logging: cfg.logging.clone(),
         site: cfg.site.clone(),

@@ -438,8 +438,10 @@ fn a_full_table_pauses_accepting_and_serves_the_queue_when_a_slot_frees() {
     let srv = InProc::start(cfg, Tuning::default());
     let mut a = srv.connect();
     let mut b = srv.connect();
-    a.write_all(b"GET / HTTP/1.1\r\n").unwrap();
-    b.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+    // Lingering after a 400 (waiting for the peer's EOF), neither can be reclaimed: a
+    // half-sent head could (the full table closes one of the busiest address's).
+    a.write_all(b"GET / HTTP/1.1\r\nno colon\r\n\r\n").unwrap();
+    b.write_all(b"GET / HTTP/1.1\r\nno colon\r\n\r\n").unwrap();
     std::thread::sleep(Duration::from_millis(200));
     let mut c = srv.connect();
     c.write_all(b"GET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n")
@@ -456,10 +458,9 @@ fn a_full_table_pauses_accepting_and_serves_the_queue_when_a_slot_frees() {
     c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let r = read_response(&mut BufReader::new(c), false).unwrap();
     assert_eq!(r.text(), "0123456789");
-    b.write_all(b"Host: t\r\n\r\n").unwrap();
     assert_eq!(
         read_response(&mut BufReader::new(b), false).unwrap().status,
-        200
+        400
     );
 }
 

@@ -68,6 +68,7 @@ pub fn config(root: &Path) -> LoopConfig {
         cpu: CpuId::new(0).unwrap(),
         root: open_root(root),
         max_conns: 256,
+        max_conns_per_addr: 256,
         timeouts: Timeouts {
             header: Duration::from_secs(10),
             keepalive: Duration::from_secs(10),

@@ -81,6 +81,9 @@ pub enum Control {
     /// Retire (a newer worker took over the same listener): stop accepting and leave the
     /// listener to it, drain the connections, exit.
     Retire,
+    /// Retire, and close the connections idle between requests now (too many
+    /// generations retire at once).
+    RetireCloseIdle,
     /// Close everything now and exit.
     StopNow,
     /// Reopen the access log, then keep serving.
@@ -355,11 +358,14 @@ impl<'a> Loop<'a> {
                     let _ = self.ctx.log.reopen();
                 }
                 Control::StopNow => break,
-                Control::StopGraceful | Control::Retire => {
+                Control::StopGraceful | Control::Retire | Control::RetireCloseIdle => {
                     if grace_end.is_none() {
                         grace_end = Some(self.ctx.now_ms + ms(cfg.timeouts.shutdown));
                     }
                     self.drain(control_now == Control::StopGraceful);
+                    if control_now == Control::RetireCloseIdle {
+                        self.close_idle();
+                    }
                 }
             }
             if let Some(end) = grace_end {
@@ -381,7 +387,10 @@ impl<'a> Loop<'a> {
             self.maybe_resume();
             self.ctx.log.tick(&self.ctx.date, self.ctx.now_ms);
             let dropped = self.ctx.log.take_dropped();
-            self.ctx.counters.log_lines_dropped.fetch_add(dropped, Relaxed);
+            self.ctx
+                .counters
+                .log_lines_dropped
+                .fetch_add(dropped, Relaxed);
         }
         // Responses still being written are cut short: their lines go out with the rest.
         self.close_all();
@@ -684,9 +693,10 @@ impl<'a> Loop<'a> {
     /// this worker alone leaves it listening for the replacement. A retiring worker
     /// leaves the listener alone too: its successor accepts from the same socket.
     ///
-    /// A retiring worker told to close its idle connections now (`SIGWINCH` from the
-    /// master when too many generations retire at once, `signals::close_idle_requested`)
-    /// closes every connection waiting between requests ([`Self::close_idle`]).
+    /// A retiring worker told to close its idle connections now
+    /// ([`Control::RetireCloseIdle`]: `SIGWINCH` from the master when too many generations
+    /// retire at once) also closes every connection waiting between requests
+    /// ([`Self::close_idle`]).
     fn drain(&mut self, refuse_new: bool) {
         if refuse_new && !self.listener_shut {
             self.ctx.draining = false;
@@ -700,9 +710,6 @@ impl<'a> Loop<'a> {
         if self.accepting {
             self.accepting = false;
             let _ = self.poller.listener_interest(self.listener, false);
-        }
-        if crate::signals::close_idle_requested() {
-            self.close_idle();
         }
     }
 

@@ -274,6 +274,9 @@ impl SignalView {
         match signals::requested_stop() {
             Some(Stop::Fast) => Control::StopNow,
             Some(Stop::Graceful) => Control::StopGraceful,
+            None if signals::retire_requested() && signals::close_idle_requested() => {
+                Control::RetireCloseIdle
+            }
             None if signals::retire_requested() => Control::Retire,
             None if signals::arrived(libc::SIGUSR1, &mut self.reopened) => Control::ReopenLog,
             None => Control::Run,

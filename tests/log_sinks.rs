@@ -117,6 +117,17 @@ fn a_reload_onto_a_fifo_log_is_refused_and_the_master_stays_responsive() {
         ],
         &[],
     );
+    // Every worker has its log open (a worker still starting would open the FIFO).
+    let opened = |pid: u32| {
+        let fds = std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .into_iter()
+            .flatten();
+        fds.flatten()
+            .any(|e| std::fs::read_link(e.path()).is_ok_and(|t| t == log))
+    };
+    wait_until("every worker opened the log", || {
+        server.worker_pids().into_iter().all(opened)
+    });
     // The log's path now names a FIFO with no reader (the old HUP preflight blocked the
     // master in open for ever).
     std::fs::remove_file(&log).unwrap();

@@ -235,7 +235,9 @@ impl LogFile {
     /// Appends `lines`, first ending a line a short write left cut; returns the lines
     /// not written whole.
     fn append(&mut self, lines: &[u8]) -> u64 {
-        if self.torn || !ends_clean(self.fd.as_fd()) {
+        // The file itself says whether its last line is cut, whoever cut it; only a
+        // descriptor that cannot read falls back on what this worker knows.
+        if !ends_clean(self.fd.as_fd()).unwrap_or(!self.torn) {
             // Without the newline written, the lines would be glued to the cut one.
             if !write_all(self.fd.as_fd(), b"\n").is_empty() {
                 self.torn = true;
@@ -249,22 +251,20 @@ impl LogFile {
     }
 }
 
-/// Whether the file is empty or ends in a newline, as far as it can be read: a
-/// descriptor that cannot read (the file opened write-only) answers yes.
-fn ends_clean(fd: BorrowedFd<'_>) -> bool {
-    let Ok(st) = rustix::fs::fstat(fd) else {
-        return true;
-    };
+/// Whether the file is empty or ends in a newline; `None` when it cannot be read (a
+/// descriptor opened write-only).
+fn ends_clean(fd: BorrowedFd<'_>) -> Option<bool> {
+    let st = rustix::fs::fstat(fd).ok()?;
     let Some(last) = u64::try_from(st.st_size)
         .ok()
         .and_then(|n| n.checked_sub(1))
     else {
-        return true;
+        return Some(true);
     };
     let mut byte = [0u8; 1];
     match rustix::io::pread(fd, &mut byte, last) {
-        Ok(1) => byte[0] == b'\n',
-        _ => true,
+        Ok(1) => Some(byte[0] == b'\n'),
+        _ => None,
     }
 }
 

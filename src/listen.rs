@@ -10,15 +10,19 @@
 //! `listen()`; so every worker's sockets are made in plan index order, each while the
 //! master is pinned to that worker's CPU, so the socket's memory is allocated on the
 //! worker's node. The steering program is attached after the last `listen()`, once per
-//! group: `0.0.0.0:P` and `[::]:P` (V6ONLY) are two groups.
+//! group: `0.0.0.0:P` and `[::]:P` (V6ONLY) are two groups. A group seeded with passed
+//! sockets gets members with their `IPV6_V6ONLY` and `SO_BINDTODEVICE` (`member.rs`), so
+//! the kernel keeps them in one group; a dual-stack `[::]:P` then takes IPv4 as well.
 //!
 //! It does not fork, accept or decide the policy.
 
 pub mod adopt;
+pub mod member;
 
 use crate::plan::WorkerPlan;
 use crate::sys;
 use core::fmt;
+use member::{MemberError, Membership};
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
@@ -35,6 +39,8 @@ pub struct Group {
     pub addr: SocketAddr,
     /// Listeners in `listen()` order.
     pub fds: Vec<OwnedFd>,
+    /// What every member has besides the address (the passed sockets' options).
+    pub membership: Membership,
 }
 
 /// Every reuseport group, in `--listen` order.
@@ -53,6 +59,8 @@ pub enum ListenError {
     Socket(SocketAddr, &'static str, io::Error),
     /// Another socket (such as a running steerd) already listens on the exact address.
     InUse(SocketAddr),
+    /// Members cannot be made beside the sockets passed for an address.
+    Passed(SocketAddr, MemberError),
 }
 
 impl fmt::Display for ListenError {
@@ -61,6 +69,7 @@ impl fmt::Display for ListenError {
             ListenError::Pin(what, e) => write!(f, "pinning to {what}: {e}"),
             ListenError::Socket(addr, step, e) => write!(f, "{addr}: {step}: {e}"),
             ListenError::InUse(addr) => write!(f, "{addr} is already in use"),
+            ListenError::Passed(addr, e) => write!(f, "passed socket on {addr}: {e}"),
         }
     }
 }
@@ -96,21 +105,24 @@ pub fn open_seeded(
     home: &sys::AffinityMask,
     opts: SocketOptions,
 ) -> Result<Listeners, ListenError> {
-    for (addr, fds) in &seeded {
+    let mut groups: Vec<Group> = Vec::with_capacity(seeded.len());
+    for (addr, mut fds) in seeded {
         if fds.is_empty() {
-            probe(*addr)?;
+            probe(addr)?;
         }
-        for fd in fds {
-            prepare_passed(*addr, fd, opts)?;
+        for fd in &fds {
+            prepare_passed(addr, fd, opts)?;
         }
+        let more = workers.len() > fds.len();
+        let membership =
+            Membership::of_passed(&fds, addr, more).map_err(|e| ListenError::Passed(addr, e))?;
+        fds.reserve(workers.len().saturating_sub(fds.len()));
+        groups.push(Group {
+            addr,
+            fds,
+            membership,
+        });
     }
-    let mut groups: Vec<Group> = seeded
-        .into_iter()
-        .map(|(addr, mut fds)| {
-            fds.reserve(workers.len().saturating_sub(fds.len()));
-            Group { addr, fds }
-        })
-        .collect();
     let made = make_all(workers, &mut groups, opts);
     // Return home even when a step failed, so the error path runs where the master lives.
     let back = sys::pin_to_set(home).map_err(|e| ListenError::Pin("the master's CPUs".into(), e));
@@ -133,7 +145,7 @@ fn make_all(
             if group.fds.len() > usize::from(w.index) {
                 continue;
             }
-            let fd = make_listener(group.addr, opts)?;
+            let fd = make_listener(group.addr, &group.membership, opts)?;
             if group.fds.is_empty() {
                 group.addr = local_addr(&fd)
                     .map_err(|e| ListenError::Socket(group.addr, "getsockname", e))?;
@@ -177,9 +189,13 @@ fn probe(addr: SocketAddr) -> Result<(), ListenError> {
     }
 }
 
-/// `socket`, `SO_REUSEADDR`, `SO_REUSEPORT`, `IPV6_V6ONLY` for IPv6, `TCP_DEFER_ACCEPT`,
-/// `bind`, `listen`: nonblocking and close-on-exec.
-fn make_listener(addr: SocketAddr, opts: SocketOptions) -> Result<OwnedFd, ListenError> {
+/// `socket`, `SO_REUSEADDR`, `SO_REUSEPORT`, the group's `IPV6_V6ONLY` for IPv6 and
+/// `SO_BINDTODEVICE`, `TCP_DEFER_ACCEPT`, `bind`, `listen`: nonblocking and close-on-exec.
+fn make_listener(
+    addr: SocketAddr,
+    member: &Membership,
+    opts: SocketOptions,
+) -> Result<OwnedFd, ListenError> {
     use rustix::net::{sockopt, AddressFamily, SocketFlags, SocketType};
     let fail = |step| move |e: rustix::io::Errno| ListenError::Socket(addr, step, e.into());
     let family = match addr {
@@ -192,7 +208,11 @@ fn make_listener(addr: SocketAddr, opts: SocketOptions) -> Result<OwnedFd, Liste
     sockopt::set_socket_reuseaddr(&fd, true).map_err(fail("SO_REUSEADDR"))?;
     sockopt::set_socket_reuseport(&fd, true).map_err(fail("SO_REUSEPORT"))?;
     if addr.is_ipv6() {
-        sockopt::set_ipv6_v6only(&fd, true).map_err(fail("IPV6_V6ONLY"))?;
+        sockopt::set_ipv6_v6only(&fd, member.v6only).map_err(fail("IPV6_V6ONLY"))?;
+    }
+    if !member.device.is_empty() {
+        sys::socket::bind_to_device(fd.as_fd(), &member.device)
+            .map_err(|e| ListenError::Socket(addr, "SO_BINDTODEVICE", e))?;
     }
     if opts.defer_accept_secs > 0 {
         sys::set_tcp_defer_accept(fd.as_fd(), opts.defer_accept_secs)

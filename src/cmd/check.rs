@@ -5,6 +5,9 @@
 //! program as bpf_asm text and as bytecode in bpf_asm's default format; or all of it as
 //! JSON (schema in `docs/placement.md`). It binds and listens on nothing, so it can never
 //! join a live reuseport group (kubernetes/kubernetes#48358 is what happens otherwise).
+//! Under socket activation (`LISTEN_FDS`) the listen addresses are those `serve` would
+//! use, and one `passed:` line per passed socket says which group it would start, with
+//! how many members `serve` would make beside it and with which `IPV6_V6ONLY`.
 
 use super::topo::{ids, topology_json};
 use super::Failure;
@@ -14,6 +17,7 @@ use crate::plan::Plan;
 use crate::steer::SteerProgram;
 use crate::topology::Topology;
 use std::fmt::Write;
+use std::net::SocketAddr;
 
 /// Runs `steerd check`; returns the exit status or the failure.
 pub fn main(args: &ServeArgs, json: bool) -> Result<i32, Failure> {
@@ -27,27 +31,114 @@ pub fn main(args: &ServeArgs, json: bool) -> Result<i32, Failure> {
         plan,
         program,
     } = super::prepare::prepare(args, |w| eprintln!("steerd: {w}"))?;
-    passed_sockets();
+    let passed = passed_sockets(args, plan.workers.len());
+    for p in &passed.problems {
+        eprintln!("steerd: warning: listen: {p}");
+    }
     if json {
-        let members = check_members(args, &topo, &warnings, &plan, program.as_ref());
+        let mut members = check_members(args, &topo, &warnings, &plan, program.as_ref());
+        for (k, v) in members.iter_mut() {
+            if k == "listen" {
+                *v = Value::Arr(
+                    passed
+                        .listen
+                        .iter()
+                        .map(|a| Value::str(a.to_string()))
+                        .collect(),
+                );
+            }
+        }
+        let lines = passed.lines.iter().map(|l| Value::str(l.clone())).collect();
+        members.push(("passed".to_string(), Value::Arr(lines)));
         print!("{}", Value::Obj(members).to_text());
     } else {
-        print!("{}", check_text(args, &topo, &plan, program.as_ref()));
+        print!(
+            "{}",
+            check_text(args, &passed, &topo, &plan, program.as_ref())
+        );
     }
     Ok(i32::from(!problems.is_empty()))
 }
 
-/// Sockets passed as by socket activation (`LISTEN_FDS`): one line on stderr for each
-/// that `serve` could not adopt (no `SO_REUSEPORT`, not a listening TCP socket).
-fn passed_sockets() {
-    match crate::inherit::take_from_env() {
-        Ok(passed) => {
-            for problem in passed.iter().filter_map(crate::inherit::reuseport_problem) {
-                eprintln!("steerd: warning: listen: {problem}");
-            }
+/// What `serve` would do with the sockets passed by socket activation (`LISTEN_FDS`).
+struct Passed {
+    /// The addresses `serve` would listen on (the passed sockets' own, from a socket
+    /// unit, when `--listen` is the default).
+    listen: Vec<SocketAddr>,
+    /// One line per group started by passed sockets.
+    lines: Vec<String>,
+    /// Why `serve` could not adopt them (no `SO_REUSEPORT`, not a listening TCP socket,
+    /// no group for one, members that cannot be made beside one).
+    problems: Vec<String>,
+}
+
+fn passed_sockets(args: &ServeArgs, workers: usize) -> Passed {
+    use crate::inherit::{self, METRICS};
+    use crate::listen::{adopt, member::Membership};
+    let mut out = Passed {
+        listen: args.listen.clone(),
+        lines: Vec::new(),
+        problems: Vec::new(),
+    };
+    let inherited = match inherit::take_from_env() {
+        Ok(v) => v,
+        Err(e) => {
+            out.problems.push(e);
+            return out;
         }
-        Err(e) => eprintln!("steerd: warning: listen: {e}"),
+    };
+    out.problems
+        .extend(inherited.iter().filter_map(inherit::reuseport_problem));
+    let listeners: Vec<_> = inherited
+        .iter()
+        .filter(|i| i.name != METRICS)
+        .filter_map(|i| i.listener.map(|(addr, reuseport)| (i, addr, reuseport)))
+        .collect();
+    if !out.problems.is_empty() || listeners.is_empty() {
+        return out;
     }
+    let offered: Vec<adopt::Offered> = listeners
+        .iter()
+        .map(|&(i, addr, reuseport)| adopt::Offered {
+            name: i.name.clone(),
+            addr,
+            reuseport,
+        })
+        .collect();
+    let default_only =
+        args.listen.len() == 1 && args.listen[0].to_string() == crate::config::DEFAULT_LISTEN;
+    let seating = match adopt::seat(&args.listen, default_only, &offered, workers) {
+        Ok(s) => s,
+        Err(e) => {
+            out.problems.push(e);
+            return out;
+        }
+    };
+    out.listen = seating.iter().map(|(a, _)| *a).collect();
+    for (addr, seats) in seating.iter().filter(|(_, s)| !s.is_empty()) {
+        let fds: Vec<_> = seats.iter().map(|&i| &listeners[i].0.fd).collect();
+        let more = workers.saturating_sub(seats.len());
+        match Membership::of_passed(&fds, *addr, more > 0) {
+            Ok(m) => {
+                let names: Vec<&str> = seats.iter().map(|&i| offered[i].name.as_str()).collect();
+                out.lines.push(format!(
+                    "{} on {addr} ({}): adopted as member{} 0{} of group {addr}, {more} more \
+                     made beside it with {}",
+                    names.join(","),
+                    m.describe(*addr),
+                    if seats.len() > 1 { "s" } else { "" },
+                    if seats.len() > 1 {
+                        format!("-{}", seats.len() - 1)
+                    } else {
+                        String::new()
+                    },
+                    m.describe(*addr),
+                ));
+            }
+            Err(e) => out.problems.push(format!("passed socket on {addr}: {e}")),
+        }
+    }
+    out
 }
 
 fn int(n: impl TryInto<i64>) -> Value {
@@ -132,6 +223,7 @@ fn program_json(p: &SteerProgram) -> Value {
 
 fn check_text(
     args: &ServeArgs,
+    passed: &Passed,
     topo: &Topology,
     plan: &Plan,
     program: Option<&SteerProgram>,
@@ -155,8 +247,11 @@ fn check_text(
             .map_or_else(|| "unknown".to_string(), |n| n.0.to_string());
         let _ = writeln!(out, "nic: {} on node {node}", nic.interface);
     }
-    let listen: Vec<String> = args.listen.iter().map(|a| a.to_string()).collect();
+    let listen: Vec<String> = passed.listen.iter().map(|a| a.to_string()).collect();
     let _ = writeln!(out, "listen: {}", listen.join(" "));
+    for line in &passed.lines {
+        let _ = writeln!(out, "passed: {line}");
+    }
     let _ = writeln!(
         out,
         "policy: {} (requested {})",

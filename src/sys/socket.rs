@@ -1,5 +1,6 @@
-//! Socket calls rustix lacks: `TCP_DEFER_ACCEPT`, attaching a classic BPF program to a
-//! reuseport group, and the bytes a TCP socket has not had acknowledged (`SIOCOUTQ`).
+//! Socket calls rustix lacks: `TCP_DEFER_ACCEPT`, `SO_BINDTODEVICE`, attaching a classic
+//! BPF program to a reuseport group, and the bytes a TCP socket has not had acknowledged
+//! (`SIOCOUTQ`).
 //!
 //! Input: borrowed fds and plain values (the program as `asm_bpf::Insn`s). Output:
 //! `io::Result`s. Which sockets get which option is `listen.rs`'s business; nothing here
@@ -75,6 +76,59 @@ pub fn attach_reuseport_cbpf(fd: BorrowedFd, prog: &[asm_bpf::Insn]) -> io::Resu
             libc::SO_ATTACH_REUSEPORT_CBPF,
             (&fprog as *const libc::sock_fprog).cast(),
             core::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `getsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE)` — the interface name the socket is bound
+/// to, empty when it is bound to none.
+///
+/// A reuseport group holds only sockets bound to the same device (`sk_bound_dev_if`), so a
+/// member made beside a passed socket (systemd's `BindToDevice=`) must copy it. See
+/// socket(7).
+pub fn bound_device(fd: BorrowedFd<'_>) -> io::Result<Vec<u8>> {
+    let mut name = [0u8; libc::IFNAMSIZ];
+    let mut len = name.len() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `len` bytes to `name`, which has exactly `len`
+    // bytes and lives across the call, and stores the length it wrote in `len`.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_BINDTODEVICE,
+            name.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let got = &name[..(len as usize).min(name.len())];
+    let end = got.iter().position(|&b| b == 0).unwrap_or(got.len());
+    Ok(got[..end].to_vec())
+}
+
+/// `setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, name)` — receive only packets that
+/// arrived on interface `name` (at most `IFNAMSIZ - 1` bytes).
+///
+/// Since Linux 5.7 an unprivileged process may bind a socket not bound yet; changing a
+/// binding needs `CAP_NET_RAW`. See socket(7).
+pub fn bind_to_device(fd: BorrowedFd<'_>, name: &[u8]) -> io::Result<()> {
+    if name.len() >= libc::IFNAMSIZ {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // SAFETY: the kernel reads `name.len()` bytes from `name`, borrowed across the call.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_BINDTODEVICE,
+            name.as_ptr().cast(),
+            name.len() as libc::socklen_t,
         )
     };
     if rc != 0 {

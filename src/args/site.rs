@@ -64,18 +64,30 @@ impl SiteArgs {
 
     /// Checks what only the whole set shows: the operator's lines must leave the largest
     /// response head within the largest head area (`http::response::head_area`).
+    /// When the lines fit beside the built-in types but not beside the longest `--mime`
+    /// type, that `--mime` is named; otherwise `--header` and `--cache-control` are.
     pub fn validate(&self) -> Result<(), ArgsError> {
-        let mime_max = self.mime.iter().map(|m| m.media_type.len());
-        let mime_max = mime_max.max().unwrap_or(0).max(mime::LONGEST);
-        let room = HEAD_AREA_MAX.saturating_sub(HEAD_BASE_MAX + mime_max);
+        let longest = self.mime.iter().max_by_key(|m| m.media_type.len());
+        let mime_max = longest.map_or(0, |m| m.media_type.len()).max(mime::LONGEST);
         let used = self.rules_lines();
-        if head_area(used, mime_max).is_none() {
+        if head_area(used, mime_max).is_some() {
+            return Ok(());
+        }
+        let type_room = HEAD_AREA_MAX.saturating_sub(HEAD_BASE_MAX + used);
+        if let Some(m) = longest.filter(|_| head_area(used, mime::LONGEST).is_some()) {
             return Err(flag_error(format!(
-                "--header and --cache-control: the lines add {used} bytes to a response head \
-                 (every --header and the longest --cache-control); at most {room} fit"
+                "--mime {}=TYPE: TYPE is {} bytes; a response head has room for a type of at \
+                 most {type_room} (beside {used} bytes of --header and --cache-control lines)",
+                m.ext,
+                m.media_type.len()
             )));
         }
-        Ok(())
+        let room = HEAD_AREA_MAX.saturating_sub(HEAD_BASE_MAX + mime_max);
+        Err(flag_error(format!(
+            "--header and --cache-control: the lines add {used} bytes to a response head \
+             (every --header and the longest --cache-control); at most {room} fit beside \
+             the longest media type ({mime_max} bytes)"
+        )))
     }
 
     fn rules_lines(&self) -> usize {
@@ -229,5 +241,18 @@ mod tests {
         let longer = format!("X-Longer: {}", "v".repeat(3000));
         let e = set(&[("--header", &longer), ("--header", &longer)]).unwrap_err();
         assert!(e.message.contains("at most"), "{e}");
+    }
+
+    #[test]
+    fn a_type_too_long_for_a_head_is_blamed_on_mime() {
+        let long = format!("x=text/{}", "p".repeat(6000));
+        let e = set(&[("--mime", &long)]).unwrap_err();
+        assert!(
+            e.message.starts_with("--mime x=TYPE: TYPE is 6005 bytes"),
+            "{e}"
+        );
+        assert!(e
+            .message
+            .contains(&format!("at most {}", HEAD_AREA_MAX - HEAD_BASE_MAX)));
     }
 }

@@ -253,7 +253,20 @@ pub fn render<'a>(
     for f in &FAMILIES[2..] {
         family(&mut out, f, pairs());
     }
+    master_families(&mut out);
     out
+}
+
+/// The master's own series (the process that renders): stderr lines it dropped.
+fn master_families(out: &mut String) {
+    let _ = write!(
+        out,
+        "# HELP steerd_log_lines_dropped_total Stderr lines the master dropped because \
+         stderr could not take them without waiting.\n\
+         # TYPE steerd_log_lines_dropped_total counter\n\
+         steerd_log_lines_dropped_total{{process=\"master\"}} {}\n",
+        crate::say::dropped()
+    );
 }
 
 /// Appends the master's count of retiring workers (older generations draining after a

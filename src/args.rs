@@ -116,6 +116,8 @@ pub struct ServeArgs {
     pub keepalive_timeout: Duration,
     /// Time a send may stall before the connection is cut.
     pub send_timeout: Duration,
+    /// `--send-buffer SIZE`: `SO_SNDBUF` of the listeners (`None`: autotuned).
+    pub send_buffer: Option<u32>,
     /// How long a graceful stop (SIGQUIT) waits for responses in flight.
     pub shutdown_timeout: Duration,
     /// The access log and the client address it names (`args/logging.rs`).
@@ -143,6 +145,7 @@ impl Default for ServeArgs {
             header_timeout: Duration::from_secs(20),
             keepalive_timeout: Duration::from_secs(30),
             send_timeout: Duration::from_secs(60),
+            send_buffer: None,
             shutdown_timeout: Duration::from_secs(30),
             logging: Logging::default(),
             metrics: None,
@@ -309,6 +312,7 @@ pub fn parse_serve(args: &[String]) -> Result<ServeArgs, ArgsError> {
             "--header-timeout" => out.header_timeout = parse_secs(flag, &val(flag)?)?,
             "--keepalive-timeout" => out.keepalive_timeout = parse_secs(flag, &val(flag)?)?,
             "--send-timeout" => out.send_timeout = parse_secs(flag, &val(flag)?)?,
+            "--send-buffer" => out.send_buffer = Some(parse_size(flag, &val(flag)?)?),
             "--shutdown-timeout" => out.shutdown_timeout = parse_secs(flag, &val(flag)?)?,
             "--metrics" => out.metrics = Some(parse_addr("--metrics", &val(flag)?)?),
             "--sysfs" => out.roots.sysfs = PathBuf::from(val(flag)?),
@@ -453,6 +457,22 @@ fn parse_slots(flag: &str, v: &str) -> Result<u32, ArgsError> {
     }
 }
 
+/// A socket buffer size: bytes, or with `k` (KiB) or `M` (MiB), from 4k to 1024M; the
+/// kernel doubles it for its bookkeeping and caps it at `net.core.wmem_max` (socket(7)).
+fn parse_size(flag: &str, v: &str) -> Result<u32, ArgsError> {
+    let (digits, unit) = match v.strip_suffix(['k', 'K']) {
+        Some(d) => (d, 1024),
+        None => v.strip_suffix('M').map_or((v, 1), |d| (d, 1024 * 1024)),
+    };
+    let n = digits.parse::<u32>().ok().and_then(|n| n.checked_mul(unit));
+    match n {
+        Some(n) if (4096..=1 << 30).contains(&n) => Ok(n),
+        _ => err(format!(
+            "{flag} {v:?}: expected bytes from 4096 to 1073741824, or with k or M (64k)"
+        )),
+    }
+}
+
 /// A time in the one grammar of `args::duration` (`500ms`, `2s`, `1.5s`, `1m`, `3`).
 fn parse_secs(flag: &str, v: &str) -> Result<Duration, ArgsError> {
     duration::parse(v).or_else(|e| err(format!("{flag} {e}")))
@@ -490,6 +510,8 @@ USAGE: steerd [serve] [ROOT] [OPTIONS]
     --header-timeout S        deadline for a request head; 408 after it (default 20)
     --keepalive-timeout S     idle keep-alive time (default 30)
     --send-timeout S          longest send stall before closing (default 60)
+    --send-buffer SIZE        SO_SNDBUF of each connection, such as 64k or 1M (default: the
+                              kernel's autotuning, up to net.ipv4.tcp_wmem's maximum)
     --shutdown-timeout S      graceful stop (SIGQUIT) grace period (default 30)
     --access-log PATH|-|syslog|off
                               access log: a file, standard output or /dev/log (default off)
@@ -589,6 +611,21 @@ mod tests {
     }
 
     #[test]
+    fn send_buffer_takes_bytes_k_and_m() {
+        for (input, want) in [
+            ("4096", 4096),
+            ("64k", 65_536),
+            ("64K", 65_536),
+            ("1M", 1 << 20),
+        ] {
+            let Command::Serve(s) = parse(&argv(&format!("--send-buffer {input}"))).unwrap() else {
+                panic!("not serve")
+            };
+            assert_eq!(s.send_buffer, Some(want), "{input}");
+        }
+    }
+
+    #[test]
     fn bad_values_are_named() {
         for (input, needle) in [
             ("--workers 0", "--workers"),
@@ -598,6 +635,9 @@ mod tests {
             ("--max-conns 0", "--max-conns"),
             ("--max-conns-per-addr 0", "--max-conns-per-addr \"0\""),
             ("--max-conns-per-addr x", "--max-conns-per-addr \"x\""),
+            ("--send-buffer 4095", "--send-buffer \"4095\""),
+            ("--send-buffer 2G", "--send-buffer \"2G\""),
+            ("--send-buffer 1025M", "--send-buffer \"1025M\""),
             ("--header-timeout -1", "--header-timeout"),
             ("--bogus", "--bogus"),
             ("a b", "ROOT"),

@@ -85,6 +85,9 @@ pub struct Serving {
     pub max_conns_per_addr: u32,
     /// The connection deadlines.
     pub timeouts: Timeouts,
+    /// `SO_SNDBUF` of every listener, which accepted connections inherit (`None`: the
+    /// kernel's autotuning, up to `net.ipv4.tcp_wmem`'s maximum per connection).
+    pub send_buffer: Option<u32>,
     /// The access log and the client address it names.
     pub logging: Logging,
     /// Prometheus metrics endpoint.

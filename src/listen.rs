@@ -79,6 +79,10 @@ impl fmt::Display for ListenError {
 pub struct SocketOptions {
     /// `TCP_DEFER_ACCEPT` seconds; 0 leaves it off.
     pub defer_accept_secs: u32,
+    /// `SO_SNDBUF` bytes, which an accepted connection inherits from its listener (the
+    /// kernel copies the listener's `sk_sndbuf` and its lock into the child socket, so the
+    /// connection is not autotuned); `None` leaves autotuning on.
+    pub send_buffer: Option<u32>,
 }
 
 /// Makes every listener: first [`probe`] each address, then for each worker in index
@@ -214,10 +218,7 @@ fn make_listener(
         sys::socket::bind_to_device(fd.as_fd(), &member.device)
             .map_err(|e| ListenError::Socket(addr, "SO_BINDTODEVICE", e))?;
     }
-    if opts.defer_accept_secs > 0 {
-        sys::set_tcp_defer_accept(fd.as_fd(), opts.defer_accept_secs)
-            .map_err(|e| ListenError::Socket(addr, "TCP_DEFER_ACCEPT", e))?;
-    }
+    set_options(addr, &fd, opts)?;
     rustix::net::bind(&fd, &addr).map_err(fail("bind"))?;
     rustix::net::listen(&fd, BACKLOG).map_err(fail("listen"))?;
     Ok(fd)
@@ -225,13 +226,22 @@ fn make_listener(
 
 /// What [`make_listener`] sets after `bind`, on a socket made elsewhere: nonblocking (a
 /// socket unit's socket is blocking unless `NonBlocking=yes`, and a worker accepts until
-/// `EAGAIN`) and `TCP_DEFER_ACCEPT`.
+/// `EAGAIN`) and the [`SocketOptions`].
 fn prepare_passed(addr: SocketAddr, fd: &OwnedFd, opts: SocketOptions) -> Result<(), ListenError> {
     rustix::io::ioctl_fionbio(fd, true)
         .map_err(|e| ListenError::Socket(addr, "O_NONBLOCK", e.into()))?;
+    set_options(addr, fd, opts)
+}
+
+/// `TCP_DEFER_ACCEPT` and `SO_SNDBUF`, as `opts` asks.
+fn set_options(addr: SocketAddr, fd: &OwnedFd, opts: SocketOptions) -> Result<(), ListenError> {
     if opts.defer_accept_secs > 0 {
         sys::set_tcp_defer_accept(fd.as_fd(), opts.defer_accept_secs)
             .map_err(|e| ListenError::Socket(addr, "TCP_DEFER_ACCEPT", e))?;
+    }
+    if let Some(bytes) = opts.send_buffer {
+        rustix::net::sockopt::set_socket_send_buffer_size(fd, bytes as usize)
+            .map_err(|e| ListenError::Socket(addr, "SO_SNDBUF", e.into()))?;
     }
     Ok(())
 }
@@ -313,6 +323,7 @@ mod tests {
         let ws = workers(&cpus);
         let opts = SocketOptions {
             defer_accept_secs: 0,
+            send_buffer: None,
         };
         let l = match open(&ws, &addrs, &home, opts) {
             Ok(l) => l,
@@ -349,6 +360,7 @@ mod tests {
             &home,
             SocketOptions {
                 defer_accept_secs: 0,
+                send_buffer: None,
             },
         )
         .expect("listeners");

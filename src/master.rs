@@ -143,6 +143,7 @@ pub fn run(
     let home = place_master(plan).map_err(MasterError::Pin)?;
     let opts = SocketOptions {
         defer_accept_secs: defer_accept_secs(cfg),
+        send_buffer: cfg.send_buffer,
     };
     let seeded = seat_passed(cfg, plan, passed)?;
     let listeners =
@@ -406,6 +407,7 @@ mod tests {
         let addrs = ["127.0.0.1:0".parse().expect("addr")];
         let opts = SocketOptions {
             defer_accept_secs: 0,
+            send_buffer: None,
         };
         let l = listen::open(&workers, &addrs, &home, opts).expect("listeners");
         let bad = [asm_bpf::Insn {
@@ -462,6 +464,7 @@ mod tests {
             listen: Vec::new(),
             max_conns: 1,
             max_conns_per_addr: 1,
+            send_buffer: None,
             timeouts: crate::config::Timeouts {
                 header: Duration::from_millis(1500),
                 keepalive: second,

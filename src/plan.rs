@@ -334,6 +334,7 @@ pub fn serving(args: ServeArgs) -> Serving {
         listen: args.listen,
         max_conns: args.max_conns,
         max_conns_per_addr: args.max_conns_per_addr,
+        send_buffer: args.send_buffer,
         timeouts: Timeouts {
             header: args.header_timeout,
             keepalive: args.keepalive_timeout,

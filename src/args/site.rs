@@ -85,8 +85,8 @@ impl SiteArgs {
         let room = HEAD_AREA_MAX.saturating_sub(HEAD_BASE_MAX + mime_max);
         Err(flag_error(format!(
             "--header and --cache-control: the lines add {used} bytes to a response head \
-             (every --header and the longest --cache-control); at most {room} fit beside \
-             the longest media type ({mime_max} bytes)"
+             (every --header and the longest --cache-control, beside a {mime_max}-byte media \
+             type); at most {room} fit"
         )))
     }
 

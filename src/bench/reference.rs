@@ -169,6 +169,7 @@ fn serve(args: &ResponderArgs) -> Result<(), String> {
     let home = sys::affinity().map_err(|e| format!("sched_getaffinity: {e}"))?;
     let opts = SocketOptions {
         defer_accept_secs: u32::from(args.close),
+        send_buffer: None,
     };
     let mut listeners =
         listen::open(&plan.workers, &[args.listen], &home, opts).map_err(|e| match e {

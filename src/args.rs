@@ -505,8 +505,9 @@ USAGE: steerd [serve] [ROOT] [OPTIONS]
     --master-cpu auto|N|none  master placement (default auto: the first worker's node)
     --user NAME|UID[:GID]     drop privileges after binding
     --max-conns N             connection slots per worker (default 10240)
-    --max-conns-per-addr N    slots one client address (IPv4, IPv6 /64; the TCP peer, even
-                              behind a proxy) may hold (default max-conns/4, at least 16)
+    --max-conns-per-addr N    slots one client address (IPv4, IPv6 /64; a peer in
+                              --real-ip-from is not limited) may hold (default
+                              max-conns/4, at least 16)
     --header-timeout S        deadline for a request head; 408 after it (default 20)
     --keepalive-timeout S     idle keep-alive time (default 30)
     --send-timeout S          longest send stall before closing (default 60)

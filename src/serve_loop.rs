@@ -366,6 +366,12 @@ impl<'a> Loop<'a> {
                     if control_now == Control::RetireCloseIdle {
                         self.close_idle();
                     }
+                    // The queue is accepted and the listener left: the control's next
+                    // call tells the master so (`worker.rs`), now rather than after the
+                    // next wait, so it shuts the listener before more connections queue.
+                    if control_now == Control::StopGraceful && control() == Control::StopNow {
+                        break;
+                    }
                 }
             }
             if let Some(end) = grace_end {
@@ -469,7 +475,9 @@ impl<'a> Loop<'a> {
                 Ok((fd, addr)) => {
                     let peer = addr.and_then(|a| std::net::SocketAddr::try_from(a).ok());
                     let peer = peer.map(|a| a.ip());
-                    let key = peer.map(AddrKey::of);
+                    // A trusted proxy (`--real-ip-from`) carries many clients: not limited.
+                    let trusted = peer.is_some_and(|ip| Cidr::any_contains(self.trusted, ip));
+                    let key = peer.filter(|_| !trusted).map(AddrKey::of);
                     if key.is_some_and(|k| !self.per_addr.admits(k)) {
                         // Closed before a byte is read: it takes no slot and makes no room.
                         self.ctx.counters.per_addr_refused.fetch_add(1, Relaxed);
@@ -512,7 +520,7 @@ impl<'a> Loop<'a> {
             forwarded: trusted && !self.proxy_protocol,
             proxy_header: self.proxy_protocol,
         };
-        if let Some(ip) = peer {
+        if let Some(ip) = peer.filter(|_| !trusted) {
             self.per_addr.add(slot, AddrKey::of(ip));
         }
         counters.open.fetch_add(1, Relaxed);
@@ -645,18 +653,20 @@ impl<'a> Loop<'a> {
         }
     }
 
-    /// The connection a full table closes for a new one: the oldest of the address
-    /// holding the most connections that waits on its client (idle between requests, or
-    /// in a head or a body to discard), so one address cannot keep the table with
-    /// half-sent heads; otherwise, as nginx, the connection idle the longest. Walks at
-    /// most one address's connections (its limit).
+    /// The connection a full table closes for a new one: when one address holds more
+    /// than a quarter of its limit (`PerAddr::hogged`), the oldest of the address holding
+    /// the most that waits on its client (idle between requests, or in a head or a body
+    /// to discard), so one address cannot keep the table with half-sent heads; otherwise,
+    /// as nginx, the connection idle the longest. Walks at most one address's
+    /// connections (its limit).
     fn reclaimable(&self) -> Option<u32> {
         let timers = &self.ctx.timers;
         let waiting = |s: &u32| matches!(timers.kind(*s), Some(Kind::Idle | Kind::Header));
-        self.per_addr
-            .busiest()
-            .find(waiting)
-            .or_else(|| timers.oldest(Kind::Idle))
+        let from_hog = self
+            .per_addr
+            .hogged()
+            .then(|| self.per_addr.busiest().find(waiting));
+        from_hog.flatten().or_else(|| timers.oldest(Kind::Idle))
     }
 
     fn pause(&mut self) {

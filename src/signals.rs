@@ -2,7 +2,7 @@
 //! nginx: TERM/INT stop now, QUIT stops gracefully, HUP reloads, USR1 reopens the log;
 //! USR2 upgrades the binary when sent to the master and retires a worker when the master
 //! sends it to one; WINCH, from the master to a retiring worker, closes that worker's idle
-//! connections at once, see [`close_idle_requested`]). Every other signal whose default
+//! connections at once, see [`close_idle_count`]). Every other signal whose default
 //! would end the process is ignored.
 //!
 //! Input: the delivery counters of `sys::signal` (handlers only count). Output: the stop
@@ -55,12 +55,12 @@ pub fn retire_requested() -> bool {
     sys::signal_count(libc::SIGUSR2) > 0
 }
 
-/// A retiring worker told to close its idle connections now (WINCH from the master:
-/// more generations of its slot retire at once than the master keeps waiting for).
-/// Acted on only while retiring or stopping; a serving worker ignores it (a terminal's
-/// resize sends it too).
-pub fn close_idle_requested() -> bool {
-    sys::signal_count(libc::SIGWINCH) > 0
+/// WINCH deliveries so far. A retiring worker told to close its idle connections now
+/// (WINCH from the master: more generations of its slot retire at once than the master
+/// keeps waiting for) acts on one that came after it last looked while serving; a
+/// serving worker ignores them (a terminal's resize sends WINCH too).
+pub fn close_idle_count() -> u32 {
+    sys::signal_count(libc::SIGWINCH)
 }
 
 /// Which stop was asked for.

@@ -224,9 +224,10 @@ struct Reports<'a> {
 pub const LEFT_LISTENER: u32 = 1 << 31;
 
 /// Runs one loop. The first loop tells the master once, at its first turn, that this
-/// worker serves; every loop tells it, at the turn after the one that began a graceful
-/// stop (the queue then accepted, the listener left), that it left its listener, so
-/// that the master may shut the listener on a server-wide stop.
+/// worker serves; every loop tells it, at the call after the one that began a graceful
+/// stop (the loop makes that call as soon as the queue is accepted and the listener
+/// left), that it left its listener, so that the master may shut the listener on a
+/// server-wide stop.
 fn serve_one(
     listener: BorrowedFd<'_>,
     cfg: LoopConfig,
@@ -266,6 +267,9 @@ fn report_serving(fd: BorrowedFd<'_>, flags: u32) {
 #[derive(Debug, Default)]
 pub struct SignalView {
     reopened: u32,
+    /// WINCH deliveries seen while serving: only later ones ask a retiring worker to
+    /// close its idle connections.
+    winch_while_serving: u32,
 }
 
 impl SignalView {
@@ -274,12 +278,22 @@ impl SignalView {
         match signals::requested_stop() {
             Some(Stop::Fast) => Control::StopNow,
             Some(Stop::Graceful) => Control::StopGraceful,
-            None if signals::retire_requested() && signals::close_idle_requested() => {
-                Control::RetireCloseIdle
+            None if signals::retire_requested() => {
+                if signals::close_idle_count() > self.winch_while_serving {
+                    Control::RetireCloseIdle
+                } else {
+                    Control::Retire
+                }
             }
-            None if signals::retire_requested() => Control::Retire,
-            None if signals::arrived(libc::SIGUSR1, &mut self.reopened) => Control::ReopenLog,
-            None => Control::Run,
+            None => {
+                // A WINCH while serving (a terminal's resize) never counts later.
+                self.winch_while_serving = signals::close_idle_count();
+                if signals::arrived(libc::SIGUSR1, &mut self.reopened) {
+                    Control::ReopenLog
+                } else {
+                    Control::Run
+                }
+            }
         }
     }
 }

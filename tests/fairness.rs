@@ -320,3 +320,32 @@ fn the_flag_is_checked_and_listed() {
     let help = run(&["serve", "--help"]);
     assert!(String::from_utf8_lossy(&help.stdout).contains("--max-conns-per-addr N"));
 }
+
+/// A trusted proxy (`--real-ip-from`) carries many clients: it is not held to the
+/// per-address limit, while an untrusted address with as many connections is.
+#[test]
+fn a_trusted_proxy_is_not_limited() {
+    let name = "a_trusted_proxy_is_not_limited";
+    if !can_bind_sources(name) {
+        return;
+    }
+    let server = Server::start(&[
+        "--workers",
+        "1",
+        "--max-conns-per-addr",
+        "2",
+        "--real-ip-from",
+        "127.0.0.2/32",
+    ]);
+    let open = |src| -> Vec<BufReader<TcpStream>> {
+        (0..6)
+            .map(|_| BufReader::new(connect_from(src, server.addr).expect("connect")))
+            .collect()
+    };
+    let mut proxy = open(FLOODER);
+    let served = proxy.iter_mut().filter_map(request).count();
+    assert_eq!(served, 6, "every connection of the trusted proxy is served");
+    let mut other = open(CLIENT);
+    let served = other.iter_mut().filter_map(request).count();
+    assert_eq!(served, 2, "an untrusted address gets its limit of 2");
+}

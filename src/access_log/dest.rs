@@ -110,6 +110,11 @@ fn refuse(kind: Kind) -> io::Error {
 /// Opens `path` for appending without waiting (a FIFO without a reader fails at once
 /// instead of blocking the worker), readable too if this process may read it.
 fn open_file(path: &Path) -> io::Result<OwnedFd> {
+    // Looked at before it is opened: opening a FIFO read-write succeeds at once and its
+    // close would hand a waiting reader an EOF. The fstat below covers a swap in between.
+    if let Some(kind) = not_regular(path) {
+        return Err(refuse(kind));
+    }
     let flags = OFlags::APPEND | OFlags::CREATE | OFlags::CLOEXEC | OFlags::NOCTTY;
     let flags = flags | OFlags::NONBLOCK;
     let mode = Mode::from_raw_mode(0o644);

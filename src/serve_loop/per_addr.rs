@@ -186,6 +186,14 @@ impl PerAddr {
         }
     }
 
+    /// Whether the address holding the most connections holds more than a quarter of its
+    /// limit (and more than one): only then does a full table reclaim from it. Otherwise
+    /// every address holds a modest share, and the busiest is merely the one that got
+    /// there last, whose connection is likely the newest in the table.
+    pub fn hogged(&self) -> bool {
+        self.top > 1 && u64::from(self.top) * 4 > u64::from(self.limit)
+    }
+
     /// The slots of an address holding the most connections, oldest first.
     pub fn busiest(&self) -> impl Iterator<Item = u32> + '_ {
         let first = match self.by_count.get(self.top as usize) {

@@ -9,8 +9,7 @@
 
 mod support;
 
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::process::Command;
+use std::os::fd::OwnedFd;
 use support::server::*;
 
 /// A listening socket on 127.0.0.1 (port chosen by the kernel), inheritable.
@@ -27,19 +26,6 @@ fn passed_listener(reuseport: bool) -> OwnedFd {
 
 fn addr_of(fd: &OwnedFd) -> std::net::SocketAddr {
     std::net::SocketAddr::try_from(rustix::net::getsockname(fd).unwrap()).unwrap()
-}
-
-/// `sh -c 'LISTEN_PID=$$ … exec steerd ARGS 3<&FD'`: the shell's pid is steerd's after
-/// `exec`, and the redirection puts the socket at descriptor 3.
-fn with_socket(fd: &OwnedFd, args: &str) -> Command {
-    let script = format!(
-        "LISTEN_PID=$$ LISTEN_FDS=1 LISTEN_FDNAMES=http exec {} {args} 3<&{}",
-        binary(),
-        fd.as_raw_fd()
-    );
-    let mut cmd = Command::new("sh");
-    cmd.args(["-c", &script]);
-    cmd
 }
 
 #[test]

@@ -15,8 +15,7 @@
 mod support;
 
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::process::Command;
+use std::os::fd::OwnedFd;
 use support::server::*;
 use support::skip::skip_or_fail;
 
@@ -39,19 +38,6 @@ fn dual_stack_listener() -> Option<OwnedFd> {
 /// True when `[::1]` takes connections here.
 fn has_ipv6_loopback() -> bool {
     std::net::TcpListener::bind("[::1]:0").is_ok()
-}
-
-/// `sh -c 'LISTEN_PID=$$ … exec steerd ARGS 3<&FD'`: the shell's pid is steerd's after
-/// `exec`, and the redirection puts the socket at descriptor 3.
-fn with_socket(fd: &OwnedFd, args: &str) -> Command {
-    let script = format!(
-        "LISTEN_PID=$$ LISTEN_FDS=1 LISTEN_FDNAMES=http exec {} {args} 3<&{}",
-        binary(),
-        fd.as_raw_fd()
-    );
-    let mut cmd = Command::new("sh");
-    cmd.args(["-c", &script]);
-    cmd
 }
 
 #[test]

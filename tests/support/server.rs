@@ -597,3 +597,18 @@ pub fn family_sum(metrics: &HashMap<String, u64>, family: &str) -> u64 {
         .map(|(_, v)| *v)
         .sum()
 }
+
+/// `steerd ARGS` started as systemd's socket activation would, with `fd` passed as its
+/// one socket (`sh -c 'LISTEN_PID=$$ … exec steerd ARGS 3<&FD'`: the shell's pid is
+/// steerd's after `exec`, and the redirection puts the socket at descriptor 3).
+pub fn with_socket(fd: &std::os::fd::OwnedFd, args: &str) -> Command {
+    use std::os::fd::AsRawFd;
+    let script = format!(
+        "LISTEN_PID=$$ LISTEN_FDS=1 LISTEN_FDNAMES=http exec {} {args} 3<&{}",
+        binary(),
+        fd.as_raw_fd()
+    );
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", &script]);
+    cmd
+}

@@ -531,6 +531,8 @@ USAGE: steerd [serve] [ROOT] [OPTIONS]
     --fallback PATH           answer paths that do not exist with PATH, status 200 (SPA)
     --fallback-skip LIST      extensions that still get 404, such as css,js,png
     --mime EXT=TYPE           media type of .EXT (over the built-in table); repeatable
+    --dotfiles deny|allow     deny (default): paths with a segment beginning with . are
+                              404, as missing files (/.well-known/ is served)
     --sysfs DIR, --procfs DIR read the kernel's files from elsewhere (for tests)
 ";
 

@@ -30,6 +30,9 @@
 //! Choosing among them is the responder's job (`http::encoding`); serving one is a lookup
 //! of its own path.
 //!
+//! Dotfiles (`--dotfiles deny`, the default): a path with a segment beginning with `.`
+//! is a missing file (404) before anything is resolved (`site::dotfiles`).
+//!
 //! Mapping (nginx's static module as the reference): a path ending in `/` serves its
 //! `index.html`; a directory named without the slash is a 301 to add it; ENOENT, ENOTDIR,
 //! ENAMETOOLONG and non-regular files are 404; EACCES, EPERM, ELOOP, EMLINK and EXDEV
@@ -40,6 +43,7 @@ pub mod cache;
 
 use crate::http::date::{format_imf, IMF_LEN};
 use crate::http::encoding::{Coding, CodingSet, Precompressed};
+use crate::site::dotfiles::Dotfiles;
 use crate::site::mime::Types;
 use crate::site::SiteRules;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -57,6 +61,8 @@ pub struct FileOptions {
     pub types: Types,
     /// Sidecar codings looked for (`--precompressed`).
     pub precompressed: Precompressed,
+    /// Whether dotfiles are served (`--dotfiles`): a hidden path is a missing file.
+    pub dotfiles: Dotfiles,
 }
 
 impl FileOptions {
@@ -65,6 +71,7 @@ impl FileOptions {
         FileOptions {
             types: rules.types,
             precompressed: rules.precompressed,
+            dotfiles: rules.dotfiles,
         }
     }
 
@@ -364,6 +371,9 @@ pub fn open(
     scratch: &mut [u8; PATH_MAX + 1],
     opts: &FileOptions,
 ) -> Lookup {
+    if opts.dotfiles.hides(path) {
+        return Lookup::Status(404);
+    }
     let sidecars = match probe(root, path, scratch, opts) {
         Probe::File(meta) => meta.sidecars,
         Probe::Other(answer) => return answer,

@@ -1,5 +1,5 @@
 //! Stage 1, the everyday-serving flags: `--precompressed`, `--header`, `--cache-control`,
-//! `--error-page`, `--fallback`, `--fallback-skip` and `--mime`.
+//! `--error-page`, `--fallback`, `--fallback-skip`, `--mime` and `--dotfiles`.
 //!
 //! Input: one flag and its value at a time (from `args::parse_serve`). Output: a
 //! validated [`SiteArgs`], and from it the worker's [`SiteRules`]. Syntax only: whether
@@ -9,6 +9,7 @@
 use super::{flag_error, ArgsError};
 use crate::http::encoding::Precompressed;
 use crate::http::response::{error_body, head_area, HEAD_AREA_MAX, HEAD_BASE_MAX};
+use crate::site::dotfiles::Dotfiles;
 use crate::site::field::HeaderLine;
 use crate::site::mime::{self, MimeOverride, Types};
 use crate::site::{CacheRule, SiteRules};
@@ -30,10 +31,12 @@ pub struct SiteArgs {
     pub fallback_skip: Vec<String>,
     /// `--mime EXT=TYPE`, in order.
     pub mime: Vec<MimeOverride>,
+    /// `--dotfiles deny|allow` (default `deny`).
+    pub dotfiles: Dotfiles,
 }
 
 /// The flags this file parses.
-pub const FLAGS: [&str; 7] = [
+pub const FLAGS: [&str; 8] = [
     "--precompressed",
     "--header",
     "--cache-control",
@@ -41,6 +44,7 @@ pub const FLAGS: [&str; 7] = [
     "--fallback",
     "--fallback-skip",
     "--mime",
+    "--dotfiles",
 ];
 
 impl SiteArgs {
@@ -57,6 +61,7 @@ impl SiteArgs {
             "--fallback" => self.fallback = Some(request_path(value).map_err(named)?),
             "--fallback-skip" => self.fallback_skip = extensions(value).map_err(named)?,
             "--mime" => self.mime.push(MimeOverride::parse(value).map_err(named)?),
+            "--dotfiles" => self.dotfiles = Dotfiles::parse(value).map_err(named)?,
             _ => return Err(flag_error(format!("unknown flag {flag:?} (see --help)"))),
         }
         Ok(())
@@ -67,6 +72,7 @@ impl SiteArgs {
     /// When the lines fit beside the built-in types but not beside the longest `--mime`
     /// type, that `--mime` is named; otherwise `--header` and `--cache-control` are.
     pub fn validate(&self) -> Result<(), ArgsError> {
+        self.validate_pages()?;
         let longest = self.mime.iter().max_by_key(|m| m.media_type.len());
         let mime_max = longest.map_or(0, |m| m.media_type.len()).max(mime::LONGEST);
         let used = self.rules_lines();
@@ -88,6 +94,26 @@ impl SiteArgs {
              (every --header and the longest --cache-control, beside a {mime_max}-byte media \
              type); at most {room} fit"
         )))
+    }
+
+    /// Under `--dotfiles deny` an `--error-page` or `--fallback` that is a dotfile would
+    /// never be served: refused here, naming the flag, rather than a 404 at every use.
+    fn validate_pages(&self) -> Result<(), ArgsError> {
+        let errors = self
+            .error_pages
+            .iter()
+            .map(|(c, p)| (format!("--error-page {c}="), p));
+        let fallback = self.fallback.iter().map(|p| ("--fallback ".to_string(), p));
+        match errors
+            .chain(fallback)
+            .find(|(_, p)| self.dotfiles.hides(p.as_bytes()))
+        {
+            Some((flag, path)) => Err(flag_error(format!(
+                "{flag}{path}: a dotfile, which --dotfiles deny (the default) never serves; \
+                 rename it or add --dotfiles allow"
+            ))),
+            None => Ok(()),
+        }
     }
 
     fn rules_lines(&self) -> usize {
@@ -115,6 +141,7 @@ impl SiteArgs {
                 .collect(),
             fallback: self.fallback.as_deref().map(bytes),
             fallback_skip: self.fallback_skip.iter().map(|e| bytes(e)).collect(),
+            dotfiles: self.dotfiles,
         }
     }
 }
@@ -230,6 +257,29 @@ mod tests {
             let e = set(&[(flag, value)]).unwrap_err();
             assert!(e.message.starts_with(flag), "{flag} {value}: {e}");
         }
+    }
+
+    #[test]
+    fn dotfile_pages_are_refused_unless_allowed() {
+        for (flag, value, needle) in [
+            (
+                "--error-page",
+                "404=/.404.html",
+                "--error-page 404=/.404.html: a dotfile",
+            ),
+            (
+                "--fallback",
+                "/.app/index.html",
+                "--fallback /.app/index.html: a dotfile",
+            ),
+        ] {
+            let e = set(&[(flag, value)]).unwrap_err();
+            assert!(e.message.starts_with(needle), "{e}");
+            assert!(set(&[(flag, value), ("--dotfiles", "allow")]).is_ok());
+        }
+        assert!(set(&[("--error-page", "404=/.well-known/404.html")]).is_ok());
+        let e = set(&[("--dotfiles", "maybe")]).unwrap_err();
+        assert!(e.message.starts_with("--dotfiles \"maybe\""), "{e}");
     }
 
     #[test]

@@ -1,14 +1,15 @@
 //! What the operator says about the site's responses, beyond the files themselves:
 //! extra header lines (`--header`), `Cache-Control` by path (`--cache-control`), error
 //! pages (`--error-page`), the single-page-app fallback (`--fallback`,
-//! `--fallback-skip`), media types (`--mime`) and the sidecars looked for
-//! (`--precompressed`).
+//! `--fallback-skip`), media types (`--mime`), the sidecars looked for
+//! (`--precompressed`) and whether dotfiles are served (`--dotfiles`).
 //!
 //! Stage: values validated once from the command line (stage 1) and gathered into
 //! [`SiteRules`], then read by the responder for every request without allocating.
 //! Nothing here touches files or sockets: whether the pages exist is the start-up
 //! check's business, and serving them the responder's.
 
+pub mod dotfiles;
 pub mod field;
 pub mod glob;
 pub mod mime;
@@ -34,6 +35,8 @@ pub struct SiteRules {
     pub fallback: Option<Box<[u8]>>,
     /// `--fallback-skip`: extensions (lowercase, no dot) that never fall back.
     pub fallback_skip: Vec<Box<[u8]>>,
+    /// `--dotfiles`: whether paths with a segment beginning with `.` are served.
+    pub dotfiles: dotfiles::Dotfiles,
 }
 
 impl SiteRules {

@@ -1,13 +1,17 @@
 //! Stage 1 of the pipeline: command-line flags to a validated [`Command`].
 //!
-//! Input: the process arguments. Output: typed values that later stages use without
-//! re-checking. No syscalls and no file reads happen here: a CPU list is checked for
-//! syntax, not against the machine (that is the planner's job, with the topology).
-//! Every bad input is an [`ArgsError`] that names the flag and the value.
+//! Input: the process arguments, and what the caller hands in from outside ([`Outside`]:
+//! the `STEERD_*` variables, `/etc/hosts` for a `--listen` host name, whether a word
+//! names a directory). Output: typed values that later stages use without re-checking.
+//! No syscalls and no file reads happen here: a CPU list is checked for syntax, not
+//! against the machine (that is the planner's job, with the topology). Every bad input
+//! is an [`ArgsError`] that names the flag (or the variable) and the value.
 
 pub mod bench;
 pub mod bpf;
 pub mod duration;
+pub mod env;
+pub mod listen;
 pub mod logging;
 pub mod probe;
 pub mod site;
@@ -49,6 +53,37 @@ pub enum Command {
     Help(&'static str),
     /// `--version`
     Version,
+}
+
+/// What stage 1 may learn from outside the command line, handed in by the caller so that
+/// parsing stays free of syscalls.
+pub struct Outside<'a> {
+    /// The process's `STEERD_*` variables (`args/env.rs`).
+    pub vars: Vec<(String, String)>,
+    /// The text of `/etc/hosts`; called only when a `--listen` value names a host.
+    pub hosts: &'a dyn Fn() -> Option<String>,
+    /// Whether a word names a directory: a first word that is no subcommand but close
+    /// to one is refused as a mistyped subcommand only when it is not a directory.
+    pub is_dir: &'a dyn Fn(&str) -> bool,
+}
+
+fn no_hosts() -> Option<String> {
+    None
+}
+
+fn no_dir(_: &str) -> bool {
+    false
+}
+
+impl Outside<'static> {
+    /// Nothing from outside: no variables, no `/etc/hosts`, no directories.
+    pub fn none() -> Outside<'static> {
+        Outside {
+            vars: Vec::new(),
+            hosts: &no_hosts,
+            is_dir: &no_dir,
+        }
+    }
 }
 
 /// Where the kernel's files are read from; tests point these at captured trees.
@@ -96,6 +131,12 @@ pub struct ServeArgs {
     pub root: PathBuf,
     /// Addresses to listen on (one reuseport group each).
     pub listen: Vec<SocketAddr>,
+    /// Those of [`ServeArgs::listen`] that a port or a name stood for (`--listen 8080`,
+    /// `localhost:8080`): skipped, with a warning, where their family cannot be bound.
+    pub listen_implied: Vec<SocketAddr>,
+    /// Where each flag given came from (the command line or a `STEERD_*` variable), in
+    /// the order of [`env::SERVE_FLAGS`]; a flag not listed has its default.
+    pub origins: Vec<(&'static str, env::Origin)>,
     /// Worker count.
     pub workers: Workers,
     /// Explicit worker CPUs.
@@ -135,6 +176,8 @@ impl Default for ServeArgs {
         ServeArgs {
             root: PathBuf::from("."),
             listen: Vec::new(),
+            listen_implied: Vec::new(),
+            origins: Vec::new(),
             workers: Workers::Auto,
             cpus: None,
             steer: SteerPolicy::Cpu,
@@ -202,15 +245,24 @@ fn flag_error(message: String) -> ArgsError {
     }
 }
 
-/// Parses everything after the program name.
+/// Parses everything after the program name, with nothing from outside.
 pub fn parse(args: &[String]) -> Result<Command, ArgsError> {
+    parse_in(args, &Outside::none())
+}
+
+/// The subcommands, for the suggestion after a mistyped one.
+const SUBCOMMANDS: [&str; 7] = ["serve", "check", "topo", "bpf", "bench", "probe", "help"];
+
+/// Parses everything after the program name, with the variables and files `outside`
+/// hands in.
+pub fn parse_in(args: &[String], outside: &Outside<'_>) -> Result<Command, ArgsError> {
     let (first, rest) = match args.split_first() {
         Some((f, r)) => (f.as_str(), r),
-        None => return parse_serve(&[]).map(Command::Serve),
+        None => return parse_serve_in(&[], outside).map(Command::Serve),
     };
     match first {
-        "serve" => parse_serve_or_help(rest, SERVE_HELP, Command::Serve),
-        "check" => parse_check(rest),
+        "serve" => parse_serve_or_help(rest, outside, Command::Serve),
+        "check" => parse_check(rest, outside),
         "topo" => parse_topo(rest),
         "bpf" => match bpf::parse(rest)? {
             Some(cmd) => Ok(Command::Bpf(cmd)),
@@ -220,8 +272,45 @@ pub fn parse(args: &[String]) -> Result<Command, ArgsError> {
         "probe" => Ok(probe::parse(rest)?.map_or(Command::Help(probe::PROBE_HELP), Command::Probe)),
         "-h" | "--help" | "help" => Ok(Command::Help(MAIN_HELP)),
         "-V" | "--version" => Ok(Command::Version),
-        _ => parse_serve_or_help(args, SERVE_HELP, Command::Serve),
+        word => match mistyped_subcommand(word, outside) {
+            Some(like) => err(format!(
+                "unknown subcommand {word:?} (did you mean {like:?}?)"
+            )),
+            None => parse_serve_or_help(args, outside, Command::Serve),
+        },
     }
+}
+
+/// The subcommand `word` looks like a typo of, when it is no directory that could be a
+/// ROOT: one edit away (two for longer words), or a prefix of at least three letters.
+fn mistyped_subcommand(word: &str, outside: &Outside<'_>) -> Option<&'static str> {
+    if word.starts_with('-') || word.contains('/') || word.len() < 3 || word.len() > 12 {
+        return None;
+    }
+    let close = |s: &&str| {
+        let most = if s.len() > 4 { 2 } else { 1 };
+        s.starts_with(word) || edit_distance(word, s) <= most
+    };
+    let like = SUBCOMMANDS.into_iter().find(close)?;
+    (!(outside.is_dir)(word)).then_some(like)
+}
+
+/// Levenshtein distance of two short ASCII words.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b = b.as_bytes();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.bytes().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (diagonal + usize::from(ca != cb))
+                .min(above + 1)
+                .min(row[j] + 1);
+            diagonal = above;
+        }
+    }
+    row[b.len()]
 }
 
 fn wants_help(args: &[String]) -> bool {
@@ -230,23 +319,23 @@ fn wants_help(args: &[String]) -> bool {
 
 fn parse_serve_or_help(
     args: &[String],
-    help: &'static str,
+    outside: &Outside<'_>,
     wrap: fn(ServeArgs) -> Command,
 ) -> Result<Command, ArgsError> {
     if wants_help(args) {
-        return Ok(Command::Help(help));
+        return Ok(Command::Help(SERVE_HELP));
     }
-    parse_serve(args).map(wrap)
+    parse_serve_in(args, outside).map(wrap)
 }
 
-fn parse_check(args: &[String]) -> Result<Command, ArgsError> {
+fn parse_check(args: &[String], outside: &Outside<'_>) -> Result<Command, ArgsError> {
     if wants_help(args) {
         return Ok(Command::Help(CHECK_HELP));
     }
     let json = args.iter().any(|a| a == "--json");
     let rest: Vec<String> = args.iter().filter(|a| *a != "--json").cloned().collect();
     Ok(Command::Check {
-        serve: parse_serve(&rest)?,
+        serve: parse_serve_in(&rest, outside)?,
         json,
     })
 }
@@ -276,8 +365,52 @@ fn value<'a>(it: &mut impl Iterator<Item = &'a String>, flag: &str) -> Result<&'
     }
 }
 
-/// Parses serve options (everything but the subcommand word).
+/// Parses serve options (everything but the subcommand word), with nothing from outside.
 pub fn parse_serve(args: &[String]) -> Result<ServeArgs, ArgsError> {
+    parse_serve_in(args, &Outside::none())
+}
+
+/// Parses serve options with the `STEERD_*` variables of `outside` for the flags the
+/// command line does not give (`args/env.rs`). A bad value from a variable is named
+/// with its variable.
+pub fn parse_serve_in(args: &[String], outside: &Outside<'_>) -> Result<ServeArgs, ArgsError> {
+    let from_env = env::tokens(&outside.vars, args)?;
+    let mut all: Vec<String> = from_env.iter().map(|t| t.token.clone()).collect();
+    all.extend_from_slice(args);
+    let mut out = match parse_tokens(&all, outside.hosts) {
+        Ok(out) => out,
+        Err(mut e) => {
+            // A variable whose value alone is refused the same way is named.
+            let alone =
+                |t: &env::EnvToken| parse_tokens(std::slice::from_ref(&t.token), outside.hosts);
+            if let Some(t) = from_env
+                .iter()
+                .find(|t| alone(t).err().is_some_and(|a| a.message == e.message))
+            {
+                e.message = format!("{}: {}", t.var, e.message);
+            }
+            return Err(e);
+        }
+    };
+    out.origins = env::SERVE_FLAGS
+        .iter()
+        .filter_map(|f| {
+            if args.iter().any(|a| f.is(a)) {
+                Some((f.name, env::Origin::CommandLine))
+            } else {
+                let t = from_env.iter().find(|t| f.is(&t.token))?;
+                Some((f.name, env::Origin::Environment(t.var.clone())))
+            }
+        })
+        .collect();
+    Ok(out)
+}
+
+/// Parses serve tokens, wherever they came from.
+fn parse_tokens(
+    args: &[String],
+    hosts: &dyn Fn() -> Option<String>,
+) -> Result<ServeArgs, ArgsError> {
     let mut out = ServeArgs::default();
     let mut root: Option<PathBuf> = None;
     let mut seen: Vec<&str> = Vec::new();
@@ -301,7 +434,14 @@ pub fn parse_serve(args: &[String]) -> Result<ServeArgs, ArgsError> {
             continue;
         }
         match flag {
-            "--listen" | "-l" => out.listen.push(parse_addr("--listen", &val(flag)?)?),
+            "--listen" | "-l" | "-p" => {
+                let v = val(flag)?;
+                let l = listen::parse(&v, hosts).or_else(|why| err(format!("{flag} {why}")))?;
+                if l.implied {
+                    out.listen_implied.extend(&l.addrs);
+                }
+                out.listen.extend(l.addrs);
+            }
             "--workers" | "-w" => out.workers = parse_workers(&val(flag)?)?,
             "--cpus" => out.cpus = Some(parse_cpus(&val(flag)?)?),
             "--steer" => out.steer = parse_steer(&val(flag)?)?,
@@ -351,9 +491,10 @@ pub fn parse_serve(args: &[String]) -> Result<ServeArgs, ArgsError> {
 }
 
 /// Flags that may be given more than once (`--listen` repeats are checked by address).
-const REPEATABLE: [&str; 7] = [
+const REPEATABLE: [&str; 8] = [
     "--listen",
     "-l",
+    "-p",
     "--header",
     "--cache-control",
     "--error-page",
@@ -498,7 +639,10 @@ pub const SERVE_HELP: &str = "\
 USAGE: steerd [serve] [ROOT] [OPTIONS]
 
     ROOT                      directory to serve (default: .)
-    --listen ADDR:PORT        address to listen on; repeatable (default: 127.0.0.1:8080)
+    --listen ADDR:PORT        address to listen on; repeatable (default: 127.0.0.1:8080);
+                              also PORT or :PORT (every interface, IPv4 and IPv6),
+                              localhost:PORT, NAME:PORT (from /etc/hosts, no DNS)
+    -p PORT                   --listen PORT
     --workers N|auto          worker count (default auto: one per allowed CPU, capped by quota)
     --cpus LIST               worker CPUs, such as 0-3,8
     --steer cpu|numa|hash     connection steering policy (default cpu)
@@ -534,6 +678,10 @@ USAGE: steerd [serve] [ROOT] [OPTIONS]
     --dotfiles deny|allow     deny (default): paths with a segment beginning with . are
                               404, as missing files (/.well-known/ is served)
     --sysfs DIR, --procfs DIR read the kernel's files from elsewhere (for tests)
+
+Every flag may also come from the environment: STEERD_ and its name in capitals with
+- as _ (STEERD_LISTEN=:8080, STEERD_ACCESS_LOG=-); repeatables comma-separated (\\, for a
+comma in a value), switches 1 or 0. A flag on the command line wins.
 ";
 
 /// `steerd check --help`
@@ -635,6 +783,8 @@ mod tests {
             ("--cpus 3-1", "--cpus"),
             ("--steer queue", "--steer"),
             ("--listen localhost", "--listen"),
+            ("-p x", "-p \"x\""),
+            ("--listen nosuch.example:80", "no DNS"),
             ("--max-conns 0", "--max-conns"),
             ("--max-conns-per-addr 0", "--max-conns-per-addr \"0\""),
             ("--max-conns-per-addr x", "--max-conns-per-addr \"x\""),
@@ -651,6 +801,180 @@ mod tests {
         ] {
             let e = parse(&argv(input)).unwrap_err();
             assert!(e.message.contains(needle), "{input}: {e}");
+        }
+    }
+
+    #[test]
+    fn listen_takes_ports_and_names() {
+        let Command::Serve(s) =
+            parse(&argv("-p 8080 --listen localhost:9 -l 127.0.0.2:1")).unwrap()
+        else {
+            panic!("not serve")
+        };
+        let got: Vec<String> = s.listen.iter().map(|a| a.to_string()).collect();
+        assert_eq!(
+            got,
+            [
+                "0.0.0.0:8080",
+                "[::]:8080",
+                "127.0.0.1:9",
+                "[::1]:9",
+                "127.0.0.2:1"
+            ]
+        );
+        assert_eq!(s.listen_implied, s.listen[..4]);
+        let e = parse(&argv("-p 80 --listen :80")).unwrap_err();
+        assert!(e.message.contains("given twice"), "{e}");
+    }
+
+    #[test]
+    fn a_mistyped_subcommand_is_named_unless_it_is_a_directory() {
+        let outside = |dir: bool| Outside {
+            vars: Vec::new(),
+            hosts: &no_hosts,
+            is_dir: if dir { &|_: &str| true } else { &no_dir },
+        };
+        for (word, like) in [
+            ("serv", "serve"),
+            ("chekc", "check"),
+            ("bnech", "bench"),
+            ("prob", "probe"),
+        ] {
+            let e = parse_in(&argv(&format!("{word} site")), &outside(false)).unwrap_err();
+            assert_eq!(
+                e.message,
+                format!("unknown subcommand {word:?} (did you mean {like:?}?)")
+            );
+        }
+        let Command::Serve(s) = parse_in(&argv("serv"), &outside(true)).unwrap() else {
+            panic!("not serve")
+        };
+        assert_eq!(
+            s.root,
+            PathBuf::from("serv"),
+            "an existing directory is a ROOT"
+        );
+        for root in ["site", "public", "./serv", "dist", "www"] {
+            assert!(parse_in(&argv(root), &outside(false)).is_ok(), "{root}");
+        }
+    }
+
+    #[test]
+    fn variables_fill_flags_the_command_line_does_not_give() {
+        let outside = Outside {
+            vars: vec![
+                ("STEERD_WORKERS".into(), "3".into()),
+                ("STEERD_LISTEN".into(), "127.0.0.1:1,127.0.0.1:2".into()),
+                (
+                    "STEERD_CACHE_CONTROL".into(),
+                    r"*.css=public\, max-age=60".into(),
+                ),
+            ],
+            ..Outside::none()
+        };
+        let Command::Check { serve: s, .. } = parse_in(&argv("check -w 2"), &outside).unwrap()
+        else {
+            panic!("not check")
+        };
+        assert_eq!(s.workers, Workers::Count(2), "the command line wins");
+        assert_eq!(s.listen.len(), 2);
+        assert_eq!(
+            s.site.cache_rules[0].line.as_bytes(),
+            b"Cache-Control: public, max-age=60\r\n"
+        );
+        use env::Origin;
+        assert_eq!(
+            s.origins,
+            [
+                ("--listen", Origin::Environment("STEERD_LISTEN".into())),
+                ("--workers", Origin::CommandLine),
+                (
+                    "--cache-control",
+                    Origin::Environment("STEERD_CACHE_CONTROL".into())
+                ),
+            ]
+        );
+        let bad = Outside {
+            vars: vec![("STEERD_MAX_CONNS".into(), "lots".into())],
+            ..Outside::none()
+        };
+        let e = parse_in(&argv("site"), &bad).unwrap_err();
+        assert!(
+            e.message.starts_with("STEERD_MAX_CONNS: --max-conns"),
+            "{e}"
+        );
+    }
+
+    /// The flag table, the parser and `--help` agree: every flag of the table is in the
+    /// help and parses; every flag the help shows is in the table; only repeatables
+    /// repeat.
+    #[test]
+    fn the_flag_table_the_parser_and_the_help_agree() {
+        let sample = |f: &env::ServeFlag| match f.name {
+            "--listen" => "127.0.0.1:0",
+            "--workers" | "--max-conns" | "--max-conns-per-addr" => "2",
+            "--cpus" => "0",
+            "--steer" => "hash",
+            "--master-cpu" => "none",
+            "--user" => "nobody",
+            "--send-buffer" => "64k",
+            "--access-log" => "-",
+            "--log-format" => "json",
+            "--syslog-socket" | "--sysfs" | "--procfs" => "/x",
+            "--real-ip-from" => "10.0.0.0/8",
+            "--metrics" => "127.0.0.1:0",
+            "--precompressed" => "gzip",
+            "--header" => "X-A: 1",
+            "--cache-control" => "*.css=no-cache",
+            "--error-page" => "404=/404.html",
+            "--fallback" => "/index.html",
+            "--fallback-skip" => "css",
+            "--mime" => "md=text/markdown",
+            "--dotfiles" => "allow",
+            n if n.ends_with("-timeout") => "1",
+            _ => "",
+        };
+        for f in env::SERVE_FLAGS {
+            assert!(
+                SERVE_HELP.contains(&format!("    {} ", f.name))
+                    || SERVE_HELP.contains(&format!(", {} ", f.name)),
+                "{} is in --help",
+                f.name
+            );
+            let mut once = match f.takes {
+                env::Takes::Switch => vec![f.name.to_string()],
+                _ => vec![f.name.to_string(), sample(f).to_string()],
+            };
+            if f.name == "--syslog-socket" {
+                once.extend(["--access-log".into(), "syslog".into()]);
+            }
+            if f.name == "--proxy-protocol" {
+                once.extend(["--real-ip-from".into(), "10.0.0.0/8".into()]);
+            }
+            parse_serve(&once).unwrap_or_else(|e| panic!("{}: {e}", f.name));
+            let mut twice = once.clone();
+            twice.extend(
+                once.iter()
+                    .take(if f.takes == env::Takes::Switch { 1 } else { 2 })
+                    .cloned(),
+            );
+            let second = parse_serve(&twice);
+            match f.takes {
+                env::Takes::Repeated if f.name == "--listen" => {
+                    assert!(second.unwrap_err().message.contains("given twice"))
+                }
+                env::Takes::Repeated => assert!(second.is_ok(), "{} repeats", f.name),
+                _ => assert!(second.is_err(), "{} refuses a second use", f.name),
+            }
+        }
+        for line in SERVE_HELP.lines() {
+            let words = line.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'));
+            for word in words.filter(|w| w.starts_with("--") && w.len() > 2) {
+                assert!(
+                    env::find(word).is_some(),
+                    "{word} of --help is in the table"
+                );
+            }
         }
     }
 

@@ -17,6 +17,7 @@
 //! It does not fork, accept or decide the policy.
 
 pub mod adopt;
+pub mod bindable;
 pub mod member;
 
 use crate::plan::WorkerPlan;

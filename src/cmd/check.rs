@@ -21,6 +21,9 @@ use std::net::SocketAddr;
 
 /// Runs `steerd check`; returns the exit status or the failure.
 pub fn main(args: &ServeArgs, json: bool) -> Result<i32, Failure> {
+    let mut args = args.clone();
+    super::prepare::bindable_listen(&mut args, |w| eprintln!("steerd: warning: {w}"));
+    let args = &args;
     let problems = super::preflight::problems(args);
     for p in &problems {
         eprintln!("{p}");
@@ -50,6 +53,7 @@ pub fn main(args: &ServeArgs, json: bool) -> Result<i32, Failure> {
         }
         let lines = passed.lines.iter().map(|l| Value::str(l.clone())).collect();
         members.push(("passed".to_string(), Value::Arr(lines)));
+        members.push(("sources".to_string(), sources(args)));
         print!("{}", Value::Obj(members).to_text());
     } else {
         print!(
@@ -139,6 +143,23 @@ fn passed_sockets(args: &ServeArgs, workers: usize) -> Passed {
         }
     }
     out
+}
+
+/// Where each serve flag's value came from: `command line`, `environment STEERD_...`
+/// or `default`, keyed by the flag's long name.
+fn sources(args: &ServeArgs) -> Value {
+    use crate::args::env::{Origin, SERVE_FLAGS};
+    let origin = |name: &str| match args.origins.iter().find(|(n, _)| *n == name) {
+        Some((_, Origin::CommandLine)) => "command line".to_string(),
+        Some((_, Origin::Environment(var))) => format!("environment {var}"),
+        None => "default".to_string(),
+    };
+    Value::Obj(
+        SERVE_FLAGS
+            .iter()
+            .map(|f| (f.name.to_string(), Value::str(origin(f.name))))
+            .collect(),
+    )
 }
 
 fn int(n: impl TryInto<i64>) -> Value {

@@ -45,9 +45,45 @@ impl fmt::Display for Failure {
     }
 }
 
+/// `/etc/hosts`, read only when a `--listen` value names a host.
+fn hosts() -> Option<String> {
+    std::fs::read_to_string("/etc/hosts").ok()
+}
+
+fn is_dir(word: &str) -> bool {
+    std::path::Path::new(word).is_dir()
+}
+
+/// The process's `STEERD_*` variables; one that is not UTF-8 is an error naming it.
+fn steerd_vars() -> Result<Vec<(String, String)>, String> {
+    let mut vars = Vec::new();
+    for (k, v) in std::env::vars_os() {
+        let Some(k) = k.to_str().filter(|k| k.starts_with("STEERD_")) else {
+            continue;
+        };
+        match v.into_string() {
+            Ok(v) => vars.push((k.to_string(), v)),
+            Err(_) => return Err(format!("steerd: args: {k} is not valid UTF-8")),
+        }
+    }
+    Ok(vars)
+}
+
 /// Runs the command line (without the program name) and returns the exit status.
 pub fn run(argv: &[String]) -> i32 {
-    let command = match args::parse(argv) {
+    let vars = match steerd_vars() {
+        Ok(vars) => vars,
+        Err(e) => {
+            eprintln!("{e}");
+            return 2;
+        }
+    };
+    let outside = args::Outside {
+        vars,
+        hosts: &hosts,
+        is_dir: &is_dir,
+    };
+    let command = match args::parse_in(argv, &outside) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("{e}");

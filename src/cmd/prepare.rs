@@ -23,6 +23,16 @@ pub struct Prepared {
     pub program: Option<SteerProgram>,
 }
 
+/// Leaves out the implied listen addresses this machine cannot bind
+/// (`listen::bindable`), each with a warning to `show`.
+pub fn bindable_listen(args: &mut ServeArgs, show: impl Fn(&str)) {
+    let (kept, warnings) = crate::listen::bindable::bindable(&args.listen, &args.listen_implied);
+    for w in &warnings {
+        show(w);
+    }
+    args.listen = kept;
+}
+
 /// Reads the topology (before anything pins the process), attaches the NIC of the listen
 /// addresses, makes the plan and the steering program. Each warning goes to `show` as
 /// soon as the machine is read, so it is seen even when planning then fails.

@@ -14,7 +14,8 @@ use crate::dashboard::status::Status;
 use crate::master;
 
 /// Runs `steerd serve` and returns the exit status.
-pub fn main(args: ServeArgs) -> Result<i32, Failure> {
+pub fn main(mut args: ServeArgs) -> Result<i32, Failure> {
+    super::prepare::bindable_listen(&mut args, |w| crate::say!("warning: {w}"));
     // Whatever `check` refuses is refused here before anything is bound.
     let problems = super::preflight::problems(&args);
     if !problems.is_empty() {

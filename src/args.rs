@@ -491,7 +491,7 @@ fn parse_tokens(
 }
 
 /// Flags that may be given more than once (`--listen` repeats are checked by address).
-const REPEATABLE: [&str; 8] = [
+const REPEATABLE: [&str; 9] = [
     "--listen",
     "-l",
     "-p",
@@ -500,6 +500,7 @@ const REPEATABLE: [&str; 8] = [
     "--error-page",
     "--mime",
     "--real-ip-from",
+    "--cors",
 ];
 
 /// Every other flag may be given once: a second value would silently win.
@@ -677,6 +678,9 @@ USAGE: steerd [serve] [ROOT] [OPTIONS]
     --mime EXT=TYPE           media type of .EXT (over the built-in table); repeatable
     --dotfiles deny|allow     deny (default): paths with a segment beginning with . are
                               404, as missing files (/.well-known/ is served)
+    --cors ORIGIN|*           browsers on ORIGIN (https://app.example) may read the site:
+                              Access-Control-Allow-Origin, preflights for GET/HEAD
+                              answered 204; repeatable
     --sysfs DIR, --procfs DIR read the kernel's files from elsewhere (for tests)
 
 Every flag may also come from the environment: STEERD_ and its name in capitals with
@@ -931,6 +935,7 @@ mod tests {
             "--fallback-skip" => "css",
             "--mime" => "md=text/markdown",
             "--dotfiles" => "allow",
+            "--cors" => "https://app.example",
             n if n.ends_with("-timeout") => "1",
             _ => "",
         };

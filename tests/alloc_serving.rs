@@ -114,14 +114,14 @@ fn no_allocation_per_request_after_warm_up() {
 }
 
 /// Requests per [`site_round`].
-const SITE_PER_ROUND: usize = 16;
+const SITE_PER_ROUND: usize = 19;
 
 /// A name longer than the file cache's key limit: served uncached, sidecar included.
 fn long_name() -> String {
     format!("{}.js", "l".repeat(200))
 }
 
-/// Sixteen requests on one connection exercising every everyday-serving option.
+/// Nineteen requests on one connection exercising every everyday-serving option.
 fn site_round(addr: std::net::SocketAddr, buf: &mut [u8]) {
     let long = long_name();
     let reqs = format!(
@@ -140,6 +140,10 @@ fn site_round(addr: std::net::SocketAddr, buf: &mut [u8]) {
          GET /{long} HTTP/1.1\r\nHost: t\r\n\r\n\
          HEAD /app.js HTTP/1.1\r\nHost: t\r\nAccept-Encoding: br\r\n\r\n\
          GET /a.md HTTP/1.1\r\nHost: t\r\n\r\n\
+         OPTIONS /app.js HTTP/1.1\r\nHost: t\r\nOrigin: http://a.test\r\n\
+         Access-Control-Request-Method: GET\r\nAccess-Control-Request-Headers: x-a\r\n\r\n\
+         GET /app.js HTTP/1.1\r\nHost: t\r\nOrigin: http://a.test\r\n\r\n\
+         GET /.env HTTP/1.1\r\nHost: t\r\n\r\n\
          GET /app.js HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n"
     );
     let mut s = TcpStream::connect(addr).unwrap();
@@ -162,6 +166,7 @@ fn no_allocation_per_request_with_every_site_option() {
     std::fs::write(r.join(format!("{}.gz", long_name())), "gz").unwrap();
     std::fs::write(r.join("404.html"), "custom 404").unwrap();
     std::fs::write(r.join("a.md"), "# md").unwrap();
+    std::fs::write(r.join(".env"), "SECRET").unwrap();
     let mut flags = steerd::args::site::SiteArgs::default();
     // 3 KiB of policy: every slot's head area grows to hold it.
     let csp = format!(
@@ -181,6 +186,8 @@ fn no_allocation_per_request_with_every_site_option() {
         ("--fallback", "/index.html"),
         ("--fallback-skip", "js,css"),
         ("--mime", "md=text/markdown"),
+        ("--cors", "http://a.test"),
+        ("--dotfiles", "deny"),
     ] {
         flags.set(flag, value).unwrap();
     }
@@ -208,7 +215,7 @@ fn no_allocation_per_request_with_every_site_option() {
     let log = std::fs::read_to_string(site.base.join("access.log")).unwrap();
     assert_eq!(log.lines().count(), (rounds + 3) * SITE_PER_ROUND);
     for status in [
-        " 200 ", " 206 ", " 304 ", " 404 ", " 405 ", " 406 ", " 416 ",
+        " 200 ", " 204 ", " 206 ", " 304 ", " 404 ", " 405 ", " 406 ", " 416 ",
     ] {
         assert!(log.contains(status), "{status} missing from the log");
     }

@@ -81,6 +81,7 @@ pub const SERVE_FLAGS: &[ServeFlag] = &[
     flag("--fallback-skip", Takes::Value),
     flag("--mime", Takes::Repeated),
     flag("--dotfiles", Takes::Value),
+    flag("--cors", Takes::Repeated),
     flag("--sysfs", Takes::Value),
     flag("--procfs", Takes::Value),
 ];

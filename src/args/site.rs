@@ -1,5 +1,5 @@
 //! Stage 1, the everyday-serving flags: `--precompressed`, `--header`, `--cache-control`,
-//! `--error-page`, `--fallback`, `--fallback-skip`, `--mime` and `--dotfiles`.
+//! `--error-page`, `--fallback`, `--fallback-skip`, `--mime`, `--dotfiles` and `--cors`.
 //!
 //! Input: one flag and its value at a time (from `args::parse_serve`). Output: a
 //! validated [`SiteArgs`], and from it the worker's [`SiteRules`]. Syntax only: whether
@@ -9,6 +9,7 @@
 use super::{flag_error, ArgsError};
 use crate::http::encoding::Precompressed;
 use crate::http::response::{error_body, head_area, HEAD_AREA_MAX, HEAD_BASE_MAX};
+use crate::site::cors::Cors;
 use crate::site::dotfiles::Dotfiles;
 use crate::site::field::HeaderLine;
 use crate::site::mime::{self, MimeOverride, Types};
@@ -33,10 +34,12 @@ pub struct SiteArgs {
     pub mime: Vec<MimeOverride>,
     /// `--dotfiles deny|allow` (default `deny`).
     pub dotfiles: Dotfiles,
+    /// `--cors ORIGIN|*`, every one given.
+    pub cors: Cors,
 }
 
 /// The flags this file parses.
-pub const FLAGS: [&str; 8] = [
+pub const FLAGS: [&str; 9] = [
     "--precompressed",
     "--header",
     "--cache-control",
@@ -45,6 +48,7 @@ pub const FLAGS: [&str; 8] = [
     "--fallback-skip",
     "--mime",
     "--dotfiles",
+    "--cors",
 ];
 
 impl SiteArgs {
@@ -62,6 +66,7 @@ impl SiteArgs {
             "--fallback-skip" => self.fallback_skip = extensions(value).map_err(named)?,
             "--mime" => self.mime.push(MimeOverride::parse(value).map_err(named)?),
             "--dotfiles" => self.dotfiles = Dotfiles::parse(value).map_err(named)?,
+            "--cors" => self.cors.add(value).map_err(named)?,
             _ => return Err(flag_error(format!("unknown flag {flag:?} (see --help)"))),
         }
         Ok(())
@@ -118,7 +123,7 @@ impl SiteArgs {
 
     fn rules_lines(&self) -> usize {
         let headers: usize = self.headers.iter().map(|h| h.as_bytes().len()).sum();
-        crate::site::head_bytes(headers, &self.cache_rules)
+        crate::site::head_bytes(headers, &self.cache_rules) + self.cors.head_bytes()
     }
 
     /// The rules a worker serves with (the media types are made `'static` here, once).
@@ -142,6 +147,7 @@ impl SiteArgs {
             fallback: self.fallback.as_deref().map(bytes),
             fallback_skip: self.fallback_skip.iter().map(|e| bytes(e)).collect(),
             dotfiles: self.dotfiles,
+            cors: self.cors.clone(),
         }
     }
 }

@@ -95,6 +95,7 @@ pub(super) fn file(
     h.content_encoding = coding;
     h.cache_control = crate::site::cache_control(&site.cache_rules, path);
     h.extra = &site.headers;
+    h.cors = line.cors;
     let size = rep.size;
     // No validator and no Range (the usual request): the full 200, nothing to evaluate.
     let (first, end) = if req.conditional() {
@@ -258,6 +259,7 @@ fn error_answer(
     h.allow = status == 405;
     h.content_range = unsatisfied.map(ContentRange::Unsatisfied);
     h.vary = vary;
+    h.cors = line.cors;
     let n = write_head(out, &h).unwrap_or(0);
     plan(c, ctx, status, n, body, after, line);
 }

@@ -16,6 +16,8 @@ pub(super) struct Line<'a> {
     /// A HEAD request: the response has no content whatever its status (RFC 9110 §9.3.2,
     /// RFC 9112 §6.3 rule 1), though its Content-Length stays that of GET.
     pub head: bool,
+    /// The `--cors` origin lines of the response (`site::cors`; empty without `--cors`).
+    pub cors: &'a [u8],
 }
 
 /// Records the plan on the connection, counts it and starts its log line (written when

@@ -27,6 +27,7 @@ use crate::files::Lookup;
 use crate::http::response::{error_body, write_error_head, write_head, Persist, ResponseHead};
 use crate::http::{parse_request, Body, Fields, Header, Method, Request, Status, MAX_FIELDS};
 use crate::log_line::RequestLine;
+use crate::site::cors::{Cors, CorsAnswer};
 
 /// Largest body of a GET or HEAD that is read and discarded (nginx's default
 /// `client_max_body_size`); a larger one gets 413.
@@ -45,6 +46,7 @@ fn unparsed(inb: &[u8]) -> Line<'_> {
             fields: &[],
         },
         head: first.starts_with(b"HEAD "),
+        cors: b"",
     }
 }
 
@@ -59,7 +61,8 @@ pub(super) fn request(
     let mut fields = Fields::<MAX_FIELDS>::new();
     match parse_request(inb, &mut fields, &mut s.path[..]) {
         Ok(Status::Complete(req)) => {
-            let line = line_of(&req, inb, &fields[..req.fields]);
+            let cors = cors_answer(&ctx.site.cors, &req, &fields[..req.fields]);
+            let line = line_of(&req, inb, &fields[..req.fields], cors.lines());
             let mut bufs = Bufs {
                 open: &mut s.open,
                 spill: &mut s.spill[..],
@@ -72,7 +75,7 @@ pub(super) fn request(
                 error_page(c, out, ctx, &mut bufs, 413, p, after, &line);
                 return Some(inb.len());
             }
-            serve(c, out, ctx, &req, &line, &mut bufs);
+            serve(c, out, ctx, &req, &line, cors.preflight(), &mut bufs);
             Some(req.head_len)
         }
         Ok(Status::Partial) if inb.len() < IN_CAP => None,
@@ -115,7 +118,12 @@ fn body_too_large(req: &Request<'_, '_>) -> bool {
 
 /// A parsed request as the log and the persistence rule see it: `area` is the receive
 /// area its slices point into, `fields` its field lines.
-fn line_of<'r>(req: &Request<'r, '_>, area: &'r [u8], fields: &'r [Header<'r>]) -> Line<'r> {
+fn line_of<'r>(
+    req: &Request<'r, '_>,
+    area: &'r [u8],
+    fields: &'r [Header<'r>],
+    cors: &'r [u8],
+) -> Line<'r> {
     Line {
         log: Logged {
             area,
@@ -127,7 +135,27 @@ fn line_of<'r>(req: &Request<'r, '_>, area: &'r [u8], fields: &'r [Header<'r>]) 
             fields,
         },
         head: req.method == Method::Head,
+        cors,
     }
+}
+
+/// What `--cors` makes of a parsed request (its fields are looked at only when it is on).
+fn cors_answer<'r>(cors: &'r Cors, req: &Request<'r, '_>, fields: &[Header<'r>]) -> CorsAnswer<'r> {
+    if !cors.is_on() {
+        return CorsAnswer::Off;
+    }
+    let field = |name: &[u8]| {
+        fields
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case(name))
+            .map(|h| h.value)
+    };
+    cors.answer(
+        req.method == Method::Options,
+        field(b"origin"),
+        field(b"access-control-request-method"),
+        field(b"access-control-request-headers"),
+    )
 }
 
 /// The first line without its CRLF (for the version of a refused request).
@@ -212,6 +240,7 @@ fn serve(
     ctx: &mut Ctx<'_>,
     req: &Request<'_, '_>,
     line: &Line<'_>,
+    preflight: Option<&[u8]>,
     bufs: &mut Bufs<'_>,
 ) {
     let has_body = req.body != Body::None;
@@ -226,6 +255,12 @@ fn serve(
         Body::Length(n) => n,
         Body::Chunked => u64::MAX,
     };
+    if let Some(echo) = preflight {
+        // A CORS preflight `--cors` allows: 204 (an unread body closes, as for 405).
+        let keep = keep && !has_body;
+        let after = if keep { After::KeepAlive } else { After::Close };
+        return preflight_answer(c, out, ctx, persist(keep, req.minor), after, echo, line);
+    }
     if !matches!(req.method, Method::Get | Method::Head) {
         // 405; an unread body of another method closes the connection.
         let keep = keep && !has_body;
@@ -266,6 +301,30 @@ fn serve(
     }
 }
 
+/// 204 to a CORS preflight: the origin lines, the methods, the requested headers echoed
+/// (`echo`, unless empty), the max age and the operator's `--header` lines. Its head fits
+/// the head area: `SiteRules::head_bytes` counts the longest one.
+fn preflight_answer(
+    c: &mut Conn,
+    out: &mut [u8],
+    ctx: &mut Ctx<'_>,
+    p: Persist,
+    after: After,
+    echo: &[u8],
+    line: &Line<'_>,
+) {
+    let date = *ctx.date.text();
+    let mut h = ResponseHead::new(204, &date, p);
+    h.extra = &ctx.site.headers;
+    h.cors = line.cors;
+    h.preflight = Some(echo);
+    match write_head(out, &h) {
+        Some(n) => plan(c, ctx, 204, n, Outgoing::Nothing, after, line),
+        // Unreachable while the start-up check holds; loud, never a headless body.
+        None => error_reply(c, out, ctx, 500, Persist::Close, After::Linger, None, line),
+    }
+}
+
 /// 301 to the same path with a trailing slash, query kept. A `Location` too long for the
 /// head area (a path of more than about 800 bytes) is written to the worker's spill area,
 /// which the transition moves to the receive area; the connection then closes, since
@@ -288,6 +347,7 @@ fn redirect(
     h.content_length = Some(page.len() as u64);
     h.location = Some((req.path, req.query()));
     h.extra = &ctx.site.headers;
+    h.cors = line.cors;
     let body = Outgoing::Static(page, 0);
     if let Some(n) = write_head(out, &h) {
         return plan(c, ctx, 301, n, body, after, line);

@@ -81,6 +81,11 @@ pub struct ResponseHead<'a> {
     pub cache_control: Option<&'a [u8]>,
     /// The operator's extra lines, each CRLF-terminated.
     pub extra: &'a [u8],
+    /// The `--cors` origin lines for this request (`site::cors`), each CRLF-terminated.
+    pub cors: &'a [u8],
+    /// A CORS preflight's answer: [`PREFLIGHT_LINES`], then `Access-Control-Allow-Headers`
+    /// with this value unless it is empty.
+    pub preflight: Option<&'a [u8]>,
     /// The `Connection` field.
     pub persist: Persist,
 }
@@ -126,6 +131,8 @@ impl<'a> ResponseHead<'a> {
             vary: false,
             cache_control: None,
             extra: b"",
+            cors: b"",
+            preflight: None,
             persist,
         }
     }
@@ -136,6 +143,7 @@ pub fn reason(status: u16) -> &'static str {
     match status {
         100 => "Continue",
         200 => "OK",
+        204 => "No Content",
         206 => "Partial Content",
         301 => "Moved Permanently",
         304 => "Not Modified",
@@ -201,6 +209,11 @@ pub fn error_body(status: u16) -> &'static [u8] {
         _ => b"",
     }
 }
+
+/// The lines of a CORS preflight's answer after its origin lines: the methods steerd
+/// serves, and how long a browser may keep the answer (two hours, Chromium's ceiling).
+pub const PREFLIGHT_LINES: &[u8] =
+    b"Access-Control-Allow-Methods: GET, HEAD\r\nAccess-Control-Max-Age: 7200\r\n";
 
 /// The media type of [`error_body`].
 pub const HTML: &[u8] = b"text/html; charset=utf-8";
@@ -386,6 +399,15 @@ pub fn write_head(out: &mut [u8], h: &ResponseHead<'_>) -> Option<usize> {
         w.put(line);
     }
     w.put(h.extra);
+    w.put(h.cors);
+    if let Some(echo) = h.preflight {
+        w.put(PREFLIGHT_LINES);
+        if !echo.is_empty() {
+            w.put(b"Access-Control-Allow-Headers: ")
+                .put(echo)
+                .put(b"\r\n");
+        }
+    }
     match h.persist {
         Persist::Implicit => {}
         Persist::KeepAlive => {

@@ -2,13 +2,15 @@
 //! extra header lines (`--header`), `Cache-Control` by path (`--cache-control`), error
 //! pages (`--error-page`), the single-page-app fallback (`--fallback`,
 //! `--fallback-skip`), media types (`--mime`), the sidecars looked for
-//! (`--precompressed`) and whether dotfiles are served (`--dotfiles`).
+//! (`--precompressed`), whether dotfiles are served (`--dotfiles`) and which origins may
+//! read the site (`--cors`).
 //!
 //! Stage: values validated once from the command line (stage 1) and gathered into
 //! [`SiteRules`], then read by the responder for every request without allocating.
 //! Nothing here touches files or sockets: whether the pages exist is the start-up
 //! check's business, and serving them the responder's.
 
+pub mod cors;
 pub mod dotfiles;
 pub mod field;
 pub mod glob;
@@ -37,6 +39,8 @@ pub struct SiteRules {
     pub fallback_skip: Vec<Box<[u8]>>,
     /// `--dotfiles`: whether paths with a segment beginning with `.` are served.
     pub dotfiles: dotfiles::Dotfiles,
+    /// `--cors`: the origins that may read the site, with their lines.
+    pub cors: cors::Cors,
 }
 
 impl SiteRules {
@@ -72,7 +76,7 @@ impl SiteRules {
     /// Bytes the operator's lines may add to one response head: every `--header` line
     /// and the longest `--cache-control` line.
     pub fn head_bytes(&self) -> usize {
-        head_bytes(self.headers.len(), &self.cache_rules)
+        head_bytes(self.headers.len(), &self.cache_rules) + self.cors.head_bytes()
     }
 
     /// Bytes of the response-head area a connection needs for these rules (validated at

@@ -1,5 +1,7 @@
 //! The dashboard on the `--metrics` address, through the real binary and a real browser:
-//! the page is the gzip file built in, `/status.json` is one JSON object, and headless
+//! the page is the gzip file built in (or the page as written, for a client that does not
+//! accept gzip), `HEAD` of every path is `GET` without the body, `/status.json` is one
+//! JSON object, and headless
 //! Chromium, opened on a running steerd under load, shows every worker with non-zero
 //! requests and the locality steering gives it; 128 CPUs on 8 nodes (a fixture machine)
 //! lay out as nodes side by side.
@@ -19,9 +21,14 @@ const PAGE_GZ: &[u8] = include_bytes!("../src/dashboard/page.html.gz");
 
 /// One GET with extra header lines; the raw reply (head and body).
 fn raw_get(addr: SocketAddr, path: &str, headers: &str) -> Vec<u8> {
+    raw_request(addr, "GET", path, headers)
+}
+
+/// One request with extra header lines; the raw reply, read to the close.
+fn raw_request(addr: SocketAddr, method: &str, path: &str, headers: &str) -> Vec<u8> {
     let mut s = TcpStream::connect_timeout(&addr, PATIENCE).expect("connect");
     s.set_read_timeout(Some(PATIENCE)).unwrap();
-    let head = format!("GET {path} HTTP/1.1\r\nHost: test\r\n{headers}\r\n");
+    let head = format!("{method} {path} HTTP/1.1\r\nHost: test\r\n{headers}\r\n");
     s.write_all(head.as_bytes()).expect("write");
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).expect("read");
@@ -76,8 +83,17 @@ fn metrics_address_serves_the_gzip_page_status_json_and_metrics() {
         "{head}"
     );
     assert!(body == PAGE_GZ, "the page served is not page.html.gz");
-    let (head, _) = split_reply(&raw_get(m, "/", ""));
-    assert!(head.starts_with("HTTP/1.1 406 "), "{head}");
+    // Without Accept-Encoding (a first `curl`): the page as written, same Vary.
+    let plain = raw_get(m, "/", "");
+    let (head, body) = split_reply(&plain);
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+    assert!(!head.contains("Content-Encoding"), "{head}");
+    assert!(head.contains("\r\nVary: Accept-Encoding\r\n"), "{head}");
+    assert!(
+        head.contains("\r\nContent-Type: text/html; charset=utf-8\r\n"),
+        "{head}"
+    );
+    assert!(body == PAGE.as_bytes(), "the plain page is not page.html");
     let (status, body) = get(m, "/status.json");
     assert_eq!(status, 200);
     let doc: serde_json::Value = serde_json::from_str(&body).expect("status.json is JSON");
@@ -110,6 +126,55 @@ fn metrics_address_serves_the_gzip_page_status_json_and_metrics() {
     }
     assert_eq!(get(m, "/metrics").0, 200);
     assert_eq!(get(m, "/nothing").0, 404);
+}
+
+/// Uptime checkers that send `HEAD`: each path answers with GET's status line and
+/// fields (`Content-Length` included) and no body; the connection then closes.
+#[test]
+fn head_of_each_path_answers_as_get_without_the_body() {
+    let server = Server::start(&[]);
+    let m = server.metrics.expect("metrics");
+    server.wait_healthy();
+    for (path, extra) in [
+        ("/", ""),
+        ("/", "Accept-Encoding: gzip\r\n"),
+        ("/health", ""),
+        ("/metrics", ""),
+        ("/status.json", ""),
+    ] {
+        let raw = raw_request(m, "HEAD", path, extra);
+        let (head, body) = split_reply(&raw);
+        assert!(
+            head.starts_with("HTTP/1.1 200 OK\r\n"),
+            "HEAD {path}: {head}"
+        );
+        assert!(
+            body.is_empty(),
+            "HEAD {path} sent a body of {} bytes",
+            body.len()
+        );
+        let get = raw_get(m, path, extra);
+        let (get_head, get_body) = split_reply(&get);
+        // /metrics and /status.json change between two requests: compare the fields but
+        // the length, and check the length against HEAD's own.
+        let fields = |h: &str| -> Vec<String> {
+            h.lines()
+                .filter(|l| !l.starts_with("Content-Length:"))
+                .map(str::to_string)
+                .collect()
+        };
+        assert_eq!(fields(&head), fields(&get_head), "HEAD {path}");
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("Content-Length: "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("HEAD {path}: no Content-Length in {head}"));
+        if path == "/" || path == "/health" {
+            assert_eq!(len, get_body.len(), "HEAD {path}");
+        } else {
+            assert!(len > 0, "HEAD {path}: Content-Length 0");
+        }
+    }
 }
 
 /// With `STEERD_SCREENSHOTS=DIR` set, a PNG of `url` as `DIR/name` (how the pictures in

@@ -425,6 +425,7 @@ impl<'a> Supervisor<'a> {
         let healthy = self.healthy();
         let retiring = self.retiring.len();
         let (workers, counters) = (&self.s.plan.workers, self.s.counters);
+        let slots = &self.slots;
         let render = |doc| {
             let n = workers.len();
             let merged: Vec<stats::WorkerCounters> = (0..n)
@@ -434,6 +435,7 @@ impl<'a> Supervisor<'a> {
                 Document::Metrics => {
                     let mut text = stats::render(workers, merged.iter());
                     stats::render_retiring(&mut text, retiring);
+                    stats::process::render(&mut text, workers, slots.iter().map(|s| s.pid));
                     text
                 }
                 Document::Status => status.render(workers, merged.iter()),

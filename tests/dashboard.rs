@@ -259,7 +259,7 @@ fn browser_shows_every_worker_with_requests_and_its_locality_under_load() {
     );
     let url = format!("http://{m}/");
     let page = load(&url, (1000, 700), 30_000, None);
-    screenshot(&format!("{url}#program"), "dashboard.png", (1000, 340));
+    screenshot(&format!("{url}#program"), "dashboard.png", (1000, 400));
     stop.store(true, Ordering::Relaxed);
     let sent: u64 = clients.into_iter().map(|c| c.join().expect("client")).sum();
     let after = server.per_worker("steerd_connections_accepted_total");
@@ -275,6 +275,7 @@ fn browser_shows_every_worker_with_requests_and_its_locality_under_load() {
     );
     let cells = tags_with(&page.dom, "data-worker=");
     assert_eq!(cells.len(), plan.len(), "{cells:?}");
+    let workers = plan.len();
     for (index, cpu) in plan {
         let cell = cells
             .iter()
@@ -288,6 +289,14 @@ fn browser_shows_every_worker_with_requests_and_its_locality_under_load() {
         };
         let (req, acc, loc) = (num("data-req"), num("data-acc"), num("data-loc"));
         assert!(req > 0, "worker {index} shows no requests: {cell}");
+        // Responses finished in the last 10 s: a p50 and a p99 from the buckets, and
+        // the line of the last minute has its first points.
+        let p = |name| attr(cell, name).and_then(|v| v.parse::<f64>().ok());
+        let (p50, p99) = (p("data-p50"), p("data-p99"));
+        assert!(
+            p50.is_some_and(|x| x > 0.0) && p99 >= p50,
+            "worker {index}: p50 {p50:?} p99 {p99:?}"
+        );
         assert!(
             (before[index]..=after[index]).contains(&acc),
             "worker {index}: page shows {acc} connections, the server counted {} then {}",
@@ -301,6 +310,9 @@ fn browser_shows_every_worker_with_requests_and_its_locality_under_load() {
             );
         }
     }
+    let lines = tags_with(&page.dom, "data-points=");
+    assert_eq!(lines.len(), workers, "a line per worker: {lines:?}");
+    assert!(page.dom.contains("p50 "), "no p50 shown");
     eprintln!("{sent} requests sent while the page refreshed");
 }
 
@@ -377,6 +389,8 @@ fn a_128_cpu_8_node_machine_lays_out_as_nodes_side_by_side() {
         let mut doc = fixed.clone();
         doc["version"] = env!("CARGO_PKG_VERSION").into();
         doc["uptime_ms"] = (n * 1000).into();
+        doc["duration_bounds_ms"] =
+            serde_json::json!([5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000]);
         let counters: Vec<serde_json::Value> = workers
             .iter()
             .enumerate()
@@ -386,7 +400,9 @@ fn a_128_cpu_8_node_machine_lays_out_as_nodes_side_by_side() {
                     "worker": w["index"], "cpu": w["cpu"], "node": w["node"],
                     "accepted": acc, "local": acc - acc * (i as u64 % 2) / 2,
                     "responses": [0, acc * 2, 0, i % 3, 0], "bytes_sent": acc * 4096,
-                    "open": i % 5, "stale_events": 0, "accept_pauses": 0, "respawns": i % 7 / 6
+                    "open": i % 5, "stale_events": 0, "accept_pauses": 0, "respawns": i % 7 / 6,
+                    "per_second": vec![i; i % 61], "p50_ms": (i % 4 * 20) as f64 + 2.5,
+                    "p99_ms": if i % 9 == 0 { None } else { Some(i as f64 * 100.0) }
                 })
             })
             .collect();
@@ -429,6 +445,31 @@ fn a_128_cpu_8_node_machine_lays_out_as_nodes_side_by_side() {
         // 2xx is 2 * (worker + 1) per fetch, 4xx stays at worker % 3.
         let twice = req - worker % 3;
         assert!(twice > 0 && twice % (2 * (worker + 1)) == 0, "{cell}");
+        let p50 = (worker % 4 * 20) as f64 + 2.5;
+        assert_eq!(
+            attr(cell, "data-p50"),
+            Some(p50.to_string().as_str()),
+            "{cell}"
+        );
+        let p99 = (worker % 9 != 0).then(|| (worker * 100).to_string());
+        assert_eq!(attr(cell, "data-p99"), Some(p99.as_deref().unwrap_or("")));
+    }
+    // As the buckets allow: within the first bound, between bounds, past the last.
+    for shown in [
+        "p50 \u{2264}5ms \u{00b7} p99 -",
+        "p50 23ms \u{00b7} p99 100ms",
+    ] {
+        assert!(page.dom.contains(shown), "{shown:?} not shown");
+    }
+    assert!(
+        page.dom.contains("p99 \u{2265}10s"),
+        "a p99 at the last bound"
+    );
+    let lines = tags_with(&page.dom, "data-points=");
+    assert_eq!(lines.len(), 128);
+    for line in lines {
+        let n: usize = attr(line, "data-points").unwrap().parse().unwrap();
+        assert!(n <= 60, "{line}");
     }
     assert!(
         page.dom.contains("128 workers on 128 CPUs, 8 nodes"),

@@ -21,6 +21,7 @@
 //! `Vary: Accept-Encoding`. The master needs neither a compressor nor a decompressor; the
 //! plain copy costs the binary the page's size (about 13 KB).
 
+pub mod history;
 pub mod status;
 
 use crate::http::encoding::{AcceptEncoding, Choice, Coding, CodingSet, Precompressed};

@@ -420,7 +420,8 @@ impl<'a> Supervisor<'a> {
         let _ = rustix::event::poll(&mut fds, Some(&ts));
     }
 
-    /// Accepts and moves every metrics client as far as it can go without waiting.
+    /// Takes the dashboard's snapshot of the second when one is due, then accepts and
+    /// moves every metrics client as far as it can go without waiting.
     fn answer_metrics(&mut self) {
         let Some((m, status)) = self.s.metrics else {
             return;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Rebuilds src/dashboard/page.html.gz, the only copy of the dashboard page in the binary,
-# from src/dashboard/page.html. `-n` leaves out the name and time, so the same page
+# Rebuilds src/dashboard/page.html.gz, the copy of the dashboard page the binary sends to
+# clients that accept gzip (others get page.html as written, also built in), from
+# src/dashboard/page.html. `-n` leaves out the name and time, so the same page
 # always gives the same bytes; tests/dashboard.rs fails when the two disagree.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -666,8 +666,8 @@ USAGE: steerd [serve] [ROOT] [OPTIONS]
     --real-ip-from CIDR       trusted proxy network; repeatable: the client is the last
                               X-Forwarded-For address (or the PROXY header's)
     --proxy-protocol          connections begin with a PROXY v1/v2 header (needs --real-ip-from)
-    --metrics ADDR:PORT       dashboard (/), /status.json and Prometheus /metrics, served
-                              by the master
+    --metrics ADDR:PORT       dashboard (/), /status.json, Prometheus /metrics and /health
+                              (GET or HEAD), served by the master
     --precompressed LIST|off  serve F.br, F.zst, F.gz for F when accepted (default br,zstd,gzip)
     --header 'NAME: VALUE'    add to every 2xx, 3xx and 304 response; repeatable
     --cache-control PAT=VAL   Cache-Control for paths matching PAT (* in a segment, **

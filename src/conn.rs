@@ -192,6 +192,9 @@ pub struct Conn {
     pending: Option<logged::Pending>,
     /// Microsecond clock when the current request began (0: not yet; json only).
     started_us: u64,
+    /// The turn clock (`Ctx::now_ms`) when the current response was planned: its
+    /// response time runs from there (`stats::latency`).
+    planned_ms: u64,
     /// Bytes of the answered head, dropped from the receive area once its response is
     /// finished (the log reads them until then).
     answered: usize,
@@ -223,6 +226,7 @@ impl Conn {
             body_sent: 0,
             pending: None,
             started_us: 0,
+            planned_ms: 0,
             answered: 0,
             in_len: 0,
             scanned: 0,

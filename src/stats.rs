@@ -18,7 +18,11 @@ use crate::sys::{SharedBlocks, SharedZeroed};
 use core::fmt::Write as _;
 use core::sync::atomic::{AtomicU64, Ordering};
 
+pub mod latency;
 pub mod metrics_server;
+pub(crate) mod process;
+
+use latency::Latency;
 
 /// One worker's counters. `#[repr(C)]` and all-atomic so it can live in a `MAP_SHARED`
 /// mapping that master and workers see.
@@ -51,6 +55,8 @@ pub struct WorkerCounters {
     pub log_lines_dropped: AtomicU64,
     /// Connections closed at accept: their address held `--max-conns-per-addr` slots.
     pub per_addr_refused: AtomicU64,
+    /// Response time of the responses finished whole ([`latency`]).
+    pub latency: Latency,
 }
 
 /// The sum of two blocks (a worker slot's two generations), for rendering; a missing
@@ -76,6 +82,7 @@ pub fn merged(a: Option<&WorkerCounters>, b: Option<&WorkerCounters>) -> WorkerC
         proxy_refused: sum(|c| &c.proxy_refused),
         log_lines_dropped: sum(|c| &c.log_lines_dropped),
         per_addr_refused: sum(|c| &c.per_addr_refused),
+        latency: Latency::merged(a.map(|c| &c.latency), b.map(|c| &c.latency)),
     }
 }
 
@@ -93,7 +100,7 @@ pub struct PageCounters {
 /// Number of `u64` atomics in [`WorkerCounters`]. The mapping relies on zero bytes being a
 /// valid block, true only while every field is an atomic integer with no padding: this
 /// size check fails to compile if a field of another kind is added.
-const COUNTER_WORDS: usize = 16;
+const COUNTER_WORDS: usize = 16 + latency::BUCKETS + 1;
 const _: () = assert!(core::mem::size_of::<WorkerCounters>() == COUNTER_WORDS * 8);
 const _: () = assert!(core::mem::size_of::<PageCounters>() == 4096);
 
@@ -253,6 +260,7 @@ pub fn render<'a>(
     for f in &FAMILIES[2..] {
         family(&mut out, f, pairs());
     }
+    latency::render(&mut out, pairs().map(|(w, c)| (w, &c.latency)));
     master_families(&mut out);
     out
 }
@@ -329,12 +337,12 @@ mod tests {
         assert_eq!(load(&shared.get(2).expect("block").accepted), 7);
         assert_eq!(load(&shared.get(0).expect("block").accepted), 0);
     }
-    use crate::cpuset::CpuId;
 
-    fn worker(index: u16, cpu: usize, node: u32) -> WorkerPlan {
+    /// A plan entry for the rendering tests here and in the submodules.
+    pub(crate) fn worker(index: u16, cpu: usize, node: u32) -> WorkerPlan {
         WorkerPlan {
             index,
-            cpu: CpuId::new(cpu).expect("cpu id"),
+            cpu: crate::cpuset::CpuId::new(cpu).expect("cpu id"),
             node: crate::topology::NodeId(node),
         }
     }
@@ -369,7 +377,7 @@ mod tests {
         let text = render(&workers, [WorkerCounters::default()].iter());
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             let (series, value) = line.rsplit_once(' ').expect("a value");
-            assert!(value.parse::<u64>().is_ok(), "{line}");
+            assert!(value.parse::<f64>().is_ok(), "{line}");
             assert!(
                 series.starts_with("steerd_") && series.ends_with('}'),
                 "{line}"

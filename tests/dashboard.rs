@@ -1,5 +1,7 @@
 //! The dashboard on the `--metrics` address, through the real binary and a real browser:
-//! the page is the gzip file built in, `/status.json` is one JSON object, and headless
+//! the page is the gzip file built in (or the page as written, for a client that does not
+//! accept gzip), `HEAD` of every path is `GET` without the body, `/status.json` is one
+//! JSON object, and headless
 //! Chromium, opened on a running steerd under load, shows every worker with non-zero
 //! requests and the locality steering gives it; 128 CPUs on 8 nodes (a fixture machine)
 //! lay out as nodes side by side.
@@ -19,9 +21,14 @@ const PAGE_GZ: &[u8] = include_bytes!("../src/dashboard/page.html.gz");
 
 /// One GET with extra header lines; the raw reply (head and body).
 fn raw_get(addr: SocketAddr, path: &str, headers: &str) -> Vec<u8> {
+    raw_request(addr, "GET", path, headers)
+}
+
+/// One request with extra header lines; the raw reply, read to the close.
+fn raw_request(addr: SocketAddr, method: &str, path: &str, headers: &str) -> Vec<u8> {
     let mut s = TcpStream::connect_timeout(&addr, PATIENCE).expect("connect");
     s.set_read_timeout(Some(PATIENCE)).unwrap();
-    let head = format!("GET {path} HTTP/1.1\r\nHost: test\r\n{headers}\r\n");
+    let head = format!("{method} {path} HTTP/1.1\r\nHost: test\r\n{headers}\r\n");
     s.write_all(head.as_bytes()).expect("write");
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).expect("read");
@@ -76,8 +83,17 @@ fn metrics_address_serves_the_gzip_page_status_json_and_metrics() {
         "{head}"
     );
     assert!(body == PAGE_GZ, "the page served is not page.html.gz");
-    let (head, _) = split_reply(&raw_get(m, "/", ""));
-    assert!(head.starts_with("HTTP/1.1 406 "), "{head}");
+    // Without Accept-Encoding (a first `curl`): the page as written, same Vary.
+    let plain = raw_get(m, "/", "");
+    let (head, body) = split_reply(&plain);
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+    assert!(!head.contains("Content-Encoding"), "{head}");
+    assert!(head.contains("\r\nVary: Accept-Encoding\r\n"), "{head}");
+    assert!(
+        head.contains("\r\nContent-Type: text/html; charset=utf-8\r\n"),
+        "{head}"
+    );
+    assert!(body == PAGE.as_bytes(), "the plain page is not page.html");
     let (status, body) = get(m, "/status.json");
     assert_eq!(status, 200);
     let doc: serde_json::Value = serde_json::from_str(&body).expect("status.json is JSON");
@@ -110,6 +126,55 @@ fn metrics_address_serves_the_gzip_page_status_json_and_metrics() {
     }
     assert_eq!(get(m, "/metrics").0, 200);
     assert_eq!(get(m, "/nothing").0, 404);
+}
+
+/// Uptime checkers that send `HEAD`: each path answers with GET's status line and
+/// fields (`Content-Length` included) and no body; the connection then closes.
+#[test]
+fn head_of_each_path_answers_as_get_without_the_body() {
+    let server = Server::start(&[]);
+    let m = server.metrics.expect("metrics");
+    server.wait_healthy();
+    for (path, extra) in [
+        ("/", ""),
+        ("/", "Accept-Encoding: gzip\r\n"),
+        ("/health", ""),
+        ("/metrics", ""),
+        ("/status.json", ""),
+    ] {
+        let raw = raw_request(m, "HEAD", path, extra);
+        let (head, body) = split_reply(&raw);
+        assert!(
+            head.starts_with("HTTP/1.1 200 OK\r\n"),
+            "HEAD {path}: {head}"
+        );
+        assert!(
+            body.is_empty(),
+            "HEAD {path} sent a body of {} bytes",
+            body.len()
+        );
+        let get = raw_get(m, path, extra);
+        let (get_head, get_body) = split_reply(&get);
+        // /metrics and /status.json change between two requests: compare the fields but
+        // the length, and check the length against HEAD's own.
+        let fields = |h: &str| -> Vec<String> {
+            h.lines()
+                .filter(|l| !l.starts_with("Content-Length:"))
+                .map(str::to_string)
+                .collect()
+        };
+        assert_eq!(fields(&head), fields(&get_head), "HEAD {path}");
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("Content-Length: "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("HEAD {path}: no Content-Length in {head}"));
+        if path == "/" || path == "/health" {
+            assert_eq!(len, get_body.len(), "HEAD {path}");
+        } else {
+            assert!(len > 0, "HEAD {path}: Content-Length 0");
+        }
+    }
 }
 
 /// With `STEERD_SCREENSHOTS=DIR` set, a PNG of `url` as `DIR/name` (how the pictures in
@@ -194,7 +259,7 @@ fn browser_shows_every_worker_with_requests_and_its_locality_under_load() {
     );
     let url = format!("http://{m}/");
     let page = load(&url, (1000, 700), 30_000, None);
-    screenshot(&format!("{url}#program"), "dashboard.png", (1000, 340));
+    screenshot(&format!("{url}#program"), "dashboard.png", (1000, 400));
     stop.store(true, Ordering::Relaxed);
     let sent: u64 = clients.into_iter().map(|c| c.join().expect("client")).sum();
     let after = server.per_worker("steerd_connections_accepted_total");
@@ -210,6 +275,7 @@ fn browser_shows_every_worker_with_requests_and_its_locality_under_load() {
     );
     let cells = tags_with(&page.dom, "data-worker=");
     assert_eq!(cells.len(), plan.len(), "{cells:?}");
+    let workers = plan.len();
     for (index, cpu) in plan {
         let cell = cells
             .iter()
@@ -223,6 +289,14 @@ fn browser_shows_every_worker_with_requests_and_its_locality_under_load() {
         };
         let (req, acc, loc) = (num("data-req"), num("data-acc"), num("data-loc"));
         assert!(req > 0, "worker {index} shows no requests: {cell}");
+        // Responses finished in the last 10 s: a p50 and a p99 from the buckets, and
+        // the line of the last minute has its first points.
+        let p = |name| attr(cell, name).and_then(|v| v.parse::<f64>().ok());
+        let (p50, p99) = (p("data-p50"), p("data-p99"));
+        assert!(
+            p50.is_some_and(|x| x > 0.0) && p99 >= p50,
+            "worker {index}: p50 {p50:?} p99 {p99:?}"
+        );
         assert!(
             (before[index]..=after[index]).contains(&acc),
             "worker {index}: page shows {acc} connections, the server counted {} then {}",
@@ -236,6 +310,9 @@ fn browser_shows_every_worker_with_requests_and_its_locality_under_load() {
             );
         }
     }
+    let lines = tags_with(&page.dom, "data-points=");
+    assert_eq!(lines.len(), workers, "a line per worker: {lines:?}");
+    assert!(page.dom.contains("p50 "), "no p50 shown");
     eprintln!("{sent} requests sent while the page refreshed");
 }
 
@@ -312,6 +389,8 @@ fn a_128_cpu_8_node_machine_lays_out_as_nodes_side_by_side() {
         let mut doc = fixed.clone();
         doc["version"] = env!("CARGO_PKG_VERSION").into();
         doc["uptime_ms"] = (n * 1000).into();
+        doc["duration_bounds_ms"] =
+            serde_json::json!([5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000]);
         let counters: Vec<serde_json::Value> = workers
             .iter()
             .enumerate()
@@ -321,7 +400,9 @@ fn a_128_cpu_8_node_machine_lays_out_as_nodes_side_by_side() {
                     "worker": w["index"], "cpu": w["cpu"], "node": w["node"],
                     "accepted": acc, "local": acc - acc * (i as u64 % 2) / 2,
                     "responses": [0, acc * 2, 0, i % 3, 0], "bytes_sent": acc * 4096,
-                    "open": i % 5, "stale_events": 0, "accept_pauses": 0, "respawns": i % 7 / 6
+                    "open": i % 5, "stale_events": 0, "accept_pauses": 0, "respawns": i % 7 / 6,
+                    "per_second": vec![i; i % 61], "p50_ms": (i % 4 * 20) as f64 + 2.5,
+                    "p99_ms": if i % 9 == 0 { None } else { Some(i as f64 * 100.0) }
                 })
             })
             .collect();
@@ -364,6 +445,31 @@ fn a_128_cpu_8_node_machine_lays_out_as_nodes_side_by_side() {
         // 2xx is 2 * (worker + 1) per fetch, 4xx stays at worker % 3.
         let twice = req - worker % 3;
         assert!(twice > 0 && twice % (2 * (worker + 1)) == 0, "{cell}");
+        let p50 = (worker % 4 * 20) as f64 + 2.5;
+        assert_eq!(
+            attr(cell, "data-p50"),
+            Some(p50.to_string().as_str()),
+            "{cell}"
+        );
+        let p99 = (worker % 9 != 0).then(|| (worker * 100).to_string());
+        assert_eq!(attr(cell, "data-p99"), Some(p99.as_deref().unwrap_or("")));
+    }
+    // As the buckets allow: within the first bound, between bounds, past the last.
+    for shown in [
+        "p50 \u{2264}5ms \u{00b7} p99 -",
+        "p50 23ms \u{00b7} p99 100ms",
+    ] {
+        assert!(page.dom.contains(shown), "{shown:?} not shown");
+    }
+    assert!(
+        page.dom.contains("p99 \u{2265}10s"),
+        "a p99 at the last bound"
+    );
+    let lines = tags_with(&page.dom, "data-points=");
+    assert_eq!(lines.len(), 128);
+    for line in lines {
+        let n: usize = attr(line, "data-points").unwrap().parse().unwrap();
+        assert!(n <= 60, "{line}");
     }
     assert!(
         page.dom.contains("128 workers on 128 CPUs, 8 nodes"),

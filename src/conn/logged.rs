@@ -3,10 +3,11 @@
 //!
 //! Input: at planning time, the request as the log shows it (slices of the slot's receive
 //! area) and the client address; at the end, the body bytes actually written. Output: one
-//! [`Record`] handed to the worker's log, and the cut-short counter. No allocation: the
-//! request's bytes stay at the front of the receive area until its response is finished
-//! (the next head is not parsed before that anyway), so only offsets into that area are
-//! kept, not copies. A response head spilled into the receive area sits at its back
+//! [`Record`] handed to the worker's log, and the cut-short counter or, for a response
+//! finished whole, its response time (`stats::latency`, on the turn clock: no clock read
+//! here). No allocation: the request's bytes stay at the front of the receive area until
+//! its response is finished (the next head is not parsed before that anyway), so only
+//! offsets into that area are kept, not copies. A response head spilled into the receive area sits at its back
 //! ([`spill_at`]); a field reaching past its start is cut there.
 //!
 //! The client is the connection's own (the peer, or what its PROXY header said), or, for
@@ -115,6 +116,7 @@ pub fn stamp(ctx: &Ctx<'_>) -> u64 {
 /// A response to `req` with `status` starts: remember what its line will say.
 pub fn begin(c: &mut Conn, ctx: &Ctx<'_>, status: u16, req: &Request<'_>) {
     c.responding = true;
+    c.planned_ms = ctx.now_ms;
     c.body_sent = 0;
     if !ctx.log.enabled() {
         return;
@@ -145,9 +147,10 @@ pub fn begin(c: &mut Conn, ctx: &Ctx<'_>, status: u16, req: &Request<'_>) {
     });
 }
 
-/// The response ended (`cut_short`: before all of it was written): count it and write its
-/// line. `inb` is the slot's receive area. Inlined: with the log off (nothing pending)
-/// this is a few tests, not a call.
+/// The response ended (`cut_short`: before all of it was written): count it (cut short,
+/// or its response time from the turn that planned it to this one) and write its line.
+/// `inb` is the slot's receive area. Inlined: with the log off (nothing pending) this is
+/// a few tests and the histogram's adds, not a call.
 #[inline]
 pub fn end(c: &mut Conn, inb: &[u8], ctx: &mut Ctx<'_>, cut_short: bool) {
     if !c.responding {
@@ -156,6 +159,9 @@ pub fn end(c: &mut Conn, inb: &[u8], ctx: &mut Ctx<'_>, cut_short: bool) {
     c.responding = false;
     if cut_short {
         ctx.counters.cut_short.fetch_add(1, Relaxed);
+    } else {
+        let ms = ctx.now_ms.saturating_sub(c.planned_ms);
+        ctx.counters.latency.record(ms);
     }
     if c.pending.is_some() {
         write_line(c, inb, ctx, cut_short);

@@ -2,13 +2,17 @@
 //! counters, for the dashboard page and for scripts (schema in `docs/serving.md`).
 //!
 //! Input: the members fixed for the server's life, made once at start by the same code
-//! as `steerd check --json` (so the two documents cannot disagree), the plan's workers
-//! and their counter blocks. Output: those members, then `version`, `uptime_ms` and
-//! `counters` (one object per worker, in plan order). It does not read the counters'
-//! meaning into rates: the page divides differences by `uptime_ms` differences.
+//! as `steerd check --json` (so the two documents cannot disagree), the plan's workers,
+//! their counter blocks and the master's [`History`] of the last minute. Output: those
+//! members, then `version`, `uptime_ms`, `duration_bounds_ms` and `counters` (one object
+//! per worker, in plan order, with its last minute: `per_second`, `p50_ms`, `p99_ms`). It
+//! does not read the counters' meaning into rates: the page divides differences by
+//! `uptime_ms` differences (the history's rates are the master's, `history.rs`).
 
+use super::history::History;
 use crate::json::Value;
 use crate::plan::WorkerPlan;
+use crate::stats::latency::BOUNDS_MS;
 use crate::stats::WorkerCounters;
 use core::sync::atomic::{AtomicU64, Ordering};
 use std::net::SocketAddr;
@@ -44,19 +48,24 @@ impl Status {
         }
     }
 
-    /// The document now. `workers` and `counters` pair up by position.
+    /// The document now. `workers` and `counters` pair up by position, and with the
+    /// workers of `history`.
     pub fn render<'a>(
         &self,
         workers: &[WorkerPlan],
         counters: impl Iterator<Item = &'a WorkerCounters>,
+        history: &History,
     ) -> String {
         let uptime = self.started.elapsed().as_millis();
+        let bounds = BOUNDS_MS.iter().map(|&b| int(b)).collect();
+        let each = workers.iter().zip(counters).enumerate();
         let live = [
             ("version", Value::str(env!("CARGO_PKG_VERSION"))),
             ("uptime_ms", int(u64::try_from(uptime).unwrap_or(u64::MAX))),
+            ("duration_bounds_ms", Value::Arr(bounds)),
             (
                 "counters",
-                Value::Arr(workers.iter().zip(counters).map(worker).collect()),
+                Value::Arr(each.map(|(i, wc)| worker(wc, history, i)).collect()),
             ),
         ];
         let mut pairs = self.fixed.clone();
@@ -73,8 +82,11 @@ fn load(c: &AtomicU64) -> Value {
     int(c.load(Ordering::Relaxed))
 }
 
-/// One worker's counters, named as in `/metrics` without the `steerd_` prefix and unit.
-fn worker((w, c): (&WorkerPlan, &WorkerCounters)) -> Value {
+/// One worker's counters, named as in `/metrics` without the `steerd_` prefix and unit,
+/// and its last minute (`history` index `i`).
+fn worker((w, c): (&WorkerPlan, &WorkerCounters), history: &History, i: usize) -> Value {
+    let recent = history.recent(i, &c.latency.counts());
+    let per_second = recent.per_second.iter().map(|&r| Value::fixed(r, 1));
     Value::obj([
         ("worker", int(u64::from(w.index))),
         ("cpu", int(w.cpu.get() as u64)),
@@ -90,6 +102,9 @@ fn worker((w, c): (&WorkerPlan, &WorkerCounters)) -> Value {
         ("stale_events", load(&c.stale_events)),
         ("accept_pauses", load(&c.accept_pauses)),
         ("respawns", load(&c.respawns)),
+        ("per_second", Value::Arr(per_second.collect())),
+        ("p50_ms", Value::opt_fixed(recent.p50_ms, 1)),
+        ("p99_ms", Value::opt_fixed(recent.p99_ms, 1)),
     ])
 }
 
@@ -110,14 +125,21 @@ mod tests {
         let counters = [WorkerCounters::default(), WorkerCounters::default()];
         counters[1].accepted.store(5, Ordering::Relaxed);
         counters[1].responses[1].store(4, Ordering::Relaxed);
-        let text = status.render(&workers, counters.iter());
+        for n in [4, 60] {
+            counters[1].latency.record(n);
+        }
+        let mut history = History::default();
+        history.offer(Instant::now(), || vec![[0; 12]; 2]);
+        let text = status.render(&workers, counters.iter(), &history);
         let doc: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
-        assert_eq!(doc.as_object().expect("an object").len(), 5);
+        assert_eq!(doc.as_object().expect("an object").len(), 6);
         assert_eq!(doc["policy"], "hash");
         assert_eq!(doc["listen"], serde_json::json!(["127.0.0.1:8080"]));
         let at = |key: &str| text.find(&format!("\n  \"{key}\": ")).expect(key);
         assert!(at("policy") < at("version") && at("version") < at("uptime_ms"));
-        assert!(at("uptime_ms") < at("counters"));
+        assert!(at("uptime_ms") < at("duration_bounds_ms"));
+        assert!(at("duration_bounds_ms") < at("counters"));
+        assert_eq!(doc["duration_bounds_ms"][0], 5);
         let c = &doc["counters"];
         assert_eq!(
             (c[0]["worker"].as_u64(), c[0]["cpu"].as_u64()),
@@ -130,5 +152,13 @@ mod tests {
         assert_eq!(c[1]["accepted"], 5);
         assert_eq!(c[1]["responses"], serde_json::json!([0, 4, 0, 0, 0]));
         assert_eq!(c[0]["respawns"], 0);
+        assert_eq!(c[0]["p50_ms"], serde_json::Value::Null, "no response");
+        assert_eq!(c[1]["p50_ms"], 5.0, "the top of the first of two buckets");
+        assert_eq!(c[1]["p99_ms"], 99.0, "98% into the 50-100 ms bucket");
+        assert_eq!(
+            c[1]["per_second"],
+            serde_json::json!([]),
+            "one snapshot yet"
+        );
     }
 }

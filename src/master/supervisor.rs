@@ -21,7 +21,7 @@ use super::{
     backoff, BACKOFF_FIRST, BACKOFF_MAX, CRASH_WINDOW, FAST_STOP_GRACE, GRACEFUL_SLACK, TICK,
 };
 use crate::config::Serving;
-use crate::dashboard::{self, status::Status, Document};
+use crate::dashboard::{self, history::History, status::Status, Document};
 use crate::listen::Listeners;
 use crate::notify::Notifier;
 use crate::plan::Plan;
@@ -123,6 +123,8 @@ pub(crate) struct Supervisor<'a> {
     seen: Seen,
     /// Open `/metrics` and `/health` connections.
     responder: stats::metrics_server::Responder,
+    /// The last minute of the workers' responses, for the dashboard (with `--metrics`).
+    history: History,
     notifier: Notifier,
     /// How this binary was started, for an upgrade.
     launch: Option<Launch>,
@@ -159,6 +161,7 @@ impl<'a> Supervisor<'a> {
             unlistening: None,
             seen: Seen::default(),
             responder: stats::metrics_server::Responder::default(),
+            history: History::default(),
             notifier,
             launch,
             report_to,
@@ -417,7 +420,8 @@ impl<'a> Supervisor<'a> {
         let _ = rustix::event::poll(&mut fds, Some(&ts));
     }
 
-    /// Accepts and moves every metrics client as far as it can go without waiting.
+    /// Takes the dashboard's snapshot of the second when one is due, then accepts and
+    /// moves every metrics client as far as it can go without waiting.
     fn answer_metrics(&mut self) {
         let Some((m, status)) = self.s.metrics else {
             return;
@@ -425,22 +429,31 @@ impl<'a> Supervisor<'a> {
         let healthy = self.healthy();
         let retiring = self.retiring.len();
         let (workers, counters) = (&self.s.plan.workers, self.s.counters);
-        let render = |doc| {
-            let n = workers.len();
-            let merged: Vec<stats::WorkerCounters> = (0..n)
+        let n = workers.len();
+        let merged = || -> Vec<stats::WorkerCounters> {
+            (0..n)
                 .map(|i| stats::merged(counters.get(i), counters.get(i + n)))
-                .collect();
+                .collect()
+        };
+        let now = Instant::now();
+        self.history.offer(now, || {
+            merged().iter().map(|c| c.latency.counts()).collect()
+        });
+        let (slots, history) = (&self.slots, &self.history);
+        let render = |doc| {
+            let merged = merged();
             match doc {
                 Document::Metrics => {
                     let mut text = stats::render(workers, merged.iter());
                     stats::render_retiring(&mut text, retiring);
+                    stats::process::render(&mut text, workers, slots.iter().map(|s| s.pid));
                     text
                 }
-                Document::Status => status.render(workers, merged.iter()),
+                Document::Status => status.render(workers, merged.iter(), history),
             }
         };
         let answer = |head: &[u8]| dashboard::reply(head, healthy, render);
-        if let Err(e) = self.responder.service(m.as_fd(), Instant::now(), answer) {
+        if let Err(e) = self.responder.service(m.as_fd(), now, answer) {
             crate::say!("metrics: {e}");
         }
     }

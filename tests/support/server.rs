@@ -410,15 +410,25 @@ fn after<'a>(line: &'a str, marker: &str) -> &'a str {
     line.split_once(marker).map(|(_, r)| r.trim()).unwrap_or("")
 }
 
-/// `series value` lines of the Prometheus text format, comments skipped.
+/// `series value` lines of the Prometheus text format, comments skipped; integers only.
 pub fn parse_metrics(body: &str) -> HashMap<String, u64> {
+    samples_as(body).collect()
+}
+
+/// `series value` lines of the Prometheus text format with any number as value (floats
+/// such as `_sum` and `process_start_time_seconds`), in the order served.
+pub fn parse_samples(body: &str) -> Vec<(String, f64)> {
+    samples_as(body).collect()
+}
+
+/// The samples whose value parses as a `T`.
+fn samples_as<T: std::str::FromStr>(body: &str) -> impl Iterator<Item = (String, T)> + '_ {
     body.lines()
         .filter(|l| !l.starts_with('#') && !l.is_empty())
         .filter_map(|l| {
             let (k, v) = l.rsplit_once(' ')?;
             Some((k.to_string(), v.parse().ok()?))
         })
-        .collect()
 }
 
 /// One `GET path` with `Connection: close` on a fresh connection: (status, body).

@@ -39,6 +39,9 @@ pub struct WorkerStart<'a> {
     pub counters: &'a WorkerCounters,
     /// Where to report, once, that this worker serves (its pid, 4 bytes).
     pub ready: Option<BorrowedFd<'a>>,
+    /// The master's pid, taken before the fork: the child's own `getppid` would already
+    /// name the reaper if the master died before the child first ran.
+    pub master: rustix::process::Pid,
 }
 
 /// A bring-up step of the worker that failed.
@@ -96,13 +99,14 @@ pub fn main(start: WorkerStart<'_>) -> ! {
 }
 
 fn run(start: WorkerStart<'_>) -> Result<(), WorkerError> {
-    let master = rustix::process::getppid();
+    let master = Some(start.master);
     sys::reset_signal_counts();
     sys::mask_signals(&signals::COUNTED, false).map_err(WorkerError::Signals)?;
     rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
         .map_err(|e| WorkerError::Signals(e.into()))?;
     if rustix::process::getppid() != master {
-        // The master died between fork and prctl: the death signal will never come.
+        // The master died between fork and prctl (or before this child first ran): the
+        // death signal will never come.
         sys::exit_now(1);
     }
     let cpu = start.plan.cpu;

@@ -218,6 +218,7 @@ impl<'a> Supervisor<'a> {
                 .get(self.slots[i].block)
                 .ok_or_else(|| io::Error::other("no counter block"))?,
             ready: Some(self.s.ready.1.as_fd()),
+            master: rustix::process::getpid(),
         };
         sys::mask_signals(&signals::COUNTED, true)?;
         let forked = sys::fork();

@@ -520,6 +520,8 @@ USAGE: steerd [serve] [ROOT] [OPTIONS]
     --syslog-socket PATH      the socket of --access-log syslog (default /dev/log)
     --real-ip-from CIDR       trusted proxy network; repeatable: the client is the last
                               X-Forwarded-For address (or the PROXY header's)
+    --real-ip-recursive       the client is the first X-Forwarded-For address from the
+                              right not in --real-ip-from (a chain of proxies)
     --proxy-protocol          connections begin with a PROXY v1/v2 header (needs --real-ip-from)
     --metrics ADDR:PORT       dashboard (/), /status.json and Prometheus /metrics, served
                               by the master
@@ -530,7 +532,10 @@ USAGE: steerd [serve] [ROOT] [OPTIONS]
     --error-page CODE=PATH    body of error CODE from the file PATH under ROOT; repeatable
     --fallback PATH           answer paths that do not exist with PATH, status 200 (SPA)
     --fallback-skip LIST      extensions that still get 404, such as css,js,png
-    --mime EXT=TYPE           media type of .EXT (over the built-in table); repeatable
+    --mime EXT=TYPE           media type of .EXT (over --mime-types and the built-in
+                              table); repeatable
+    --mime-types FILE         media types from FILE, /etc/mime.types format (over the
+                              built-in table; read again by HUP)
     --sysfs DIR, --procfs DIR read the kernel's files from elsewhere (for tests)
 ";
 

@@ -1,9 +1,10 @@
 //! The built-in media types: nginx's `mime.types` (1.22, Debian's `nginx-common`) and the
 //! common web types it lacks, as one table sorted by extension.
 //!
-//! Input: none (data). Output: [`TABLE`], searched by `super::Types` with a binary search,
-//! and [`LONGEST`], which sizes the response-head area. Checked at compile time: the
-//! extensions are lowercase, sorted and unique (the search relies on it).
+//! Input: none (data). Output: [`TABLE`] and its [`KEYS`], searched by `super::Types`
+//! with a binary search, and [`LONGEST`], which sizes the response-head area. Checked at
+//! compile time: the extensions are lowercase, sorted and unique, and so are their keys
+//! (the search relies on it).
 //!
 //! Deliberate differences from nginx (`tests/mime_types.rs` holds the table against
 //! `/etc/nginx/mime.types` with exactly these):
@@ -190,6 +191,17 @@ pub(super) const LONGEST: usize = {
     n
 };
 
+/// `super::fold_key` of each extension of [`TABLE`], in its order.
+pub(super) const KEYS: [u64; TABLE.len()] = {
+    let mut keys = [0; TABLE.len()];
+    let mut i = 0;
+    while i < TABLE.len() {
+        keys[i] = super::fold_key(TABLE[i].0);
+        i += 1;
+    }
+    keys
+};
+
 /// `a < b` bytewise, in a `const` context.
 const fn before(a: &[u8], b: &[u8]) -> bool {
     let mut i = 0;
@@ -221,6 +233,10 @@ const _: () = {
         assert!(
             i == 0 || before(TABLE[i - 1].0, TABLE[i].0),
             "built-in extensions are sorted and unique"
+        );
+        assert!(
+            i == 0 || KEYS[i - 1] < KEYS[i],
+            "no two built-in extensions share their first eight bytes"
         );
         i += 1;
     }

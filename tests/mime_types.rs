@@ -1,5 +1,6 @@
 //! Media types through the real binary: the built-in table (held against nginx's own
-//! `/etc/nginx/mime.types`), `--mime-types FILE` over it and `--mime` over both, a bad
+//! `/etc/nginx/mime.types`), `--mime-types FILE` over it (Debian's `/etc/mime.types`
+//! among them) and `--mime` over both, a bad
 //! file refused by `check` and `serve` with its line, and a reload that reads the file
 //! again (and keeps the running workers when it is bad).
 
@@ -60,6 +61,23 @@ fn the_built_in_table_agrees_with_nginx() {
         };
         assert_eq!(ours, want, ".{ext}: nginx says {theirs}");
     }
+}
+
+/// Debian's `/etc/mime.types` (package `media-types`), the format's reference, loads
+/// whole: its compound extensions (`cwl.json`) are accepted, and what it says is served.
+#[test]
+fn debians_mime_types_file_loads() {
+    let path = "/etc/mime.types";
+    if !Path::new(path).exists() {
+        return support::skip::skip_or_fail(
+            "debians_mime_types_file_loads",
+            &format!("{path} is missing (Debian package media-types)"),
+        );
+    }
+    let root = site("mime-debian");
+    let srv = Server::start_in(root.path(), &["--workers", "1", "--mime-types", path], &[]);
+    assert_eq!(content_type(&srv, "/subs.vtt"), "text/vtt; charset=utf-8");
+    assert_eq!(content_type(&srv, "/x.unknown"), "application/octet-stream");
 }
 
 /// A site with a file of each extension the tests ask for, and the server on it.

@@ -54,8 +54,8 @@ impl LogFlags {
         }
         if args.real_ip_recursive && args.real_ip_from.is_empty() {
             return err(
-                "--real-ip-recursive needs --real-ip-from: it walks X-Forwarded-For past \
-                 the proxies that names, and with none no address would be believed",
+                "--real-ip-recursive needs --real-ip-from: X-Forwarded-For is read only \
+                 from the proxies it names, and the walk passes only those",
             );
         }
         if args.real_ip_recursive && args.proxy_protocol {

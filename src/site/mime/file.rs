@@ -14,9 +14,12 @@
 //! wins (a later one is ignored), or the first bad line as a [`LineError`]. Pure: it reads
 //! nothing itself. A type is `type/subtype`, tokens both (RFC 9110 §8.3.1; a file line
 //! cannot carry parameters, since a space ends the word); a `text/*` type is given
-//! `; charset=utf-8`, as the built-in ones are. An extension is a token without `.` (a
-//! leading `.` is dropped), compared in lowercase. nginx's own `types { ... }` block is
-//! a different format: its first line is refused (`types` is not a media type).
+//! `; charset=utf-8`, as the built-in ones are. An extension is a token (a leading `.`
+//! is dropped), compared in lowercase. One that still holds a dot (Debian's file lists
+//! `cwl.json`, `tm.jsonld`, `pcf.Z`) is accepted and left out: a path's extension is what
+//! follows its last dot, as in nginx, so it could never match. nginx's own
+//! `types { ... }` block is a different format: its first line is refused (`types` is not
+//! a media type).
 
 use super::{is_token, TooLong, TypeTable};
 use core::fmt;
@@ -38,7 +41,7 @@ pub struct LineError {
 pub enum LineErrorKind {
     /// Its first word is not `type/subtype`.
     NotAType(String),
-    /// One of its extensions is not a token, or holds a `.`.
+    /// One of its extensions is not a token.
     BadExtension(String),
     /// Its type does not fit in a response head beside the operator's lines.
     TooLong(TooLong),
@@ -52,10 +55,9 @@ impl fmt::Display for LineError {
                 f,
                 "{w:?} is not a media type (expected TYPE EXT..., such as text/vtt vtt)"
             ),
-            LineErrorKind::BadExtension(w) => write!(
-                f,
-                "{w:?} is not an extension (expected a name such as vtt, without a dot)"
-            ),
+            LineErrorKind::BadExtension(w) => {
+                write!(f, "{w:?} is not an extension (expected a name such as vtt)")
+            }
             LineErrorKind::TooLong(t) => t.fmt(f),
         }
     }
@@ -84,10 +86,13 @@ pub fn parse(text: &[u8], room: usize, lines: usize) -> Result<TypeTable, LineEr
         }
         for word in words {
             let ext = word.strip_prefix(b".").unwrap_or(word);
-            if !is_token(ext) || ext.contains(&b'.') {
+            if !is_token(ext) {
                 return Err(fail(LineErrorKind::BadExtension(lossy(word))));
             }
-            pairs.push((ext.to_ascii_lowercase(), media_type.clone()));
+            // A compound extension (`tm.json`) is never what follows a path's last dot.
+            if !ext.contains(&b'.') {
+                pairs.push((ext.to_ascii_lowercase(), media_type.clone()));
+            }
         }
     }
     Ok(TypeTable::first_wins(
@@ -134,7 +139,8 @@ mod tests {
              application/x-none\n\
              video/mp2t ts .M2T\r\n\
              application/typescript ts tsx\n\
-             image/png png # png2 is commented out\n",
+             image/png png # png2 is commented out\n\
+             application/tm+json tm.jsonld tm.json jsontm\n",
         );
         let types = t.leak();
         assert_eq!(types.get(b"vtt"), Some(&b"text/vtt; charset=utf-8"[..]));
@@ -144,6 +150,9 @@ mod tests {
         assert_eq!(types.get(b"png"), Some(&b"image/png"[..]));
         assert_eq!(types.get(b"png2"), None);
         assert_eq!(types.get(b"WebVTT"), None);
+        assert_eq!(types.get(b"jsontm"), Some(&b"application/tm+json"[..]));
+        assert_eq!(types.get(b"json"), None, "a compound extension is left out");
+        assert_eq!(types.get(b"tm.json"), None);
         assert_eq!(table("").leak().get(b"vtt"), None);
     }
 
@@ -166,7 +175,7 @@ mod tests {
             assert_eq!(e.line, line, "{text:?}");
             assert!(matches!(e.kind, LineErrorKind::NotAType(_)), "{text:?}");
         }
-        for text in ["text/plain a.b", "text/plain t\u{1}xt", "text/plain ."] {
+        for text in ["text/plain vtt;", "text/plain t\u{1}xt", "text/plain ."] {
             let e = error(text);
             assert!(matches!(e.kind, LineErrorKind::BadExtension(_)), "{text:?}");
         }

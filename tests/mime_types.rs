@@ -1,8 +1,8 @@
 //! Media types through the real binary: the built-in table (held against nginx's own
 //! `/etc/nginx/mime.types`), `--mime-types FILE` over it (Debian's `/etc/mime.types`
-//! among them) and `--mime` over both, a bad
-//! file refused by `check` and `serve` with its line, and a reload that reads the file
-//! again (and keeps the running workers when it is bad).
+//! among them) and `--mime` over both, a bad file refused by `check` and `serve` with its
+//! line, and a reload that reads the file again (and keeps the running workers when it
+//! is bad).
 
 mod support;
 

@@ -7,9 +7,10 @@
 //! (`access_log::dest::check`: an existing file opens for appending, a missing one has a
 //! writable directory, the syslog socket accepts a connection; `preflight::root` and
 //! `preflight::pages`: a readable directory, each page a regular file under it;
-//! `preflight::media_types`: the file reads and parses; nothing is created) run again in a short-lived child that first becomes that user, since the
-//! master drops privileges only after binding and the workers then open these as that
-//! user; the child writes its answer to a pipe. A log only root could write, or a root or
+//! `preflight::media_types`: the file reads and parses; nothing is created) run again in
+//! a short-lived child that first becomes that user, since the master drops privileges
+//! only after binding and the workers then open these as that user; the child writes its
+//! answer to a pipe. A log only root could write, or a root or
 //! page only root could read, is so refused at start, as a reload would refuse it,
 //! instead of by every worker or every request. Standard output is inherited, never
 //! opened by path: nothing to check. Without root there is no other user to become:

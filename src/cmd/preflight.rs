@@ -1,6 +1,6 @@
 //! What `serve` would refuse, found before anything is bound: the served root, the pages
-//! the site options name, the `--mime-types` file, the access log, `--user`. `check` and `serve` both run it, so
-//! `check` refuses first whatever `serve` would.
+//! the site options name, the `--mime-types` file, the access log, `--user`. `check` and
+//! `serve` both run it, so `check` refuses first whatever `serve` would.
 //!
 //! Input: validated [`ServeArgs`] (their syntax is already checked). Output: one
 //! [`Failure`] per problem, each printed as one line. It reads and opens, but changes
@@ -8,8 +8,9 @@
 //! never opened) and is opened for appending only if it exists (otherwise its
 //! directory is checked for writing), and nothing is created; a syslog socket must
 //! accept a connection. With `--user` (run as root), the root, the pages and the
-//! `--mime-types` file are checked again as that user, and the log only as that user (`as_user.rs`), since the workers
-//! open them as that user (and a reload checks them as that user too).
+//! `--mime-types` file are checked again as that user, and the log only as that user
+//! (`as_user.rs`), since the workers open them as that user (and a reload checks them
+//! as that user too).
 
 use super::Failure;
 use crate::args::ServeArgs;

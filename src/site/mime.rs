@@ -25,7 +25,6 @@ mod table;
 use crate::http::tables::{FIELD_VALUE, TOKEN};
 use core::cmp::Ordering;
 use core::fmt;
-use std::collections::HashMap;
 
 /// The type sent when the extension is unknown.
 pub const DEFAULT: &[u8] = b"application/octet-stream";
@@ -173,25 +172,35 @@ pub struct TypeTable {
 
 impl TypeTable {
     /// The table of `pairs` (extension in lowercase, type), the first pair of an
-    /// extension winning.
+    /// extension winning. Each pair is put in its place as it comes (a binary search and
+    /// an insertion: a few thousand extensions at most, read at start), which keeps a
+    /// generic sort out of the binary; a type the previous pair had too (the extensions
+    /// of one line) is stored once.
     pub fn first_wins<'p>(pairs: impl IntoIterator<Item = (&'p [u8], &'p [u8])>) -> TypeTable {
-        let mut pairs: Vec<(&[u8], &[u8])> = pairs.into_iter().collect();
-        // Stable: of equal extensions the first stays first, and `dedup` keeps it.
-        pairs.sort_by(|a, b| a.0.cmp(b.0));
-        pairs.dedup_by(|later, first| later.0 == first.0);
-        // Each distinct type is stored once, however many extensions share it.
         let mut text = Vec::new();
-        let mut stored: HashMap<&[u8], Span> = HashMap::new();
-        let entries: Vec<Entry> = pairs
-            .iter()
-            .map(|&(ext, media_type)| Entry {
-                key: fold_key(ext),
+        let mut entries: Vec<Entry> = Vec::new();
+        let mut previous: Option<(&[u8], Span)> = None;
+        for (ext, media_type) in pairs {
+            let key = fold_key(ext);
+            let place = entries.binary_search_by(|e| {
+                let by_key = e.key.cmp(&key);
+                by_key.then_with(|| cmp_folded(e.ext.get(&text), ext))
+            });
+            let Err(at) = place else {
+                continue;
+            };
+            let media_span = match previous {
+                Some((before, span)) if before == media_type => span,
+                _ => put(&mut text, media_type),
+            };
+            previous = Some((media_type, media_span));
+            let entry = Entry {
+                key,
                 ext: put(&mut text, ext),
-                media_type: *stored
-                    .entry(media_type)
-                    .or_insert_with(|| put(&mut text, media_type)),
-            })
-            .collect();
+                media_type: media_span,
+            };
+            entries.insert(at, entry);
+        }
         TypeTable {
             text: text.into_boxed_slice(),
             entries: entries.into_boxed_slice(),

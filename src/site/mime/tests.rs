@@ -175,14 +175,14 @@ fn the_longest_type_counts_every_table() {
 }
 
 #[test]
-fn a_shared_type_is_stored_once() {
+fn a_type_shared_by_consecutive_extensions_is_stored_once() {
     let t = TypeTable::first_wins([
         (&b"a"[..], &b"x/shared"[..]),
         (b"b", b"x/shared"),
         (b"a", b"x/later"),
     ]);
     assert_eq!(t.len(), 2);
-    assert_eq!(&*t.text, b"ax/sharedb");
+    assert_eq!(&*t.text, b"x/sharedab");
     assert_eq!(
         t.leak().get(b"A"),
         Some(&b"x/shared"[..]),

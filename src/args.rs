@@ -665,6 +665,8 @@ USAGE: steerd [serve] [ROOT] [OPTIONS]
     --syslog-socket PATH      the socket of --access-log syslog (default /dev/log)
     --real-ip-from CIDR       trusted proxy network; repeatable: the client is the last
                               X-Forwarded-For address (or the PROXY header's)
+    --real-ip-recursive       the client is the first X-Forwarded-For address from the
+                              right not in --real-ip-from (a chain of proxies)
     --proxy-protocol          connections begin with a PROXY v1/v2 header (needs --real-ip-from)
     --metrics ADDR:PORT       dashboard (/), /status.json, Prometheus /metrics and /health
                               (GET or HEAD), served by the master
@@ -675,7 +677,10 @@ USAGE: steerd [serve] [ROOT] [OPTIONS]
     --error-page CODE=PATH    body of error CODE from the file PATH under ROOT; repeatable
     --fallback PATH           answer paths that do not exist with PATH, status 200 (SPA)
     --fallback-skip LIST      extensions that still get 404, such as css,js,png
-    --mime EXT=TYPE           media type of .EXT (over the built-in table); repeatable
+    --mime EXT=TYPE           media type of .EXT (over --mime-types and the built-in
+                              table); repeatable
+    --mime-types FILE         media types from FILE, /etc/mime.types format (over the
+                              built-in table; read again by HUP)
     --dotfiles deny|allow     deny (default): paths with a segment beginning with . are
                               404, as missing files (/.well-known/ is served)
     --cors ORIGIN|*           browsers on ORIGIN (https://app.example) may read the site:
@@ -935,6 +940,7 @@ mod tests {
             "--fallback-skip" => "css",
             "--mime" => "md=text/markdown",
             "--dotfiles" => "allow",
+            "--mime-types" => "/etc/mime.types",
             "--cors" => "https://app.example",
             n if n.ends_with("-timeout") => "1",
             _ => "",
@@ -953,7 +959,7 @@ mod tests {
             if f.name == "--syslog-socket" {
                 once.extend(["--access-log".into(), "syslog".into()]);
             }
-            if f.name == "--proxy-protocol" {
+            if f.name == "--proxy-protocol" || f.name == "--real-ip-recursive" {
                 once.extend(["--real-ip-from".into(), "10.0.0.0/8".into()]);
             }
             parse_serve(&once).unwrap_or_else(|e| panic!("{}: {e}", f.name));

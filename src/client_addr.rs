@@ -8,10 +8,11 @@
 //! socket, allocates or panics; the loop decides what to do with a refused header.
 //!
 //! - [`proxy_header`]: PROXY protocol v1 and v2 headers, parsed incrementally;
-//! - [`forwarded`]: the last address of `X-Forwarded-For`.
+//! - [`forwarded`]: the client `X-Forwarded-For` names (its last address, or walked
+//!   from the right past the trusted proxies).
 
 pub mod forwarded;
 pub mod proxy_header;
 
-pub use forwarded::forwarded_for;
+pub use forwarded::{forwarded_for, Walk};
 pub use proxy_header::{parse_proxy_header, ProxyError, ProxyHeader};

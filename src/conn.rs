@@ -46,7 +46,7 @@ mod record;
 mod respond;
 
 use crate::access_log::AccessLog;
-use crate::client_addr::parse_proxy_header;
+use crate::client_addr::{parse_proxy_header, Walk};
 use crate::files::cache::FileCache;
 use crate::files::PATH_MAX;
 use crate::http::date::DateCache;
@@ -335,6 +335,8 @@ pub struct Ctx<'a> {
     pub draining: bool,
     /// The operator's headers, cache rules, error pages and fallback.
     pub site: &'a SiteRules,
+    /// How far a trusted peer's `X-Forwarded-For` is believed.
+    pub forwarded: Walk<'a>,
 }
 
 /// Scratch space for one request at a time (decoded path, path to open).
@@ -995,6 +997,7 @@ mod tests {
                 timers: Timers::new(1, [1000; 4]),
                 draining: false,
                 site: &rules,
+                forwarded: Walk::LastHop,
             };
             let out = run(self, &mut ctx);
             self.cache = Some(ctx.cache);

@@ -57,7 +57,7 @@ const INDEX: &[u8] = b"index.html";
 /// How files are described: the media-type table and the sidecars looked for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FileOptions {
-    /// Media types (built in, plus `--mime`).
+    /// Media types (`--mime`, `--mime-types`, built in).
     pub types: Types,
     /// Sidecar codings looked for (`--precompressed`).
     pub precompressed: Precompressed,
@@ -66,10 +66,12 @@ pub struct FileOptions {
 }
 
 impl FileOptions {
-    /// The options the operator's rules set.
-    pub fn of(rules: &SiteRules) -> FileOptions {
+    /// The options the operator's rules set, for a serving loop: this makes the media
+    /// types `'static`, an allocation that lives as long as the process, so a loop calls
+    /// it once at start.
+    pub fn serving(rules: &SiteRules) -> FileOptions {
         FileOptions {
-            types: rules.types,
+            types: rules.types.leak(),
             precompressed: rules.precompressed,
             dotfiles: rules.dotfiles,
         }

@@ -14,12 +14,12 @@
 //! TERM, INT: fast stop. QUIT: graceful stop (new connections refused at once, responses
 //! in flight finish up to `--shutdown-timeout`, then the master kills what is left).
 //! HUP: after checking the root, the error pages and fallback, and the log as the workers
-//! will open them (the start-up checks, `preflight.rs`), start fresh
-//! workers on the same listeners; each old worker retires (drains, see
-//! `serve_loop::Loop::drain`) once its successor serves. USR2: binary upgrade in place
-//! (`upgrade.rs`: the new binary's `check` passes, then this process re-executes it and
-//! its next image retires these workers as a HUP would). USR1: workers reopen the access
-//! log.
+//! will open them (the start-up checks, `preflight.rs`), and reading the `--mime-types`
+//! file again, start fresh workers on the same listeners; each old worker retires
+//! (drains, see `serve_loop::Loop::drain`) once its successor serves. USR2: binary
+//! upgrade in place (`upgrade.rs`: the new binary's `check` passes, then this process
+//! re-executes it and its next image retires these workers as a HUP would). USR1:
+//! workers reopen the access log.
 //!
 //! Workers report on a pipe when they serve; from that come `/health`, the service
 //! manager's `READY=1` (`notify.rs`) and the moment a predecessor retires.

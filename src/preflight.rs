@@ -6,6 +6,11 @@
 //! HUP with a log the workers cannot open left no worker serving, the new ones restarting
 //! in a loop, and a HUP after a page was deleted went through silently.
 //!
+//! The `--mime-types` file is read here too ([`media_types`]): at start, by `check`, and
+//! by each reload, which serves with what it read or, when the file is refused, keeps
+//! the running workers. It must be a regular file (a FIFO is refused from its `fstat`,
+//! opened without waiting for a writer) of at most [`MIME_TYPES_MAX`] bytes.
+//!
 //! Input: the root path, the site rules and the log target. Output: the first
 //! [`Problem`], printed as one line. The master runs it as the user the workers run as
 //! (it dropped privileges after binding). The same checks before anything is bound are
@@ -15,10 +20,15 @@
 use crate::access_log::dest;
 use crate::config::LogTarget;
 use crate::files::{self, FileOptions, Lookup, PATH_MAX};
-use crate::site::SiteRules;
+use crate::site::mime::{self, MediaTypes};
+use crate::site::{type_room, SiteRules};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use rustix::fs::{Mode, OFlags};
+use rustix::fs::{FileType, Mode, OFlags};
+use std::io::Read;
 use std::path::Path;
+
+/// Largest `--mime-types` file read (Debian's `/etc/mime.types` is about 60 KB).
+pub const MIME_TYPES_MAX: u64 = 1 << 20;
 
 /// A check that failed: the stage to name and the message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,7 +58,12 @@ pub fn root(root: &Path) -> Result<OwnedFd, String> {
 /// per page that is not, as `--error-page /404.html: why`.
 pub fn pages(root: BorrowedFd<'_>, site: &SiteRules) -> Vec<Problem> {
     let mut scratch = [0u8; PATH_MAX + 1];
-    let opts = FileOptions::of(site).plain();
+    // Whether a page opens does not depend on its media type; it does on `--dotfiles`.
+    let opts = FileOptions {
+        dotfiles: site.dotfiles,
+        ..FileOptions::default()
+    }
+    .plain();
     let mut found = Vec::new();
     for (flag, path) in site.pages() {
         let why = match files::open(root, path, &mut scratch, &opts) {
@@ -88,4 +103,44 @@ pub fn worker_files(root_dir: &Path, site: &SiteRules, log: &LogTarget) -> Resul
             LogTarget::Off | LogTarget::Stdout => e.to_string(),
         },
     })
+}
+
+/// The media types to serve with: `site.types` with the `--mime-types` file (if any)
+/// read now and put between `--mime` and the built-in table. A file that cannot be read
+/// or has a bad line is a problem naming the flag, the file and the line:
+/// `--mime-types /etc/steerd/types:12: "text" is not a media type (...)`.
+pub fn media_types(site: &SiteRules) -> Result<MediaTypes, Problem> {
+    let Some(path) = &site.mime_types else {
+        return Ok(site.types.clone());
+    };
+    let problem = |why: String| Problem {
+        stage: "site",
+        message: format!("--mime-types {}{why}", path.display()),
+    };
+    let text = read_small(path).map_err(|e| problem(format!(": {e}")))?;
+    let lines = site.head_bytes();
+    let table =
+        mime::file::parse(&text, type_room(lines), lines).map_err(|e| problem(format!(":{e}")))?;
+    Ok(site.types.clone().with_file(table))
+}
+
+/// The bytes of a regular file of at most [`MIME_TYPES_MAX`] bytes.
+fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::{Error, ErrorKind};
+    // O_NONBLOCK: a FIFO opens at once (and is refused below) instead of waiting.
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = rustix::fs::open(path, flags, Mode::empty())?;
+    let st = rustix::fs::fstat(&fd)?;
+    if FileType::from_raw_mode(st.st_mode as _) != FileType::RegularFile {
+        return Err(Error::new(ErrorKind::InvalidInput, "not a regular file"));
+    }
+    let mut text = Vec::new();
+    std::fs::File::from(fd)
+        .take(MIME_TYPES_MAX + 1)
+        .read_to_end(&mut text)?;
+    if text.len() as u64 > MIME_TYPES_MAX {
+        let why = format!("larger than {MIME_TYPES_MAX} bytes");
+        return Err(Error::new(ErrorKind::InvalidInput, why));
+    }
+    Ok(text)
 }

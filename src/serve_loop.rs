@@ -46,6 +46,7 @@
 //! a time).
 
 use crate::access_log::AccessLog;
+use crate::client_addr::Walk;
 use crate::config::{Cidr, Logging, Timeouts};
 use crate::conn::{self, Arrival, Awaiting, Conn, Ctx, Next, Scratch};
 use crate::event::{Poller, Ready, Token};
@@ -308,7 +309,7 @@ impl<'a> Loop<'a> {
         ];
         let ctx = Ctx {
             root: cfg.root.as_fd(),
-            cache: FileCache::new(tuning.cache).with_options(FileOptions::of(&cfg.site)),
+            cache: FileCache::new(tuning.cache).with_options(FileOptions::serving(&cfg.site)),
             date,
             now_ms: now_ms(),
             counters,
@@ -318,6 +319,10 @@ impl<'a> Loop<'a> {
             timers: Timers::new(n, durations),
             draining: false,
             site: &cfg.site,
+            forwarded: match cfg.logging.real_ip_recursive {
+                true => Walk::PastTrusted(&cfg.logging.real_ip_from),
+                false => Walk::LastHop,
+            },
         };
         Ok(Loop {
             listener,

@@ -1,14 +1,16 @@
 //! The access log through the real binary on real sockets: a real log tool (goaccess)
 //! reads `combined` and `common`, cut-short responses show the bytes really written, the
 //! three destinations (file, inherited standard output under `--user`, syslog through a
-//! test-owned socket), and the real client address (X-Forwarded-For, PROXY v1 and v2,
-//! whole, in pieces, malformed, from untrusted peers).
+//! test-owned socket), and the real client address (X-Forwarded-For, its last hop or
+//! walked past a chain of proxies; PROXY v1 and v2, whole, in pieces, malformed, from
+//! untrusted peers).
 
 mod support;
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::{Duration, Instant};
 use support::server::*;
 
@@ -283,6 +285,48 @@ fn xff_names_the_client_only_for_trusted_peers() {
     let (other, _d2, log2) = json_server(&["--real-ip-from", "10.0.0.0/8"]);
     assert_eq!(statuses(&exchange_raw(other.addr, req)), [200]);
     assert_eq!(json_line(&log2, "?xff")["client"], "127.0.0.1");
+}
+
+/// The chain `client, CDN, balancer` from a trusted peer, the CDN and the balancer in
+/// `--real-ip-from`: with `--real-ip-recursive` the log names the client; without it,
+/// the last address (the balancer's), as before. An element that is not an address
+/// stops the walk at the address to its right. The flag alone is refused.
+#[test]
+fn xff_recursive_walks_past_every_trusted_proxy() {
+    let proxies = [
+        "--real-ip-from",
+        "127.0.0.0/8",
+        "--real-ip-from",
+        "10.0.0.0/8",
+        "--real-ip-from",
+        "192.0.2.7",
+    ];
+    let mut args = proxies.to_vec();
+    args.push("--real-ip-recursive");
+    let (walking, _d1, log) = json_server(&args);
+    let (last_hop, _d2, log2) = json_server(&proxies);
+    // client, CDN, balancer; a second line as some proxies write it.
+    let req = b"GET /index.html?chain HTTP/1.1\r\nHost: t\r\n\
+                X-Forwarded-For: 203.0.113.9, 10.1.2.3\r\nX-Forwarded-For: 192.0.2.7\r\n\
+                Connection: close\r\n\r\n";
+    let garbage = b"GET /index.html?garbage HTTP/1.1\r\nHost: t\r\n\
+                    X-Forwarded-For: 203.0.113.9, unknown, 10.1.2.3, 192.0.2.7\r\n\
+                    Connection: close\r\n\r\n";
+    for (srv, log, chain, stopped) in [
+        (&walking, &log, "203.0.113.9", "10.1.2.3"),
+        (&last_hop, &log2, "192.0.2.7", "192.0.2.7"),
+    ] {
+        assert_eq!(statuses(&exchange_raw(srv.addr, req)), [200]);
+        assert_eq!(json_line(log, "?chain")["client"], chain);
+        assert_eq!(statuses(&exchange_raw(srv.addr, garbage)), [200]);
+        assert_eq!(json_line(log, "?garbage")["client"], stopped);
+    }
+    let (code, err) = run_to_exit(Command::new(binary()).args(["check", "--real-ip-recursive"]));
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.starts_with("steerd: args: --real-ip-recursive needs --real-ip-from"),
+        "{err}"
+    );
 }
 
 const REQ: &[u8] = b"GET /index.html HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";

@@ -3,7 +3,8 @@
 //! thread are counted. After a warm-up, many requests of every kind (keep-alive, close,
 //! pipelined, HEAD, Range, 304, 301, 404, 405, errors that close, a large file by
 //! sendfile, cached and uncached files, with the access log on in `json`, the format
-//! with the most fields, and a trusted proxy network so `X-Forwarded-For` is looked up)
+//! with the most fields, and trusted proxy networks with `--real-ip-recursive`, so a
+//! chain of `X-Forwarded-For` hops over two field lines is walked)
 //! must allocate nothing; and the same with every everyday-serving option on (sidecars,
 //! 406, fallback, error pages, headers, Cache-Control, media-type overrides).
 
@@ -26,7 +27,8 @@ const PER_ROUND: usize = 31;
 /// Thirty-one requests on four connections, each read until the server closes.
 fn round(addr: std::net::SocketAddr, buf: &mut [u8]) {
     // keep-alive with pipelining and every kind of answer, closed by the last request.
-    let reqs: &[u8] = b"GET /hello.txt HTTP/1.1\r\nHost: t\r\n\r\n\
+    let reqs: &[u8] = b"GET /hello.txt HTTP/1.1\r\nHost: t\r\n\
+        X-Forwarded-For: 203.0.113.9, 10.0.0.2\r\nX-Forwarded-For: 10.0.0.1\r\n\r\n\
         HEAD /index.html HTTP/1.1\r\nHost: t\r\n\r\n\
         GET /ten.bin HTTP/1.1\r\nHost: t\r\nRange: bytes=2-5\r\n\r\n\
         GET /ten.bin HTTP/1.1\r\nHost: t\r\nRange: bytes=20-\r\n\r\n\
@@ -75,7 +77,11 @@ fn no_allocation_per_request_after_warm_up() {
     cfg.logging = Logging {
         access_log: LogTarget::File(site.base.join("access.log")),
         log_format: LogFormat::Json,
-        real_ip_from: vec![Cidr::new("127.0.0.0".parse().unwrap(), 8).unwrap()],
+        real_ip_from: vec![
+            Cidr::new("127.0.0.0".parse().unwrap(), 8).unwrap(),
+            Cidr::new("10.0.0.0".parse().unwrap(), 8).unwrap(),
+        ],
+        real_ip_recursive: true,
         proxy_protocol: false,
     };
     let srv = InProc::start_marked(cfg, Tuning::default(), || watch_this_thread(true));
@@ -109,6 +115,11 @@ fn no_allocation_per_request_after_warm_up() {
     assert!(
         log.contains("\"request\":\"GET /big.bin HTTP/1.1\",\"status\":200,"),
         "{}",
+        &log[..log.len().min(500)]
+    );
+    assert!(
+        log.contains("\"client\":\"203.0.113.9\""),
+        "the chain was walked past both proxies: {}",
         &log[..log.len().min(500)]
     );
 }

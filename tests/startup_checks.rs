@@ -1,5 +1,6 @@
 //! Start-up that fails fast: what a worker needs (the root, the pages and the access log,
-//! also as the `--user` the workers run as, the `--user` itself) is checked by the master before it
+//! also as the `--user` the workers run as, the `--user` itself) and the `--mime-types`
+//! file (also as that user, as a reload reads it) is checked by the master before it
 //! binds and prints `listening on`; each failure is one line and a non-zero exit with
 //! nothing left running. Also: a word where ROOT is expected that is not a directory, a
 //! flag given twice, and the number the open-files warning gives.
@@ -176,6 +177,44 @@ fn a_root_or_page_the_user_cannot_read_fails_before_binding() {
     let (_, err) = run(&plain);
     assert!(err.starts_with("steerd: root: "), "{err}");
     assert!(err.contains("Permission denied"), "{err}");
+}
+
+/// The `--mime-types` file is read again by each reload, after the master became
+/// `--user`: one only root can read fails at start, as that user, in one line.
+#[test]
+fn a_mime_types_file_the_user_cannot_read_fails_before_binding() {
+    let name = "a_mime_types_file_the_user_cannot_read_fails_before_binding";
+    if !is_root() || !std::fs::read_to_string("/etc/passwd").is_ok_and(|p| p.contains("\nnobody:"))
+    {
+        return support::skip::skip_or_fail(name, "needs root and a user nobody");
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let site = TempDir::new("startup-types");
+    let dir = site.path();
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let types = dir.join("steerd.types");
+    std::fs::write(&types, "text/vtt vtt\n").unwrap();
+    std::fs::set_permissions(&types, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let (root, file) = (dir.display().to_string(), types.display().to_string());
+    let args = [
+        "serve",
+        &root,
+        "--listen",
+        "127.0.0.1:0",
+        "--user",
+        "nobody",
+        "--mime-types",
+        &file,
+    ];
+    fails_before_binding(
+        &args,
+        &format!(
+            "steerd: site: --mime-types {file}: Permission denied (os error 13) (as uid 65534)"
+        ),
+    );
+    std::fs::set_permissions(&types, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let server = Server::spawn(Command::new(binary()).args(args).args(["--workers", "1"]));
+    drop(server);
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! The flags of the access log and of the real client address, in one place:
 //! `--access-log PATH|-|syslog|off`, `--log-format combined|common|json`,
-//! `--syslog-socket PATH`, `--real-ip-from CIDR` (repeatable), `--proxy-protocol`.
+//! `--syslog-socket PATH`, `--real-ip-from CIDR` (repeatable), `--real-ip-recursive`,
+//! `--proxy-protocol`.
 //!
 //! Input: flags and their values as the serve parser meets them. Output: a validated
 //! [`Logging`]. No syscalls: whether the log can be opened (as `--user`) is checked by
@@ -35,6 +36,7 @@ impl LogFlags {
                 v => self.syslog_socket = Some(PathBuf::from(v)),
             },
             "--real-ip-from" => self.args.real_ip_from.push(cidr(&val(flag)?)?),
+            "--real-ip-recursive" => self.args.real_ip_recursive = true,
             "--proxy-protocol" => self.args.proxy_protocol = true,
             _ => return Ok(false),
         }
@@ -48,6 +50,18 @@ impl LogFlags {
             return err(
                 "--proxy-protocol needs --real-ip-from: only the peers it names may \
                  send a PROXY header, and with none every connection would be closed",
+            );
+        }
+        if args.real_ip_recursive && args.real_ip_from.is_empty() {
+            return err(
+                "--real-ip-recursive needs --real-ip-from: X-Forwarded-For is read only \
+                 from the proxies it names, and the walk passes only those",
+            );
+        }
+        if args.real_ip_recursive && args.proxy_protocol {
+            return err(
+                "--real-ip-recursive walks X-Forwarded-For, which is not read with \
+                 --proxy-protocol (the PROXY header names the client)",
             );
         }
         match (&mut args.access_log, self.syslog_socket) {
@@ -142,6 +156,9 @@ mod tests {
         assert_eq!(a.log_format, LogFormat::Json);
         assert_eq!(a.real_ip_from.len(), 2);
         assert!(a.proxy_protocol);
+        assert!(!a.real_ip_recursive);
+        let r = parse(&["--real-ip-recursive", "--real-ip-from", "10.0.0.0/8"]).unwrap();
+        assert!(r.real_ip_recursive);
     }
 
     #[test]
@@ -162,6 +179,19 @@ mod tests {
             (
                 &["--proxy-protocol"],
                 "--proxy-protocol needs --real-ip-from",
+            ),
+            (
+                &["--real-ip-recursive"],
+                "--real-ip-recursive needs --real-ip-from",
+            ),
+            (
+                &[
+                    "--real-ip-recursive",
+                    "--real-ip-from",
+                    "::1",
+                    "--proxy-protocol",
+                ],
+                "--real-ip-recursive walks X-Forwarded-For, which is not read with",
             ),
             (&["--syslog-socket", "/tmp/s"], "--syslog-socket needs"),
             (&["--syslog-socket", ""], "--syslog-socket: empty"),

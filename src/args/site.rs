@@ -1,19 +1,22 @@
 //! Stage 1, the everyday-serving flags: `--precompressed`, `--header`, `--cache-control`,
-//! `--error-page`, `--fallback`, `--fallback-skip`, `--mime`, `--dotfiles` and `--cors`.
+//! `--error-page`, `--fallback`, `--fallback-skip`, `--mime`, `--mime-types`, `--dotfiles`
+//! and `--cors`.
 //!
 //! Input: one flag and its value at a time (from `args::parse_serve`). Output: a
 //! validated [`SiteArgs`], and from it the worker's [`SiteRules`]. Syntax only: whether
-//! the pages exist under the root is checked by `steerd check` and at start
-//! (`cmd::preflight`). Every refusal names the flag and the value.
+//! the pages exist under the root, and what the `--mime-types` file says, are checked by
+//! `steerd check` and at start (`cmd::preflight`). Every refusal names the flag and the
+//! value.
 
 use super::{flag_error, ArgsError};
 use crate::http::encoding::Precompressed;
-use crate::http::response::{error_body, head_area, HEAD_AREA_MAX, HEAD_BASE_MAX};
+use crate::http::response::{error_body, head_area};
 use crate::site::cors::Cors;
 use crate::site::dotfiles::Dotfiles;
 use crate::site::field::HeaderLine;
-use crate::site::mime::{self, MimeOverride, Types};
-use crate::site::{CacheRule, SiteRules};
+use crate::site::mime::{self, MediaTypes, MimeOverride, TooLong};
+use crate::site::{type_room, CacheRule, SiteRules};
+use std::path::PathBuf;
 
 /// The everyday-serving options of `serve` (and `check`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -36,10 +39,12 @@ pub struct SiteArgs {
     pub dotfiles: Dotfiles,
     /// `--cors ORIGIN|*`, every one given.
     pub cors: Cors,
+    /// `--mime-types FILE` (read by `steerd check`, at start and at each reload).
+    pub mime_types: Option<PathBuf>,
 }
 
 /// The flags this file parses.
-pub const FLAGS: [&str; 9] = [
+pub const FLAGS: [&str; 10] = [
     "--precompressed",
     "--header",
     "--cache-control",
@@ -49,6 +54,7 @@ pub const FLAGS: [&str; 9] = [
     "--mime",
     "--dotfiles",
     "--cors",
+    "--mime-types",
 ];
 
 impl SiteArgs {
@@ -67,6 +73,8 @@ impl SiteArgs {
             "--mime" => self.mime.push(MimeOverride::parse(value).map_err(named)?),
             "--dotfiles" => self.dotfiles = Dotfiles::parse(value).map_err(named)?,
             "--cors" => self.cors.add(value).map_err(named)?,
+            "--mime-types" if value.is_empty() => return Err(named("expected a file")),
+            "--mime-types" => self.mime_types = Some(PathBuf::from(value)),
             _ => return Err(flag_error(format!("unknown flag {flag:?} (see --help)"))),
         }
         Ok(())
@@ -84,16 +92,15 @@ impl SiteArgs {
         if head_area(used, mime_max).is_some() {
             return Ok(());
         }
-        let type_room = HEAD_AREA_MAX.saturating_sub(HEAD_BASE_MAX + used);
         if let Some(m) = longest.filter(|_| head_area(used, mime::LONGEST).is_some()) {
-            return Err(flag_error(format!(
-                "--mime {}=TYPE: TYPE is {} bytes; a response head has room for a type of at \
-                 most {type_room} (beside {used} bytes of --header and --cache-control lines)",
-                m.ext,
-                m.media_type.len()
-            )));
+            let too_long = TooLong {
+                len: m.media_type.len(),
+                room: type_room(used),
+                lines: used,
+            };
+            return Err(flag_error(format!("--mime {}=TYPE: {too_long}", m.ext)));
         }
-        let room = HEAD_AREA_MAX.saturating_sub(HEAD_BASE_MAX + mime_max);
+        let room = type_room(mime_max);
         Err(flag_error(format!(
             "--header and --cache-control: the lines add {used} bytes to a response head \
              (every --header and the longest --cache-control, beside a {mime_max}-byte media \
@@ -130,7 +137,8 @@ impl SiteArgs {
     pub fn rules(&self) -> SiteRules {
         let bytes = |s: &str| Box::<[u8]>::from(s.as_bytes());
         SiteRules {
-            types: Types::new(&self.mime),
+            types: MediaTypes::new(&self.mime),
+            mime_types: self.mime_types.clone(),
             precompressed: self.precompressed,
             headers: self
                 .headers
@@ -232,7 +240,7 @@ mod tests {
         assert_eq!(r.error_page(404), Some(&b"/404.html"[..]));
         assert_eq!(r.fallback_for(b"/deep/link"), Some(&b"/index.html"[..]));
         assert_eq!(r.fallback_for(b"/a.css"), None);
-        assert_eq!(r.types.for_path(b"/r.md"), b"text/markdown");
+        assert_eq!(r.types.leak().for_path(b"/r.md"), b"text/markdown");
         assert_eq!(r.precompressed.iter().count(), 1);
         let pages: Vec<_> = r.pages().collect();
         assert_eq!(
@@ -259,6 +267,7 @@ mod tests {
             ("--fallback", "a/./b"),
             ("--fallback-skip", "css,,js"),
             ("--mime", "md"),
+            ("--mime-types", ""),
         ] {
             let e = set(&[(flag, value)]).unwrap_err();
             assert!(e.message.starts_with(flag), "{flag} {value}: {e}");
@@ -307,8 +316,13 @@ mod tests {
             e.message.starts_with("--mime x=TYPE: TYPE is 6005 bytes"),
             "{e}"
         );
-        assert!(e
-            .message
-            .contains(&format!("at most {}", HEAD_AREA_MAX - HEAD_BASE_MAX)));
+        assert!(e.message.contains(&format!("at most {}", type_room(0))));
+    }
+
+    #[test]
+    fn the_serve_help_names_every_site_flag() {
+        for flag in FLAGS {
+            assert!(super::super::SERVE_HELP.contains(flag), "{flag}");
+        }
     }
 }

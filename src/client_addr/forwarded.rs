@@ -1,37 +1,71 @@
-//! The last address of `X-Forwarded-For`: the client as the nearest proxy saw it.
+//! The client named by `X-Forwarded-For`: its last address, or with
+//! `--real-ip-recursive` the first address from the right that is not a trusted proxy.
 //!
-//! Input: the request's field lines. Output: the address of the last non-empty element
-//! of the combined `X-Forwarded-For` list, or `None` (no such field, or its last element
-//! is not an address: then the caller keeps the peer's address). A proxy appends the
-//! address it received the connection from, so only the last element was written by the
-//! trusted proxy; earlier ones are whatever the client sent and are not believed.
+//! Input: the request's field lines and how far to believe them ([`Walk`]). Output: the
+//! client's address, or `None` (no such field, or its last element is not an address:
+//! then the caller keeps the peer's address). Nothing allocates.
+//!
+//! Each proxy appends the address it received the connection from, so, read from the
+//! right, the list is a chain of hops, each written by the proxy to its right. Only the
+//! last element was written by the peer (the caller calls this only for a trusted peer);
+//! earlier ones are whatever the hop before it sent. [`Walk::LastHop`] believes the last
+//! element alone. [`Walk::PastTrusted`] (nginx's `real_ip_recursive on`, whose directive
+//! doc says: "the original client address that matches one of the trusted addresses is
+//! replaced by the last non-trusted address sent in the request header field",
+//! <https://nginx.org/en/docs/http/ngx_http_realip_module.html#real_ip_recursive>)
+//! walks left while the address in hand is a trusted proxy, which vouches for the one
+//! to its left. Where nginx's code decides what its doc leaves open
+//! (`ngx_http_get_forwarded_addr_internal`, src/http/ngx_http_core_module.c), steerd
+//! does the same:
+//!
+//! - every address trusted: the leftmost is the client (the walk ran out);
+//! - an element that is not an address stops the walk: the client is the last address
+//!   read, the one to its right (the garbage was written by a proxy's client, and the
+//!   proxy that vouched for it is the best that is known).
 //!
 //! Several field lines form one comma-separated list in order (RFC 9110 §5.3); empty
-//! elements and optional whitespace around them are ignored (§5.6.1). An element may be
-//! `a.b.c.d`, an IPv6 address, `[v6]`, or either form with a `:port` (some proxies add
-//! the port); anything else (`unknown`, an obfuscated identifier) is not an address.
+//! elements and optional whitespace around them are ignored (§5.6.1), so an empty field
+//! line is skipped too (nginx ends its walk there). An element may be `a.b.c.d`, an IPv6
+//! address, `[v6]`, or either form with a `:port` (some proxies add the port, and
+//! nginx's `ngx_parse_addr_port` accepts the same four forms); anything else (`unknown`,
+//! an obfuscated identifier, two addresses separated by a space) is not an address.
 
+use crate::config::Cidr;
 use crate::http::Header;
 use core::net::{IpAddr, SocketAddr};
 
 const NAME: &[u8] = b"x-forwarded-for";
 
-/// The last address of the `X-Forwarded-For` lines among `fields`.
-pub fn forwarded_for(fields: &[Header<'_>]) -> Option<IpAddr> {
-    let last_line = fields
+/// How far `X-Forwarded-For` is believed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Walk<'a> {
+    /// Its last address only: the word of the trusted peer itself.
+    #[default]
+    LastHop,
+    /// From the right, past every address in these networks (`--real-ip-recursive`).
+    PastTrusted(&'a [Cidr]),
+}
+
+/// The client the `X-Forwarded-For` lines among `fields` name, read as `walk` says.
+pub fn forwarded_for(fields: &[Header<'_>], walk: Walk<'_>) -> Option<IpAddr> {
+    let mut elements = fields
         .iter()
         .rev()
         .filter(|h| h.name.eq_ignore_ascii_case(NAME))
-        .find_map(|h| last_element(h.value))?;
-    address(last_line)
-}
-
-/// The last non-empty element of a comma-separated list, whitespace trimmed.
-fn last_element(value: &[u8]) -> Option<&[u8]> {
-    value
-        .rsplit(|&b| b == b',')
+        .flat_map(|h| h.value.rsplit(|&b| b == b','))
         .map(|e| e.trim_ascii())
-        .find(|e| !e.is_empty())
+        .filter(|e| !e.is_empty());
+    let mut client = address(elements.next()?)?;
+    if let Walk::PastTrusted(trusted) = walk {
+        while Cidr::any_contains(trusted, client) {
+            // The list ran out (all trusted) or its next element is not an address.
+            let Some(left) = elements.next().and_then(address) else {
+                break;
+            };
+            client = left;
+        }
+    }
+    Some(client)
 }
 
 fn address(element: &[u8]) -> Option<IpAddr> {
@@ -46,76 +80,4 @@ fn address(element: &[u8]) -> Option<IpAddr> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn h<'a>(name: &'a str, value: &'a str) -> Header<'a> {
-        Header {
-            name: name.as_bytes(),
-            value: value.as_bytes(),
-        }
-    }
-
-    fn xff(values: &[&str]) -> Option<IpAddr> {
-        let mut fields = vec![h("Host", "x")];
-        fields.extend(values.iter().map(|v| h("X-Forwarded-For", v)));
-        fields.push(h("User-Agent", "t"));
-        forwarded_for(&fields)
-    }
-
-    fn ip(s: &str) -> Option<IpAddr> {
-        Some(s.parse().unwrap())
-    }
-
-    #[test]
-    fn the_last_hop_wins() {
-        assert_eq!(xff(&["203.0.113.9"]), ip("203.0.113.9"));
-        assert_eq!(xff(&["1.1.1.1, 2.2.2.2,3.3.3.3"]), ip("3.3.3.3"));
-        assert_eq!(xff(&["1.1.1.1", "2.2.2.2, 4.4.4.4"]), ip("4.4.4.4"));
-        assert_eq!(xff(&["1.1.1.1, 2001:db8::9"]), ip("2001:db8::9"));
-    }
-
-    #[test]
-    fn whitespace_and_empty_elements() {
-        assert_eq!(xff(&[" \t5.5.5.5 \t"]), ip("5.5.5.5"));
-        assert_eq!(xff(&["6.6.6.6, ,"]), ip("6.6.6.6"));
-        assert_eq!(xff(&["7.7.7.7", ""]), ip("7.7.7.7"));
-        assert_eq!(xff(&["8.8.8.8", " , "]), ip("8.8.8.8"));
-    }
-
-    #[test]
-    fn ports_and_brackets() {
-        assert_eq!(xff(&["9.9.9.9:5000"]), ip("9.9.9.9"));
-        assert_eq!(xff(&["[2001:db8::1]"]), ip("2001:db8::1"));
-        assert_eq!(xff(&["[2001:db8::1]:443"]), ip("2001:db8::1"));
-        assert_eq!(xff(&["::ffff:1.2.3.4"]), ip("::ffff:1.2.3.4"));
-    }
-
-    #[test]
-    fn invalid_last_elements_give_none() {
-        for v in [
-            "1.1.1.1, unknown",
-            "1.1.1.1, _hidden",
-            "1.1.1.1, 300.1.1.1",
-            "1.1.1.1, 01.2.3.4",
-            "1.1.1.1, [1.2.3.4]",
-            "1.1.1.1, \u{e9}",
-            "1.1.1.1, 2.2.2.2 3.3.3.3",
-            "",
-            ",",
-        ] {
-            assert_eq!(xff(&[v]), None, "{v:?}");
-        }
-        assert_eq!(xff(&[]), None, "no field");
-        assert_eq!(forwarded_for(&[h("x-forwarded-for", "\u{ff}")]), None);
-    }
-
-    #[test]
-    fn name_is_case_insensitive() {
-        assert_eq!(
-            forwarded_for(&[h("x-FORWARDED-for", "10.0.0.1")]),
-            ip("10.0.0.1")
-        );
-        assert_eq!(forwarded_for(&[h("X-Forwarded-Fo", "10.0.0.1")]), None);
-    }
-}
+mod tests;

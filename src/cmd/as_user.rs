@@ -1,14 +1,16 @@
 //! What the workers will open, checked as the `--user` they will run as, before anything
-//! is bound: the access log, and the root with the pages the site options name.
+//! is bound: the access log, and the root with the pages the site options name; and the
+//! `--mime-types` file, which the master reads again as that user at each reload.
 //!
 //! Input: where the log goes, the root and site rules, and the identity `--user`
 //! resolved to. Output: `Ok`, or the error the check gave. The invoking user's checks
 //! (`access_log::dest::check`: an existing file opens for appending, a missing one has a
 //! writable directory, the syslog socket accepts a connection; `preflight::root` and
-//! `preflight::pages`: a readable directory, each page a regular file under it; nothing
-//! is created) run again in a short-lived child that first becomes that user, since the
-//! master drops privileges only after binding and the workers then open these as that
-//! user; the child writes its answer to a pipe. A log only root could write, or a root or
+//! `preflight::pages`: a readable directory, each page a regular file under it;
+//! `preflight::media_types`: the file reads and parses; nothing is created) run again in
+//! a short-lived child that first becomes that user, since the master drops privileges
+//! only after binding and the workers then open these as that user; the child writes its
+//! answer to a pipe. A log only root could write, or a root or
 //! page only root could read, is so refused at start, as a reload would refuse it,
 //! instead of by every worker or every request. Standard output is inherited, never
 //! opened by path: nothing to check. Without root there is no other user to become:
@@ -34,11 +36,14 @@ pub fn log(target: &LogTarget, id: &Identity) -> Result<(), String> {
     run_as(id, || dest::check(target).map_err(|e| e.to_string()))
 }
 
-/// The root and the pages of `site` as `id` would find them (`preflight::site_files`):
-/// the first problem. The child sends it as `root` or `site`, a tab, and the message.
+/// The root and the pages of `site` as `id` would find them (`preflight::site_files`),
+/// then its `--mime-types` file (`preflight::media_types`): the first problem. The child
+/// sends it as `root` or `site`, a tab, and the message.
 pub fn files(root: &Path, site: &SiteRules, id: &Identity) -> Result<(), Problem> {
     let checked = run_as(id, || {
-        crate::preflight::site_files(root, site).map_err(|p| format!("{}\t{}", p.stage, p.message))
+        crate::preflight::site_files(root, site)
+            .and_then(|()| crate::preflight::media_types(site).map(drop))
+            .map_err(|p| format!("{}\t{}", p.stage, p.message))
     });
     checked.map_err(|answer| {
         let (stage, message) = answer.split_once('\t').unwrap_or(("site", &answer));

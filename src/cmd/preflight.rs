@@ -1,22 +1,23 @@
 //! What `serve` would refuse, found before anything is bound: the served root, the pages
-//! the site options name, the access log, `--user`. `check` and `serve` both run it, so
-//! `check` refuses first whatever `serve` would.
+//! the site options name, the `--mime-types` file, the access log, `--user`. `check` and
+//! `serve` both run it, so `check` refuses first whatever `serve` would.
 //!
 //! Input: validated [`ServeArgs`] (their syntax is already checked). Output: one
 //! [`Failure`] per problem, each printed as one line. It reads and opens, but changes
 //! nothing: the access log must be a regular file (a FIFO is refused from its `stat`,
 //! never opened) and is opened for appending only if it exists (otherwise its
 //! directory is checked for writing), and nothing is created; a syslog socket must
-//! accept a connection. With `--user` (run as root), the root and the pages are checked
-//! again as that user, and the log only as that user (`as_user.rs`), since the workers
-//! open them as that user (and a reload checks them as that user too).
+//! accept a connection. With `--user` (run as root), the root, the pages and the
+//! `--mime-types` file are checked again as that user, and the log only as that user
+//! (`as_user.rs`), since the workers open them as that user (and a reload checks them
+//! as that user too).
 
 use super::Failure;
 use crate::args::ServeArgs;
 use crate::config::LogTarget;
 use rustix::fd::AsFd;
 
-/// Every problem found, in the order root, pages, access log, user.
+/// Every problem found, in the order root, pages, media types, access log, user.
 pub fn problems(args: &ServeArgs) -> Vec<Failure> {
     let mut found = Vec::new();
     let site = args.site.rules();
@@ -26,6 +27,9 @@ pub fn problems(args: &ServeArgs) -> Vec<Failure> {
             found.extend(pages.into_iter().map(|p| Failure::new(p.stage, p.message)));
         }
         Err(e) => found.push(Failure::new("root", e)),
+    }
+    if let Err(p) = crate::preflight::media_types(&site) {
+        found.push(Failure::new(p.stage, p.message));
     }
     let files_checked = found.is_empty();
     let user = args.user.as_ref().map(crate::user::lookup);

@@ -43,7 +43,10 @@ pub fn main(mut args: ServeArgs) -> Result<i32, Failure> {
         let members = super::check::check_members(&args, &topo, &warnings, &plan, program.as_ref());
         Status::new(members)
     });
-    let serving = crate::plan::serving(args);
+    let mut serving = crate::plan::serving(args);
+    // Read again for serving: the file `check` read above may have changed since.
+    serving.site.types = crate::preflight::media_types(&serving.site)
+        .map_err(|p| Failure::new(p.stage, p.message))?;
     let insns = program.as_ref().map(|p| p.insns.as_slice());
     master::run(&serving, &plan, insns, status).map_err(|e| Failure::new(e.stage(), e))?;
     Ok(0)

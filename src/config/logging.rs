@@ -1,7 +1,7 @@
 //! The access log and the client address it names, as plain values: where lines go,
-//! how they look, which peers are trusted proxies, whether connections begin with a
-//! PROXY header. The flags are parsed in `args/logging.rs`; the loop and the master use
-//! these values.
+//! how they look, which peers are trusted proxies, how far their `X-Forwarded-For` is
+//! believed, whether connections begin with a PROXY header. The flags are parsed in
+//! `args/logging.rs`; the loop and the master use these values.
 //!
 //! A [`Cidr`] keeps every network in the IPv6 space, an IPv4 network as its IPv4-mapped
 //! form (`::ffff:0:0/96` plus its prefix, RFC 4291 §2.5.5.2), and maps every address
@@ -129,6 +129,9 @@ pub struct Logging {
     pub log_format: LogFormat,
     /// Peers whose `X-Forwarded-For` (or PROXY header) names the client.
     pub real_ip_from: Vec<Cidr>,
+    /// `--real-ip-recursive`: `X-Forwarded-For` is walked from the right past every
+    /// address in `real_ip_from`, not believed for its last address only.
+    pub real_ip_recursive: bool,
     /// Every connection begins with a PROXY protocol header (only from `real_ip_from`).
     pub proxy_protocol: bool,
 }

@@ -11,7 +11,9 @@
 //! ([`spill_at`]); a field reaching past its start is cut there.
 //!
 //! The client is the connection's own (the peer, or what its PROXY header said), or, for
-//! a trusted peer without `--proxy-protocol`, the last address of `X-Forwarded-For`.
+//! a trusted peer without `--proxy-protocol`, the one `X-Forwarded-For` names (its last
+//! address, or with `--real-ip-recursive` the first from the right that is not a trusted
+//! proxy: `client_addr::forwarded`).
 
 use super::{Conn, Ctx, IN_CAP};
 use crate::client_addr::forwarded_for;
@@ -137,7 +139,10 @@ pub fn begin(c: &mut Conn, ctx: &Ctx<'_>, status: u16, req: &Request<'_>) {
         },
         RequestLine::Raw(raw) => LineSpan::Raw(span(raw)),
     };
-    let forwarded = c.forwarded.then(|| forwarded_for(req.fields)).flatten();
+    let forwarded = c
+        .forwarded
+        .then(|| forwarded_for(req.fields, ctx.forwarded))
+        .flatten();
     c.pending = Some(Pending {
         status,
         line,

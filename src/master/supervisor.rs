@@ -112,6 +112,9 @@ struct Seen {
 
 pub(crate) struct Supervisor<'a> {
     s: Shared<'a>,
+    /// What new workers start with: `s.cfg`, with the media types as last read (at start,
+    /// or by the last reload that went through, which re-reads `--mime-types`).
+    cfg: Serving,
     slots: Vec<Slot>,
     /// Workers of an older generation that are draining, oldest first.
     retiring: Vec<Retiring>,
@@ -154,6 +157,7 @@ impl<'a> Supervisor<'a> {
             })
             .collect();
         Supervisor {
+            cfg: s.cfg.clone(),
             s,
             slots,
             retiring: Vec::new(),
@@ -211,7 +215,7 @@ impl<'a> Supervisor<'a> {
             plan: self.s.plan.workers[i],
             listeners: self.s.listeners.of_worker(i),
             close: self.not_for_workers(i),
-            cfg: self.s.cfg,
+            cfg: &self.cfg,
             counters: self
                 .s
                 .counters
@@ -535,7 +539,7 @@ impl<'a> Supervisor<'a> {
     fn grace(&self, end: Stop) -> Duration {
         match end {
             Stop::Fast => FAST_STOP_GRACE,
-            Stop::Graceful => self.s.cfg.timeouts.shutdown + GRACEFUL_SLACK,
+            Stop::Graceful => self.cfg.timeouts.shutdown + GRACEFUL_SLACK,
         }
     }
 }

@@ -1,73 +1,42 @@
-//! Media types by file extension: a built-in table of the common web types, and the
-//! operator's `--mime EXT=TYPE` overrides in front of it.
+//! Media types by file extension: the operator's `--mime EXT=TYPE` first, then the
+//! `--mime-types FILE` table, then the built-in table ([`table`]).
 //!
 //! Input: a decoded path. Output: a `Content-Type` value. The extension is compared
 //! case-insensitively (`photo.JPG` is `image/jpeg`, as lighttpd does); an unknown or
 //! missing extension is `application/octet-stream` (the type nginx's shipped config uses).
-//! Text types carry `charset=utf-8`. A lookup walks the overrides (usually none) and then
-//! the table, comparing lengths first; it allocates nothing. The overrides are made
-//! `'static` once at start ([`Types::new`]), so a file's metadata can hold its type as a
-//! plain `&'static [u8]`.
+//! Text types carry `charset=utf-8`.
+//!
+//! Two forms of the same tables. [`MediaTypes`] is owned: what the configuration
+//! carries, what a reload replaces (the file is read again by `preflight::media_types`;
+//! parsing it is [`file`]'s business), dropped when no longer used. [`Types`] is the
+//! serving form, `Copy` and `'static`, so that a file's metadata holds its type as a
+//! plain `&'static [u8]`: a serving loop makes it once at start ([`MediaTypes::leak`]),
+//! after its worker is pinned, so the master never leaks a table it may replace.
+//!
+//! A lookup is up to three binary searches over extensions sorted in lowercase (the
+//! operator's tables are usually empty, and an empty one is no search). Each compares a
+//! [`fold_key`] first: the extension's first eight bytes folded to lowercase in one
+//! integer, the whole extension only when the keys are equal. No allocation, no copy.
+//! Against the linear walk it replaced: `cargo bench --bench mime_lookup`.
+
+pub mod file;
+mod table;
 
 use crate::http::tables::{FIELD_VALUE, TOKEN};
+use core::cmp::Ordering;
+use core::fmt;
 
 /// The type sent when the extension is unknown.
 pub const DEFAULT: &[u8] = b"application/octet-stream";
 
-/// (extension, type), extensions in lowercase.
-const TABLE: &[(&[u8], &[u8])] = &[
-    (b"html", b"text/html; charset=utf-8"),
-    (b"htm", b"text/html; charset=utf-8"),
-    (b"css", b"text/css; charset=utf-8"),
-    (b"js", b"text/javascript; charset=utf-8"),
-    (b"mjs", b"text/javascript; charset=utf-8"),
-    (b"json", b"application/json"),
-    (b"map", b"application/json"),
-    (b"webmanifest", b"application/manifest+json"),
-    (b"txt", b"text/plain; charset=utf-8"),
-    (b"md", b"text/markdown; charset=utf-8"),
-    (b"csv", b"text/csv; charset=utf-8"),
-    (b"xml", b"application/xml"),
-    (b"rss", b"application/rss+xml"),
-    (b"atom", b"application/atom+xml"),
-    (b"svg", b"image/svg+xml"),
-    (b"png", b"image/png"),
-    (b"jpg", b"image/jpeg"),
-    (b"jpeg", b"image/jpeg"),
-    (b"gif", b"image/gif"),
-    (b"webp", b"image/webp"),
-    (b"avif", b"image/avif"),
-    (b"ico", b"image/x-icon"),
-    (b"bmp", b"image/bmp"),
-    (b"woff", b"font/woff"),
-    (b"woff2", b"font/woff2"),
-    (b"ttf", b"font/ttf"),
-    (b"otf", b"font/otf"),
-    (b"wasm", b"application/wasm"),
-    (b"pdf", b"application/pdf"),
-    (b"zip", b"application/zip"),
-    (b"gz", b"application/gzip"),
-    (b"zst", b"application/zstd"),
-    (b"tar", b"application/x-tar"),
-    (b"mp3", b"audio/mpeg"),
-    (b"ogg", b"audio/ogg"),
-    (b"wav", b"audio/wav"),
-    (b"mp4", b"video/mp4"),
-    (b"webm", b"video/webm"),
-];
-
 /// Bytes of the longest built-in type.
-pub const LONGEST: usize = {
-    let mut i = 0;
-    let mut n = 0;
-    while i < TABLE.len() {
-        if TABLE[i].1.len() > n {
-            n = TABLE[i].1.len();
-        }
-        i += 1;
-    }
-    n
-};
+pub const LONGEST: usize = table::LONGEST;
+
+/// The built-in table, (extension, type) sorted by extension: for the tests and benches
+/// that hold it against an oracle or another server's list.
+pub fn builtin() -> &'static [(&'static [u8], &'static [u8])] {
+    table::TABLE
+}
 
 /// One `--mime EXT=TYPE`, validated.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -110,62 +79,287 @@ fn is_token(s: &[u8]) -> bool {
     !s.is_empty() && s.iter().all(|&b| TOKEN[usize::from(b)])
 }
 
-/// The media-type lookup: overrides first, then the built-in table.
+/// A type too long for a response head beside the operator's lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TooLong {
+    /// Bytes of the type.
+    pub len: usize,
+    /// Bytes a type may have (`site::type_room`).
+    pub room: usize,
+    /// Bytes of the `--header` and `--cache-control` lines beside it.
+    pub lines: usize,
+}
+
+impl fmt::Display for TooLong {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "TYPE is {} bytes; a response head has room for a type of at most {} (beside {} \
+             bytes of --header and --cache-control lines)",
+            self.len, self.room, self.lines
+        )
+    }
+}
+
+/// The first eight bytes of `ext` folded to lowercase, big-endian, zero-padded: two
+/// keys compare as those bytes do, so a table sorted by extension is sorted by key.
+/// Extensions hold no zero byte (they are tokens; a probe is a decoded path, which the
+/// parser keeps free of NUL).
+pub(crate) const fn fold_key(ext: &[u8]) -> u64 {
+    let mut key = 0u64;
+    let mut i = 0;
+    while i < 8 {
+        key <<= 8;
+        if i < ext.len() {
+            key |= ext[i].to_ascii_lowercase() as u64;
+        }
+        i += 1;
+    }
+    key
+}
+
+/// `key` (lowercase) against `probe` folded to lowercase, bytewise: the order the tables
+/// are sorted in, for extensions whose first eight bytes are the same.
+fn cmp_folded(key: &[u8], probe: &[u8]) -> Ordering {
+    for (&k, &p) in key.iter().zip(probe) {
+        match k.cmp(&p.to_ascii_lowercase()) {
+            Ordering::Equal => {}
+            other => return other,
+        }
+    }
+    key.len().cmp(&probe.len())
+}
+
+/// Where an extension or a type lies in a [`TypeTable`]'s text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Span {
+    at: u32,
+    len: u32,
+}
+
+impl Span {
+    fn get(self, text: &[u8]) -> &[u8] {
+        &text[self.at as usize..][..self.len as usize]
+    }
+}
+
+/// Appends `bytes` to `text`: where they lie.
+fn put(text: &mut Vec<u8>, bytes: &[u8]) -> Span {
+    let at = u32::try_from(text.len()).expect("a type table is under 4 GiB");
+    text.extend_from_slice(bytes);
+    Span {
+        at,
+        len: bytes.len() as u32,
+    }
+}
+
+/// One extension and its type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Entry {
+    /// [`fold_key`] of the extension: most comparisons end here.
+    key: u64,
+    ext: Span,
+    media_type: Span,
+}
+
+/// An operator's table, owned: every extension once, sorted in lowercase, with its type.
+/// Two allocations whatever its size (the text and the entries).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TypeTable {
+    text: Box<[u8]>,
+    entries: Box<[Entry]>,
+}
+
+impl TypeTable {
+    /// The table of `pairs` (extension in lowercase, type), the first pair of an
+    /// extension winning. Each pair is put in its place as it comes (a binary search and
+    /// an insertion: a few thousand extensions at most, read at start), which keeps a
+    /// generic sort out of the binary; a type the previous pair had too (the extensions
+    /// of one line) is stored once.
+    pub fn first_wins<'p>(pairs: impl IntoIterator<Item = (&'p [u8], &'p [u8])>) -> TypeTable {
+        let mut text = Vec::new();
+        let mut entries: Vec<Entry> = Vec::new();
+        let mut previous: Option<(&[u8], Span)> = None;
+        for (ext, media_type) in pairs {
+            let key = fold_key(ext);
+            let place = entries.binary_search_by(|e| {
+                let by_key = e.key.cmp(&key);
+                by_key.then_with(|| cmp_folded(e.ext.get(&text), ext))
+            });
+            let Err(at) = place else {
+                continue;
+            };
+            let media_span = match previous {
+                Some((before, span)) if before == media_type => span,
+                _ => put(&mut text, media_type),
+            };
+            previous = Some((media_type, media_span));
+            let entry = Entry {
+                key,
+                ext: put(&mut text, ext),
+                media_type: media_span,
+            };
+            entries.insert(at, entry);
+        }
+        TypeTable {
+            text: text.into_boxed_slice(),
+            entries: entries.into_boxed_slice(),
+        }
+    }
+
+    /// Bytes of its longest type (0 when empty).
+    pub fn longest(&self) -> usize {
+        let lens = self.entries.iter().map(|e| e.media_type.len as usize);
+        lens.max().unwrap_or(0)
+    }
+
+    /// Extensions it holds.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// It holds no extension.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// A copy that lives as long as the process (two allocations, never freed).
+    pub fn leak(&self) -> StaticTable {
+        if self.entries.is_empty() {
+            return StaticTable::EMPTY;
+        }
+        StaticTable {
+            text: Box::leak(self.text.clone()),
+            entries: Box::leak(self.entries.clone()),
+        }
+    }
+}
+
+/// A [`TypeTable`] made `'static`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StaticTable {
+    text: &'static [u8],
+    entries: &'static [Entry],
+}
+
+impl Default for StaticTable {
+    fn default() -> Self {
+        StaticTable::EMPTY
+    }
+}
+
+impl StaticTable {
+    /// No extension.
+    pub const EMPTY: StaticTable = StaticTable {
+        text: &[],
+        entries: &[],
+    };
+
+    /// The type of `ext` (any case), if the table has it.
+    pub fn get(&self, ext: &[u8]) -> Option<&'static [u8]> {
+        self.get_keyed(ext, fold_key(ext))
+    }
+
+    /// [`Self::get`] with `ext`'s [`fold_key`] already made.
+    fn get_keyed(&self, ext: &[u8], key: u64) -> Option<&'static [u8]> {
+        if self.entries.is_empty() {
+            return None;
+        }
+        let text = self.text;
+        let at = self
+            .entries
+            .binary_search_by(|e| {
+                let by_key = e.key.cmp(&key);
+                by_key.then_with(|| cmp_folded(e.ext.get(text), ext))
+            })
+            .ok()?;
+        Some(self.entries[at].media_type.get(text))
+    }
+}
+
+/// The built-in type of `ext` (any case): its key among the built-in keys (each unique,
+/// checked at compile time), then the whole extension once.
+fn builtin_type(ext: &[u8], key: u64) -> Option<&'static [u8]> {
+    let at = table::KEYS.binary_search(&key).ok()?;
+    let (known, media_type) = table::TABLE[at];
+    known.eq_ignore_ascii_case(ext).then_some(media_type)
+}
+
+/// The operator's media types, owned: `--mime` (the last one of an extension winning)
+/// and the `--mime-types` file as last read (empty until read).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MediaTypes {
+    flags: TypeTable,
+    file: TypeTable,
+}
+
+impl MediaTypes {
+    /// The `--mime` overrides, in command-line order (a later one of an extension wins).
+    pub fn new(overrides: &[MimeOverride]) -> MediaTypes {
+        let last_first = overrides
+            .iter()
+            .rev()
+            .map(|o| (o.ext.as_bytes(), o.media_type.as_bytes()));
+        MediaTypes {
+            flags: TypeTable::first_wins(last_first),
+            file: TypeTable::default(),
+        }
+    }
+
+    /// These overrides with `file` (a `--mime-types` table) between them and the
+    /// built-in table, replacing any file table before.
+    pub fn with_file(self, file: TypeTable) -> MediaTypes {
+        MediaTypes { file, ..self }
+    }
+
+    /// Bytes of the longest type a lookup can give.
+    pub fn longest(&self) -> usize {
+        self.flags.longest().max(self.file.longest()).max(LONGEST)
+    }
+
+    /// The serving form, made `'static` once per serving loop (it allocates; see the
+    /// module doc).
+    pub fn leak(&self) -> Types {
+        Types {
+            flags: self.flags.leak(),
+            file: self.file.leak(),
+        }
+    }
+}
+
+/// The media-type lookup a loop serves with: `--mime`, then the file, then the
+/// built-in table.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Types {
-    overrides: &'static [(&'static [u8], &'static [u8])],
+    flags: StaticTable,
+    file: StaticTable,
 }
 
 impl Types {
     /// The built-in table alone.
-    pub const BUILTIN: Types = Types { overrides: &[] };
-
-    /// The table with `overrides` in front (a later override of the same extension
-    /// wins). Their text is leaked: it lives as long as the process, like the flags.
-    pub fn new(overrides: &[MimeOverride]) -> Types {
-        if overrides.is_empty() {
-            return Types::BUILTIN;
-        }
-        let pairs: Vec<(&'static [u8], &'static [u8])> = overrides
-            .iter()
-            .rev()
-            .map(|o| (leak(&o.ext), leak(&o.media_type)))
-            .collect();
-        Types {
-            overrides: Box::leak(pairs.into_boxed_slice()),
-        }
-    }
-
-    /// Bytes of the longest type it can give.
-    pub fn longest(&self) -> usize {
-        let overrides = self.overrides.iter().map(|(_, t)| t.len());
-        overrides.max().unwrap_or(0).max(LONGEST)
-    }
+    pub const BUILTIN: Types = Types {
+        flags: StaticTable::EMPTY,
+        file: StaticTable::EMPTY,
+    };
 
     /// The `Content-Type` for `path` (only the last segment's extension counts).
     pub fn for_path(&self, path: &[u8]) -> &'static [u8] {
-        let name = match memchr::memrchr(b'/', path) {
-            Some(i) => &path[i + 1..],
-            None => path,
-        };
-        let Some(dot) = memchr::memrchr(b'.', name) else {
+        // From the end to the first `.` or `/`: only the extension is read, where
+        // searching the whole path for its last `/` and then for the last `.` read it all.
+        let Some(at) = path.iter().rposition(|&b| b == b'.' || b == b'/') else {
             return DEFAULT;
         };
-        let ext = &name[dot + 1..];
-        let found = |table: &'static [(&'static [u8], &'static [u8])]| {
-            table
-                .iter()
-                .find(|(e, _)| e.eq_ignore_ascii_case(ext))
-                .map(|(_, t)| *t)
-        };
-        found(self.overrides)
-            .or_else(|| found(TABLE))
+        if path[at] == b'/' {
+            return DEFAULT;
+        }
+        let ext = &path[at + 1..];
+        let key = fold_key(ext);
+        self.flags
+            .get_keyed(ext, key)
+            .or_else(|| self.file.get_keyed(ext, key))
+            .or_else(|| builtin_type(ext, key))
             .unwrap_or(DEFAULT)
     }
-}
-
-fn leak(text: &str) -> &'static [u8] {
-    Box::leak(Box::<[u8]>::from(text.as_bytes()))
 }
 
 /// The built-in `Content-Type` for `path`.
@@ -174,89 +368,4 @@ pub fn for_path(path: &[u8]) -> &'static [u8] {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn by_extension_case_insensitive() {
-        assert_eq!(for_path(b"/a/index.html"), b"text/html; charset=utf-8");
-        assert_eq!(for_path(b"/photo.JPG"), b"image/jpeg");
-        assert_eq!(for_path(b"/x.tar.gz"), b"application/gzip");
-        assert_eq!(for_path(b"/README"), DEFAULT);
-        assert_eq!(for_path(b"/dir.d/file"), DEFAULT);
-        assert_eq!(for_path(b"/trailing."), DEFAULT);
-        assert_eq!(for_path(b"/.woff2"), b"font/woff2");
-    }
-
-    #[test]
-    fn the_types_a_modern_site_ships_are_built_in() {
-        for ext in [
-            "html",
-            "css",
-            "js",
-            "mjs",
-            "json",
-            "map",
-            "wasm",
-            "svg",
-            "png",
-            "jpg",
-            "gif",
-            "webp",
-            "avif",
-            "ico",
-            "woff",
-            "woff2",
-            "ttf",
-            "otf",
-            "txt",
-            "xml",
-            "pdf",
-            "webmanifest",
-            "mp4",
-            "webm",
-            "mp3",
-            "ogg",
-            "wav",
-            "zip",
-            "gz",
-            "tar",
-        ] {
-            assert_ne!(for_path(format!("/f.{ext}").as_bytes()), DEFAULT, "{ext}");
-        }
-    }
-
-    #[test]
-    fn overrides_come_first() {
-        let o = |t: &str| MimeOverride::parse(t).unwrap();
-        let types = Types::new(&[
-            o("js=application/javascript"),
-            o(".WASM=application/x-wasm"),
-            o("md=text/x-markdown; charset=utf-8"),
-            o("md=text/markdown"),
-        ]);
-        assert_eq!(types.for_path(b"/a.js"), b"application/javascript");
-        assert_eq!(types.for_path(b"/a.wasm"), b"application/x-wasm");
-        assert_eq!(
-            types.for_path(b"/a.md"),
-            b"text/markdown",
-            "the last one wins"
-        );
-        assert_eq!(types.for_path(b"/a.css"), b"text/css; charset=utf-8");
-        assert_eq!(types.for_path(b"/a.unknown"), DEFAULT);
-        for bad in [
-            "js",
-            "=text/plain",
-            "js=",
-            "js=text",
-            "js=text/",
-            "js=/plain",
-            "a.b=text/plain",
-            "j s=text/plain",
-            "js=text/pl ain",
-            "js=text/plain; x=\r\n\0",
-        ] {
-            assert!(MimeOverride::parse(bad).is_err(), "{bad:?}");
-        }
-    }
-}
+mod tests;

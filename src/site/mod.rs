@@ -1,14 +1,15 @@
 //! What the operator says about the site's responses, beyond the files themselves:
 //! extra header lines (`--header`), `Cache-Control` by path (`--cache-control`), error
 //! pages (`--error-page`), the single-page-app fallback (`--fallback`,
-//! `--fallback-skip`), media types (`--mime`), the sidecars looked for
+//! `--fallback-skip`), media types (`--mime`, `--mime-types`), the sidecars looked for
 //! (`--precompressed`), whether dotfiles are served (`--dotfiles`) and which origins may
 //! read the site (`--cors`).
 //!
 //! Stage: values validated once from the command line (stage 1) and gathered into
 //! [`SiteRules`], then read by the responder for every request without allocating.
 //! Nothing here touches files or sockets: whether the pages exist is the start-up
-//! check's business, and serving them the responder's.
+//! check's business, reading the `--mime-types` file `preflight::media_types`' (at start
+//! and at each reload), and serving them the responder's.
 
 pub mod cors;
 pub mod dotfiles;
@@ -19,12 +20,16 @@ pub mod mime;
 use crate::http::encoding::Precompressed;
 use field::HeaderLine;
 use glob::Glob;
+use std::path::PathBuf;
 
 /// The operator's rules, as the worker reads them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SiteRules {
-    /// Media types: the built-in table and `--mime`.
-    pub types: mime::Types,
+    /// Media types: `--mime`, and the `--mime-types` file once read (the built-in table
+    /// is behind both).
+    pub types: mime::MediaTypes,
+    /// `--mime-types FILE`: read at start and again by each reload.
+    pub mime_types: Option<PathBuf>,
     /// Sidecar codings looked for (`--precompressed`).
     pub precompressed: Precompressed,
     /// Every `--header` line, concatenated (CRLF-terminated each).
@@ -92,6 +97,13 @@ impl SiteRules {
 pub fn head_bytes(headers: usize, cache_rules: &[CacheRule]) -> usize {
     let longest = cache_rules.iter().map(|r| r.line.as_bytes().len());
     headers + longest.max().unwrap_or(0)
+}
+
+/// Bytes a media type may have in a response head beside `lines` bytes of the
+/// operator's lines (those [`head_bytes`] counts).
+pub fn type_room(lines: usize) -> usize {
+    use crate::http::response::{HEAD_AREA_MAX, HEAD_BASE_MAX};
+    HEAD_AREA_MAX.saturating_sub(HEAD_BASE_MAX + lines)
 }
 
 /// One `--cache-control PATTERN=VALUE` rule.

@@ -103,18 +103,25 @@ impl Supervisor<'_> {
     }
 
     /// HUP: if the root, the site's pages and the log open as a worker will open them
-    /// (`preflight::worker_files`, the start-up checks), a successor for every slot; each predecessor retires when its successor serves (`read_ready`).
-    /// Otherwise one line, and the running workers stay.
+    /// (`preflight::worker_files`, the start-up checks) and the `--mime-types` file reads
+    /// and parses (`preflight::media_types`), a successor for every slot, serving with
+    /// the types just read; each predecessor retires when its successor serves
+    /// (`read_ready`). Otherwise one line, and the running workers stay.
     pub(super) fn handle_reload(&mut self) {
         if !signals::arrived(libc::SIGHUP, &mut self.seen.hup) {
             return;
         }
-        let cfg = self.s.cfg;
+        let cfg = &self.cfg;
         let log = &cfg.logging.access_log;
-        if let Err(p) = crate::preflight::worker_files(&cfg.root, &cfg.site, log) {
-            crate::say!("reload: {p}; keeping the running workers");
-            self.notifier.status(&format!("reload refused: {p}"));
-            return;
+        let checked = crate::preflight::worker_files(&cfg.root, &cfg.site, log)
+            .and_then(|()| crate::preflight::media_types(&cfg.site));
+        match checked {
+            Ok(types) => self.cfg.site.types = types,
+            Err(p) => {
+                crate::say!("reload: {p}; keeping the running workers");
+                self.notifier.status(&format!("reload refused: {p}"));
+                return;
+            }
         }
         crate::say!("reload: starting new workers, stopping the old ones gracefully");
         self.notifier.reloading("reloading");

@@ -58,6 +58,9 @@ pub mod json;
 
 pub mod svg;
 
+// Password hashes (bcrypt, SHA-crypt) and the keyed hash of remembered credentials.
+pub mod crypt;
+
 // Stage 1: flags to a validated command (no syscalls).
 pub mod args;
 

@@ -83,6 +83,10 @@ pub mod files;
 // The real client address behind a proxy: PROXY headers, X-Forwarded-For.
 pub mod client_addr;
 
+// Who may read the site (`--basic-auth`): the htpasswd file, the header, the per-loop
+// memory of verdicts and budget of hash checks.
+pub mod auth;
+
 // Access log lines (combined, common, json) and their syslog framing.
 pub mod log_line;
 

@@ -40,6 +40,7 @@
 //! shorter than the space offered means the socket was drained (a new edge will come),
 //! so no extra read that would return `EAGAIN` is made.
 
+mod auth;
 mod file;
 mod logged;
 mod record;
@@ -331,6 +332,8 @@ pub struct Ctx<'a> {
     pub draining: bool,
     /// The operator's headers, cache rules, error pages and fallback.
     pub site: &'a SiteRules,
+    /// `--basic-auth`: this loop's remembered verdicts and budget of hash checks.
+    pub auth: Option<crate::auth::Gate>,
 }
 
 /// Scratch space for one request at a time (decoded path, path to open).
@@ -991,6 +994,7 @@ mod tests {
                 timers: Timers::new(1, [1000; 4]),
                 draining: false,
                 site: &rules,
+                auth: None,
             };
             let out = run(self, &mut ctx);
             self.cache = Some(ctx.cache);

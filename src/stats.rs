@@ -51,6 +51,8 @@ pub struct WorkerCounters {
     pub log_lines_dropped: AtomicU64,
     /// Connections closed at accept: their address held `--max-conns-per-addr` slots.
     pub per_addr_refused: AtomicU64,
+    /// Requests refused by `--basic-auth`, by `auth::Reason` (its `index`).
+    pub auth_failures: [AtomicU64; 5],
 }
 
 /// The sum of two blocks (a worker slot's two generations), for rendering; a missing
@@ -76,6 +78,12 @@ pub fn merged(a: Option<&WorkerCounters>, b: Option<&WorkerCounters>) -> WorkerC
         proxy_refused: sum(|c| &c.proxy_refused),
         log_lines_dropped: sum(|c| &c.log_lines_dropped),
         per_addr_refused: sum(|c| &c.per_addr_refused),
+        auth_failures: [0, 1, 2, 3, 4].map(|k| {
+            AtomicU64::new(
+                a.map_or(0, |c| load(&c.auth_failures[k]))
+                    + b.map_or(0, |c| load(&c.auth_failures[k])),
+            )
+        }),
     }
 }
 
@@ -93,7 +101,7 @@ pub struct PageCounters {
 /// Number of `u64` atomics in [`WorkerCounters`]. The mapping relies on zero bytes being a
 /// valid block, true only while every field is an atomic integer with no padding: this
 /// size check fails to compile if a field of another kind is added.
-const COUNTER_WORDS: usize = 16;
+const COUNTER_WORDS: usize = 21;
 const _: () = assert!(core::mem::size_of::<WorkerCounters>() == COUNTER_WORDS * 8);
 const _: () = assert!(core::mem::size_of::<PageCounters>() == 4096);
 
@@ -253,6 +261,18 @@ pub fn render<'a>(
     for f in &FAMILIES[2..] {
         family(&mut out, f, pairs());
     }
+    let _ = write!(
+        out,
+        "# HELP steerd_auth_failures_total Requests refused by --basic-auth, by reason.\n\
+         # TYPE steerd_auth_failures_total counter\n"
+    );
+    for (w, c) in pairs() {
+        for (reason, n) in crate::auth::Reason::ALL.iter().zip(&c.auth_failures) {
+            out.push_str("steerd_auth_failures_total{");
+            labels(&mut out, w);
+            let _ = writeln!(out, ",reason=\"{}\"}} {}", reason.label(), load(n));
+        }
+    }
     master_families(&mut out);
     out
 }
@@ -347,6 +367,7 @@ mod tests {
         counters[1].local.store(11, Ordering::Relaxed);
         counters[0].responses[1].store(3, Ordering::Relaxed);
         counters[1].responses[3].store(4, Ordering::Relaxed);
+        counters[1].auth_failures[4].store(2, Ordering::Relaxed);
         let text = render(&workers, counters.iter());
         let lines: Vec<&str> = text.lines().collect();
         for want in [
@@ -356,6 +377,8 @@ mod tests {
             "steerd_responses_total{worker=\"0\",cpu=\"2\",node=\"0\",class=\"2xx\"} 3",
             "steerd_responses_total{worker=\"1\",cpu=\"5\",node=\"1\",class=\"4xx\"} 4",
             "steerd_connections_open{worker=\"1\",cpu=\"5\",node=\"1\"} 0",
+            "steerd_auth_failures_total{worker=\"1\",cpu=\"5\",node=\"1\",reason=\"rate_limited\"} 2",
+            "steerd_auth_failures_total{worker=\"0\",cpu=\"2\",node=\"0\",reason=\"missing\"} 0",
             "# TYPE steerd_connections_open gauge",
             "# TYPE steerd_bytes_sent_total counter",
         ] {

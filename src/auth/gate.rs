@@ -60,11 +60,12 @@ impl Gate {
         }
     }
 
-    /// The verdict for a request with `authorization` from `client` at `now_ms`.
+    /// The verdict for a request with `authorization` from `client` (asked only when a
+    /// hash check is due) at `now_ms`.
     pub fn check(
         &mut self,
         authorization: Option<&[u8]>,
-        client: Option<IpAddr>,
+        client: impl FnOnce() -> Option<IpAddr>,
         now_ms: u64,
     ) -> Verdict {
         let Some(value) = authorization else {
@@ -77,7 +78,7 @@ impl Gate {
         let Some((user, password)) = basic::decode(value, &mut self.decoded) else {
             return Verdict::Challenge(Reason::Malformed);
         };
-        let addr = AddrKey::of(client.unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)));
+        let addr = AddrKey::of(client().unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)));
         if let Grant::No { retry_after } = self.budget.ask(addr, now_ms) {
             return Verdict::Limited { retry_after };
         }
@@ -155,19 +156,22 @@ mod tests {
     #[test]
     fn verdicts_in_order() {
         let mut g = gate();
-        assert_eq!(g.check(None, ONE, 0), Verdict::Challenge(Reason::Missing));
         assert_eq!(
-            g.check(Some(b"Bearer x"), ONE, 0),
+            g.check(None, || ONE, 0),
+            Verdict::Challenge(Reason::Missing)
+        );
+        assert_eq!(
+            g.check(Some(b"Bearer x"), || ONE, 0),
             Verdict::Challenge(Reason::Malformed)
         );
         let good = basic("bob:U*U");
-        assert_eq!(g.check(Some(&good), ONE, 0), Verdict::Pass);
+        assert_eq!(g.check(Some(&good), || ONE, 0), Verdict::Pass);
         assert_eq!(
-            g.check(Some(&basic("bob:nope")), ONE, 0),
+            g.check(Some(&basic("bob:nope")), || ONE, 0),
             Verdict::Challenge(Reason::WrongPassword)
         );
         assert_eq!(
-            g.check(Some(&basic("eve:U*U")), ONE, 0),
+            g.check(Some(&basic("eve:U*U")), || ONE, 0),
             Verdict::Challenge(Reason::UnknownUser)
         );
     }
@@ -176,28 +180,28 @@ mod tests {
     fn a_guesser_is_limited_and_others_are_not() {
         let mut g = gate();
         let good = basic("bob:U*U");
-        assert_eq!(g.check(Some(&good), TWO, 0), Verdict::Pass);
+        assert_eq!(g.check(Some(&good), || TWO, 0), Verdict::Pass);
         for i in 0..Limits::SERVING.addr_burst {
             let guess = basic(&format!("bob:guess{i}"));
             assert_eq!(
-                g.check(Some(&guess), ONE, 0),
+                g.check(Some(&guess), || ONE, 0),
                 Verdict::Challenge(Reason::WrongPassword)
             );
         }
         let guess = basic("bob:one more");
         assert_eq!(
-            g.check(Some(&guess), ONE, 0),
+            g.check(Some(&guess), || ONE, 0),
             Verdict::Limited { retry_after: 1 }
         );
         // A guess already made is answered from memory, budget or not.
         assert_eq!(
-            g.check(Some(&basic("bob:guess0")), ONE, 0),
+            g.check(Some(&basic("bob:guess0")), || ONE, 0),
             Verdict::Challenge(Reason::WrongPassword)
         );
         // The other address's remembered login is untouched, and so is its allowance.
-        assert_eq!(g.check(Some(&good), TWO, 0), Verdict::Pass);
+        assert_eq!(g.check(Some(&good), || TWO, 0), Verdict::Pass);
         assert_eq!(
-            g.check(Some(&basic("bob:typo")), TWO, 0),
+            g.check(Some(&basic("bob:typo")), || TWO, 0),
             Verdict::Challenge(Reason::WrongPassword)
         );
     }

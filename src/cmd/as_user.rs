@@ -1,5 +1,6 @@
 //! What the workers will open, checked as the `--user` they will run as, before anything
-//! is bound: the access log, and the root with the pages the site options name.
+//! is bound: the access log, and the root with the pages the site options name and the
+//! `--basic-auth` file (the master rereads it as that user at every HUP).
 //!
 //! Input: where the log goes, the root and site rules, and the identity `--user`
 //! resolved to. Output: `Ok`, or the error the check gave. The invoking user's checks
@@ -38,7 +39,9 @@ pub fn log(target: &LogTarget, id: &Identity) -> Result<(), String> {
 /// the first problem. The child sends it as `root` or `site`, a tab, and the message.
 pub fn files(root: &Path, site: &SiteRules, id: &Identity) -> Result<(), Problem> {
     let checked = run_as(id, || {
-        crate::preflight::site_files(root, site).map_err(|p| format!("{}\t{}", p.stage, p.message))
+        crate::preflight::site_files(root, site)
+            .map(|_| ())
+            .map_err(|p| format!("{}\t{}", p.stage, p.message))
     });
     checked.map_err(|answer| {
         let (stage, message) = answer.split_once('\t').unwrap_or(("site", &answer));

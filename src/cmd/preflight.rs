@@ -1,5 +1,5 @@
 //! What `serve` would refuse, found before anything is bound: the served root, the pages
-//! the site options name, the access log, `--user`. `check` and `serve` both run it, so
+//! the site options name, the `--basic-auth` file, the access log, `--user`. `check` and `serve` both run it, so
 //! `check` refuses first whatever `serve` would.
 //!
 //! Input: validated [`ServeArgs`] (their syntax is already checked). Output: one
@@ -26,6 +26,9 @@ pub fn problems(args: &ServeArgs) -> Vec<Failure> {
             found.extend(pages.into_iter().map(|p| Failure::new(p.stage, p.message)));
         }
         Err(e) => found.push(Failure::new("root", e)),
+    }
+    if let Err(p) = crate::preflight::credentials(&site) {
+        found.push(Failure::new(p.stage, p.message));
     }
     let files_checked = found.is_empty();
     let user = args.user.as_ref().map(crate::user::lookup);

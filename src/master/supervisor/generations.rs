@@ -102,8 +102,9 @@ impl Supervisor<'_> {
                 .all(|s| (s.pid.is_some() && s.serving) || s.predecessor.is_some())
     }
 
-    /// HUP: if the root, the site's pages and the log open as a worker will open them
-    /// (`preflight::worker_files`, the start-up checks), a successor for every slot; each predecessor retires when its successor serves (`read_ready`).
+    /// HUP: if the root, the site's pages, the `--basic-auth` file and the log open as a
+    /// worker will open them (`preflight::worker_files`, the start-up checks), a
+    /// successor for every slot, serving the file as read now; each predecessor retires when its successor serves (`read_ready`).
     /// Otherwise one line, and the running workers stay.
     pub(super) fn handle_reload(&mut self) {
         if !signals::arrived(libc::SIGHUP, &mut self.seen.hup) {
@@ -111,10 +112,14 @@ impl Supervisor<'_> {
         }
         let cfg = self.s.cfg;
         let log = &cfg.logging.access_log;
-        if let Err(p) = crate::preflight::worker_files(&cfg.root, &cfg.site, log) {
-            crate::say!("reload: {p}; keeping the running workers");
-            self.notifier.status(&format!("reload refused: {p}"));
-            return;
+        match crate::preflight::worker_files(&cfg.root, &cfg.site, log) {
+            // The new generation serves the file as it is now; the old keeps its own.
+            Ok(users) => self.s.auth = users,
+            Err(p) => {
+                crate::say!("reload: {p}; keeping the running workers");
+                self.notifier.status(&format!("reload refused: {p}"));
+                return;
+            }
         }
         crate::say!("reload: starting new workers, stopping the old ones gracefully");
         self.notifier.reloading("reloading");

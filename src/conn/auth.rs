@@ -16,15 +16,16 @@
 
 use super::file::{error_page, Bufs};
 use super::record::Line;
-use super::respond::persist;
 use super::{After, Conn, Ctx};
 use crate::auth::{Reason, Verdict};
 use crate::client_addr::forwarded_for;
+use crate::http::response::Persist;
 use crate::http::response::Writer;
-use crate::http::{Body, Header, Request};
+use crate::http::{Header, Request};
 use core::sync::atomic::Ordering::Relaxed;
 
-/// Answers the request 401 or 429 when `--basic-auth` refuses it; `false` to go on.
+/// Answers the request 401 or 429 when `--basic-auth` refuses it, persisting as
+/// `(p, after)` say; `false` to go on.
 pub(super) fn refused(
     c: &mut Conn,
     out: &mut [u8],
@@ -32,6 +33,7 @@ pub(super) fn refused(
     req: &Request<'_, '_>,
     line: &Line<'_>,
     bufs: &mut Bufs<'_>,
+    (p, after): (Persist, After),
 ) -> bool {
     let (Some(gate), Some(rule)) = (ctx.auth.as_mut(), ctx.site.auth.as_ref()) else {
         return false;
@@ -59,23 +61,11 @@ pub(super) fn refused(
         }
     };
     ctx.counters.auth_failures[reason.index()].fetch_add(1, Relaxed);
-    // An unread body of a refused request closes the connection, as for a 405.
-    let keep = req.keep_alive && !ctx.draining && req.body == Body::None;
-    let after = if keep { After::KeepAlive } else { After::Close };
     let line = Line {
         challenge: lines,
         ..*line
     };
-    error_page(
-        c,
-        out,
-        ctx,
-        bufs,
-        status,
-        persist(keep, req.minor),
-        after,
-        &line,
-    );
+    error_page(c, out, ctx, bufs, status, p, after, &line);
     true
 }
 

@@ -264,7 +264,17 @@ fn serve(
         let after = if keep { After::KeepAlive } else { After::Close };
         return preflight_answer(c, out, ctx, persist(keep, req.minor), after, echo, line);
     }
-    if super::auth::refused(c, out, ctx, req, line, bufs) {
+    // A refused request's unread body closes the connection, as for a 405.
+    let refused_keep = keep && !has_body;
+    let refusal = (
+        persist(refused_keep, req.minor),
+        if refused_keep {
+            After::KeepAlive
+        } else {
+            After::Close
+        },
+    );
+    if super::auth::refused(c, out, ctx, req, line, bufs, refusal) {
         return;
     }
     if !matches!(req.method, Method::Get | Method::Head) {

@@ -102,13 +102,16 @@ impl Sha256 {
         }
     }
 
-    /// Appends `data` to the message.
+    /// Appends `data` to the message. Out of line: SHA-crypt calls it from a dozen
+    /// places, and a copy in each costs the appliance binary kilobytes for nothing.
+    #[inline(never)]
     pub fn update(&mut self, data: &[u8]) {
         let state = &mut self.state;
         self.blocks.feed(data, |b| compress256(state, b));
     }
 
     /// The digest of the message.
+    #[inline(never)]
     pub fn finish(mut self) -> [u8; 32] {
         let state = &mut self.state;
         self.blocks.pad(8, |b| compress256(state, b));
@@ -129,13 +132,16 @@ impl Sha512 {
         }
     }
 
-    /// Appends `data` to the message.
+    /// Appends `data` to the message. Out of line: SHA-crypt calls it from a dozen
+    /// places, and a copy in each costs the appliance binary kilobytes for nothing.
+    #[inline(never)]
     pub fn update(&mut self, data: &[u8]) {
         let state = &mut self.state;
         self.blocks.feed(data, |b| compress512(state, b));
     }
 
     /// The digest of the message.
+    #[inline(never)]
     pub fn finish(mut self) -> [u8; 64] {
         let state = &mut self.state;
         self.blocks.pad(16, |b| compress512(state, b));

@@ -49,9 +49,8 @@ impl Gate {
     /// A gate for `credentials` with empty memory and full budgets of `limits`; `key`
     /// (random per loop) keys the remembered tags, `seed` the budget's address table.
     pub fn new(credentials: Credentials, limits: Limits, key: [u8; 16], now_ms: u64) -> Gate {
-        let seed = u64::from_le_bytes([
-            key[3], key[1], key[4], key[1], key[5], key[9], key[2], key[6],
-        ]);
+        // The address table's hash multiplier, from the same random key.
+        let seed = crate::crypt::siphash::sip64(&key, b"budget table");
         Gate {
             credentials,
             memory: Memory::new(key),

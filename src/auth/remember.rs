@@ -8,7 +8,8 @@
 //! costs one SipHash of a few dozen bytes. The table holds no password and no value,
 //! only tags: reading it (a core dump) gives nothing to replay. A value whose tag is
 //! not there is checked anew; an entry is replaced, least recently used first, within
-//! its set. Nothing expires: the table lives as long as the loop, and a HUP (the file
+//! its set, except that a refusal never takes the place of a login: guesses sprayed from
+//! many addresses cannot push remembered users out (and back into the budget's queue). Nothing expires: the table lives as long as the loop, and a HUP (the file
 //! changed) starts new workers with empty tables. No allocation after [`Memory::new`].
 
 use super::htpasswd::Checked;
@@ -82,16 +83,21 @@ impl Memory {
         Some(e.checked)
     }
 
-    /// Remembers `checked` for `tag`, in place of the set's least recently used entry.
+    /// Remembers `checked` for `tag`, in place of the set's least recently used entry
+    /// (for a refusal: of those that are no login; with none, it is not remembered).
     pub fn keep(&mut self, tag: Tag, checked: Checked) {
         let now = self.tick();
         let set = self.set(tag);
+        let refusal = checked != Checked::Valid;
         // Empty entries have `used` 0, so they go first; a wrapped clock only makes one
         // choice less apt, never a wrong verdict.
         let victim = set
             .iter_mut()
-            .min_by_key(|e| if e.tag == tag.0 { 0 } else { e.used })
-            .expect("a set has ways");
+            .filter(|e| !refusal || e.used == 0 || e.checked != Checked::Valid || e.tag == tag.0)
+            .min_by_key(|e| if e.tag == tag.0 { 0 } else { e.used });
+        let Some(victim) = victim else {
+            return;
+        };
         *victim = Entry {
             tag: tag.0,
             used: now,
@@ -135,5 +141,29 @@ mod tests {
         m.keep(a, Checked::WrongPassword);
         assert_eq!(m.recall(a), Some(Checked::WrongPassword));
         assert_eq!(m.recall(same_set[WAYS - 1]), Some(Checked::Valid));
+    }
+
+    #[test]
+    fn refusals_never_push_logins_out() {
+        let mut m = Memory::new([9; 16]);
+        let tags: Vec<Tag> = (0u32..)
+            .map(|i| m.tag(format!("Basic {i}").as_bytes()))
+            .filter(|t| t.0 as usize % SETS == 5)
+            .take(WAYS + 3)
+            .collect();
+        for t in &tags[..WAYS] {
+            m.keep(*t, Checked::Valid);
+        }
+        for t in &tags[WAYS..] {
+            m.keep(*t, Checked::WrongPassword);
+            assert_eq!(m.recall(*t), None, "not remembered: the set holds logins");
+        }
+        for t in &tags[..WAYS] {
+            assert_eq!(m.recall(*t), Some(Checked::Valid));
+        }
+        // A login takes the place of the least recent login.
+        m.keep(tags[WAYS], Checked::Valid);
+        assert_eq!(m.recall(tags[WAYS]), Some(Checked::Valid));
+        assert_eq!(m.recall(tags[0]), None);
     }
 }

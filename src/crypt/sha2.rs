@@ -67,159 +67,149 @@ impl<const B: usize> Blocks<B> {
     }
 }
 
-/// SHA-256 in progress.
-#[derive(Clone)]
-pub struct Sha256 {
-    state: [u32; 8],
-    blocks: Blocks<64>,
-}
-
-/// SHA-512 in progress.
-#[derive(Clone)]
-pub struct Sha512 {
-    state: [u64; 8],
-    blocks: Blocks<128>,
-}
-
-impl Default for Sha256 {
-    fn default() -> Self {
-        Sha256::new()
-    }
-}
-
-impl Default for Sha512 {
-    fn default() -> Self {
-        Sha512::new()
-    }
-}
-
-impl Sha256 {
-    /// An empty message.
-    pub const fn new() -> Sha256 {
-        Sha256 {
-            state: H256,
-            blocks: Blocks::new(),
+/// One SHA-2 hash: its state type, block and digest sizes, length field, initial values
+/// and compression; the rest is the same for both.
+macro_rules! sha2 {
+    ($name:ident, $doc:literal, $word:ty, $block:literal, $digest:literal, $len_bytes:literal,
+     $init:expr, $compress:ident) => {
+        #[doc = $doc]
+        #[derive(Clone)]
+        pub struct $name {
+            state: [$word; 8],
+            blocks: Blocks<$block>,
         }
-    }
 
-    /// Appends `data` to the message. Out of line: SHA-crypt calls it from a dozen
-    /// places, and a copy in each costs the appliance binary kilobytes for nothing.
-    #[inline(never)]
-    pub fn update(&mut self, data: &[u8]) {
-        let state = &mut self.state;
-        self.blocks.feed(data, |b| compress256(state, b));
-    }
-
-    /// The digest of the message.
-    #[inline(never)]
-    pub fn finish(mut self) -> [u8; 32] {
-        let state = &mut self.state;
-        self.blocks.pad(8, |b| compress256(state, b));
-        let mut out = [0u8; 32];
-        for (o, w) in out.chunks_exact_mut(4).zip(self.state) {
-            o.copy_from_slice(&w.to_be_bytes());
+        impl Default for $name {
+            fn default() -> Self {
+                $name::new()
+            }
         }
-        out
-    }
-}
 
-impl Sha512 {
-    /// An empty message.
-    pub const fn new() -> Sha512 {
-        Sha512 {
-            state: H512,
-            blocks: Blocks::new(),
+        impl $name {
+            /// An empty message.
+            pub const fn new() -> $name {
+                $name {
+                    state: $init,
+                    blocks: Blocks::new(),
+                }
+            }
+
+            /// Appends `data` to the message. Out of line: SHA-crypt calls it from a
+            /// dozen places, and a copy in each costs the appliance binary kilobytes.
+            #[inline(never)]
+            pub fn update(&mut self, data: &[u8]) {
+                let state = &mut self.state;
+                self.blocks.feed(data, |b| $compress(state, b));
+            }
+
+            /// The digest of the message.
+            #[inline(never)]
+            pub fn finish(mut self) -> [u8; $digest] {
+                let state = &mut self.state;
+                self.blocks.pad($len_bytes, |b| $compress(state, b));
+                let mut out = [0u8; $digest];
+                let word = core::mem::size_of::<$word>();
+                for (o, w) in out.chunks_exact_mut(word).zip(self.state) {
+                    o.copy_from_slice(&w.to_be_bytes());
+                }
+                out
+            }
         }
-    }
+    };
+}
 
-    /// Appends `data` to the message. Out of line: SHA-crypt calls it from a dozen
-    /// places, and a copy in each costs the appliance binary kilobytes for nothing.
-    #[inline(never)]
-    pub fn update(&mut self, data: &[u8]) {
-        let state = &mut self.state;
-        self.blocks.feed(data, |b| compress512(state, b));
-    }
+sha2!(
+    Sha256,
+    "SHA-256 in progress.",
+    u32,
+    64,
+    32,
+    8,
+    H256,
+    compress256
+);
+sha2!(
+    Sha512,
+    "SHA-512 in progress.",
+    u64,
+    128,
+    64,
+    16,
+    H512,
+    compress512
+);
 
-    /// The digest of the message.
-    #[inline(never)]
-    pub fn finish(mut self) -> [u8; 64] {
-        let state = &mut self.state;
-        self.blocks.pad(16, |b| compress512(state, b));
-        let mut out = [0u8; 64];
-        for (o, w) in out.chunks_exact_mut(8).zip(self.state) {
-            o.copy_from_slice(&w.to_be_bytes());
+/// One SHA-2 compression function (§6.2.2, §6.4.2): the same steps for both sizes,
+/// with their own word, round count and rotation amounts (§4.1.2, §4.1.3):
+/// σ0 and σ1 of the message schedule (two rotations and a shift each), Σ0 and Σ1 of
+/// the rounds (three rotations each).
+macro_rules! compress {
+    ($name:ident, $doc:literal, $word:ty, $block:literal, $k:ident,
+     σ0 = ($a0:literal, $b0:literal, $c0:literal), σ1 = ($a1:literal, $b1:literal, $c1:literal),
+     Σ0 = ($x0:literal, $y0:literal, $z0:literal), Σ1 = ($x1:literal, $y1:literal, $z1:literal)) => {
+        #[doc = $doc]
+        fn $name(h: &mut [$word; 8], block: &[u8; $block]) {
+            const ROUNDS: usize = $k.len();
+            const BYTES: usize = core::mem::size_of::<$word>();
+            let mut w = [0 as $word; ROUNDS];
+            for (wi, b) in w.iter_mut().zip(block.chunks_exact(BYTES)) {
+                let mut word = [0u8; BYTES];
+                word.copy_from_slice(b);
+                *wi = <$word>::from_be_bytes(word);
+            }
+            for i in 16..ROUNDS {
+                let (x, y) = (w[i - 15], w[i - 2]);
+                let s0 = x.rotate_right($a0) ^ x.rotate_right($b0) ^ (x >> $c0);
+                let s1 = y.rotate_right($a1) ^ y.rotate_right($b1) ^ (y >> $c1);
+                w[i] = w[i - 16]
+                    .wrapping_add(s0)
+                    .wrapping_add(w[i - 7])
+                    .wrapping_add(s1);
+            }
+            let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut hh] = *h;
+            for (k, wi) in $k.iter().zip(w) {
+                let big_s1 = e.rotate_right($x1) ^ e.rotate_right($y1) ^ e.rotate_right($z1);
+                let ch = (e & f) ^ (!e & g);
+                let t1 = hh
+                    .wrapping_add(big_s1)
+                    .wrapping_add(ch)
+                    .wrapping_add(*k)
+                    .wrapping_add(wi);
+                let big_s0 = a.rotate_right($x0) ^ a.rotate_right($y0) ^ a.rotate_right($z0);
+                let maj = (a & b) ^ (a & c) ^ (b & c);
+                let t2 = big_s0.wrapping_add(maj);
+                (hh, g, f, e, d, c, b, a) =
+                    (g, f, e, d.wrapping_add(t1), c, b, a, t1.wrapping_add(t2));
+            }
+            for (x, v) in h.iter_mut().zip([a, b, c, d, e, f, g, hh]) {
+                *x = x.wrapping_add(v);
+            }
         }
-        out
-    }
+    };
 }
 
-/// The SHA-256 compression of one block into `h` (§6.2.2).
-fn compress256(h: &mut [u32; 8], block: &[u8; 64]) {
-    let mut w = [0u32; 64];
-    for (wi, b) in w.iter_mut().zip(block.chunks_exact(4)) {
-        *wi = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
-    }
-    for i in 16..64 {
-        let s0 = w[i - 15].rotate_right(7) ^ w[i - 15].rotate_right(18) ^ (w[i - 15] >> 3);
-        let s1 = w[i - 2].rotate_right(17) ^ w[i - 2].rotate_right(19) ^ (w[i - 2] >> 10);
-        w[i] = w[i - 16]
-            .wrapping_add(s0)
-            .wrapping_add(w[i - 7])
-            .wrapping_add(s1);
-    }
-    let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut hh] = *h;
-    for (k, wi) in K256.iter().zip(w) {
-        let big_s1 = e.rotate_right(6) ^ e.rotate_right(11) ^ e.rotate_right(25);
-        let ch = (e & f) ^ (!e & g);
-        let t1 = hh
-            .wrapping_add(big_s1)
-            .wrapping_add(ch)
-            .wrapping_add(*k)
-            .wrapping_add(wi);
-        let big_s0 = a.rotate_right(2) ^ a.rotate_right(13) ^ a.rotate_right(22);
-        let maj = (a & b) ^ (a & c) ^ (b & c);
-        let t2 = big_s0.wrapping_add(maj);
-        (hh, g, f, e, d, c, b, a) = (g, f, e, d.wrapping_add(t1), c, b, a, t1.wrapping_add(t2));
-    }
-    for (x, v) in h.iter_mut().zip([a, b, c, d, e, f, g, hh]) {
-        *x = x.wrapping_add(v);
-    }
-}
-
-/// The SHA-512 compression of one block into `h` (§6.4.2).
-fn compress512(h: &mut [u64; 8], block: &[u8; 128]) {
-    let mut w = [0u64; 80];
-    for (wi, b) in w.iter_mut().zip(block.chunks_exact(8)) {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(b);
-        *wi = u64::from_be_bytes(word);
-    }
-    for i in 16..80 {
-        let s0 = w[i - 15].rotate_right(1) ^ w[i - 15].rotate_right(8) ^ (w[i - 15] >> 7);
-        let s1 = w[i - 2].rotate_right(19) ^ w[i - 2].rotate_right(61) ^ (w[i - 2] >> 6);
-        w[i] = w[i - 16]
-            .wrapping_add(s0)
-            .wrapping_add(w[i - 7])
-            .wrapping_add(s1);
-    }
-    let [mut a, mut b, mut c, mut d, mut e, mut f, mut g, mut hh] = *h;
-    for (k, wi) in K512.iter().zip(w) {
-        let big_s1 = e.rotate_right(14) ^ e.rotate_right(18) ^ e.rotate_right(41);
-        let ch = (e & f) ^ (!e & g);
-        let t1 = hh
-            .wrapping_add(big_s1)
-            .wrapping_add(ch)
-            .wrapping_add(*k)
-            .wrapping_add(wi);
-        let big_s0 = a.rotate_right(28) ^ a.rotate_right(34) ^ a.rotate_right(39);
-        let maj = (a & b) ^ (a & c) ^ (b & c);
-        let t2 = big_s0.wrapping_add(maj);
-        (hh, g, f, e, d, c, b, a) = (g, f, e, d.wrapping_add(t1), c, b, a, t1.wrapping_add(t2));
-    }
-    for (x, v) in h.iter_mut().zip([a, b, c, d, e, f, g, hh]) {
-        *x = x.wrapping_add(v);
-    }
-}
+compress!(
+    compress256,
+    "The SHA-256 compression of one block into `h`.",
+    u32,
+    64,
+    K256,
+    σ0 = (7, 18, 3),
+    σ1 = (17, 19, 10),
+    Σ0 = (2, 13, 22),
+    Σ1 = (6, 11, 25)
+);
+compress!(
+    compress512,
+    "The SHA-512 compression of one block into `h`.",
+    u64,
+    128,
+    K512,
+    σ0 = (1, 8, 7),
+    σ1 = (19, 61, 6),
+    Σ0 = (28, 34, 39),
+    Σ1 = (14, 18, 41)
+);
 
 const K256: [u32; 64] = [
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,

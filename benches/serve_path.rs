@@ -146,6 +146,7 @@ fn config(root: &Path, workload: Workload) -> LoopConfig {
         },
         logging,
         site,
+        auth: None,
     }
 }
 

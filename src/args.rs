@@ -491,7 +491,7 @@ fn parse_tokens(
 }
 
 /// Flags that may be given more than once (`--listen` repeats are checked by address).
-const REPEATABLE: [&str; 9] = [
+const REPEATABLE: [&str; 10] = [
     "--listen",
     "-l",
     "-p",
@@ -501,6 +501,7 @@ const REPEATABLE: [&str; 9] = [
     "--mime",
     "--real-ip-from",
     "--cors",
+    "--basic-auth-skip",
 ];
 
 /// Every other flag may be given once: a second value would silently win.
@@ -686,6 +687,12 @@ USAGE: steerd [serve] [ROOT] [OPTIONS]
     --cors ORIGIN|*           browsers on ORIGIN (https://app.example) may read the site:
                               Access-Control-Allow-Origin, preflights for GET/HEAD
                               answered 204; repeatable
+    --basic-auth FILE         every request needs a user and password of the htpasswd FILE
+                              (bcrypt or SHA-crypt hashes; reread on HUP), else 401;
+                              the password travels in clear: serve through TLS
+    --basic-auth-realm REALM  the realm the browser shows (default steerd)
+    --basic-auth-skip GLOB    paths served without credentials, as --cache-control
+                              patterns (/favicon.ico); repeatable
     --sysfs DIR, --procfs DIR read the kernel's files from elsewhere (for tests)
 
 Every flag may also come from the environment: STEERD_ and its name in capitals with
@@ -942,6 +949,9 @@ mod tests {
             "--dotfiles" => "allow",
             "--mime-types" => "/etc/mime.types",
             "--cors" => "https://app.example",
+            "--basic-auth" => "/etc/steerd/htpasswd",
+            "--basic-auth-realm" => "Team docs",
+            "--basic-auth-skip" => "/favicon.ico",
             n if n.ends_with("-timeout") => "1",
             _ => "",
         };
@@ -961,6 +971,9 @@ mod tests {
             }
             if f.name == "--proxy-protocol" || f.name == "--real-ip-recursive" {
                 once.extend(["--real-ip-from".into(), "10.0.0.0/8".into()]);
+            }
+            if f.name.starts_with("--basic-auth-") {
+                once.extend(["--basic-auth".into(), "/x".into()]);
             }
             parse_serve(&once).unwrap_or_else(|e| panic!("{}: {e}", f.name));
             let mut twice = once.clone();

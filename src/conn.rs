@@ -40,6 +40,7 @@
 //! shorter than the space offered means the socket was drained (a new edge will come),
 //! so no extra read that would return `EAGAIN` is made.
 
+mod auth;
 mod file;
 mod logged;
 mod record;
@@ -337,6 +338,8 @@ pub struct Ctx<'a> {
     pub site: &'a SiteRules,
     /// How far a trusted peer's `X-Forwarded-For` is believed.
     pub forwarded: Walk<'a>,
+    /// `--basic-auth`: this loop's remembered verdicts and budget of hash checks.
+    pub auth: Option<crate::auth::Gate>,
 }
 
 /// Scratch space for one request at a time (decoded path, path to open).
@@ -998,6 +1001,7 @@ mod tests {
                 draining: false,
                 site: &rules,
                 forwarded: Walk::LastHop,
+                auth: None,
             };
             let out = run(self, &mut ctx);
             self.cache = Some(ctx.cache);

@@ -58,6 +58,9 @@ pub mod json;
 
 pub mod svg;
 
+// Password hashes (bcrypt, SHA-crypt) and the keyed hash of remembered credentials.
+pub mod crypt;
+
 // Stage 1: flags to a validated command (no syscalls).
 pub mod args;
 
@@ -79,6 +82,10 @@ pub mod files;
 
 // The real client address behind a proxy: PROXY headers, X-Forwarded-For.
 pub mod client_addr;
+
+// Who may read the site (`--basic-auth`): the htpasswd file, the header, the per-loop
+// memory of verdicts and budget of hash checks.
+pub mod auth;
 
 // Access log lines (combined, common, json) and their syslog framing.
 pub mod log_line;

@@ -78,6 +78,8 @@ pub enum MasterError {
     Fork(io::Error),
     /// The workers' readiness pipe.
     Pipe(io::Error),
+    /// The `--basic-auth` file, read after privileges are dropped, as a reload reads it.
+    Credentials(String),
 }
 
 impl fmt::Display for MasterError {
@@ -93,6 +95,7 @@ impl fmt::Display for MasterError {
             MasterError::Counters(e) => write!(f, "counters mapping: {e}"),
             MasterError::Fork(e) => write!(f, "fork: {e}"),
             MasterError::Pipe(e) => write!(f, "readiness pipe: {e}"),
+            MasterError::Credentials(e) => write!(f, "{e}"),
         }
     }
 }
@@ -104,6 +107,7 @@ impl MasterError {
             MasterError::Listen(_) | MasterError::Inherit(_) => "listen",
             MasterError::Metrics(..) => "metrics",
             MasterError::User(_) => "user",
+            MasterError::Credentials(_) => "site",
             _ => "master",
         }
     }
@@ -159,6 +163,9 @@ pub fn run(
     if let Some(id) = &user {
         drop_privileges(id)?;
     }
+    // As the workers' user, as every reload reads it (`preflight::worker_files`).
+    let auth = crate::preflight::credentials(&cfg.site)
+        .map_err(|p| MasterError::Credentials(p.message))?;
     // Two blocks per worker: one per generation (see `Slot::block`).
     let counters = SharedCounters::new(2 * plan.workers.len()).map_err(MasterError::Counters)?;
     let status = status.map(|mut s| {
@@ -177,6 +184,7 @@ pub fn run(
         metrics: metrics.as_ref().zip(status.as_ref()),
         ready: pipe,
         home: &home,
+        auth,
     };
     let mut sup = Supervisor::new(shared, notifier, launch, upgrade_pipe);
     sup.take_over(&taken_over);

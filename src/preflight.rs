@@ -1,6 +1,8 @@
 //! What a new worker will open, checked before a reload starts any: the root (a
 //! directory that can be read), the pages the site rules name (each `--error-page` and
-//! the `--fallback`: a regular file under the root that can be read) and the access log
+//! the `--fallback`: a regular file under the root that can be read), the `--basic-auth`
+//! file (read and parsed whole: [`credentials`], whose users the master hands to the
+//! workers it starts, so they serve exactly what was checked) and the access log
 //! (`access_log::dest::check`: a regular file, appendable or creatable, nothing created,
 //! a FIFO refused from its `stat` so that the master never waits on it). Without this, a
 //! HUP with a log the workers cannot open left no worker serving, the new ones restarting
@@ -18,6 +20,7 @@
 //! root and page checks from here.
 
 use crate::access_log::dest;
+use crate::auth::Credentials;
 use crate::config::LogTarget;
 use crate::files::{self, FileOptions, Lookup, PATH_MAX};
 use crate::site::mime::{self, MediaTypes};
@@ -81,28 +84,59 @@ pub fn pages(root: BorrowedFd<'_>, site: &SiteRules) -> Vec<Problem> {
     found
 }
 
-/// The root and the pages its site rules name, as a worker opens them: the first problem.
-pub fn site_files(root_dir: &Path, site: &SiteRules) -> Result<(), Problem> {
+/// Largest htpasswd file read (about 50,000 users).
+pub const HTPASSWD_MAX: u64 = 4 << 20;
+
+/// The `--basic-auth` file, read and validated (`None` without the flag). A problem is
+/// `--basic-auth FILE:LINE: why` (no line when the file as a whole is wrong).
+pub fn credentials(site: &SiteRules) -> Result<Option<Credentials>, Problem> {
+    let Some(rule) = &site.auth else {
+        return Ok(None);
+    };
+    let file = rule.file.display();
+    let problem = |message: String| Problem {
+        stage: "site",
+        message,
+    };
+    let text = read_small(&rule.file, HTPASSWD_MAX)
+        .map_err(|e| problem(format!("--basic-auth {file}: cannot be read: {e}")))?;
+    Credentials::parse(&text).map(Some).map_err(|e| {
+        problem(match e.line {
+            0 => format!("--basic-auth {file}: {}", e.why),
+            n => format!("--basic-auth {file}:{n}: {}", e.why),
+        })
+    })
+}
+
+/// The root, the pages its site rules name and the `--basic-auth` file, as a worker
+/// would find them: the first problem, or the users the file names.
+pub fn site_files(root_dir: &Path, site: &SiteRules) -> Result<Option<Credentials>, Problem> {
     let root = root(root_dir).map_err(|message| Problem {
         stage: "root",
         message,
     })?;
-    match pages(root.as_fd(), site).into_iter().next() {
-        Some(p) => Err(p),
-        None => Ok(()),
+    if let Some(p) = pages(root.as_fd(), site).into_iter().next() {
+        return Err(p);
     }
+    credentials(site)
 }
 
-/// What a worker opens: the root, the pages its site rules name, then the access log.
-pub fn worker_files(root_dir: &Path, site: &SiteRules, log: &LogTarget) -> Result<(), Problem> {
-    site_files(root_dir, site)?;
+/// What a worker opens: the root, the pages its site rules name, the `--basic-auth`
+/// file, then the access log; the users of the file.
+pub fn worker_files(
+    root_dir: &Path,
+    site: &SiteRules,
+    log: &LogTarget,
+) -> Result<Option<Credentials>, Problem> {
+    let users = site_files(root_dir, site)?;
     dest::check(log).map_err(|e| Problem {
         stage: "access-log",
         message: match log {
             LogTarget::File(p) | LogTarget::Syslog(p) => format!("{}: {e}", p.display()),
             LogTarget::Off | LogTarget::Stdout => e.to_string(),
         },
-    })
+    })?;
+    Ok(users)
 }
 
 /// The media types to serve with: `site.types` with the `--mime-types` file (if any)
@@ -117,15 +151,16 @@ pub fn media_types(site: &SiteRules) -> Result<MediaTypes, Problem> {
         stage: "site",
         message: format!("--mime-types {}{why}", path.display()),
     };
-    let text = read_small(path).map_err(|e| problem(format!(": {e}")))?;
+    let text = read_small(path, MIME_TYPES_MAX).map_err(|e| problem(format!(": {e}")))?;
     let lines = site.head_bytes();
     let table =
         mime::file::parse(&text, type_room(lines), lines).map_err(|e| problem(format!(":{e}")))?;
     Ok(site.types.clone().with_file(table))
 }
 
-/// The bytes of a regular file of at most [`MIME_TYPES_MAX`] bytes.
-fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
+/// The bytes of a regular file of at most `max` bytes (the `--mime-types` and
+/// `--basic-auth` files).
+fn read_small(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     use std::io::{Error, ErrorKind};
     // O_NONBLOCK: a FIFO opens at once (and is refused below) instead of waiting.
     let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
@@ -136,10 +171,10 @@ fn read_small(path: &Path) -> std::io::Result<Vec<u8>> {
     }
     let mut text = Vec::new();
     std::fs::File::from(fd)
-        .take(MIME_TYPES_MAX + 1)
+        .take(max + 1)
         .read_to_end(&mut text)?;
-    if text.len() as u64 > MIME_TYPES_MAX {
-        let why = format!("larger than {MIME_TYPES_MAX} bytes");
+    if text.len() as u64 > max {
+        let why = format!("larger than {max} bytes");
         return Err(Error::new(ErrorKind::InvalidInput, why));
     }
     Ok(text)

@@ -46,6 +46,9 @@
 //! a time).
 
 use crate::access_log::AccessLog;
+use crate::auth::budget::Limits;
+use crate::auth::gate::random_key;
+use crate::auth::{Credentials, Gate};
 use crate::client_addr::Walk;
 use crate::config::{Cidr, Logging, Timeouts};
 use crate::conn::{self, Arrival, Awaiting, Conn, Ctx, Next, Scratch};
@@ -111,6 +114,8 @@ pub struct LoopConfig {
     pub logging: Logging,
     /// The operator's rules for responses (everyday serving).
     pub site: SiteRules,
+    /// The users of `--basic-auth` (read by the master; `None` without the flag).
+    pub auth: Option<Credentials>,
 }
 
 /// Why the loop could not run.
@@ -146,6 +151,8 @@ pub struct Tuning {
     pub accept_batch: usize,
     /// epoll events fetched per wait.
     pub events: usize,
+    /// The `--basic-auth` budgets of hash checks (`auth::budget`).
+    pub auth_limits: Limits,
 }
 
 impl Default for Tuning {
@@ -156,6 +163,7 @@ impl Default for Tuning {
             accept_pause: Duration::from_millis(100),
             accept_batch: 1,
             events: 256,
+            auth_limits: Limits::SERVING,
         }
     }
 }
@@ -194,6 +202,20 @@ pub fn run_tuned(
 /// no more, and the vDSO answers them from memory, without reading the TSC (measured on
 /// this project's 2-vCPU guest: 4 ns against 22 ns a read; two reads a turn, and on the
 /// close path a turn per connection). clock_gettime(2).
+/// The loop's `--basic-auth` gate: the credentials, and a key for its memory drawn now.
+fn gate(cfg: &LoopConfig, tuning: &Tuning) -> Result<Option<Gate>, LoopError> {
+    let Some(credentials) = &cfg.auth else {
+        return Ok(None);
+    };
+    let key = random_key().map_err(|e| LoopError::Setup("getrandom (the credential key)", e))?;
+    Ok(Some(Gate::new(
+        credentials.clone(),
+        tuning.auth_limits,
+        key,
+        now_ms(),
+    )))
+}
+
 fn now_ms() -> u64 {
     let t = rustix::time::clock_gettime(ClockId::MonotonicCoarse);
     (t.tv_sec as u64).saturating_mul(1000) + (t.tv_nsec as u64) / 1_000_000
@@ -323,6 +345,7 @@ impl<'a> Loop<'a> {
                 true => Walk::PastTrusted(&cfg.logging.real_ip_from),
                 false => Walk::LastHop,
             },
+            auth: gate(cfg, &tuning)?,
         };
         Ok(Loop {
             listener,
@@ -787,6 +810,7 @@ mod tests {
             },
             logging: Logging::default(),
             site: SiteRules::default(),
+            auth: None,
         };
         let counters = WorkerCounters::default();
         let mut lp = Loop::new(listener.as_fd(), &cfg, Tuning::default(), &counters).unwrap();

@@ -57,6 +57,8 @@ pub struct WorkerCounters {
     pub per_addr_refused: AtomicU64,
     /// Response time of the responses finished whole ([`latency`]).
     pub latency: Latency,
+    /// Requests refused by `--basic-auth`, by `auth::Reason` (its `index`).
+    pub auth_failures: [AtomicU64; 5],
 }
 
 /// The sum of two blocks (a worker slot's two generations), for rendering; a missing
@@ -83,6 +85,12 @@ pub fn merged(a: Option<&WorkerCounters>, b: Option<&WorkerCounters>) -> WorkerC
         log_lines_dropped: sum(|c| &c.log_lines_dropped),
         per_addr_refused: sum(|c| &c.per_addr_refused),
         latency: Latency::merged(a.map(|c| &c.latency), b.map(|c| &c.latency)),
+        auth_failures: [0, 1, 2, 3, 4].map(|k| {
+            AtomicU64::new(
+                a.map_or(0, |c| load(&c.auth_failures[k]))
+                    + b.map_or(0, |c| load(&c.auth_failures[k])),
+            )
+        }),
     }
 }
 
@@ -100,7 +108,7 @@ pub struct PageCounters {
 /// Number of `u64` atomics in [`WorkerCounters`]. The mapping relies on zero bytes being a
 /// valid block, true only while every field is an atomic integer with no padding: this
 /// size check fails to compile if a field of another kind is added.
-const COUNTER_WORDS: usize = 16 + latency::BUCKETS + 1;
+const COUNTER_WORDS: usize = 16 + 5 + latency::BUCKETS + 1;
 const _: () = assert!(core::mem::size_of::<WorkerCounters>() == COUNTER_WORDS * 8);
 const _: () = assert!(core::mem::size_of::<PageCounters>() == 4096);
 
@@ -261,6 +269,18 @@ pub fn render<'a>(
         family(&mut out, f, pairs());
     }
     latency::render(&mut out, pairs().map(|(w, c)| (w, &c.latency)));
+    let _ = write!(
+        out,
+        "# HELP steerd_auth_failures_total Requests refused by --basic-auth, by reason.\n\
+         # TYPE steerd_auth_failures_total counter\n"
+    );
+    for (w, c) in pairs() {
+        for (reason, n) in crate::auth::Reason::ALL.iter().zip(&c.auth_failures) {
+            out.push_str("steerd_auth_failures_total{");
+            labels(&mut out, w);
+            let _ = writeln!(out, ",reason=\"{}\"}} {}", reason.label(), load(n));
+        }
+    }
     master_families(&mut out);
     out
 }
@@ -355,6 +375,7 @@ mod tests {
         counters[1].local.store(11, Ordering::Relaxed);
         counters[0].responses[1].store(3, Ordering::Relaxed);
         counters[1].responses[3].store(4, Ordering::Relaxed);
+        counters[1].auth_failures[4].store(2, Ordering::Relaxed);
         let text = render(&workers, counters.iter());
         let lines: Vec<&str> = text.lines().collect();
         for want in [
@@ -364,6 +385,8 @@ mod tests {
             "steerd_responses_total{worker=\"0\",cpu=\"2\",node=\"0\",class=\"2xx\"} 3",
             "steerd_responses_total{worker=\"1\",cpu=\"5\",node=\"1\",class=\"4xx\"} 4",
             "steerd_connections_open{worker=\"1\",cpu=\"5\",node=\"1\"} 0",
+            "steerd_auth_failures_total{worker=\"1\",cpu=\"5\",node=\"1\",reason=\"rate_limited\"} 2",
+            "steerd_auth_failures_total{worker=\"0\",cpu=\"2\",node=\"0\",reason=\"missing\"} 0",
             "# TYPE steerd_connections_open gauge",
             "# TYPE steerd_bytes_sent_total counter",
         ] {

@@ -11,6 +11,7 @@
 //! worker several listeners; the first is served on the worker's main thread and each
 //! further one by a thread of the same (pinned) process, each with its own loop.
 
+use crate::auth::Credentials;
 use crate::config::Serving;
 use crate::cpuset::CpuId;
 use crate::plan::WorkerPlan;
@@ -42,6 +43,8 @@ pub struct WorkerStart<'a> {
     /// The master's pid, taken before the fork: the child's own `getppid` would already
     /// name the reaper if the master died before the child first ran.
     pub master: rustix::process::Pid,
+    /// The users of `--basic-auth`, as the master last read them.
+    pub auth: Option<&'a Credentials>,
 }
 
 /// A bring-up step of the worker that failed.
@@ -150,7 +153,8 @@ pub fn open_root(root: &Path) -> io::Result<OwnedFd> {
 }
 
 /// The loop's configuration for worker `index` on `cpu`.
-fn loop_config(cfg: &Serving, (index, cpu): (u16, CpuId), root: OwnedFd) -> LoopConfig {
+fn loop_config(start: &WorkerStart<'_>, (index, cpu): (u16, CpuId), root: OwnedFd) -> LoopConfig {
+    let cfg = start.cfg;
     LoopConfig {
         worker: u32::from(index),
         cpu,
@@ -160,13 +164,14 @@ fn loop_config(cfg: &Serving, (index, cpu): (u16, CpuId), root: OwnedFd) -> Loop
         timeouts: cfg.timeouts,
         logging: cfg.logging.clone(),
         site: cfg.site.clone(),
+        auth: start.auth.cloned(),
     }
 }
 
 /// Serves the first listener here and every further one on a thread of its own; returns
 /// when all loops have stopped, with the first error any of them met.
 fn serve_all(start: &WorkerStart<'_>, root: OwnedFd, at: (u16, CpuId)) -> Result<(), WorkerError> {
-    let (cfg, counters) = (start.cfg, start.counters);
+    let counters = start.counters;
     let cpu = at.1;
     let Some((&first, rest)) = start.listeners.split_first() else {
         return Ok(());
@@ -174,9 +179,9 @@ fn serve_all(start: &WorkerStart<'_>, root: OwnedFd, at: (u16, CpuId)) -> Result
     let mut configs = Vec::with_capacity(rest.len());
     for _ in rest {
         let dup = root.try_clone().map_err(WorkerError::Root)?;
-        configs.push(loop_config(cfg, at, dup));
+        configs.push(loop_config(start, at, dup));
     }
-    let main_cfg = loop_config(cfg, at, root);
+    let main_cfg = loop_config(start, at, root);
     std::thread::scope(|s| {
         let mut others = Vec::with_capacity(rest.len());
         for (&l, cfg) in rest.iter().zip(configs) {

@@ -6,7 +6,9 @@
 //! with the most fields, and trusted proxy networks with `--real-ip-recursive`, so a
 //! chain of `X-Forwarded-For` hops over two field lines is walked)
 //! must allocate nothing; and the same with every everyday-serving option on (sidecars,
-//! 406, fallback, error pages, headers, Cache-Control, media-type overrides).
+//! 406, fallback, error pages, headers, Cache-Control, media-type overrides), and through
+//! `--basic-auth` after the first check (remembered credentials, 401s, hash checks of
+//! new guesses and the 429s past the budget).
 
 mod support;
 
@@ -228,6 +230,79 @@ fn no_allocation_per_request_with_every_site_option() {
     for status in [
         " 200 ", " 204 ", " 206 ", " 304 ", " 404 ", " 405 ", " 406 ", " 416 ",
     ] {
+        assert!(log.contains(status), "{status} missing from the log");
+    }
+}
+
+/// Requests per [`auth_round`].
+const AUTH_PER_ROUND: usize = 8;
+
+/// Eight requests on one connection through `--basic-auth`: remembered credentials
+/// (served, a dotfile's 404, a 405), none (401), a wrong password already checked
+/// (401 from memory), a new wrong guess (checked, or 429 once the budget is spent), a
+/// skipped path, a CORS preflight.
+fn auth_round(addr: std::net::SocketAddr, buf: &mut [u8], guess: u32) {
+    // bob:U*U and bob:wrong in base64; the guess is new each round.
+    let good = "Authorization: Basic Ym9iOlUqVQ==\r\n";
+    let wrong = "Authorization: Basic Ym9iOndyb25n\r\n";
+    let reqs = format!(
+        "GET /hello.txt HTTP/1.1\r\nHost: t\r\n{good}\r\n\
+         GET /.env HTTP/1.1\r\nHost: t\r\n{good}\r\n\
+         DELETE /x HTTP/1.1\r\nHost: t\r\n{good}\r\n\
+         GET /hello.txt HTTP/1.1\r\nHost: t\r\n\r\n\
+         GET /hello.txt HTTP/1.1\r\nHost: t\r\n{wrong}\r\n\
+         GET /hello.txt HTTP/1.1\r\nHost: t\r\nAuthorization: Basic Ym9iOn{guess:05}\r\n\r\n\
+         GET /favicon.ico HTTP/1.1\r\nHost: t\r\n\r\n\
+         OPTIONS /hello.txt HTTP/1.1\r\nHost: t\r\nOrigin: http://a.test\r\n\
+         Access-Control-Request-Method: GET\r\nConnection: close\r\n\r\n"
+    );
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(reqs.as_bytes()).unwrap();
+    while s.read(buf).unwrap() > 0 {}
+}
+
+#[test]
+fn no_allocation_per_request_with_basic_auth() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let site = Site::new("alloc-auth");
+    std::fs::write(site.root.join("favicon.ico"), "icon").unwrap();
+    std::fs::write(site.root.join(".env"), "SECRET").unwrap();
+    let mut flags = steerd::args::site::SiteArgs::default();
+    for (flag, value) in [
+        ("--basic-auth", "/unread/in/this/test"),
+        ("--basic-auth-skip", "/favicon.ico"),
+        ("--cors", "http://a.test"),
+    ] {
+        flags.set(flag, value).unwrap();
+    }
+    let mut cfg = config(&site.root);
+    cfg.logging.access_log = LogTarget::File(site.base.join("access.log"));
+    cfg.site = flags.rules();
+    // "U*U" under bcrypt cost 4 (libxcrypt).
+    let file = b"bob:$2b$04$CCCCCCCCCCCCCCCCCCCCC.K7Qr0se1MxuggH4aP4YgB.U2Em1pGSK\n";
+    cfg.auth = Some(steerd::auth::Credentials::parse(file).unwrap());
+    let srv = InProc::start_marked(cfg, Tuning::default(), || watch_this_thread(true));
+    let mut buf = vec![0u8; 1 << 16];
+    for i in 0..3 {
+        auth_round(srv.addr, &mut buf, i);
+    }
+    let before = allocations();
+    let rounds = 100;
+    for i in 0..rounds {
+        auth_round(srv.addr, &mut buf, 10 + i);
+    }
+    let after = allocations();
+    assert_eq!(
+        after - before,
+        0,
+        "allocations over {} requests",
+        rounds as usize * AUTH_PER_ROUND
+    );
+    drop(srv);
+    let log = std::fs::read_to_string(site.base.join("access.log")).unwrap();
+    assert_eq!(log.lines().count(), (rounds as usize + 3) * AUTH_PER_ROUND);
+    for status in [" 200 ", " 204 ", " 401 ", " 404 ", " 429 "] {
         assert!(log.contains(status), "{status} missing from the log");
     }
 }

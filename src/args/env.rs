@@ -84,6 +84,9 @@ pub const SERVE_FLAGS: &[ServeFlag] = &[
     flag("--mime-types", Takes::Value),
     flag("--dotfiles", Takes::Value),
     flag("--cors", Takes::Repeated),
+    flag("--basic-auth", Takes::Value),
+    flag("--basic-auth-realm", Takes::Value),
+    flag("--basic-auth-skip", Takes::Repeated),
     flag("--sysfs", Takes::Value),
     flag("--procfs", Takes::Value),
 ];

@@ -1,19 +1,21 @@
 //! Stage 1, the everyday-serving flags: `--precompressed`, `--header`, `--cache-control`,
-//! `--error-page`, `--fallback`, `--fallback-skip`, `--mime`, `--mime-types`, `--dotfiles`
-//! and `--cors`.
+//! `--error-page`, `--fallback`, `--fallback-skip`, `--mime`, `--mime-types`, `--dotfiles`,
+//! `--cors` and `--basic-auth` with `--basic-auth-realm` and `--basic-auth-skip`.
 //!
 //! Input: one flag and its value at a time (from `args::parse_serve`). Output: a
 //! validated [`SiteArgs`], and from it the worker's [`SiteRules`]. Syntax only: whether
-//! the pages exist under the root, and what the `--mime-types` file says, are checked by
-//! `steerd check` and at start (`cmd::preflight`). Every refusal names the flag and the
+//! the pages exist under the root, what the `--mime-types` file says and the htpasswd
+//! file are checked by `steerd check` and at start (`cmd::preflight`). Every refusal names the flag and the
 //! value.
 
 use super::{flag_error, ArgsError};
 use crate::http::encoding::Precompressed;
 use crate::http::response::{error_body, head_area};
+use crate::site::auth::{check_realm, BasicAuth, DEFAULT_REALM};
 use crate::site::cors::Cors;
 use crate::site::dotfiles::Dotfiles;
 use crate::site::field::HeaderLine;
+use crate::site::glob::Glob;
 use crate::site::mime::{self, MediaTypes, MimeOverride, TooLong};
 use crate::site::{type_room, CacheRule, SiteRules};
 use std::path::PathBuf;
@@ -41,10 +43,16 @@ pub struct SiteArgs {
     pub cors: Cors,
     /// `--mime-types FILE` (read by `steerd check`, at start and at each reload).
     pub mime_types: Option<PathBuf>,
+    /// `--basic-auth FILE`.
+    pub basic_auth: Option<PathBuf>,
+    /// `--basic-auth-realm REALM`.
+    pub basic_auth_realm: Option<String>,
+    /// `--basic-auth-skip GLOB`, in order.
+    pub basic_auth_skip: Vec<Glob>,
 }
 
 /// The flags this file parses.
-pub const FLAGS: [&str; 10] = [
+pub const FLAGS: [&str; 13] = [
     "--precompressed",
     "--header",
     "--cache-control",
@@ -55,6 +63,9 @@ pub const FLAGS: [&str; 10] = [
     "--dotfiles",
     "--cors",
     "--mime-types",
+    "--basic-auth",
+    "--basic-auth-realm",
+    "--basic-auth-skip",
 ];
 
 impl SiteArgs {
@@ -75,6 +86,15 @@ impl SiteArgs {
             "--cors" => self.cors.add(value).map_err(named)?,
             "--mime-types" if value.is_empty() => return Err(named("expected a file")),
             "--mime-types" => self.mime_types = Some(PathBuf::from(value)),
+            "--basic-auth" if value.is_empty() => return Err(named("expected an htpasswd file")),
+            "--basic-auth" => self.basic_auth = Some(PathBuf::from(value)),
+            "--basic-auth-realm" => {
+                check_realm(value).map_err(named)?;
+                self.basic_auth_realm = Some(value.to_string());
+            }
+            "--basic-auth-skip" => self
+                .basic_auth_skip
+                .push(Glob::parse(value).map_err(named)?),
             _ => return Err(flag_error(format!("unknown flag {flag:?} (see --help)"))),
         }
         Ok(())
@@ -86,6 +106,7 @@ impl SiteArgs {
     /// type, that `--mime` is named; otherwise `--header` and `--cache-control` are.
     pub fn validate(&self) -> Result<(), ArgsError> {
         self.validate_pages()?;
+        self.validate_auth()?;
         let longest = self.mime.iter().max_by_key(|m| m.media_type.len());
         let mime_max = longest.map_or(0, |m| m.media_type.len()).max(mime::LONGEST);
         let used = self.rules_lines();
@@ -128,9 +149,34 @@ impl SiteArgs {
         }
     }
 
+    /// `--basic-auth-realm` and `--basic-auth-skip` mean nothing without `--basic-auth`.
+    fn validate_auth(&self) -> Result<(), ArgsError> {
+        let alone = match (&self.basic_auth, &self.basic_auth_realm) {
+            (Some(_), _) => None,
+            (None, Some(_)) => Some("--basic-auth-realm"),
+            (None, None) => (!self.basic_auth_skip.is_empty()).then_some("--basic-auth-skip"),
+        };
+        match alone {
+            Some(flag) => Err(flag_error(format!(
+                "{flag} needs --basic-auth FILE (the htpasswd file it applies to)"
+            ))),
+            None => Ok(()),
+        }
+    }
+
     fn rules_lines(&self) -> usize {
         let headers: usize = self.headers.iter().map(|h| h.as_bytes().len()).sum();
-        crate::site::head_bytes(headers, &self.cache_rules) + self.cors.head_bytes()
+        let auth = self.auth().as_ref().map_or(0, BasicAuth::head_bytes);
+        crate::site::head_bytes(headers, &self.cache_rules) + self.cors.head_bytes() + auth
+    }
+
+    /// The `--basic-auth` rule, when the flag is given.
+    fn auth(&self) -> Option<BasicAuth> {
+        let realm = self.basic_auth_realm.as_deref().unwrap_or(DEFAULT_REALM);
+        let skip = self.basic_auth_skip.clone();
+        self.basic_auth
+            .as_ref()
+            .map(|file| BasicAuth::new(file.clone(), realm, skip))
     }
 
     /// The rules a worker serves with (the media types are made `'static` here, once).
@@ -156,6 +202,7 @@ impl SiteArgs {
             fallback_skip: self.fallback_skip.iter().map(|e| bytes(e)).collect(),
             dotfiles: self.dotfiles,
             cors: self.cors.clone(),
+            auth: self.auth(),
         }
     }
 }
@@ -295,6 +342,49 @@ mod tests {
         assert!(set(&[("--error-page", "404=/.well-known/404.html")]).is_ok());
         let e = set(&[("--dotfiles", "maybe")]).unwrap_err();
         assert!(e.message.starts_with("--dotfiles \"maybe\""), "{e}");
+    }
+
+    #[test]
+    fn basic_auth_flags() {
+        let a = set(&[
+            ("--basic-auth", "/etc/steerd/htpasswd"),
+            ("--basic-auth-realm", "Team docs"),
+            ("--basic-auth-skip", "/favicon.ico"),
+            ("--basic-auth-skip", "/public/**"),
+        ])
+        .unwrap();
+        let auth = a.rules().auth.expect("the rule");
+        assert_eq!(auth.file, PathBuf::from("/etc/steerd/htpasswd"));
+        assert!(auth.skips(b"/public/x.css") && auth.skips(b"/favicon.ico"));
+        assert!(String::from_utf8_lossy(auth.challenge()).contains("realm=\"Team docs\""));
+        let plain = set(&[("--basic-auth", "h")]).unwrap().rules().auth.unwrap();
+        assert!(String::from_utf8_lossy(plain.challenge()).contains("realm=\"steerd\""));
+        assert!(set(&[]).unwrap().rules().auth.is_none());
+        for (pairs, needle) in [
+            (
+                &[("--basic-auth-realm", "x")][..],
+                "--basic-auth-realm needs --basic-auth",
+            ),
+            (
+                &[("--basic-auth-skip", "/a")][..],
+                "--basic-auth-skip needs --basic-auth",
+            ),
+            (
+                &[("--basic-auth", "h"), ("--basic-auth-realm", "a\"b")][..],
+                "--basic-auth-realm \"a\\\"b\"",
+            ),
+            (
+                &[("--basic-auth", "h"), ("--basic-auth-skip", "a b")][..],
+                "--basic-auth-skip \"a b\"",
+            ),
+            (
+                &[("--basic-auth", "")][..],
+                "--basic-auth \"\": expected an htpasswd file",
+            ),
+        ] {
+            let e = set(pairs).unwrap_err();
+            assert!(e.message.starts_with(needle), "{pairs:?}: {e}");
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! What the workers will open, checked as the `--user` they will run as, before anything
-//! is bound: the access log, and the root with the pages the site options name; and the
-//! `--mime-types` file, which the master reads again as that user at each reload.
+//! is bound: the access log, and the root with the pages the site options name, the
+//! `--mime-types` file and the `--basic-auth` file (the master reads both again as that
+//! user at every HUP).
 //!
 //! Input: where the log goes, the root and site rules, and the identity `--user`
 //! resolved to. Output: `Ok`, or the error the check gave. The invoking user's checks
@@ -42,6 +43,7 @@ pub fn log(target: &LogTarget, id: &Identity) -> Result<(), String> {
 pub fn files(root: &Path, site: &SiteRules, id: &Identity) -> Result<(), Problem> {
     let checked = run_as(id, || {
         crate::preflight::site_files(root, site)
+            .map(|_| ())
             .and_then(|()| crate::preflight::media_types(site).map(drop))
             .map_err(|p| format!("{}\t{}", p.stage, p.message))
     });

@@ -1,6 +1,7 @@
 //! What `serve` would refuse, found before anything is bound: the served root, the pages
-//! the site options name, the `--mime-types` file, the access log, `--user`. `check` and
-//! `serve` both run it, so `check` refuses first whatever `serve` would.
+//! the site options name, the `--mime-types` file, the `--basic-auth` file, the access
+//! log, `--user`. `check` and `serve` both run it, so `check` refuses first whatever
+//! `serve` would.
 //!
 //! Input: validated [`ServeArgs`] (their syntax is already checked). Output: one
 //! [`Failure`] per problem, each printed as one line. It reads and opens, but changes
@@ -29,6 +30,9 @@ pub fn problems(args: &ServeArgs) -> Vec<Failure> {
         Err(e) => found.push(Failure::new("root", e)),
     }
     if let Err(p) = crate::preflight::media_types(&site) {
+        found.push(Failure::new(p.stage, p.message));
+    }
+    if let Err(p) = crate::preflight::credentials(&site) {
         found.push(Failure::new(p.stage, p.message));
     }
     let files_checked = found.is_empty();

@@ -260,6 +260,7 @@ fn error_answer(
     h.content_range = unsatisfied.map(ContentRange::Unsatisfied);
     h.vary = vary;
     h.cors = line.cors;
+    h.challenge = line.challenge;
     let n = write_head(out, &h).unwrap_or(0);
     plan(c, ctx, status, n, body, after, line);
 }

@@ -90,6 +90,7 @@ pub struct Pending {
 }
 
 /// The request of a response being planned, as slices of `area` (the receive area).
+#[derive(Clone, Copy)]
 pub struct Request<'a> {
     /// The receive area the slices below point into.
     pub area: &'a [u8],

@@ -10,6 +10,7 @@ use super::{After, Awaiting, Conn, Ctx, Outgoing};
 use core::sync::atomic::Ordering::Relaxed;
 
 /// The parts of a request the log and the persistence rule need.
+#[derive(Clone, Copy)]
 pub(super) struct Line<'a> {
     /// The request as its log line shows it.
     pub log: Logged<'a>,
@@ -18,6 +19,8 @@ pub(super) struct Line<'a> {
     pub head: bool,
     /// The `--cors` origin lines of the response (`site::cors`; empty without `--cors`).
     pub cors: &'a [u8],
+    /// The `--basic-auth` challenge of a 401, or a 429's `Retry-After` (empty for others).
+    pub challenge: &'a [u8],
 }
 
 /// Records the plan on the connection, counts it and starts its log line (written when

@@ -6,7 +6,8 @@
 //! `Awaiting::Send` with its plan, and the number of bytes the head took. No I/O except
 //! the file lookup; no allocation.
 //!
-//! For GET/HEAD: the file lookup; a path that does not exist gets the `--fallback` file
+//! With `--basic-auth`, a request that is not a CORS preflight must pass the credential
+//! check (`auth.rs`) before anything else is decided for it. For GET/HEAD: the file lookup; a path that does not exist gets the `--fallback` file
 //! instead when one is set (and the path's extension is not in `--fallback-skip`), as
 //! nginx's `try_files $uri $uri/ PATH` does; then the file answer (`file.rs`). Other
 //! methods get 405 with `Allow: GET, HEAD`. An error answered to a parsed request carries
@@ -47,6 +48,7 @@ fn unparsed(inb: &[u8]) -> Line<'_> {
         },
         head: first.starts_with(b"HEAD "),
         cors: b"",
+        challenge: b"",
     }
 }
 
@@ -136,6 +138,7 @@ fn line_of<'r>(
         },
         head: req.method == Method::Head,
         cors,
+        challenge: b"",
     }
 }
 
@@ -260,6 +263,19 @@ fn serve(
         let keep = keep && !has_body;
         let after = if keep { After::KeepAlive } else { After::Close };
         return preflight_answer(c, out, ctx, persist(keep, req.minor), after, echo, line);
+    }
+    // A refused request's unread body closes the connection, as for a 405.
+    let refused_keep = keep && !has_body;
+    let refusal = (
+        persist(refused_keep, req.minor),
+        if refused_keep {
+            After::KeepAlive
+        } else {
+            After::Close
+        },
+    );
+    if super::auth::refused(c, out, ctx, req, line, bufs, refusal) {
+        return;
     }
     if !matches!(req.method, Method::Get | Method::Head) {
         // 405; an unread body of another method closes the connection.

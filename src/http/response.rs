@@ -6,7 +6,9 @@
 //! fit (the caller's buffer is sized so that this cannot happen for any head we build;
 //! `None` is still handled, never a panic). No allocation, no I/O.
 //!
-//! Rules carried here: a 405 carries `Allow: GET, HEAD` (RFC 9110 §15.5.6); a 416 carries
+//! Rules carried here: a 401 carries its challenge and a 429 its `Retry-After`, as the
+//! caller renders them ([`ResponseHead::challenge`], RFC 9110 §15.5.2, RFC 6585 §4); a
+//! 405 carries `Allow: GET, HEAD` (RFC 9110 §15.5.6); a 416 carries
 //! `Content-Range: bytes */len` (§14.4, §15.5.17); a `Location` path is percent-encoded so
 //! the decoded path we hold is sent back as a valid URI reference (RFC 3986 §2.1).
 //!
@@ -83,6 +85,8 @@ pub struct ResponseHead<'a> {
     pub extra: &'a [u8],
     /// The `--cors` origin lines for this request (`site::cors`), each CRLF-terminated.
     pub cors: &'a [u8],
+    /// A 401's `WWW-Authenticate` or a 429's `Retry-After` line, CRLF-terminated.
+    pub challenge: &'a [u8],
     /// A CORS preflight's answer: [`PREFLIGHT_LINES`], then `Access-Control-Allow-Headers`
     /// with this value unless it is empty.
     pub preflight: Option<&'a [u8]>,
@@ -132,6 +136,7 @@ impl<'a> ResponseHead<'a> {
             cache_control: None,
             extra: b"",
             cors: b"",
+            challenge: b"",
             preflight: None,
             persist,
         }
@@ -148,6 +153,7 @@ pub fn reason(status: u16) -> &'static str {
         301 => "Moved Permanently",
         304 => "Not Modified",
         400 => "Bad Request",
+        401 => "Unauthorized",
         403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
@@ -159,6 +165,7 @@ pub fn reason(status: u16) -> &'static str {
         414 => "URI Too Long",
         416 => "Range Not Satisfiable",
         417 => "Expectation Failed",
+        429 => "Too Many Requests",
         431 => "Request Header Fields Too Large",
         500 => "Internal Server Error",
         501 => "Not Implemented",
@@ -190,6 +197,7 @@ pub fn error_body(status: u16) -> &'static [u8] {
     match status {
         301 => page!("301", "Moved Permanently"),
         400 => page!("400", "Bad Request"),
+        401 => page!("401", "Unauthorized"),
         403 => page!("403", "Forbidden"),
         404 => page!("404", "Not Found"),
         405 => page!("405", "Method Not Allowed"),
@@ -201,6 +209,7 @@ pub fn error_body(status: u16) -> &'static [u8] {
         414 => page!("414", "URI Too Long"),
         416 => page!("416", "Range Not Satisfiable"),
         417 => page!("417", "Expectation Failed"),
+        429 => page!("429", "Too Many Requests"),
         431 => page!("431", "Request Header Fields Too Large"),
         500 => page!("500", "Internal Server Error"),
         501 => page!("501", "Not Implemented"),
@@ -400,6 +409,7 @@ pub fn write_head(out: &mut [u8], h: &ResponseHead<'_>) -> Option<usize> {
     }
     w.put(h.extra);
     w.put(h.cors);
+    w.put(h.challenge);
     if let Some(echo) = h.preflight {
         w.put(PREFLIGHT_LINES);
         if !echo.is_empty() {

@@ -20,6 +20,7 @@
 use super::{
     backoff, BACKOFF_FIRST, BACKOFF_MAX, CRASH_WINDOW, FAST_STOP_GRACE, GRACEFUL_SLACK, TICK,
 };
+use crate::auth::Credentials;
 use crate::config::Serving;
 use crate::dashboard::{self, history::History, status::Status, Document};
 use crate::listen::Listeners;
@@ -51,6 +52,9 @@ pub(crate) struct Shared<'a> {
     pub ready: (OwnedFd, OwnedFd),
     /// The CPUs the master runs on between its other moves (its pin, if any).
     pub home: &'a sys::AffinityMask,
+    /// The users of `--basic-auth` as last read (at start, then at each HUP that
+    /// passed its checks): what every worker started from now on serves with.
+    pub auth: Option<Credentials>,
 }
 
 /// One worker slot: the process serving plan entry `index`, its predecessor during a
@@ -223,6 +227,7 @@ impl<'a> Supervisor<'a> {
                 .ok_or_else(|| io::Error::other("no counter block"))?,
             ready: Some(self.s.ready.1.as_fd()),
             master: rustix::process::getpid(),
+            auth: self.s.auth.as_ref(),
         };
         sys::mask_signals(&signals::COUNTED, true)?;
         let forked = sys::fork();

@@ -2,8 +2,8 @@
 //! extra header lines (`--header`), `Cache-Control` by path (`--cache-control`), error
 //! pages (`--error-page`), the single-page-app fallback (`--fallback`,
 //! `--fallback-skip`), media types (`--mime`, `--mime-types`), the sidecars looked for
-//! (`--precompressed`), whether dotfiles are served (`--dotfiles`) and which origins may
-//! read the site (`--cors`).
+//! (`--precompressed`), whether dotfiles are served (`--dotfiles`), which origins may
+//! read the site (`--cors`) and who may (`--basic-auth`).
 //!
 //! Stage: values validated once from the command line (stage 1) and gathered into
 //! [`SiteRules`], then read by the responder for every request without allocating.
@@ -11,6 +11,7 @@
 //! check's business, reading the `--mime-types` file `preflight::media_types`' (at start
 //! and at each reload), and serving them the responder's.
 
+pub mod auth;
 pub mod cors;
 pub mod dotfiles;
 pub mod field;
@@ -46,6 +47,8 @@ pub struct SiteRules {
     pub dotfiles: dotfiles::Dotfiles,
     /// `--cors`: the origins that may read the site, with their lines.
     pub cors: cors::Cors,
+    /// `--basic-auth`: the htpasswd file, the challenge, the exempt paths.
+    pub auth: Option<auth::BasicAuth>,
 }
 
 impl SiteRules {
@@ -81,7 +84,8 @@ impl SiteRules {
     /// Bytes the operator's lines may add to one response head: every `--header` line
     /// and the longest `--cache-control` line.
     pub fn head_bytes(&self) -> usize {
-        head_bytes(self.headers.len(), &self.cache_rules) + self.cors.head_bytes()
+        let auth = self.auth.as_ref().map_or(0, auth::BasicAuth::head_bytes);
+        head_bytes(self.headers.len(), &self.cache_rules) + self.cors.head_bytes() + auth
     }
 
     /// Bytes of the response-head area a connection needs for these rules (validated at

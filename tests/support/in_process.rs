@@ -77,6 +77,7 @@ pub fn config(root: &Path) -> LoopConfig {
         },
         logging: Logging::default(),
         site: Default::default(),
+        auth: None,
     }
 }
 

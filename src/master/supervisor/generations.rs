@@ -102,11 +102,12 @@ impl Supervisor<'_> {
                 .all(|s| (s.pid.is_some() && s.serving) || s.predecessor.is_some())
     }
 
-    /// HUP: if the root, the site's pages and the log open as a worker will open them
-    /// (`preflight::worker_files`, the start-up checks) and the `--mime-types` file reads
-    /// and parses (`preflight::media_types`), a successor for every slot, serving with
-    /// the types just read; each predecessor retires when its successor serves
-    /// (`read_ready`). Otherwise one line, and the running workers stay.
+    /// HUP: if the root, the site's pages, the `--basic-auth` file and the log open as a
+    /// worker will open them (`preflight::worker_files`, the start-up checks) and the
+    /// `--mime-types` file reads and parses (`preflight::media_types`), a successor for
+    /// every slot, serving the types and the users as read now; each predecessor retires
+    /// when its successor serves (`read_ready`). Otherwise one line, and the running
+    /// workers stay.
     pub(super) fn handle_reload(&mut self) {
         if !signals::arrived(libc::SIGHUP, &mut self.seen.hup) {
             return;
@@ -114,9 +115,13 @@ impl Supervisor<'_> {
         let cfg = &self.cfg;
         let log = &cfg.logging.access_log;
         let checked = crate::preflight::worker_files(&cfg.root, &cfg.site, log)
-            .and_then(|()| crate::preflight::media_types(&cfg.site));
+            .and_then(|users| crate::preflight::media_types(&cfg.site).map(|types| (users, types)));
         match checked {
-            Ok(types) => self.cfg.site.types = types,
+            // The new generation serves the files as they are now; the old keeps its own.
+            Ok((users, types)) => {
+                self.s.auth = users;
+                self.cfg.site.types = types;
+            }
             Err(p) => {
                 crate::say!("reload: {p}; keeping the running workers");
                 self.notifier.status(&format!("reload refused: {p}"));

@@ -1,0 +1,70 @@
+//! `--basic-auth FILE`: who may read the site, and what checking it may cost.
+//!
+//! Stage: the serving runtime, beside `client_addr` (which it takes its per-address key
+//! from); the connection consults a per-loop [`Gate`] before any file is looked up.
+//! Input: the htpasswd file's text (read at start and at every HUP by the master,
+//! `preflight::credentials`), each request's `Authorization` value and client address.
+//! Output: a [`Verdict`]: pass, challenge (401, with the [`Reason`] counted in the
+//! metrics) or limited (429 with `Retry-After`). Nothing here reads a socket or a file,
+//! and checking a request allocates nothing.
+//!
+//! - [`htpasswd`]: the file, validated once: `user:hash` lines with bcrypt or SHA-crypt
+//!   hashes, everything else refused with its line number;
+//! - [`basic`]: the `Authorization: Basic` value decoded (RFC 7617);
+//! - [`remember`]: verdicts already reached, named by a keyed hash of the header value
+//!   (never the password), so a kept-alive client costs one hash check, not one a
+//!   request;
+//! - [`budget`]: how many hash checks of credentials not remembered a client address,
+//!   and the whole loop, may start: past it the answer is 429 without a hash;
+//! - [`gate`]: the four together, in that order.
+
+pub mod basic;
+pub mod budget;
+pub mod gate;
+pub mod htpasswd;
+pub mod remember;
+
+pub use gate::{Gate, Verdict};
+pub use htpasswd::Credentials;
+
+/// Why a request was not let in: the `reason` label of `steerd_auth_failures_total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    /// No `Authorization` field.
+    Missing,
+    /// Not `Basic` with base64 of `user:password`.
+    Malformed,
+    /// No such user in the file.
+    UnknownUser,
+    /// The user's hash does not match.
+    WrongPassword,
+    /// The address, or the loop, spent its budget of hash checks (429).
+    RateLimited,
+}
+
+impl Reason {
+    /// Every reason, in the order of the metric's series.
+    pub const ALL: [Reason; 5] = [
+        Reason::Missing,
+        Reason::Malformed,
+        Reason::UnknownUser,
+        Reason::WrongPassword,
+        Reason::RateLimited,
+    ];
+
+    /// The label value.
+    pub fn label(self) -> &'static str {
+        match self {
+            Reason::Missing => "missing",
+            Reason::Malformed => "malformed",
+            Reason::UnknownUser => "unknown_user",
+            Reason::WrongPassword => "wrong_password",
+            Reason::RateLimited => "rate_limited",
+        }
+    }
+
+    /// Its index in [`Reason::ALL`] (and in the counters).
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}

@@ -1,0 +1,257 @@
+//! An htpasswd file: `user:hash` lines, `#` comments, blank lines.
+//!
+//! Input: the file's bytes. Output: validated [`Credentials`], or the first
+//! [`LineError`] with its line number. Accepted hashes are the ones that are safe to
+//! accept: bcrypt (`$2y$`, `$2b$`, `$2a$`, as `htpasswd -B` and Caddy write) and
+//! SHA-crypt (`$5$`, `$6$`, as `mkpasswd -m sha-256|sha-512` and `openssl passwd -5|-6`
+//! write). Plain text, `{SHA}` (unsalted SHA-1), MD5 (`$apr1$`, `$1$`), DES crypt and
+//! schemes steerd does not implement (yescrypt `$y$`, Debian's `mkpasswd` default;
+//! scrypt, Argon2) are refused with what to use instead: a file steerd could not check
+//! as its author meant must not start a server that guards nothing.
+//!
+//! A line is trimmed of surrounding whitespace (a CRLF file reads as LF). The user is
+//! everything before the first `:` (not empty, no control character, at most
+//! [`USER_MAX`] bytes, once per file); the hash everything after it.
+//!
+//! Checking ([`Credentials::check`]): the user is looked up by comparing every name in
+//! constant time, and a user that does not exist costs a hash check all the same
+//! (against the first user's hash), so neither the answer nor its time tells which
+//! names exist.
+
+use crate::crypt::{bcrypt, sha_crypt};
+use std::sync::Arc;
+
+/// Longest user name.
+pub const USER_MAX: usize = 255;
+
+/// The users of a file and their hashes, validated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Credentials {
+    users: Arc<[User]>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct User {
+    name: Box<[u8]>,
+    hash: Box<[u8]>,
+}
+
+/// What a check found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Checked {
+    /// The user exists and the password is theirs.
+    Valid,
+    /// No such user.
+    UnknownUser,
+    /// The password is not the user's.
+    WrongPassword,
+}
+
+/// A line the file cannot have.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LineError {
+    /// 1-based line number (0: the file as a whole).
+    pub line: usize,
+    /// What is wrong with it.
+    pub why: String,
+}
+
+impl core::fmt::Display for LineError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self.line {
+            0 => write!(f, "{}", self.why),
+            n => write!(f, "line {n}: {}", self.why),
+        }
+    }
+}
+
+const USE_INSTEAD: &str =
+    "hash it with bcrypt (htpasswd -B) or SHA-crypt (mkpasswd -m sha-512, openssl passwd -6)";
+
+impl Credentials {
+    /// Parses a whole file.
+    pub fn parse(text: &[u8]) -> Result<Credentials, LineError> {
+        let mut users: Vec<(usize, User)> = Vec::new();
+        for (i, raw) in text.split(|&b| b == b'\n').enumerate() {
+            let line = raw.trim_ascii();
+            if line.is_empty() || line.starts_with(b"#") {
+                continue;
+            }
+            let at = |why: String| LineError { line: i + 1, why };
+            let user = parse_line(line).map_err(at)?;
+            if let Some((first, _)) = users.iter().find(|(_, u)| u.name == user.name) {
+                let name = String::from_utf8_lossy(&user.name);
+                return Err(at(format!("user {name:?} is also on line {first}")));
+            }
+            users.push((i + 1, user));
+        }
+        if users.is_empty() {
+            return Err(LineError {
+                line: 0,
+                why: "no user:hash line (everyone would be refused)".into(),
+            });
+        }
+        Ok(Credentials {
+            users: users.into_iter().map(|(_, u)| u).collect(),
+        })
+    }
+
+    /// Users in the file.
+    pub fn len(&self) -> usize {
+        self.users.len()
+    }
+
+    /// Never true: a file without users is refused.
+    pub fn is_empty(&self) -> bool {
+        self.users.is_empty()
+    }
+
+    /// Whether `password` is `user`'s (one hash check either way).
+    pub fn check(&self, user: &[u8], password: &[u8]) -> Checked {
+        // Every name is compared, so the time does not say where (or whether) it is.
+        let mut found = None;
+        for u in self.users.iter() {
+            if crate::crypt::ct_eq(&u.name, user) {
+                found = found.or(Some(u));
+            }
+        }
+        match found {
+            Some(u) if verify(&u.hash, password) => Checked::Valid,
+            Some(_) => Checked::WrongPassword,
+            None => {
+                // The decoy check: the same work as for a user that exists.
+                let _ = self.users.first().map(|u| verify(&u.hash, password));
+                Checked::UnknownUser
+            }
+        }
+    }
+}
+
+/// One `user:hash` line (trimmed, not a comment).
+fn parse_line(line: &[u8]) -> Result<User, String> {
+    let Some(colon) = memchr::memchr(b':', line) else {
+        return Err("expected user:hash".into());
+    };
+    let (name, hash) = (&line[..colon], &line[colon + 1..]);
+    if name.is_empty() {
+        return Err("the user name is empty".into());
+    }
+    if name.len() > USER_MAX || name.iter().any(|&b| b < 0x20 || b == 0x7f) {
+        return Err(format!(
+            "the user name must be 1 to {USER_MAX} bytes without control characters"
+        ));
+    }
+    scheme(hash).map_err(|why| {
+        let name = String::from_utf8_lossy(name);
+        format!("user {name:?}: {why}")
+    })?;
+    Ok(User {
+        name: name.into(),
+        hash: hash.into(),
+    })
+}
+
+/// Checks that `hash` is a hash steerd accepts, or says what it is and why not.
+fn scheme(hash: &[u8]) -> Result<(), String> {
+    let unsafe_one = |what: &str| Err(format!("{what}: not safe to accept; {USE_INSTEAD}"));
+    let unsupported = |what: &str| Err(format!("{what} is not supported; {USE_INSTEAD}"));
+    match hash {
+        [b'$', b'2', b'a' | b'b' | b'y', b'$', ..] => bcrypt::parse(hash)
+            .map(|_| ())
+            .map_err(|e| format!("bcrypt: {}", e.why())),
+        [b'$', b'5' | b'6', b'$', ..] => sha_crypt::parse(hash)
+            .map(|_| ())
+            .map_err(|e| format!("SHA-crypt: {}", e.why())),
+        [] => Err(format!("the hash is empty; {USE_INSTEAD}")),
+        _ if hash.starts_with(b"$apr1$") => unsafe_one("MD5 ($apr1$)"),
+        _ if hash.starts_with(b"$1$") => unsafe_one("MD5-crypt ($1$)"),
+        _ if hash.starts_with(b"{SHA}") => unsafe_one("unsalted SHA-1 ({SHA})"),
+        _ if hash.starts_with(b"$2x$") => unsafe_one("bcrypt $2x$ (the sign-extension bug)"),
+        _ if hash.starts_with(b"$y$") => unsupported("yescrypt ($y$)"),
+        _ if hash.starts_with(b"$7$") => unsupported("scrypt ($7$)"),
+        _ if hash.starts_with(b"$argon2") => unsupported("Argon2"),
+        _ if hash.starts_with(b"$") => unsupported("this $...$ scheme"),
+        _ if hash.len() == 13
+            && crate::crypt::radix64::all_in(crate::crypt::radix64::CRYPT, hash) =>
+        {
+            unsafe_one("DES crypt")
+        }
+        _ => unsafe_one("plain text (or a scheme steerd does not know)"),
+    }
+}
+
+/// Whether `password` gives the (validated) `hash`.
+fn verify(hash: &[u8], password: &[u8]) -> bool {
+    match hash.get(1) {
+        Some(b'2') => match bcrypt::parse(hash) {
+            Ok((setting, text)) => bcrypt::verify(&setting, text, password),
+            Err(_) => false,
+        },
+        _ => match sha_crypt::parse(hash) {
+            Ok((setting, digest)) => sha_crypt::verify(&setting, digest, password),
+            Err(_) => false,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// "U*U" under bcrypt cost 5 (openwall's vector) and "Hello world!" under SHA-256
+    /// crypt (the specification's).
+    const BOB: &str = "bob:$2a$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW";
+    const ANN: &str = "ann:$5$saltstring$5B8vYYiY.CVt1RlTTf8KbXBH3hsxY/GNooZaBBGWEc5";
+
+    #[test]
+    fn users_comments_and_blank_lines() {
+        let text = format!("# users\r\n\r\n  {BOB}  \r\n{ANN}\n# end");
+        let c = Credentials::parse(text.as_bytes()).unwrap();
+        assert_eq!(c.len(), 2);
+        assert_eq!(c.check(b"bob", b"U*U"), Checked::Valid);
+        assert_eq!(c.check(b"bob", b"U*U*"), Checked::WrongPassword);
+        assert_eq!(c.check(b"ann", b"Hello world!"), Checked::Valid);
+        assert_eq!(c.check(b"ann", b"U*U"), Checked::WrongPassword);
+        assert_eq!(c.check(b"eve", b"U*U"), Checked::UnknownUser);
+        assert_eq!(c.check(b"bo", b"U*U"), Checked::UnknownUser);
+    }
+
+    #[test]
+    fn refusals_name_the_line_and_what_to_use() {
+        let d43 = "a".repeat(43);
+        for (line, needle) in [
+            ("bob", "expected user:hash"),
+            (":$5$s$x", "the user name is empty"),
+            ("bob:", "the hash is empty"),
+            ("bob:secret", "plain text"),
+            ("bob:{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=", "unsalted SHA-1"),
+            ("bob:$apr1$abc$defghijklmnopqrstuvwx.", "MD5 ($apr1$)"),
+            ("bob:$1$abc$defghijklmnopqrstuvwx.", "MD5-crypt"),
+            ("bob:abJnggxhB/yWI", "DES crypt"),
+            ("bob:$y$j9T$salt$hash", "yescrypt"),
+            (
+                "bob:$2x$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW",
+                "$2x$",
+            ),
+            (
+                "bob:$2y$03$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW",
+                "cost",
+            ),
+            ("bob:$2y$05$short", "bcrypt"),
+            (&format!("bob:$5$rounds=5000000$s${d43}"), "rounds"),
+            (&format!("bob:$6$s${d43}"), "SHA-crypt"),
+        ] {
+            let text = format!("# first\n{ANN}\n{line}\n");
+            let e = Credentials::parse(text.as_bytes()).unwrap_err();
+            assert_eq!(e.line, 3, "{line}: {e}");
+            assert!(e.to_string().contains(needle), "{line}: {e}");
+            assert!(e.to_string().starts_with("line 3: "), "{e}");
+        }
+        let e = Credentials::parse(format!("{BOB}\n{ANN}\n{BOB}").as_bytes()).unwrap_err();
+        assert_eq!(e.to_string(), "line 3: user \"bob\" is also on line 1");
+        let e = Credentials::parse(b"# nobody\n\n").unwrap_err();
+        assert_eq!(e.line, 0);
+        let e = Credentials::parse(b"a\x01b:$5$x").unwrap_err();
+        assert!(e.why.contains("control"), "{e}");
+    }
+}

@@ -1,0 +1,84 @@
+//! `--basic-auth` for one parsed request: whether it may go on, and the 401 or 429 when
+//! not.
+//!
+//! Input: the request (its path and fields), the connection's client address, the
+//! worker's [`Ctx`] with its `auth::Gate`. Output: nothing (go on), or the refusal
+//! planned on the connection as an error answer (the operator's `--error-page` for 401
+//! or 429 when there is one), with the challenge or `Retry-After` line and the
+//! request's CORS lines, so a script on an allowed origin can read the status. No
+//! allocation.
+//!
+//! Where it stands (`respond.rs`): after the head is parsed and a body too large is
+//! refused, after a CORS preflight is answered (a preflight carries no credentials, by
+//! the Fetch standard's CORS-preflight fetch), before the method is looked at and before
+//! any file is looked up, so a 404, a dotfile, a 405 or a redirect says nothing to a
+//! client without credentials: everything is 401 to it.
+
+use super::file::{error_page, Bufs};
+use super::record::Line;
+use super::{After, Conn, Ctx};
+use crate::auth::{Reason, Verdict};
+use crate::client_addr::forwarded_for;
+use crate::http::response::Persist;
+use crate::http::response::Writer;
+use crate::http::{Header, Request};
+use core::sync::atomic::Ordering::Relaxed;
+
+/// Answers the request 401 or 429 when `--basic-auth` refuses it, persisting as
+/// `(p, after)` say; `false` to go on.
+pub(super) fn refused(
+    c: &mut Conn,
+    out: &mut [u8],
+    ctx: &mut Ctx<'_>,
+    req: &Request<'_, '_>,
+    line: &Line<'_>,
+    bufs: &mut Bufs<'_>,
+    (p, after): (Persist, After),
+) -> bool {
+    let walk = ctx.forwarded;
+    let (Some(gate), Some(rule)) = (ctx.auth.as_mut(), ctx.site.auth.as_ref()) else {
+        return false;
+    };
+    if rule.skips(req.path) {
+        return false;
+    }
+    let fields = line.log.fields;
+    let client = || match c.forwarded {
+        true => forwarded_for(fields, walk).or(c.client),
+        false => c.client,
+    };
+    let verdict = gate.check(authorization(fields), client, ctx.now_ms);
+    let mut retry = [0u8; 32];
+    let (status, lines, reason) = match verdict {
+        Verdict::Pass => return false,
+        Verdict::Challenge(reason) => (401, rule.challenge(), reason),
+        Verdict::Limited { retry_after } => {
+            let mut w = Writer::new(&mut retry);
+            w.put(b"Retry-After: ")
+                .num(u64::from(retry_after))
+                .put(b"\r\n");
+            let n = w.written();
+            (429, &retry[..n], Reason::RateLimited)
+        }
+    };
+    ctx.counters.auth_failures[reason.index()].fetch_add(1, Relaxed);
+    let line = Line {
+        challenge: lines,
+        ..*line
+    };
+    error_page(c, out, ctx, bufs, status, p, after, &line);
+    true
+}
+
+/// The `Authorization` value; two of them are one too many (RFC 9110 §5.3: it is not a
+/// list), which the gate then sees as a malformed value.
+fn authorization<'a>(fields: &[Header<'a>]) -> Option<&'a [u8]> {
+    let mut found = fields
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case(b"authorization"));
+    let first = found.next()?;
+    Some(match found.next() {
+        Some(_) => b"",
+        None => first.value,
+    })
+}

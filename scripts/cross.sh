@@ -30,9 +30,9 @@
 # touched) and the cross gcc links against it instead of glibc: -B makes gcc take musl's
 # crt1.o/crti.o/crtn.o, -L puts musl's libc.a before the cross glibc. std's `unwind`
 # crate asks for libunwind.a; gcc's libgcc_eh.a is that unwinder (the _Unwind_* ABI),
-# copied under that name. On 32-bit ARM, libgcc's EHABI unwinder asks the C library for
-# __gnu_Unwind_Find_exidx (glibc has it, musl not): exidx.c below gives it from the
-# linker's __exidx_start/__exidx_end, which is all a static executable has.
+# copied under that name, with scripts/cross/musl-unwind.c: the two functions that
+# unwinder asks glibc for and musl does not have (__gnu_Unwind_Find_exidx on 32-bit ARM,
+# _dl_find_object elsewhere). Only the tests unwind; the release binaries abort.
 
 # cross_var TARGET: the target as cargo spells it in variable names.
 cross_var() { echo "$1" | tr 'a-z-' 'A-Z_'; }
@@ -81,19 +81,28 @@ cross_setup() {
     local dir
     dir=$(cross_musl_dir "$t" "$deb_arch" "$musl_triple" "$gcc") || return 1
     CROSS_FLAGS+=" -C link-self-contained=no -C link-arg=-B$dir -L native=$dir"
+    # musl's static-pie start-up applies only relative relocations. GNU ld for s390x
+    # (binutils 2.40) leaves symbolic ones (R_390_64) against the Rust symbols a non-LTO
+    # build gives default visibility (the test binaries: their Debug vtables then held
+    # null pointers and the first {:?} of a String crashed); -Bsymbolic does not change
+    # that. Hidden symbols are bound in the executable, so every relocation is relative.
+    # The same flags everywhere; scripts/static.sh checks each binary for what is left.
+    CROSS_FLAGS+=" -Zdefault-visibility=hidden"
 }
 
 # cross_musl_dir TARGET DEB_ARCH MUSL_TRIPLE GCC: prints target/cross/TARGET (absolute),
 # filling it first if needed.
 cross_musl_dir() {
-    local t=$1 deb_arch=$2 triple=$3 gcc=$4 root dir state
-    root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-    dir=$root/target/cross/$t
-    [ -e "$dir/.ready" ] && { echo "$dir"; return 0; }
+    local t=$1 deb_arch=$2 triple=$3 gcc=$4 here dir state stamp
+    here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+    dir=$(cd "$here/.." && pwd)/target/cross/$t
+    # .ready holds the shim's checksum: a changed shim refills the directory.
+    stamp=$(cksum <"$here/cross/musl-unwind.c")
+    [ "$(cat "$dir/.ready" 2>/dev/null)" = "$stamp" ] && { echo "$dir"; return 0; }
     mkdir -p "$dir"
     (
         flock 8
-        [ -e "$dir/.ready" ] && exit 0
+        [ "$(cat "$dir/.ready" 2>/dev/null)" = "$stamp" ] && exit 0
         state=$dir/apt
         mkdir -p "$state/lists/partial" "$state/archives/partial" "$state/dl" "$state/root"
         : >"$state/status"
@@ -112,19 +121,10 @@ cross_musl_dir() {
         dpkg-deb -x "$state"/dl/musl-dev_*.deb "$state/root"
         cp "$state/root/usr/lib/$triple"/*.a "$state/root/usr/lib/$triple"/*.o "$dir/"
         cp "$("$gcc" -print-file-name=libgcc_eh.a)" "$dir/libunwind.a"
-        if [ "$deb_arch" = armhf ]; then
-            printf '%s\n' \
-                'extern char __exidx_start[], __exidx_end[];' \
-                'unsigned long __gnu_Unwind_Find_exidx(unsigned long pc, int *count) {' \
-                '    (void)pc;' \
-                '    *count = (__exidx_end - __exidx_start) / 8;' \
-                '    return (unsigned long)__exidx_start;' \
-                '}' >"$state/exidx.c"
-            "$gcc" -O2 -c -o "$state/exidx.o" "$state/exidx.c"
-            ar rcs "$dir/libunwind.a" "$state/exidx.o"
-        fi
+        "$gcc" -O2 -c -o "$state/musl-unwind.o" "$here/cross/musl-unwind.c"
+        ar rcs "$dir/libunwind.a" "$state/musl-unwind.o"
         rm -rf "$state"
-        touch "$dir/.ready"
+        echo "$stamp" >"$dir/.ready"
     ) 8>"$dir/.lock" || { CROSS_WHY="$t: could not fetch Debian's $deb_arch musl-dev"; return 1; }
     echo "$dir"
 }

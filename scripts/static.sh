@@ -96,6 +96,14 @@ for t in "${targets[@]}"; do
         echo "static: $t: the binary is dynamically linked" >&2
         exit 1
     fi
+    # A static binary's start-up code (musl's, glibc's static-pie) applies relative
+    # relocations only: anything else would be a null pointer at run time.
+    if command -v readelf >/dev/null &&
+        readelf -rW "$out" | awk '/^[0-9a-f]+ / && $3 !~ /_(RELATIVE|IRELATIVE|NONE)$/ { bad = 1 } END { exit !bad }'; then
+        echo "static: $t: the binary has symbolic relocations its start-up code does not apply:" >&2
+        readelf -rW "$out" | grep -vE '_(RELATIVE|IRELATIVE|NONE) ' | head -n 5 >&2
+        exit 1
+    fi
     size=$(stat -c %s "$out")
     printf 'static: %-31s %8d bytes stripped (%d KiB), %-5s %s\n' "$t" "$size" $((size / 1024)) \
         "$CROSS_LIBC" "$out"

@@ -304,3 +304,27 @@ echo '== respawn'; respawn 2; procs $SERVE_PID; probe 2; serve_stop
         );
     }
 }
+
+/// RISC-V and s390x guests are not booted yet: Debian 12 ships no riscv64 kernel (riscv64
+/// is a Debian 13 architecture), and the s390x guest (Debian's linux-image-s390x under
+/// qemu-system-s390x, its console and serial channels on virtio-ccw) was not built. Each
+/// says so, and fails under CI unless `.ci/run` allows it by name with that reason.
+#[test]
+fn riscv64_guest() {
+    support_skip::skip_or_fail(
+        "riscv64_guest",
+        "no riscv64 kernel in Debian 12's registry (riscv64 is a Debian 13 architecture)",
+    );
+}
+
+/// See [`riscv64_guest`].
+#[test]
+fn s390x_guest() {
+    support_skip::skip_or_fail(
+        "s390x_guest",
+        "not built yet: scripts/vm/run.sh has no s390x machine (console and channels on virtio-ccw)",
+    );
+}
+
+#[path = "support/skip.rs"]
+mod support_skip;

@@ -118,7 +118,8 @@ pub const ARM_VIRT_4: Layout = Layout {
     cpus_per_node: 4,
     cpus_per_package: 4,
     threads_per_core: 1,
-    cpus_per_cluster: Some(4),
+    // The guest's kernel reports each core as its own cluster.
+    cpus_per_cluster: Some(1),
     distances: &[&[10]],
     tcg: "multi",
 };

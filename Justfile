@@ -13,7 +13,8 @@ lint:
 fuzz TARGET SECONDS="60":
     scripts/fuzz.sh {{TARGET}} {{SECONDS}}
 
-# Static binaries (x86-64 static-pie, x86-64 musl, aarch64 musl) with stripped sizes.
+# Static binaries (x86-64 static-pie and musl, aarch64, armv7 and s390x musl, riscv64
+# static glibc) with stripped sizes; the cross toolchains they need: scripts/cross.sh.
 static:
     scripts/static.sh
 
@@ -55,3 +56,15 @@ bench-parser:
 # The suite built for aarch64 and run under qemu-aarch64-static.
 test-arm64:
     scripts/test-arm64.sh
+
+# The CI subset built for 32-bit ARM, RISC-V and s390x and run under their user-mode QEMU.
+test-armv7:
+    scripts/test-armv7.sh
+test-riscv64:
+    scripts/test-riscv64.sh
+test-s390x:
+    scripts/test-s390x.sh
+
+# Resident memory of an idle 1-worker server for each static build (docs/appliance.md).
+idle-rss:
+    scripts/idle-rss.sh

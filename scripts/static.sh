@@ -1,30 +1,38 @@
 #!/usr/bin/env bash
-# scripts/static.sh - the three release builds of the appliance binary, each static:
+# scripts/static.sh - the release builds of the appliance binary, each static:
 #
-#   x86_64-unknown-linux-gnu    static-pie, glibc linked in (-C target-feature=+crt-static)
-#   x86_64-unknown-linux-musl   static, musl
-#   aarch64-unknown-linux-musl  static, musl, linked with rust-lld (no cross gcc needed)
+#   x86_64-unknown-linux-gnu        static-pie, glibc linked in (-C target-feature=+crt-static)
+#   x86_64-unknown-linux-musl       static, musl
+#   aarch64-unknown-linux-musl      static, musl, linked with rust-lld (no cross gcc needed)
+#   armv7-unknown-linux-musleabihf  static, musl (Debian's armhf musl-dev), 32-bit ARM
+#   riscv64gc-unknown-linux-gnu     static, glibc (Debian 12 has no riscv64 musl)
+#   s390x-unknown-linux-musl        static-pie, musl (Debian's s390x musl-dev), big-endian
 #
-# The two musl builds rebuild the standard library with the binary (cargo -Z build-std,
-# enabled on the stable toolchain by RUSTC_BOOTSTRAP=1; needs the rust-src component)
-# with the panic strategy immediate-abort: a panic is a bare abort, which drops std's
-# panic message and backtrace machinery (about 330 KB of the aarch64 binary). Where
-# rust-src or that strategy is missing, the build falls back to the prebuilt std and
-# says so in one line. docs/appliance.md has the sizes.
+# What each of the last three needs (a cross gcc, Debian's musl for it) is in
+# scripts/cross.sh; rustup has no standard library for them, so theirs is always rebuilt.
+#
+# Every build but x86_64-unknown-linux-gnu rebuilds the standard library with the binary
+# (cargo -Z build-std, enabled on the stable toolchain by RUSTC_BOOTSTRAP=1; needs the
+# rust-src component) with the panic strategy immediate-abort: a panic is a bare abort,
+# which drops std's panic message and backtrace machinery (about 330 KB of the aarch64
+# binary). Where rust-src or that strategy is missing, the two musl builds with a
+# prebuilt std fall back to it and say so in one line. docs/appliance.md has the sizes.
 #
 # Each is stripped by the linker and lands where cargo puts it (target/TARGET/release/
-# steerd; the VM tests use the gnu one), with a copy in target/static/steerd-TARGET; its
-# size is printed.
-# A target whose standard library cannot be installed is reported in one line and
-# skipped; a build that fails fails the script.
+# steerd; the VM tests use it), with a copy in target/static/steerd-TARGET; its size is
+# printed.
+# A target whose standard library or cross toolchain is missing is reported in one line
+# and skipped; a build that fails fails the script.
 #
-#   scripts/static.sh [TARGET...]    (default: all three)
+#   scripts/static.sh [TARGET...]    (default: all six)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] ||
-    targets=(x86_64-unknown-linux-gnu x86_64-unknown-linux-musl aarch64-unknown-linux-musl)
+    targets=(x86_64-unknown-linux-gnu x86_64-unknown-linux-musl aarch64-unknown-linux-musl
+        armv7-unknown-linux-musleabihf riscv64gc-unknown-linux-gnu s390x-unknown-linux-musl)
+. scripts/cross.sh
 
 host=$(rustc -vV | sed -n 's/^host: //p')
 
@@ -56,30 +64,27 @@ abort_mode=$(immediate_abort)
 
 mkdir -p target/static
 for t in "${targets[@]}"; do
-    if ! has_target "$t"; then
+    if ! cross_setup "$t"; then
+        echo "static: $t: skipped: $CROSS_WHY"
+        continue
+    fi
+    if [ $CROSS_BUILD_STD = no ] && ! has_target "$t"; then
         echo "static: $t: skipped: its standard library is not installed and rustup could not add it"
         continue
     fi
     # The linker strips (rustc -C strip=symbols): no objcopy for a foreign architecture
-    # is needed. rustc finds rust-lld in its own sysroot.
-    var=$(echo "$t" | tr 'a-z-' 'A-Z_')
-    flags="-C strip=symbols"
-    case $t in
-        *-linux-gnu) flags+=" -C target-feature=+crt-static" ;;
-        aarch64-*-musl) export "CARGO_TARGET_${var}_LINKER=rust-lld" ;;
-    esac
+    # is needed.
+    flags="-C strip=symbols $CROSS_FLAGS"
     build_std=()
-    case $t in
-        *-linux-musl)
-            if [ -n "$abort_mode" ]; then
-                flags+=" ${abort_mode%|*}"
-                build_std=(-Zbuild-std=std,panic_abort ${abort_mode#*|})
-            else
-                echo "static: $t: prebuilt std (no rust-src for -Z build-std): panics keep std's unwinder, the binary is about 330 KB larger"
-            fi
-            ;;
-    esac
-    export "CARGO_TARGET_${var}_RUSTFLAGS=$flags"
+    if [ $CROSS_BUILD_STD = yes ] || [ "$t" != "$host" ]; then
+        if [ -n "$abort_mode" ]; then
+            flags+=" ${abort_mode%|*}"
+            build_std=(-Zbuild-std=std,panic_abort ${abort_mode#*|})
+        else
+            echo "static: $t: prebuilt std (no rust-src for -Z build-std): panics keep std's unwinder, the binary is about 330 KB larger"
+        fi
+    fi
+    export "CARGO_TARGET_$(cross_var "$t")_RUSTFLAGS=$flags"
     # RUSTC_BOOTSTRAP=1 lets the stable toolchain take -Z flags; only for these builds.
     bootstrap=()
     [ ${#build_std[@]} -eq 0 ] || bootstrap=(env RUSTC_BOOTSTRAP=1)
@@ -91,6 +96,15 @@ for t in "${targets[@]}"; do
         echo "static: $t: the binary is dynamically linked" >&2
         exit 1
     fi
+    # A static binary's start-up code (musl's, glibc's static-pie) applies relative
+    # relocations only: anything else would be a null pointer at run time.
+    if command -v readelf >/dev/null &&
+        readelf -rW "$out" | awk '/^[0-9a-f]+ / && $3 !~ /_(RELATIVE|IRELATIVE|NONE)$/ { bad = 1 } END { exit !bad }'; then
+        echo "static: $t: the binary has symbolic relocations its start-up code does not apply:" >&2
+        readelf -rW "$out" | grep -vE '_(RELATIVE|IRELATIVE|NONE) ' | head -n 5 >&2
+        exit 1
+    fi
     size=$(stat -c %s "$out")
-    printf 'static: %-28s %8d bytes stripped (%d KiB)  %s\n' "$t" "$size" $((size / 1024)) "$out"
+    printf 'static: %-31s %8d bytes stripped (%d KiB), %-5s %s\n' "$t" "$size" $((size / 1024)) \
+        "$CROSS_LIBC" "$out"
 done

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/vm/fetch.sh ARCH - make sure the VM cache holds a Debian kernel and a static
-# busybox for ARCH (x86_64 or arm64), fetching them once with `apt-get download`.
+# busybox for ARCH (x86_64, arm64 or arm: 32-bit ARM, Debian armhf), fetching them once
+# with `apt-get download`.
 #
 # Cache layout ($STEERD_VM_CACHE, default <repo>/vm-cache):
 #   amd64/kernel    bzImage (linux-image-*-amd64's /boot/vmlinuz-*)
@@ -8,6 +9,8 @@
 #                   could be extracted: QEMU boots it directly, skipping ~3 s of
 #                   in-guest xz decompression under TCG
 #   arm64/kernel    Image (Debian's arm64 package ships it uncompressed)
+#   armhf/kernel    zImage of linux-image-armmp-lpae (LPAE: more than 4 GiB of physical
+#                   address space, as QEMU's virt machine places its devices)
 #   */busybox       busybox-static's /bin/busybox for that architecture
 #   */version       the kernel package name
 #   */modules/      the kernel's virtio-net driver for the NIC tests: virtio_pci and
@@ -22,11 +25,12 @@
 # serialised with flock. Prints nothing on success but what it fetched.
 set -euo pipefail
 
-arch=${1:?usage: fetch.sh x86_64|arm64}
+arch=${1:?usage: fetch.sh x86_64|arm64|arm}
 case $arch in
-    x86_64 | amd64) deb_arch=amd64 ;;
-    arm64 | aarch64) deb_arch=arm64 ;;
-    *) echo "fetch.sh: unknown architecture '$arch' (x86_64 or arm64)" >&2; exit 2 ;;
+    x86_64 | amd64) deb_arch=amd64 flavour=amd64 ;;
+    arm64 | aarch64) deb_arch=arm64 flavour=arm64 ;;
+    arm | armhf | armv7) deb_arch=armhf flavour=armmp-lpae ;;
+    *) echo "fetch.sh: unknown architecture '$arch' (x86_64, arm64 or arm)" >&2; exit 2 ;;
 esac
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 dir=${STEERD_VM_CACHE:-$repo/vm-cache}/$deb_arch
@@ -59,9 +63,9 @@ apt-get "${apt_opts[@]}" update >"$apt_state/update.log" 2>&1 || {
     echo "fetch.sh: apt-get update for $deb_arch failed" >&2
     exit 1
 }
-kpkg=$(apt-cache "${apt_opts[@]}" depends "linux-image-$deb_arch" |
+kpkg=$(apt-cache "${apt_opts[@]}" depends "linux-image-$flavour" |
     awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
-[ -n "$kpkg" ] || { echo "fetch.sh: linux-image-$deb_arch names no kernel package" >&2; exit 1; }
+[ -n "$kpkg" ] || { echo "fetch.sh: linux-image-$flavour names no kernel package" >&2; exit 1; }
 rm -f "$apt_state"/dl/*.deb
 (cd "$apt_state/dl" && apt-get "${apt_opts[@]}" download "$kpkg" busybox-static) \
     >"$apt_state/download.log" 2>&1 || {

@@ -3,7 +3,7 @@
 # run one shell snippet in it with the given static files, and carry back its stdout,
 # stderr and exit status.
 #
-#   scripts/vm/run.sh [--arch x86_64|arm64] [--preset NAME] [--timeout SECS]
+#   scripts/vm/run.sh [--arch x86_64|arm64|arm] [--preset NAME] [--timeout SECS]
 #                     [--tcg multi|single] [--steerd PATH] [--file PATH]...
 #                     [--nic TAP,QUEUES[,NODE]] [--netns NAME] [--stdout-file PATH]
 #                     [--verbose] [--keep] SNIPPET
@@ -39,6 +39,8 @@
 #                          Kunpeng SLIT
 #   arm64  kunpeng920-2x2  16 CPUs: 2 sockets x 2 nodes, 4-core clusters, Kunpeng SLIT
 #   arm64  kunpeng920-32   32 CPUs: as above with two 4-core clusters per node
+#   arm    virt-4          4 CPUs of 32-bit ARM (Cortex-A15, LPAE kernel), one socket; no
+#                          NUMA (32-bit ARM kernels have none: no node directory)
 # --tcg single runs every vCPU on one host thread: no two vCPUs ever run at once, but a
 # 16-vCPU arm64 guest boots about twice as fast (the kernel's boot-time code patching
 # broadcasts TLB flushes that multi-threaded TCG must synchronise over every vCPU).
@@ -79,7 +81,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 case $arch in
     x86_64 | amd64) arch=x86_64 qemu=qemu-system-x86_64 elf_machine=3e00 ;;
     arm64 | aarch64) arch=arm64 qemu=qemu-system-aarch64 elf_machine=b700 ;;
-    *) fail "--arch must be x86_64 or arm64" ;;
+    arm | armhf | armv7) arch=arm qemu=qemu-system-arm elf_machine=2800 ;;
+    *) fail "--arch must be x86_64, arm64 or arm" ;;
 esac
 command -v $qemu >/dev/null || fail "$qemu not found (Debian: qemu-system-x86 / qemu-system-arm)"
 command -v cpio >/dev/null || fail "cpio not found"
@@ -97,7 +100,8 @@ for f in "${files[@]}"; do
 done
 
 "$here/fetch.sh" $arch
-cache=${STEERD_VM_CACHE:-$here/../../vm-cache}/$([ $arch = x86_64 ] && echo amd64 || echo arm64)
+case $arch in x86_64) deb_arch=amd64 ;; arm) deb_arch=armhf ;; *) deb_arch=$arch ;; esac
+cache=${STEERD_VM_CACHE:-$here/../../vm-cache}/$deb_arch
 kernel=$cache/kernel
 [ $arch = arm64 ] || [ ! -s "$cache/vmlinux" ] || kernel=$cache/vmlinux
 
@@ -122,6 +126,7 @@ case $arch:$preset in
     x86_64:numa4-smt32) topo=(-smp 32,sockets=2,dies=2,cores=4,threads=2); nodes 4 8; kunpeng_slit ;;
     arm64:kunpeng920-2x2) topo=(-smp 16,sockets=2,clusters=2,cores=4,threads=1); nodes 4 4; kunpeng_slit ;;
     arm64:kunpeng920-32) topo=(-smp 32,sockets=2,clusters=4,cores=4,threads=1); nodes 4 8; kunpeng_slit ;;
+    arm:virt-4) topo=(-smp 4) ;;
     *) fail "no preset '$preset' for $arch" ;;
 esac
 
@@ -203,9 +208,15 @@ if [ $arch = x86_64 ]; then
     cmd+=(-serial "file:$work/console" -serial "file:$out" -serial "file:$work/stderr"
         -serial "file:$work/status")
 else
-    # GICv3: GICv2 stops at 8 CPUs. pauth=off: pointer authentication emulation is slow.
-    cmd+=(-machine virt,gic-version=3 -accel tcg,thread=$tcg -cpu max,pauth=off
-        -append "console=ttyAMA0 $flags" -serial "file:$work/console"
+    if [ $arch = arm64 ]; then
+        # GICv3: GICv2 stops at 8 CPUs. pauth=off: pointer authentication emulation is slow.
+        cmd+=(-machine virt,gic-version=3 -accel tcg,thread=$tcg -cpu max,pauth=off)
+    else
+        # 32-bit: GICv2 (up to 8 CPUs); highmem: the LPAE kernel reaches the devices QEMU
+        # places above 4 GiB.
+        cmd+=(-machine virt,highmem=on -accel tcg,thread=$tcg -cpu cortex-a15)
+    fi
+    cmd+=(-append "console=ttyAMA0 $flags" -serial "file:$work/console"
         -chardev null,id=unused)
     cmd+=(-chardev "file,id=stdout,path=$out")
     for ch in stderr status; do cmd+=(-chardev "file,id=$ch,path=$work/$ch"); done

@@ -56,12 +56,14 @@ fn on_path(program: &str) -> bool {
         .unwrap_or(false)
 }
 
-/// The static binary for `arch`: `STEERD_STATIC_BIN` (x86-64) or
-/// `STEERD_STATIC_BIN_ARM64`, else where `scripts/static.sh` leaves it.
+/// The static binary for `arch`: `STEERD_STATIC_BIN` (x86-64),
+/// `STEERD_STATIC_BIN_ARM64` or `STEERD_STATIC_BIN_ARM`, else where `scripts/static.sh`
+/// leaves it.
 fn static_binary(arch: Arch) -> PathBuf {
     let (var, target) = match arch {
         Arch::X86_64 => ("STEERD_STATIC_BIN", "x86_64-unknown-linux-gnu"),
         Arch::Arm64 => ("STEERD_STATIC_BIN_ARM64", "aarch64-unknown-linux-musl"),
+        Arch::Arm => ("STEERD_STATIC_BIN_ARM", "armv7-unknown-linux-musleabihf"),
     };
     match std::env::var_os(var) {
         Some(path) => PathBuf::from(path),

@@ -14,6 +14,8 @@ use steerd::cpuset::CpuSet;
 pub enum Arch {
     X86_64,
     Arm64,
+    /// 32-bit ARM (armv7, hard float).
+    Arm,
 }
 
 impl Arch {
@@ -21,6 +23,7 @@ impl Arch {
         match self {
             Arch::X86_64 => "x86_64",
             Arch::Arm64 => "arm64",
+            Arch::Arm => "arm",
         }
     }
 
@@ -28,6 +31,7 @@ impl Arch {
         match self {
             Arch::X86_64 => "qemu-system-x86_64",
             Arch::Arm64 => "qemu-system-aarch64",
+            Arch::Arm => "qemu-system-arm",
         }
     }
 }
@@ -103,6 +107,21 @@ pub const ARM64_KUNPENG: Layout = Layout {
     cpus_per_cluster: Some(4),
     distances: KUNPENG_SLIT,
     tcg: "single",
+};
+
+/// Four 32-bit ARM CPUs in one socket. 32-bit ARM kernels have no NUMA: no node
+/// directory, and steerd assumes one node of every CPU.
+pub const ARM_VIRT_4: Layout = Layout {
+    arch: Arch::Arm,
+    preset: "virt-4",
+    cpus: 4,
+    cpus_per_node: 4,
+    cpus_per_package: 4,
+    threads_per_core: 1,
+    // The guest's kernel reports each core as its own cluster.
+    cpus_per_cluster: Some(1),
+    distances: &[&[10]],
+    tcg: "multi",
 };
 
 /// CPUs `[cpu - cpu % size, cpu - cpu % size + size)`: the aligned group of `size`.

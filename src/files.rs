@@ -40,6 +40,7 @@
 
 pub mod beneath;
 pub mod cache;
+pub mod dir;
 
 use crate::http::date::{format_imf, IMF_LEN};
 use crate::http::encoding::{Coding, CodingSet, Precompressed};

@@ -77,6 +77,9 @@ pub mod listen;
 // Files under the root: openat2, metadata, the small-file cache.
 pub mod files;
 
+// Directory listings (`--list-dirs`): sorted batches in fixed memory, HTML or JSON.
+pub mod listing;
+
 // The real client address behind a proxy: PROXY headers, X-Forwarded-For.
 pub mod client_addr;
 

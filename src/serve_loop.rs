@@ -52,6 +52,7 @@ use crate::event::{Poller, Ready, Token};
 use crate::files::cache::{CacheConfig, FileCache};
 use crate::files::FileOptions;
 use crate::http::date::DateCache;
+use crate::listing::Listings;
 use crate::site::SiteRules;
 use crate::timers::{Kind, Timers};
 use core::sync::atomic::Ordering::Relaxed;
@@ -145,6 +146,9 @@ pub struct Tuning {
     pub accept_batch: usize,
     /// epoll events fetched per wait.
     pub events: usize,
+    /// Directory listings one worker streams at a time under `--list-dirs` (each slot's
+    /// memory is allocated at start: `crate::listing`).
+    pub listings: usize,
 }
 
 impl Default for Tuning {
@@ -155,6 +159,7 @@ impl Default for Tuning {
             accept_pause: Duration::from_millis(100),
             accept_batch: 1,
             events: 256,
+            listings: crate::listing::SLOTS,
         }
     }
 }
@@ -242,10 +247,10 @@ impl Slot {
     }
 
     /// Frees the slot; the generation stays, so old tokens remain stale.
-    fn release(&mut self, cache: &mut FileCache) {
+    fn release(&mut self, ctx: &mut Ctx<'_>) {
         self.registered = false;
         self.queued = false;
-        self.conn.release(cache);
+        self.conn.release(ctx);
     }
 }
 
@@ -318,6 +323,11 @@ impl<'a> Loop<'a> {
             timers: Timers::new(n, durations),
             draining: false,
             site: &cfg.site,
+            listings: Listings::new(if cfg.site.list_dirs {
+                tuning.listings
+            } else {
+                0
+            }),
         };
         Ok(Loop {
             listener,
@@ -610,7 +620,7 @@ impl<'a> Loop<'a> {
         let i = slot as usize;
         let buf = slot_area(&mut self.arena, self.slot_bytes, i);
         conn::abandon(&mut s.conn, buf, &mut self.ctx);
-        s.release(&mut self.ctx.cache);
+        s.release(&mut self.ctx);
         self.per_addr.remove(slot);
         self.free.push(slot);
         self.open -= 1;

@@ -82,6 +82,7 @@ pub const SERVE_FLAGS: &[ServeFlag] = &[
     flag("--mime", Takes::Repeated),
     flag("--dotfiles", Takes::Value),
     flag("--cors", Takes::Repeated),
+    flag("--list-dirs", Takes::Switch),
     flag("--sysfs", Takes::Value),
     flag("--procfs", Takes::Value),
 ];

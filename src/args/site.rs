@@ -1,5 +1,6 @@
 //! Stage 1, the everyday-serving flags: `--precompressed`, `--header`, `--cache-control`,
-//! `--error-page`, `--fallback`, `--fallback-skip`, `--mime`, `--dotfiles` and `--cors`.
+//! `--error-page`, `--fallback`, `--fallback-skip`, `--mime`, `--dotfiles` and `--cors`,
+//! and the switch `--list-dirs`.
 //!
 //! Input: one flag and its value at a time (from `args::parse_serve`). Output: a
 //! validated [`SiteArgs`], and from it the worker's [`SiteRules`]. Syntax only: whether
@@ -36,6 +37,8 @@ pub struct SiteArgs {
     pub dotfiles: Dotfiles,
     /// `--cors ORIGIN|*`, every one given.
     pub cors: Cors,
+    /// `--list-dirs` (a switch: `args::parse_serve` sets it).
+    pub list_dirs: bool,
 }
 
 /// The flags this file parses.
@@ -148,6 +151,7 @@ impl SiteArgs {
             fallback_skip: self.fallback_skip.iter().map(|e| bytes(e)).collect(),
             dotfiles: self.dotfiles,
             cors: self.cors.clone(),
+            list_dirs: self.list_dirs,
         }
     }
 }

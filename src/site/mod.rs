@@ -2,8 +2,8 @@
 //! extra header lines (`--header`), `Cache-Control` by path (`--cache-control`), error
 //! pages (`--error-page`), the single-page-app fallback (`--fallback`,
 //! `--fallback-skip`), media types (`--mime`), the sidecars looked for
-//! (`--precompressed`), whether dotfiles are served (`--dotfiles`) and which origins may
-//! read the site (`--cors`).
+//! (`--precompressed`), whether dotfiles are served (`--dotfiles`), which origins may
+//! read the site (`--cors`) and whether directories are listed (`--list-dirs`).
 //!
 //! Stage: values validated once from the command line (stage 1) and gathered into
 //! [`SiteRules`], then read by the responder for every request without allocating.
@@ -41,6 +41,8 @@ pub struct SiteRules {
     pub dotfiles: dotfiles::Dotfiles,
     /// `--cors`: the origins that may read the site, with their lines.
     pub cors: cors::Cors,
+    /// `--list-dirs`: a directory without `index.html` is answered with its listing.
+    pub list_dirs: bool,
 }
 
 impl SiteRules {

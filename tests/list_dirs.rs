@@ -533,3 +533,61 @@ fn the_page_renders_in_chromium_and_every_link_works() {
         }
     }
 }
+
+/// A connection to `addr` whose receive buffer is as small as the kernel allows, so a
+/// server sending to it blocks after a few KiB.
+fn narrow_connection(addr: std::net::SocketAddr) -> std::net::TcpStream {
+    use rustix::net::{sockopt, AddressFamily, SocketType};
+    let fd = rustix::net::socket(AddressFamily::INET, SocketType::STREAM, None).unwrap();
+    sockopt::set_socket_recv_buffer_size(&fd, 1).unwrap();
+    rustix::net::connect(&fd, &addr).unwrap();
+    let s = std::net::TcpStream::from(fd);
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s
+}
+
+#[test]
+fn with_every_listing_slot_streaming_another_listing_is_503_until_one_ends() {
+    let base = TempDir::new("list-slots");
+    let many = base.path().join("root/many");
+    std::fs::create_dir_all(&many).unwrap();
+    for i in 0..3000 {
+        std::fs::File::create(many.join(format!("entry-{i:05}-{}", "p".repeat(40)))).unwrap();
+    }
+    let srv = serve(&base, &["--list-dirs", "--send-buffer", "4k"]);
+    // Four listings (the worker's slots) that the clients do not read: each blocks.
+    let mut held: Vec<std::net::TcpStream> = (0..4)
+        .map(|_| {
+            let mut s = narrow_connection(srv.addr);
+            s.write_all(b"GET /many/ HTTP/1.1\r\nHost: t\r\n\r\n")
+                .unwrap();
+            s
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let refused = get(&srv, "/many/", "");
+    assert_eq!(refused.status, 503, "{}", refused.text());
+    assert_eq!(
+        get(&srv, "/many/", "Accept: application/json\r\n").status,
+        503
+    );
+    let head = exchange(
+        srv.addr,
+        "HEAD /many/ HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(head.status, 200, "HEAD takes no slot");
+    // One client goes away: its slot is given back.
+    drop(held.pop());
+    let start = Instant::now();
+    while get(&srv, "/many/", "").status != 200 {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the slot came back"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // A held listing still completes once its client reads.
+    let mut s = BufReader::new(held.pop().unwrap());
+    let r = read_response(&mut s, false).unwrap();
+    assert_eq!(hrefs(&r.text()).len(), 1 + 3000);
+}

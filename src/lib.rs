@@ -18,6 +18,7 @@
 //! serve_loop: event (epoll), timers, access_log (log_line) -> conn (state machine,
 //!         client_addr for PROXY headers and X-Forwarded-For)
 //!         -> http (parser, response) and files (openat2 under the root, sendfile)
+//!         and listing (`--list-dirs`: directories in sorted batches, fixed memory)
 //! every stage ----------------------> stats (shared counters) -> metrics, check output,
 //!                                     dashboard (page, status.json)
 //! ```

@@ -24,7 +24,8 @@
 //! when a connection first uses it: about 5 KiB per connection for ordinary requests
 //! (plus the operator's lines beyond the first 1 KiB head area), the whole slot at most),
 //! the deadline lists, the event buffer, the two ready lists (one entry per slot), the
-//! file cache and the access log buffer. Serving a request allocates nothing.
+//! file cache, the access log buffer and, with `--list-dirs`, the listing slots
+//! (`crate::listing`). Serving a request allocates nothing.
 //!
 //! Accepting: one `accept4` per listener event ([`Tuning::accept_batch`]); `EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM` or a full
 //! table pause accepting for [`Tuning::accept_pause`] (the listener's interest is cleared,

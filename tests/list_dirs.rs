@@ -341,6 +341,17 @@ fn head_and_conditional_requests_work_on_a_listing() {
         "bbb",
         "no body after HEAD"
     );
+    // Chunked listings keep the connection: two pipelined, then a file.
+    let mut s = srv.connect();
+    let twice = "GET /d/sub/ HTTP/1.1\r\nHost: t\r\n\r\n".repeat(2);
+    s.write_all(format!("{twice}GET /d/b.txt HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes())
+        .unwrap();
+    let mut r = BufReader::new(s);
+    for _ in 0..2 {
+        let listing = read_response(&mut r, false).unwrap();
+        assert_eq!(hrefs(&listing.text()), ["../", "inner/", "x.txt"]);
+    }
+    assert_eq!(read_response(&mut r, false).unwrap().text(), "bbb");
     // 304 by either validator, with the validators and Vary.
     for extra in [
         format!("If-None-Match: {etag}\r\n"),

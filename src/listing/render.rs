@@ -68,10 +68,12 @@ pub const END_MAX: usize = 64;
 const STYLE: &str = "body{font:16px/1.5 system-ui,sans-serif;margin:0 auto;padding:.5em 1em;\
 max-width:60em;color:#222;background:#fff}h1{font-size:1.2em;overflow-wrap:anywhere}\
 table{border-collapse:collapse;width:100%}th,td{padding:.4em .5em;text-align:left;\
-vertical-align:top}th{border-bottom:1px solid #bbb}td:first-child{overflow-wrap:anywhere}\
+vertical-align:baseline}th{border-bottom:1px solid #bbb}td:first-child{overflow-wrap:anywhere}\
 td+td{white-space:nowrap;color:#555;font-size:.9em}td:nth-child(2){text-align:right}\
 tr:nth-child(even){background:#f4f4f4}a{color:#0645ad;text-decoration:none}\
-a:hover{text-decoration:underline}";
+a:hover{text-decoration:underline}\
+@media (max-width:30em){body{padding:.5em}th,td{padding:.4em .3em}\
+td+td{font-size:.8em}td+td+td{white-space:normal}}";
 
 /// The page's beginning (through the header row and, below the root, the parent's
 /// row), or the array's `[`.

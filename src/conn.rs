@@ -25,8 +25,9 @@
 //!   the connection ends before that (cut short), with the body bytes really written; the
 //!   request's bytes stay in the receive area until then (`logged.rs`).
 //!
-//! Fairness: one call of [`advance`] answers at most [`REQUEST_BUDGET`] requests and
-//! moves at most about [`BYTE_BUDGET`] bytes; then it returns [`Next::Yield`] with the
+//! Fairness: one call of [`advance`] answers at most [`REQUEST_BUDGET`] requests,
+//! moves at most about [`BYTE_BUDGET`] bytes and does at most about a millisecond of a
+//! directory listing's reading (`crate::listing::WORK_BUDGET`); then it returns [`Next::Yield`] with the
 //! work left undone, and the loop drives the slot again on its next turn, after the
 //! other ready connections (edge-triggered epoll would not announce it again). Without
 //! this, a client pipelining without end or a fast reader of a large file would keep

@@ -35,7 +35,11 @@ pub const NAME_MAX: usize = 255;
 /// Bytes of an entry's record in the arena: its kind, its length, its name.
 const RECORD_HEAD: usize = 2;
 
+/// A mark on a record's kind byte: kept by a halving (set and cleared within it).
+const KEPT: u8 = 0x80;
+
 /// The listing order of two entries.
+#[inline(never)]
 pub fn order(a: (Kind, &[u8]), b: (Kind, &[u8])) -> Ordering {
     a.0.cmp(&b.0)
         .then_with(|| cmp_folded(a.1, b.1))
@@ -196,9 +200,7 @@ impl Selection {
     }
 
     fn sort(&mut self) {
-        let names = &self.names;
-        self.index[..self.count]
-            .sort_unstable_by(|&a, &b| order(record(names, a), record(names, b)));
+        sort_records(&self.names, &mut self.index[..self.count]);
     }
 
     /// Keeps the smaller half of a full batch (at least one record: never called with
@@ -208,20 +210,58 @@ impl Selection {
         let keep = self.count / 2;
         let (kind, name) = record(&self.names, self.index[keep]);
         self.before = Some(Key::new(kind, name));
-        self.count = keep;
-        // Compact the kept records in address order: each moves to a lower (or the same)
-        // place, after every record before it has moved, so none is overwritten unread.
-        let kept = &mut self.index[..keep];
-        kept.sort_unstable();
-        let mut w = 0;
-        for at in kept.iter_mut() {
-            let from = *at as usize;
-            let len = RECORD_HEAD + usize::from(self.names[from + 1]);
-            self.names.copy_within(from..from + len, w);
-            *at = w as u32;
-            w += len;
+        for &at in &self.index[..keep] {
+            self.names[at as usize] |= KEPT;
         }
-        self.used = w;
+        // The records lie in the arena in the order they were added: walk them and move
+        // each kept one down, to a lower (or the same) place, so none is overwritten
+        // unread; the index is rebuilt in arena order (`end_pass` sorts it).
+        let (mut from, mut to, mut kept) = (0, 0, 0);
+        while from < self.used {
+            let len = RECORD_HEAD + usize::from(self.names[from + 1]);
+            if self.names[from] & KEPT != 0 {
+                self.names[from] &= !KEPT;
+                self.names.copy_within(from..from + len, to);
+                self.index[kept] = to as u32;
+                kept += 1;
+                to += len;
+            }
+            from += len;
+        }
+        self.count = kept;
+        self.used = to;
+    }
+}
+
+/// Sorts `index` by the order of the records it points to in `names`: a heapsort, in
+/// place. Chosen over `sort_unstable_by` for size, not speed: `std`'s pattern-defeating
+/// quicksort instantiated for this comparator is several KiB of the appliance binary,
+/// this is one small loop; a batch is at most [`BATCH_ENTRIES`](super::BATCH_ENTRIES)
+/// records, sorted a few times a pass (`O(n log n)` either way; the oracle is `std`'s
+/// sort, in the tests).
+fn sort_records(names: &[u8], index: &mut [u32]) {
+    let less = |a: u32, b: u32| order(record(names, a), record(names, b)).is_lt();
+    let sift = |index: &mut [u32], mut root: usize, end: usize| loop {
+        let mut child = 2 * root + 1;
+        if child >= end {
+            return;
+        }
+        if child + 1 < end && less(index[child], index[child + 1]) {
+            child += 1;
+        }
+        if !less(index[root], index[child]) {
+            return;
+        }
+        index.swap(root, child);
+        root = child;
+    };
+    let n = index.len();
+    for root in (0..n / 2).rev() {
+        sift(index, root, n);
+    }
+    for end in (1..n).rev() {
+        index.swap(0, end);
+        sift(index, 0, end);
     }
 }
 
@@ -363,6 +403,25 @@ mod tests {
             .all(|w| order((w[0].0, &w[0].1), (w[1].0, &w[1].1)).is_lt()));
         let union = sorted([base, later].concat());
         assert!(got.iter().all(|e| union.contains(e)));
+    }
+
+    #[test]
+    fn the_heapsort_sorts_as_std_does() {
+        let mut rng = Rng(31);
+        for n in [0, 1, 2, 3, 7, 64, 1000] {
+            let mut sel = Selection::new(1 << 16, 4096);
+            let dir = random_dir(&mut rng, n);
+            for (kind, name) in &dir {
+                sel.offer(*kind, name);
+            }
+            let mut oracle = sel.index[..sel.count].to_vec();
+            let names = &sel.names;
+            oracle.sort_by(|&a, &b| order(record(names, a), record(names, b)));
+            sel.sort();
+            let got: Vec<_> = (0..sel.len()).map(|i| sel.get(i)).collect();
+            let want: Vec<_> = oracle.iter().map(|&at| record(&sel.names, at)).collect();
+            assert_eq!(got, want, "{n} records");
+        }
     }
 
     #[test]

@@ -233,6 +233,9 @@ impl Listings {
 
     /// Produces the next piece of slot `index`'s body from `dir` (the directory it lists,
     /// under `root`), spending `work`. Call it only once the previous piece is sent.
+    /// Never inlined: it would bloat the connection's transition, the hot path of every
+    /// other response.
+    #[inline(never)]
     pub fn fill(
         &mut self,
         index: u32,

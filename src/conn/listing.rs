@@ -106,8 +106,10 @@ impl Tag {
 }
 
 /// Answers a GET or HEAD of `req.path` (ending in `/`, no file found) with its listing
-/// when it is a listable directory. `false`: not one, nothing planned.
+/// when it is a listable directory. `false`: not one, nothing planned. Out of line, as
+/// the other rare answers are: it stays out of the request path's code.
 #[allow(clippy::too_many_arguments)]
+#[inline(never)]
 pub(super) fn listing(
     c: &mut Conn,
     out: &mut [u8],

@@ -426,7 +426,7 @@ mod tests {
 
     #[test]
     fn directories_first_then_names_folding_ascii_case() {
-        let mut got = vec![
+        let mut got = [
             (Kind::File, &b"b"[..]),
             (Kind::File, b"B"),
             (Kind::Dir, b"z"),

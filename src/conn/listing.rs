@@ -157,7 +157,7 @@ pub(super) fn listing(
         h.status = 304;
         h.content_type = None;
         h.lines = lines(format, false);
-        return planned(c, out, ctx, &h, Outgoing::Nothing, after, line);
+        return planned(c, out, ctx, bufs, &h, Outgoing::Nothing, after, line);
     }
     // HTTP/1.0 has no chunks: the close ends a GET's body.
     let chunked = req.minor == 1;
@@ -170,7 +170,7 @@ pub(super) fn listing(
     h.persist = p;
     h.lines = lines(format, chunked);
     if req.method == Method::Head {
-        return planned(c, out, ctx, &h, Outgoing::Nothing, after, line);
+        return planned(c, out, ctx, bufs, &h, Outgoing::Nothing, after, line);
     }
     let spec = Spec {
         path: req.path,
@@ -189,15 +189,17 @@ pub(super) fn listing(
         end: 0,
         last: false,
     };
-    planned(c, out, ctx, &h, body, after, line)
+    planned(c, out, ctx, bufs, &h, body, after, line)
 }
 
 /// Writes `h` and plans it with `body`; a head that does not fit (which the start-up
 /// sizing of the head area rules out) is a 500 that closes, never a headless body.
+#[allow(clippy::too_many_arguments)]
 fn planned(
     c: &mut Conn,
     out: &mut [u8],
     ctx: &mut Ctx<'_>,
+    bufs: &mut Bufs<'_>,
     h: &ResponseHead<'_>,
     body: Outgoing,
     after: After,
@@ -209,8 +211,7 @@ fn planned(
             if let Outgoing::Listing { index, .. } = body {
                 ctx.listings.release(index);
             }
-            let p = Persist::Close;
-            super::respond::error_reply(c, out, ctx, 500, p, After::Linger, None, line);
+            error_page(c, out, ctx, bufs, 500, Persist::Close, After::Linger, line);
         }
     }
     true

@@ -455,6 +455,7 @@ fn parse_tokens(
             "--send-buffer" => out.send_buffer = Some(parse_size(flag, &val(flag)?)?),
             "--shutdown-timeout" => out.shutdown_timeout = parse_secs(flag, &val(flag)?)?,
             "--metrics" => out.metrics = Some(parse_addr("--metrics", &val(flag)?)?),
+            "--list-dirs" => out.site.list_dirs = true,
             "--sysfs" => out.roots.sysfs = PathBuf::from(val(flag)?),
             "--procfs" => out.roots.procfs = PathBuf::from(val(flag)?),
             // Each bad site option is one line of the error, so all of them show at once.
@@ -693,6 +694,8 @@ USAGE: steerd [serve] [ROOT] [OPTIONS]
     --basic-auth-realm REALM  the realm the browser shows (default steerd)
     --basic-auth-skip GLOB    paths served without credentials, as --cache-control
                               patterns (/favicon.ico); repeatable
+    --list-dirs               a directory without index.html gets a listing: HTML, or
+                              JSON when Accept prefers application/json (default off: 404)
     --sysfs DIR, --procfs DIR read the kernel's files from elsewhere (for tests)
 
 Every flag may also come from the environment: STEERD_ and its name in capitals with

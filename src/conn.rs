@@ -25,8 +25,9 @@
 //!   the connection ends before that (cut short), with the body bytes really written; the
 //!   request's bytes stay in the receive area until then (`logged.rs`).
 //!
-//! Fairness: one call of [`advance`] answers at most [`REQUEST_BUDGET`] requests and
-//! moves at most about [`BYTE_BUDGET`] bytes; then it returns [`Next::Yield`] with the
+//! Fairness: one call of [`advance`] answers at most [`REQUEST_BUDGET`] requests,
+//! moves at most about [`BYTE_BUDGET`] bytes and does at most about a millisecond of a
+//! directory listing's reading (`crate::listing::WORK_BUDGET`); then it returns [`Next::Yield`] with the
 //! work left undone, and the loop drives the slot again on its next turn, after the
 //! other ready connections (edge-triggered epoll would not announce it again). Without
 //! this, a client pipelining without end or a fast reader of a large file would keep
@@ -42,6 +43,7 @@
 
 mod auth;
 mod file;
+mod listing;
 mod logged;
 mod record;
 mod respond;
@@ -53,6 +55,7 @@ use crate::files::PATH_MAX;
 use crate::http::date::DateCache;
 use crate::http::response::HEAD_AREA_MAX;
 use crate::http::{find_head_end, Status, MAX_HEAD, MAX_TARGET};
+use crate::listing::{Fill, Listings, WORK_BUDGET};
 use crate::site::SiteRules;
 use crate::stats::WorkerCounters;
 use crate::timers::{Kind, Timers};
@@ -150,6 +153,20 @@ pub enum Outgoing {
         at: u64,
         /// End (exclusive).
         end: u64,
+    },
+    /// A directory listing (`--list-dirs`), produced piece by piece into its listing
+    /// slot's buffer (`crate::listing`) as the socket takes the previous piece.
+    Listing {
+        /// The directory, open for reading its entries.
+        dir: OwnedFd,
+        /// The listing slot of the worker's `Listings`.
+        index: u32,
+        /// Next byte of the current piece to send.
+        at: usize,
+        /// End of the current piece (exclusive).
+        end: usize,
+        /// The current piece is the last.
+        last: bool,
     },
 }
 
@@ -259,8 +276,8 @@ impl Conn {
     }
 
     /// Releases everything the slot holds (the socket closes when dropped).
-    pub fn release(&mut self, cache: &mut FileCache) {
-        drop_body(self, cache);
+    pub fn release(&mut self, ctx: &mut Ctx<'_>) {
+        drop_body(self, ctx);
         *self = Conn::free();
     }
 
@@ -340,6 +357,8 @@ pub struct Ctx<'a> {
     pub forwarded: Walk<'a>,
     /// `--basic-auth`: this loop's remembered verdicts and budget of hash checks.
     pub auth: Option<crate::auth::Gate>,
+    /// Directory listings in progress (`--list-dirs`; no slots without it).
+    pub listings: Listings,
 }
 
 /// Scratch space for one request at a time (decoded path, path to open).
@@ -392,6 +411,8 @@ pub enum Next {
 struct Budget {
     requests: u32,
     bytes: u64,
+    /// Directory reading and entries written for a listing (`crate::listing`).
+    work: u32,
 }
 
 impl Budget {
@@ -399,6 +420,7 @@ impl Budget {
         Budget {
             requests: REQUEST_BUDGET,
             bytes: BYTE_BUDGET,
+            work: WORK_BUDGET,
         }
     }
 
@@ -700,12 +722,15 @@ fn pin_if_cached(c: &mut Conn, cache: &mut FileCache) {
     }
 }
 
-/// Drops the body, unpinning a cached entry this connection pinned.
-fn drop_body(c: &mut Conn, cache: &mut FileCache) {
-    if let (Outgoing::Cached { index, .. } | Outgoing::CachedFile { index, .. }, true) =
-        (&c.body, c.pinned)
-    {
-        cache.unpin(*index);
+/// Drops the body, unpinning a cached entry this connection pinned and giving back a
+/// listing's slot.
+fn drop_body(c: &mut Conn, ctx: &mut Ctx<'_>) {
+    match (&c.body, c.pinned) {
+        (Outgoing::Cached { index, .. } | Outgoing::CachedFile { index, .. }, true) => {
+            ctx.cache.unpin(*index)
+        }
+        (Outgoing::Listing { index, .. }, _) => ctx.listings.release(*index),
+        _ => {}
     }
     c.pinned = false;
     c.body = Outgoing::Nothing;
@@ -719,7 +744,7 @@ fn finish_response(
     inb: &mut [u8],
     ctx: &mut Ctx<'_>,
 ) -> Next {
-    drop_body(c, &mut ctx.cache);
+    drop_body(c, ctx);
     logged::end(c, inb, ctx, false);
     let answered = core::mem::take(&mut c.answered);
     consume(c, inb, answered);
@@ -791,6 +816,9 @@ fn send_some(
         if budget.bytes_spent() && !response_done(c) {
             return Sent::Yield;
         }
+        if let Some(stop) = next_listing_piece(&mut c.body, ctx, &mut budget.work) {
+            return stop;
+        }
         let head = &out[c.head_sent..c.head_len];
         let result = match &mut c.body {
             Outgoing::File { fd: file, at, end } => send_file(fd, head, file.as_fd(), at, *end),
@@ -799,7 +827,7 @@ fn send_some(
                 None => return Sent::Failed,
             },
             _ => {
-                let body = body_rest(&c.body, &ctx.cache);
+                let body = body_rest(&c.body, ctx);
                 if head.is_empty() && body.is_empty() {
                     return Sent::Done;
                 }
@@ -889,16 +917,50 @@ fn response_done(c: &Conn) -> bool {
         Outgoing::Static(b, at) => at >= b.len(),
         Outgoing::Cached { at, end, .. } => at >= end,
         Outgoing::CachedFile { at, end, .. } | Outgoing::File { at, end, .. } => at >= end,
+        Outgoing::Listing { at, end, last, .. } => last && at >= end,
     };
     c.head_sent >= c.head_len && body_done
 }
 
-/// The unsent part of an in-memory body.
-fn body_rest<'c>(body: &Outgoing, cache: &'c FileCache) -> &'c [u8] {
-    match *body {
-        Outgoing::Static(b, at) => b.get(at..).unwrap_or(&[]),
-        Outgoing::Cached { index, at, end } => cache.body(index).get(at..end).unwrap_or(&[]),
-        _ => &[],
+/// The unsent part of an in-memory body (for a listing, of its current piece).
+fn body_rest<'c>(body: &Outgoing, ctx: &'c Ctx<'_>) -> &'c [u8] {
+    let piece = match *body {
+        Outgoing::Static(b, at) => return b.get(at..).unwrap_or(&[]),
+        Outgoing::Cached { index, at, end } => ctx.cache.body(index).get(at..end),
+        Outgoing::Listing { index, at, end, .. } => ctx.listings.bytes(index).get(at..end),
+        _ => None,
+    };
+    piece.unwrap_or(&[])
+}
+
+/// A listing whose current piece is all sent gets its next one (`crate::listing`),
+/// spending `work`. `Some`: what `send_some` returns instead of sending, because the
+/// turn's work is spent before anything was produced (yield) or the directory failed.
+fn next_listing_piece(body: &mut Outgoing, ctx: &mut Ctx<'_>, work: &mut u32) -> Option<Sent> {
+    let Outgoing::Listing {
+        dir,
+        index,
+        at,
+        end,
+        last,
+    } = body
+    else {
+        return None;
+    };
+    if *at < *end || *last {
+        return None;
+    }
+    match ctx.listings.fill(*index, dir.as_fd(), ctx.root, work) {
+        Fill::Bytes {
+            at: a,
+            end: e,
+            last: l,
+        } if a < e || l => {
+            (*at, *end, *last) = (a, e, l);
+            None
+        }
+        Fill::Bytes { .. } | Fill::Later => Some(Sent::Yield),
+        Fill::Failed => Some(Sent::Failed),
     }
 }
 
@@ -913,6 +975,7 @@ fn advance_sent(c: &mut Conn, mut n: usize) {
     match &mut c.body {
         Outgoing::Static(_, at) => *at += n,
         Outgoing::Cached { at, .. } => *at += n,
+        Outgoing::Listing { at, .. } => *at += n,
         _ => {}
     }
 }
@@ -1002,6 +1065,7 @@ mod tests {
                 site: &rules,
                 forwarded: Walk::LastHop,
                 auth: None,
+                listings: Listings::new(0),
             };
             let out = run(self, &mut ctx);
             self.cache = Some(ctx.cache);

@@ -34,12 +34,14 @@
 //! is a missing file (404) before anything is resolved (`site::dotfiles`).
 //!
 //! Mapping (nginx's static module as the reference): a path ending in `/` serves its
-//! `index.html`; a directory named without the slash is a 301 to add it; ENOENT, ENOTDIR,
+//! `index.html` (under `--list-dirs`, a directory without one is opened for its listing
+//! by [`dir`]); a directory named without the slash is a 301 to add it; ENOENT, ENOTDIR,
 //! ENAMETOOLONG and non-regular files are 404; EACCES, EPERM, ELOOP, EMLINK and EXDEV
 //! (an escaping symlink) are 403; EMFILE/ENFILE/ENOMEM are 503; anything else is 500.
 
 pub mod beneath;
 pub mod cache;
+pub mod dir;
 
 use crate::http::date::{format_imf, IMF_LEN};
 use crate::http::encoding::{Coding, CodingSet, Precompressed};

@@ -18,6 +18,7 @@
 //! serve_loop: event (epoll), timers, access_log (log_line) -> conn (state machine,
 //!         client_addr for PROXY headers and X-Forwarded-For)
 //!         -> http (parser, response) and files (openat2 under the root, sendfile)
+//!         and listing (`--list-dirs`: directories in sorted batches, fixed memory)
 //! every stage ----------------------> stats (shared counters) -> metrics, check output,
 //!                                     dashboard (page, status.json)
 //! ```
@@ -79,6 +80,9 @@ pub mod listen;
 // The serving runtime, bottom up (HTTP is among the foundations).
 // Files under the root: openat2, metadata, the small-file cache.
 pub mod files;
+
+// Directory listings (`--list-dirs`): sorted batches in fixed memory, HTML or JSON.
+pub mod listing;
 
 // The real client address behind a proxy: PROXY headers, X-Forwarded-For.
 pub mod client_addr;

@@ -24,7 +24,8 @@
 //! when a connection first uses it: about 5 KiB per connection for ordinary requests
 //! (plus the operator's lines beyond the first 1 KiB head area), the whole slot at most),
 //! the deadline lists, the event buffer, the two ready lists (one entry per slot), the
-//! file cache and the access log buffer. Serving a request allocates nothing.
+//! file cache, the access log buffer and, with `--list-dirs`, the listing slots
+//! (`crate::listing`). Serving a request allocates nothing.
 //!
 //! Accepting: one `accept4` per listener event ([`Tuning::accept_batch`]); `EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM` or a full
 //! table pause accepting for [`Tuning::accept_pause`] (the listener's interest is cleared,
@@ -56,6 +57,7 @@ use crate::event::{Poller, Ready, Token};
 use crate::files::cache::{CacheConfig, FileCache};
 use crate::files::FileOptions;
 use crate::http::date::DateCache;
+use crate::listing::Listings;
 use crate::site::SiteRules;
 use crate::timers::{Kind, Timers};
 use core::sync::atomic::Ordering::Relaxed;
@@ -153,6 +155,9 @@ pub struct Tuning {
     pub events: usize,
     /// The `--basic-auth` budgets of hash checks (`auth::budget`).
     pub auth_limits: Limits,
+    /// Directory listings one worker streams at a time under `--list-dirs` (each slot's
+    /// memory is allocated at start: `crate::listing`).
+    pub listings: usize,
 }
 
 impl Default for Tuning {
@@ -164,6 +169,7 @@ impl Default for Tuning {
             accept_batch: 1,
             events: 256,
             auth_limits: Limits::SERVING,
+            listings: crate::listing::SLOTS,
         }
     }
 }
@@ -265,10 +271,10 @@ impl Slot {
     }
 
     /// Frees the slot; the generation stays, so old tokens remain stale.
-    fn release(&mut self, cache: &mut FileCache) {
+    fn release(&mut self, ctx: &mut Ctx<'_>) {
         self.registered = false;
         self.queued = false;
-        self.conn.release(cache);
+        self.conn.release(ctx);
     }
 }
 
@@ -346,6 +352,11 @@ impl<'a> Loop<'a> {
                 false => Walk::LastHop,
             },
             auth: gate(cfg, &tuning)?,
+            listings: Listings::new(if cfg.site.list_dirs {
+                tuning.listings
+            } else {
+                0
+            }),
         };
         Ok(Loop {
             listener,
@@ -638,7 +649,7 @@ impl<'a> Loop<'a> {
         let i = slot as usize;
         let buf = slot_area(&mut self.arena, self.slot_bytes, i);
         conn::abandon(&mut s.conn, buf, &mut self.ctx);
-        s.release(&mut self.ctx.cache);
+        s.release(&mut self.ctx);
         self.per_addr.remove(slot);
         self.free.push(slot);
         self.open -= 1;

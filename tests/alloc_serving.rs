@@ -6,9 +6,10 @@
 //! with the most fields, and trusted proxy networks with `--real-ip-recursive`, so a
 //! chain of `X-Forwarded-For` hops over two field lines is walked)
 //! must allocate nothing; and the same with every everyday-serving option on (sidecars,
-//! 406, fallback, error pages, headers, Cache-Control, media-type overrides), and through
-//! `--basic-auth` after the first check (remembered credentials, 401s, hash checks of
-//! new guesses and the 429s past the budget).
+//! 406, fallback, error pages, headers, Cache-Control, media-type overrides, CORS,
+//! dotfiles, directory listings: HTML over several passes and pieces, JSON, HEAD, 304),
+//! and through `--basic-auth` after the first check (remembered credentials, 401s, hash
+//! checks of new guesses and the 429s past the budget).
 
 mod support;
 
@@ -127,14 +128,18 @@ fn no_allocation_per_request_after_warm_up() {
 }
 
 /// Requests per [`site_round`].
-const SITE_PER_ROUND: usize = 19;
+const SITE_PER_ROUND: usize = 23;
+
+/// Entries of the listed directory: names long enough that a listing takes several
+/// passes of the batch arena and many pieces of output.
+const LISTED: usize = 1000;
 
 /// A name longer than the file cache's key limit: served uncached, sidecar included.
 fn long_name() -> String {
     format!("{}.js", "l".repeat(200))
 }
 
-/// Nineteen requests on one connection exercising every everyday-serving option.
+/// Twenty-three requests on one connection exercising every everyday-serving option.
 fn site_round(addr: std::net::SocketAddr, buf: &mut [u8]) {
     let long = long_name();
     let reqs = format!(
@@ -157,6 +162,10 @@ fn site_round(addr: std::net::SocketAddr, buf: &mut [u8]) {
          Access-Control-Request-Method: GET\r\nAccess-Control-Request-Headers: x-a\r\n\r\n\
          GET /app.js HTTP/1.1\r\nHost: t\r\nOrigin: http://a.test\r\n\r\n\
          GET /.env HTTP/1.1\r\nHost: t\r\n\r\n\
+         GET /listed/ HTTP/1.1\r\nHost: t\r\n\r\n\
+         GET /listed/ HTTP/1.1\r\nHost: t\r\nAccept: application/json\r\n\r\n\
+         HEAD /empty-dir/ HTTP/1.1\r\nHost: t\r\n\r\n\
+         GET /empty-dir/ HTTP/1.1\r\nHost: t\r\nIf-None-Match: *\r\n\r\n\
          GET /app.js HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n"
     );
     let mut s = TcpStream::connect(addr).unwrap();
@@ -180,6 +189,10 @@ fn no_allocation_per_request_with_every_site_option() {
     std::fs::write(r.join("404.html"), "custom 404").unwrap();
     std::fs::write(r.join("a.md"), "# md").unwrap();
     std::fs::write(r.join(".env"), "SECRET").unwrap();
+    std::fs::create_dir(r.join("listed")).unwrap();
+    for i in 0..LISTED {
+        std::fs::write(r.join(format!("listed/{i:04}-{}", "n".repeat(190))), "x").unwrap();
+    }
     let mut flags = steerd::args::site::SiteArgs::default();
     // 3 KiB of policy: every slot's head area grows to hold it.
     let csp = format!(
@@ -204,6 +217,7 @@ fn no_allocation_per_request_with_every_site_option() {
     ] {
         flags.set(flag, value).unwrap();
     }
+    flags.list_dirs = true;
     let mut cfg = config(&site.root);
     cfg.logging.access_log = LogTarget::File(site.base.join("access.log"));
     cfg.site = flags.rules();
@@ -231,6 +245,13 @@ fn no_allocation_per_request_with_every_site_option() {
         " 200 ", " 204 ", " 206 ", " 304 ", " 404 ", " 405 ", " 406 ", " 416 ",
     ] {
         assert!(log.contains(status), "{status} missing from the log");
+    }
+    for listing in [
+        "\"GET /listed/ HTTP/1.1\" 200 ",
+        "\"HEAD /empty-dir/ HTTP/1.1\" 200 ",
+        "\"GET /empty-dir/ HTTP/1.1\" 304 ",
+    ] {
+        assert!(log.contains(listing), "{listing} missing from the log");
     }
 }
 

@@ -87,6 +87,7 @@ pub const SERVE_FLAGS: &[ServeFlag] = &[
     flag("--basic-auth", Takes::Value),
     flag("--basic-auth-realm", Takes::Value),
     flag("--basic-auth-skip", Takes::Repeated),
+    flag("--list-dirs", Takes::Switch),
     flag("--sysfs", Takes::Value),
     flag("--procfs", Takes::Value),
 ];

@@ -1,6 +1,7 @@
 //! Stage 1, the everyday-serving flags: `--precompressed`, `--header`, `--cache-control`,
 //! `--error-page`, `--fallback`, `--fallback-skip`, `--mime`, `--mime-types`, `--dotfiles`,
-//! `--cors` and `--basic-auth` with `--basic-auth-realm` and `--basic-auth-skip`.
+//! `--cors`, `--basic-auth` with `--basic-auth-realm` and `--basic-auth-skip`, and the
+//! switch `--list-dirs`.
 //!
 //! Input: one flag and its value at a time (from `args::parse_serve`). Output: a
 //! validated [`SiteArgs`], and from it the worker's [`SiteRules`]. Syntax only: whether
@@ -49,6 +50,8 @@ pub struct SiteArgs {
     pub basic_auth_realm: Option<String>,
     /// `--basic-auth-skip GLOB`, in order.
     pub basic_auth_skip: Vec<Glob>,
+    /// `--list-dirs` (a switch: `args::parse_serve` sets it).
+    pub list_dirs: bool,
 }
 
 /// The flags this file parses.
@@ -203,6 +206,7 @@ impl SiteArgs {
             dotfiles: self.dotfiles,
             cors: self.cors.clone(),
             auth: self.auth(),
+            list_dirs: self.list_dirs,
         }
     }
 }

@@ -20,6 +20,7 @@
 //! read.
 
 use super::file::{error_page, file, Bufs, Source};
+use super::listing::listing;
 use super::logged::Request as Logged;
 use super::record::{plan, Line};
 use super::{After, Conn, Ctx, Outgoing, Scratch, IN_CAP};
@@ -289,8 +290,12 @@ fn serve(
     let site = ctx.site;
     let mut path = req.path;
     let mut found = ctx.cache.lookup(ctx.root, path, ctx.now_ms, bufs.open);
-    // The fallback rule is looked at only for a path that is not there.
+    // The fallback rule is looked at only for a path that is not there; under
+    // `--list-dirs` a directory without index.html is there, as its listing.
     if matches!(found, Served::Miss(Lookup::Status(404))) {
+        if site.list_dirs && listing(c, out, ctx, bufs, req, p, after, line) {
+            return;
+        }
         if let Some(fallback) = site.fallback_for(req.path) {
             path = fallback;
             found = ctx.cache.lookup(ctx.root, path, ctx.now_ms, bufs.open);

@@ -83,6 +83,26 @@ pub fn format_imf(secs: i64) -> [u8; IMF_LEN] {
     out
 }
 
+/// Bytes of [`format_minutes`]' text.
+pub const MINUTES_LEN: usize = 16;
+
+/// Formats `secs` (Unix time, UTC) as `YYYY-MM-DD HH:MM`, the modification time a
+/// directory listing shows; clamped as [`format_imf`] is.
+pub fn format_minutes(secs: i64) -> [u8; MINUTES_LEN] {
+    let secs = secs.clamp(-62_167_219_200, 253_402_300_799);
+    let tod = secs.rem_euclid(86_400) as u32;
+    let (year, month, day) = civil_from_days(secs.div_euclid(86_400));
+    let mut out = *b"1970-01-01 00:00";
+    let y = year as u32;
+    two(&mut out[0..2], y / 100);
+    two(&mut out[2..4], y % 100);
+    two(&mut out[5..7], month);
+    two(&mut out[8..10], day);
+    two(&mut out[11..13], tod / 3600);
+    two(&mut out[14..16], tod / 60 % 60);
+    out
+}
+
 fn digits(b: &[u8]) -> Option<u32> {
     if b.is_empty() || b.len() > 4 || !b.iter().all(u8::is_ascii_digit) {
         return None;
@@ -232,6 +252,16 @@ impl DateCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn minutes_agree_with_the_imf_text() {
+        let t = 784_111_777; // 1994-11-06 08:49:37 UTC
+        assert_eq!(&format_minutes(t), b"1994-11-06 08:49");
+        assert_eq!(&format_minutes(0), b"1970-01-01 00:00");
+        assert_eq!(&format_minutes(-1), b"1969-12-31 23:59");
+        assert_eq!(&format_minutes(i64::MAX), b"9999-12-31 23:59");
+        assert_eq!(&format_minutes(i64::MIN), b"0000-01-01 00:00");
+    }
 
     #[test]
     fn rfc_example_in_all_three_forms() {

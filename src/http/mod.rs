@@ -38,6 +38,7 @@ pub use parse::{parse_head, Fields, Head, Header, Status, MAX_FIELDS, MAX_HEAD, 
 pub use request::{parse_request, Body, Method, Request};
 pub use scan::find_head_end;
 
+pub mod accept;
 pub mod conditional;
 pub mod date;
 pub mod encoding;

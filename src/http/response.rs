@@ -79,6 +79,9 @@ pub struct ResponseHead<'a> {
     pub content_encoding: Option<Coding>,
     /// Send `Vary: Accept-Encoding` (the file has more than one representation).
     pub vary: bool,
+    /// Lines only some responses carry (a directory listing's `Transfer-Encoding`,
+    /// `Vary: Accept` and policy), each CRLF-terminated.
+    pub lines: &'a [u8],
     /// A `Cache-Control` line, CRLF included.
     pub cache_control: Option<&'a [u8]>,
     /// The operator's extra lines, each CRLF-terminated.
@@ -133,6 +136,7 @@ impl<'a> ResponseHead<'a> {
             allow: false,
             content_encoding: None,
             vary: false,
+            lines: b"",
             cache_control: None,
             extra: b"",
             cors: b"",
@@ -404,6 +408,7 @@ pub fn write_head(out: &mut [u8], h: &ResponseHead<'_>) -> Option<usize> {
     if h.vary {
         w.put(b"Vary: Accept-Encoding\r\n");
     }
+    w.put(h.lines);
     if let Some(line) = h.cache_control {
         w.put(line);
     }

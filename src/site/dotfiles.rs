@@ -42,6 +42,15 @@ impl Dotfiles {
     pub fn hides(self, path: &[u8]) -> bool {
         self == Dotfiles::Deny && has_dot_segment(path)
     }
+
+    /// True when entry `name` of the directory at `dir` (a request path ending in `/`,
+    /// not hidden itself) is not listed: [`Dotfiles::hides`] of `dir` + `name`, without
+    /// joining them.
+    #[inline]
+    pub fn hides_entry(self, dir: &[u8], name: &[u8]) -> bool {
+        let well_known = dir == b"/" && name == &WELL_KNOWN[1..];
+        self == Dotfiles::Deny && name.first() == Some(&b'.') && !well_known
+    }
 }
 
 /// A segment of `path` (after any `/`) begins with `.`, `/.well-known` as the first
@@ -114,6 +123,33 @@ mod tests {
             "/x/.well-known",
         ] {
             assert_eq!(has_dot_segment(p.as_bytes()), naive(p.as_bytes()), "{p}");
+        }
+    }
+
+    #[test]
+    fn an_entry_is_hidden_as_its_joined_path_is() {
+        let dirs = ["/", "/a/", "/.well-known/", "/.well-known/x/"];
+        let names = [
+            ".env",
+            "a",
+            ".well-known",
+            ".well-knownx",
+            "..x",
+            "a.b",
+            ".",
+            "x.",
+        ];
+        for dir in dirs {
+            for name in names {
+                let joined = format!("{dir}{name}");
+                for rule in [Dotfiles::Deny, Dotfiles::Allow] {
+                    assert_eq!(
+                        rule.hides_entry(dir.as_bytes(), name.as_bytes()),
+                        rule.hides(joined.as_bytes()),
+                        "{rule:?} {joined}"
+                    );
+                }
+            }
         }
     }
 

@@ -3,7 +3,8 @@
 //! pages (`--error-page`), the single-page-app fallback (`--fallback`,
 //! `--fallback-skip`), media types (`--mime`, `--mime-types`), the sidecars looked for
 //! (`--precompressed`), whether dotfiles are served (`--dotfiles`), which origins may
-//! read the site (`--cors`) and who may (`--basic-auth`).
+//! read the site (`--cors`), who may (`--basic-auth`) and whether directories are listed
+//! (`--list-dirs`).
 //!
 //! Stage: values validated once from the command line (stage 1) and gathered into
 //! [`SiteRules`], then read by the responder for every request without allocating.
@@ -49,6 +50,8 @@ pub struct SiteRules {
     pub cors: cors::Cors,
     /// `--basic-auth`: the htpasswd file, the challenge, the exempt paths.
     pub auth: Option<auth::BasicAuth>,
+    /// `--list-dirs`: a directory without `index.html` is answered with its listing.
+    pub list_dirs: bool,
 }
 
 impl SiteRules {

@@ -1,5 +1,6 @@
 //! A minimal HTTP/1.1 client for the serving tests: one framed response (status line,
-//! headers, a `Content-Length` body) at a time, so keep-alive and pipelining can be checked.
+//! headers, a `Content-Length` or chunked body) at a time, so keep-alive and pipelining
+//! can be checked.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -58,7 +59,12 @@ pub fn read_response(r: &mut impl BufRead, head_only: bool) -> std::io::Result<R
         headers,
         body: Vec::new(),
     };
-    if !head_only && status != 304 {
+    let chunked = resp
+        .header("transfer-encoding")
+        .is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
+    if !head_only && status != 304 && chunked {
+        resp.body = read_chunked(r)?;
+    } else if !head_only && status != 304 {
         let len: usize = resp
             .header("content-length")
             .and_then(|v| v.parse().ok())
@@ -67,6 +73,34 @@ pub fn read_response(r: &mut impl BufRead, head_only: bool) -> std::io::Result<R
         r.read_exact(&mut resp.body)?;
     }
     Ok(resp)
+}
+
+/// A chunked body (RFC 9112 §7.1), strictly: hex sizes without extensions, CRLF after
+/// each chunk, no trailers.
+pub fn read_chunked(r: &mut impl BufRead) -> std::io::Result<Vec<u8>> {
+    let bad = |what: &str| std::io::Error::other(format!("bad chunked body: {what}"));
+    let mut body = Vec::new();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        r.read_line(&mut line)?;
+        let size = line
+            .strip_suffix("\r\n")
+            .and_then(|s| usize::from_str_radix(s, 16).ok())
+            .ok_or_else(|| bad(&line))?;
+        let mut chunk = vec![0; size + 2];
+        r.read_exact(&mut chunk)?;
+        if size == 0 {
+            return match &chunk[..] {
+                b"\r\n" => Ok(body),
+                _ => Err(bad("trailer after the last chunk")),
+            };
+        }
+        if !chunk.ends_with(b"\r\n") {
+            return Err(bad("no CRLF after a chunk"));
+        }
+        body.extend_from_slice(&chunk[..size]);
+    }
 }
 
 /// Sends `req` on a new connection and reads one response.

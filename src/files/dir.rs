@@ -236,7 +236,10 @@ mod tests {
         let t = Tree::new("open");
         assert!(t.open("/", Dotfiles::Deny).is_some());
         assert!(t.open("/list/", Dotfiles::Deny).is_some());
-        assert!(t.open("/list/to-dir/", Dotfiles::Deny).is_some());
+        // A symlink to a directory under the root: followed by openat2, refused by the
+        // walk that stands in for it where the kernel has none (user-mode QEMU).
+        let follows = !super::super::beneath::fallback_in_use(t.root.as_fd());
+        assert_eq!(t.open("/list/to-dir/", Dotfiles::Deny).is_some(), follows);
         assert!(t.open("/list", Dotfiles::Deny).is_none(), "no slash");
         assert!(t.open("/indexed/", Dotfiles::Deny).is_none());
         assert!(

@@ -240,7 +240,16 @@ mod tests {
             start <= now + 1.0 && start >= boot.unwrap_or(0) as f64,
             "{start}"
         );
-        assert!(f.resident_bytes.expect("rss") > 0);
+        match f.resident_bytes.expect("rss") {
+            // User-mode QEMU answers a process's own /proc/self/stat itself, with 0 there
+            // (scripts/test-qemu.sh sets STEERD_EMULATED); the master's figures for its
+            // workers come from the kernel's own files.
+            0 if std::env::var_os("STEERD_EMULATED").is_some() => eprintln!(
+                "skipped figures_of_this_process_agree_with_what_it_knows (rss): user-mode \
+                 QEMU reports rss 0 in the process's own /proc/self/stat"
+            ),
+            rss => assert!(rss > 0, "{rss}"),
+        }
     }
 
     #[test]

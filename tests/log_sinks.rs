@@ -238,7 +238,9 @@ fn a_full_disk_cuts_at_most_one_line_and_glues_none() {
         std::thread::sleep(Duration::from_millis(100));
     };
     let mut bad = Vec::new();
-    for line in text.lines() {
+    // Two workers that both read the cut line's last byte before either wrote each end
+    // it: an empty line, neither a cut line nor a glued one (docs/serving.md).
+    for line in text.lines().filter(|l| !l.is_empty()) {
         assert!(
             line.matches("{\"time\"").count() <= 1,
             "two lines glued: {line}"

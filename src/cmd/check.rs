@@ -20,8 +20,7 @@ use std::fmt::Write;
 use std::net::SocketAddr;
 
 /// Runs `steerd check`; returns the exit status or the failure.
-pub fn main(args: &ServeArgs, json: bool) -> Result<i32, Failure> {
-    let mut args = args.clone();
+pub fn main(mut args: ServeArgs, json: bool) -> Result<i32, Failure> {
     super::prepare::bindable_listen(&mut args, |w| eprintln!("steerd: warning: {w}"));
     let args = &args;
     let problems = super::preflight::problems(args);

@@ -111,7 +111,7 @@ fn dispatch(command: Command) -> Result<i32, Failure> {
         }
         Command::Bpf(cmd) => Ok(bpf::main(cmd)),
         Command::Topo { roots, json } => Ok(topo::main(&roots, json)),
-        Command::Check { serve, json } => check::main(&serve, json),
+        Command::Check { serve, json } => check::main(serve, json),
         Command::Serve(args) => serve::main(args),
         Command::Bench(command) => Ok(crate::bench::main(command)),
         Command::Probe(args) => Ok(probe::main(&args)),

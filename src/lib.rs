@@ -26,7 +26,10 @@
 //! The serving runtime is declared from the bottom up (files first, the master last),
 //! because each part is built from the ones before it. Below everything sits `sys`, the
 //! raw calls rustix lacks, which imports nothing from the crate and is the only module
-//! allowed `unsafe` (besides one SSE2 step in `http/scan.rs`). `http` (the protocol as
+//! allowed `unsafe`, besides two items outside it: one SSE2 step in `http/scan.rs`, and
+//! in `stats.rs` the `unsafe impl` of `sys::SharedZeroed` for the counter block (a
+//! marker whose contract, zero bytes are a valid value, two compile-time size checks
+//! beside it hold). `http` (the protocol as
 //! pure functions) and `site` (the operator's serving rules as validated values) sit with
 //! the foundations: the flags are validated with them and `config::Serving` carries the
 //! rules. After

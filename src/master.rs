@@ -28,7 +28,7 @@
 //! accept connections (serve_loop.rs in each worker).
 
 use crate::config::{Serving, SteerPolicy};
-use crate::dashboard::status::Status;
+use crate::dashboard::status::StatusDocument;
 use crate::inherit::{self, Inherited};
 use crate::listen::{self, Listeners, SocketOptions};
 use crate::notify::Notifier;
@@ -42,20 +42,10 @@ use core::fmt;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
-use std::time::Duration;
 
-/// A worker that lived less than this before dying counts as a crash for the back-off.
-const CRASH_WINDOW: Duration = Duration::from_secs(2);
-/// First back-off delay after a crash; doubles per consecutive crash.
-const BACKOFF_FIRST: Duration = Duration::from_millis(100);
-/// Longest back-off delay.
-const BACKOFF_MAX: Duration = Duration::from_secs(10);
-/// How long a fast stop waits for workers before `SIGKILL`.
-const FAST_STOP_GRACE: Duration = Duration::from_secs(3);
-/// Extra wait after `--shutdown-timeout` before a graceful stop kills what is left.
-const GRACEFUL_SLACK: Duration = Duration::from_secs(1);
-/// Longest sleep of the supervision loop (signals interrupt it sooner).
-const TICK: Duration = Duration::from_millis(100);
+mod supervisor;
+
+use supervisor::{Shared, Supervisor};
 
 /// A bring-up step of the master that failed.
 #[derive(Debug)]
@@ -125,7 +115,7 @@ pub fn run(
     cfg: &Serving,
     plan: &Plan,
     program: Option<&[asm_bpf::Insn]>,
-    status: Option<Status>,
+    status: Option<StatusDocument>,
 ) -> Result<(), MasterError> {
     signals::install().map_err(MasterError::Signals)?;
     // An upgrade re-executes the master with these blocked (`upgrade.rs`): one that came
@@ -166,7 +156,7 @@ pub fn run(
     // As the workers' user, as every reload reads it (`preflight::worker_files`).
     let auth = crate::preflight::credentials(&cfg.site)
         .map_err(|p| MasterError::Credentials(p.message))?;
-    // Two blocks per worker: one per generation (see `Slot::block`).
+    // Two blocks per worker: one per generation (see `WorkerSlot::block`).
     let counters = SharedCounters::new(2 * plan.workers.len()).map_err(MasterError::Counters)?;
     let status = status.map(|mut s| {
         s.in_force(&listeners.addrs(), policy.name());
@@ -382,24 +372,10 @@ fn drop_privileges(id: &user::Identity) -> Result<(), MasterError> {
     Ok(())
 }
 
-mod supervisor;
-
-use supervisor::{Shared, Supervisor};
-
-/// The delay before restarting a worker after `crashes` consecutive early deaths:
-/// none for a worker that had been running a while, then 100 ms doubling to 10 s.
-pub fn backoff(crashes: u32) -> Duration {
-    match crashes {
-        0 => Duration::ZERO,
-        n => BACKOFF_FIRST
-            .checked_mul(1u32 << (n - 1).min(16))
-            .map_or(BACKOFF_MAX, |d| d.min(BACKOFF_MAX)),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     /// The kernel is the oracle: a program it refuses (an unknown opcode gets `EINVAL`)
     /// leaves the listeners on the hash, and the policy says so.
@@ -452,16 +428,6 @@ mod tests {
             attach_steering(&l, SteerPolicy::Cpu, None),
             SteerPolicy::Hash
         );
-    }
-
-    #[test]
-    fn backoff_doubles_and_caps() {
-        assert_eq!(backoff(0), Duration::ZERO);
-        assert_eq!(backoff(1), Duration::from_millis(100));
-        assert_eq!(backoff(2), Duration::from_millis(200));
-        assert_eq!(backoff(4), Duration::from_millis(800));
-        assert_eq!(backoff(8), BACKOFF_MAX);
-        assert_eq!(backoff(u32::MAX), BACKOFF_MAX);
     }
 
     #[test]

@@ -10,7 +10,7 @@
 
 use super::Failure;
 use crate::args::{ServeArgs, SteerPolicy};
-use crate::dashboard::status::Status;
+use crate::dashboard::status::StatusDocument;
 use crate::master;
 
 /// Runs `steerd serve` and returns the exit status.
@@ -41,7 +41,7 @@ pub fn main(mut args: ServeArgs) -> Result<i32, Failure> {
     // What `check --json` prints is the fixed part of the dashboard's status.json.
     let status = args.metrics.map(|_| {
         let members = super::check::check_members(&args, &topo, &warnings, &plan, program.as_ref());
-        Status::new(members)
+        StatusDocument::new(members)
     });
     let mut serving = crate::plan::serving(args);
     // Read again for serving: the file `check` read above may have changed since.

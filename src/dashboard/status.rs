@@ -19,17 +19,17 @@ use std::net::SocketAddr;
 use std::time::Instant;
 
 /// The status document's fixed part and the server's start time.
-pub struct Status {
+pub struct StatusDocument {
     fixed: Vec<(String, Value)>,
     started: Instant,
 }
 
-impl Status {
+impl StatusDocument {
     /// A status document whose fixed members are `fixed` (topology, plan, program,
     /// listen addresses, policy: what `steerd check --json` prints) and whose uptime
     /// counts from now.
-    pub fn new(fixed: Vec<(String, Value)>) -> Status {
-        Status {
+    pub fn new(fixed: Vec<(String, Value)>) -> StatusDocument {
+        StatusDocument {
             fixed,
             started: Instant::now(),
         }
@@ -115,7 +115,7 @@ mod tests {
 
     #[test]
     fn fixed_members_then_version_uptime_and_counters_in_plan_order() {
-        let mut status = Status::new(vec![("policy".into(), Value::str("cpu"))]);
+        let mut status = StatusDocument::new(vec![("policy".into(), Value::str("cpu"))]);
         status.in_force(&["127.0.0.1:8080".parse().unwrap()], "hash");
         let workers = [3, 7].map(|cpu| WorkerPlan {
             index: (cpu / 4) as u16,

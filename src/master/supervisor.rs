@@ -17,12 +17,9 @@
 //! socket it had. Retiring workers: at most `RETIRING_PER_SLOT` per slot drain at their
 //! own pace; older ones are told to close their idle connections at once.
 
-use super::{
-    backoff, BACKOFF_FIRST, BACKOFF_MAX, CRASH_WINDOW, FAST_STOP_GRACE, GRACEFUL_SLACK, TICK,
-};
 use crate::auth::Credentials;
 use crate::config::Serving;
-use crate::dashboard::{self, history::History, status::Status, Document};
+use crate::dashboard::{self, history::History, status::StatusDocument, Document};
 use crate::listen::Listeners;
 use crate::notify::Notifier;
 use crate::plan::Plan;
@@ -38,7 +35,17 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
+mod backoff;
 mod generations;
+
+use backoff::{backoff, BACKOFF_FIRST, BACKOFF_MAX, CRASH_WINDOW};
+
+/// How long a fast stop waits for workers before `SIGKILL`.
+const FAST_STOP_GRACE: Duration = Duration::from_secs(3);
+/// Extra wait after `--shutdown-timeout` before a graceful stop kills what is left.
+const GRACEFUL_SLACK: Duration = Duration::from_secs(1);
+/// Longest sleep of the supervision loop (signals interrupt it sooner).
+const TICK: Duration = Duration::from_millis(100);
 
 /// What bring-up made and the supervisor uses.
 pub(crate) struct Shared<'a> {
@@ -47,7 +54,7 @@ pub(crate) struct Shared<'a> {
     pub listeners: &'a Listeners,
     pub counters: &'a SharedCounters,
     /// The metrics listener and the status document it serves.
-    pub metrics: Option<(&'a OwnedFd, &'a Status)>,
+    pub metrics: Option<(&'a OwnedFd, &'a StatusDocument)>,
     /// The workers' readiness pipe: (read end, write end).
     pub ready: (OwnedFd, OwnedFd),
     /// The CPUs the master runs on between its other moves (its pin, if any).
@@ -68,7 +75,7 @@ pub(crate) struct Shared<'a> {
 /// at once, after HUPs faster than the old workers drain): its leftovers are then
 /// cleared when the last of them is reaped. `/metrics` shows the sum of both blocks.
 #[derive(Debug, Default)]
-struct Slot {
+struct WorkerSlot {
     pid: Option<Pid>,
     started: Option<Instant>,
     crashes: u32,
@@ -119,7 +126,7 @@ pub(crate) struct Supervisor<'a> {
     /// What new workers start with: `s.cfg`, with the media types as last read (at start,
     /// or by the last reload that went through, which re-reads `--mime-types`).
     cfg: Serving,
-    slots: Vec<Slot>,
+    slots: Vec<WorkerSlot>,
     /// Workers of an older generation that are draining, oldest first.
     retiring: Vec<Retiring>,
     /// Raw pids, one entry per loop that reported it left its listener (graceful stop).
@@ -155,9 +162,9 @@ impl<'a> Supervisor<'a> {
         report_to: Option<OwnedFd>,
     ) -> Self {
         let slots = (0..s.plan.workers.len())
-            .map(|i| Slot {
+            .map(|i| WorkerSlot {
                 block: i,
-                ..Slot::default()
+                ..WorkerSlot::default()
             })
             .collect();
         Supervisor {

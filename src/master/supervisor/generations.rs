@@ -7,7 +7,8 @@
 //! started and retired, `READY=1` / `RELOADING=1` notifications, the `/health` verdict.
 //! Spawning, reaping and stopping are `supervisor.rs`.
 
-use super::{Retiring, Supervisor, BACKOFF_FIRST, NO_BLOCK, RETIRING_PER_SLOT};
+use super::backoff::BACKOFF_FIRST;
+use super::{Retiring, Supervisor, NO_BLOCK, RETIRING_PER_SLOT};
 use crate::inherit;
 use crate::signals;
 use crate::sys;

@@ -41,7 +41,9 @@ pub struct WorkerCounters {
     pub open: AtomicU64,
     /// Epoll events dropped because their token's generation was stale.
     pub stale_events: AtomicU64,
-    /// Times accepting paused on EMFILE/ENFILE.
+    /// Times accepting paused: a full table with nothing to reclaim, or `accept4` failing
+    /// with anything but EAGAIN, EINTR, ECONNABORTED, EPROTO or EPERM (EMFILE, ENFILE,
+    /// ENOBUFS, ENOMEM, ...).
     pub accept_pauses: AtomicU64,
     /// Times the master started a replacement for this worker (written by the master).
     pub respawns: AtomicU64,
@@ -198,7 +200,7 @@ const FAMILIES: [Family; 11] = [
     Family {
         name: "steerd_accept_pauses_total",
         kind: "counter",
-        help: "Times accepting paused on EMFILE or ENFILE.",
+        help: "Times accepting paused: connection table full, or accept failed (EMFILE, ENFILE, ENOBUFS, ENOMEM).",
         read: |c| load(&c.accept_pauses),
     },
     Family {

@@ -1,8 +1,9 @@
 //! A per-worker cache of small files: bytes and metadata, revalidated at a bounded rate.
 //!
 //! Input: lookups by decoded path, with the loop's monotonic time. Output: either a hit
-//! (an entry index whose bytes and metadata the connection sends with one `writev`), or
-//! the plain [`Lookup`] for files the cache does not hold. All memory is allocated once in
+//! (an entry index whose bytes the connection copies behind the response head and sends
+//! with one `send`, or, when they do not fit there, one `sendmsg` of the head and the
+//! bytes), or the plain [`Lookup`] for files the cache does not hold. All memory is allocated once in
 //! [`FileCache::new`]: a table of entries and one arena of `entries × file_max` bytes,
 //! zero-filled by the allocator so pages are touched (and count in the worker's resident
 //! memory) only when a file is stored in them.

@@ -5,7 +5,7 @@
 # the price of a server's own work under this load). Each line is a `steerd bench ab`,
 # A the plain steered responder, B the same with the option; then steerd itself against
 # A, so its ratios can be read against the two prices. Not part of the test suite: the
-# figures depend on the machine. See docs/benchmarks.md, "What the fourth round found".
+# figures depend on the machine. See docs/benchmarks.md, "Where the gap to the responder goes".
 #
 #   scripts/responder-calibration.sh [SPIN...]      (default: 250 500 1000)
 #

@@ -11,7 +11,7 @@ CONNS=${3:-50}
 PORT=18093
 DIR=$(mktemp -d)
 trap 'kill $SERVER 2>/dev/null || true; rm -rf "$DIR"' EXIT
-printf 'hello, world\n' > "$DIR/index.html"   # 13 bytes, as in docs/benchmarking notes
+printf 'hello, world\n' > "$DIR/index.html"   # 13 bytes, as in docs/benchmarks.md
 head -c 1048576 /dev/urandom > "$DIR/mib.bin"
 seq 1 400 > "$DIR/app.js" && gzip -k -n "$DIR/app.js"   # 1.5 KB, and its .gz sidecar
 "$BIN" serve "$DIR" --listen 127.0.0.1:$PORT --workers 1 2>"$DIR/log" &

@@ -1,7 +1,7 @@
 //! Response heads: the status line and header fields written into a caller's fixed
 //! buffer, plus the small static bodies of error responses.
 //!
-//! Input: a [`Head`] describing one response (all values already validated by the file
+//! Input: a [`ResponseHead`] describing one response (all values already validated by the file
 //! layer or the connection). Output: bytes in the caller's buffer, or `None` if they do not
 //! fit (the caller's buffer is sized so that this cannot happen for any head we build;
 //! `None` is still handled, never a panic). No allocation, no I/O.

@@ -11,7 +11,7 @@
 //! per cluster or per socket on some machines (Documentation/admin-guide/cputopology.rst;
 //! `docs/placement.md`, "Topology", on the arm64 guest). A group is named by its lowest CPU.
 //!
-//! Where the process's own state comes from (see `docs/placement.md`, "Captured trees"):
+//! Where the process's own state comes from (the same table is in `docs/placement.md`):
 //! - `--sysfs /sys --procfs /proc` (live): `sched_getaffinity`, and the cgroup found via
 //!   `/proc/self/cgroup` and `/proc/self/mountinfo`.
 //! - any `--procfs DIR` other than `/proc`: `DIR/self/status` (`Cpus_allowed_list`),

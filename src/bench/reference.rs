@@ -11,7 +11,7 @@
 //! Keep-alive: one level-triggered epoll loop per thread; per request one `read` and one
 //! `write` (plus a share of `epoll_wait`). Close: the listener has TCP_DEFER_ACCEPT, so a
 //! blocking `accept4` returns a connection whose request is already queued, and the
-//! thread answers straight away: accept4, read, write, close, four calls and no epoll.
+//! thread answers straight away: accept4, read, send, close, four calls and no epoll.
 //! `--steer` attaches the classic BPF program `steer.rs` builds, checks and verifies for
 //! a plan that maps each listed CPU to its own listener, as steerd's `--steer cpu` does;
 //! without it the kernel's 4-tuple hash spreads connections, so on loopback about half

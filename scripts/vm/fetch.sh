@@ -16,14 +16,14 @@
 #   riscv64/kernel  trixie's linux-image-riscv64 Image (booted by QEMU's built-in OpenSBI)
 #   */busybox       busybox-static's /bin/busybox for that architecture
 #   */version       the kernel package name
-#   */console/      the same for the virtio console (virtio_console and its transport), the
-#                   channels of the s390x and riscv64 guests; `order` is empty where
-#                   they are built into the kernel
 #   */modules/      the kernel's virtio-net driver for the NIC tests: virtio_pci and
 #                   virtio_net with every module they depend on, and `order`, their
 #                   names dependencies first (what insmod needs; the package ships no
 #                   modules.dep). A module the package does not hold is taken to be
 #                   built into the kernel.
+#   s390x/console/, riscv64/console/
+#                   the same for the virtio console (virtio_console and its transport:
+#                   virtio_ccw, virtio_pci), the channels of those guests
 #
 # apt runs with a private state directory per architecture (its own lists, cache and an
 # empty dpkg status) and APT::Architecture set for those commands only, so the host's
@@ -145,9 +145,10 @@ modules_into "$dir/modules" virtio_pci virtio_net
     exit 1
 }
 # s390x and riscv64 guests talk to the host over virtio consoles (scripts/vm/run.sh).
-transport=virtio_pci
-[ $deb_arch != s390x ] || transport=virtio_ccw
-modules_into "$dir/console" $transport virtio_console
+case $deb_arch in
+    s390x) modules_into "$dir/console" virtio_ccw virtio_console ;;
+    riscv64) modules_into "$dir/console" virtio_pci virtio_console ;;
+esac
 [ -s "$dir/kernel.new" ] && [ -s "$dir/busybox.new" ] || {
     echo "fetch.sh: the downloaded packages hold no kernel or no busybox" >&2
     exit 1

@@ -175,13 +175,16 @@ cp "$cache/busybox" "$root/bin/busybox"
 for f in "${files[@]}"; do install -m 755 "$f" "$root/job/"; done
 [ -z "$steerd" ] || install -m 755 "$steerd" "$root/job/steerd"
 [ -z "$nic" ] || { mkdir -p "$root/lib/modules" && cp -r "$cache/modules" "$root/lib/modules/nic"; }
-[ ! -d "$cache/console" ] || { mkdir -p "$root/lib/modules" && cp -r "$cache/console" "$root/lib/modules/console"; }
 printf '%s\n' "$snippet" >"$root/job/.snippet"
 echo 'root:x:0:0:root:/root:/bin/sh' >"$root/etc/passwd"
 echo 'root:x:0:' >"$root/etc/group"
-# The guest devices the snippet's stdout and stderr and its status go to.
+# The guest devices the snippet's stdout and stderr and its status go to; the virtio
+# console's driver (fetch.sh) goes along where the kernel has it as a module.
 case $arch in
-    s390x | riscv64) echo 'out=/dev/hvc0 err=/dev/hvc1 status=/dev/hvc2' ;;
+    s390x | riscv64)
+        echo 'out=/dev/hvc0 err=/dev/hvc1 status=/dev/hvc2'
+        mkdir -p "$root/lib/modules" && cp -r "$cache/console" "$root/lib/modules/console"
+        ;;
     *) echo 'out=/dev/ttyS1 err=/dev/ttyS2 status=/dev/ttyS3' ;;
 esac >"$root/etc/channels"
 # PID 1: busybox installs its own applet links, so the host never has to run a foreign

@@ -93,7 +93,7 @@ rm -f "$apt_state"/dl/*.deb
     exit 1
 }
 
-# Only the kernel file, busybox and the NIC modules below are kept; the rest of the .debs
+# Only the kernel file, busybox and the virtio modules below are kept; the rest of the .debs
 # is not.
 dpkg-deb --fsys-tarfile "$apt_state"/dl/linux-image-*.deb |
     tar -xO --wildcards './boot/vmlinu[xz]-*' >"$dir/kernel.new"
@@ -104,7 +104,8 @@ chmod 755 "$dir/busybox.new"
 # The NIC modules. Each module names what it needs in its .modinfo section
 # (`depends=a,b`, NUL-terminated strings); dependencies are copied and listed first.
 # Debian 13 keeps them under /usr/lib/modules, xz-compressed (.ko.xz): they are unpacked
-# here, so the guest's busybox insmod gets plain .ko files.
+# here, so the guest's busybox insmod gets plain .ko files. A directory that holds nothing
+# in this kernel (drivers/s390 but on s390x) is no error; a missing virtio_net is, below.
 tree=$apt_state/tree
 mkdir -p "$tree"
 dpkg-deb --fsys-tarfile "$apt_state"/dl/linux-image-*.deb >"$apt_state/kernel.tar"

@@ -3,10 +3,11 @@
 //! layout, every check for that layout in one boot.
 //!
 //! Input: the static binary from `scripts/static.sh` (or `STEERD_STATIC_BIN`,
-//! `STEERD_STATIC_BIN_ARM64`). Output: pass, or a failure naming the check and the
-//! guest's lines. Each test skips with one printed line when QEMU, the binary or a
-//! guest kernel is missing, or when `STEERD_VM=0`. Timing inside a guest means nothing
-//! (its vCPUs are threads on two host cores): only behaviour is checked.
+//! `STEERD_STATIC_BIN_ARM64`, `_ARM`, `_S390X`, `_RISCV64`). Output: pass, or a failure
+//! naming the check and the guest's lines. Each test skips with one printed line when
+//! QEMU, the binary or a guest kernel is missing (under CI it fails instead), or when
+//! `STEERD_VM=0`. Timing inside a guest means nothing (its vCPUs are threads on two host
+//! cores): only behaviour is checked.
 //!
 //! In each guest, `steerd serve` runs several times (`scripts/vm/guest.sh`): default
 //! options (one pinned worker per CPU, master beside worker 0, `--steer cpu` from every
@@ -15,14 +16,18 @@
 //! `wget` pinned with `taskset`, one connection per request; the server's own counters
 //! (read from `/metrics` before and after each client CPU) say which worker accepted.
 //!
-//! The 32-bit ARM guest (`arm_virt_4`: armv7 binary, Debian's LPAE kernel, 4 CPUs, no
-//! NUMA on that architecture) gets the default run and a respawn.
+//! The 32-bit ARM, s390x and riscv64 guests (`arm_virt_4`, `s390x_guest`,
+//! `riscv64_guest`: 4 CPUs each, one node) get the default run and a respawn; on s390x a
+//! big-endian kernel runs the steering program.
 //!
 //! The x86 kunpeng920-2x2 and xeon-2s-smt guests and the arm64 kunpeng920-2x2 guest
 //! also get, first in the same boot, a multi-queue virtio-net NIC on a tap device in a
 //! network namespace of the test's own, and the host makes the connections through it
 //! (`tests/vm/nic.rs`); that part is skipped with one line where no tap device can be
 //! created (not root, no `/dev/net/tun`).
+
+#[path = "support/skip.rs"]
+mod support_skip;
 
 mod vm {
     pub mod harness;
@@ -37,7 +42,8 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 use vm::harness::{boot, boot_with, Extra, Guest};
 use vm::layout::{
-    Layout, ARM64_KUNPENG, ARM64_KUNPENG_32, ARM_VIRT_4, X86_KUNPENG, X86_NUMA4_SMT32, X86_XEON,
+    Layout, ARM64_KUNPENG, ARM64_KUNPENG_32, ARM_VIRT_4, RISCV64_VIRT_4, S390X_CCW_4, X86_KUNPENG,
+    X86_NUMA4_SMT32, X86_XEON,
 };
 use vm::nic::{NicHost, NicPlan};
 use vm::report;
@@ -266,14 +272,36 @@ echo '== spread'; steerd check --json --workers 8
 /// connections on its own CPU's worker, a killed worker respawned on its CPU.
 #[test]
 fn arm_virt_4() {
-    let layout = &ARM_VIRT_4;
+    four_cpus("arm_virt_4", &ARM_VIRT_4, 600);
+}
+
+/// Big-endian: the s390x musl binary on Debian 12's s390x kernel (s390-ccw-virtio, 4
+/// CPUs), the checks of [`arm_virt_4`]. The steering program's loads and the plan it is
+/// assembled from meet a big-endian kernel here: a connection on the wrong worker fails.
+#[test]
+fn s390x_guest() {
+    four_cpus("s390x_guest", &S390X_CCW_4, 300);
+}
+
+/// RISC-V: the riscv64 static glibc binary on Debian 13's riscv64 kernel (riscv64 is not
+/// a Debian 12 architecture; the kernel boots under Debian 12's QEMU with its built-in
+/// OpenSBI), 4 harts, the checks of [`arm_virt_4`].
+#[test]
+fn riscv64_guest() {
+    four_cpus("riscv64_guest", &RISCV64_VIRT_4, 300);
+}
+
+/// A guest of four CPUs on one node: the default plan, one pinned worker per
+/// CPU, every client CPU's connections on its own CPU's worker, a killed worker (on CPU
+/// 2) respawned there, and the kernel taking the steering program.
+fn four_cpus(test: &str, layout: &Layout, timeout_secs: u64) {
     let snippet = "echo '== version'; steerd --version
 echo '== check'; steerd check --json
 PROBES=3
 echo '== default'; serve_start; probe_all
 echo '== respawn'; respawn 2; procs $SERVE_PID; probe 2; serve_stop
 ";
-    let Some(guest) = boot("arm_virt_4", layout, snippet, Duration::from_secs(600)) else {
+    let Some(guest) = boot(test, layout, snippet, Duration::from_secs(timeout_secs)) else {
         return;
     };
     assert_eq!(guest.status, 0, "guest snippet failed:\n{}", guest.stderr);
@@ -288,7 +316,12 @@ echo '== respawn'; respawn 2; procs $SERVE_PID; probe 2; serve_stop
     ));
     let all: Vec<usize> = (0..layout.cpus).collect();
     let default = Run::parse("default", guest.section("default"));
-    println!("{} {}", layout.preset, default.summary(layout));
+    println!(
+        "{} {} {}",
+        layout.arch.name(),
+        layout.preset,
+        default.summary(layout)
+    );
     ok(default.check_one_worker_per_cpu(&all));
     ok(default.check_master(layout, &all));
     ok(default.check_cpu_steering(layout, &all, 3));
@@ -304,27 +337,3 @@ echo '== respawn'; respawn 2; procs $SERVE_PID; probe 2; serve_stop
         );
     }
 }
-
-/// RISC-V and s390x guests are not booted yet: Debian 12 ships no riscv64 kernel (riscv64
-/// is a Debian 13 architecture), and the s390x guest (Debian's linux-image-s390x under
-/// qemu-system-s390x, its console and serial channels on virtio-ccw) was not built. Each
-/// says so, and fails under CI unless `.ci/run` allows it by name with that reason.
-#[test]
-fn riscv64_guest() {
-    support_skip::skip_or_fail(
-        "riscv64_guest",
-        "no riscv64 kernel in Debian 12's registry (riscv64 is a Debian 13 architecture)",
-    );
-}
-
-/// See [`riscv64_guest`].
-#[test]
-fn s390x_guest() {
-    support_skip::skip_or_fail(
-        "s390x_guest",
-        "not built yet: scripts/vm/run.sh has no s390x machine (console and channels on virtio-ccw)",
-    );
-}
-
-#[path = "support/skip.rs"]
-mod support_skip;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/vm/fetch.sh ARCH - make sure the VM cache holds a Debian kernel and a static
-# busybox for ARCH (x86_64, arm64 or arm: 32-bit ARM, Debian armhf), fetching them once
-# with `apt-get download`.
+# busybox for ARCH (x86_64, arm64, arm: 32-bit ARM, Debian armhf, s390x or riscv64),
+# fetching them once with `apt-get download`. riscv64 is not a Debian 12 architecture: its
+# kernel and busybox come from Debian 13 (trixie), on the same deb.debian.org.
 #
 # Cache layout ($STEERD_VM_CACHE, default <repo>/vm-cache):
 #   amd64/kernel    bzImage (linux-image-*-amd64's /boot/vmlinuz-*)
@@ -11,6 +12,8 @@
 #   arm64/kernel    Image (Debian's arm64 package ships it uncompressed)
 #   armhf/kernel    zImage of linux-image-armmp-lpae (LPAE: more than 4 GiB of physical
 #                   address space, as QEMU's virt machine places its devices)
+#   s390x/kernel    linux-image-s390x's image (bootable by qemu-system-s390x -kernel)
+#   riscv64/kernel  trixie's linux-image-riscv64 Image (booted by QEMU's built-in OpenSBI)
 #   */busybox       busybox-static's /bin/busybox for that architecture
 #   */version       the kernel package name
 #   */modules/      the kernel's virtio-net driver for the NIC tests: virtio_pci and
@@ -18,6 +21,9 @@
 #                   names dependencies first (what insmod needs; the package ships no
 #                   modules.dep). A module the package does not hold is taken to be
 #                   built into the kernel.
+#   s390x/console/, riscv64/console/
+#                   the same for the virtio console (virtio_console and its transport:
+#                   virtio_ccw, virtio_pci), the channels of those guests
 #
 # apt runs with a private state directory per architecture (its own lists, cache and an
 # empty dpkg status) and APT::Architecture set for those commands only, so the host's
@@ -25,18 +31,24 @@
 # serialised with flock. Prints nothing on success but what it fetched.
 set -euo pipefail
 
-arch=${1:?usage: fetch.sh x86_64|arm64|arm}
+arch=${1:?usage: fetch.sh x86_64|arm64|arm|s390x|riscv64}
+suite=""
 case $arch in
     x86_64 | amd64) deb_arch=amd64 flavour=amd64 ;;
     arm64 | aarch64) deb_arch=arm64 flavour=arm64 ;;
     arm | armhf | armv7) deb_arch=armhf flavour=armmp-lpae ;;
-    *) echo "fetch.sh: unknown architecture '$arch' (x86_64, arm64 or arm)" >&2; exit 2 ;;
+    s390x) deb_arch=s390x flavour=s390x ;;
+    riscv64) deb_arch=riscv64 flavour=riscv64 suite=trixie ;;
+    *) echo "fetch.sh: unknown architecture '$arch' (x86_64, arm64, arm, s390x or riscv64)" >&2; exit 2 ;;
 esac
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 dir=${STEERD_VM_CACHE:-$repo/vm-cache}/$deb_arch
 mkdir -p "$dir"
 
-complete() { [ -s "$dir/kernel" ] && [ -x "$dir/busybox" ] && [ -s "$dir/modules/order" ]; }
+complete() {
+    [ -s "$dir/kernel" ] && [ -x "$dir/busybox" ] && [ -s "$dir/modules/order" ] &&
+        case $deb_arch in s390x | riscv64) [ -e "$dir/console/order" ] ;; esac
+}
 complete && exit 0
 
 exec 8>"$dir/.lock"
@@ -56,6 +68,13 @@ apt_opts=(-q -o "Dir::State=$apt_state" -o "Dir::State::Lists=$apt_state/lists"
     -o "APT::Architecture=$deb_arch" -o "APT::Architectures::=$deb_arch"
     -o Acquire::Languages=none)
 [ "$(id -u)" != 0 ] || apt_opts+=(-o APT::Sandbox::User=root)
+if [ -n "$suite" ]; then
+    # A release other than the host's: a sources list of its own (signed by the same
+    # Debian archive keys) in place of the host's.
+    printf 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian %s main\n' \
+        "$suite" >"$apt_state/sources.list"
+    apt_opts+=(-o "Dir::Etc::SourceList=$apt_state/sources.list" -o "Dir::Etc::SourceParts=$apt_state/no-parts")
+fi
 
 echo "fetch.sh: fetching a $deb_arch kernel and busybox-static with apt-get (kept in $dir)" >&2
 apt-get "${apt_opts[@]}" update >"$apt_state/update.log" 2>&1 || {
@@ -74,45 +93,63 @@ rm -f "$apt_state"/dl/*.deb
     exit 1
 }
 
-# Only the kernel file, busybox and the NIC modules below are kept; the rest of the .debs
+# Only the kernel file, busybox and the virtio modules below are kept; the rest of the .debs
 # is not.
 dpkg-deb --fsys-tarfile "$apt_state"/dl/linux-image-*.deb |
-    tar -xO --wildcards './boot/vmlinuz-*' >"$dir/kernel.new"
+    tar -xO --wildcards './boot/vmlinu[xz]-*' >"$dir/kernel.new"
 dpkg-deb --fsys-tarfile "$apt_state"/dl/busybox-static_*.deb |
-    tar -xO ./bin/busybox >"$dir/busybox.new"
+    tar -xO --wildcards './*bin/busybox' >"$dir/busybox.new"
 chmod 755 "$dir/busybox.new"
 
 # The NIC modules. Each module names what it needs in its .modinfo section
 # (`depends=a,b`, NUL-terminated strings); dependencies are copied and listed first.
+# Debian 13 keeps them under /usr/lib/modules, xz-compressed (.ko.xz): they are unpacked
+# here, so the guest's busybox insmod gets plain .ko files. A directory that holds nothing
+# in this kernel (drivers/s390 but on s390x) is no error; a missing virtio_net is, below.
 tree=$apt_state/tree
 mkdir -p "$tree"
-dpkg-deb --fsys-tarfile "$apt_state"/dl/linux-image-*.deb |
-    tar -x -C "$tree" --wildcards --no-wildcards-match-slash \
-        './lib/modules/*/kernel/drivers/virtio/*.ko' './lib/modules/*/kernel/drivers/net/*.ko' \
-        './lib/modules/*/kernel/net/core/*.ko'
-rm -rf "$dir/modules.new"
-mkdir -p "$dir/modules.new"
-order=" "
-add_module() {
-    local name=$1 file dep
-    case $order in *" $name "*) return 0 ;; esac
-    file=$(find "$tree" \( -name "$name.ko" -o -name "${name//_/-}.ko" \) | head -n 1)
-    [ -n "$file" ] || return 0
-    for dep in $(tr '\0' '\n' <"$file" | sed -n 's/^depends=//p' | tr , ' '); do
-        add_module "$dep"
-    done
-    cp "$file" "$dir/modules.new/$name.ko"
-    order="$order$name "
+dpkg-deb --fsys-tarfile "$apt_state"/dl/linux-image-*.deb >"$apt_state/kernel.tar"
+lib=./lib
+tar -tf "$apt_state/kernel.tar" | grep '^\./usr/lib/modules/' >/dev/null && lib=./usr/lib
+tar -x -C "$tree" -f "$apt_state/kernel.tar" --wildcards --no-wildcards-match-slash \
+    "$lib/modules/*/kernel/drivers/virtio/*.ko*" "$lib/modules/*/kernel/drivers/net/*.ko*" \
+    "$lib/modules/*/kernel/net/core/*.ko*" "$lib/modules/*/kernel/drivers/char/*.ko*" \
+    "$lib/modules/*/kernel/drivers/s390/virtio/*.ko*" 2>/dev/null || true
+find "$tree" -name '*.ko.xz' -exec xz -dq {} +
+rm -f "$apt_state/kernel.tar"
+# modules_into DIR NAME...: the modules NAME and what they depend on, into DIR.new, with
+# DIR.new/order; then DIR.new replaces DIR.
+modules_into() {
+    local to=$1 order=" "
+    shift
+    rm -rf "$to.new"
+    mkdir -p "$to.new"
+    add_module() {
+        local name=$1 file dep
+        case $order in *" $name "*) return 0 ;; esac
+        file=$(find "$tree" \( -name "$name.ko" -o -name "${name//_/-}.ko" \) | head -n 1)
+        [ -n "$file" ] || return 0
+        for dep in $(tr '\0' '\n' <"$file" | sed -n 's/^depends=//p' | tr , ' '); do
+            add_module "$dep"
+        done
+        cp "$file" "$to.new/$name.ko"
+        order="$order$name "
+    }
+    for name in "$@"; do add_module "$name"; done
+    echo $order | tr ' ' '\n' >"$to.new/order"
+    rm -rf "$to"
+    mv "$to.new" "$to"
 }
-add_module virtio_pci
-add_module virtio_net
-[ -e "$dir/modules.new/virtio_net.ko" ] || {
+modules_into "$dir/modules" virtio_pci virtio_net
+[ -e "$dir/modules/virtio_net.ko" ] || {
     echo "fetch.sh: $kpkg holds no virtio_net module" >&2
     exit 1
 }
-echo $order | tr ' ' '\n' >"$dir/modules.new/order"
-rm -rf "$dir/modules"
-mv "$dir/modules.new" "$dir/modules"
+# s390x and riscv64 guests talk to the host over virtio consoles (scripts/vm/run.sh).
+case $deb_arch in
+    s390x) modules_into "$dir/console" virtio_ccw virtio_console ;;
+    riscv64) modules_into "$dir/console" virtio_pci virtio_console ;;
+esac
 [ -s "$dir/kernel.new" ] && [ -s "$dir/busybox.new" ] || {
     echo "fetch.sh: the downloaded packages hold no kernel or no busybox" >&2
     exit 1

@@ -281,3 +281,30 @@ nic_round() {
         END { for (c = 0; c < ncpu; c++) if (n[2, c] > n[1, c]) print "irq", c, n[2, c] - n[1, c] }
     ' /tmp/irq.before /tmp/irq.after
 }
+
+# ---------------------------------------------------------------- footprint
+# idle_rss: a 1-worker server (`steerd serve --workers 1`) after one request and a second
+# idle, as scripts/idle-rss.sh measures it on the host: "master VMRSS RSSANON HUGE" and
+# "worker VMRSS RSSANON HUGE" in kB, from /proc/PID/status (HUGE: the transparent huge
+# pages among them, AnonHugePages of /proc/PID/smaps_rollup). In a guest these are steerd's own
+# pages on that CPU's kernel, with no emulator in the process.
+idle_rss() {
+    mkdir -p /www && echo ok >/www/a
+    steerd serve --listen 127.0.0.1:$PORT --workers 1 /www 2>/tmp/serve.log &
+    SERVE_PID=$!
+    i=0
+    until grep -q 'running on cpu' /tmp/serve.log && grep -q 'listening on' /tmp/serve.log; do
+        i=$((i + 1))
+        [ $i -lt 200 ] && kill -0 $SERVE_PID 2>/dev/null || { cat /tmp/serve.log >&2; return 1; }
+        usleep 100000
+    done
+    wget -q -O /dev/null "http://127.0.0.1:$PORT/a"
+    sleep 1
+    for p in $SERVE_PID $(children $SERVE_PID); do
+        [ $p = $SERVE_PID ] && role=master || role=worker
+        echo "$role $(awk '$1 == "VmRSS:" || $1 == "RssAnon:" { printf " %s", $2 }' /proc/$p/status)" \
+            "$(awk '$1 == "AnonHugePages:" { print $2 }' /proc/$p/smaps_rollup)"
+    done
+    kill -TERM $SERVE_PID
+    wait $SERVE_PID
+}

@@ -3,7 +3,7 @@
 # run one shell snippet in it with the given static files, and carry back its stdout,
 # stderr and exit status.
 #
-#   scripts/vm/run.sh [--arch x86_64|arm64|arm] [--preset NAME] [--timeout SECS]
+#   scripts/vm/run.sh [--arch x86_64|arm64|arm|s390x|riscv64] [--preset NAME] [--timeout SECS]
 #                     [--tcg multi|single] [--steerd PATH] [--file PATH]...
 #                     [--nic TAP,QUEUES[,NODE]] [--netns NAME] [--stdout-file PATH]
 #                     [--verbose] [--keep] SNIPPET
@@ -18,6 +18,9 @@
 # is translated and closing the port at the end drains it. x86 has four 16550 UARTs
 # (ttyS0 console, ttyS1-3 the channels). arm64's virt machine has one PL011 (ttyAMA0,
 # the console), so a pci-serial-4x card supplies ttyS0-3 and ttyS1-3 are used the same way.
+# s390x has no UART: the console is the SCLP line-mode console (ttysclp0) and the channels
+# are three virtio consoles (hvc0-2) on a virtio-serial-ccw device. riscv64's virt machine
+# has one 16550 (ttyS0, the console); its channels are hvc0-2 on virtio-serial-pci.
 #
 # --nic TAP,QUEUES[,NODE] gives the guest a multi-queue virtio-net NIC: QUEUES queue
 # pairs on the host's existing multi-queue tap device TAP (vhost off, one MSI-X vector
@@ -41,6 +44,9 @@
 #   arm64  kunpeng920-32   32 CPUs: as above with two 4-core clusters per node
 #   arm    virt-4          4 CPUs of 32-bit ARM (Cortex-A15, LPAE kernel), one socket; no
 #                          NUMA (32-bit ARM kernels have none: no node directory)
+#   s390x  ccw-4           4 CPUs of big-endian s390x (s390-ccw-virtio, Debian 12 kernel)
+#   riscv64 virt-4         4 CPUs of RISC-V (virt, QEMU's built-in OpenSBI, Debian 13
+#                          kernel: riscv64 is not a Debian 12 architecture)
 # --tcg single runs every vCPU on one host thread: no two vCPUs ever run at once, but a
 # 16-vCPU arm64 guest boots about twice as fast (the kernel's boot-time code patching
 # broadcasts TLB flushes that multi-threaded TCG must synchronise over every vCPU).
@@ -82,9 +88,12 @@ case $arch in
     x86_64 | amd64) arch=x86_64 qemu=qemu-system-x86_64 elf_machine=3e00 ;;
     arm64 | aarch64) arch=arm64 qemu=qemu-system-aarch64 elf_machine=b700 ;;
     arm | armhf | armv7) arch=arm qemu=qemu-system-arm elf_machine=2800 ;;
-    *) fail "--arch must be x86_64, arm64 or arm" ;;
+    s390x) qemu=qemu-system-s390x elf_machine=0016 ;;
+    riscv64) qemu=qemu-system-riscv64 elf_machine=f300 ;;
+    *) fail "--arch must be x86_64, arm64, arm, s390x or riscv64" ;;
 esac
-command -v $qemu >/dev/null || fail "$qemu not found (Debian: qemu-system-x86 / qemu-system-arm)"
+command -v $qemu >/dev/null ||
+    fail "$qemu not found (Debian: qemu-system-x86 / qemu-system-arm / qemu-system-misc)"
 command -v cpio >/dev/null || fail "cpio not found"
 
 # Every ELF shipped must be static and built for the guest: e_machine at offset 18, and
@@ -126,7 +135,7 @@ case $arch:$preset in
     x86_64:numa4-smt32) topo=(-smp 32,sockets=2,dies=2,cores=4,threads=2); nodes 4 8; kunpeng_slit ;;
     arm64:kunpeng920-2x2) topo=(-smp 16,sockets=2,clusters=2,cores=4,threads=1); nodes 4 4; kunpeng_slit ;;
     arm64:kunpeng920-32) topo=(-smp 32,sockets=2,clusters=4,cores=4,threads=1); nodes 4 8; kunpeng_slit ;;
-    arm:virt-4) topo=(-smp 4) ;;
+    arm:virt-4 | s390x:ccw-4 | riscv64:virt-4) topo=(-smp 4) ;;
     *) fail "no preset '$preset' for $arch" ;;
 esac
 
@@ -169,6 +178,15 @@ for f in "${files[@]}"; do install -m 755 "$f" "$root/job/"; done
 printf '%s\n' "$snippet" >"$root/job/.snippet"
 echo 'root:x:0:0:root:/root:/bin/sh' >"$root/etc/passwd"
 echo 'root:x:0:' >"$root/etc/group"
+# The guest devices the snippet's stdout and stderr and its status go to; the virtio
+# console's driver (fetch.sh) goes along where the kernel has it as a module.
+case $arch in
+    s390x | riscv64)
+        echo 'out=/dev/hvc0 err=/dev/hvc1 status=/dev/hvc2'
+        mkdir -p "$root/lib/modules" && cp -r "$cache/console" "$root/lib/modules/console"
+        ;;
+    *) echo 'out=/dev/ttyS1 err=/dev/ttyS2 status=/dev/ttyS3' ;;
+esac >"$root/etc/channels"
 # PID 1: busybox installs its own applet links, so the host never has to run a foreign
 # busybox to list them.
 cat >"$root/init" <<'INIT'
@@ -182,10 +200,16 @@ mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /run
 mkdir -p /sys/fs/cgroup && mount -t cgroup2 cgroup2 /sys/fs/cgroup
 ip link set lo up
-for port in 1 2 3; do stty -F /dev/ttyS$port raw -echo; done
+. /etc/channels
+if [ -d /lib/modules/console ]; then
+    for m in $(cat /lib/modules/console/order); do insmod /lib/modules/console/$m.ko; done
+    i=0
+    while [ ! -e $status ] && [ $i -lt 100 ]; do usleep 50000; i=$((i + 1)); done
+fi
+for port in $out $err $status; do stty -F $port raw -echo; done
 cd /job
-sh /job/.snippet </dev/null >/dev/ttyS1 2>/dev/ttyS2
-echo "STEERD_VM_STATUS=$?" >/dev/ttyS3
+sh /job/.snippet </dev/null >$out 2>$err
+echo "STEERD_VM_STATUS=$?" >$status
 sync
 poweroff -f
 INIT
@@ -207,6 +231,21 @@ if [ $arch = x86_64 ]; then
         -append "console=ttyS0 tsc=reliable $flags")
     cmd+=(-serial "file:$work/console" -serial "file:$out" -serial "file:$work/stderr"
         -serial "file:$work/status")
+elif [ $arch = s390x ] || [ $arch = riscv64 ]; then
+    if [ $arch = s390x ]; then
+        cmd+=(-machine s390-ccw-virtio -accel tcg,thread=$tcg -cpu max
+            -append "console=ttysclp0 $flags"
+            -chardev "file,id=console,path=$work/console" -device sclpconsole,chardev=console
+            -device virtio-serial-ccw,id=channels)
+    else
+        # -bios default: QEMU's own OpenSBI, which starts the kernel in supervisor mode.
+        cmd+=(-machine virt -accel tcg,thread=$tcg -cpu rv64 -bios default
+            -append "console=ttyS0 $flags" -serial "file:$work/console"
+            -device virtio-serial-pci,id=channels)
+    fi
+    cmd+=(-chardev "file,id=stdout,path=$out")
+    for ch in stderr status; do cmd+=(-chardev "file,id=$ch,path=$work/$ch"); done
+    for ch in stdout stderr status; do cmd+=(-device "virtconsole,bus=channels.0,chardev=$ch"); done
 else
     if [ $arch = arm64 ]; then
         # GICv3: GICv2 stops at 8 CPUs. pauth=off: pointer authentication emulation is slow.

@@ -5,7 +5,8 @@
 //! Input: a [`Layout`] and a guest shell snippet, and optionally ([`Extra`]) more
 //! `run.sh` arguments and a host side that runs while the guest does, following its
 //! stdout. Output: [`Guest`] (status, stdout by section, stderr, wall time), or `None`
-//! after one printed line saying why it skipped. It asserts nothing about steerd: the
+//! after one printed line saying why it skipped (under CI a missing QEMU, binary or guest
+//! kernel fails the test instead: `tests/support/skip.rs`; `STEERD_VM=0` always skips). It asserts nothing about steerd: the
 //! tests do.
 
 use super::layout::{Arch, Layout};
@@ -56,14 +57,16 @@ fn on_path(program: &str) -> bool {
         .unwrap_or(false)
 }
 
-/// The static binary for `arch`: `STEERD_STATIC_BIN` (x86-64),
-/// `STEERD_STATIC_BIN_ARM64` or `STEERD_STATIC_BIN_ARM`, else where `scripts/static.sh`
-/// leaves it.
+/// The static binary for `arch`: `STEERD_STATIC_BIN` (x86-64), `STEERD_STATIC_BIN_ARM64`,
+/// `STEERD_STATIC_BIN_ARM`, `STEERD_STATIC_BIN_S390X` or `STEERD_STATIC_BIN_RISCV64`, else
+/// where `scripts/static.sh` leaves it.
 fn static_binary(arch: Arch) -> PathBuf {
     let (var, target) = match arch {
         Arch::X86_64 => ("STEERD_STATIC_BIN", "x86_64-unknown-linux-gnu"),
         Arch::Arm64 => ("STEERD_STATIC_BIN_ARM64", "aarch64-unknown-linux-musl"),
         Arch::Arm => ("STEERD_STATIC_BIN_ARM", "armv7-unknown-linux-musleabihf"),
+        Arch::S390x => ("STEERD_STATIC_BIN_S390X", "s390x-unknown-linux-musl"),
+        Arch::Riscv64 => ("STEERD_STATIC_BIN_RISCV64", "riscv64gc-unknown-linux-gnu"),
     };
     match std::env::var_os(var) {
         Some(path) => PathBuf::from(path),
@@ -71,11 +74,14 @@ fn static_binary(arch: Arch) -> PathBuf {
     }
 }
 
+/// True when the VM tests are turned off (`STEERD_VM=0`, as the user-mode QEMU lanes
+/// do: the host's run boots the guests).
+fn turned_off() -> bool {
+    std::env::var("STEERD_VM").as_deref() == Ok("0")
+}
+
 /// Why a guest for `arch` cannot run here, if it cannot.
 fn missing(arch: Arch) -> Option<String> {
-    if std::env::var("STEERD_VM").as_deref() == Ok("0") {
-        return Some("STEERD_VM=0".into());
-    }
     if !on_path(arch.qemu()) {
         return Some(format!("{} is not installed", arch.qemu()));
     }
@@ -125,8 +131,12 @@ pub fn boot_with(
     timeout: Duration,
     extra: &Extra,
 ) -> Option<Guest> {
+    if turned_off() {
+        println!("skipped {test}: STEERD_VM=0");
+        return None;
+    }
     if let Some(why) = missing(layout.arch) {
-        println!("skipped {test}: {why}");
+        crate::support_skip::skip_or_fail(test, &why);
         return None;
     }
     let _one = ONE_GUEST

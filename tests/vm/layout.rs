@@ -16,6 +16,9 @@ pub enum Arch {
     Arm64,
     /// 32-bit ARM (armv7, hard float).
     Arm,
+    /// Big-endian 64-bit IBM Z.
+    S390x,
+    Riscv64,
 }
 
 impl Arch {
@@ -24,6 +27,8 @@ impl Arch {
             Arch::X86_64 => "x86_64",
             Arch::Arm64 => "arm64",
             Arch::Arm => "arm",
+            Arch::S390x => "s390x",
+            Arch::Riscv64 => "riscv64",
         }
     }
 
@@ -32,6 +37,8 @@ impl Arch {
             Arch::X86_64 => "qemu-system-x86_64",
             Arch::Arm64 => "qemu-system-aarch64",
             Arch::Arm => "qemu-system-arm",
+            Arch::S390x => "qemu-system-s390x",
+            Arch::Riscv64 => "qemu-system-riscv64",
         }
     }
 }
@@ -120,6 +127,35 @@ pub const ARM_VIRT_4: Layout = Layout {
     threads_per_core: 1,
     // The guest's kernel reports each core as its own cluster.
     cpus_per_cluster: Some(1),
+    distances: &[&[10]],
+    tcg: "multi",
+};
+
+/// Four big-endian s390x CPUs (s390-ccw-virtio). The Debian 12 kernel has no NUMA node
+/// directory there, and reports each CPU as its own package (QEMU 7.2 gives the guest no
+/// CPU topology to read).
+pub const S390X_CCW_4: Layout = Layout {
+    arch: Arch::S390x,
+    preset: "ccw-4",
+    cpus: 4,
+    cpus_per_node: 4,
+    cpus_per_package: 1,
+    threads_per_core: 1,
+    cpus_per_cluster: None,
+    distances: &[&[10]],
+    tcg: "multi",
+};
+
+/// Four RISC-V harts (virt), one socket: the Debian 13 kernel shows one NUMA node and
+/// the socket as one cluster.
+pub const RISCV64_VIRT_4: Layout = Layout {
+    arch: Arch::Riscv64,
+    preset: "virt-4",
+    cpus: 4,
+    cpus_per_node: 4,
+    cpus_per_package: 4,
+    threads_per_core: 1,
+    cpus_per_cluster: Some(4),
     distances: &[&[10]],
     tcg: "multi",
 };

@@ -10,6 +10,10 @@
 //! - `in_process.rs`: a site tree and the serve loop on a thread of the test process.
 //! - `client.rs`: one framed HTTP/1.1 response at a time (headers, body, keep-alive).
 //! - `skip.rs`: a test that cannot run says so, and fails instead under `CI=true`.
+//! - `serial.rs`: one lock that tests measuring time or load take, so none runs beside another.
+//! - `http_cases.rs`: the parser's test vectors (`tests/data/http/`) read and rendered.
+//! - `bpf.rs`: `steerd bpf` run with arguments and stdin.
+//! - `fixtures.rs`: the captured `/sys` trees of `tests/data/sys/`, by name or all of them.
 //!
 //! Every process started here is killed by its PID when its handle drops, and every
 //! wait is bounded.
@@ -17,11 +21,15 @@
 #![allow(dead_code)]
 
 pub mod alloc;
+pub mod bpf;
 pub mod chromium;
 pub mod client;
+pub mod fixtures;
 pub mod guard;
+pub mod http_cases;
 pub mod in_process;
 pub mod responder;
+pub mod serial;
 pub mod server;
 pub mod skip;
 

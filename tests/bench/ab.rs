@@ -16,6 +16,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_steerd");
 
 #[test]
 fn ab_of_two_responders_prints_runs_and_statistics() {
+    let _measuring = crate::support::serial::exclusive();
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
     let url = format!("http://127.0.0.1:{port}/");
@@ -243,6 +244,7 @@ fn tempdir(tag: &str) -> std::path::PathBuf {
 
 #[test]
 fn ab_json_carries_runs_and_verdicts() {
+    let _measuring = crate::support::serial::exclusive();
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
     let url = format!("http://127.0.0.1:{port}/");

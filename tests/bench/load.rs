@@ -212,6 +212,7 @@ fn refused_connections_are_connect_errors() {
 
 #[test]
 fn open_loop_sends_at_the_rate_asked() {
+    let _measuring = crate::support::serial::exclusive();
     let (port, _) = serve(Behaviour::Send(OK, false), Duration::from_secs(2));
     let m = load(port, &["-c", "4", "-t", "1", "--rate", "1000"]);
     // 0.3 s at 1000/s: 300 due. Each was answered, is in flight at the end (at most one

@@ -44,6 +44,7 @@ fn gauge_settles_at(server: &Server, want: u64) -> u64 {
 
 #[test]
 fn silent_metrics_clients_delay_neither_a_respawn_nor_a_scrape() {
+    let _measuring = crate::support::serial::exclusive();
     let server = Server::start(&["--workers", "1"]);
     let metrics = server.metrics.expect("metrics address");
     let silent: Vec<TcpStream> = (0..20)

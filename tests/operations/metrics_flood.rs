@@ -68,6 +68,7 @@ fn probe(addr: SocketAddr) -> Result<u16, String> {
 
 #[test]
 fn health_probes_stay_green_under_a_flood_of_silent_connections() {
+    let _measuring = crate::support::serial::exclusive();
     let server = Server::start(&[]);
     server.wait_healthy();
     let m = server.metrics.expect("--metrics");

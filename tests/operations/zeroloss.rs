@@ -121,6 +121,7 @@ fn serve_from_copy(extra: &[&str]) -> (TempDir, std::path::PathBuf, Server) {
 
 #[test]
 fn ten_hups_and_two_upgrades_under_keepalive_load_lose_nothing() {
+    let _measuring = crate::support::serial::exclusive();
     let extra = ["--keepalive-timeout", "5", "--shutdown-timeout", "10"];
     let (bin, _exe, mut server) = serve_from_copy(&extra);
     let load = Load::start(server.addr, "/f13", 20, 25, None);
@@ -165,6 +166,7 @@ fn ten_hups_and_two_upgrades_under_keepalive_load_lose_nothing() {
 
 #[test]
 fn quit_refuses_new_connections_at_once_and_finishes_responses_in_flight() {
+    let _measuring = crate::support::serial::exclusive();
     use std::io::{Read, Write};
     const SIZE: usize = 32 << 20;
     let mut server = Server::start(&["--workers", "2", "--shutdown-timeout", "30"]);
@@ -199,6 +201,7 @@ fn quit_refuses_new_connections_at_once_and_finishes_responses_in_flight() {
 
 #[test]
 fn a_killed_worker_costs_one_error_per_connection_it_held() {
+    let _measuring = crate::support::serial::exclusive();
     let Some((a, b)) = two_cpus() else { return };
     let server = Server::start(&["--workers", "2", "--cpus", &format!("{a},{b}")]);
     let (victim, _) = server.plan()[1];
@@ -239,6 +242,7 @@ fn a_killed_worker_costs_one_error_per_connection_it_held() {
 /// executable; exits at once; crashes; hangs; refuses the arguments as `check` would.
 #[test]
 fn a_failed_upgrade_leaves_the_running_master_serving() {
+    let _measuring = crate::support::serial::exclusive();
     use std::os::unix::fs::PermissionsExt;
     let (bin, exe, server) = serve_from_copy(&[]);
     let workers = server.worker_pids();

@@ -559,6 +559,7 @@ impl Flood {
 
 #[test]
 fn a_wrong_password_flood_is_limited_and_another_client_keeps_its_latency() {
+    let _measuring = crate::support::serial::exclusive();
     let _alone = ALONE.write().unwrap_or_else(|e| e.into_inner());
     let name = "a_wrong_password_flood_is_limited_and_another_client_keeps_its_latency";
     for src in [FLOODER, CLIENT] {

@@ -13,12 +13,11 @@ use support::client::*;
 use support::in_process::Site;
 use support::server::Server;
 
-/// The load tests (slowloris, EMFILE, 10,000 connections) run one at a time: each judges
-/// latency or CPU time, which another one running beside it on 2 CPUs would distort.
-static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
+/// The load tests (slowloris, EMFILE, 10,000 connections) run one at a time, and beside
+/// no other measuring test: each judges latency or CPU time, which another one running
+/// beside it on 2 CPUs would distort.
 fn heavy() -> std::sync::MutexGuard<'static, ()> {
-    HEAVY.lock().unwrap_or_else(|e| e.into_inner())
+    crate::support::serial::exclusive()
 }
 
 fn curl(args: &[&str]) -> String {

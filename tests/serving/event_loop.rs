@@ -846,6 +846,7 @@ fn cached_descriptors_of_deleted_or_unused_files_are_closed() {
 /// the second client here depends on scheduling; `conn`'s unit tests pin the budget.)
 #[test]
 fn a_pipelining_flood_does_not_starve_another_client() {
+    let _measuring = crate::support::serial::exclusive();
     const N: usize = 50_000;
     let site = Site::new("flood");
     let log = site.base.join("access.log");

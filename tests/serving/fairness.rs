@@ -217,6 +217,7 @@ fn can_bind_sources(name: &str) -> bool {
 
 #[test]
 fn one_flooding_address_is_refused_and_another_keeps_its_latency() {
+    let _measuring = crate::support::serial::exclusive();
     let name = "one_flooding_address_is_refused_and_another_keeps_its_latency";
     if !can_bind_sources(name) {
         return;
@@ -267,6 +268,7 @@ fn one_flooding_address_is_refused_and_another_keeps_its_latency() {
 /// the client's new connections are served at once and its kept-alive ones stay open.
 #[test]
 fn a_full_table_reclaims_from_the_address_holding_the_most() {
+    let _measuring = crate::support::serial::exclusive();
     let name = "a_full_table_reclaims_from_the_address_holding_the_most";
     if !can_bind_sources(name) {
         return;

@@ -441,6 +441,7 @@ fn timed_listing(addr: std::net::SocketAddr, path: &str) -> (Vec<String>, Durati
 
 #[test]
 fn a_big_directory_streams_in_bounded_memory_while_the_worker_answers_others() {
+    let _measuring = crate::support::serial::exclusive();
     let made = Instant::now();
     let (base, big) = big_tree();
     eprintln!("made {BIG} entries in {:?}", made.elapsed());

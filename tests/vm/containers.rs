@@ -385,6 +385,7 @@ fn prerequisites(test: &str) -> Option<(Podman, PathBuf)> {
 
 #[test]
 fn containers_image_serves_checks_health_and_stops_gracefully() {
+    let _measuring = crate::support::serial::exclusive();
     let Some((podman, binary)) = prerequisites("containers_image") else {
         return;
     };
@@ -505,6 +506,7 @@ fn daemonset() -> Result<serde_json::Value, String> {
 
 #[test]
 fn containers_daemonset_args_serve_and_log_to_stdout() {
+    let _measuring = crate::support::serial::exclusive();
     let Some((podman, binary)) = prerequisites("containers_daemonset") else {
         return;
     };
@@ -568,6 +570,7 @@ fn containers_daemonset_args_serve_and_log_to_stdout() {
 
 #[test]
 fn containers_kubernetes_manifests_pass_strict_validation() {
+    let _measuring = crate::support::serial::exclusive();
     let dir = repo().join("deploy/kubernetes");
     let mut manifests: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()

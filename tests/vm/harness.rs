@@ -13,12 +13,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-/// Guests run one at a time: the host has two cores, and two guests of 8-32 vCPUs each
-/// would only slow each other down past their timeouts.
-static ONE_GUEST: Mutex<()> = Mutex::new(());
 
 /// What came back from one guest.
 pub struct Guest {
@@ -129,9 +124,9 @@ pub fn boot_with(
         println!("skipped {test}: {why}");
         return None;
     }
-    let _one = ONE_GUEST
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    // Guests run one at a time and beside no measuring test: the host has two cores, and
+    // two guests of 8-32 vCPUs each would only slow each other down past their timeouts.
+    let _one = crate::support::serial::exclusive();
     // A guest that neither finishes nor dies is booted once more: under TCG on a busy
     // two-core host a boot has been seen to stall with no output at all. A steerd hang
     // stalls the second boot too, and fails.

@@ -140,6 +140,7 @@ fn make_test_disk(dir: &Path, service: &[String], socket: &[String]) -> PathBuf 
 
 #[test]
 fn shipped_units_under_a_real_systemd() {
+    let _measuring = crate::support::serial::exclusive();
     // The install commands come from the units themselves; the docs must show them.
     let service = header_commands("steerd.service");
     let socket = header_commands("steerd.socket");

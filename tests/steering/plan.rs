@@ -299,15 +299,8 @@ fn per_node(p: &Plan, t: &Topology) -> Vec<usize> {
 
 #[test]
 fn every_worker_count_spreads_evenly_on_every_fixture() {
-    for name in [
-        "kunpeng920-2x2",
-        "arm64-guest-16",
-        "xeon-2s-smt-112",
-        "interleaved-8",
-        "holes-offline",
-        "container-4-7",
-    ] {
-        let t = topo(name);
+    for name in topology_fixtures::names() {
+        let t = topo(&name);
         let cores: std::collections::HashSet<CpuId> = t
             .cpus
             .iter()

@@ -13,17 +13,6 @@ use steerd::steer::{self, SteerError};
 use steerd::topology::{NodeId, Topology};
 use topology_fixtures::{fixture, make_on, topo};
 
-const FIXTURES: &[&str] = &[
-    "this-machine",
-    "kunpeng920-2x2",
-    "arm64-guest-16",
-    "xeon-2s-smt-112",
-    "interleaved-8",
-    "holes-offline",
-    "container-4-7",
-    "no-node-dir",
-];
-
 fn make(t: &Topology, flags: &[&str]) -> Plan {
     make_on(t, flags)
 }
@@ -40,7 +29,7 @@ fn run(insns: &[asm_bpf::Insn], cpu: u32, rxhash: u32, rand: u32) -> u32 {
 
 #[test]
 fn cpu_policy_returns_the_mapped_index_for_every_cpu_on_every_fixture() {
-    for name in FIXTURES {
+    for name in &topology_fixtures::names() {
         let t = topo(name);
         for workers in ["auto", "1", "2", "3", "5"] {
             let n: usize = workers.parse().unwrap_or(1);
@@ -78,7 +67,7 @@ fn cpu_policy_returns_the_mapped_index_for_every_cpu_on_every_fixture() {
 
 #[test]
 fn numa_policy_spreads_inside_the_cpus_node() {
-    for name in FIXTURES {
+    for name in &topology_fixtures::names() {
         let t = topo(name);
         let p = make(&t, &["--steer", "numa"]);
         let Some(prog) = steer::program(&p, &t).unwrap() else {
@@ -252,7 +241,7 @@ fn hash_policy_has_no_program() {
 
 #[test]
 fn no_packet_loads_in_any_program() {
-    for name in FIXTURES {
+    for name in &topology_fixtures::names() {
         let t = topo(name);
         for policy in ["cpu", "numa"] {
             let p = make(&t, &["--steer", policy]);
@@ -314,7 +303,7 @@ fn assert_check_program(v: &serde_json::Value) {
 
 #[test]
 fn check_json_through_the_binary_on_every_fixture() {
-    for name in FIXTURES {
+    for name in &topology_fixtures::names() {
         let dir = fixture(name);
         for policy in ["cpu", "numa"] {
             let v = check_json(&["--sysfs", dir.to_str().unwrap(), "--steer", policy]);

@@ -248,3 +248,26 @@ fn topo_command_on_the_live_machine() {
     assert_eq!(code, 0, "{err}");
     assert!(text.starts_with("CPU NODE PACKAGE"), "{text}");
 }
+
+/// Every captured tree reads, alone and with its proc twin: CPUs online, each online CPU
+/// described and in one node, the allowed set inside the online one.
+#[test]
+fn every_fixture_reads_into_a_consistent_topology() {
+    for f in topology_fixtures::all() {
+        let procs = [Some(PathBuf::from("/proc")), f.procfs.clone()];
+        for procfs in procs.iter().flatten() {
+            let (t, _) = topology::read(&f.sysfs, procfs);
+            let name = &f.name;
+            assert!(!t.online.is_empty(), "{name}: no CPU online");
+            assert!(!t.nodes.is_empty(), "{name}: no node");
+            for c in t.online.iter() {
+                assert!(t.cpu(c).is_some(), "{name}: online CPU {c} undescribed");
+                let homes = t.nodes.iter().filter(|n| n.cpus.contains(c)).count();
+                assert_eq!(homes, 1, "{name}: CPU {c} in {homes} nodes");
+            }
+            for c in t.allowed.iter() {
+                assert!(t.online.contains(c), "{name}: allowed CPU {c} is offline");
+            }
+        }
+    }
+}

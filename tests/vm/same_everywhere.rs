@@ -90,20 +90,8 @@ fn reference(test: &str) -> Option<Steerd> {
 
 /// Every captured tree: (name, sysfs, procfs twin).
 fn fixtures() -> Vec<(String, PathBuf, Option<PathBuf>)> {
-    let dir = repo().join("tests/data/sys");
-    let mut out: Vec<_> = std::fs::read_dir(&dir)
-        .expect("tests/data/sys")
-        .map(|e| e.expect("fixture").path())
-        .filter(|p| p.is_dir() && p.extension().is_none_or(|e| e != "proc"))
-        .map(|p| {
-            let name = p.file_name().unwrap().to_string_lossy().into_owned();
-            let proc = dir.join(format!("{name}.proc"));
-            (name, p, proc.is_dir().then_some(proc))
-        })
-        .collect();
-    out.sort();
-    assert!(out.len() >= 8, "fixtures went missing: {out:?}");
-    out
+    let all = crate::support::fixtures::all().into_iter();
+    all.map(|f| (f.name, f.sysfs, f.procfs)).collect()
 }
 
 /// One named output: its bytes.

@@ -5,6 +5,8 @@
 //! - `responder.rs`: a `steerd bench responder` child on a free loopback port.
 //! - `chromium.rs`: headless Chromium: the DOM a page makes, its script errors, screenshots.
 //! - [`free_port`]: a loopback port nothing listens on (for command lines that need one).
+//! - [`target_dir`]: where cargo builds (`CARGO_TARGET_DIR` honoured), for the static
+//!   binaries `scripts/static.sh` leaves there.
 //! - `server.rs`: the real `steerd serve` binary: start it, wait for its startup lines,
 //!   plain requests read to the close, `/metrics`, signals, CPU pinning.
 //! - `in_process.rs`: a site tree and the serve loop on a thread of the test process.
@@ -37,4 +39,14 @@ pub mod skip;
 pub fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind port 0");
     l.local_addr().expect("local address").port()
+}
+
+/// The cargo target directory: `CARGO_TARGET_DIR` when set (relative to the repository,
+/// where cargo runs the tests, when relative), else `target/` in the repository.
+pub fn target_dir() -> std::path::PathBuf {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => repo.join(dir),
+        None => repo.join("target"),
+    }
 }

@@ -37,14 +37,6 @@ fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The cargo target directory: `CARGO_TARGET_DIR` when set, else `target/`.
-fn target_dir() -> PathBuf {
-    match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(d) => repo().join(d),
-        None => repo().join("target"),
-    }
-}
-
 /// What a bounded command left: its status and its two outputs.
 struct Ran {
     status: ExitStatus,
@@ -106,7 +98,7 @@ struct Podman {
 impl Podman {
     /// The podman to test with, or why there is none.
     fn find() -> Result<Podman, String> {
-        let store = target_dir().join("podman");
+        let store = support::target_dir().join("podman");
         let podman = Podman { store };
         let version = Command::new("podman").arg("--version").output();
         match version {
@@ -255,7 +247,7 @@ fn static_x86_64(path: &Path) -> bool {
 /// The static steerd to put in the image: the binary under test when it is static, else
 /// `scripts/static.sh`'s musl build, the file the Containerfile copies.
 fn static_binary() -> Result<PathBuf, String> {
-    let musl = target_dir().join("x86_64-unknown-linux-musl/release/steerd");
+    let musl = support::target_dir().join("x86_64-unknown-linux-musl/release/steerd");
     [PathBuf::from(env!("CARGO_BIN_EXE_steerd")), musl.clone()]
         .into_iter()
         .find(|p| static_x86_64(p))

@@ -62,7 +62,9 @@ fn static_binary(arch: Arch) -> PathBuf {
     };
     match std::env::var_os(var) {
         Some(path) => PathBuf::from(path),
-        None => repo().join("target").join(target).join("release/steerd"),
+        None => crate::support::target_dir()
+            .join(target)
+            .join("release/steerd"),
     }
 }
 

@@ -27,7 +27,7 @@ use crate::support::http_cases as http_support;
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 use support::server::{Server, TempDir, PATIENCE};
@@ -61,14 +61,10 @@ impl Steerd {
     }
 }
 
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
 /// The x86-64 reference, or `None` after the skip line.
 fn reference(test: &str) -> Option<Steerd> {
     let binary = std::env::var_os("STEERD_SAME_REFERENCE").map_or_else(
-        || repo().join("target/static/steerd-x86_64-unknown-linux-gnu"),
+        || crate::support::target_dir().join("static/steerd-x86_64-unknown-linux-gnu"),
         PathBuf::from,
     );
     if !binary.is_file() {
@@ -319,7 +315,7 @@ fn every_static_binary_gives_the_reference_bytes() {
     let want = all_outputs(&reference);
     let mut diffs = Vec::new();
     for (target, qemu) in STATIC {
-        let binary = repo().join(format!("target/static/steerd-{target}"));
+        let binary = crate::support::target_dir().join(format!("static/steerd-{target}"));
         let missing = if !binary.is_file() {
             Some(format!("no {} (scripts/static.sh)", binary.display()))
         } else if qemu.is_some_and(|q| !on_path(q)) {

@@ -52,18 +52,6 @@ fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// `$CARGO_TARGET_DIR`, or the directory above the profile the binary was built in.
-fn target_dir() -> PathBuf {
-    match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(d) => PathBuf::from(d),
-        None => Path::new(env!("CARGO_BIN_EXE_steerd"))
-            .ancestors()
-            .nth(2)
-            .expect("target dir")
-            .into(),
-    }
-}
-
 fn have(tool: &str) -> bool {
     Command::new("sh")
         .args(["-c", &format!("command -v {tool}")])
@@ -174,7 +162,7 @@ fn shipped_units_under_a_real_systemd() {
         );
     }
 
-    let cache = target_dir().join("systemd-vm");
+    let cache = crate::support::target_dir().join("systemd-vm");
     let started = Instant::now();
     let built = Command::new(repo().join("scripts/systemd-vm/rootfs.sh"))
         .arg(&cache)

@@ -2,7 +2,7 @@
 
 # The whole test suite (what CI runs).
 test:
-    cargo test --workspace
+    scripts/test.sh --workspace
 
 # Formatting and lints, warnings denied.
 lint:

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # scripts/test-qemu.sh TARGET [CARGO TEST ARGS...] - the test suite built for TARGET and
 # run on this x86-64 host under user-mode QEMU (the runner scripts/cross.sh gives cargo),
-# then one line: how many tests ran, passed, failed, were ignored, and skipped themselves
-# (printed a line starting "skipped" or "skipping"), each skip by name.
+# then scripts/test-summary.sh's lines: how many tests ran, passed, failed, were ignored,
+# and skipped themselves (the visible `skipped NAME: WHY` line), each skip by name.
 #
 # TARGET is one of aarch64-unknown-linux-musl, armv7-unknown-linux-musleabihf,
 # riscv64gc-unknown-linux-gnu, s390x-unknown-linux-musl (scripts/test-arm64.sh,
@@ -133,11 +133,5 @@ for run in "${runs[@]}"; do
     [ "${PIPESTATUS[0]}" = 0 ] || rc=1
 done
 
-passed=$(grep -ohE '[0-9]+ passed' "$log" | awk '{ n += $1 } END { print n + 0 }')
-failed=$(grep -ohE '[0-9]+ failed' "$log" | awk '{ n += $1 } END { print n + 0 }')
-ignored=$(grep -ohE '[0-9]+ ignored' "$log" | awk '{ n += $1 } END { print n + 0 }')
-skipped=$(grep -ciE '^(skipped|skipping)\b' "$log")
-say "$((passed + failed)) ran, $passed passed, $failed failed, $ignored ignored; $skipped skipped themselves (passed without checking); $(($(date +%s) - start)) s"
-grep -iE '^(skipped|skipping)\b' "$log" | sort | uniq -c | sed "s/^/$name:   /"
-grep -E '^test .* \.\.\. FAILED$' "$log" | sed "s/^test \(.*\) \.\.\. FAILED$/$name: failed: \1/"
+scripts/test-summary.sh "$name" "$log" "$(($(date +%s) - start))"
 exit "$rc"

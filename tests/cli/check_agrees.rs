@@ -49,14 +49,15 @@ fn two_node_tree(dir: &Path) {
 #[test]
 fn serve_places_workers_as_check_does() {
     if allowed_cpus() != [0, 1] {
-        eprintln!(
-            "skipped: needs CPUs 0 and 1 allowed, has {:?}",
-            allowed_cpus()
-        );
+        let why = format!("needs CPUs 0 and 1 allowed, has {:?}", allowed_cpus());
+        crate::support::skip::partly("serve_places_workers_as_check_does", &why);
         return;
     }
     let Some(ip) = routed_local_ip() else {
-        eprintln!("skipped: no non-loopback local address");
+        crate::support::skip::partly(
+            &crate::support::skip::this_test(),
+            "no non-loopback local address",
+        );
         return;
     };
     let tree = TempDir::new("agree");

@@ -134,7 +134,10 @@ fn a_missing_syslog_socket_stops_the_start() {
 #[test]
 fn a_log_the_workers_cannot_open_stops_the_start() {
     if !is_root() {
-        eprintln!("skipped: needs root to check the log as --user nobody");
+        crate::support::skip::partly(
+            &crate::support::skip::this_test(),
+            "needs root to check the log as --user nobody",
+        );
         return;
     }
     let root = TempDir::new("errors");

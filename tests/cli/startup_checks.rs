@@ -88,7 +88,10 @@ fn an_access_log_the_user_cannot_open_fails_before_binding() {
     );
     if !is_root() || !std::fs::read_to_string("/etc/passwd").is_ok_and(|p| p.contains("\nnobody:"))
     {
-        eprintln!("skipped the --user part: needs root and a user nobody");
+        crate::support::skip::partly(
+            &format!("{} (the --user part)", crate::support::skip::this_test()),
+            "needs root and a user nobody",
+        );
         return;
     }
     // Writable by root only (0755, owned by root): the master could open it, the workers
@@ -131,7 +134,10 @@ fn an_access_log_the_user_cannot_open_fails_before_binding() {
 fn a_root_or_page_the_user_cannot_read_fails_before_binding() {
     if !is_root() || !std::fs::read_to_string("/etc/passwd").is_ok_and(|p| p.contains("\nnobody:"))
     {
-        eprintln!("skipped: needs root and a user nobody");
+        crate::support::skip::partly(
+            &crate::support::skip::this_test(),
+            "needs root and a user nobody",
+        );
         return;
     }
     use std::os::unix::fs::PermissionsExt;
@@ -308,7 +314,10 @@ fn the_open_files_warning_names_what_a_worker_holds() {
 fn the_access_log_on_stdout_works_for_an_unprivileged_worker() {
     if !is_root() || !std::fs::read_to_string("/etc/passwd").is_ok_and(|p| p.contains("\nnobody:"))
     {
-        eprintln!("skipped: needs root and a user nobody");
+        crate::support::skip::partly(
+            &crate::support::skip::this_test(),
+            "needs root and a user nobody",
+        );
         return;
     }
     let dir = TempDir::new("stdout-log");

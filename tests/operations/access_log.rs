@@ -122,7 +122,10 @@ fn goaccess(log: &Path, format: &str) -> Option<(u64, u64, u64)> {
         .stdin(std::process::Stdio::null())
         .output();
     let Ok(run) = run else {
-        eprintln!("skipped: goaccess is not installed (.ci/run installs it)");
+        crate::support::skip::partly(
+            &crate::support::skip::this_test(),
+            "goaccess is not installed (.ci/run installs it)",
+        );
         return None;
     };
     assert!(
@@ -470,7 +473,10 @@ fn syslog_through_a_test_owned_socket() {
 #[test]
 fn stdout_under_user_nobody_is_the_inherited_descriptor() {
     if !is_root() {
-        eprintln!("skipped: needs root to run as --user nobody");
+        crate::support::skip::partly(
+            &crate::support::skip::this_test(),
+            "needs root to run as --user nobody",
+        );
         return;
     }
     // Standard output is a root-owned 0600 file nobody could open by path.

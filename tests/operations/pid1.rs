@@ -27,14 +27,20 @@ fn zombie(pid: u32) -> bool {
 /// made here.
 fn start_as_pid1() -> Option<(Server, u32)> {
     if !is_root() {
-        eprintln!("skipped: a PID namespace needs root");
+        crate::support::skip::partly(
+            &crate::support::skip::this_test(),
+            "a PID namespace needs root",
+        );
         return None;
     }
     let probe = Command::new("unshare")
         .args(["--pid", "--fork", "true"])
         .output();
     if !probe.is_ok_and(|o| o.status.success()) {
-        eprintln!("skipped: unshare --pid --fork does not work here");
+        crate::support::skip::partly(
+            &crate::support::skip::this_test(),
+            "unshare --pid --fork does not work here",
+        );
         return None;
     }
     let root = TempDir::new("pid1");

@@ -411,12 +411,18 @@ fn quit_kills_what_outlives_the_shutdown_timeout() {
 #[test]
 fn user_drops_privileges_before_workers_start() {
     if !is_root() {
-        eprintln!("skipped: --user needs root to switch users");
+        crate::support::skip::partly(
+            &crate::support::skip::this_test(),
+            "--user needs root to switch users",
+        );
         return;
     }
     let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
     if !passwd.lines().any(|l| l.starts_with("nobody:")) {
-        eprintln!("skipped: no user nobody in /etc/passwd");
+        crate::support::skip::partly(
+            &crate::support::skip::this_test(),
+            "no user nobody in /etc/passwd",
+        );
         return;
     }
     let server = Server::start(&["--user", "nobody"]);

@@ -231,17 +231,26 @@ fn ratio(accepted: u64, local: u64) -> f64 {
 #[test]
 fn three_hosts_behind_an_nftables_service_each_keep_their_locality() {
     if !is_root() {
-        eprintln!("skipped: network namespaces need root");
+        crate::support::skip::partly(
+            &crate::support::skip::this_test(),
+            "network namespaces need root",
+        );
         return;
     }
     if Command::new("nft").arg("--version").output().is_err() {
-        eprintln!("skipped: nft (nftables) is not installed");
+        crate::support::skip::partly(
+            &crate::support::skip::this_test(),
+            "nft (nftables) is not installed",
+        );
         return;
     }
     let cluster = match Cluster::create() {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("skipped: cannot build the namespaces, veths and nftables DNAT: {e}");
+            crate::support::skip::partly(
+                &crate::support::skip::this_test(),
+                &format!("cannot build the namespaces, veths and nftables DNAT: {e}"),
+            );
             return;
         }
     };

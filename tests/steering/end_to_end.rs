@@ -221,14 +221,20 @@ fn rps_cpu_decides_the_worker_whatever_the_client_cpu() {
         return;
     }
     if !is_root() {
-        eprintln!("skipped: network namespaces need root");
+        crate::support::skip::partly(
+            &crate::support::skip::this_test(),
+            "network namespaces need root",
+        );
         return;
     }
     // Receive processing on CPU b, clients on both CPUs: everything must reach b's worker.
     let pair = match NetnsPair::create(b) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("skipped: cannot build a veth pair in network namespaces: {e}");
+            crate::support::skip::partly(
+                &crate::support::skip::this_test(),
+                &format!("cannot build a veth pair in network namespaces: {e}"),
+            );
             return;
         }
     };

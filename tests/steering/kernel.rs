@@ -73,10 +73,11 @@ fn accepted(fds: &[OwnedFd]) -> (usize, OwnedFd) {
 fn steered(name: &str, flags: &[&str]) -> Option<(Plan, Vec<OwnedFd>, u16)> {
     let (topo, _) = topology::read("/sys".as_ref(), "/proc".as_ref());
     if topo.allowed.len() < 2 {
-        eprintln!(
-            "skipped: steering needs 2 allowed CPUs, this process has {}",
+        let why = format!(
+            "steering needs 2 allowed CPUs, this process has {}",
             topo.allowed
         );
+        support::skip::partly(name, &why);
         return None;
     }
     if support::server::skip_without_steering(name) {

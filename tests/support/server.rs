@@ -472,7 +472,10 @@ pub fn two_cpus() -> Option<(usize, usize)> {
     match allowed_cpus()[..] {
         [a, b, ..] => Some((a, b)),
         _ => {
-            eprintln!("skipped: needs two allowed CPUs");
+            crate::support::skip::partly(
+                &crate::support::skip::this_test(),
+                "needs two allowed CPUs",
+            );
             None
         }
     }
@@ -559,7 +562,7 @@ pub fn cbpf_refused() -> Option<&'static str> {
 pub fn skip_without_steering(name: &str) -> bool {
     let refused = cbpf_refused();
     if let Some(why) = refused {
-        eprintln!("skipped {name}: {why}");
+        crate::support::skip::partly(name, why);
     }
     refused.is_some()
 }

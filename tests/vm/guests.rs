@@ -86,7 +86,10 @@ fn run(test: &str, layout: &Layout, plan: &Plan, timeout_secs: u64) {
     let host = match NicHost::create() {
         Ok(host) => host,
         Err(e) => {
-            println!("skipped the NIC part of {test}: cannot create a multi-queue tap device: {e}");
+            crate::support::skip::partly(
+                &format!("the NIC part of {test}"),
+                &format!("cannot create a multi-queue tap device: {e}"),
+            );
             if let Some(guest) = boot(test, layout, &snippet(plan), timeout) {
                 check(&guest, layout, plan);
             }

@@ -6,7 +6,6 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -99,11 +98,8 @@ fn find_head_end(b: &[u8]) -> Option<usize> {
 /// value wins) and returns the merged section.
 fn load(port: u16, extra: &[&str]) -> String {
     let url = format!("http://127.0.0.1:{port}/x");
-    let out = Command::new(env!("CARGO_BIN_EXE_steerd"))
-        .args(["bench", "load", &url, "-d", "0.3s", "--json"])
-        .args(extra)
-        .output()
-        .unwrap();
+    let args = [&["bench", "load", &url, "-d", "0.3s", "--json"], extra].concat();
+    let out = crate::support::server::run_steerd(&args, b"");
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
         out.status.success(),
@@ -229,22 +225,11 @@ fn open_loop_sends_at_the_rate_asked() {
 #[test]
 fn text_report_has_every_section() {
     let (port, _) = serve(Behaviour::Send(OK, false), Duration::from_secs(2));
-    let out = Command::new(env!("CARGO_BIN_EXE_steerd"))
-        .args([
-            "bench",
-            "load",
-            &format!("http://127.0.0.1:{port}/"),
-            "-d",
-            "0.2",
-            "-c",
-            "2",
-            "-t",
-            "2",
-            "--pin",
-            "0",
-        ])
-        .output()
-        .unwrap();
+    let url = format!("http://127.0.0.1:{port}/");
+    let args = [
+        "bench", "load", &url, "-d", "0.2", "-c", "2", "-t", "2", "--pin", "0",
+    ];
+    let out = crate::support::server::run_steerd(&args, b"");
     let text = String::from_utf8(out.stdout).unwrap();
     for want in [
         "requests/s:",
@@ -258,10 +243,7 @@ fn text_report_has_every_section() {
     ] {
         assert!(text.contains(want), "missing {want:?} in:\n{text}");
     }
-    let bad = Command::new(env!("CARGO_BIN_EXE_steerd"))
-        .args(["bench", "load", "ftp://x/"])
-        .output()
-        .unwrap();
+    let bad = crate::support::server::run_steerd(&["bench", "load", "ftp://x/"], b"");
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).starts_with("steerd: bench: load:"));
 }

@@ -2,7 +2,7 @@
 //! gives them, input from a file, from `-` and from stdin by default, errors with
 //! FILE:LINE:COLUMN on stderr, and usage errors.
 
-use crate::support::bpf as bpf_support;
+use crate::support::server::run_steerd;
 
 use std::path::{Path, PathBuf};
 
@@ -28,7 +28,7 @@ struct Output {
 
 /// Runs `steerd ARGS` with `stdin` as its standard input.
 fn steerd(args: &[&str], stdin: &[u8]) -> Output {
-    let out = bpf_support::run_steerd(args, stdin);
+    let out = run_steerd(args, stdin);
     Output {
         status: out.status.code().expect("exit status"),
         stdout: out.stdout,

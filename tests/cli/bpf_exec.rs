@@ -6,7 +6,7 @@
 //! kernel-oracle test compares with the kernel's reuseport selection); bad input and
 //! bad flags get their exit statuses.
 
-use crate::support::bpf as bpf_support;
+use crate::support::server::run_steerd;
 
 use asm_bpf::interp::{self, Context};
 use std::process::Output;
@@ -14,7 +14,7 @@ use std::process::Output;
 /// Runs `steerd bpf ARGS` with `stdin` as standard input.
 fn steerd(args: &[&str], stdin: &str) -> Output {
     let argv: Vec<&str> = std::iter::once("bpf").chain(args.iter().copied()).collect();
-    bpf_support::run_steerd(&argv, stdin.as_bytes())
+    run_steerd(&argv, stdin.as_bytes())
 }
 
 fn text(bytes: &[u8]) -> String {

@@ -83,10 +83,7 @@ fn serve(site: &Site, flags: &[&str]) -> Server {
 
 /// Runs the binary to completion: (exit status, stderr).
 fn run(args: &[&str]) -> (i32, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_steerd"))
-        .args(args)
-        .output()
-        .expect("run steerd");
+    let out = crate::support::server::run_steerd(args, b"");
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     (out.status.code().unwrap_or(-1), err)
 }

@@ -5,7 +5,6 @@
 use crate::support::fixtures as topology_fixtures;
 use asm_bpf::interp::{self, Context};
 
-use std::process::Command;
 use steerd::args::SteerPolicy;
 use steerd::cpuset::CpuId;
 use steerd::plan::{Plan, WorkerPlan};
@@ -263,11 +262,7 @@ fn no_packet_loads_in_any_program() {
 
 /// stdout of a successful `steerd check ARGS`.
 fn check_stdout(args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_steerd"))
-        .arg("check")
-        .args(args)
-        .output()
-        .unwrap();
+    let out = crate::support::server::run_steerd(&[&["check"], args].concat(), b"");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     String::from_utf8_lossy(&out.stdout).into_owned()
@@ -361,10 +356,8 @@ fn check_json_container() {
 #[test]
 fn check_refuses_impossible_flags_with_the_stage() {
     let dir = fixture("container-4-7");
-    let out = Command::new(env!("CARGO_BIN_EXE_steerd"))
-        .args(["check", "--sysfs", dir.to_str().unwrap(), "--cpus", "0-5"])
-        .output()
-        .unwrap();
+    let args = ["check", "--sysfs", dir.to_str().unwrap(), "--cpus", "0-5"];
+    let out = crate::support::server::run_steerd(&args, b"");
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),

@@ -4,7 +4,6 @@
 use crate::support::fixtures as topology_fixtures;
 
 use std::path::PathBuf;
-use std::process::Command;
 use steerd::args::Roots;
 use steerd::cpuset::{CpuId, CpuSet};
 use steerd::topology::{self, NodeId, Topology};
@@ -199,10 +198,7 @@ fn nic_on_socket_one_with_irqs() {
 }
 
 fn steerd(args: &[&str]) -> (String, String, i32) {
-    let out = Command::new(env!("CARGO_BIN_EXE_steerd"))
-        .args(args)
-        .output()
-        .unwrap();
+    let out = crate::support::server::run_steerd(args, b"");
     (
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),

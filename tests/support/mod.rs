@@ -7,14 +7,14 @@
 //! - [`free_port`]: a loopback port nothing listens on (for command lines that need one).
 //! - [`target_dir`]: where cargo builds (`CARGO_TARGET_DIR` honoured), for the static
 //!   binaries `scripts/static.sh` leaves there.
-//! - `server.rs`: the real `steerd serve` binary: start it, wait for its startup lines,
+//! - `server.rs`: the real binary: a command run to its end ([`server::run_steerd`]),
+//!   `steerd serve` started, wait for its startup lines,
 //!   plain requests read to the close, `/metrics`, signals, CPU pinning.
 //! - `in_process.rs`: a site tree and the serve loop on a thread of the test process.
 //! - `client.rs`: one framed HTTP/1.1 response at a time (headers, body, keep-alive).
 //! - `skip.rs`: a test that cannot run says so, and fails instead under `CI=true`.
 //! - `serial.rs`: one lock that tests measuring time or load take, so none runs beside another.
 //! - `http_cases.rs`: the parser's test vectors (`tests/data/http/`) read and rendered.
-//! - `bpf.rs`: `steerd bpf` run with arguments and stdin.
 //! - `fixtures.rs`: the captured `/sys` trees of `tests/data/sys/`, by name or all of them.
 //!
 //! Every process started here is killed by its PID when its handle drops, and every
@@ -23,7 +23,6 @@
 #![allow(dead_code)]
 
 pub mod alloc;
-pub mod bpf;
 pub mod chromium;
 pub mod client;
 pub mod fixtures;

@@ -3,7 +3,7 @@
 //! cases, and the count must stay zero.
 
 use crate::support;
-use crate::support::http_cases as http_support;
+use crate::support::http_cases;
 
 use support::alloc::{allocations, watch_this_thread};
 
@@ -23,7 +23,7 @@ fn parse_quietly(buf: &[u8]) -> usize {
 
 #[test]
 fn parsing_never_allocates() {
-    let mut inputs: Vec<Vec<u8>> = http_support::all_cases()
+    let mut inputs: Vec<Vec<u8>> = http_cases::all_cases()
         .into_iter()
         .map(|c| c.input)
         .collect();

@@ -4,7 +4,7 @@
 //! the reason must be one of the intended strictness differences listed in
 //! `docs/parser.md` ("Differences from httparse"), checked here by `explain`.
 
-use crate::support::http_cases as http_support;
+use crate::support::http_cases;
 
 use steerd::http::{parse_head, ErrorKind, Fields, Status, MAX_FIELDS};
 
@@ -266,7 +266,7 @@ fn agrees_with_httparse_on_mutated_vectors() {
     let mut rng = Rng(0x0d1f_fe4e_71a1_5eed);
     let mut failures = Vec::new();
     let mut both_accept = 0;
-    for case in http_support::all_cases() {
+    for case in http_cases::all_cases() {
         both_accept += usize::from(compare(&case.input, &mut failures));
         for _ in 0..200 {
             both_accept += usize::from(compare(&mutate(&mut rng, &case.input), &mut failures));

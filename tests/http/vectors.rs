@@ -2,9 +2,9 @@
 //! at every byte, and placed against a guard page; plus the generated limit cases.
 
 use crate::support;
-use crate::support::http_cases as http_support;
+use crate::support::http_cases;
 
-use http_support::{all_cases, outcome, render, satisfies};
+use http_cases::{all_cases, outcome, render, satisfies};
 use steerd::http::{find_head_end, parse_request, Fields, Status, MAX_FIELDS};
 use support::guard::GuardedBuf;
 

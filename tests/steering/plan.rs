@@ -1,13 +1,13 @@
 //! The planner on the captured trees: worker CPUs, listener order, master CPU, the
 //! CPU -> listener map, and the errors for flags the machine cannot satisfy.
 
-use crate::support::fixtures as topology_fixtures;
+use crate::support::fixtures;
 
+use fixtures::{fixture, make_on, serve, topo};
 use steerd::args::{MasterCpu, Roots, ServeArgs, SteerPolicy, Workers};
 use steerd::cpuset::{CpuId, CpuSet};
 use steerd::plan::{self, Plan, PlanError};
 use steerd::topology::{self, Topology};
-use topology_fixtures::{fixture, make_on, serve, topo};
 
 fn make(name: &str, flags: &[&str]) -> Plan {
     make_on(&topo(name), flags)
@@ -299,7 +299,7 @@ fn per_node(p: &Plan, t: &Topology) -> Vec<usize> {
 
 #[test]
 fn every_worker_count_spreads_evenly_on_every_fixture() {
-    for name in topology_fixtures::names() {
+    for name in fixtures::names() {
         let t = topo(&name);
         let cores: std::collections::HashSet<CpuId> = t
             .cpus

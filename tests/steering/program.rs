@@ -2,15 +2,15 @@
 //! returns the plan's listener index (cpu), or spreads inside the CPU's node range
 //! (numa). Also the decision tree's shape, long programs, and `steerd check --json`.
 
-use crate::support::fixtures as topology_fixtures;
+use crate::support::fixtures;
 use asm_bpf::interp::{self, Context};
 
+use fixtures::{fixture, make_on, topo};
 use steerd::args::SteerPolicy;
 use steerd::cpuset::CpuId;
 use steerd::plan::{Plan, WorkerPlan};
 use steerd::steer::{self, SteerError};
 use steerd::topology::{NodeId, Topology};
-use topology_fixtures::{fixture, make_on, topo};
 
 fn make(t: &Topology, flags: &[&str]) -> Plan {
     make_on(t, flags)
@@ -28,7 +28,7 @@ fn run(insns: &[asm_bpf::Insn], cpu: u32, rxhash: u32, rand: u32) -> u32 {
 
 #[test]
 fn cpu_policy_returns_the_mapped_index_for_every_cpu_on_every_fixture() {
-    for name in &topology_fixtures::names() {
+    for name in &fixtures::names() {
         let t = topo(name);
         for workers in ["auto", "1", "2", "3", "5"] {
             let n: usize = workers.parse().unwrap_or(1);
@@ -66,7 +66,7 @@ fn cpu_policy_returns_the_mapped_index_for_every_cpu_on_every_fixture() {
 
 #[test]
 fn numa_policy_spreads_inside_the_cpus_node() {
-    for name in &topology_fixtures::names() {
+    for name in &fixtures::names() {
         let t = topo(name);
         let p = make(&t, &["--steer", "numa"]);
         let Some(prog) = steer::program(&p, &t).unwrap() else {
@@ -240,7 +240,7 @@ fn hash_policy_has_no_program() {
 
 #[test]
 fn no_packet_loads_in_any_program() {
-    for name in &topology_fixtures::names() {
+    for name in &fixtures::names() {
         let t = topo(name);
         for policy in ["cpu", "numa"] {
             let p = make(&t, &["--steer", policy]);
@@ -298,7 +298,7 @@ fn assert_check_program(v: &serde_json::Value) {
 
 #[test]
 fn check_json_through_the_binary_on_every_fixture() {
-    for name in &topology_fixtures::names() {
+    for name in &fixtures::names() {
         let dir = fixture(name);
         for policy in ["cpu", "numa"] {
             let v = check_json(&["--sysfs", dir.to_str().unwrap(), "--steer", policy]);

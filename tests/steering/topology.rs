@@ -1,13 +1,13 @@
 //! Topology on the captured trees in tests/data/sys/ (made by make-fixtures.py), through
 //! the library and through `steerd topo`.
 
-use crate::support::fixtures as topology_fixtures;
+use crate::support::fixtures;
 
+use fixtures::fixture;
 use std::path::PathBuf;
 use steerd::args::Roots;
 use steerd::cpuset::{CpuId, CpuSet};
 use steerd::topology::{self, NodeId, Topology};
-use topology_fixtures::fixture;
 
 fn read(name: &str) -> (Topology, Vec<String>) {
     topology::read(&fixture(name), &PathBuf::from("/proc"))
@@ -249,7 +249,7 @@ fn topo_command_on_the_live_machine() {
 /// described and in one node, the allowed set inside the online one.
 #[test]
 fn every_fixture_reads_into_a_consistent_topology() {
-    for f in topology_fixtures::all() {
+    for f in fixtures::all() {
         let procs = [Some(PathBuf::from("/proc")), f.procfs.clone()];
         for procfs in procs.iter().flatten() {
             let (t, _) = topology::read(&f.sysfs, procfs);

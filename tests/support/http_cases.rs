@@ -1,5 +1,6 @@
-//! Shared by the `http_*` tests: the vector file format, and one function that runs a
-//! parse and renders its outcome as the same text the vector file states.
+//! Shared by the parser tests (`http::`, `alloc::http`, `vm::same_everywhere`): the
+//! vector file format, and one function that runs a parse and renders its outcome as the
+//! same text the vector file states.
 //!
 //! A vector line is `EXPECT :: INPUT`. INPUT is the request bytes with `\r`, `\n`, `\t`,
 //! `\\` and `\xHH` escapes. EXPECT is `partial`, `<status> close|keep <ErrorKind>`, or

@@ -23,7 +23,7 @@
 //! (failing under CI) when the reference or an emulator is missing.
 
 use crate::support;
-use crate::support::http_cases as http_support;
+use crate::support::http_cases;
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -214,7 +214,7 @@ fn http_outputs(s: &Steerd) -> Outputs {
         .args(["--listen", "127.0.0.1:0", "--workers", "1"]);
     let server = Server::spawn(&mut cmd);
     let mut out = Vec::new();
-    for case in http_support::all_cases() {
+    for case in http_cases::all_cases() {
         out.push((
             format!("http vector {}", case.line),
             exchange(&server, &case.input),

@@ -19,7 +19,7 @@
 # differential parser test, the steering program on every fixture topology, topology and
 # plan on the captured trees, `steerd bpf` through the binary, the fuzz seed corpora, the
 # cross-target identity outputs, and the real binary serving files, ranges (one past
-# 4 GiB) and errors over loopback (http_binary, files, everyday_serving).
+# 4 GiB) and errors over loopback (serving::binary, serving::files, serving::everyday).
 #
 # The integration tests start the steerd binary themselves, so the kernel must know to
 # hand TARGET's ELF files to QEMU: when no binfmt_misc entry exists and we are root, one

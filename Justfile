@@ -2,7 +2,7 @@
 
 # The whole test suite (what CI runs).
 test:
-    cargo test --workspace
+    scripts/test.sh --workspace
 
 # Formatting and lints, warnings denied.
 lint:
@@ -47,7 +47,7 @@ bench-vs-nginx:
 # The VM tests alone (emulated NUMA machines; needs QEMU and the static build).
 vm:
     scripts/static.sh
-    cargo test -p steerd --test vm -- --nocapture
+    cargo test -p steerd --test tests vm::guests:: -- --nocapture
 
 # Request parser against httparse on httparse's own inputs (ratios in the same run).
 bench-parser:

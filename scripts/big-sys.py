@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes a synthetic sysfs tree of N CPUs (N even, at most 8192) to DIR/sys.
 
-Layout (the one tests/big_machine.rs generates for 2048 CPUs): two NUMA nodes, N/2
+Layout (the one tests/steering/big_machine.rs generates for 2048 CPUs): two NUMA nodes, N/2
 physical cores with two threads each (Linux numbering: CPU c and c + N/2 are siblings),
 one package per node, one L3 shared by 16 cores. Used to measure `steerd topo` and
 `steerd check` on large machines; see docs/placement.md.

@@ -2,7 +2,7 @@
 # Rebuilds src/dashboard/page.html.gz, the copy of the dashboard page the binary sends to
 # clients that accept gzip (others get page.html as written, also built in), from
 # src/dashboard/page.html. `-n` leaves out the name and time, so the same page
-# always gives the same bytes; tests/dashboard.rs fails when the two disagree.
+# always gives the same bytes; tests/operations/dashboard.rs fails when the two disagree.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 gzip -9 -n -c src/dashboard/page.html > src/dashboard/page.html.gz

@@ -27,7 +27,8 @@
 #
 # Each is stripped by the linker and lands where cargo puts it (target/TARGET/release/
 # steerd; the VM tests use it), with a copy in target/static/steerd-TARGET; its size is
-# printed.
+# printed. Both are under $CARGO_TARGET_DIR instead of target/ when it is set, where the
+# tests look too.
 # A target whose standard library or cross toolchain is missing is reported in one line
 # and skipped; a build that fails fails the script.
 #
@@ -69,7 +70,8 @@ immediate_abort() {
 }
 abort_mode=$(immediate_abort)
 
-mkdir -p target/static
+tdir=${CARGO_TARGET_DIR:-target}
+mkdir -p "$tdir/static"
 for t in "${targets[@]}"; do
     if ! cross_setup "$t"; then
         echo "static: $t: skipped: $CROSS_WHY"
@@ -103,8 +105,8 @@ for t in "${targets[@]}"; do
     [ "$t" != x86_64-unknown-linux-gnu ] || opt=3
     "${bootstrap[@]}" env CARGO_PROFILE_RELEASE_OPT_LEVEL=$opt \
         cargo build --quiet --release --locked --target "$t" -p steerd "${build_std[@]}"
-    out=target/static/steerd-$t
-    cp -f "target/$t/release/steerd" "$out"
+    out=$tdir/static/steerd-$t
+    cp -f "$tdir/$t/release/steerd" "$out"
     if command -v readelf >/dev/null && readelf -lW "$out" | grep -q 'program interpreter'; then
         echo "static: $t: the binary is dynamically linked" >&2
         exit 1

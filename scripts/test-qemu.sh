@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # scripts/test-qemu.sh TARGET [CARGO TEST ARGS...] - the test suite built for TARGET and
 # run on this x86-64 host under user-mode QEMU (the runner scripts/cross.sh gives cargo),
-# then one line: how many tests ran, passed, failed, were ignored, and skipped themselves
-# (printed a line starting "skipped" or "skipping"), each skip by name.
+# then scripts/test-summary.sh's lines: how many tests ran, passed, failed, were ignored,
+# and skipped themselves (the visible `skipped NAME: WHY` line), each skip by name.
 #
 # TARGET is one of aarch64-unknown-linux-musl, armv7-unknown-linux-musleabihf,
 # riscv64gc-unknown-linux-gnu, s390x-unknown-linux-musl (scripts/test-arm64.sh,
@@ -19,7 +19,7 @@
 # differential parser test, the steering program on every fixture topology, topology and
 # plan on the captured trees, `steerd bpf` through the binary, the fuzz seed corpora, the
 # cross-target identity outputs, and the real binary serving files, ranges (one past
-# 4 GiB) and errors over loopback (http_binary, files, everyday_serving).
+# 4 GiB) and errors over loopback (serving::binary, serving::files, serving::everyday).
 #
 # The integration tests start the steerd binary themselves, so the kernel must know to
 # hand TARGET's ELF files to QEMU: when no binfmt_misc entry exists and we are root, one
@@ -29,13 +29,13 @@
 # What user-mode QEMU (Debian 12: 7.2) cannot show: /sys is the host's; it does not
 # translate setsockopt(SO_ATTACH_REUSEPORT_CBPF) (ENOPROTOOPT: the server falls back to
 # the hash); its /proc/self/stat reports zero CPU time. Tests that need those detect it
-# and print "skipped NAME: why" (the steering probe is tests/serve_support's
-# cbpf_refused); the VM tests (tests/vm.rs) prove steering on real kernels.
+# and print "skipped NAME: why" (the steering probe is tests/support/server.rs's
+# cbpf_refused); the VM tests (tests/vm/guests.rs) prove steering on real kernels.
 # It has no openat2 either (ENOSYS): steerd then resolves paths with its portable
 # fallback (src/files/beneath.rs), so file serving is tested here too.
 # The VM tests themselves are skipped here (STEERD_VM=0): the host run covers them.
 # STEERD_EMULATED names the emulator for tests whose figure it would falsify (a latency
-# ratio under a load the test's own emulated threads make: tests/basic_auth.rs).
+# ratio under a load the test's own emulated threads make: tests/serving/basic_auth.rs).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 target=${1:?usage: scripts/test-qemu.sh TARGET [CARGO TEST ARGS...]}
@@ -94,24 +94,29 @@ fi
 [ -e $binfmt/$entry ] ||
     say "note: no $entry binfmt_misc entry: tests that start the steerd binary will fail"
 
-# The CI subset (see the top of this file), as cargo test invocations.
-steerd_tests=(http_vectors http_differential steer topology plan bpf_cli bpf_exec_cli
-    http_binary files everyday_serving fuzz_seeds same_everywhere)
+# The CI subset (see the top of this file), as cargo test invocations: the integration
+# tests are one binary (tests/tests.rs), so the subset is its modules, as test filters.
+subset=(http::vectors http::differential steering::program steering::topology steering::plan
+    cli::bpf cli::bpf_exec serving::binary serving::files serving::everyday code::fuzz_seeds
+    vm::same_everywhere)
 runs=()
 if [ $# -gt 0 ]; then
     runs=("$*")
 elif [ "$CROSS_BUILD_STD" = yes ]; then
     # The static binaries are compared from the host suite (same_everywhere.rs); asm-bpf's
     # doctests are left out (rustdoc would need the link flags and -Zdoctest-xcompile).
-    runs=("-p steerd --lib $(printf -- '--test %s ' "${steerd_tests[@]}")|--skip every_static_binary"
+    # Each filter ends in `::` so `cli::bpf` does not also pick `cli::bpf_exec`.
+    runs=("-p steerd --lib"
+        "-p steerd --test tests|--skip every_static_binary $(printf -- '%s:: ' "${subset[@]}")"
         "-p asm-bpf --lib --tests")
-    say "the CI subset: steerd --lib, tests/{$(IFS=,; echo "${steerd_tests[*]}")}.rs, asm-bpf --lib --tests"
+    say "the CI subset: steerd --lib, the modules $(IFS=,; echo "${subset[*]}") of tests/tests.rs, asm-bpf --lib --tests"
     left=()
-    for f in tests/*.rs; do
-        t=$(basename "$f" .rs)
-        [[ " ${steerd_tests[*]} " == *" $t "* ]] || left+=("$t")
+    for f in tests/*/*.rs; do
+        m=${f#tests/} m=${m%.rs} m=${m//\//::}
+        case $m in support::* | alloc::* | */mod | *::mod | *::main) continue ;; esac
+        [[ " ${subset[*]} " == *" $m "* ]] || left+=("$m")
     done
-    say "left out for time (the x86-64 and arm64 suites run them): tests/{$(IFS=,; echo "${left[*]}")}.rs"
+    say "left out for time (the x86-64 and arm64 suites run them): ${left[*]}, tests/alloc, tests/bench_alloc.rs"
 else
     runs=("--workspace")
 fi
@@ -128,11 +133,5 @@ for run in "${runs[@]}"; do
     [ "${PIPESTATUS[0]}" = 0 ] || rc=1
 done
 
-passed=$(grep -ohE '[0-9]+ passed' "$log" | awk '{ n += $1 } END { print n + 0 }')
-failed=$(grep -ohE '[0-9]+ failed' "$log" | awk '{ n += $1 } END { print n + 0 }')
-ignored=$(grep -ohE '[0-9]+ ignored' "$log" | awk '{ n += $1 } END { print n + 0 }')
-skipped=$(grep -ciE '^(skipped|skipping)\b' "$log")
-say "$((passed + failed)) ran, $passed passed, $failed failed, $ignored ignored; $skipped skipped themselves (passed without checking); $(($(date +%s) - start)) s"
-grep -iE '^(skipped|skipping)\b' "$log" | sort | uniq -c | sed "s/^/$name:   /"
-grep -E '^test .* \.\.\. FAILED$' "$log" | sed "s/^test \(.*\) \.\.\. FAILED$/$name: failed: \1/"
+scripts/test-summary.sh "$name" "$log" "$(($(date +%s) - start))"
 exit "$rc"

@@ -2,7 +2,7 @@
 //! packets arrive.
 //!
 //! The modules are declared in pipeline order, and the import graph agrees with it: a
-//! module imports only modules declared above it (`tests/layers.rs` checks this, and the
+//! module imports only modules declared above it (`tests/code/layers.rs` checks this, and the
 //! forbidden edges below). Data flows one way; each stage consumes only what the stages
 //! before it produced:
 //!

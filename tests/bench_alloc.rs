@@ -2,7 +2,9 @@
 //! whole `steerd::bench::load::run` calls against a reference responder in another
 //! process, a short run and a run three times longer, keep-alive and close. Each run
 //! completes hundreds to thousands of requests with the same few dozen allocations.
-//! One test only, so no other test thread allocates while it counts.
+//! One test only, so no other test thread allocates while it counts: a binary of its own
+//! (the counting allocator is the whole process's, and it counts every thread), not a
+//! module of `tests/tests.rs` or `tests/alloc/`.
 
 mod support;
 

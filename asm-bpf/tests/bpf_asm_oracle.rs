@@ -214,7 +214,7 @@ fn vector_sources() -> Vec<Vec<u8>> {
 #[test]
 fn asm_bpf_behaves_as_the_real_bpf_asm() {
     let Ok(bpf_asm) = std::env::var("BPF_ASM") else {
-        println!("skipped: set BPF_ASM=/path/to/bpf_asm to compare with the real bpf_asm");
+        common::skipped("set BPF_ASM=/path/to/bpf_asm to compare with the real bpf_asm");
         return;
     };
     let cases: u64 = std::env::var("BPF_ASM_CASES").map_or(2000, |n| n.parse().expect("count"));

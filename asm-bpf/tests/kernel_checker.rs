@@ -134,7 +134,9 @@ impl Oracle {
             match attach(fd, option, &ret0) {
                 Ok(()) => {}
                 Err(libc::ENOPROTOOPT) => {
-                    eprintln!("skipped: setsockopt option {option} gives ENOPROTOOPT here");
+                    common::skipped(&format!(
+                        "setsockopt option {option} gives ENOPROTOOPT here"
+                    ));
                     return None;
                 }
                 Err(e) => panic!("attaching `ret #0` with option {option}: errno {e}"),

@@ -251,7 +251,7 @@ fn reuseport_cbpf_available() -> bool {
     match probe.attach(&[Insn::stmt(BPF_RET | BPF_K, 0)]) {
         Ok(()) => true,
         Err(libc::ENOPROTOOPT) => {
-            eprintln!("skipped: SO_ATTACH_REUSEPORT_CBPF gives ENOPROTOOPT here");
+            common::skipped("SO_ATTACH_REUSEPORT_CBPF gives ENOPROTOOPT here");
             false
         }
         Err(e) => panic!("attaching ret #0: errno {e}"),
@@ -263,7 +263,9 @@ fn reuseport_cbpf_available() -> bool {
 fn setup() -> Option<Vec<u32>> {
     let cpus = allowed_cpus();
     if cpus.len() < 2 {
-        eprintln!("skipped: needs 2 allowed CPUs, this process may use {cpus:?}");
+        common::skipped(&format!(
+            "needs 2 allowed CPUs, this process may use {cpus:?}"
+        ));
         return None;
     }
     reuseport_cbpf_available().then_some(cpus)

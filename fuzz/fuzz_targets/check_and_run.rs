@@ -1,5 +1,5 @@
 //! Fuzz target `check_and_run`. What it feeds the code and the properties it holds it to are in
-//! `fuzz/props/check_and_run.rs`, which `tests/fuzz_seeds.rs` also runs on this target's seed
+//! `fuzz/props/check_and_run.rs`, which `tests/code/fuzz_seeds.rs` also runs on this target's seed
 //! corpus (`fuzz/corpus/check_and_run/`) on every CPU the suite runs on.
 
 #![no_main]

@@ -1,5 +1,5 @@
 //! Fuzz target `file_answer`. What it feeds the code and the properties it holds it to are in
-//! `fuzz/props/file_answer.rs`, which `tests/fuzz_seeds.rs` also runs on this target's seed
+//! `fuzz/props/file_answer.rs`, which `tests/code/fuzz_seeds.rs` also runs on this target's seed
 //! corpus (`fuzz/corpus/file_answer/`) on every CPU the suite runs on.
 
 #![no_main]

@@ -69,7 +69,7 @@ fn decode(data: &[u8]) -> (Vec<Insn>, Context) {
     (prog, ctx)
 }
 
-/// The properties above, for one input (the fuzz target and tests/fuzz_seeds.rs call it).
+/// The properties above, for one input (the fuzz target and tests/code/fuzz_seeds.rs call it).
 pub fn holds(data: &[u8]) {
     let (prog, ctx) = decode(data);
     let _verdict = check(&prog);

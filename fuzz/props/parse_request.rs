@@ -40,7 +40,7 @@ fn parse(data: &[u8]) -> (String, Option<usize>) {
     }
 }
 
-/// The properties above, for one input (the fuzz target and tests/fuzz_seeds.rs call it).
+/// The properties above, for one input (the fuzz target and tests/code/fuzz_seeds.rs call it).
 pub fn holds(data: &[u8]) {
     let (whole, head_len) = parse(data);
     if let Some(head_len) = head_len {

@@ -1,10 +1,10 @@
 #!/bin/sh
-# scripts/systemd-vm/checks.sh - runs as root inside the systemd guest of tests/systemd.rs,
+# scripts/systemd-vm/checks.sh - runs as root inside the systemd guest of tests/vm/systemd.rs,
 # from the test disk mounted on /test, which holds:
 #   steerd, deploy/              the binary under test and the repository's unit files
 #   install-service.sh           the commands of deploy/steerd.service's header comment
 #   install-socket.sh            the commands of deploy/steerd.socket's header comment
-# (tests/systemd.rs extracts them, and checks docs/deploy.md shows the same commands)
+# (tests/vm/systemd.rs extracts them, and checks docs/deploy.md shows the same commands)
 #
 # Output: /test/results, one line per check, `check NAME pass|fail DETAIL`, and
 # `info NAME VALUE` lines; /test/journal.txt, the journal of the steerd units. Every

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/systemd-vm/rootfs.sh CACHE_DIR - make sure CACHE_DIR holds a bootable Debian 12
-# (bookworm) guest with a real systemd for tests/systemd.rs, and print its directory.
+# (bookworm) guest with a real systemd for tests/vm/systemd.rs, and print its directory.
 #
 # The directory (CACHE_DIR/rootfs-KEY, KEY a hash of this script, so a change to the
 # package list or to the hook below builds a new one and removes the old) holds:
@@ -47,7 +47,7 @@ mkdir -p "$tree/test"
 echo steerd-guest >"$tree/etc/hostname"
 cat >"$tree/etc/systemd/system/steerd-test.service" <<'UNIT'
 [Unit]
-Description=steerd checks from /dev/vdb (tests/systemd.rs)
+Description=steerd checks from /dev/vdb (tests/vm/systemd.rs)
 After=multi-user.target
 SuccessAction=poweroff-force
 FailureAction=poweroff-force

@@ -1,5 +1,5 @@
 # scripts/vm/guest.sh - shell functions sourced inside the guest (busybox sh) by the VM
-# tests. They print compact, line-oriented facts; the Rust tests (tests/vm.rs) compare
+# tests. They print compact, line-oriented facts; the Rust tests (tests/vm/guests.rs) compare
 # them with the layout they asked for. Serial output is slow: print only what is checked.
 
 # One line per NUMA node and per online CPU, straight from /sys:

@@ -13,7 +13,7 @@
 //!
 //! The page (`page.html`, plain HTML and JavaScript, no external resources) is built into
 //! the binary twice: as written, and gzip-compressed (`page.html.gz`, made by
-//! `scripts/dashboard-gz.sh` and checked against `page.html` by `tests/dashboard.rs`). The
+//! `scripts/dashboard-gz.sh` and checked against `page.html` by `tests/operations/dashboard.rs`). The
 //! representation is chosen by the rules the file server applies to its `.gz` sidecars
 //! (`http::encoding`): a client that accepts gzip gets the compressed bytes with
 //! `Content-Encoding: gzip` (browsers do), any other the page as written (a first `curl`),

@@ -224,25 +224,32 @@ mod tests {
     }
 
     fn fixture(name: &str) -> Topology {
-        let sysfs = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data/sys")
-            .join(name);
+        let sysfs = fixtures_dir().join(name);
         topology::read(&sysfs, "/proc".as_ref()).0
+    }
+
+    fn fixtures_dir() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/sys")
+    }
+
+    /// Every captured sysfs tree (not the `NAME.proc` twins), read from the directory so
+    /// a new fixture is one new folder.
+    fn fixture_names() -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(fixtures_dir())
+            .expect("tests/data/sys")
+            .map(|e| e.expect("fixture").path())
+            .filter(|p| p.is_dir() && p.extension().is_none_or(|e| e != "proc"))
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert!(names.len() >= 10, "fixtures went missing: {names:?}");
+        names
     }
 
     #[test]
     fn the_tree_takes_cpus_in_the_naive_order_on_every_fixture() {
-        for name in [
-            "arm64-guest-16",
-            "container-4-7",
-            "holes-offline",
-            "interleaved-8",
-            "kunpeng920-2x2",
-            "no-node-dir",
-            "this-machine",
-            "xeon-2s-smt-112",
-        ] {
-            let mut t = fixture(name);
+        for name in fixture_names() {
+            let mut t = fixture(&name);
             for nic in [None, Some(1)] {
                 t.nic = nic.map(|node| crate::topology::Nic {
                     interface: "eth0".into(),

@@ -5,11 +5,17 @@
 //! - `responder.rs`: a `steerd bench responder` child on a free loopback port.
 //! - `chromium.rs`: headless Chromium: the DOM a page makes, its script errors, screenshots.
 //! - [`free_port`]: a loopback port nothing listens on (for command lines that need one).
-//! - `server.rs`: the real `steerd serve` binary: start it, wait for its startup lines,
+//! - [`target_dir`]: where cargo builds (`CARGO_TARGET_DIR` honoured), for the static
+//!   binaries `scripts/static.sh` leaves there.
+//! - `server.rs`: the real binary: a command run to its end ([`server::run_steerd`]),
+//!   `steerd serve` started, wait for its startup lines,
 //!   plain requests read to the close, `/metrics`, signals, CPU pinning.
 //! - `in_process.rs`: a site tree and the serve loop on a thread of the test process.
 //! - `client.rs`: one framed HTTP/1.1 response at a time (headers, body, keep-alive).
 //! - `skip.rs`: a test that cannot run says so, and fails instead under `CI=true`.
+//! - `serial.rs`: one lock that tests measuring time or load take, so none runs beside another.
+//! - `http_cases.rs`: the parser's test vectors (`tests/data/http/`) read and rendered.
+//! - `fixtures.rs`: the captured `/sys` trees of `tests/data/sys/`, by name or all of them.
 //!
 //! Every process started here is killed by its PID when its handle drops, and every
 //! wait is bounded.
@@ -19,9 +25,12 @@
 pub mod alloc;
 pub mod chromium;
 pub mod client;
+pub mod fixtures;
 pub mod guard;
+pub mod http_cases;
 pub mod in_process;
 pub mod responder;
+pub mod serial;
 pub mod server;
 pub mod skip;
 
@@ -29,4 +38,14 @@ pub mod skip;
 pub fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind port 0");
     l.local_addr().expect("local address").port()
+}
+
+/// The cargo target directory: `CARGO_TARGET_DIR` when set (relative to the repository,
+/// where cargo runs the tests, when relative), else `target/` in the repository.
+pub fn target_dir() -> std::path::PathBuf {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => repo.join(dir),
+        None => repo.join("target"),
+    }
 }

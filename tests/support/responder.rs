@@ -28,7 +28,7 @@ impl Drop for Responder {
 
 /// `steerd bench responder --listen 127.0.0.1:0 --cpus 0 EXTRA...`, not started.
 pub fn command(extra: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_steerd"));
+    let mut cmd = Command::new(super::server::binary());
     cmd.args([
         "bench",
         "responder",

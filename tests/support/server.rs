@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -20,6 +20,23 @@ pub const PATIENCE: Duration = Duration::from_secs(20);
 /// The binary under test.
 pub fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_steerd")
+}
+
+/// Runs `steerd ARGS` to its end with `stdin` as its standard input, and collects its
+/// status and both outputs.
+pub fn run_steerd(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(binary())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn steerd");
+    let mut input = child.stdin.take().expect("stdin");
+    // steerd exits without reading stdin on a usage error: a broken pipe is fine.
+    let _ = input.write_all(stdin);
+    drop(input);
+    child.wait_with_output().expect("wait for steerd")
 }
 
 /// Lines the server wrote to stderr, shared with the thread that reads them.
@@ -472,7 +489,10 @@ pub fn two_cpus() -> Option<(usize, usize)> {
     match allowed_cpus()[..] {
         [a, b, ..] => Some((a, b)),
         _ => {
-            eprintln!("skipped: needs two allowed CPUs");
+            crate::support::skip::partly(
+                &crate::support::skip::this_test(),
+                "needs two allowed CPUs",
+            );
             None
         }
     }
@@ -559,7 +579,7 @@ pub fn cbpf_refused() -> Option<&'static str> {
 pub fn skip_without_steering(name: &str) -> bool {
     let refused = cbpf_refused();
     if let Some(why) = refused {
-        eprintln!("skipped {name}: {why}");
+        crate::support::skip::partly(name, why);
     }
     refused.is_some()
 }

@@ -14,12 +14,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-/// Guests run one at a time: the host has two cores, and two guests of 8-32 vCPUs each
-/// would only slow each other down past their timeouts.
-static ONE_GUEST: Mutex<()> = Mutex::new(());
 
 /// What came back from one guest.
 pub struct Guest {
@@ -70,7 +65,9 @@ fn static_binary(arch: Arch) -> PathBuf {
     };
     match std::env::var_os(var) {
         Some(path) => PathBuf::from(path),
-        None => repo().join("target").join(target).join("release/steerd"),
+        None => crate::support::target_dir()
+            .join(target)
+            .join("release/steerd"),
     }
 }
 
@@ -132,16 +129,16 @@ pub fn boot_with(
     extra: &Extra,
 ) -> Option<Guest> {
     if turned_off() {
-        println!("skipped {test}: STEERD_VM=0");
+        crate::support::skip::partly(test, "STEERD_VM=0");
         return None;
     }
     if let Some(why) = missing(layout.arch) {
-        crate::support_skip::skip_or_fail(test, &why);
+        crate::support::skip::skip_or_fail(test, &why);
         return None;
     }
-    let _one = ONE_GUEST
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    // Guests run one at a time and beside no measuring test: the host has two cores, and
+    // two guests of 8-32 vCPUs each would only slow each other down past their timeouts.
+    let _one = crate::support::serial::exclusive();
     // A guest that neither finishes nor dies is booted once more: under TCG on a busy
     // two-core host a boot has been seen to stall with no output at all. A steerd hang
     // stalls the second boot too, and fails.

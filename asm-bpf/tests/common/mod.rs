@@ -366,3 +366,14 @@ pub fn cases(file: &str) -> Vec<(Vec<u8>, String)> {
     assert!(cases.len() > 50, "{file} has only {} cases", cases.len());
     cases
 }
+
+/// Says that the running test did not run its check (`why`): `skipped NAME: WHY`, written
+/// to stderr past the test harness's capture so the run shows it (the steerd tests' skip
+/// line, which `scripts/test-summary.sh` counts).
+pub fn skipped(why: &str) {
+    use std::io::Write;
+    let thread = std::thread::current();
+    let path = thread.name().unwrap_or("unnamed");
+    let name = path.rsplit("::").next().unwrap_or(path);
+    let _ = writeln!(std::io::stderr(), "skipped {name}: {why}");
+}

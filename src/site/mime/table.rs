@@ -6,7 +6,7 @@
 //! compile time: the extensions are lowercase, sorted and unique, and so are their keys
 //! (the search relies on it).
 //!
-//! Deliberate differences from nginx (`tests/mime_types.rs` holds the table against
+//! Deliberate differences from nginx (`tests/serving/mime_types.rs` holds the table against
 //! `/etc/nginx/mime.types` with exactly these):
 //!
 //! - every `text/*` type carries `; charset=utf-8`, as steerd always has (nginx sends no

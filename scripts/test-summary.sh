@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# scripts/test-summary.sh NAME LOG [SECONDS] - the summary of a `cargo test` run whose
+# output is in LOG, as lines starting "NAME:": how many tests ran, passed, failed, were
+# ignored, and skipped themselves (passed without checking), then each skip by name and
+# reason, and each failure.
+#
+# A skip is the line `skipped NAME: WHY` that tests/support/skip.rs (and asm-bpf's
+# tests/common) write past the test harness's capture: at the start of a line, or after
+# a result's `test NAME ... ` when the tests run one at a time.
+set -uo pipefail
+name=${1:?usage: scripts/test-summary.sh NAME LOG [SECONDS]} log=${2:?usage: scripts/test-summary.sh NAME LOG [SECONDS]}
+took=${3:+; $3 s}
+
+sum() { grep -ohE "[0-9]+ $1" "$log" | awk '{ n += $1 } END { print n + 0 }'; }
+skips() { grep -oiE '(^|\.\.\. )(skipped|skipping)\b.*' "$log" | sed -E 's/^\.\.\. //'; }
+passed=$(sum passed) failed=$(sum failed) ignored=$(sum ignored)
+skipped=$(skips | wc -l)
+echo "$name: $((passed + failed)) ran, $passed passed, $failed failed, $ignored ignored; $skipped skipped themselves (passed without checking)$took"
+skips | sort | uniq -c | sed "s/^/$name:   /"
+grep -E '^test .* \.\.\. FAILED$' "$log" | sed "s/^test \(.*\) \.\.\. FAILED$/$name: failed: \1/"

@@ -1,0 +1,15 @@
+//! Zero allocations: the parser on every vector, and the serve loop per request.
+//!
+//! A binary of its own because it installs a counting `#[global_allocator]`
+//! (`support/alloc.rs`) for the whole process; both modules count only the allocations of
+//! the thread under test, so they may share this binary but not the main one. The bench
+//! client's count (`tests/bench_alloc.rs`) watches every thread, so it has a binary alone.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod http;
+mod serving;
+
+#[global_allocator]
+static GLOBAL: support::alloc::Counting = support::alloc::Counting;

@@ -1,0 +1,5 @@
+//! Checks on the source and the build: the layers, the static ELF, the fuzz seed corpora.
+
+mod fuzz_seeds;
+mod layers;
+mod static_binary;

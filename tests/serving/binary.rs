@@ -1,0 +1,380 @@
+//! Serving through the real binary (`steerd serve`, master and forked workers) on real
+//! loopback sockets: curl as the client for a handful of behaviours, raw `TcpStream`s for
+//! the rest, then the hostile cases: slowloris, EMFILE under a low RLIMIT_NOFILE, and
+//! 10,000 concurrent connections.
+
+use crate::support;
+
+use std::io::{BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::Command;
+use std::time::{Duration, Instant};
+use support::client::*;
+use support::in_process::Site;
+use support::server::Server;
+
+/// The load tests (slowloris, EMFILE, 10,000 connections) run one at a time, and beside
+/// no other measuring test: each judges latency or CPU time, which another one running
+/// beside it on 2 CPUs would distort.
+fn heavy() -> std::sync::MutexGuard<'static, ()> {
+    crate::support::serial::exclusive()
+}
+
+fn curl(args: &[&str]) -> String {
+    let out = Command::new("curl")
+        .args(["-s", "--max-time", "10"])
+        .args(args)
+        .output()
+        .expect("curl is installed (.ci/run installs it)");
+    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+}
+
+#[test]
+fn curl_sees_keep_alive_head_range_304_301_404() {
+    let site = Site::new("bin-curl");
+    let srv = Server::start_in(&site.root, &["--workers", "1"], &[]);
+    // Two URLs in one curl: the second reuses the connection.
+    let v = curl(&["-v", &srv.url("/hello.txt"), &srv.url("/ten.bin")]);
+    assert!(v.contains("hello world") && v.contains("0123456789"), "{v}");
+    assert!(v.contains("Re-using existing connection"), "{v}");
+    let head = curl(&["-I", &srv.url("/big.bin")]);
+    assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
+    assert!(head.contains("Content-Length: 3000000"), "{head}");
+    let range = curl(&["-r", "2-4", &srv.url("/ten.bin")]);
+    assert_eq!(range, "234");
+    let etag_line = curl(&["-I", &srv.url("/hello.txt")]);
+    let etag = etag_line
+        .lines()
+        .find_map(|l| l.strip_prefix("ETag: "))
+        .unwrap()
+        .trim()
+        .to_string();
+    let code = curl(&[
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_code}",
+        "-H",
+        &format!("If-None-Match: {etag}"),
+        &srv.url("/hello.txt"),
+    ]);
+    assert_eq!(code, "304");
+    let moved = curl(&[
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_code} %{redirect_url}",
+        &srv.url("/dir?a=b"),
+    ]);
+    assert_eq!(moved, format!("301 http://{}/dir/?a=b", srv.addr));
+    let code = curl(&["-o", "/dev/null", "-w", "%{http_code}", &srv.url("/nope")]);
+    assert_eq!(code, "404");
+    let code = curl(&[
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_code}",
+        "-X",
+        "PUT",
+        &srv.url("/hello.txt"),
+    ]);
+    assert_eq!(code, "405");
+    let body = curl(&["--path-as-is", &srv.url("/../secret.txt")]);
+    assert!(!body.contains("TOP SECRET"), "{body}");
+}
+
+#[test]
+fn raw_sockets_pipelining_http10_errors_and_traversal() {
+    let site = Site::new("bin-raw");
+    let srv = Server::start_in(&site.root, &["--workers", "1"], &[]);
+    let mut s = srv.connect();
+    s.write_all(
+        b"GET /hello.txt HTTP/1.1\r\nHost: t\r\n\r\nGET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n\
+          HEAD / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
+    let mut r = BufReader::new(s);
+    assert_eq!(
+        read_response(&mut r, false).unwrap().text(),
+        "hello world\n"
+    );
+    assert_eq!(read_response(&mut r, false).unwrap().text(), "0123456789");
+    let h = read_response(&mut r, true).unwrap();
+    assert_eq!((h.status, h.header("connection")), (200, Some("close")));
+    let r10 = exchange(srv.addr, "GET /hello.txt HTTP/1.0\r\n\r\n");
+    assert_eq!((r10.status, r10.header("connection")), (200, Some("close")));
+    for path in [
+        "/%2e%2e/secret.txt",
+        "/escape",
+        "/passwd",
+        "/up/secret.txt",
+        "/dir/..%2f..%2fsecret.txt",
+    ] {
+        let r = get(srv.addr, path, "");
+        assert!(matches!(r.status, 400 | 403 | 404), "{path}: {}", r.status);
+        assert!(!r.text().contains("TOP SECRET"), "{path}");
+    }
+    assert_eq!(
+        get(srv.addr, "/%252e%252e", "").status,
+        200,
+        "decoded once only"
+    );
+    let long = format!("GET /{} HTTP/1.1\r\nHost: t\r\n\r\n", "x".repeat(9000));
+    assert_eq!(exchange(srv.addr, &long).status, 414);
+    let big = format!(
+        "GET / HTTP/1.1\r\nHost: t\r\nCookie: {}\r\n\r\n",
+        "c".repeat(20_000)
+    );
+    let mut s = srv.connect();
+    let _ = s.write_all(big.as_bytes());
+    let resp = read_response(&mut BufReader::new(s.try_clone().unwrap()), false).unwrap();
+    assert_eq!(resp.status, 431);
+    assert!(closed_within(&mut s, Duration::from_secs(5)));
+}
+
+/// Hundreds of clients sending one byte a second do not delay a normal client, and are
+/// closed at the header timeout.
+#[test]
+fn slowloris_clients_do_not_delay_others_and_are_cut_at_the_header_timeout() {
+    let _serial = heavy();
+    let site = Site::new("bin-slowloris");
+    let srv = Server::start_in(
+        &site.root,
+        &["--workers", "1", "--header-timeout", "2"],
+        &[],
+    );
+    let n = 300;
+    let mut slow: Vec<TcpStream> = (0..n).map(|_| srv.connect()).collect();
+    for s in &mut slow {
+        s.write_all(b"G").unwrap();
+        s.set_nonblocking(true).unwrap();
+    }
+    let started = Instant::now();
+    let head = b"ET / HTTP/1.1\r\nHost: t\r\nX: ";
+    let mut worst = Duration::ZERO;
+    let mut i = 0;
+    while started.elapsed() < Duration::from_millis(1500) {
+        // one more byte per slow client per ~second
+        if started.elapsed() > Duration::from_millis(1000 * (i as u64 + 1) / 2) && i < head.len() {
+            for s in &mut slow {
+                let _ = s.write_all(&head[i..i + 1]);
+            }
+            i += 1;
+        }
+        let t = Instant::now();
+        let r = get(srv.addr, "/hello.txt", "");
+        assert_eq!(r.status, 200);
+        worst = worst.max(t.elapsed());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        worst < Duration::from_millis(1000),
+        "a normal request took {worst:?}"
+    );
+    // Past the 2 s header deadline every slow client has been answered 408 and closed.
+    let deadline = Instant::now() + Duration::from_secs(8);
+    let mut closed = 0;
+    for s in &mut slow {
+        s.set_nonblocking(false).unwrap();
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(10));
+        let mut got = Vec::new();
+        s.set_read_timeout(Some(left)).unwrap();
+        if s.read_to_end(&mut got).is_ok() && got.starts_with(b"HTTP/1.1 408") {
+            closed += 1;
+        }
+    }
+    assert_eq!(closed, n, "every slow client got 408 and EOF");
+}
+
+/// Under RLIMIT_NOFILE=64 the worker runs out of descriptors: it pauses accepting instead
+/// of spinning (its CPU time stays low), and serves again once descriptors free up.
+#[test]
+fn emfile_pauses_accepting_without_spinning_and_recovers() {
+    let _serial = heavy();
+    let site = Site::new("bin-emfile");
+    let srv = Server::start_in(
+        &site.root,
+        &[
+            "--workers",
+            "1",
+            "--header-timeout",
+            "60",
+            "--metrics",
+            "127.0.0.1:0",
+        ],
+        &["prlimit", "--nofile=64:64"],
+    );
+    // Each holder sends a partial head, so it is accepted and keeps a descriptor.
+    let mut holders: Vec<TcpStream> = Vec::new();
+    for _ in 0..120 {
+        let mut s = srv.connect();
+        s.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+        holders.push(s);
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let ticks_before = srv.cpu_ticks();
+    std::thread::sleep(Duration::from_secs(2));
+    let spent = srv.cpu_ticks() - ticks_before;
+    let hz = 100; // USER_HZ on Linux
+    assert!(
+        spent * 1000 / hz < 300,
+        "server used {spent} ticks in 2 s while out of fds"
+    );
+    let pauses = srv.metric("steerd_accept_pauses_total");
+    assert!(
+        (1..=60).contains(&pauses),
+        "paused {pauses} times in ~2.5 s (100 ms each)"
+    );
+    // Still accepting new requests? Not yet; once the holders go, the queue drains.
+    drop(holders);
+    let started = Instant::now();
+    let r = get(srv.addr, "/hello.txt", "");
+    assert_eq!(r.status, 200);
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
+
+fn raise_nofile(want: u64) -> u64 {
+    let lim = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    let hard = lim.maximum.unwrap_or(want);
+    let soft = want.min(hard);
+    let _ = rustix::process::setrlimit(
+        rustix::process::Resource::Nofile,
+        rustix::process::Rlimit {
+            current: Some(soft),
+            maximum: lim.maximum,
+        },
+    );
+    soft
+}
+
+/// 10,000 connections open at once, each served a keep-alive request.
+#[test]
+fn ten_thousand_concurrent_connections_are_served() {
+    let _serial = heavy();
+    let n = 10_000usize;
+    let limit = raise_nofile(2 * n as u64 + 200);
+    if limit < (n + 100) as u64 {
+        crate::support::skip::partly(
+            &crate::support::skip::this_test(),
+            &format!("RLIMIT_NOFILE hard limit {limit} is below {n} connections"),
+        );
+        return;
+    }
+    let site = Site::new("bin-10k");
+    let nofile = format!("--nofile={0}:{0}", n + 1000);
+    let srv = Server::start_in(
+        &site.root,
+        // One client address holds them all: lift the per-address share (a quarter).
+        &[
+            "--workers",
+            "1",
+            "--max-conns",
+            "10240",
+            "--max-conns-per-addr",
+            "10240",
+        ],
+        &["prlimit", &nofile],
+    );
+    let started = Instant::now();
+    let budget = Duration::from_secs(90);
+    let mut conns = Vec::with_capacity(n);
+    for _ in 0..n {
+        conns.push(TcpStream::connect(srv.addr).unwrap());
+        assert!(started.elapsed() < budget, "connecting took too long");
+    }
+    for s in &mut conns {
+        s.write_all(b"GET /hello.txt HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+    }
+    let mut ok = 0;
+    for s in &mut conns {
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut r = BufReader::new(&*s);
+        if let Ok(resp) = read_response(&mut r, false) {
+            ok += usize::from(resp.status == 200 && resp.body == b"hello world\n");
+        }
+        assert!(started.elapsed() < budget, "reading took too long");
+    }
+    assert_eq!(ok, n);
+    // All of them were open at the same time: the first is still alive.
+    conns[0]
+        .write_all(b"GET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let resp = read_response(&mut BufReader::new(&conns[0]), false).unwrap();
+    assert_eq!(resp.text(), "0123456789");
+}
+
+/// A client that vanishes mid-download costs the worker nothing: `sendfile` and `sendmsg`
+/// get EPIPE/ECONNRESET (SIGPIPE is ignored), the connection is closed, the same worker
+/// keeps serving.
+#[test]
+fn clients_that_vanish_mid_response_do_not_hurt_the_worker() {
+    let site = Site::new("bin-vanish");
+    let srv = Server::start_in(&site.root, &["--workers", "1"], &[]);
+    let before = srv.pids();
+    for _ in 0..20 {
+        let mut s = srv.connect();
+        s.write_all(b"GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        let mut some = [0u8; 1000];
+        let _ = s.read(&mut some);
+        drop(s); // unread data: the kernel answers the server's next segment with RST
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let r = get(srv.addr, "/hello.txt", "");
+    assert_eq!(r.status, 200);
+    assert_eq!(srv.pids(), before, "no worker died and was respawned");
+}
+
+/// The soft `RLIMIT_NOFILE` of a process, from `/proc/PID/limits`.
+fn soft_nofile(pid: u32) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    line.split_whitespace().nth(3).unwrap().parse().unwrap()
+}
+
+/// The default `--max-conns` (10,240) needs more descriptors than the usual soft limit of
+/// 1024: the master raises the soft limit towards the hard one for its workers, and
+/// says so in one line when the hard limit is too low.
+#[test]
+fn the_open_file_limit_is_raised_for_max_conns() {
+    let hard = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .maximum
+        .unwrap_or(1 << 20)
+        .min(1 << 20);
+    if hard < 10_240 + 400 {
+        crate::support::skip::partly(
+            &crate::support::skip::this_test(),
+            &format!("RLIMIT_NOFILE hard limit {hard} is below the default --max-conns"),
+        );
+        return;
+    }
+    let site = Site::new("bin-nofile");
+    let nofile = format!("--nofile=1024:{hard}");
+    let srv = Server::start_in(&site.root, &["--workers", "1"], &["prlimit", &nofile]);
+    let pids = srv.pids();
+    assert!(pids.len() >= 2, "a master and a worker: {pids:?}");
+    for pid in pids {
+        assert!(soft_nofile(pid) >= 10_240 + 256, "pid {pid}");
+    }
+    assert!(!srv.lines().join("\n").contains("warning: open files"));
+    drop(srv);
+    let srv = Server::start_in(
+        &site.root,
+        &["--workers", "1"],
+        &["prlimit", "--nofile=1024:2000"],
+    );
+    let log = srv.lines().join("\n");
+    let warning: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("warning: open files"))
+        .collect();
+    assert_eq!(warning.len(), 1, "{log}");
+    assert!(warning[0].contains("limited to 2000"), "{log}");
+    assert!(srv.pids().iter().all(|&p| soft_nofile(p) == 2000));
+}

@@ -1,0 +1,17 @@
+//! What a client sees of `steerd serve`: files, ranges, errors, listings, auth, CORS, media types, keep-alive, fairness and listeners.
+
+mod basic_auth;
+mod binary;
+mod cors;
+mod dotfiles;
+mod drain;
+mod dual_stack;
+mod event_loop;
+mod everyday;
+mod fairness;
+mod files;
+mod list_dirs;
+mod mime_limit;
+mod mime_types;
+mod multihost;
+mod send_buffer;

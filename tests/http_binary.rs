@@ -376,14 +376,8 @@ fn the_open_file_limit_is_raised_for_max_conns() {
 
 /// What `steerd check ROOT ARGS` prints on stderr, with its exit code.
 fn check(root: &std::path::Path, args: &[String]) -> (i32, String) {
-    let out = Command::new(support::server::binary())
-        .arg("check")
-        .arg(root)
-        .args(args)
-        .output()
-        .expect("check");
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    (out.status.code().unwrap_or(-1), err)
+    let mut cmd = Command::new(support::server::binary());
+    support::server::run_to_exit(cmd.arg("check").arg(root).args(args))
 }
 
 /// `--header` lines whose bytes in a head (`Name: value` and CRLF) add up to `total`.

@@ -25,6 +25,16 @@
 //!   the connection ends before that (cut short), with the body bytes really written; the
 //!   request's bytes stay in the receive area until then (`logged.rs`).
 //!
+//! The response in flight is one value inside `Awaiting::Send` (`response.rs`: its
+//! head's place and bytes sent, the body with its cache pin, how the connection goes on,
+//! the request's unread body and head), as hyper's `Writing::Body(Encoder)` carries its
+//! encoder; a body still to discard exists only as `Awaiting::Body { left }`. Planning
+//! builds that value: a `Responder` (`record.rs`) whose methods are the response kinds
+//! (`respond.rs` picks one, `file.rs`, `listing.rs`, `auth.rs` hold the rest) writes the
+//! head into the slot's head area, which start-up sized for the largest head
+//! (`SiteRules::head_area`); a head that did not fit would be a 500 that closes, never a
+//! body without its head.
+//!
 //! Fairness: one call of [`advance`] answers at most [`REQUEST_BUDGET`] requests,
 //! moves at most about [`BYTE_BUDGET`] bytes and does at most about a millisecond of a
 //! directory listing's reading (`crate::listing::WORK_BUDGET`); then it returns [`Next::Yield`] with the

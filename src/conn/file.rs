@@ -90,7 +90,7 @@ impl Responder<'_, '_> {
                 Conditions::Failed => return self.error_answer(412, vary, None, b""),
                 Conditions::NotModified => {
                     h.status = 304;
-                    return self.head_then(&h, Place::Area, Outgoing::Nothing);
+                    return self.answer(&h, Place::Area, Outgoing::Nothing);
                 }
                 Conditions::Unsatisfiable => return self.error_answer(416, vary, Some(size), b""),
                 Conditions::Full => (0, size),
@@ -126,7 +126,7 @@ impl Responder<'_, '_> {
             Method::Head => Outgoing::Nothing,
             _ => outgoing(self.ctx, src, first, end),
         };
-        self.planned(status, written, Place::Area, body);
+        self.answer_written(status, written, Place::Area, body);
     }
 
     /// An error answer to a parsed request: the `--error-page` for `status` when one is
@@ -162,7 +162,7 @@ impl Responder<'_, '_> {
         h.vary = vary;
         h.cors = self.line.cors;
         h.challenge = challenge;
-        self.head_then(&h, Place::Area, body);
+        self.answer(&h, Place::Area, body);
     }
 
     /// [`Responder::error_answer`] for a request that did not reach a file.

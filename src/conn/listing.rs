@@ -146,7 +146,7 @@ impl Responder<'_, '_> {
             h.status = 304;
             h.content_type = None;
             h.lines = lines(format, false);
-            self.head_then(&h, Place::Area, Outgoing::Nothing);
+            self.answer(&h, Place::Area, Outgoing::Nothing);
             return true;
         }
         // HTTP/1.0 has no chunks: the close ends a GET's body.
@@ -157,7 +157,7 @@ impl Responder<'_, '_> {
         h.persist = self.after.persist();
         h.lines = lines(format, chunked);
         if req.method == Method::Head {
-            self.head_then(&h, Place::Area, Outgoing::Nothing);
+            self.answer(&h, Place::Area, Outgoing::Nothing);
             return true;
         }
         let spec = Spec {
@@ -177,7 +177,7 @@ impl Responder<'_, '_> {
             end: 0,
             last: false,
         };
-        self.head_then(&h, Place::Area, body);
+        self.answer(&h, Place::Area, body);
         true
     }
 }

@@ -79,18 +79,24 @@ impl<'a, 'w> Responder<'a, 'w> {
     /// spill area holds the longest 301 (`conn::SPILL_CAP`). Should one not fit, that
     /// invariant is broken: the answer is the built-in 500 and the connection closes,
     /// never a body without its head.
-    pub fn head_then(&mut self, h: &ResponseHead<'_>, place: Place, body: Outgoing) {
+    pub fn answer(&mut self, h: &ResponseHead<'_>, place: Place, body: Outgoing) {
         let area = match place {
             Place::Area => &mut *self.out,
             Place::Spill => &mut *self.bufs.spill,
         };
         let written = write_head(area, h);
-        self.planned(h.status, written, place, body);
+        self.answer_written(h.status, written, place, body);
     }
 
-    /// [`Responder::head_then`] for a head already written (`written`: its length, or
+    /// [`Responder::answer`] for a head already written (`written`: its length, or
     /// `None` when it did not fit) by a caller whose head borrows from the worker's state.
-    pub fn planned(&mut self, status: u16, written: Option<usize>, place: Place, body: Outgoing) {
+    pub fn answer_written(
+        &mut self,
+        status: u16,
+        written: Option<usize>,
+        place: Place,
+        body: Outgoing,
+    ) {
         match written {
             Some(len) => {
                 let spilled = place == Place::Spill;

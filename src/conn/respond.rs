@@ -3,8 +3,9 @@
 //!
 //! Input: the buffered bytes (a complete head, or enough to refuse one), the worker's
 //! [`Ctx`] (file cache, Date, counters, log). Output: the connection set to
-//! `Awaiting::Send` with its plan, and the number of bytes the head took. No I/O except
-//! the file lookup; no allocation.
+//! `Awaiting::Send` with its response (which also holds how many bytes the request's head
+//! took), through the `Responder` kind chosen here. No I/O except the file lookup; no
+//! allocation.
 //!
 //! With `--basic-auth`, a request that is not a CORS preflight must pass the credential
 //! check (`auth.rs`) before anything else is decided for it. For GET/HEAD: the file lookup; a path that does not exist gets the `--fallback` file
@@ -248,7 +249,7 @@ impl Responder<'_, '_> {
         h.extra = &self.ctx.site.headers;
         h.cors = self.line.cors;
         h.preflight = Some(echo);
-        self.head_then(&h, Place::Area, Outgoing::Nothing);
+        self.answer(&h, Place::Area, Outgoing::Nothing);
     }
 
     /// 301 to the same path with a trailing slash, query kept. A `Location` too long for
@@ -275,6 +276,6 @@ impl Responder<'_, '_> {
         }
         self.after = After::Close { linger: true };
         h.persist = self.after.persist();
-        self.head_then(&h, Place::Spill, body);
+        self.answer(&h, Place::Spill, body);
     }
 }

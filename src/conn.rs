@@ -153,7 +153,8 @@ pub struct Conn {
     forwarded: bool,
     /// The connection arrived on the worker's own CPU.
     local: bool,
-    /// What the log line of the response in flight will say.
+    /// What the log line of the response in flight will say (beside the response rather
+    /// than in it: with the log off, planning never writes it).
     pending: Option<logged::Pending>,
     /// Microsecond clock when the current request began (0: not yet; json only).
     started_us: u64,

@@ -345,8 +345,8 @@ const SIDECAR_CAP: usize = MAX_TARGET + 16;
 
 impl Scratch {
     /// The parser's path area, and the areas one answer may use.
-    fn split(&mut self) -> (&mut [u8], file::Bufs<'_>) {
-        let bufs = file::Bufs {
+    fn split(&mut self) -> (&mut [u8], record::Bufs<'_>) {
+        let bufs = record::Bufs {
             open: &mut self.open,
             spill: &mut self.spill[..],
             sidecar: &mut self.sidecar[..],

@@ -22,7 +22,7 @@
 //! the first `--cache-control` rule matching the path served (the fallback's path for a
 //! fallback). Errors carry neither.
 
-use super::record::{Place, Responder};
+use super::record::{Bufs, Place, Responder};
 use super::response::Outgoing;
 use super::Ctx;
 use crate::files::cache::Served;
@@ -33,16 +33,6 @@ use crate::http::range::{evaluate, if_range_holds, RangeAnswer};
 use crate::http::response::{error_body, write_head, ContentRange, ResponseHead, HTML};
 use crate::http::{Method, Request};
 use rustix::fd::OwnedFd;
-
-/// The worker's scratch areas one answer may use (borrowed apart from the parser's path).
-pub(super) struct Bufs<'s> {
-    /// NUL-terminated relative path for `openat2`.
-    pub open: &'s mut [u8; PATH_MAX + 1],
-    /// A response head too long for the head area.
-    pub spill: &'s mut [u8],
-    /// A sidecar's request path.
-    pub sidecar: &'s mut [u8],
-}
 
 /// Where a body's bytes come from.
 pub(super) enum Source {

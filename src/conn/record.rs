@@ -8,10 +8,10 @@
 //! `listing.rs`, `auth.rs`); each ends in [`Responder::plan`]. Output: the connection
 //! set to `Awaiting::Send` with one [`Response`]. It writes nothing to the socket.
 
-use super::file::Bufs;
 use super::logged::{self, LoggedRequest};
 use super::response::{After, Head, Outgoing, Response};
 use super::{Awaiting, Conn, Ctx};
+use crate::files::PATH_MAX;
 use crate::http::response::{error_body, write_error_head, write_head, ResponseHead};
 use core::sync::atomic::Ordering::Relaxed;
 
@@ -27,6 +27,16 @@ pub(super) struct Line<'a> {
     pub cors: &'a [u8],
 }
 
+/// The worker's scratch areas one answer may use (borrowed apart from the parser's path).
+pub(super) struct Bufs<'s> {
+    /// NUL-terminated relative path for `openat2`.
+    pub open: &'s mut [u8; PATH_MAX + 1],
+    /// A response head too long for the head area.
+    pub spill: &'s mut [u8],
+    /// A sidecar's request path.
+    pub sidecar: &'s mut [u8],
+}
+
 /// Where a head is written: the slot's head area, or the worker's spill area (moved to
 /// the back of the receive area by the transition).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -37,11 +47,15 @@ pub(super) enum Place {
 
 /// One answer being planned: its methods are the response kinds.
 pub(super) struct Responder<'a, 'w> {
+    /// The connection the answer is planned on.
     pub c: &'a mut Conn,
     /// The slot's response-head area.
     pub out: &'a mut [u8],
+    /// The worker's state.
     pub ctx: &'a mut Ctx<'w>,
+    /// The worker's scratch areas for this answer.
     pub bufs: Bufs<'a>,
+    /// The request as the log and the persistence rule see it.
     pub line: Line<'a>,
     /// How the connection goes on; the head's `Connection` field is derived from it.
     pub after: After,
@@ -98,22 +112,12 @@ impl<'a, 'w> Responder<'a, 'w> {
         body: Outgoing,
     ) {
         match written {
-            Some(len) => {
-                let spilled = place == Place::Spill;
-                self.plan(
-                    status,
-                    Head {
-                        len,
-                        sent: 0,
-                        spilled,
-                    },
-                    body,
-                );
-            }
+            Some(len) => self.plan(status, Head::unsent(len, place == Place::Spill), body),
             None => self.overflowed(body),
         }
     }
 
+    /// A head did not fit: give back what `body` holds, then the built-in 500, closing.
     #[cold]
     #[inline(never)]
     fn overflowed(&mut self, body: Outgoing) {
@@ -139,12 +143,7 @@ impl<'a, 'w> Responder<'a, 'w> {
                 (0, Outgoing::Nothing)
             }
         };
-        let head = Head {
-            len,
-            sent: 0,
-            spilled: false,
-        };
-        self.plan(status, head, body);
+        self.plan(status, Head::unsent(len, false), body);
     }
 
     /// Records the plan on the connection, counts it and starts its log line (written

@@ -23,7 +23,7 @@
 use super::file::Source;
 use super::logged::LoggedRequest;
 use super::record::{Line, Place, Responder};
-use super::response::{After, Outgoing};
+use super::response::{After, Head, Outgoing};
 use super::{Conn, Ctx, Scratch, IN_CAP};
 use crate::files::cache::Served;
 use crate::files::Lookup;
@@ -267,12 +267,7 @@ impl Responder<'_, '_> {
         h.cors = self.line.cors;
         let body = Outgoing::Static(page, 0);
         if let Some(len) = write_head(self.out, &h) {
-            let head = super::response::Head {
-                len,
-                sent: 0,
-                spilled: false,
-            };
-            return self.plan(301, head, body);
+            return self.plan(301, Head::unsent(len, false), body);
         }
         self.after = After::Close { linger: true };
         h.persist = self.after.persist();

@@ -133,6 +133,17 @@ pub struct Head {
     pub spilled: bool,
 }
 
+impl Head {
+    /// A head of `len` bytes, none of them written yet.
+    pub fn unsent(len: usize, spilled: bool) -> Head {
+        Head {
+            len,
+            sent: 0,
+            spilled,
+        }
+    }
+}
+
 /// The response being written.
 #[derive(Debug)]
 pub struct Response {

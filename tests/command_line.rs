@@ -268,10 +268,8 @@ fn run_case(line: &str, dir: &std::path::Path) -> String {
     let (done, exited) = std::sync::mpsc::channel::<()>();
     let watchdog = std::thread::spawn(move || {
         // A case that got past its parser would serve: stop it, so the test fails.
-        if exited
-            .recv_timeout(std::time::Duration::from_secs(20))
-            .is_err()
-        {
+        let waited = exited.recv_timeout(std::time::Duration::from_secs(20));
+        if waited == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
             let _ = Command::new("kill").arg(pid.to_string()).status();
         }
     });

@@ -1,0 +1,158 @@
+//! Stage 1, the one shape of a flag: every subcommand's flags are one table of [`Flag`]
+//! (its name and short forms, the hint of its value, its help line, whether it repeats,
+//! and how it is applied), and that subcommand's `--help` is rendered from the table.
+//!
+//! Input: a table. Output: the help rows and usage words, and a lookup by spelling.
+//! The parsers walk their own tokens (each subcommand has its own positional words) but
+//! find, refuse a second use of, and apply every flag through the table, so a flag the
+//! help shows is a flag the parser takes, and the other way round
+//! (`args::tests::every_table_agrees_with_its_help`).
+
+/// How a flag takes its value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Takes {
+    /// One value, once.
+    Value,
+    /// One value each time, any number of times.
+    Repeated,
+    /// No value: present or not; once.
+    Switch,
+}
+
+/// One flag of a subcommand; `A` is how it is applied to that subcommand's draft.
+#[derive(Clone, Copy, Debug)]
+pub struct Flag<A> {
+    /// `--listen`
+    pub name: &'static str,
+    /// Other spellings: `-l`, `-p`.
+    pub short: &'static [&'static str],
+    /// What the value looks like in the help (`ADDR:PORT`; empty for a switch).
+    pub hint: &'static str,
+    /// The help text: its first line beside the flag, the others under it. Empty: the
+    /// flag shares the row of the flag before it (`--sysfs DIR, --procfs DIR`).
+    pub help: &'static str,
+    /// A short form shown on a row of its own, with its hint: `("-p", "PORT")`.
+    pub shown_short: Option<(&'static str, &'static str)>,
+    /// Whether it takes a value, and how often.
+    pub takes: Takes,
+    /// Applies the flag (as spelled) and its value (empty for a switch).
+    pub apply: A,
+}
+
+impl<A> Flag<A> {
+    /// A long flag with no short form.
+    pub const fn long(name: &'static str, hint: &'static str, takes: Takes, apply: A) -> Self {
+        Flag {
+            name,
+            short: &[],
+            hint,
+            help: "",
+            shown_short: None,
+            takes,
+            apply,
+        }
+    }
+
+    /// The same flag with its help text.
+    pub const fn help(mut self, help: &'static str) -> Self {
+        self.help = help;
+        self
+    }
+
+    /// True when `word` is this flag in one of its spellings, as given (no `=VALUE`).
+    pub fn spelled(&self, word: &str) -> bool {
+        word == self.name || self.short.contains(&word)
+    }
+
+    /// True when `arg` is this flag, in any of its spellings (`--listen`, `-p`,
+    /// `--listen=...`).
+    pub fn is(&self, arg: &str) -> bool {
+        self.spelled(arg.split_once('=').map_or(arg, |(f, _)| f))
+    }
+
+    /// `--listen ADDR:PORT`, or the bare name of a switch.
+    pub fn label(&self) -> String {
+        match self.hint {
+            "" => self.name.to_string(),
+            hint => format!("{} {hint}", self.name),
+        }
+    }
+}
+
+/// The flag of `table` spelled `word` exactly (`-w`, `--workers`; no `=VALUE`).
+pub fn lookup<'t, A>(table: &'t [Flag<A>], word: &str) -> Option<&'t Flag<A>> {
+    table.iter().find(|f| f.spelled(word))
+}
+
+/// The help rows of `table`, the label column `width` wide: `    LABEL  help`, with a
+/// label too wide for the column on a line of its own and every further line of help
+/// under the first.
+pub fn rows<A>(table: &[Flag<A>], width: usize) -> String {
+    let mut rows: Vec<(String, String)> = Vec::new();
+    for f in table {
+        match rows.last_mut() {
+            Some((label, _)) if f.help.is_empty() => *label = format!("{label}, {}", f.label()),
+            _ => rows.push((f.label(), f.help.to_string())),
+        }
+        if let Some((short, hint)) = f.shown_short {
+            rows.push((format!("{short} {hint}"), format!("{} {hint}", f.name)));
+        }
+    }
+    let mut out = String::new();
+    for (label, help) in rows {
+        row(&mut out, &label, &help, width);
+    }
+    out
+}
+
+fn row(out: &mut String, label: &str, help: &str, width: usize) {
+    let mut lines = help.lines();
+    let first = lines.next().unwrap_or("");
+    if label.len() < width {
+        out.push_str(&format!("    {label:<width$}{first}\n"));
+    } else {
+        out.push_str(&format!("    {label}\n    {:width$}{first}\n", ""));
+    }
+    for line in lines {
+        out.push_str(&format!("    {:width$}{line}\n", ""));
+    }
+}
+
+/// ` [--sysfs DIR] [--json]`: the table as the words of a usage line.
+pub fn usage_words<A>(table: &[Flag<A>]) -> String {
+    table.iter().map(|f| format!(" [{}]", f.label())).collect()
+}
+
+/// The flags used so far, so that one which does not repeat is refused a second time
+/// (a second value would silently win).
+#[derive(Debug, Default)]
+pub struct Seen(Vec<String>);
+
+/// A flag that does not repeat, given twice: printed as `--workers given twice`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Twice(pub String);
+
+impl core::fmt::Display for Twice {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{} given twice", self.0)
+    }
+}
+
+impl Seen {
+    /// Notes a use of `flag`; a second use of one that does not repeat is [`Twice`].
+    pub fn note<A>(&mut self, flag: &Flag<A>) -> Result<(), Twice> {
+        self.note_name(flag.name, flag.takes)
+    }
+
+    /// As [`Seen::note`], by name: a word in no table (`-`) is refused as itself.
+    pub fn note_name(&mut self, name: &str, takes: Takes) -> Result<(), Twice> {
+        if takes == Takes::Repeated {
+            return Ok(());
+        }
+        if self.0.iter().any(|n| n == name) {
+            return Err(Twice(name.to_string()));
+        }
+        self.0.push(name.to_string());
+        Ok(())
+    }
+}

@@ -12,6 +12,7 @@ pub mod bpf;
 pub mod duration;
 pub mod env;
 pub mod flag;
+pub mod inspect;
 pub mod listen;
 pub mod logging;
 pub mod probe;
@@ -22,6 +23,7 @@ use crate::config::Logging;
 pub use crate::config::{SteerPolicy, UserSpec};
 use crate::cpuset::{CpuId, CpuSet};
 use core::fmt;
+use flag::wants_help;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -264,14 +266,14 @@ pub fn parse_in(args: &[String], outside: &Outside<'_>) -> Result<Command, ArgsE
     };
     match first {
         "serve" => parse_serve_or_help(rest, outside, Command::Serve),
-        "check" => parse_check(rest, outside),
-        "topo" => parse_topo(rest),
+        "check" => inspect::parse_check(rest, outside),
+        "topo" => inspect::parse_topo(rest),
         "bpf" => match bpf::parse(rest)? {
             Some(cmd) => Ok(Command::Bpf(cmd)),
             None => Ok(Command::Help(bpf::USAGE)),
         },
         "bench" => Ok(Command::Bench(bench::parse(rest))),
-        "probe" => Ok(probe::parse(rest)?.map_or(Command::Help(probe::PROBE_HELP), Command::Probe)),
+        "probe" => Ok(probe::parse(rest)?.map_or(Command::Help(probe::help()), Command::Probe)),
         "-h" | "--help" | "help" => Ok(Command::Help(MAIN_HELP)),
         "-V" | "--version" => Ok(Command::Version),
         word => match mistyped_subcommand(word, outside) {
@@ -315,10 +317,6 @@ fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
-fn wants_help(args: &[String]) -> bool {
-    args.iter().any(|a| a == "-h" || a == "--help")
-}
-
 fn parse_serve_or_help(
     args: &[String],
     outside: &Outside<'_>,
@@ -328,43 +326,6 @@ fn parse_serve_or_help(
         return Ok(Command::Help(serve::help()));
     }
     parse_serve_in(args, outside).map(wrap)
-}
-
-fn parse_check(args: &[String], outside: &Outside<'_>) -> Result<Command, ArgsError> {
-    if wants_help(args) {
-        return Ok(Command::Help(CHECK_HELP));
-    }
-    let json = args.iter().any(|a| a == "--json");
-    let rest: Vec<String> = args.iter().filter(|a| *a != "--json").cloned().collect();
-    Ok(Command::Check {
-        serve: parse_serve_in(&rest, outside)?,
-        json,
-    })
-}
-
-fn parse_topo(args: &[String]) -> Result<Command, ArgsError> {
-    if wants_help(args) {
-        return Ok(Command::Help(TOPO_HELP));
-    }
-    let mut roots = Roots::default();
-    let mut json = false;
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        match arg.as_str() {
-            "--json" => json = true,
-            "--sysfs" => roots.sysfs = PathBuf::from(value(&mut it, "--sysfs")?),
-            "--procfs" => roots.procfs = PathBuf::from(value(&mut it, "--procfs")?),
-            other => return err(format!("topo: unknown argument {other:?}")),
-        }
-    }
-    Ok(Command::Topo { roots, json })
-}
-
-fn value<'a>(it: &mut impl Iterator<Item = &'a String>, flag: &str) -> Result<&'a str, ArgsError> {
-    match it.next() {
-        Some(v) => Ok(v.as_str()),
-        None => err(format!("{flag} needs a value")),
-    }
 }
 
 /// Parses serve options (everything but the subcommand word), with nothing from outside.
@@ -516,22 +477,6 @@ USAGE:
     steerd probe URL [--timeout S]    exit 0 when URL answers 2xx (health checks)
 
 Run `steerd serve --help` for the serve options.
-";
-
-/// `steerd check --help`
-pub const CHECK_HELP: &str = "\
-USAGE: steerd check [serve options] [--json]
-
-Prints the topology, the plan (workers, master CPU, CPU -> listener map) and the steering
-program as bpf_asm text and bytecode. It binds and listens on nothing.
-";
-
-/// `steerd topo --help`
-pub const TOPO_HELP: &str = "\
-USAGE: steerd topo [--sysfs DIR] [--procfs DIR] [--json]
-
-Prints the machine as steerd sees it: CPUs, cores, packages, clusters, NUMA nodes,
-distances, and the CPUs this process may use.
 ";
 
 #[cfg(test)]
@@ -818,6 +763,48 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Each flag of `table` is in `help` and parses (after `base`), a repeatable
+    /// repeats, any other is refused a second use; each flag `help` shows is in `table`.
+    fn walk<A>(
+        table: &[flag::Flag<A>],
+        help: &str,
+        base: &[&str],
+        parse: &dyn Fn(&[String]) -> Result<(), ArgsError>,
+    ) {
+        for f in table {
+            assert!(help.contains(&f.label()), "{} is in --help", f.name);
+            let mut once: Vec<String> = base.iter().map(|a| a.to_string()).collect();
+            once.push(f.name.to_string());
+            if f.takes != flag::Takes::Switch {
+                once.push(if f.name == "--timeout" { "1" } else { "/x" }.to_string());
+            }
+            parse(&once).unwrap_or_else(|e| panic!("{}: {e}", f.name));
+            let twice = [&once[..], &once[base.len()..]].concat();
+            match f.takes {
+                flag::Takes::Repeated => assert!(parse(&twice).is_ok(), "{} repeats", f.name),
+                _ => assert_eq!(
+                    parse(&twice).unwrap_err().message,
+                    format!("{} given twice", f.name)
+                ),
+            }
+        }
+        let words = help.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'));
+        for word in words.filter(|w| w.starts_with("--") && w.len() > 2) {
+            let known = table.iter().any(|f| f.name == word) || word == "--help";
+            assert!(known, "{word} of --help is in the table");
+        }
+    }
+
+    #[test]
+    fn the_tables_of_topo_check_and_probe_agree_with_their_help() {
+        let topo = |a: &[String]| parse(&[&["topo".to_string()], a].concat()).map(drop);
+        walk(inspect::TOPO_FLAGS, inspect::topo_help(), &[], &topo);
+        let check = |a: &[String]| parse(&[&["check".to_string()], a].concat()).map(drop);
+        walk(inspect::CHECK_FLAGS, inspect::check_help(), &[], &check);
+        let probe_ = |a: &[String]| probe::parse(a).map(drop);
+        walk(probe::FLAGS, probe::help(), &["http://h/"], &probe_);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! `steerd: bench: ...` with exit status 2, as the tools always printed it.
 
 use super::duration;
+use super::flag::wants_help;
 use crate::cpuset::{CpuId, CpuSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -209,11 +210,6 @@ pub fn parse(args: &[String]) -> BenchCommand {
         other => Err(format!("unknown tool {other:?} (load, ab, responder)")),
     };
     parsed.unwrap_or_else(BenchCommand::Invalid)
-}
-
-/// True when `args` asks for help.
-fn wants_help(args: &[String]) -> bool {
-    args.iter().any(|a| a == "-h" || a == "--help")
 }
 
 /// Splits wrk-style attached values (`-c50`, `-t2`, `-d3s`) into flag and value.

@@ -79,6 +79,11 @@ impl<A> Flag<A> {
     }
 }
 
+/// True when `args` asks for help (`-h` or `--help` anywhere).
+pub fn wants_help(args: &[String]) -> bool {
+    args.iter().any(|a| a == "-h" || a == "--help")
+}
+
 /// The flag of `table` spelled `word` exactly (`-w`, `--workers`; no `=VALUE`).
 pub fn lookup<'t, A>(table: &'t [Flag<A>], word: &str) -> Option<&'t Flag<A>> {
     table.iter().find(|f| f.spelled(word))

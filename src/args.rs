@@ -272,7 +272,7 @@ pub fn parse_in(args: &[String], outside: &Outside<'_>) -> Result<Command, ArgsE
             Some(cmd) => Ok(Command::Bpf(cmd)),
             None => Ok(Command::Help(bpf::USAGE)),
         },
-        "bench" => Ok(Command::Bench(bench::parse(rest))),
+        "bench" => bench::parse(rest).map(Command::Bench),
         "probe" => Ok(probe::parse(rest)?.map_or(Command::Help(probe::help()), Command::Probe)),
         "-h" | "--help" | "help" => Ok(Command::Help(MAIN_HELP)),
         "-V" | "--version" => Ok(Command::Version),

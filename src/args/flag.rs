@@ -8,6 +8,8 @@
 //! help shows is a flag the parser takes, and the other way round
 //! (`args::tests::every_table_agrees_with_its_help`).
 
+use std::sync::OnceLock;
+
 /// How a flag takes its value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Takes {
@@ -24,15 +26,14 @@ pub enum Takes {
 pub struct Flag<A> {
     /// `--listen`
     pub name: &'static str,
-    /// Other spellings: `-l`, `-p`.
-    pub short: &'static [&'static str],
+    /// Other spellings, each with the hint it is shown with on a row of its own
+    /// (`("-p", "PORT")`), or an empty hint when the help does not show it (`("-l", "")`).
+    pub short: &'static [(&'static str, &'static str)],
     /// What the value looks like in the help (`ADDR:PORT`; empty for a switch).
     pub hint: &'static str,
     /// The help text: its first line beside the flag, the others under it. Empty: the
     /// flag shares the row of the flag before it (`--sysfs DIR, --procfs DIR`).
     pub help: &'static str,
-    /// A short form shown on a row of its own, with its hint: `("-p", "PORT")`.
-    pub shown_short: Option<(&'static str, &'static str)>,
     /// Whether it takes a value, and how often.
     pub takes: Takes,
     /// Applies the flag (as spelled) and its value (empty for a switch).
@@ -47,7 +48,6 @@ impl<A> Flag<A> {
             short: &[],
             hint,
             help: "",
-            shown_short: None,
             takes,
             apply,
         }
@@ -61,7 +61,7 @@ impl<A> Flag<A> {
 
     /// True when `word` is this flag in one of its spellings, as given (no `=VALUE`).
     pub fn spelled(&self, word: &str) -> bool {
-        word == self.name || self.short.contains(&word)
+        word == self.name || self.short.iter().any(|(s, _)| *s == word)
     }
 
     /// True when `arg` is this flag, in any of its spellings (`--listen`, `-p`,
@@ -77,6 +77,12 @@ impl<A> Flag<A> {
             hint => format!("{} {hint}", self.name),
         }
     }
+}
+
+/// A help text rendered the first time it is asked for, then kept for the process
+/// (one instance of the lazy cell's code for every table).
+pub fn rendered(cell: &'static OnceLock<String>, render: fn() -> String) -> &'static str {
+    cell.get_or_init(render)
 }
 
 /// True when `args` asks for help (`-h` or `--help` anywhere).
@@ -99,7 +105,7 @@ pub fn rows<A>(table: &[Flag<A>], width: usize) -> String {
             Some((label, _)) if f.help.is_empty() => *label = format!("{label}, {}", f.label()),
             _ => rows.push((f.label(), f.help.to_string())),
         }
-        if let Some((short, hint)) = f.shown_short {
+        for (short, hint) in f.short.iter().filter(|(_, hint)| !hint.is_empty()) {
             rows.push((format!("{short} {hint}"), format!("{} {hint}", f.name)));
         }
     }
@@ -110,7 +116,8 @@ pub fn rows<A>(table: &[Flag<A>], width: usize) -> String {
     out
 }
 
-fn row(out: &mut String, label: &str, help: &str, width: usize) {
+/// One help row (see [`rows`]), for a word that is no flag (`ROOT`).
+pub fn row(out: &mut String, label: &str, help: &str, width: usize) {
     let mut lines = help.lines();
     let first = lines.next().unwrap_or("");
     if label.len() < width {

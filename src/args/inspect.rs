@@ -3,7 +3,7 @@
 //!
 //! Input: the arguments after the subcommand. Output: a [`Command`]. No syscalls.
 
-use super::flag::{lookup, usage_words, wants_help, Flag, Seen, Takes};
+use super::flag::{lookup, rendered, usage_words, wants_help, Flag, Seen, Takes};
 use super::{err, parse_serve_in, ArgsError, Command, Outside, Roots};
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -43,7 +43,7 @@ pub const CHECK_FLAGS: &[Flag<()>] =
 /// `steerd topo --help`, its usage line from [`TOPO_FLAGS`].
 pub fn topo_help() -> &'static str {
     static HELP: OnceLock<String> = OnceLock::new();
-    HELP.get_or_init(|| {
+    rendered(&HELP, || {
         format!(
             "USAGE: steerd topo{}\n\n\
              Prints the machine as steerd sees it: CPUs, cores, packages, clusters, NUMA nodes,\n\
@@ -56,7 +56,7 @@ pub fn topo_help() -> &'static str {
 /// `steerd check --help`, its usage line from [`CHECK_FLAGS`].
 pub fn check_help() -> &'static str {
     static HELP: OnceLock<String> = OnceLock::new();
-    HELP.get_or_init(|| {
+    rendered(&HELP, || {
         format!(
             "USAGE: steerd check [serve options]{}\n\n\
              Prints the topology, the plan (workers, master CPU, CPU -> listener map) and the steering\n\

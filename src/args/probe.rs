@@ -1,7 +1,7 @@
 //! `steerd probe URL [--timeout S]` as typed arguments (stage 1, no syscalls: the URL is
 //! checked for shape here and resolved by the probe itself).
 
-use super::flag::{lookup, usage_words, Flag, Seen, Takes};
+use super::flag::{lookup, rendered, usage_words, Flag, Seen, Takes};
 use super::ArgsError;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -33,7 +33,7 @@ fn timeout(d: &mut Option<Duration>, v: &str) -> Result<(), ArgsError> {
 /// `steerd probe --help`, its usage line from [`FLAGS`].
 pub fn help() -> &'static str {
     static HELP: OnceLock<String> = OnceLock::new();
-    HELP.get_or_init(|| {
+    rendered(&HELP, || {
         format!(
             "USAGE: steerd probe URL{}\n\n\
              GETs URL (http://HOST[:PORT][/PATH]) and exits 0 when the answer is 2xx, else 1, with one\n\

@@ -113,7 +113,7 @@ fn passed_sockets(args: &ServeArgs, workers: usize) -> Passed {
     let seating = match adopt::seat(&args.listen, default_only, &offered, workers) {
         Ok(s) => s,
         Err(e) => {
-            out.problems.push(e);
+            out.problems.push(e.to_string());
             return out;
         }
     };

@@ -360,10 +360,10 @@ pub fn parse_serve_in(args: &[String], outside: &Outside<'_>) -> Result<ServeArg
         .iter()
         .filter_map(|f| {
             if args.iter().any(|a| f.is(a)) {
-                Some((f.name, env::Origin::CommandLine))
+                Some((f.name(), env::Origin::CommandLine))
             } else {
                 let t = from_env.iter().find(|t| f.is(&t.token))?;
-                Some((f.name, env::Origin::Environment(t.var.clone())))
+                Some((f.name(), env::Origin::Environment(t.var.clone())))
             }
         })
         .collect();
@@ -689,7 +689,7 @@ mod tests {
     /// repeat.
     #[test]
     fn the_flag_table_the_parser_and_the_help_agree() {
-        let sample = |f: &flag::Flag<serve::Apply>| match f.name {
+        let sample = |f: &flag::Flag<serve::Apply>| match f.name() {
             "--listen" => "127.0.0.1:0",
             "--workers" | "--max-conns" | "--max-conns-per-addr" => "2",
             "--cpus" => "0",
@@ -720,25 +720,25 @@ mod tests {
         };
         for f in serve::FLAGS {
             assert!(
-                serve::help().contains(&format!("    {} ", f.name))
-                    || serve::help().contains(&format!(", {} ", f.name)),
+                serve::help().contains(&format!("    {} ", f.name()))
+                    || serve::help().contains(&format!(", {} ", f.name())),
                 "{} is in --help",
-                f.name
+                f.name()
             );
             let mut once = match f.takes {
-                flag::Takes::Switch => vec![f.name.to_string()],
-                _ => vec![f.name.to_string(), sample(f).to_string()],
+                flag::Takes::Switch => vec![f.name().to_string()],
+                _ => vec![f.name().to_string(), sample(f).to_string()],
             };
-            if f.name == "--syslog-socket" {
+            if f.name() == "--syslog-socket" {
                 once.extend(["--access-log".into(), "syslog".into()]);
             }
-            if f.name == "--proxy-protocol" || f.name == "--real-ip-recursive" {
+            if f.name() == "--proxy-protocol" || f.name() == "--real-ip-recursive" {
                 once.extend(["--real-ip-from".into(), "10.0.0.0/8".into()]);
             }
-            if f.name.starts_with("--basic-auth-") {
+            if f.name().starts_with("--basic-auth-") {
                 once.extend(["--basic-auth".into(), "/x".into()]);
             }
-            parse_serve(&once).unwrap_or_else(|e| panic!("{}: {e}", f.name));
+            parse_serve(&once).unwrap_or_else(|e| panic!("{}: {e}", f.name()));
             let mut twice = once.clone();
             twice.extend(
                 once.iter()
@@ -747,11 +747,11 @@ mod tests {
             );
             let second = parse_serve(&twice);
             match f.takes {
-                flag::Takes::Repeated if f.name == "--listen" => {
+                flag::Takes::Repeated if f.name() == "--listen" => {
                     assert!(second.unwrap_err().message.contains("given twice"))
                 }
-                flag::Takes::Repeated => assert!(second.is_ok(), "{} repeats", f.name),
-                _ => assert!(second.is_err(), "{} refuses a second use", f.name),
+                flag::Takes::Repeated => assert!(second.is_ok(), "{} repeats", f.name()),
+                _ => assert!(second.is_err(), "{} refuses a second use", f.name()),
             }
         }
         for line in serve::help().lines() {
@@ -774,25 +774,25 @@ mod tests {
         parse: &dyn Fn(&[String]) -> Result<(), ArgsError>,
     ) {
         for f in table {
-            assert!(help.contains(&f.label()), "{} is in --help", f.name);
+            assert!(help.contains(f.label()), "{} is in --help", f.name());
             let mut once: Vec<String> = base.iter().map(|a| a.to_string()).collect();
-            once.push(f.name.to_string());
+            once.push(f.name().to_string());
             if f.takes != flag::Takes::Switch {
-                once.push(if f.name == "--timeout" { "1" } else { "/x" }.to_string());
+                once.push(if f.name() == "--timeout" { "1" } else { "/x" }.to_string());
             }
-            parse(&once).unwrap_or_else(|e| panic!("{}: {e}", f.name));
+            parse(&once).unwrap_or_else(|e| panic!("{}: {e}", f.name()));
             let twice = [&once[..], &once[base.len()..]].concat();
             match f.takes {
-                flag::Takes::Repeated => assert!(parse(&twice).is_ok(), "{} repeats", f.name),
+                flag::Takes::Repeated => assert!(parse(&twice).is_ok(), "{} repeats", f.name()),
                 _ => assert_eq!(
                     parse(&twice).unwrap_err().message,
-                    format!("{} given twice", f.name)
+                    format!("{} given twice", f.name())
                 ),
             }
         }
         let words = help.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'));
         for word in words.filter(|w| w.starts_with("--") && w.len() > 2) {
-            let known = table.iter().any(|f| f.name == word) || word == "--help";
+            let known = table.iter().any(|f| f.name() == word) || word == "--help";
             assert!(known, "{word} of --help is in the table");
         }
     }

@@ -18,7 +18,7 @@ use super::{err, ArgsError};
 
 /// `STEERD_LISTEN` for `--listen`.
 pub fn var<A>(flag: &Flag<A>) -> String {
-    let bare = flag.name.trim_start_matches('-');
+    let bare = flag.name().trim_start_matches('-');
     format!("STEERD_{}", bare.to_ascii_uppercase().replace('-', "_"))
 }
 
@@ -56,12 +56,12 @@ pub fn tokens(vars: &[(String, String)], argv: &[String]) -> Result<Vec<EnvToken
             var: var.clone(),
         };
         match f.takes {
-            Takes::Switch if switch(&var, value)? => out.push(made(f.name.to_string())),
+            Takes::Switch if switch(&var, value)? => out.push(made(f.name().to_string())),
             Takes::Switch => {}
-            Takes::Value => out.push(made(format!("{}={value}", f.name))),
+            Takes::Value => out.push(made(format!("{}={value}", f.name()))),
             Takes::Repeated => {
                 for v in split_commas(value) {
-                    out.push(made(format!("{}={v}", f.name)));
+                    out.push(made(format!("{}={v}", f.name())));
                 }
             }
         }

@@ -22,60 +22,61 @@ pub enum Takes {
 }
 
 /// One flag of a subcommand; `A` is how it is applied to that subcommand's draft.
+///
+/// Its `text` is the flag as the help shows it, then its help: the first line is the
+/// long name and the hint of its value (`--listen ADDR:PORT`, or the bare name of a
+/// switch), every further line one line of help. A flag with no help line shares the
+/// row of the flag before it (`--sysfs DIR, --procfs DIR`). One string per entry keeps
+/// the table small: each string in it is a relocation in a static-pie binary.
 #[derive(Clone, Copy, Debug)]
 pub struct Flag<A> {
-    /// `--listen`
-    pub name: &'static str,
+    /// `--listen ADDR:PORT\naddress to listen on; ...`
+    pub text: &'static str,
     /// Other spellings, each with the hint it is shown with on a row of its own
     /// (`("-p", "PORT")`), or an empty hint when the help does not show it (`("-l", "")`).
     pub short: &'static [(&'static str, &'static str)],
-    /// What the value looks like in the help (`ADDR:PORT`; empty for a switch).
-    pub hint: &'static str,
-    /// The help text: its first line beside the flag, the others under it. Empty: the
-    /// flag shares the row of the flag before it (`--sysfs DIR, --procfs DIR`).
-    pub help: &'static str,
     /// Whether it takes a value, and how often.
     pub takes: Takes,
-    /// Applies the flag (as spelled) and its value (empty for a switch).
+    /// How the flag (as spelled) and its value (empty for a switch) are applied.
     pub apply: A,
 }
 
 impl<A> Flag<A> {
-    /// A long flag with no short form.
-    pub const fn long(name: &'static str, hint: &'static str, takes: Takes, apply: A) -> Self {
+    /// A flag with no short form.
+    pub const fn new(text: &'static str, takes: Takes, apply: A) -> Self {
         Flag {
-            name,
+            text,
             short: &[],
-            hint,
-            help: "",
             takes,
             apply,
         }
     }
 
-    /// The same flag with its help text.
-    pub const fn help(mut self, help: &'static str) -> Self {
-        self.help = help;
-        self
+    /// `--listen ADDR:PORT`, or the bare name of a switch.
+    pub fn label(&self) -> &'static str {
+        self.text.split_once('\n').map_or(self.text, |(l, _)| l)
+    }
+
+    /// `--listen`
+    pub fn name(&self) -> &'static str {
+        let label = self.label();
+        label.split_once(' ').map_or(label, |(n, _)| n)
+    }
+
+    /// The help lines (empty: the row of the flag before).
+    pub fn help(&self) -> &'static str {
+        self.text.split_once('\n').map_or("", |(_, h)| h)
     }
 
     /// True when `word` is this flag in one of its spellings, as given (no `=VALUE`).
     pub fn spelled(&self, word: &str) -> bool {
-        word == self.name || self.short.iter().any(|(s, _)| *s == word)
+        word == self.name() || self.short.iter().any(|(s, _)| *s == word)
     }
 
     /// True when `arg` is this flag, in any of its spellings (`--listen`, `-p`,
     /// `--listen=...`).
     pub fn is(&self, arg: &str) -> bool {
         self.spelled(arg.split_once('=').map_or(arg, |(f, _)| f))
-    }
-
-    /// `--listen ADDR:PORT`, or the bare name of a switch.
-    pub fn label(&self) -> String {
-        match self.hint {
-            "" => self.name.to_string(),
-            hint => format!("{} {hint}", self.name),
-        }
     }
 }
 
@@ -102,11 +103,11 @@ pub fn rows<A>(table: &[Flag<A>], width: usize) -> String {
     let mut rows: Vec<(String, String)> = Vec::new();
     for f in table {
         match rows.last_mut() {
-            Some((label, _)) if f.help.is_empty() => *label = format!("{label}, {}", f.label()),
-            _ => rows.push((f.label(), f.help.to_string())),
+            Some((label, _)) if f.help().is_empty() => *label = format!("{label}, {}", f.label()),
+            _ => rows.push((f.label().to_string(), f.help().to_string())),
         }
         for (short, hint) in f.short.iter().filter(|(_, hint)| !hint.is_empty()) {
-            rows.push((format!("{short} {hint}"), format!("{} {hint}", f.name)));
+            rows.push((format!("{short} {hint}"), format!("{} {hint}", f.name())));
         }
     }
     let mut out = String::new();
@@ -153,7 +154,7 @@ impl core::fmt::Display for Twice {
 impl Seen {
     /// Notes a use of `flag`; a second use of one that does not repeat is [`Twice`].
     pub fn note<A>(&mut self, flag: &Flag<A>) -> Result<(), Twice> {
-        self.note_name(flag.name, flag.takes)
+        self.note_name(flag.name(), flag.takes)
     }
 
     /// As [`Seen::note`], by name: a word in no table (`-`) is refused as itself.

@@ -14,31 +14,23 @@ type TopoDraft = (Roots, bool);
 /// How a `topo` flag is applied: the draft and the flag's value.
 pub type TopoApply = fn(&mut TopoDraft, &str);
 
-const fn topo(
-    name: &'static str,
-    hint: &'static str,
-    takes: Takes,
-    apply: TopoApply,
-) -> Flag<TopoApply> {
-    Flag::long(name, hint, takes, apply)
+const fn topo(text: &'static str, takes: Takes, apply: TopoApply) -> Flag<TopoApply> {
+    Flag::new(text, takes, apply)
 }
 
 /// Every flag of `topo`, in the order of its usage line.
 pub const TOPO_FLAGS: &[Flag<TopoApply>] = &[
-    topo("--sysfs", "DIR", Takes::Value, |d, v| {
+    topo("--sysfs DIR", Takes::Value, |d, v| {
         d.0.sysfs = PathBuf::from(v)
-    })
-    .help("where /sys is read from"),
-    topo("--procfs", "DIR", Takes::Value, |d, v| {
+    }),
+    topo("--procfs DIR", Takes::Value, |d, v| {
         d.0.procfs = PathBuf::from(v)
-    })
-    .help("where /proc is read from"),
-    topo("--json", "", Takes::Switch, |d, _| d.1 = true).help("print JSON instead of text"),
+    }),
+    topo("--json", Takes::Switch, |d, _| d.1 = true),
 ];
 
 /// Every flag of `check` besides the serve flags (`args/serve.rs`).
-pub const CHECK_FLAGS: &[Flag<()>] =
-    &[Flag::long("--json", "", Takes::Switch, ()).help("print JSON instead of text")];
+pub const CHECK_FLAGS: &[Flag<()>] = &[Flag::new("--json", Takes::Switch, ())];
 
 /// `steerd topo --help`, its usage line from [`TOPO_FLAGS`].
 pub fn topo_help() -> &'static str {

@@ -22,8 +22,7 @@ pub struct ProbeArgs {
 pub type Apply = fn(&mut Option<Duration>, &str) -> Result<(), ArgsError>;
 
 /// Every flag of `probe`.
-pub const FLAGS: &[Flag<Apply>] = &[Flag::long("--timeout", "S", Takes::Value, timeout as Apply)
-    .help("bounds the whole exchange (default 5s)")];
+pub const FLAGS: &[Flag<Apply>] = &[Flag::new("--timeout S", Takes::Value, timeout as Apply)];
 
 fn timeout(d: &mut Option<Duration>, v: &str) -> Result<(), ArgsError> {
     *d = Some(super::duration::parse(v).map_err(|e| usage(format!("--timeout {e}")))?);

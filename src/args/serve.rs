@@ -106,125 +106,220 @@ fn apply(d: &mut Draft<'_>, to: Apply, flag: &str, v: &str) -> Result<(), ArgsEr
     Ok(())
 }
 
-const fn value(name: &'static str, hint: &'static str, apply: Apply) -> Flag<Apply> {
-    Flag::long(name, hint, Takes::Value, apply)
+const fn value(text: &'static str, apply: Apply) -> Flag<Apply> {
+    Flag::new(text, Takes::Value, apply)
 }
 
-const fn repeated(name: &'static str, hint: &'static str, apply: Apply) -> Flag<Apply> {
-    Flag::long(name, hint, Takes::Repeated, apply)
+const fn repeated(text: &'static str, apply: Apply) -> Flag<Apply> {
+    Flag::new(text, Takes::Repeated, apply)
 }
 
-const fn switch(name: &'static str, apply: Apply) -> Flag<Apply> {
-    Flag::long(name, "", Takes::Switch, apply)
+const fn switch(text: &'static str, apply: Apply) -> Flag<Apply> {
+    Flag::new(text, Takes::Switch, apply)
 }
 
 /// Every flag of `serve` (and `check`), in the order of `--help`.
 pub const FLAGS: &[Flag<Apply>] = &[
     Flag {
         short: &[("-l", ""), ("-p", "PORT")],
-        ..repeated("--listen", "ADDR:PORT", Apply::Listen).help(
-            "address to listen on; repeatable (default: 127.0.0.1:8080);\n\
+        ..repeated(
+            "--listen ADDR:PORT\n\
+         address to listen on; repeatable (default: 127.0.0.1:8080);\n\
              also PORT or :PORT (every interface, IPv4 and IPv6),\n\
              localhost:PORT, NAME:PORT (from /etc/hosts, no DNS)",
+            Apply::Listen,
         )
     },
     Flag {
         short: &[("-w", "")],
-        ..value("--workers", "N|auto", Apply::Workers)
-            .help("worker count (default auto: one per allowed CPU, capped by quota)")
+        ..value(
+            "--workers N|auto\n\
+         worker count (default auto: one per allowed CPU, capped by quota)",
+            Apply::Workers,
+        )
     },
-    value("--cpus", "LIST", Apply::Cpus).help("worker CPUs, such as 0-3,8"),
-    value("--steer", "cpu|numa|hash", Apply::Steer)
-        .help("connection steering policy (default cpu)"),
-    value("--master-cpu", "auto|N|none", Apply::MasterCpu)
-        .help("master placement (default auto: the first worker's node)"),
-    value("--user", "NAME|UID[:GID]", Apply::User).help("drop privileges after binding"),
-    value("--max-conns", "N", Apply::MaxConns).help("connection slots per worker (default 10240)"),
-    value("--max-conns-per-addr", "N", Apply::PerAddr).help(
-        "slots one client address (IPv4, IPv6 /64; a peer in\n\
+    value(
+        "--cpus LIST\n\
+         worker CPUs, such as 0-3,8",
+        Apply::Cpus,
+    ),
+    value(
+        "--steer cpu|numa|hash\n\
+         connection steering policy (default cpu)",
+        Apply::Steer,
+    ),
+    value(
+        "--master-cpu auto|N|none\n\
+         master placement (default auto: the first worker's node)",
+        Apply::MasterCpu,
+    ),
+    value(
+        "--user NAME|UID[:GID]\n\
+         drop privileges after binding",
+        Apply::User,
+    ),
+    value(
+        "--max-conns N\n\
+         connection slots per worker (default 10240)",
+        Apply::MaxConns,
+    ),
+    value(
+        "--max-conns-per-addr N\n\
+         slots one client address (IPv4, IPv6 /64; a peer in\n\
          --real-ip-from is not limited) may hold (default\n\
          max-conns/4, at least 16)",
+        Apply::PerAddr,
     ),
-    value("--header-timeout", "S", Apply::HeaderTimeout)
-        .help("deadline for a request head; 408 after it (default 20)"),
-    value("--keepalive-timeout", "S", Apply::KeepaliveTimeout)
-        .help("idle keep-alive time (default 30)"),
-    value("--send-timeout", "S", Apply::SendTimeout)
-        .help("longest send stall before closing (default 60)"),
-    value("--send-buffer", "SIZE", Apply::SendBuffer).help(
-        "SO_SNDBUF of each connection, such as 64k or 1M (default: the\n\
+    value(
+        "--header-timeout S\n\
+         deadline for a request head; 408 after it (default 20)",
+        Apply::HeaderTimeout,
+    ),
+    value(
+        "--keepalive-timeout S\n\
+         idle keep-alive time (default 30)",
+        Apply::KeepaliveTimeout,
+    ),
+    value(
+        "--send-timeout S\n\
+         longest send stall before closing (default 60)",
+        Apply::SendTimeout,
+    ),
+    value(
+        "--send-buffer SIZE\n\
+         SO_SNDBUF of each connection, such as 64k or 1M (default: the\n\
          kernel's autotuning, up to net.ipv4.tcp_wmem's maximum)",
+        Apply::SendBuffer,
     ),
-    value("--shutdown-timeout", "S", Apply::ShutdownTimeout)
-        .help("graceful stop (SIGQUIT) grace period (default 30)"),
-    value("--access-log", "PATH|-|syslog|off", Apply::Log)
-        .help("access log: a file, standard output or /dev/log (default off)"),
-    value("--log-format", "FORMAT", Apply::Log).help("combined, common or json (default combined)"),
-    value("--syslog-socket", "PATH", Apply::Log)
-        .help("the socket of --access-log syslog (default /dev/log)"),
-    repeated("--real-ip-from", "CIDR", Apply::Log).help(
-        "trusted proxy network; repeatable: the client is the last\n\
+    value(
+        "--shutdown-timeout S\n\
+         graceful stop (SIGQUIT) grace period (default 30)",
+        Apply::ShutdownTimeout,
+    ),
+    value(
+        "--access-log PATH|-|syslog|off\n\
+         access log: a file, standard output or /dev/log (default off)",
+        Apply::Log,
+    ),
+    value(
+        "--log-format FORMAT\n\
+         combined, common or json (default combined)",
+        Apply::Log,
+    ),
+    value(
+        "--syslog-socket PATH\n\
+         the socket of --access-log syslog (default /dev/log)",
+        Apply::Log,
+    ),
+    repeated(
+        "--real-ip-from CIDR\n\
+         trusted proxy network; repeatable: the client is the last\n\
          X-Forwarded-For address (or the PROXY header's)",
+        Apply::Log,
     ),
-    switch("--real-ip-recursive", Apply::Log).help(
-        "the client is the first X-Forwarded-For address from the\n\
+    switch(
+        "--real-ip-recursive\n\
+         the client is the first X-Forwarded-For address from the\n\
          right not in --real-ip-from (a chain of proxies)",
+        Apply::Log,
     ),
-    switch("--proxy-protocol", Apply::Log)
-        .help("connections begin with a PROXY v1/v2 header (needs --real-ip-from)"),
-    value("--metrics", "ADDR:PORT", Apply::Metrics).help(
-        "dashboard (/), /status.json, Prometheus /metrics and /health\n\
+    switch(
+        "--proxy-protocol\n\
+         connections begin with a PROXY v1/v2 header (needs --real-ip-from)",
+        Apply::Log,
+    ),
+    value(
+        "--metrics ADDR:PORT\n\
+         dashboard (/), /status.json, Prometheus /metrics and /health\n\
          (GET or HEAD), served by the master",
+        Apply::Metrics,
     ),
-    value("--precompressed", "LIST|off", Apply::Site)
-        .help("serve F.br, F.zst, F.gz for F when accepted (default br,zstd,gzip)"),
-    repeated("--header", "'NAME: VALUE'", Apply::Site)
-        .help("add to every 2xx, 3xx and 304 response; repeatable"),
-    repeated("--cache-control", "PAT=VAL", Apply::Site).help(
-        "Cache-Control for paths matching PAT (* in a segment, **\n\
+    value(
+        "--precompressed LIST|off\n\
+         serve F.br, F.zst, F.gz for F when accepted (default br,zstd,gzip)",
+        Apply::Site,
+    ),
+    repeated(
+        "--header 'NAME: VALUE'\n\
+         add to every 2xx, 3xx and 304 response; repeatable",
+        Apply::Site,
+    ),
+    repeated(
+        "--cache-control PAT=VAL\n\
+         Cache-Control for paths matching PAT (* in a segment, **\n\
          across; first match wins); repeatable",
+        Apply::Site,
     ),
-    repeated("--error-page", "CODE=PATH", Apply::Site)
-        .help("body of error CODE from the file PATH under ROOT; repeatable"),
-    value("--fallback", "PATH", Apply::Site)
-        .help("answer paths that do not exist with PATH, status 200 (SPA)"),
-    value("--fallback-skip", "LIST", Apply::Site)
-        .help("extensions that still get 404, such as css,js,png"),
-    repeated("--mime", "EXT=TYPE", Apply::Site).help(
-        "media type of .EXT (over --mime-types and the built-in\n\
+    repeated(
+        "--error-page CODE=PATH\n\
+         body of error CODE from the file PATH under ROOT; repeatable",
+        Apply::Site,
+    ),
+    value(
+        "--fallback PATH\n\
+         answer paths that do not exist with PATH, status 200 (SPA)",
+        Apply::Site,
+    ),
+    value(
+        "--fallback-skip LIST\n\
+         extensions that still get 404, such as css,js,png",
+        Apply::Site,
+    ),
+    repeated(
+        "--mime EXT=TYPE\n\
+         media type of .EXT (over --mime-types and the built-in\n\
          table); repeatable",
+        Apply::Site,
     ),
-    value("--mime-types", "FILE", Apply::Site).help(
-        "media types from FILE, /etc/mime.types format (over the\n\
+    value(
+        "--mime-types FILE\n\
+         media types from FILE, /etc/mime.types format (over the\n\
          built-in table; read again by HUP)",
+        Apply::Site,
     ),
-    value("--dotfiles", "deny|allow", Apply::Site).help(
-        "deny (default): paths with a segment beginning with . are\n\
+    value(
+        "--dotfiles deny|allow\n\
+         deny (default): paths with a segment beginning with . are\n\
          404, as missing files (/.well-known/ is served)",
+        Apply::Site,
     ),
-    repeated("--cors", "ORIGIN|*", Apply::Site).help(
-        "browsers on ORIGIN (https://app.example) may read the site:\n\
+    repeated(
+        "--cors ORIGIN|*\n\
+         browsers on ORIGIN (https://app.example) may read the site:\n\
          Access-Control-Allow-Origin, preflights for GET/HEAD\n\
          answered 204; repeatable",
+        Apply::Site,
     ),
-    value("--basic-auth", "FILE", Apply::Site).help(
-        "every request needs a user and password of the htpasswd FILE\n\
+    value(
+        "--basic-auth FILE\n\
+         every request needs a user and password of the htpasswd FILE\n\
          (bcrypt or SHA-crypt hashes; reread on HUP), else 401;\n\
          the password travels in clear: serve through TLS",
+        Apply::Site,
     ),
-    value("--basic-auth-realm", "REALM", Apply::Site)
-        .help("the realm the browser shows (default steerd)"),
-    repeated("--basic-auth-skip", "GLOB", Apply::Site).help(
-        "paths served without credentials, as --cache-control\n\
+    value(
+        "--basic-auth-realm REALM\n\
+         the realm the browser shows (default steerd)",
+        Apply::Site,
+    ),
+    repeated(
+        "--basic-auth-skip GLOB\n\
+         paths served without credentials, as --cache-control\n\
          patterns (/favicon.ico); repeatable",
+        Apply::Site,
     ),
-    switch("--list-dirs", Apply::ListDirs).help(
-        "a directory without index.html gets a listing: HTML, or\n\
+    switch(
+        "--list-dirs\n\
+         a directory without index.html gets a listing: HTML, or\n\
          JSON when Accept prefers application/json (default off: 404)",
+        Apply::ListDirs,
     ),
-    value("--sysfs", "DIR", Apply::Sysfs)
-        .help("read the kernel's files from elsewhere (for tests)"),
-    value("--procfs", "DIR", Apply::Procfs),
+    value(
+        "--sysfs DIR\n\
+         read the kernel's files from elsewhere (for tests)",
+        Apply::Sysfs,
+    ),
+    value("--procfs DIR", Apply::Procfs),
 ];
 
 /// The width of the label column of `steerd serve --help`.

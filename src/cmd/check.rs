@@ -156,7 +156,7 @@ fn sources(args: &ServeArgs) -> Value {
     Value::Obj(
         FLAGS
             .iter()
-            .map(|f| (f.name.to_string(), Value::str(origin(f.name))))
+            .map(|f| (f.name().to_string(), Value::str(origin(f.name()))))
             .collect(),
     )
 }

@@ -154,6 +154,7 @@ impl core::fmt::Display for BadArg {
     }
 }
 
+#[cold]
 fn usage(message: String, usage: &'static str) -> ArgsError {
     ArgsError {
         stage: "bpf",

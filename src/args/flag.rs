@@ -54,13 +54,12 @@ impl<A> Flag<A> {
 
     /// `--listen ADDR:PORT`, or the bare name of a switch.
     pub fn label(&self) -> &'static str {
-        self.text.split_once('\n').map_or(self.text, |(l, _)| l)
+        first_line(self.text)
     }
 
     /// `--listen`
     pub fn name(&self) -> &'static str {
-        let label = self.label();
-        label.split_once(' ').map_or(label, |(n, _)| n)
+        first_word(first_line(self.text))
     }
 
     /// The help lines (empty: the row of the flag before).
@@ -70,14 +69,35 @@ impl<A> Flag<A> {
 
     /// True when `word` is this flag in one of its spellings, as given (no `=VALUE`).
     pub fn spelled(&self, word: &str) -> bool {
-        word == self.name() || self.short.iter().any(|(s, _)| *s == word)
+        spells(self.text, self.short, word)
     }
 
     /// True when `arg` is this flag, in any of its spellings (`--listen`, `-p`,
     /// `--listen=...`).
     pub fn is(&self, arg: &str) -> bool {
-        self.spelled(arg.split_once('=').map_or(arg, |(f, _)| f))
+        spells(self.text, self.short, first_word_before(arg, '='))
     }
+}
+
+// The string work is out of line and not generic: one copy for every table.
+
+#[inline(never)]
+fn first_line(text: &'static str) -> &'static str {
+    first_word_before(text, '\n')
+}
+
+fn first_word(label: &'static str) -> &'static str {
+    first_word_before(label, ' ')
+}
+
+#[inline(never)]
+fn first_word_before(text: &str, end: char) -> &str {
+    text.split_once(end).map_or(text, |(w, _)| w)
+}
+
+#[inline(never)]
+fn spells(text: &'static str, short: &[(&str, &str)], word: &str) -> bool {
+    word == first_word(first_line(text)) || short.iter().any(|(s, _)| *s == word)
 }
 
 /// A help text rendered the first time it is asked for, then kept for the process
@@ -100,19 +120,20 @@ pub fn lookup<'t, A>(table: &'t [Flag<A>], word: &str) -> Option<&'t Flag<A>> {
 /// label too wide for the column on a line of its own and every further line of help
 /// under the first.
 pub fn rows<A>(table: &[Flag<A>], width: usize) -> String {
-    let mut rows: Vec<(String, String)> = Vec::new();
-    for f in table {
-        match rows.last_mut() {
-            Some((label, _)) if f.help().is_empty() => *label = format!("{label}, {}", f.label()),
-            _ => rows.push((f.label().to_string(), f.help().to_string())),
-        }
-        for (short, hint) in f.short.iter().filter(|(_, hint)| !hint.is_empty()) {
-            rows.push((format!("{short} {hint}"), format!("{} {hint}", f.name())));
-        }
-    }
     let mut out = String::new();
-    for (label, help) in rows {
-        row(&mut out, &label, &help, width);
+    let mut i = 0;
+    while let Some(f) = table.get(i) {
+        let mut label = f.label().to_string();
+        i += 1;
+        while let Some(joined) = table.get(i).filter(|g| g.help().is_empty()) {
+            label = format!("{label}, {}", joined.label());
+            i += 1;
+        }
+        row(&mut out, &label, f.help(), width);
+        for (short, hint) in f.short.iter().filter(|(_, hint)| !hint.is_empty()) {
+            let text = format!("{} {hint}", f.name());
+            row(&mut out, &format!("{short} {hint}"), &text, width);
+        }
     }
     out
 }
@@ -133,13 +154,18 @@ pub fn row(out: &mut String, label: &str, help: &str, width: usize) {
 
 /// ` [--sysfs DIR] [--json]`: the table as the words of a usage line.
 pub fn usage_words<A>(table: &[Flag<A>]) -> String {
-    table.iter().map(|f| format!(" [{}]", f.label())).collect()
+    bracketed(&mut table.iter().map(Flag::label))
+}
+
+#[inline(never)]
+fn bracketed(labels: &mut dyn Iterator<Item = &'static str>) -> String {
+    labels.map(|l| format!(" [{l}]")).collect()
 }
 
 /// The flags used so far, so that one which does not repeat is refused a second time
 /// (a second value would silently win).
 #[derive(Debug, Default)]
-pub struct Seen(Vec<String>);
+pub struct Seen<'a>(Vec<&'a str>);
 
 /// A flag that does not repeat, given twice: printed as `--workers given twice`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -151,21 +177,22 @@ impl core::fmt::Display for Twice {
     }
 }
 
-impl Seen {
+impl<'a> Seen<'a> {
     /// Notes a use of `flag`; a second use of one that does not repeat is [`Twice`].
     pub fn note<A>(&mut self, flag: &Flag<A>) -> Result<(), Twice> {
         self.note_name(flag.name(), flag.takes)
     }
 
     /// As [`Seen::note`], by name: a word in no table (`-`) is refused as itself.
-    pub fn note_name(&mut self, name: &str, takes: Takes) -> Result<(), Twice> {
+    #[inline(never)]
+    pub fn note_name(&mut self, name: &'a str, takes: Takes) -> Result<(), Twice> {
         if takes == Takes::Repeated {
             return Ok(());
         }
-        if self.0.iter().any(|n| n == name) {
+        if self.0.contains(&name) {
             return Err(Twice(name.to_string()));
         }
-        self.0.push(name.to_string());
+        self.0.push(name);
         Ok(())
     }
 }

@@ -45,6 +45,7 @@ pub fn help() -> &'static str {
 }
 
 /// A usage error of `steerd probe` (stage `probe`, followed by the usage text).
+#[cold]
 fn usage(message: String) -> ArgsError {
     ArgsError {
         stage: "probe",

@@ -5,8 +5,10 @@
 //! Input: a table. Output: the help rows and usage words, and a lookup by spelling.
 //! The parsers walk their own tokens (each subcommand has its own positional words) but
 //! find, refuse a second use of, and apply every flag through the table, so a flag the
-//! help shows is a flag the parser takes, and the other way round
-//! (`args::tests::every_table_agrees_with_its_help`).
+//! help shows is a flag the parser takes, and the other way round (`args::tests`:
+//! `the_flag_table_the_parser_and_the_help_agree` for `serve`,
+//! `the_tables_of_topo_check_and_probe_agree_with_their_help`). `bench` and `bpf` still
+//! walk their words by hand and print fixed help texts.
 
 use std::sync::OnceLock;
 

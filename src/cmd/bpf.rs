@@ -8,7 +8,7 @@
 //! `check` and `run` live in [`super::bpf_exec`]. Usage errors are refused in stage 1
 //! (exit 2).
 
-use super::bpf_input::{input_name, load_program, read_input, InputError};
+use super::bpf_input::{failed, input_name, load_program, read_input, InputError};
 use super::Failure;
 use crate::args::bpf::Bpf;
 use asm_bpf::{dis, fmt};
@@ -22,11 +22,6 @@ pub fn main(cmd: Bpf) -> Result<i32, Failure> {
         Bpf::Check { input } => super::bpf_exec::check(input.as_deref()),
         Bpf::Run { input, packet } => super::bpf_exec::run(input.as_deref(), packet),
     }
-}
-
-/// A failure of `steerd bpf SUB` (stage `bpf`, exit status 1).
-pub(super) fn failed(sub: &str, why: impl core::fmt::Display) -> Failure {
-    Failure::new("bpf", format!("{sub}: {why}"))
 }
 
 /// FILE or stdin that could not be read: `cannot read NAME: why`.

@@ -13,7 +13,7 @@
 //! Unreadable or unparsable input exits 1 (bad flags were refused in stage 1). This module
 //! does not assemble or check anything itself: `asm_bpf` does.
 
-use super::bpf_input::{input_name, load_program, read_text};
+use super::bpf_input::{failed, input_name, load_program, read_text};
 use super::Failure;
 use crate::args::bpf::Packet;
 use asm_bpf::interp::{self, Context};
@@ -45,7 +45,7 @@ pub fn run(input: Option<&str>, packet: Packet) -> Result<i32, Failure> {
 /// Reads, loads and checks the program; a failure names the input and the step.
 fn load_checked(sub: &str, path: Option<&str>) -> Result<Vec<Insn>, Failure> {
     let name = input_name(path);
-    let fail = |why: &dyn core::fmt::Display| super::bpf::failed(sub, format!("{name}: {why}"));
+    let fail = |why: &dyn core::fmt::Display| failed(sub, format!("{name}: {why}"));
     let text = read_text(path).map_err(|e| fail(&e))?;
     let prog = load_program(&text).map_err(|e| fail(&e))?;
     kernel_check(&prog).map_err(|e| fail(&e))?;

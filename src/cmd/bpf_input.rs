@@ -2,10 +2,11 @@
 //! FILE), as bpf_asm source or as bytecode in either bpf_asm output format.
 //!
 //! Input: an optional path, then the text read. Output: the bytes, the name used in
-//! messages, or the instructions; or an [`InputError`] that says which step failed. It
-//! prints nothing and decides no exit status: the subcommands (`bpf.rs`, `bpf_exec.rs`)
-//! do.
+//! messages, or the instructions; or an [`InputError`] that says which step failed, and
+//! the [`Failure`] of a subcommand. It prints nothing and decides no exit status: the
+//! subcommands (`bpf.rs`, `bpf_exec.rs`) do.
 
+use super::Failure;
 use asm_bpf::{fmt, Insn};
 use core::fmt::{Display, Formatter};
 use std::io::Read;
@@ -32,6 +33,11 @@ impl Display for InputError {
             InputError::Source(e) => write!(f, "bpf_asm source: {e}"),
         }
     }
+}
+
+/// A failure of `steerd bpf SUB` (stage `bpf`, exit status 1).
+pub(super) fn failed(sub: &str, why: impl Display) -> Failure {
+    Failure::new("bpf", format!("{sub}: {why}"))
 }
 
 /// Reads a program given as bpf_asm source or as bytecode in either bpf_asm output format.

@@ -11,15 +11,19 @@ pub mod bench;
 pub mod bpf;
 pub mod duration;
 pub mod env;
+pub mod flag;
+pub mod inspect;
 pub mod listen;
 pub mod logging;
 pub mod probe;
+pub mod serve;
 pub mod site;
 
 use crate::config::Logging;
 pub use crate::config::{SteerPolicy, UserSpec};
 use crate::cpuset::{CpuId, CpuSet};
 use core::fmt;
+use flag::wants_help;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -135,7 +139,7 @@ pub struct ServeArgs {
     /// `localhost:8080`): skipped, with a warning, where their family cannot be bound.
     pub listen_implied: Vec<SocketAddr>,
     /// Where each flag given came from (the command line or a `STEERD_*` variable), in
-    /// the order of [`env::SERVE_FLAGS`]; a flag not listed has its default.
+    /// the order of [`serve::FLAGS`]; a flag not listed has its default.
     pub origins: Vec<(&'static str, env::Origin)>,
     /// Worker count.
     pub workers: Workers,
@@ -262,14 +266,14 @@ pub fn parse_in(args: &[String], outside: &Outside<'_>) -> Result<Command, ArgsE
     };
     match first {
         "serve" => parse_serve_or_help(rest, outside, Command::Serve),
-        "check" => parse_check(rest, outside),
-        "topo" => parse_topo(rest),
+        "check" => inspect::parse_check(rest, outside),
+        "topo" => inspect::parse_topo(rest),
         "bpf" => match bpf::parse(rest)? {
             Some(cmd) => Ok(Command::Bpf(cmd)),
             None => Ok(Command::Help(bpf::USAGE)),
         },
-        "bench" => Ok(Command::Bench(bench::parse(rest))),
-        "probe" => Ok(probe::parse(rest)?.map_or(Command::Help(probe::PROBE_HELP), Command::Probe)),
+        "bench" => bench::parse(rest).map(Command::Bench),
+        "probe" => Ok(probe::parse(rest)?.map_or(Command::Help(probe::help()), Command::Probe)),
         "-h" | "--help" | "help" => Ok(Command::Help(MAIN_HELP)),
         "-V" | "--version" => Ok(Command::Version),
         word => match mistyped_subcommand(word, outside) {
@@ -313,56 +317,15 @@ fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
-fn wants_help(args: &[String]) -> bool {
-    args.iter().any(|a| a == "-h" || a == "--help")
-}
-
 fn parse_serve_or_help(
     args: &[String],
     outside: &Outside<'_>,
     wrap: fn(ServeArgs) -> Command,
 ) -> Result<Command, ArgsError> {
     if wants_help(args) {
-        return Ok(Command::Help(SERVE_HELP));
+        return Ok(Command::Help(serve::help()));
     }
     parse_serve_in(args, outside).map(wrap)
-}
-
-fn parse_check(args: &[String], outside: &Outside<'_>) -> Result<Command, ArgsError> {
-    if wants_help(args) {
-        return Ok(Command::Help(CHECK_HELP));
-    }
-    let json = args.iter().any(|a| a == "--json");
-    let rest: Vec<String> = args.iter().filter(|a| *a != "--json").cloned().collect();
-    Ok(Command::Check {
-        serve: parse_serve_in(&rest, outside)?,
-        json,
-    })
-}
-
-fn parse_topo(args: &[String]) -> Result<Command, ArgsError> {
-    if wants_help(args) {
-        return Ok(Command::Help(TOPO_HELP));
-    }
-    let mut roots = Roots::default();
-    let mut json = false;
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        match arg.as_str() {
-            "--json" => json = true,
-            "--sysfs" => roots.sysfs = PathBuf::from(value(&mut it, "--sysfs")?),
-            "--procfs" => roots.procfs = PathBuf::from(value(&mut it, "--procfs")?),
-            other => return err(format!("topo: unknown argument {other:?}")),
-        }
-    }
-    Ok(Command::Topo { roots, json })
-}
-
-fn value<'a>(it: &mut impl Iterator<Item = &'a String>, flag: &str) -> Result<&'a str, ArgsError> {
-    match it.next() {
-        Some(v) => Ok(v.as_str()),
-        None => err(format!("{flag} needs a value")),
-    }
 }
 
 /// Parses serve options (everything but the subcommand word), with nothing from outside.
@@ -377,12 +340,13 @@ pub fn parse_serve_in(args: &[String], outside: &Outside<'_>) -> Result<ServeArg
     let from_env = env::tokens(&outside.vars, args)?;
     let mut all: Vec<String> = from_env.iter().map(|t| t.token.clone()).collect();
     all.extend_from_slice(args);
-    let mut out = match parse_tokens(&all, outside.hosts) {
+    let mut out = match serve::parse_tokens(&all, outside.hosts) {
         Ok(out) => out,
         Err(mut e) => {
             // A variable whose value alone is refused the same way is named.
-            let alone =
-                |t: &env::EnvToken| parse_tokens(std::slice::from_ref(&t.token), outside.hosts);
+            let alone = |t: &env::EnvToken| {
+                serve::parse_tokens(std::slice::from_ref(&t.token), outside.hosts)
+            };
             if let Some(t) = from_env
                 .iter()
                 .find(|t| alone(t).err().is_some_and(|a| a.message == e.message))
@@ -392,140 +356,18 @@ pub fn parse_serve_in(args: &[String], outside: &Outside<'_>) -> Result<ServeArg
             return Err(e);
         }
     };
-    out.origins = env::SERVE_FLAGS
+    out.origins = serve::FLAGS
         .iter()
         .filter_map(|f| {
             if args.iter().any(|a| f.is(a)) {
-                Some((f.name, env::Origin::CommandLine))
+                Some((f.name(), env::Origin::CommandLine))
             } else {
                 let t = from_env.iter().find(|t| f.is(&t.token))?;
-                Some((f.name, env::Origin::Environment(t.var.clone())))
+                Some((f.name(), env::Origin::Environment(t.var.clone())))
             }
         })
         .collect();
     Ok(out)
-}
-
-/// Parses serve tokens, wherever they came from.
-fn parse_tokens(
-    args: &[String],
-    hosts: &dyn Fn() -> Option<String>,
-) -> Result<ServeArgs, ArgsError> {
-    let mut out = ServeArgs::default();
-    let mut root: Option<PathBuf> = None;
-    let mut seen: Vec<&str> = Vec::new();
-    let mut logging = logging::LogFlags::default();
-    let mut site_errors = Vec::new();
-    let mut per_addr = None;
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v)),
-            _ => (arg.as_str(), None),
-        };
-        check_once(&mut seen, flag)?;
-        let mut val = |name: &str| -> Result<String, ArgsError> {
-            match inline {
-                Some(v) => Ok(v.to_string()),
-                None => value(&mut it, name).map(str::to_string),
-            }
-        };
-        if logging.take(flag, &mut val)? {
-            continue;
-        }
-        match flag {
-            "--listen" | "-l" | "-p" => {
-                let v = val(flag)?;
-                let l = listen::parse(&v, hosts).or_else(|why| err(format!("{flag} {why}")))?;
-                if l.implied {
-                    out.listen_implied.extend(&l.addrs);
-                }
-                out.listen.extend(l.addrs);
-            }
-            "--workers" | "-w" => out.workers = parse_workers(&val(flag)?)?,
-            "--cpus" => out.cpus = Some(parse_cpus(&val(flag)?)?),
-            "--steer" => out.steer = parse_steer(&val(flag)?)?,
-            "--master-cpu" => out.master_cpu = parse_master_cpu(&val(flag)?)?,
-            "--user" => out.user = Some(parse_user(&val(flag)?)?),
-            "--max-conns" => out.max_conns = parse_slots(flag, &val(flag)?)?,
-            "--max-conns-per-addr" => per_addr = Some(parse_slots(flag, &val(flag)?)?),
-            "--header-timeout" => out.header_timeout = parse_secs(flag, &val(flag)?)?,
-            "--keepalive-timeout" => out.keepalive_timeout = parse_secs(flag, &val(flag)?)?,
-            "--send-timeout" => out.send_timeout = parse_secs(flag, &val(flag)?)?,
-            "--send-buffer" => out.send_buffer = Some(parse_size(flag, &val(flag)?)?),
-            "--shutdown-timeout" => out.shutdown_timeout = parse_secs(flag, &val(flag)?)?,
-            "--metrics" => out.metrics = Some(parse_addr("--metrics", &val(flag)?)?),
-            "--list-dirs" => out.site.list_dirs = true,
-            "--sysfs" => out.roots.sysfs = PathBuf::from(val(flag)?),
-            "--procfs" => out.roots.procfs = PathBuf::from(val(flag)?),
-            // Each bad site option is one line of the error, so all of them show at once.
-            f if site::FLAGS.contains(&f) => {
-                let v = val(f)?;
-                site_errors.extend(out.site.set(f, &v).err().map(|e| e.message));
-            }
-            f if f.starts_with('-') && f.len() > 1 => {
-                return err(format!("unknown flag {f:?} (see --help)"))
-            }
-            _ if root.is_some() => return err(format!("more than one ROOT given ({arg:?})")),
-            _ => root = Some(PathBuf::from(arg)),
-        }
-    }
-    if let Some(r) = root {
-        out.root = r;
-    }
-    out.max_conns_per_addr =
-        per_addr.unwrap_or_else(|| crate::config::default_conns_per_addr(out.max_conns));
-    out.logging = logging.finish()?;
-    if out.listen.is_empty() {
-        out.listen.push(
-            DEFAULT_LISTEN
-                .parse()
-                .expect("default listen address parses"),
-        );
-    }
-    check_listen_unique(&out.listen)?;
-    if !site_errors.is_empty() {
-        return err(site_errors.join("\n"));
-    }
-    out.site.validate()?;
-    Ok(out)
-}
-
-/// Flags that may be given more than once (`--listen` repeats are checked by address).
-const REPEATABLE: [&str; 10] = [
-    "--listen",
-    "-l",
-    "-p",
-    "--header",
-    "--cache-control",
-    "--error-page",
-    "--mime",
-    "--real-ip-from",
-    "--cors",
-    "--basic-auth-skip",
-];
-
-/// Every other flag may be given once: a second value would silently win.
-fn check_once<'a>(seen: &mut Vec<&'a str>, flag: &'a str) -> Result<(), ArgsError> {
-    let canonical = match flag {
-        "-w" => "--workers",
-        f if REPEATABLE.contains(&f) || !f.starts_with('-') => return Ok(()),
-        f => f,
-    };
-    if seen.contains(&canonical) {
-        return err(format!("{canonical} given twice"));
-    }
-    seen.push(canonical);
-    Ok(())
-}
-
-fn check_listen_unique(addrs: &[SocketAddr]) -> Result<(), ArgsError> {
-    for (i, a) in addrs.iter().enumerate() {
-        if addrs[..i].contains(a) {
-            return err(format!("--listen {a} given twice"));
-        }
-    }
-    Ok(())
 }
 
 fn parse_addr(flag: &str, v: &str) -> Result<SocketAddr, ArgsError> {
@@ -635,88 +477,6 @@ USAGE:
     steerd probe URL [--timeout S]    exit 0 when URL answers 2xx (health checks)
 
 Run `steerd serve --help` for the serve options.
-";
-
-/// `steerd serve --help`
-pub const SERVE_HELP: &str = "\
-USAGE: steerd [serve] [ROOT] [OPTIONS]
-
-    ROOT                      directory to serve (default: .)
-    --listen ADDR:PORT        address to listen on; repeatable (default: 127.0.0.1:8080);
-                              also PORT or :PORT (every interface, IPv4 and IPv6),
-                              localhost:PORT, NAME:PORT (from /etc/hosts, no DNS)
-    -p PORT                   --listen PORT
-    --workers N|auto          worker count (default auto: one per allowed CPU, capped by quota)
-    --cpus LIST               worker CPUs, such as 0-3,8
-    --steer cpu|numa|hash     connection steering policy (default cpu)
-    --master-cpu auto|N|none  master placement (default auto: the first worker's node)
-    --user NAME|UID[:GID]     drop privileges after binding
-    --max-conns N             connection slots per worker (default 10240)
-    --max-conns-per-addr N    slots one client address (IPv4, IPv6 /64; a peer in
-                              --real-ip-from is not limited) may hold (default
-                              max-conns/4, at least 16)
-    --header-timeout S        deadline for a request head; 408 after it (default 20)
-    --keepalive-timeout S     idle keep-alive time (default 30)
-    --send-timeout S          longest send stall before closing (default 60)
-    --send-buffer SIZE        SO_SNDBUF of each connection, such as 64k or 1M (default: the
-                              kernel's autotuning, up to net.ipv4.tcp_wmem's maximum)
-    --shutdown-timeout S      graceful stop (SIGQUIT) grace period (default 30)
-    --access-log PATH|-|syslog|off
-                              access log: a file, standard output or /dev/log (default off)
-    --log-format FORMAT       combined, common or json (default combined)
-    --syslog-socket PATH      the socket of --access-log syslog (default /dev/log)
-    --real-ip-from CIDR       trusted proxy network; repeatable: the client is the last
-                              X-Forwarded-For address (or the PROXY header's)
-    --real-ip-recursive       the client is the first X-Forwarded-For address from the
-                              right not in --real-ip-from (a chain of proxies)
-    --proxy-protocol          connections begin with a PROXY v1/v2 header (needs --real-ip-from)
-    --metrics ADDR:PORT       dashboard (/), /status.json, Prometheus /metrics and /health
-                              (GET or HEAD), served by the master
-    --precompressed LIST|off  serve F.br, F.zst, F.gz for F when accepted (default br,zstd,gzip)
-    --header 'NAME: VALUE'    add to every 2xx, 3xx and 304 response; repeatable
-    --cache-control PAT=VAL   Cache-Control for paths matching PAT (* in a segment, **
-                              across; first match wins); repeatable
-    --error-page CODE=PATH    body of error CODE from the file PATH under ROOT; repeatable
-    --fallback PATH           answer paths that do not exist with PATH, status 200 (SPA)
-    --fallback-skip LIST      extensions that still get 404, such as css,js,png
-    --mime EXT=TYPE           media type of .EXT (over --mime-types and the built-in
-                              table); repeatable
-    --mime-types FILE         media types from FILE, /etc/mime.types format (over the
-                              built-in table; read again by HUP)
-    --dotfiles deny|allow     deny (default): paths with a segment beginning with . are
-                              404, as missing files (/.well-known/ is served)
-    --cors ORIGIN|*           browsers on ORIGIN (https://app.example) may read the site:
-                              Access-Control-Allow-Origin, preflights for GET/HEAD
-                              answered 204; repeatable
-    --basic-auth FILE         every request needs a user and password of the htpasswd FILE
-                              (bcrypt or SHA-crypt hashes; reread on HUP), else 401;
-                              the password travels in clear: serve through TLS
-    --basic-auth-realm REALM  the realm the browser shows (default steerd)
-    --basic-auth-skip GLOB    paths served without credentials, as --cache-control
-                              patterns (/favicon.ico); repeatable
-    --list-dirs               a directory without index.html gets a listing: HTML, or
-                              JSON when Accept prefers application/json (default off: 404)
-    --sysfs DIR, --procfs DIR read the kernel's files from elsewhere (for tests)
-
-Every flag may also come from the environment: STEERD_ and its name in capitals with
-- as _ (STEERD_LISTEN=:8080, STEERD_ACCESS_LOG=-); repeatables comma-separated (\\, for a
-comma in a value), switches 1 or 0. A flag on the command line wins.
-";
-
-/// `steerd check --help`
-pub const CHECK_HELP: &str = "\
-USAGE: steerd check [serve options] [--json]
-
-Prints the topology, the plan (workers, master CPU, CPU -> listener map) and the steering
-program as bpf_asm text and bytecode. It binds and listens on nothing.
-";
-
-/// `steerd topo --help`
-pub const TOPO_HELP: &str = "\
-USAGE: steerd topo [--sysfs DIR] [--procfs DIR] [--json]
-
-Prints the machine as steerd sees it: CPUs, cores, packages, clusters, NUMA nodes,
-distances, and the CPUs this process may use.
 ";
 
 #[cfg(test)]
@@ -929,7 +689,7 @@ mod tests {
     /// repeat.
     #[test]
     fn the_flag_table_the_parser_and_the_help_agree() {
-        let sample = |f: &env::ServeFlag| match f.name {
+        let sample = |f: &flag::Flag<serve::Apply>| match f.name() {
             "--listen" => "127.0.0.1:0",
             "--workers" | "--max-conns" | "--max-conns-per-addr" => "2",
             "--cpus" => "0",
@@ -958,51 +718,93 @@ mod tests {
             n if n.ends_with("-timeout") => "1",
             _ => "",
         };
-        for f in env::SERVE_FLAGS {
+        for f in serve::FLAGS {
             assert!(
-                SERVE_HELP.contains(&format!("    {} ", f.name))
-                    || SERVE_HELP.contains(&format!(", {} ", f.name)),
+                serve::help().contains(&format!("    {} ", f.name()))
+                    || serve::help().contains(&format!(", {} ", f.name())),
                 "{} is in --help",
-                f.name
+                f.name()
             );
             let mut once = match f.takes {
-                env::Takes::Switch => vec![f.name.to_string()],
-                _ => vec![f.name.to_string(), sample(f).to_string()],
+                flag::Takes::Switch => vec![f.name().to_string()],
+                _ => vec![f.name().to_string(), sample(f).to_string()],
             };
-            if f.name == "--syslog-socket" {
+            if f.name() == "--syslog-socket" {
                 once.extend(["--access-log".into(), "syslog".into()]);
             }
-            if f.name == "--proxy-protocol" || f.name == "--real-ip-recursive" {
+            if f.name() == "--proxy-protocol" || f.name() == "--real-ip-recursive" {
                 once.extend(["--real-ip-from".into(), "10.0.0.0/8".into()]);
             }
-            if f.name.starts_with("--basic-auth-") {
+            if f.name().starts_with("--basic-auth-") {
                 once.extend(["--basic-auth".into(), "/x".into()]);
             }
-            parse_serve(&once).unwrap_or_else(|e| panic!("{}: {e}", f.name));
+            parse_serve(&once).unwrap_or_else(|e| panic!("{}: {e}", f.name()));
             let mut twice = once.clone();
             twice.extend(
                 once.iter()
-                    .take(if f.takes == env::Takes::Switch { 1 } else { 2 })
+                    .take(if f.takes == flag::Takes::Switch { 1 } else { 2 })
                     .cloned(),
             );
             let second = parse_serve(&twice);
             match f.takes {
-                env::Takes::Repeated if f.name == "--listen" => {
+                flag::Takes::Repeated if f.name() == "--listen" => {
                     assert!(second.unwrap_err().message.contains("given twice"))
                 }
-                env::Takes::Repeated => assert!(second.is_ok(), "{} repeats", f.name),
-                _ => assert!(second.is_err(), "{} refuses a second use", f.name),
+                flag::Takes::Repeated => assert!(second.is_ok(), "{} repeats", f.name()),
+                _ => assert!(second.is_err(), "{} refuses a second use", f.name()),
             }
         }
-        for line in SERVE_HELP.lines() {
+        for line in serve::help().lines() {
             let words = line.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'));
             for word in words.filter(|w| w.starts_with("--") && w.len() > 2) {
                 assert!(
-                    env::find(word).is_some(),
+                    serve::FLAGS.iter().any(|f| f.is(word)),
                     "{word} of --help is in the table"
                 );
             }
         }
+    }
+
+    /// Each flag of `table` is in `help` and parses (after `base`), a repeatable
+    /// repeats, any other is refused a second use; each flag `help` shows is in `table`.
+    fn walk<A>(
+        table: &[flag::Flag<A>],
+        help: &str,
+        base: &[&str],
+        parse: &dyn Fn(&[String]) -> Result<(), ArgsError>,
+    ) {
+        for f in table {
+            assert!(help.contains(f.label()), "{} is in --help", f.name());
+            let mut once: Vec<String> = base.iter().map(|a| a.to_string()).collect();
+            once.push(f.name().to_string());
+            if f.takes != flag::Takes::Switch {
+                once.push(if f.name() == "--timeout" { "1" } else { "/x" }.to_string());
+            }
+            parse(&once).unwrap_or_else(|e| panic!("{}: {e}", f.name()));
+            let twice = [&once[..], &once[base.len()..]].concat();
+            match f.takes {
+                flag::Takes::Repeated => assert!(parse(&twice).is_ok(), "{} repeats", f.name()),
+                _ => assert_eq!(
+                    parse(&twice).unwrap_err().message,
+                    format!("{} given twice", f.name())
+                ),
+            }
+        }
+        let words = help.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'));
+        for word in words.filter(|w| w.starts_with("--") && w.len() > 2) {
+            let known = table.iter().any(|f| f.name() == word) || word == "--help";
+            assert!(known, "{word} of --help is in the table");
+        }
+    }
+
+    #[test]
+    fn the_tables_of_topo_check_and_probe_agree_with_their_help() {
+        let topo = |a: &[String]| parse(&[&["topo".to_string()], a].concat()).map(drop);
+        walk(inspect::TOPO_FLAGS, inspect::topo_help(), &[], &topo);
+        let check = |a: &[String]| parse(&[&["check".to_string()], a].concat()).map(drop);
+        walk(inspect::CHECK_FLAGS, inspect::check_help(), &[], &check);
+        let probe_ = |a: &[String]| probe::parse(a).map(drop);
+        walk(probe::FLAGS, probe::help(), &["http://h/"], &probe_);
     }
 
     #[test]

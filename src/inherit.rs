@@ -183,7 +183,9 @@ pub fn reuseport_problem(inherited: &Inherited) -> Option<String> {
     match inherited.listener {
         Some(_) if inherited.name == METRICS => None,
         Some((_, true)) => None,
-        Some((addr, false)) => Some(crate::listen::adopt::no_reuseport(&inherited.name, addr)),
+        Some((addr, false)) => {
+            Some(crate::listen::adopt::no_reuseport(&inherited.name, addr).to_string())
+        }
         None if inherited.name == UPGRADE_PIPE => None,
         None => Some(format!(
             "inherited descriptor {} ({}) is not a listening TCP socket",

@@ -58,8 +58,12 @@ pub enum MasterError {
     Listen(listen::ListenError),
     /// Binding the metrics endpoint.
     Metrics(SocketAddr, io::Error),
-    /// Becoming `--user`.
-    User(String),
+    /// `--user` names no user or group.
+    User(user::UserError),
+    /// Becoming `--user` (uid, gid) failed.
+    BecomeUser(u32, u32, io::Error),
+    /// Privileges could be regained after dropping them.
+    Regained,
     /// A passed descriptor cannot be used.
     Inherit(String),
     /// The shared counters mapping.
@@ -81,6 +85,10 @@ impl fmt::Display for MasterError {
             MasterError::Listen(e) => write!(f, "{e}"),
             MasterError::Metrics(a, e) => write!(f, "{a}: {e}"),
             MasterError::User(e) => write!(f, "{e}"),
+            MasterError::BecomeUser(uid, gid, e) => write!(f, "becoming uid {uid} gid {gid}: {e}"),
+            MasterError::Regained => {
+                f.write_str("privileges could be regained after dropping them")
+            }
             MasterError::Inherit(e) => write!(f, "{e}"),
             MasterError::Counters(e) => write!(f, "counters mapping: {e}"),
             MasterError::Fork(e) => write!(f, "fork: {e}"),
@@ -96,7 +104,7 @@ impl MasterError {
         match self {
             MasterError::Listen(_) | MasterError::Inherit(_) => "listen",
             MasterError::Metrics(..) => "metrics",
-            MasterError::User(_) => "user",
+            MasterError::User(_) | MasterError::BecomeUser(..) | MasterError::Regained => "user",
             MasterError::Credentials(_) => "site",
             _ => "master",
         }
@@ -133,7 +141,7 @@ pub fn run(
     });
     // `--user` is resolved before anything is bound: a bad name binds nothing.
     let user = cfg.user.as_ref().map(user::lookup).transpose();
-    let user = user.map_err(|e| MasterError::User(e.to_string()))?;
+    let user = user.map_err(MasterError::User)?;
     let home = place_master(plan).map_err(MasterError::Pin)?;
     let opts = SocketOptions {
         defer_accept_secs: defer_accept_secs(cfg),
@@ -213,7 +221,7 @@ fn seat_passed(
     let default_only =
         cfg.listen.len() == 1 && cfg.listen[0].to_string() == crate::config::DEFAULT_LISTEN;
     let seating = listen::adopt::seat(&cfg.listen, default_only, &offered, plan.workers.len())
-        .map_err(MasterError::Inherit)?;
+        .map_err(|e| MasterError::Inherit(e.to_string()))?;
     if !offered.is_empty() {
         crate::say!("adopted {} passed listening sockets", offered.len());
     }
@@ -363,11 +371,9 @@ fn drop_privileges(id: &user::Identity) -> Result<(), MasterError> {
         return Ok(());
     }
     sys::become_user(id.uid, id.gid, &id.groups)
-        .map_err(|e| MasterError::User(format!("becoming uid {} gid {}: {e}", id.uid, id.gid)))?;
+        .map_err(|e| MasterError::BecomeUser(id.uid, id.gid, e))?;
     if id.uid != 0 && sys::become_user(0, 0, &[0]).is_ok() {
-        return Err(MasterError::User(
-            "privileges could be regained after dropping them".into(),
-        ));
+        return Err(MasterError::Regained);
     }
     Ok(())
 }

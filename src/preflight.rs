@@ -50,10 +50,27 @@ impl core::fmt::Display for Problem {
 
 /// The root must be a directory this process can read; its descriptor, for checks of
 /// what lies under it.
-pub fn root(root: &Path) -> Result<OwnedFd, String> {
+pub fn root(root: &Path) -> Result<OwnedFd, RootError> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    rustix::fs::open(root, flags, Mode::empty())
-        .map_err(|e| format!("{}: {}", root.display(), std::io::Error::from(e)))
+    rustix::fs::open(root, flags, Mode::empty()).map_err(|e| RootError {
+        path: root.to_path_buf(),
+        error: e.into(),
+    })
+}
+
+/// A root that cannot be opened as a directory: printed as `PATH: why`.
+#[derive(Debug)]
+pub struct RootError {
+    /// The root given.
+    pub path: std::path::PathBuf,
+    /// Why `open(2)` refused it.
+    pub error: std::io::Error,
+}
+
+impl core::fmt::Display for RootError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.error)
+    }
 }
 
 /// Each `--error-page` and the `--fallback` must be a regular file under `root` that
@@ -111,9 +128,9 @@ pub fn credentials(site: &SiteRules) -> Result<Option<Credentials>, Problem> {
 /// The root, the pages its site rules name and the `--basic-auth` file, as a worker
 /// would find them: the first problem, or the users the file names.
 pub fn site_files(root_dir: &Path, site: &SiteRules) -> Result<Option<Credentials>, Problem> {
-    let root = root(root_dir).map_err(|message| Problem {
+    let root = root(root_dir).map_err(|e| Problem {
         stage: "root",
-        message,
+        message: e.to_string(),
     })?;
     if let Some(p) = pages(root.as_fd(), site).into_iter().next() {
         return Err(p);

@@ -7,7 +7,7 @@
 //! ```
 //!
 //! Accepted range: 1 ms to one day. Input: the flag's value as text. Output: a
-//! `Duration`, or a message that names the value (the caller puts the flag in front).
+//! `Duration`, or a [`BadDuration`] that names the value (the caller puts the flag in front).
 //! It does no I/O and never panics.
 
 use std::time::Duration;
@@ -18,7 +18,7 @@ pub const MAX: Duration = Duration::from_secs(86_400);
 pub const MIN: Duration = Duration::from_millis(1);
 
 /// Parses `500ms`, `2s`, `1.5s`, `1m` or a bare number of seconds (`0.5`).
-pub fn parse(v: &str) -> Result<Duration, String> {
+pub fn parse(v: &str) -> Result<Duration, BadDuration> {
     let (num, scale) = split_unit(v);
     let ok = !num.is_empty()
         && num.bytes().all(|b| b.is_ascii_digit() || b == b'.')
@@ -45,8 +45,23 @@ fn split_unit(v: &str) -> (&str, f64) {
     }
 }
 
-fn bad(v: &str) -> String {
-    format!("{v:?}: expected a time from 1ms to 1 day, such as 3, 2.5s, 500ms or 1m")
+fn bad(v: &str) -> BadDuration {
+    BadDuration(v.to_string())
+}
+
+/// A value that is no duration of the grammar, or out of range: printed as `"5x":
+/// expected a time ...` (the caller puts the flag in front).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadDuration(pub String);
+
+impl core::fmt::Display for BadDuration {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "{:?}: expected a time from 1ms to 1 day, such as 3, 2.5s, 500ms or 1m",
+            self.0
+        )
+    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! with `-` as `_` (`STEERD_LISTEN=:8080`, `STEERD_ACCESS_LOG=-`), for containers and
 //! units that set options without editing a command line.
 //!
-//! Input: the serve flag table ([`SERVE_FLAGS`]), the process's `STEERD_*` variables and
+//! Input: the serve flag table (`args::serve::FLAGS`), the process's `STEERD_*` variables and
 //! the command line. Output: command-line tokens (`--flag=value`) for the flags the
 //! command line does not give, each with the variable it came from. A flag on the
 //! command line wins over its variable, whole (a repeatable's variable is then not
@@ -12,104 +12,14 @@
 //! `no`, `off` or empty. Variables that name no serve flag are ignored (the test
 //! harness and other tools use the prefix too).
 
+use super::flag::{Flag, Takes};
+use super::serve::FLAGS;
 use super::{err, ArgsError};
 
-/// How a serve flag takes its value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Takes {
-    /// One value, once.
-    Value,
-    /// One value each time, any number of times.
-    Repeated,
-    /// No value: present or not.
-    Switch,
-}
-
-/// A serve flag: its long name, its short forms, and how it takes a value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ServeFlag {
-    /// `--listen`
-    pub name: &'static str,
-    /// `-l`, `-p`
-    pub short: &'static [&'static str],
-    /// How it takes its value.
-    pub takes: Takes,
-}
-
-const fn flag(name: &'static str, takes: Takes) -> ServeFlag {
-    ServeFlag {
-        name,
-        short: &[],
-        takes,
-    }
-}
-
-/// Every flag of `serve` (and `check`), in the order of `--help`.
-pub const SERVE_FLAGS: &[ServeFlag] = &[
-    ServeFlag {
-        name: "--listen",
-        short: &["-l", "-p"],
-        takes: Takes::Repeated,
-    },
-    ServeFlag {
-        name: "--workers",
-        short: &["-w"],
-        takes: Takes::Value,
-    },
-    flag("--cpus", Takes::Value),
-    flag("--steer", Takes::Value),
-    flag("--master-cpu", Takes::Value),
-    flag("--user", Takes::Value),
-    flag("--max-conns", Takes::Value),
-    flag("--max-conns-per-addr", Takes::Value),
-    flag("--header-timeout", Takes::Value),
-    flag("--keepalive-timeout", Takes::Value),
-    flag("--send-timeout", Takes::Value),
-    flag("--send-buffer", Takes::Value),
-    flag("--shutdown-timeout", Takes::Value),
-    flag("--access-log", Takes::Value),
-    flag("--log-format", Takes::Value),
-    flag("--syslog-socket", Takes::Value),
-    flag("--real-ip-from", Takes::Repeated),
-    flag("--real-ip-recursive", Takes::Switch),
-    flag("--proxy-protocol", Takes::Switch),
-    flag("--metrics", Takes::Value),
-    flag("--precompressed", Takes::Value),
-    flag("--header", Takes::Repeated),
-    flag("--cache-control", Takes::Repeated),
-    flag("--error-page", Takes::Repeated),
-    flag("--fallback", Takes::Value),
-    flag("--fallback-skip", Takes::Value),
-    flag("--mime", Takes::Repeated),
-    flag("--mime-types", Takes::Value),
-    flag("--dotfiles", Takes::Value),
-    flag("--cors", Takes::Repeated),
-    flag("--basic-auth", Takes::Value),
-    flag("--basic-auth-realm", Takes::Value),
-    flag("--basic-auth-skip", Takes::Repeated),
-    flag("--list-dirs", Takes::Switch),
-    flag("--sysfs", Takes::Value),
-    flag("--procfs", Takes::Value),
-];
-
-impl ServeFlag {
-    /// `STEERD_LISTEN` for `--listen`.
-    pub fn var(&self) -> String {
-        let bare = self.name.trim_start_matches('-');
-        format!("STEERD_{}", bare.to_ascii_uppercase().replace('-', "_"))
-    }
-
-    /// True when `arg` is this flag, in any of its spellings (`--listen`, `-p`,
-    /// `--listen=...`).
-    pub fn is(&self, arg: &str) -> bool {
-        let name = arg.split_once('=').map_or(arg, |(f, _)| f);
-        name == self.name || self.short.contains(&name)
-    }
-}
-
-/// The flag `arg` spells, if it is a serve flag.
-pub fn find(arg: &str) -> Option<&'static ServeFlag> {
-    SERVE_FLAGS.iter().find(|f| f.is(arg))
+/// `STEERD_LISTEN` for `--listen`.
+pub fn var<A>(flag: &Flag<A>) -> String {
+    let bare = flag.name().trim_start_matches('-');
+    format!("STEERD_{}", bare.to_ascii_uppercase().replace('-', "_"))
 }
 
 /// Where a serve flag's value came from.
@@ -133,8 +43,8 @@ pub struct EnvToken {
 /// The tokens of the `STEERD_*` variables in `vars` for the flags `argv` does not give.
 pub fn tokens(vars: &[(String, String)], argv: &[String]) -> Result<Vec<EnvToken>, ArgsError> {
     let mut out = Vec::new();
-    for f in SERVE_FLAGS {
-        let var = f.var();
+    for f in FLAGS {
+        let var = var(f);
         let Some((_, value)) = vars.iter().find(|(k, _)| *k == var) else {
             continue;
         };
@@ -146,12 +56,12 @@ pub fn tokens(vars: &[(String, String)], argv: &[String]) -> Result<Vec<EnvToken
             var: var.clone(),
         };
         match f.takes {
-            Takes::Switch if switch(&var, value)? => out.push(made(f.name.to_string())),
+            Takes::Switch if switch(&var, value)? => out.push(made(f.name().to_string())),
             Takes::Switch => {}
-            Takes::Value => out.push(made(format!("{}={value}", f.name))),
+            Takes::Value => out.push(made(format!("{}={value}", f.name()))),
             Takes::Repeated => {
                 for v in split_commas(value) {
-                    out.push(made(format!("{}={v}", f.name)));
+                    out.push(made(format!("{}={v}", f.name())));
                 }
             }
         }
@@ -210,7 +120,7 @@ mod tests {
 
     #[test]
     fn names_follow_the_flags() {
-        let names: Vec<String> = SERVE_FLAGS.iter().map(ServeFlag::var).collect();
+        let names: Vec<String> = FLAGS.iter().map(var).collect();
         for want in [
             "STEERD_LISTEN",
             "STEERD_MAX_CONNS_PER_ADDR",

@@ -28,7 +28,7 @@ pub struct ListenValue {
 }
 
 /// Parses `value`; `hosts` returns the text of `/etc/hosts` (`None` when unreadable).
-pub fn parse(value: &str, hosts: &dyn Fn() -> Option<String>) -> Result<ListenValue, String> {
+pub fn parse(value: &str, hosts: &dyn Fn() -> Option<String>) -> Result<ListenValue, BadListen> {
     if let Ok(addr) = value.parse::<SocketAddr>() {
         return Ok(ListenValue {
             addrs: vec![addr],
@@ -40,22 +40,24 @@ pub fn parse(value: &str, hosts: &dyn Fn() -> Option<String>) -> Result<ListenVa
         None => ("", value),
     };
     let Ok(port) = port.parse::<u16>() else {
-        return Err(format!(
-            "{value:?}: expected PORT, :PORT, ADDR:PORT, [V6]:PORT, localhost:PORT or \
-             NAME:PORT (such as 8080, :8080, 127.0.0.1:8080, [::1]:8080)"
-        ));
+        return Err(BadListen::Form(value.to_string()));
     };
     let ips: Vec<IpAddr> = match host {
         "" | "*" => vec![Ipv4Addr::UNSPECIFIED.into(), Ipv6Addr::UNSPECIFIED.into()],
         h if h.eq_ignore_ascii_case("localhost") => {
             vec![Ipv4Addr::LOCALHOST.into(), Ipv6Addr::LOCALHOST.into()]
         }
-        h if is_host_name(h) => lookup(h, hosts).map_err(|why| format!("{value:?}: {why}"))?,
+        h if is_host_name(h) => lookup(h, hosts).map_err(|why| BadListen::Name {
+            value: value.to_string(),
+            name: h.to_string(),
+            why,
+        })?,
         _ => {
-            return Err(format!(
-                "{value:?}: {host:?} is neither an address nor a host name (an IPv6 \
-                 address goes in brackets: [::1]:{port})"
-            ))
+            return Err(BadListen::Host {
+                value: value.to_string(),
+                host: host.to_string(),
+                port,
+            })
         }
     };
     Ok(ListenValue {
@@ -83,21 +85,82 @@ fn is_host_name(h: &str) -> bool {
 }
 
 /// Every address `/etc/hosts` gives `name` (case-insensitive), in file order, once each.
-fn lookup(name: &str, hosts: &dyn Fn() -> Option<String>) -> Result<Vec<IpAddr>, String> {
-    let Some(text) = hosts() else {
-        return Err(format!(
-            "{name:?} cannot be looked up: /etc/hosts cannot be read, and steerd makes no \
-             DNS query at start; give an address"
-        ));
-    };
+fn lookup(name: &str, hosts: &dyn Fn() -> Option<String>) -> Result<Vec<IpAddr>, NoName> {
+    let text = hosts().ok_or(NoName::Unreadable)?;
     let found = addresses_of(name, &text);
     if found.is_empty() {
-        return Err(format!(
-            "{name:?} is not in /etc/hosts, and steerd makes no DNS query at start; give \
-             an address (such as 192.0.2.1:8080) or add the name to /etc/hosts"
-        ));
+        return Err(NoName::NotInHosts);
     }
     Ok(found)
+}
+
+/// Why a `--listen` value stands for no address (printed after the flag).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BadListen {
+    /// None of the forms.
+    Form(String),
+    /// `HOST:PORT` whose host is neither an address nor a name.
+    Host {
+        /// The value.
+        value: String,
+        /// Its host part.
+        host: String,
+        /// Its port.
+        port: u16,
+    },
+    /// A name `/etc/hosts` does not give.
+    Name {
+        /// The value.
+        value: String,
+        /// The name.
+        name: String,
+        /// Why it has no address.
+        why: NoName,
+    },
+}
+
+/// Why a name has no address (no DNS query is made at start).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoName {
+    /// `/etc/hosts` cannot be read.
+    Unreadable,
+    /// `/etc/hosts` does not list it.
+    NotInHosts,
+}
+
+impl core::fmt::Display for BadListen {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            BadListen::Form(value) => write!(
+                f,
+                "{value:?}: expected PORT, :PORT, ADDR:PORT, [V6]:PORT, localhost:PORT or \
+                 NAME:PORT (such as 8080, :8080, 127.0.0.1:8080, [::1]:8080)"
+            ),
+            BadListen::Host { value, host, port } => write!(
+                f,
+                "{value:?}: {host:?} is neither an address nor a host name (an IPv6 \
+                 address goes in brackets: [::1]:{port})"
+            ),
+            BadListen::Name {
+                value,
+                name,
+                why: NoName::Unreadable,
+            } => write!(
+                f,
+                "{value:?}: {name:?} cannot be looked up: /etc/hosts cannot be read, and \
+                 steerd makes no DNS query at start; give an address"
+            ),
+            BadListen::Name {
+                value,
+                name,
+                why: NoName::NotInHosts,
+            } => write!(
+                f,
+                "{value:?}: {name:?} is not in /etc/hosts, and steerd makes no DNS query at \
+                 start; give an address (such as 192.0.2.1:8080) or add the name to /etc/hosts"
+            ),
+        }
+    }
 }
 
 /// The addresses of `name` in hosts(5) text: `ADDRESS NAME [ALIAS...]` lines, `#`
@@ -132,7 +195,7 @@ fe80::1%eth0 linklocal
 192.0.2.10 WEB
 ";
 
-    fn with_hosts(v: &str) -> Result<ListenValue, String> {
+    fn with_hosts(v: &str) -> Result<ListenValue, BadListen> {
         parse(v, &|| Some(HOSTS.to_string()))
     }
 
@@ -163,13 +226,13 @@ fe80::1%eth0 linklocal
     #[test]
     fn names_not_in_the_file_say_there_is_no_dns() {
         for bad in ["db:80", "linklocal:80", "commented:80"] {
-            let e = with_hosts(bad).unwrap_err();
+            let e = with_hosts(bad).unwrap_err().to_string();
             assert!(
                 e.contains("not in /etc/hosts") && e.contains("no DNS"),
                 "{e}"
             );
         }
-        let e = parse("web:80", &|| None).unwrap_err();
+        let e = parse("web:80", &|| None).unwrap_err().to_string();
         assert!(e.contains("/etc/hosts cannot be read"), "{e}");
     }
 
@@ -189,7 +252,7 @@ fe80::1%eth0 linklocal
         ] {
             assert!(parse(bad, &never).is_err(), "{bad:?}");
         }
-        let e = parse("::1:80", &never).unwrap_err();
+        let e = parse("::1:80", &never).unwrap_err().to_string();
         assert!(e.contains("in brackets"), "{e}");
     }
 }

@@ -1,7 +1,9 @@
 //! `steerd probe URL [--timeout S]` as typed arguments (stage 1, no syscalls: the URL is
 //! checked for shape here and resolved by the probe itself).
 
+use super::flag::{lookup, rendered, usage_words, Flag, Seen, Takes};
 use super::ArgsError;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 /// How long a probe may take when `--timeout` is not given.
@@ -16,22 +18,39 @@ pub struct ProbeArgs {
     pub timeout: Duration,
 }
 
-/// `steerd probe --help`
-pub const PROBE_HELP: &str = "\
-USAGE: steerd probe URL [--timeout S]
+/// How a `probe` flag is applied: the draft and the flag's value.
+pub type Apply = fn(&mut Option<Duration>, &str) -> Result<(), ArgsError>;
 
-GETs URL (http://HOST[:PORT][/PATH]) and exits 0 when the answer is 2xx, else 1, with one
-line. For health checks in images that hold nothing but the steerd binary, such as
-`steerd probe http://127.0.0.1:9090/health`. --timeout bounds the whole exchange
-(default 5s).
-";
+/// Every flag of `probe`.
+pub const FLAGS: &[Flag<Apply>] = &[Flag::new("--timeout S", Takes::Value, timeout as Apply)];
+
+fn timeout(d: &mut Option<Duration>, v: &str) -> Result<(), ArgsError> {
+    *d = Some(super::duration::parse(v).map_err(|e| usage(format!("--timeout {e}")))?);
+    Ok(())
+}
+
+/// `steerd probe --help`, its usage line from [`FLAGS`].
+pub fn help() -> &'static str {
+    static HELP: OnceLock<String> = OnceLock::new();
+    rendered(&HELP, || {
+        format!(
+            "USAGE: steerd probe URL{}\n\n\
+             GETs URL (http://HOST[:PORT][/PATH]) and exits 0 when the answer is 2xx, else 1, with one\n\
+             line. For health checks in images that hold nothing but the steerd binary, such as\n\
+             `steerd probe http://127.0.0.1:9090/health`. --timeout bounds the whole exchange\n\
+             (default 5s).\n",
+            usage_words(FLAGS)
+        )
+    })
+}
 
 /// A usage error of `steerd probe` (stage `probe`, followed by the usage text).
+#[cold]
 fn usage(message: String) -> ArgsError {
     ArgsError {
         stage: "probe",
         message,
-        usage: PROBE_HELP,
+        usage: help(),
     }
 }
 
@@ -39,25 +58,23 @@ fn usage(message: String) -> ArgsError {
 pub fn parse(args: &[String]) -> Result<Option<ProbeArgs>, ArgsError> {
     let mut url = None;
     let mut timeout = None;
+    let mut seen = Seen::default();
     let mut it = args.iter();
     while let Some(arg) = it.next() {
-        match arg.as_str() {
-            "-h" | "--help" => return Ok(None),
-            "--timeout" => {
+        match (arg.as_str(), lookup(FLAGS, arg)) {
+            ("-h" | "--help", _) => return Ok(None),
+            (_, Some(f)) => {
                 let v = it
                     .next()
-                    .ok_or_else(|| usage("--timeout needs a value".into()))?;
-                if timeout.is_some() {
-                    return Err(usage("--timeout given twice".into()));
-                }
-                let d = super::duration::parse(v).map_err(|e| usage(format!("--timeout {e}")))?;
-                timeout = Some(d);
+                    .ok_or_else(|| usage(format!("{arg} needs a value")))?;
+                seen.note(f).map_err(|t| usage(t.to_string()))?;
+                (f.apply)(&mut timeout, v)?;
             }
-            f if f.starts_with('-') => {
+            (f, None) if f.starts_with('-') => {
                 return Err(usage(format!("unknown flag {f:?}")));
             }
-            u if url.is_none() => url = Some(u.to_string()),
-            u => return Err(usage(format!("more than one URL ({u:?})"))),
+            (u, None) if url.is_none() => url = Some(u.to_string()),
+            (u, None) => return Err(usage(format!("more than one URL ({u:?})"))),
         }
     }
     let url = url.ok_or_else(|| usage("a URL is needed".into()))?;

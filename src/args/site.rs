@@ -3,7 +3,7 @@
 //! `--cors`, `--basic-auth` with `--basic-auth-realm` and `--basic-auth-skip`, and the
 //! switch `--list-dirs`.
 //!
-//! Input: one flag and its value at a time (from `args::parse_serve`). Output: a
+//! Input: one flag and its value at a time (routed by the table of `args/serve.rs`). Output: a
 //! validated [`SiteArgs`], and from it the worker's [`SiteRules`]. Syntax only: whether
 //! the pages exist under the root, what the `--mime-types` file says and the htpasswd
 //! file are checked by `steerd check` and at start (`cmd::preflight`). Every refusal names the flag and the
@@ -54,25 +54,8 @@ pub struct SiteArgs {
     pub list_dirs: bool,
 }
 
-/// The flags this file parses.
-pub const FLAGS: [&str; 13] = [
-    "--precompressed",
-    "--header",
-    "--cache-control",
-    "--error-page",
-    "--fallback",
-    "--fallback-skip",
-    "--mime",
-    "--dotfiles",
-    "--cors",
-    "--mime-types",
-    "--basic-auth",
-    "--basic-auth-realm",
-    "--basic-auth-skip",
-];
-
 impl SiteArgs {
-    /// Applies one of [`FLAGS`] with its value.
+    /// Applies one of its flags (routed here by `args/serve.rs`'s table) with its value.
     pub fn set(&mut self, flag: &str, value: &str) -> Result<(), ArgsError> {
         let named = |why: &str| flag_error(format!("{flag} {value:?}: {why}"));
         match flag {
@@ -411,12 +394,5 @@ mod tests {
             "{e}"
         );
         assert!(e.message.contains(&format!("at most {}", type_room(0))));
-    }
-
-    #[test]
-    fn the_serve_help_names_every_site_flag() {
-        for flag in FLAGS {
-            assert!(super::super::SERVE_HELP.contains(flag), "{flag}");
-        }
     }
 }

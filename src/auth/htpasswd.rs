@@ -53,7 +53,77 @@ pub struct LineError {
     /// 1-based line number (0: the file as a whole).
     pub line: usize,
     /// What is wrong with it.
-    pub why: String,
+    pub why: Why,
+}
+
+/// What is wrong with a line of the file (or with the file as a whole).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Why {
+    /// No `:` between the user and the hash.
+    NoColon,
+    /// `:hash`.
+    EmptyName,
+    /// A name too long or with control characters.
+    BadName,
+    /// The user's hash is one steerd does not accept.
+    Hash {
+        /// The user.
+        user: String,
+        /// Why the hash is refused.
+        why: HashWhy,
+    },
+    /// The user is on an earlier line too.
+    Twice {
+        /// The user.
+        user: String,
+        /// The earlier line.
+        first: usize,
+    },
+    /// No user at all.
+    NoUsers,
+}
+
+/// Why a hash is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HashWhy {
+    /// A bcrypt hash that does not parse, and why.
+    Bcrypt(&'static str),
+    /// A SHA-crypt hash that does not parse, and why.
+    ShaCrypt(&'static str),
+    /// No hash.
+    Empty,
+    /// A scheme too weak to accept (named).
+    Unsafe(&'static str),
+    /// A scheme steerd does not implement (named).
+    Unsupported(&'static str),
+}
+
+impl core::fmt::Display for Why {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Why::NoColon => f.write_str("expected user:hash"),
+            Why::EmptyName => f.write_str("the user name is empty"),
+            Why::BadName => write!(
+                f,
+                "the user name must be 1 to {USER_MAX} bytes without control characters"
+            ),
+            Why::Hash { user, why } => write!(f, "user {user:?}: {why}"),
+            Why::Twice { user, first } => write!(f, "user {user:?} is also on line {first}"),
+            Why::NoUsers => f.write_str("no user:hash line (everyone would be refused)"),
+        }
+    }
+}
+
+impl core::fmt::Display for HashWhy {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            HashWhy::Bcrypt(why) => write!(f, "bcrypt: {why}"),
+            HashWhy::ShaCrypt(why) => write!(f, "SHA-crypt: {why}"),
+            HashWhy::Empty => write!(f, "the hash is empty; {USE_INSTEAD}"),
+            HashWhy::Unsafe(what) => write!(f, "{what}: not safe to accept; {USE_INSTEAD}"),
+            HashWhy::Unsupported(what) => write!(f, "{what} is not supported; {USE_INSTEAD}"),
+        }
+    }
 }
 
 impl core::fmt::Display for LineError {
@@ -77,18 +147,21 @@ impl Credentials {
             if line.is_empty() || line.starts_with(b"#") {
                 continue;
             }
-            let at = |why: String| LineError { line: i + 1, why };
+            let at = |why: Why| LineError { line: i + 1, why };
             let user = parse_line(line).map_err(at)?;
             if let Some((first, _)) = users.iter().find(|(_, u)| u.name == user.name) {
-                let name = String::from_utf8_lossy(&user.name);
-                return Err(at(format!("user {name:?} is also on line {first}")));
+                let user = String::from_utf8_lossy(&user.name).into_owned();
+                return Err(at(Why::Twice {
+                    user,
+                    first: *first,
+                }));
             }
             users.push((i + 1, user));
         }
         if users.is_empty() {
             return Err(LineError {
                 line: 0,
-                why: "no user:hash line (everyone would be refused)".into(),
+                why: Why::NoUsers,
             });
         }
         Ok(Credentials {
@@ -128,22 +201,20 @@ impl Credentials {
 }
 
 /// One `user:hash` line (trimmed, not a comment).
-fn parse_line(line: &[u8]) -> Result<User, String> {
+fn parse_line(line: &[u8]) -> Result<User, Why> {
     let Some(colon) = memchr::memchr(b':', line) else {
-        return Err("expected user:hash".into());
+        return Err(Why::NoColon);
     };
     let (name, hash) = (&line[..colon], &line[colon + 1..]);
     if name.is_empty() {
-        return Err("the user name is empty".into());
+        return Err(Why::EmptyName);
     }
     if name.len() > USER_MAX || name.iter().any(|&b| b < 0x20 || b == 0x7f) {
-        return Err(format!(
-            "the user name must be 1 to {USER_MAX} bytes without control characters"
-        ));
+        return Err(Why::BadName);
     }
-    scheme(hash).map_err(|why| {
-        let name = String::from_utf8_lossy(name);
-        format!("user {name:?}: {why}")
+    scheme(hash).map_err(|why| Why::Hash {
+        user: String::from_utf8_lossy(name).into_owned(),
+        why,
     })?;
     Ok(User {
         name: name.into(),
@@ -152,17 +223,17 @@ fn parse_line(line: &[u8]) -> Result<User, String> {
 }
 
 /// Checks that `hash` is a hash steerd accepts, or says what it is and why not.
-fn scheme(hash: &[u8]) -> Result<(), String> {
-    let unsafe_one = |what: &str| Err(format!("{what}: not safe to accept; {USE_INSTEAD}"));
-    let unsupported = |what: &str| Err(format!("{what} is not supported; {USE_INSTEAD}"));
+fn scheme(hash: &[u8]) -> Result<(), HashWhy> {
+    let unsafe_one = |what| Err(HashWhy::Unsafe(what));
+    let unsupported = |what| Err(HashWhy::Unsupported(what));
     match hash {
         [b'$', b'2', b'a' | b'b' | b'y', b'$', ..] => bcrypt::parse(hash)
             .map(|_| ())
-            .map_err(|e| format!("bcrypt: {}", e.why())),
+            .map_err(|e| HashWhy::Bcrypt(e.why())),
         [b'$', b'5' | b'6', b'$', ..] => sha_crypt::parse(hash)
             .map(|_| ())
-            .map_err(|e| format!("SHA-crypt: {}", e.why())),
-        [] => Err(format!("the hash is empty; {USE_INSTEAD}")),
+            .map_err(|e| HashWhy::ShaCrypt(e.why())),
+        [] => Err(HashWhy::Empty),
         _ if hash.starts_with(b"$apr1$") => unsafe_one("MD5 ($apr1$)"),
         _ if hash.starts_with(b"$1$") => unsafe_one("MD5-crypt ($1$)"),
         _ if hash.starts_with(b"{SHA}") => unsafe_one("unsalted SHA-1 ({SHA})"),
@@ -252,6 +323,6 @@ mod tests {
         let e = Credentials::parse(b"# nobody\n\n").unwrap_err();
         assert_eq!(e.line, 0);
         let e = Credentials::parse(b"a\x01b:$5$x").unwrap_err();
-        assert!(e.why.contains("control"), "{e}");
+        assert!(e.why.to_string().contains("control"), "{e}");
     }
 }

@@ -43,7 +43,7 @@ pub fn main(args: AbArgs) -> Result<i32, Usage> {
     }
 }
 
-fn resolve(args: AbArgs) -> Result<AbSpec, String> {
+fn resolve(args: AbArgs) -> Result<AbSpec, spec::TargetError> {
     Ok(AbArgs {
         load: spec::resolve(args.load)?,
         rounds: args.rounds,

@@ -44,29 +44,22 @@ pub mod wrk;
 use crate::args::bench::{BenchCommand, LoadArgs, HELP};
 use std::path::{Path, PathBuf};
 
-/// Runs `steerd bench ...` and returns the exit status (0 ok, 1 failure, 2 usage).
-pub fn main(command: BenchCommand) -> i32 {
-    let result = match command {
+/// Runs `steerd bench ...`: the exit status (0 ok, 1 failure, 2 with the tools' help),
+/// or the usage error to print (exit status 2).
+pub fn main(command: BenchCommand) -> Result<i32, Usage> {
+    match command {
         BenchCommand::NoTool => {
             eprint!("{HELP}");
-            return 2;
+            Ok(2)
         }
         BenchCommand::Help(text) => {
             emit(text);
             Ok(0)
         }
-        BenchCommand::Invalid(msg) => Err(Usage(msg)),
         BenchCommand::Load { load, svg } => load_main(load, svg.as_deref()),
         BenchCommand::Ab(args) => ab::main(args),
         BenchCommand::Responder(args) => reference::main(&args),
         BenchCommand::Stats { a, b } => compare::main(&a, &b),
-    };
-    match result {
-        Ok(status) => status,
-        Err(Usage(msg)) => {
-            eprintln!("steerd: bench: {msg}");
-            2
-        }
     }
 }
 

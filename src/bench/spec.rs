@@ -6,6 +6,8 @@
 //! literal. Only `http://` is supported.
 
 use crate::args::bench::{LoadArgs, Url};
+use crate::args::ArgsError;
+use core::fmt;
 use std::net::{SocketAddr, ToSocketAddrs};
 
 /// Where requests go: the address to connect to, and what goes in the request line.
@@ -19,14 +21,53 @@ pub struct Target {
     pub path: String,
 }
 
+/// A target that cannot be reached: the URL is refused, or its host has no address.
+#[derive(Debug)]
+pub enum TargetError {
+    /// Not `http://HOST[:PORT][/PATH]` (stage 1's refusal).
+    Url(ArgsError),
+    /// The name lookup of the host failed.
+    Resolve {
+        /// The URL as given.
+        url: String,
+        /// Its `HOST[:PORT]`.
+        authority: String,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The host resolved to no address.
+    NoAddress {
+        /// The URL as given.
+        url: String,
+        /// Its `HOST[:PORT]`.
+        authority: String,
+    },
+}
+
+impl fmt::Display for TargetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TargetError::Url(e) => f.write_str(&e.message),
+            TargetError::Resolve {
+                url,
+                authority,
+                error,
+            } => write!(f, "URL {url:?}: cannot resolve {authority:?}: {error}"),
+            TargetError::NoAddress { url, authority } => {
+                write!(f, "URL {url:?}: {authority:?} has no address")
+            }
+        }
+    }
+}
+
 impl Target {
     /// Parses `http://HOST[:PORT][/PATH]` and resolves HOST.
-    pub fn parse(url: &str) -> Result<Target, String> {
-        Target::resolve(&Url::parse(url)?)
+    pub fn parse(url: &str) -> Result<Target, TargetError> {
+        Target::resolve(&Url::parse(url).map_err(TargetError::Url)?)
     }
 
     /// Resolves a checked URL's host (port 80 when it names none).
-    pub fn resolve(url: &Url) -> Result<Target, String> {
+    pub fn resolve(url: &Url) -> Result<Target, TargetError> {
         let authority = &url.authority;
         let with_port = if authority.ends_with(']') || !authority.contains(':') {
             format!("{authority}:80")
@@ -35,9 +76,16 @@ impl Target {
         };
         let addr = with_port
             .to_socket_addrs()
-            .map_err(|e| format!("URL {:?}: cannot resolve {authority:?}: {e}", url.text))?
+            .map_err(|error| TargetError::Resolve {
+                url: url.text.clone(),
+                authority: authority.clone(),
+                error,
+            })?
             .next()
-            .ok_or_else(|| format!("URL {:?}: {authority:?} has no address", url.text))?;
+            .ok_or_else(|| TargetError::NoAddress {
+                url: url.text.clone(),
+                authority: authority.clone(),
+            })?;
         Ok(Target {
             addr,
             host: authority.clone(),
@@ -50,7 +98,7 @@ impl Target {
 pub type LoadSpec = LoadArgs<Target>;
 
 /// The load options of stage 1 with their URL resolved.
-pub fn resolve(load: LoadArgs) -> Result<LoadSpec, String> {
+pub fn resolve(load: LoadArgs) -> Result<LoadSpec, TargetError> {
     let target = Target::resolve(&load.target)?;
     Ok(load.with_target(target))
 }

@@ -29,12 +29,25 @@ use std::path::Path;
 /// Longest answer a child sends back (a message is one line).
 const ANSWER_MAX: usize = 4096;
 
+/// Why a check as another user failed: the text the child sent back through the pipe
+/// (an error crosses the process boundary as its message), or what went wrong around it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AsUserError(pub String);
+
+impl core::fmt::Display for AsUserError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// [`dest::check`] of `target` as `id`: the error's text when it fails.
-pub fn log(target: &LogTarget, id: &Identity) -> Result<(), String> {
+pub fn log(target: &LogTarget, id: &Identity) -> Result<(), AsUserError> {
     if matches!(target, LogTarget::Off | LogTarget::Stdout) {
         return Ok(());
     }
-    run_as(id, || dest::check(target).map_err(|e| e.to_string()))
+    run_as(id, || {
+        dest::check(target).map_err(|e| AsUserError(e.to_string()))
+    })
 }
 
 /// The root and the pages of `site` as `id` would find them (`preflight::site_files`),
@@ -45,9 +58,9 @@ pub fn files(root: &Path, site: &SiteRules, id: &Identity) -> Result<(), Problem
         crate::preflight::site_files(root, site)
             .map(|_| ())
             .and_then(|()| crate::preflight::media_types(site).map(drop))
-            .map_err(|p| format!("{}\t{}", p.stage, p.message))
+            .map_err(|p| AsUserError(format!("{}\t{}", p.stage, p.message)))
     });
-    checked.map_err(|answer| {
+    checked.map_err(|AsUserError(answer)| {
         let (stage, message) = answer.split_once('\t').unwrap_or(("site", &answer));
         Problem {
             stage: if stage == "root" { "root" } else { "site" },
@@ -65,21 +78,25 @@ pub fn becomes_other(id: &Identity) -> bool {
 
 /// Runs `check` in a child that first becomes `id`; its error text comes back through a
 /// pipe. Nothing to do (`Ok`) unless this process is root and `id` another user.
-fn run_as(id: &Identity, check: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
+fn run_as(
+    id: &Identity,
+    check: impl FnOnce() -> Result<(), AsUserError>,
+) -> Result<(), AsUserError> {
+    let failed = |what: &str, e: &dyn core::fmt::Display| AsUserError(format!("{what}: {e}"));
     if !becomes_other(id) {
         return Ok(());
     }
     let (rx, tx) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
-        .map_err(|e| format!("pipe: {e}"))?;
-    let pid = match sys::fork().map_err(|e| format!("fork: {e}"))? {
+        .map_err(|e| failed("pipe", &e))?;
+    let pid = match sys::fork().map_err(|e| failed("fork", &e))? {
         Forked::Child => {
             drop(rx);
             let answer = sys::become_user(id.uid, id.gid, &id.groups)
-                .map_err(|e| format!("becoming uid {}: {e}", id.uid))
+                .map_err(|e| AsUserError(format!("becoming uid {}: {e}", id.uid)))
                 .and_then(|()| check());
             let code = match answer {
                 Ok(()) => 0,
-                Err(text) => {
+                Err(AsUserError(text)) => {
                     let bytes = text.as_bytes();
                     let _ = rustix::io::write(&tx, &bytes[..bytes.len().min(ANSWER_MAX)]);
                     1
@@ -95,13 +112,13 @@ fn run_as(id: &Identity, check: impl FnOnce() -> Result<(), String>) -> Result<(
         match rustix::process::waitpid(Some(pid), WaitOptions::empty()) {
             Ok(Some((_, status))) => break status,
             Ok(None) | Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return Err(format!("waitpid: {e}")),
+            Err(e) => return Err(failed("waitpid", &e)),
         }
     };
     match status.exit_status() {
         Some(0) => Ok(()),
-        Some(_) if !answer.is_empty() => Err(answer),
-        _ => Err("the check as --user died".into()),
+        Some(_) if !answer.is_empty() => Err(AsUserError(answer)),
+        _ => Err(AsUserError("the check as --user died".into())),
     }
 }
 

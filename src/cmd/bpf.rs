@@ -8,13 +8,14 @@
 //! `check` and `run` live in [`super::bpf_exec`]. Usage errors are refused in stage 1
 //! (exit 2).
 
-use super::bpf_input::{input_name, load_program, read_input};
+use super::bpf_input::{failed, input_name, load_program, read_input, InputError};
+use super::Failure;
 use crate::args::bpf::Bpf;
 use asm_bpf::{dis, fmt};
 use std::io::Write;
 
-/// Runs a parsed `steerd bpf` command and returns the exit status.
-pub fn main(cmd: Bpf) -> i32 {
+/// Runs a parsed `steerd bpf` command: its exit status, or the failure to print.
+pub fn main(cmd: Bpf) -> Result<i32, Failure> {
     match cmd {
         Bpf::Asm { c_format, input } => asm(c_format, input.as_deref()),
         Bpf::Dis { input } => dis(input.as_deref()),
@@ -23,9 +24,24 @@ pub fn main(cmd: Bpf) -> i32 {
     }
 }
 
-/// Reads FILE or stdin, or says why not.
-fn read(path: Option<&str>) -> Result<Vec<u8>, String> {
-    read_input(path).map_err(|e| format!("cannot read {}: {e}", input_name(path)))
+/// FILE or stdin that could not be read: `cannot read NAME: why`.
+struct Unreadable<'a> {
+    name: &'a str,
+    error: std::io::Error,
+}
+
+impl core::fmt::Display for Unreadable<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "cannot read {}: {}", self.name, self.error)
+    }
+}
+
+/// Reads FILE or stdin.
+fn read(path: Option<&str>) -> Result<Vec<u8>, Unreadable<'_>> {
+    read_input(path).map_err(|error| Unreadable {
+        name: input_name(path),
+        error,
+    })
 }
 
 fn write_stdout(bytes: &[u8]) {
@@ -34,14 +50,8 @@ fn write_stdout(bytes: &[u8]) {
 }
 
 /// `steerd bpf asm [-c] [FILE|-]`
-fn asm(c_format: bool, path: Option<&str>) -> i32 {
-    let src = match read(path) {
-        Ok(s) => s,
-        Err(why) => {
-            eprintln!("steerd: bpf: asm: {why}");
-            return 1;
-        }
-    };
+fn asm(c_format: bool, path: Option<&str>) -> Result<i32, Failure> {
+    let src = read(path).map_err(|why| failed("asm", why))?;
     match asm_bpf::assemble_bytes(&src) {
         Ok(prog) => {
             let text = match c_format {
@@ -49,33 +59,27 @@ fn asm(c_format: bool, path: Option<&str>) -> i32 {
                 false => fmt::format_default(&prog),
             };
             write_stdout(text.as_bytes());
-            0
+            Ok(0)
         }
         Err(e) => {
             write_stdout(&e.stdout_bytes());
-            eprintln!("steerd: bpf: asm: {}:{e}", input_name(path));
-            1
+            Err(failed("asm", format!("{}:{e}", input_name(path))))
         }
     }
 }
 
 /// `steerd bpf dis [FILE|-]`: also accepts source, which it prints normalised.
-fn dis(path: Option<&str>) -> i32 {
-    let prog = read(path).and_then(|bytes| {
-        let text = String::from_utf8(bytes).map_err(|_| "input is not UTF-8 text".to_string())?;
-        load_program(&text)
-    });
-    let prog = match prog {
-        Ok(p) => p,
-        Err(why) => {
-            eprintln!("steerd: bpf: dis: {}: {why}", input_name(path));
-            return 1;
-        }
-    };
+fn dis(path: Option<&str>) -> Result<i32, Failure> {
+    let name = input_name(path);
+    let bytes = read(path).map_err(|why| failed("dis", format!("{name}: {why}")))?;
+    let text = String::from_utf8(bytes).map_err(|_| InputError::NotText);
+    let prog = text
+        .and_then(|t| load_program(&t))
+        .map_err(|why| failed("dis", format!("{name}: {why}")))?;
     write_stdout(dis::disassemble(&prog).as_bytes());
     let problems = dis::inexpressible(&prog);
     for p in &problems {
         eprintln!("steerd: bpf: dis: {p} (written as a `raw` line, which does not assemble)");
     }
-    i32::from(!problems.is_empty())
+    Ok(i32::from(!problems.is_empty()))
 }

@@ -13,23 +13,21 @@
 //! Unreadable or unparsable input exits 1 (bad flags were refused in stage 1). This module
 //! does not assemble or check anything itself: `asm_bpf` does.
 
+use super::bpf_input::{failed, input_name, load_program, read_text};
+use super::Failure;
 use crate::args::bpf::Packet;
 use asm_bpf::interp::{self, Context};
 use asm_bpf::{check::check as kernel_check, Insn};
 
 /// `steerd bpf check [FILE|-]`.
-pub fn check(input: Option<&str>) -> i32 {
-    match load_checked("check", input) {
-        Ok(_) => {
-            println!("ok");
-            0
-        }
-        Err(status) => status,
-    }
+pub fn check(input: Option<&str>) -> Result<i32, Failure> {
+    load_checked("check", input)?;
+    println!("ok");
+    Ok(0)
 }
 
 /// `steerd bpf run [FILE|-] [options]`.
-pub fn run(input: Option<&str>, packet: Packet) -> i32 {
+pub fn run(input: Option<&str>, packet: Packet) -> Result<i32, Failure> {
     let ctx = Context {
         packet: packet.payload,
         len: packet.len,
@@ -39,29 +37,17 @@ pub fn run(input: Option<&str>, packet: Packet) -> i32 {
         rand: packet.rand,
         ..Context::default()
     };
-    match load_checked("run", input) {
-        Ok(prog) => {
-            println!("{}", interp::run(&prog, &ctx));
-            0
-        }
-        Err(status) => status,
-    }
+    let prog = load_checked("run", input)?;
+    println!("{}", interp::run(&prog, &ctx));
+    Ok(0)
 }
 
-/// Reads, loads and checks the program; on failure prints why and gives the status.
-fn load_checked(sub: &str, path: Option<&str>) -> Result<Vec<Insn>, i32> {
-    let name = super::bpf_input::input_name(path);
-    let fail = |why: String| {
-        eprintln!("steerd: bpf: {sub}: {name}: {why}");
-        1
-    };
-    let text = read_input(path).map_err(fail)?;
-    let prog = super::bpf_input::load_program(&text).map_err(fail)?;
-    kernel_check(&prog).map_err(|e| fail(e.to_string()))?;
+/// Reads, loads and checks the program; a failure names the input and the step.
+fn load_checked(sub: &str, path: Option<&str>) -> Result<Vec<Insn>, Failure> {
+    let name = input_name(path);
+    let fail = |why: &dyn core::fmt::Display| failed(sub, format!("{name}: {why}"));
+    let text = read_text(path).map_err(|e| fail(&e))?;
+    let prog = load_program(&text).map_err(|e| fail(&e))?;
+    kernel_check(&prog).map_err(|e| fail(&e))?;
     Ok(prog)
-}
-
-fn read_input(path: Option<&str>) -> Result<String, String> {
-    let bytes = super::bpf_input::read_input(path).map_err(|e| format!("cannot read: {e}"))?;
-    String::from_utf8(bytes).map_err(|_| "input is not UTF-8 text".to_string())
 }

@@ -113,7 +113,7 @@ fn passed_sockets(args: &ServeArgs, workers: usize) -> Passed {
     let seating = match adopt::seat(&args.listen, default_only, &offered, workers) {
         Ok(s) => s,
         Err(e) => {
-            out.problems.push(e);
+            out.problems.push(e.to_string());
             return out;
         }
     };
@@ -147,16 +147,16 @@ fn passed_sockets(args: &ServeArgs, workers: usize) -> Passed {
 /// Where each serve flag's value came from: `command line`, `environment STEERD_...`
 /// or `default`, keyed by the flag's long name.
 fn sources(args: &ServeArgs) -> Value {
-    use crate::args::env::{Origin, SERVE_FLAGS};
+    use crate::args::{env::Origin, serve::FLAGS};
     let origin = |name: &str| match args.origins.iter().find(|(n, _)| *n == name) {
         Some((_, Origin::CommandLine)) => "command line".to_string(),
         Some((_, Origin::Environment(var))) => format!("environment {var}"),
         None => "default".to_string(),
     };
     Value::Obj(
-        SERVE_FLAGS
+        FLAGS
             .iter()
-            .map(|f| (f.name.to_string(), Value::str(origin(f.name))))
+            .map(|f| (f.name().to_string(), Value::str(origin(f.name()))))
             .collect(),
     )
 }

@@ -55,7 +55,7 @@ fn is_dir(word: &str) -> bool {
 }
 
 /// The process's `STEERD_*` variables; one that is not UTF-8 is an error naming it.
-fn steerd_vars() -> Result<Vec<(String, String)>, String> {
+fn steerd_vars() -> Result<Vec<(String, String)>, args::ArgsError> {
     let mut vars = Vec::new();
     for (k, v) in std::env::vars_os() {
         let Some(k) = k.to_str().filter(|k| k.starts_with("STEERD_")) else {
@@ -63,7 +63,13 @@ fn steerd_vars() -> Result<Vec<(String, String)>, String> {
         };
         match v.into_string() {
             Ok(v) => vars.push((k.to_string(), v)),
-            Err(_) => return Err(format!("steerd: args: {k} is not valid UTF-8")),
+            Err(_) => {
+                return Err(args::ArgsError {
+                    stage: "args",
+                    message: format!("{k} is not valid UTF-8"),
+                    usage: "",
+                })
+            }
         }
     }
     Ok(vars)
@@ -71,19 +77,12 @@ fn steerd_vars() -> Result<Vec<(String, String)>, String> {
 
 /// Runs the command line (without the program name) and returns the exit status.
 pub fn run(argv: &[String]) -> i32 {
-    let vars = match steerd_vars() {
-        Ok(vars) => vars,
-        Err(e) => {
-            eprintln!("{e}");
-            return 2;
-        }
-    };
-    let outside = args::Outside {
+    let outside = |vars| args::Outside {
         vars,
         hosts: &hosts,
         is_dir: &is_dir,
     };
-    let command = match args::parse_in(argv, &outside) {
+    let command = match steerd_vars().and_then(|vars| args::parse_in(argv, &outside(vars))) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("{e}");
@@ -109,11 +108,15 @@ fn dispatch(command: Command) -> Result<i32, Failure> {
             println!("steerd {}", env!("CARGO_PKG_VERSION"));
             Ok(0)
         }
-        Command::Bpf(cmd) => Ok(bpf::main(cmd)),
-        Command::Topo { roots, json } => Ok(topo::main(&roots, json)),
+        Command::Bpf(cmd) => bpf::main(cmd),
+        Command::Topo { roots, json } => topo::main(&roots, json),
         Command::Check { serve, json } => check::main(serve, json),
         Command::Serve(args) => serve::main(args),
-        Command::Bench(command) => Ok(crate::bench::main(command)),
-        Command::Probe(args) => Ok(probe::main(&args)),
+        Command::Bench(command) => crate::bench::main(command).map_err(|usage| Failure {
+            stage: "bench",
+            message: usage.0,
+            status: 2,
+        }),
+        Command::Probe(args) => probe::main(&args),
     }
 }

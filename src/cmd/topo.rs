@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 /// Runs `steerd topo`; returns the exit status.
-pub fn main(roots: &Roots, json: bool) -> i32 {
+pub fn main(roots: &Roots, json: bool) -> Result<i32, super::Failure> {
     let (topo, warnings) = topology::read(&roots.sysfs, &roots.procfs);
     for w in &warnings {
         eprintln!("steerd: {w}");
@@ -24,7 +24,7 @@ pub fn main(roots: &Roots, json: bool) -> i32 {
     } else {
         print!("{}", topology_text(&topo));
     }
-    0
+    Ok(0)
 }
 
 /// A cpulist as a JSON array of CPU ids.

@@ -34,7 +34,7 @@ pub fn seat(
     default_only: bool,
     offered: &[Offered],
     workers: usize,
-) -> Result<Seating, String> {
+) -> Result<Seating, SeatError> {
     if let Some(o) = offered.iter().find(|o| !o.reuseport) {
         return Err(no_reuseport(&o.name, o.addr));
     }
@@ -68,10 +68,11 @@ pub fn seat(
             .filter(|&i| !used[i] && offered[i].addr == addr)
             .collect();
         if members.len() > workers {
-            return Err(format!(
-                "{} sockets passed for {addr}, more than the {workers} workers planned",
-                members.len()
-            ));
+            return Err(SeatError::TooMany {
+                addr,
+                count: members.len(),
+                workers,
+            });
         }
         for &i in &members {
             used[i] = true;
@@ -79,20 +80,72 @@ pub fn seat(
         seating.push((addr, members));
     }
     if let Some(i) = used.iter().position(|u| !u) {
-        return Err(format!(
-            "inherited socket {} on {} is not among the --listen addresses",
-            offered[i].name, offered[i].addr
-        ));
+        return Err(SeatError::NotListened {
+            name: offered[i].name.clone(),
+            addr: offered[i].addr,
+        });
     }
     Ok(seating)
 }
 
 /// Why a passed socket named `name` on `addr` cannot be adopted.
-pub fn no_reuseport(name: &str, addr: SocketAddr) -> String {
-    format!(
-        "inherited socket {name} on {addr} has no SO_REUSEPORT (set ReusePort=yes in the \
-         socket unit): steerd cannot add its workers' listeners beside it"
-    )
+pub fn no_reuseport(name: &str, addr: SocketAddr) -> SeatError {
+    SeatError::NoReuseport {
+        name: name.to_string(),
+        addr,
+    }
+}
+
+/// Why the passed sockets cannot be seated in the planned groups; each names the socket.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SeatError {
+    /// A passed socket without `SO_REUSEPORT`: no listener can join it.
+    NoReuseport {
+        /// Its name (`LISTEN_FDNAMES`).
+        name: String,
+        /// Its address.
+        addr: SocketAddr,
+    },
+    /// More sockets passed for one address than workers planned.
+    TooMany {
+        /// The address.
+        addr: SocketAddr,
+        /// Sockets passed for it.
+        count: usize,
+        /// Workers planned.
+        workers: usize,
+    },
+    /// A passed socket whose address no `--listen` names.
+    NotListened {
+        /// Its name.
+        name: String,
+        /// Its address.
+        addr: SocketAddr,
+    },
+}
+
+impl core::fmt::Display for SeatError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            SeatError::NoReuseport { name, addr } => write!(
+                f,
+                "inherited socket {name} on {addr} has no SO_REUSEPORT (set ReusePort=yes in \
+                 the socket unit): steerd cannot add its workers' listeners beside it"
+            ),
+            SeatError::TooMany {
+                addr,
+                count,
+                workers,
+            } => write!(
+                f,
+                "{count} sockets passed for {addr}, more than the {workers} workers planned"
+            ),
+            SeatError::NotListened { name, addr } => write!(
+                f,
+                "inherited socket {name} on {addr} is not among the --listen addresses"
+            ),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -122,7 +175,9 @@ mod tests {
         let offered = [o("http", "0.0.0.0:80", true)];
         let s = seat(&[a("127.0.0.1:8080")], true, &offered, 4).unwrap();
         assert_eq!(s, vec![(a("0.0.0.0:80"), vec![0])]);
-        let e = seat(&[a("127.0.0.1:8080")], false, &offered, 4).unwrap_err();
+        let e = seat(&[a("127.0.0.1:8080")], false, &offered, 4)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not among the --listen"), "{e}");
     }
 
@@ -144,13 +199,15 @@ mod tests {
                 (a("127.0.0.2:7"), vec![])
             ]
         );
-        let e = seat(&addrs, false, &offered, 1).unwrap_err();
+        let e = seat(&addrs, false, &offered, 1).unwrap_err().to_string();
         assert!(e.contains("more than the 1 workers"), "{e}");
     }
 
     #[test]
     fn a_socket_without_reuseport_is_refused_by_name() {
-        let e = seat(&[], true, &[o("web", "0.0.0.0:80", false)], 2).unwrap_err();
+        let e = seat(&[], true, &[o("web", "0.0.0.0:80", false)], 2)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("web") && e.contains("no SO_REUSEPORT"), "{e}");
     }
 }

@@ -2,7 +2,9 @@
 //! `localhost:PORT` and `/etc/hosts` names, `-p`; an implied IPv6 address left out where
 //! the loopback has no IPv6 (a container's network namespace); serve flags from
 //! `STEERD_*` variables, with the command line winning and `check --json` saying where
-//! each value came from; a mistyped subcommand named instead of taken as a root.
+//! each value came from; a mistyped subcommand named instead of taken as a root; the
+//! `--help` of every subcommand and the message of every refused command line, byte for
+//! byte (`tests/data/cli/`).
 
 use crate::support;
 
@@ -235,4 +237,73 @@ fn a_mistyped_subcommand_is_named_not_served() {
     ]));
     assert_eq!(code, 2, "{out}");
     assert!(out.contains("--workers \"many\""), "taken as a ROOT: {out}");
+}
+
+/// One case of `tests/data/cli/cases.txt`: what the binary printed and its status.
+fn run_case(line: &str, dir: &std::path::Path) -> String {
+    let mut words: Vec<&str> = line.split('|').collect();
+    let mut cmd = Command::new(binary());
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("STEERD_") {
+            cmd.env_remove(k);
+        }
+    }
+    while let Some((k, v)) = words
+        .first()
+        .filter(|w| w.starts_with("STEERD_"))
+        .and_then(|w| w.split_once('='))
+    {
+        cmd.env(k, v);
+        words.remove(0);
+    }
+    let child = cmd
+        .args(&words)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run steerd");
+    let pid = child.id();
+    let (done, exited) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        // A case that got past its parser would serve: stop it, so the test fails.
+        let waited = exited.recv_timeout(std::time::Duration::from_secs(20));
+        if waited == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+    });
+    let out = child.wait_with_output().expect("steerd exits");
+    drop(done);
+    watchdog.join().expect("watchdog");
+    format!(
+        "=== {line}\n--- status {:?}\n--- stdout\n{}--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// `--help` of every subcommand and the message of every bad command line in
+/// `tests/data/cli/cases.txt` stay byte for byte what `tests/data/cli/golden.txt` holds.
+#[test]
+fn help_and_refusals_print_the_golden_bytes() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/cli");
+    let cases = std::fs::read_to_string(data.join("cases.txt")).expect("cases.txt");
+    let dir = TempDir::new("cli-golden");
+    let got: String = cases
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| run_case(l, dir.path()))
+        .collect();
+    let golden = data.join("golden.txt");
+    if std::env::var_os("STEERD_BLESS_CLI").is_some() {
+        std::fs::write(&golden, &got).expect("write golden.txt");
+        return;
+    }
+    let want = std::fs::read_to_string(&golden).expect("golden.txt");
+    for (g, w) in got.split("=== ").zip(want.split("=== ")) {
+        assert_eq!(g, w, "output differs from tests/data/cli/golden.txt");
+    }
+    assert_eq!(got.len(), want.len(), "one case per golden entry");
 }

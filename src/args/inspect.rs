@@ -1,0 +1,106 @@
+//! Stage 1, the flags of the subcommands that inspect and bind nothing: `check` (the
+//! serve flags and `--json`) and `topo`. One table each; `--help` names them from it.
+//!
+//! Input: the arguments after the subcommand. Output: a [`Command`]. No syscalls.
+
+use super::flag::{lookup, rendered, usage_words, wants_help, Flag, Seen, Takes};
+use super::{err, parse_serve_in, ArgsError, Command, Outside, Roots};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+/// What `topo` is asked: where the kernel's files are, and whether to print JSON.
+type TopoDraft = (Roots, bool);
+
+/// How a `topo` flag is applied: the draft and the flag's value.
+pub type TopoApply = fn(&mut TopoDraft, &str);
+
+const fn topo(text: &'static str, takes: Takes, apply: TopoApply) -> Flag<TopoApply> {
+    Flag::new(text, takes, apply)
+}
+
+/// Every flag of `topo`, in the order of its usage line.
+pub const TOPO_FLAGS: &[Flag<TopoApply>] = &[
+    topo("--sysfs DIR", Takes::Value, |d, v| {
+        d.0.sysfs = PathBuf::from(v)
+    }),
+    topo("--procfs DIR", Takes::Value, |d, v| {
+        d.0.procfs = PathBuf::from(v)
+    }),
+    topo("--json", Takes::Switch, |d, _| d.1 = true),
+];
+
+/// Every flag of `check` besides the serve flags (`args/serve.rs`).
+pub const CHECK_FLAGS: &[Flag<()>] = &[Flag::new("--json", Takes::Switch, ())];
+
+/// `steerd topo --help`, its usage line from [`TOPO_FLAGS`].
+pub fn topo_help() -> &'static str {
+    static HELP: OnceLock<String> = OnceLock::new();
+    rendered(&HELP, || {
+        format!(
+            "USAGE: steerd topo{}\n\n\
+             Prints the machine as steerd sees it: CPUs, cores, packages, clusters, NUMA nodes,\n\
+             distances, and the CPUs this process may use.\n",
+            usage_words(TOPO_FLAGS)
+        )
+    })
+}
+
+/// `steerd check --help`, its usage line from [`CHECK_FLAGS`].
+pub fn check_help() -> &'static str {
+    static HELP: OnceLock<String> = OnceLock::new();
+    rendered(&HELP, || {
+        format!(
+            "USAGE: steerd check [serve options]{}\n\n\
+             Prints the topology, the plan (workers, master CPU, CPU -> listener map) and the steering\n\
+             program as bpf_asm text and bytecode. It binds and listens on nothing.\n",
+            usage_words(CHECK_FLAGS)
+        )
+    })
+}
+
+/// `steerd check ARGS`: its own flags taken out, the rest parsed as serve flags.
+pub fn parse_check(args: &[String], outside: &Outside<'_>) -> Result<Command, ArgsError> {
+    if wants_help(args) {
+        return Ok(Command::Help(check_help()));
+    }
+    let mut seen = Seen::default();
+    let mut rest = Vec::with_capacity(args.len());
+    for a in args {
+        match lookup(CHECK_FLAGS, a) {
+            Some(f) => seen.note(f).or_else(|t| err(t.to_string()))?,
+            None => rest.push(a.clone()),
+        }
+    }
+    Ok(Command::Check {
+        json: rest.len() < args.len(),
+        serve: parse_serve_in(&rest, outside)?,
+    })
+}
+
+/// `steerd topo ARGS`.
+pub fn parse_topo(args: &[String]) -> Result<Command, ArgsError> {
+    if wants_help(args) {
+        return Ok(Command::Help(topo_help()));
+    }
+    let mut draft = (Roots::default(), false);
+    let mut seen = Seen::default();
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let Some(f) = lookup(TOPO_FLAGS, arg) else {
+            return err(format!("topo: unknown argument {arg:?}"));
+        };
+        seen.note(f).or_else(|t| err(t.to_string()))?;
+        let value = match f.takes {
+            Takes::Switch => "",
+            _ => match it.next() {
+                Some(v) => v.as_str(),
+                None => return err(format!("{arg} needs a value")),
+            },
+        };
+        (f.apply)(&mut draft, value);
+    }
+    Ok(Command::Topo {
+        roots: draft.0,
+        json: draft.1,
+    })
+}

@@ -1,0 +1,432 @@
+//! Stage 1, the flags of `serve` (and `check`): one table, [`FLAGS`], from which the
+//! parser applies each flag, `STEERD_*` variables are named (`args/env.rs`), `check
+//! --json` lists its sources, and `--help` is rendered ([`help`]).
+//!
+//! Input: the serve tokens (the command line, after those the variables made). Output: a
+//! validated [`ServeArgs`]. The value parsers are in `args.rs` (the serve scalars),
+//! `args/logging.rs`, `args/listen.rs` and `args/site.rs`; each names its flag and value.
+
+use super::flag::{lookup, rendered, row, rows, Flag, Seen, Takes};
+use super::logging::LogFlags;
+use super::{
+    err, flag_error, listen, parse_addr, parse_cpus, parse_master_cpu, parse_secs, parse_size,
+    parse_slots, parse_steer, parse_user, parse_workers, ArgsError, ServeArgs, DEFAULT_LISTEN,
+};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+/// The serve options as they arrive, before the checks of the whole set.
+pub struct Draft<'a> {
+    out: ServeArgs,
+    logging: LogFlags,
+    /// Each bad site option is one line of the error, so all of them show at once.
+    site_errors: Vec<String>,
+    per_addr: Option<u32>,
+    hosts: &'a dyn Fn() -> Option<String>,
+}
+
+/// Where a serve flag's value goes; [`apply`] parses it there. A tag rather than a
+/// function per flag: the table stays plain data (no relocation per entry in a
+/// static-pie binary) and the parsers stay in one place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Apply {
+    /// `--listen`, `-l`, `-p`.
+    Listen,
+    /// `--workers`, `-w`.
+    Workers,
+    /// `--cpus`.
+    Cpus,
+    /// `--steer`.
+    Steer,
+    /// `--master-cpu`.
+    MasterCpu,
+    /// `--user`.
+    User,
+    /// `--max-conns`.
+    MaxConns,
+    /// `--max-conns-per-addr`.
+    PerAddr,
+    /// `--header-timeout`.
+    HeaderTimeout,
+    /// `--keepalive-timeout`.
+    KeepaliveTimeout,
+    /// `--send-timeout`.
+    SendTimeout,
+    /// `--send-buffer`.
+    SendBuffer,
+    /// `--shutdown-timeout`.
+    ShutdownTimeout,
+    /// `--metrics`.
+    Metrics,
+    /// The access log and client address flags (`args/logging.rs`).
+    Log,
+    /// The everyday-serving flags (`args/site.rs`); a bad one is collected, not fatal.
+    Site,
+    /// `--list-dirs`.
+    ListDirs,
+    /// `--sysfs`.
+    Sysfs,
+    /// `--procfs`.
+    Procfs,
+}
+
+/// Applies `flag` (as spelled) with its value (empty for a switch) to the draft.
+fn apply(d: &mut Draft<'_>, to: Apply, flag: &str, v: &str) -> Result<(), ArgsError> {
+    let out = &mut d.out;
+    match to {
+        Apply::Listen => {
+            let l = listen::parse(v, d.hosts).or_else(|why| err(format!("{flag} {why}")))?;
+            if l.implied {
+                out.listen_implied.extend(&l.addrs);
+            }
+            out.listen.extend(l.addrs);
+        }
+        Apply::Workers => out.workers = parse_workers(v)?,
+        Apply::Cpus => out.cpus = Some(parse_cpus(v)?),
+        Apply::Steer => out.steer = parse_steer(v)?,
+        Apply::MasterCpu => out.master_cpu = parse_master_cpu(v)?,
+        Apply::User => out.user = Some(parse_user(v)?),
+        Apply::MaxConns => out.max_conns = parse_slots(flag, v)?,
+        Apply::PerAddr => d.per_addr = Some(parse_slots(flag, v)?),
+        Apply::HeaderTimeout => out.header_timeout = parse_secs(flag, v)?,
+        Apply::KeepaliveTimeout => out.keepalive_timeout = parse_secs(flag, v)?,
+        Apply::SendTimeout => out.send_timeout = parse_secs(flag, v)?,
+        Apply::SendBuffer => out.send_buffer = Some(parse_size(flag, v)?),
+        Apply::ShutdownTimeout => out.shutdown_timeout = parse_secs(flag, v)?,
+        Apply::Metrics => out.metrics = Some(parse_addr(flag, v)?),
+        Apply::Log => d.logging.set(flag, v)?,
+        Apply::Site => d
+            .site_errors
+            .extend(out.site.set(flag, v).err().map(|e| e.message)),
+        Apply::ListDirs => out.site.list_dirs = true,
+        Apply::Sysfs => out.roots.sysfs = PathBuf::from(v),
+        Apply::Procfs => out.roots.procfs = PathBuf::from(v),
+    }
+    Ok(())
+}
+
+const fn value(text: &'static str, apply: Apply) -> Flag<Apply> {
+    Flag::new(text, Takes::Value, apply)
+}
+
+const fn repeated(text: &'static str, apply: Apply) -> Flag<Apply> {
+    Flag::new(text, Takes::Repeated, apply)
+}
+
+const fn switch(text: &'static str, apply: Apply) -> Flag<Apply> {
+    Flag::new(text, Takes::Switch, apply)
+}
+
+/// Every flag of `serve` (and `check`), in the order of `--help`.
+pub const FLAGS: &[Flag<Apply>] = &[
+    Flag {
+        short: &[("-l", ""), ("-p", "PORT")],
+        ..repeated(
+            "--listen ADDR:PORT\n\
+         address to listen on; repeatable (default: 127.0.0.1:8080);\n\
+             also PORT or :PORT (every interface, IPv4 and IPv6),\n\
+             localhost:PORT, NAME:PORT (from /etc/hosts, no DNS)",
+            Apply::Listen,
+        )
+    },
+    Flag {
+        short: &[("-w", "")],
+        ..value(
+            "--workers N|auto\n\
+         worker count (default auto: one per allowed CPU, capped by quota)",
+            Apply::Workers,
+        )
+    },
+    value(
+        "--cpus LIST\n\
+         worker CPUs, such as 0-3,8",
+        Apply::Cpus,
+    ),
+    value(
+        "--steer cpu|numa|hash\n\
+         connection steering policy (default cpu)",
+        Apply::Steer,
+    ),
+    value(
+        "--master-cpu auto|N|none\n\
+         master placement (default auto: the first worker's node)",
+        Apply::MasterCpu,
+    ),
+    value(
+        "--user NAME|UID[:GID]\n\
+         drop privileges after binding",
+        Apply::User,
+    ),
+    value(
+        "--max-conns N\n\
+         connection slots per worker (default 10240)",
+        Apply::MaxConns,
+    ),
+    value(
+        "--max-conns-per-addr N\n\
+         slots one client address (IPv4, IPv6 /64; a peer in\n\
+         --real-ip-from is not limited) may hold (default\n\
+         max-conns/4, at least 16)",
+        Apply::PerAddr,
+    ),
+    value(
+        "--header-timeout S\n\
+         deadline for a request head; 408 after it (default 20)",
+        Apply::HeaderTimeout,
+    ),
+    value(
+        "--keepalive-timeout S\n\
+         idle keep-alive time (default 30)",
+        Apply::KeepaliveTimeout,
+    ),
+    value(
+        "--send-timeout S\n\
+         longest send stall before closing (default 60)",
+        Apply::SendTimeout,
+    ),
+    value(
+        "--send-buffer SIZE\n\
+         SO_SNDBUF of each connection, such as 64k or 1M (default: the\n\
+         kernel's autotuning, up to net.ipv4.tcp_wmem's maximum)",
+        Apply::SendBuffer,
+    ),
+    value(
+        "--shutdown-timeout S\n\
+         graceful stop (SIGQUIT) grace period (default 30)",
+        Apply::ShutdownTimeout,
+    ),
+    value(
+        "--access-log PATH|-|syslog|off\n\
+         access log: a file, standard output or /dev/log (default off)",
+        Apply::Log,
+    ),
+    value(
+        "--log-format FORMAT\n\
+         combined, common or json (default combined)",
+        Apply::Log,
+    ),
+    value(
+        "--syslog-socket PATH\n\
+         the socket of --access-log syslog (default /dev/log)",
+        Apply::Log,
+    ),
+    repeated(
+        "--real-ip-from CIDR\n\
+         trusted proxy network; repeatable: the client is the last\n\
+         X-Forwarded-For address (or the PROXY header's)",
+        Apply::Log,
+    ),
+    switch(
+        "--real-ip-recursive\n\
+         the client is the first X-Forwarded-For address from the\n\
+         right not in --real-ip-from (a chain of proxies)",
+        Apply::Log,
+    ),
+    switch(
+        "--proxy-protocol\n\
+         connections begin with a PROXY v1/v2 header (needs --real-ip-from)",
+        Apply::Log,
+    ),
+    value(
+        "--metrics ADDR:PORT\n\
+         dashboard (/), /status.json, Prometheus /metrics and /health\n\
+         (GET or HEAD), served by the master",
+        Apply::Metrics,
+    ),
+    value(
+        "--precompressed LIST|off\n\
+         serve F.br, F.zst, F.gz for F when accepted (default br,zstd,gzip)",
+        Apply::Site,
+    ),
+    repeated(
+        "--header 'NAME: VALUE'\n\
+         add to every 2xx, 3xx and 304 response; repeatable",
+        Apply::Site,
+    ),
+    repeated(
+        "--cache-control PAT=VAL\n\
+         Cache-Control for paths matching PAT (* in a segment, **\n\
+         across; first match wins); repeatable",
+        Apply::Site,
+    ),
+    repeated(
+        "--error-page CODE=PATH\n\
+         body of error CODE from the file PATH under ROOT; repeatable",
+        Apply::Site,
+    ),
+    value(
+        "--fallback PATH\n\
+         answer paths that do not exist with PATH, status 200 (SPA)",
+        Apply::Site,
+    ),
+    value(
+        "--fallback-skip LIST\n\
+         extensions that still get 404, such as css,js,png",
+        Apply::Site,
+    ),
+    repeated(
+        "--mime EXT=TYPE\n\
+         media type of .EXT (over --mime-types and the built-in\n\
+         table); repeatable",
+        Apply::Site,
+    ),
+    value(
+        "--mime-types FILE\n\
+         media types from FILE, /etc/mime.types format (over the\n\
+         built-in table; read again by HUP)",
+        Apply::Site,
+    ),
+    value(
+        "--dotfiles deny|allow\n\
+         deny (default): paths with a segment beginning with . are\n\
+         404, as missing files (/.well-known/ is served)",
+        Apply::Site,
+    ),
+    repeated(
+        "--cors ORIGIN|*\n\
+         browsers on ORIGIN (https://app.example) may read the site:\n\
+         Access-Control-Allow-Origin, preflights for GET/HEAD\n\
+         answered 204; repeatable",
+        Apply::Site,
+    ),
+    value(
+        "--basic-auth FILE\n\
+         every request needs a user and password of the htpasswd FILE\n\
+         (bcrypt or SHA-crypt hashes; reread on HUP), else 401;\n\
+         the password travels in clear: serve through TLS",
+        Apply::Site,
+    ),
+    value(
+        "--basic-auth-realm REALM\n\
+         the realm the browser shows (default steerd)",
+        Apply::Site,
+    ),
+    repeated(
+        "--basic-auth-skip GLOB\n\
+         paths served without credentials, as --cache-control\n\
+         patterns (/favicon.ico); repeatable",
+        Apply::Site,
+    ),
+    switch(
+        "--list-dirs\n\
+         a directory without index.html gets a listing: HTML, or\n\
+         JSON when Accept prefers application/json (default off: 404)",
+        Apply::ListDirs,
+    ),
+    value(
+        "--sysfs DIR\n\
+         read the kernel's files from elsewhere (for tests)",
+        Apply::Sysfs,
+    ),
+    value("--procfs DIR", Apply::Procfs),
+];
+
+/// The width of the label column of `steerd serve --help`.
+const LABEL_WIDTH: usize = 26;
+
+/// `steerd serve --help`, rendered once from [`FLAGS`].
+pub fn help() -> &'static str {
+    static HELP: OnceLock<String> = OnceLock::new();
+    rendered(&HELP, || {
+        let mut text = String::from("USAGE: steerd [serve] [ROOT] [OPTIONS]\n\n");
+        row(
+            &mut text,
+            "ROOT",
+            "directory to serve (default: .)",
+            LABEL_WIDTH,
+        );
+        text.push_str(&rows(FLAGS, LABEL_WIDTH));
+        text.push_str(
+            "\n\
+             Every flag may also come from the environment: STEERD_ and its name in capitals with\n\
+             - as _ (STEERD_LISTEN=:8080, STEERD_ACCESS_LOG=-); repeatables comma-separated (\\, for a\n\
+             comma in a value), switches 1 or 0. A flag on the command line wins.\n",
+        );
+        text
+    })
+}
+
+/// Parses serve tokens, wherever they came from.
+pub fn parse_tokens(
+    args: &[String],
+    hosts: &dyn Fn() -> Option<String>,
+) -> Result<ServeArgs, ArgsError> {
+    let mut d = Draft {
+        out: ServeArgs::default(),
+        logging: LogFlags::default(),
+        site_errors: Vec::new(),
+        per_addr: None,
+        hosts,
+    };
+    let mut root: Option<PathBuf> = None;
+    let mut seen = Seen::default();
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let (word, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v)),
+            _ => (arg.as_str(), None),
+        };
+        let Some(flag) = lookup(FLAGS, word) else {
+            if word.starts_with('-') {
+                seen.note_name(word, Takes::Value)
+                    .or_else(|t| err(t.to_string()))?;
+            }
+            match word {
+                f if f.starts_with('-') && f.len() > 1 => {
+                    return err(format!("unknown flag {f:?} (see --help)"))
+                }
+                _ if root.is_some() => return err(format!("more than one ROOT given ({arg:?})")),
+                _ => root = Some(PathBuf::from(arg)),
+            }
+            continue;
+        };
+        seen.note(flag).or_else(|t| err(t.to_string()))?;
+        let value = match (flag.takes, inline) {
+            (Takes::Switch, _) => "",
+            (_, Some(v)) => v,
+            (_, None) => match it.next() {
+                Some(v) => v.as_str(),
+                None => return err(format!("{word} needs a value")),
+            },
+        };
+        apply(&mut d, flag.apply, word, value)?;
+    }
+    d.finish(root)
+}
+
+impl Draft<'_> {
+    /// The checks of the whole set, once every flag is in.
+    fn finish(self, root: Option<PathBuf>) -> Result<ServeArgs, ArgsError> {
+        let mut out = self.out;
+        if let Some(r) = root {
+            out.root = r;
+        }
+        out.max_conns_per_addr = self
+            .per_addr
+            .unwrap_or_else(|| crate::config::default_conns_per_addr(out.max_conns));
+        out.logging = self.logging.finish()?;
+        if out.listen.is_empty() {
+            out.listen.push(
+                DEFAULT_LISTEN
+                    .parse()
+                    .expect("default listen address parses"),
+            );
+        }
+        check_listen_unique(&out.listen)?;
+        if !self.site_errors.is_empty() {
+            return Err(flag_error(self.site_errors.join("\n")));
+        }
+        out.site.validate()?;
+        Ok(out)
+    }
+}
+
+fn check_listen_unique(addrs: &[SocketAddr]) -> Result<(), ArgsError> {
+    for (i, a) in addrs.iter().enumerate() {
+        if addrs[..i].contains(a) {
+            return err(format!("--listen {a} given twice"));
+        }
+    }
+    Ok(())
+}

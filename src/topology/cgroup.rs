@@ -249,7 +249,7 @@ fn quota_at(r: &mut Reader, dir: &Path) -> Option<Quota> {
 fn warn_err(
     r: &mut Reader,
     dir: &Path,
-    v: Result<Option<Quota>, parse::ParseError>,
+    v: Result<Option<Quota>, parse::ShapeError>,
 ) -> Option<Quota> {
     match v {
         Ok(q) => q,

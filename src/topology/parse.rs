@@ -1,7 +1,7 @@
 //! Text parsers for the kernel files the topology stage reads.
 //!
 //! Input: the text of one file (already read). Output: a typed value or a
-//! [`ParseError`] that says what was wrong. No I/O happens here, so the captured trees in
+//! [`ShapeError`] that says what was wrong. No I/O happens here, so the captured trees in
 //! `tests/data/sys/` and the fuzz target exercise exactly the code the binary runs. No
 //! parser panics on any input.
 //!
@@ -16,22 +16,22 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// A file's text did not have the expected shape.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ParseError(pub String);
+pub struct ShapeError(pub String);
 
-impl fmt::Display for ParseError {
+impl fmt::Display for ShapeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
 }
 
-fn bad<T>(what: &str, text: &str) -> Result<T, ParseError> {
+fn bad<T>(what: &str, text: &str) -> Result<T, ShapeError> {
     let shown: String = text.trim().chars().take(40).collect();
-    Err(ParseError(format!("{what}: {shown:?}")))
+    Err(ShapeError(format!("{what}: {shown:?}")))
 }
 
 /// A small non-negative id (`core_id`, `physical_package_id`, `die_id`, `cluster_id`).
 /// The kernel prints -1 for "unknown" in some of them; that is `Ok(None)`.
-pub fn parse_id(text: &str) -> Result<Option<u32>, ParseError> {
+pub fn parse_id(text: &str) -> Result<Option<u32>, ShapeError> {
     let t = text.trim();
     if t == "-1" {
         return Ok(None);
@@ -43,7 +43,7 @@ pub fn parse_id(text: &str) -> Result<Option<u32>, ParseError> {
 }
 
 /// One row of the node distance table (`nodeN/distance`): numbers separated by spaces.
-pub fn parse_distance_row(text: &str) -> Result<Vec<u32>, ParseError> {
+pub fn parse_distance_row(text: &str) -> Result<Vec<u32>, ShapeError> {
     let mut row = Vec::new();
     for word in text.split_ascii_whitespace() {
         match word.parse::<u32>() {
@@ -82,7 +82,7 @@ impl Quota {
 }
 
 /// cgroup v2 `cpu.max`: `$MAX $PERIOD`, where `max` means no limit (`Ok(None)`).
-pub fn parse_cpu_max(text: &str) -> Result<Option<Quota>, ParseError> {
+pub fn parse_cpu_max(text: &str) -> Result<Option<Quota>, ShapeError> {
     let mut words = text.split_ascii_whitespace();
     let (max, period) = match (words.next(), words.next(), words.next()) {
         (Some(m), Some(p), None) => (m, p),
@@ -106,7 +106,7 @@ pub fn parse_cpu_max(text: &str) -> Result<Option<Quota>, ParseError> {
 }
 
 /// cgroup v1 `cpu.cfs_quota_us` and `cpu.cfs_period_us`; a quota of -1 means no limit.
-pub fn parse_cfs(quota: &str, period: &str) -> Result<Option<Quota>, ParseError> {
+pub fn parse_cfs(quota: &str, period: &str) -> Result<Option<Quota>, ShapeError> {
     let q = quota.trim();
     if q == "-1" {
         return Ok(None);
@@ -125,10 +125,10 @@ pub fn parse_cfs(quota: &str, period: &str) -> Result<Option<Quota>, ParseError>
 }
 
 /// `Cpus_allowed_list:` from `/proc/PID/status`.
-pub fn parse_status_allowed(text: &str) -> Result<CpuSet, ParseError> {
+pub fn parse_status_allowed(text: &str) -> Result<CpuSet, ShapeError> {
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("Cpus_allowed_list:") {
-            return CpuSet::parse_list(rest).map_err(|e| ParseError(format!("status: {e}")));
+            return CpuSet::parse_list(rest).map_err(|e| ShapeError(format!("status: {e}")));
         }
     }
     bad("status: no Cpus_allowed_list line", "")

@@ -17,12 +17,15 @@
 //! Memory: everything is allocated in [`run`] before the first `epoll_wait` (after the
 //! worker pinned itself, so first touch puts it on the worker's node): the connection
 //! table (`max_conns` slots), one arena of `max_conns × conn::slot_bytes(head area)`
-//! (17 KiB a slot: a 1 KiB response-head area and a 16 KiB receive area; the head area
-//! grows in KiB steps, to 6 KiB at most, only when the operator's `--header` and
-//! `--cache-control` lines need it, and then every response writes into it), in one
-//! anonymous `MAP_NORESERVE` mapping, `sys::ZeroedArena`, so a page becomes resident only
-//! when a connection first uses it: about 5 KiB per connection for ordinary requests
-//! (plus the operator's lines beyond the first 1 KiB head area), the whole slot at most),
+//! rounded up to whole pages a slot (17 KiB of a 20 KiB stride: a 1 KiB response-head area
+//! and a 16 KiB receive area; the head area grows in KiB steps, to 6 KiB at most, only
+//! when the operator's `--header` and `--cache-control` lines need it, and then every
+//! response writes into it), in one anonymous `MAP_NORESERVE` mapping,
+//! `sys::ZeroedArena`, so a page becomes resident only when a connection first uses it:
+//! one 4 KiB page per connection for ordinary requests (plus the operator's lines beyond
+//! the first 1 KiB head area), the whole slot at most; a slot left free for 10 to 20 s
+//! gives its pages back ([`give_back`], checked in the loop's once-a-second sweep), so
+//! after a spike of connections the worker's memory returns near its start),
 //! the deadline lists, the event buffer, the two ready lists (one entry per slot), the
 //! file cache, the access log buffer and, with `--list-dirs`, the listing slots
 //! (`crate::listing`). Serving a request allocates nothing.
@@ -72,8 +75,10 @@ use core::fmt;
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::time::Duration;
 
+mod give_back;
 mod per_addr;
 
+use give_back::GiveBack;
 use per_addr::{AddrKey, PerAddr};
 
 /// What the worker should do next, as told by its signal flags.
@@ -158,6 +163,9 @@ pub struct Tuning {
     /// Directory listings one worker streams at a time under `--list-dirs` (each slot's
     /// memory is allocated at start: `crate::listing`).
     pub listings: usize,
+    /// How long a free slot stays unused before its arena pages go back to the kernel
+    /// (one to two of these: `serve_loop::give_back`).
+    pub give_back: Duration,
 }
 
 impl Default for Tuning {
@@ -170,6 +178,7 @@ impl Default for Tuning {
             events: 256,
             auth_limits: Limits::SERVING,
             listings: crate::listing::SLOTS,
+            give_back: Duration::from_secs(10),
         }
     }
 }
@@ -285,7 +294,13 @@ struct Loop<'a> {
     arena: crate::sys::ZeroedArena,
     /// Bytes of each slot's region of the arena (`conn::slot_bytes`).
     slot_bytes: usize,
+    /// Distance between two slots' regions: `slot_bytes` rounded up to whole pages, so a
+    /// region's pages are its own and can be given back alone.
+    stride: usize,
+    /// Free slots, the last freed on top (reused first).
     free: Vec<u32>,
+    /// Which free slots' pages go back to the kernel, and when.
+    cold: GiveBack,
     /// Connections that yielded with work left, driven again next turn (capacity: one
     /// per slot, so pushing never allocates).
     ready: Vec<Token>,
@@ -320,6 +335,7 @@ impl<'a> Loop<'a> {
         let slots = cfg.max_conns.clamp(1, MAX_SLOTS);
         let n = slots as usize;
         let slot_bytes = conn::slot_bytes(cfg.site.head_area());
+        let stride = slot_bytes.next_multiple_of(rustix::param::page_size());
         let poller = Poller::new(tuning.events).map_err(setup("epoll_create1"))?;
         poller
             .add_listener(listener)
@@ -362,10 +378,12 @@ impl<'a> Loop<'a> {
             listener,
             poller,
             slots: (0..n).map(|_| Slot::free()).collect(),
-            arena: crate::sys::ZeroedArena::new(n * slot_bytes)
+            arena: crate::sys::ZeroedArena::new(n * stride)
                 .map_err(|e| LoopError::Setup("mapping the connection arena", e))?,
             slot_bytes,
+            stride,
             free: (0..slots).rev().collect(),
+            cold: GiveBack::new(ms(tuning.give_back), n, now_ms()),
             ready: Vec::with_capacity(n),
             driving: Vec::with_capacity(n),
             ctx,
@@ -428,7 +446,7 @@ impl<'a> Loop<'a> {
             }
             self.drive_ready();
             self.expire();
-            self.sweep_cache();
+            self.sweep();
             self.maybe_resume();
             self.ctx.log.tick(&self.ctx.date, self.ctx.now_ms);
             let dropped = self.ctx.log.take_dropped();
@@ -444,12 +462,23 @@ impl<'a> Loop<'a> {
     }
 
     /// About once a second (the wait never exceeds `MAX_WAIT_MS`): close cached
-    /// descriptors of unused or deleted files.
-    fn sweep_cache(&mut self) {
+    /// descriptors of unused or deleted files, and give back the pages of slots unused
+    /// for a while.
+    fn sweep(&mut self) {
         if self.ctx.now_ms >= self.sweep_at {
             self.ctx.cache.sweep(self.ctx.now_ms);
+            self.give_back();
             self.sweep_at = self.ctx.now_ms + SWEEP_MS;
         }
+    }
+
+    /// Gives the arena pages of slots unused for a while back to the kernel ([`give_back`]).
+    fn give_back(&mut self) {
+        let (arena, stride) = (&mut self.arena, self.stride);
+        self.cold.run(self.ctx.now_ms, &self.free, |first, n| {
+            let start = first as usize * stride;
+            arena.release(start..start + n as usize * stride);
+        });
     }
 
     fn tick(&mut self) {
@@ -527,6 +556,7 @@ impl<'a> Loop<'a> {
                         self.make_room();
                     }
                     let Some(slot) = self.free.pop() else { return };
+                    self.cold.taken(self.free.len());
                     self.accepted(slot, fd, peer);
                 }
                 Err(Errno::AGAIN) => return,
@@ -571,7 +601,7 @@ impl<'a> Loop<'a> {
 
     fn drive(&mut self, slot: u32) {
         let i = slot as usize;
-        let buf = slot_area(&mut self.arena, self.slot_bytes, i);
+        let buf = slot_area(&mut self.arena, self.stride, self.slot_bytes, i);
         let s = &mut self.slots[i];
         match conn::advance(slot, &mut s.conn, buf, &mut self.ctx, &mut self.scratch) {
             Next::Park if s.registered => {}
@@ -647,7 +677,7 @@ impl<'a> Loop<'a> {
         }
         self.ctx.timers.disarm(slot);
         let i = slot as usize;
-        let buf = slot_area(&mut self.arena, self.slot_bytes, i);
+        let buf = slot_area(&mut self.arena, self.stride, self.slot_bytes, i);
         conn::abandon(&mut s.conn, buf, &mut self.ctx);
         s.release(&mut self.ctx);
         self.per_addr.remove(slot);
@@ -668,7 +698,7 @@ impl<'a> Loop<'a> {
         while let Some((slot, kind)) = self.ctx.timers.pop_expired(self.ctx.now_ms) {
             if kind == Kind::Header {
                 let i = slot as usize;
-                let buf = slot_area(&mut self.arena, self.slot_bytes, i);
+                let buf = slot_area(&mut self.arena, self.stride, self.slot_bytes, i);
                 let (c, ctx) = (&mut self.slots[i].conn, &mut self.ctx);
                 if conn::header_timeout(c, buf, ctx, &mut self.scratch) {
                     self.drive(slot);
@@ -784,8 +814,13 @@ impl<'a> Loop<'a> {
 }
 
 /// Slot `i`'s region of the arena: its response-head area, then its receive area.
-fn slot_area(arena: &mut crate::sys::ZeroedArena, slot_bytes: usize, i: usize) -> &mut [u8] {
-    &mut arena.as_mut_slice()[i * slot_bytes..(i + 1) * slot_bytes]
+fn slot_area(
+    arena: &mut crate::sys::ZeroedArena,
+    stride: usize,
+    len: usize,
+    i: usize,
+) -> &mut [u8] {
+    &mut arena.as_mut_slice()[i * stride..][..len]
 }
 
 /// Whether `token` is a live connection still waiting on the ready list.
@@ -800,19 +835,15 @@ mod tests {
     use super::*;
     use std::net::{TcpListener, TcpStream};
 
-    #[test]
-    fn an_event_for_an_old_generation_is_dropped_and_counted() {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let addr = listener.local_addr().unwrap();
+    fn config(max_conns: u32) -> LoopConfig {
         let dir = std::env::temp_dir();
-        let cfg = LoopConfig {
+        LoopConfig {
             worker: 0,
             cpu: CpuId::new(0).unwrap(),
             root: rustix::fs::open(&dir, rustix::fs::OFlags::PATH, rustix::fs::Mode::empty())
                 .unwrap(),
-            max_conns: 4,
-            max_conns_per_addr: 4,
+            max_conns,
+            max_conns_per_addr: max_conns,
             timeouts: Timeouts {
                 header: Duration::from_secs(5),
                 keepalive: Duration::from_secs(5),
@@ -822,16 +853,31 @@ mod tests {
             logging: Logging::default(),
             site: SiteRules::default(),
             auth: None,
-        };
+        }
+    }
+
+    fn bound() -> (TcpListener, std::net::SocketAddr) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        (listener, addr)
+    }
+
+    const READY: Ready = Ready {
+        readable: true,
+        writable: true,
+        hangup: false,
+        peer_shut: false,
+    };
+
+    #[test]
+    fn an_event_for_an_old_generation_is_dropped_and_counted() {
+        let (listener, addr) = bound();
+        let cfg = config(4);
         let counters = WorkerCounters::default();
         let mut lp = Loop::new(listener.as_fd(), &cfg, Tuning::default(), &counters).unwrap();
         let _client = TcpStream::connect(addr).unwrap();
-        let ready = Ready {
-            readable: true,
-            writable: true,
-            hangup: false,
-            peer_shut: false,
-        };
+        let ready = READY;
         lp.dispatch(Token::LISTENER, ready);
         assert_eq!(lp.open, 1);
         let live = lp.slots[0].generation;
@@ -868,6 +914,63 @@ mod tests {
             counters.stale_events.load(Relaxed),
             3,
             "the live token is not stale"
+        );
+    }
+
+    #[test]
+    fn a_slot_unused_for_a_period_gives_its_pages_back() {
+        use std::io::{Read, Write};
+        let (listener, addr) = bound();
+        let cfg = config(4);
+        let counters = WorkerCounters::default();
+        let tuning = Tuning {
+            give_back: Duration::from_millis(10),
+            ..Tuning::default()
+        };
+        let mut lp = Loop::new(listener.as_fd(), &cfg, tuning, &counters).unwrap();
+        let mut client = TcpStream::connect(addr).unwrap();
+        client
+            .write_all(b"GET /steerd-no-such-file HTTP/1.1\r\nHost: a\r\n\r\n")
+            .unwrap();
+        lp.dispatch(Token::LISTENER, READY);
+        let mut got = [0u8; 12];
+        client.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"HTTP/1.1 404");
+        let slot = lp.slots.iter().position(|s| s.conn.fd.is_some()).unwrap();
+        let touched = |lp: &mut Loop<'_>| {
+            let (stride, len) = (lp.stride, lp.slot_bytes);
+            slot_area(&mut lp.arena, stride, len, slot)
+                .iter()
+                .any(|&b| b != 0)
+        };
+        assert!(
+            touched(&mut lp),
+            "the request and its response are in the slot's region"
+        );
+        drop(client);
+        let token = Token {
+            slot: slot as u32,
+            generation: lp.slots[slot].generation,
+        };
+        lp.dispatch(
+            token,
+            Ready {
+                hangup: true,
+                ..READY
+            },
+        );
+        assert_eq!(lp.open, 0);
+        lp.ctx.now_ms += 10;
+        lp.give_back();
+        assert!(
+            touched(&mut lp),
+            "kept while it has not been unused for a whole period"
+        );
+        lp.ctx.now_ms += 10;
+        lp.give_back();
+        assert!(
+            !touched(&mut lp),
+            "given back: the pages read as zeros again"
         );
     }
 }

@@ -1,5 +1,5 @@
 //! Memory mappings: the shared blocks made before fork (the per-worker counters) and the
-//! zeroed, lazily resident connection arena.
+//! zeroed, lazily resident connection arena, whose unused regions can be given back.
 //!
 //! Input: sizes. Output: owned mappings that unmap on drop. What goes in them is decided
 //! by `stats.rs` and the serve loop; nothing here imports from the rest of the crate.
@@ -102,6 +102,29 @@ impl ZeroedArena {
         let ptr = NonNull::new(addr.cast::<u8>())
             .ok_or_else(|| io::Error::other("mmap returned null"))?;
         Ok(ZeroedArena { ptr, len })
+    }
+
+    /// Gives the pages lying wholly inside `range` back to the kernel
+    /// (`madvise(MADV_DONTNEED)`): they read as zero bytes again, as at creation, and are
+    /// resident only once written again. Pages `range` only partly covers stay. See
+    /// madvise(2).
+    pub fn release(&mut self, range: core::ops::Range<usize>) {
+        let page = rustix::param::page_size();
+        let start = range.start.next_multiple_of(page);
+        let end = range.end.min(self.len) / page * page;
+        if start >= end {
+            return;
+        }
+        // SAFETY: `start..end` lies inside our mapping (`end <= len`), and `&mut self`
+        // means no slice from `as_mut_slice` is alive; afterwards the private anonymous
+        // pages read as zeros, the arena's initial (and a valid) content.
+        let _ = unsafe {
+            rustix::mm::madvise(
+                self.ptr.as_ptr().add(start).cast(),
+                end - start,
+                rustix::mm::Advice::LinuxDontNeed,
+            )
+        };
     }
 
     /// The whole arena.

@@ -297,8 +297,12 @@ struct Loop<'a> {
     /// Distance between two slots' regions: `slot_bytes` rounded up to whole pages, so a
     /// region's pages are its own and can be given back alone.
     stride: usize,
-    /// Free slots, the last freed on top (reused first).
+    /// Free slots, the last freed on top (reused first). The table grows (a slot is
+    /// added) only when this is empty: `slots` and its companion tables are filled, and
+    /// their pages touched, only as far as connections have used them.
     free: Vec<u32>,
+    /// The table's ceiling (`--max-conns`): `slots` and `free` have this much room.
+    max_slots: usize,
     /// Which free slots' pages go back to the kernel, and when.
     cold: GiveBack,
     /// Connections that yielded with work left, driven again next turn (capacity: one
@@ -360,7 +364,7 @@ impl<'a> Loop<'a> {
             log,
             worker: cfg.worker,
             cpu: cfg.cpu.get() as u32,
-            timers: Timers::new(n, durations),
+            timers: Timers::growing(n, durations),
             draining: false,
             site: &cfg.site,
             forwarded: match cfg.logging.real_ip_recursive {
@@ -377,13 +381,14 @@ impl<'a> Loop<'a> {
         Ok(Loop {
             listener,
             poller,
-            slots: (0..n).map(|_| Slot::free()).collect(),
+            slots: Vec::with_capacity(n),
             arena: crate::sys::ZeroedArena::new(n * stride)
                 .map_err(|e| LoopError::Setup("mapping the connection arena", e))?,
             slot_bytes,
             stride,
-            free: (0..slots).rev().collect(),
-            cold: GiveBack::new(ms(tuning.give_back), n, now_ms()),
+            free: Vec::with_capacity(n),
+            max_slots: n,
+            cold: GiveBack::new(ms(tuning.give_back), 0, now_ms()),
             ready: Vec::with_capacity(n),
             driving: Vec::with_capacity(n),
             ctx,
@@ -391,7 +396,7 @@ impl<'a> Loop<'a> {
             cpu: cfg.cpu.get() as u32,
             trusted: &cfg.logging.real_ip_from,
             proxy_protocol: cfg.logging.proxy_protocol,
-            per_addr: PerAddr::new(n, cfg.max_conns_per_addr),
+            per_addr: PerAddr::growing(n, cfg.max_conns_per_addr),
             open: 0,
             accepting: true,
             listener_shut: false,
@@ -494,7 +499,7 @@ impl<'a> Loop<'a> {
             until = until.min(d);
         }
         // A full table resumes when a slot frees (in the same turn), not on a timer.
-        if !self.accepting && !self.ctx.draining && !self.free.is_empty() {
+        if !self.accepting && !self.ctx.draining && self.has_room() {
             until = until.min(self.resume_at);
         }
         if let Some(end) = grace_end {
@@ -533,7 +538,7 @@ impl<'a> Loop<'a> {
                 return;
             }
             // A full table makes room (below) only for a connection really accepted.
-            if self.free.is_empty() && self.reclaimable().is_none() {
+            if !self.has_room() && self.reclaimable().is_none() {
                 return self.pause();
             }
             match rustix::net::acceptfrom_with(
@@ -552,11 +557,10 @@ impl<'a> Loop<'a> {
                         drop(fd);
                         continue;
                     }
-                    if self.free.is_empty() {
+                    if !self.has_room() {
                         self.make_room();
                     }
-                    let Some(slot) = self.free.pop() else { return };
-                    self.cold.taken(self.free.len());
+                    let Some(slot) = self.take_slot() else { return };
                     self.accepted(slot, fd, peer);
                 }
                 Err(Errno::AGAIN) => return,
@@ -567,6 +571,35 @@ impl<'a> Loop<'a> {
                 Err(_) => return self.pause(),
             }
         }
+    }
+
+    /// A free slot or room to add one.
+    fn has_room(&self) -> bool {
+        !self.free.is_empty() || self.slots.len() < self.max_slots
+    }
+
+    /// The free slot freed last, or a new one while the table is under its ceiling.
+    fn take_slot(&mut self) -> Option<u32> {
+        if let Some(slot) = self.free.pop() {
+            self.cold.taken(self.free.len());
+            return Some(slot);
+        }
+        if self.slots.len() == self.max_slots {
+            return None;
+        }
+        Some(self.add_slot())
+    }
+
+    /// A new slot at the table's end, with its deadline and per-address entries, within
+    /// the room reserved at start (no allocation). Only until the table has grown to
+    /// what the load has needed at once: out of the hot path.
+    #[cold]
+    #[inline(never)]
+    fn add_slot(&mut self) -> u32 {
+        self.slots.push(Slot::free());
+        self.ctx.timers.add_slot();
+        self.per_addr.add_slot();
+        (self.slots.len() - 1) as u32
     }
 
     fn accepted(&mut self, slot: u32, fd: OwnedFd, peer: Option<std::net::IpAddr>) {
@@ -752,7 +785,7 @@ impl<'a> Loop<'a> {
         if not_paused || self.ctx.now_ms < self.resume_at {
             return;
         }
-        if !self.free.is_empty() || self.reclaimable().is_some() {
+        if self.has_room() || self.reclaimable().is_some() {
             self.accepting = self.poller.listener_interest(self.listener, true).is_ok();
         }
     }
@@ -894,7 +927,7 @@ mod tests {
                 generation: 0,
             },
             ready,
-        ); // a free slot
+        ); // a slot not in use (never used yet: beyond the table so far)
         lp.dispatch(
             Token {
                 slot: 99,

@@ -259,6 +259,8 @@ struct Slot {
     registered: bool,
     /// On the ready list (after a [`Next::Yield`]).
     queued: bool,
+    /// Free, and its arena region given back ([`give_back`]).
+    released: bool,
 }
 
 impl Slot {
@@ -268,6 +270,7 @@ impl Slot {
             generation: 0,
             registered: false,
             queued: false,
+            released: false,
         }
     }
 
@@ -276,6 +279,7 @@ impl Slot {
         self.generation = self.generation.wrapping_add(1);
         self.registered = false;
         self.queued = false;
+        self.released = false;
         self.conn.open(fd, arrival);
     }
 
@@ -303,6 +307,9 @@ struct Loop<'a> {
     free: Vec<u32>,
     /// The table's ceiling (`--max-conns`): `slots` and `free` have this much room.
     max_slots: usize,
+    /// The generation a slot added to the table starts from: above that of every slot
+    /// the table dropped when it shrank, so no old token matches a new slot.
+    next_generation: u32,
     /// Which free slots' pages go back to the kernel, and when.
     cold: GiveBack,
     /// Connections that yielded with work left, driven again next turn (capacity: one
@@ -388,6 +395,7 @@ impl<'a> Loop<'a> {
             stride,
             free: Vec::with_capacity(n),
             max_slots: n,
+            next_generation: 0,
             cold: GiveBack::new(ms(tuning.give_back), 0, now_ms()),
             ready: Vec::with_capacity(n),
             driving: Vec::with_capacity(n),
@@ -479,11 +487,45 @@ impl<'a> Loop<'a> {
 
     /// Gives the arena pages of slots unused for a while back to the kernel ([`give_back`]).
     fn give_back(&mut self) {
-        let (arena, stride) = (&mut self.arena, self.stride);
-        self.cold.run(self.ctx.now_ms, &self.free, |first, n| {
+        let (arena, stride, slots) = (&mut self.arena, self.stride, &mut self.slots);
+        let ended = self.cold.run(self.ctx.now_ms, &self.free, |first, n| {
             let start = first as usize * stride;
             arena.release(start..start + n as usize * stride);
+            for s in &mut slots[first as usize..][..n as usize] {
+                s.released = true;
+            }
         });
+        if ended {
+            self.shrink();
+        }
+    }
+
+    /// Drops the released slots at the table's end (and their entries in the free stack,
+    /// the deadline links and the per-address links), giving back the pages they used;
+    /// the room stays reserved, so the table grows again without allocating.
+    fn shrink(&mut self) {
+        let keep = self
+            .slots
+            .iter()
+            .rposition(|s| !s.released)
+            .map_or(0, |i| i + 1);
+        if keep == self.slots.len() {
+            return;
+        }
+        for s in &self.slots[keep..] {
+            self.next_generation = self.next_generation.max(s.generation.saturating_add(1));
+        }
+        let released = self.cold.released();
+        let dropped = self.free[..released]
+            .iter()
+            .filter(|&&i| i as usize >= keep)
+            .count();
+        self.free.retain(|&i| (i as usize) < keep);
+        self.cold.shrunk(dropped, self.free.len());
+        self.slots.truncate(keep);
+        crate::sys::release_spare(&mut self.slots);
+        self.ctx.timers.truncate(keep);
+        self.per_addr.truncate(keep);
     }
 
     fn tick(&mut self) {
@@ -596,7 +638,10 @@ impl<'a> Loop<'a> {
     #[cold]
     #[inline(never)]
     fn add_slot(&mut self) -> u32 {
-        self.slots.push(Slot::free());
+        self.slots.push(Slot {
+            generation: self.next_generation,
+            ..Slot::free()
+        });
         self.ctx.timers.add_slot();
         self.per_addr.add_slot();
         (self.slots.len() - 1) as u32
@@ -1004,6 +1049,22 @@ mod tests {
         assert!(
             !touched(&mut lp),
             "given back: the pages read as zeros again"
+        );
+        assert_eq!(
+            lp.slots.len(),
+            slot,
+            "the table shrank to its slots in use (none)"
+        );
+        let mut client = TcpStream::connect(addr).unwrap();
+        client
+            .write_all(b"GET /steerd-no-such-file HTTP/1.1\r\nHost: a\r\n\r\n")
+            .unwrap();
+        lp.dispatch(Token::LISTENER, READY);
+        client.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"HTTP/1.1 404", "the table grows again");
+        assert!(
+            lp.slots[slot].generation > token.generation,
+            "no old token matches"
         );
     }
 }

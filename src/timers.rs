@@ -77,6 +77,13 @@ impl Timers {
         }
     }
 
+    /// Drops the slots from `len` on (all unarmed: the table shrank) and gives their
+    /// pages back; the room stays reserved.
+    pub fn truncate(&mut self, len: usize) {
+        self.links.truncate(len);
+        crate::sys::release_spare(&mut self.links);
+    }
+
     /// Puts `slot` at the tail of `kind`'s list with deadline `now + duration(kind)`,
     /// taking it off any list it was on.
     pub fn arm(&mut self, slot: u32, kind: Kind, now_ms: u64) {

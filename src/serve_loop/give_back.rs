@@ -48,11 +48,23 @@ impl GiveBack {
         self.released = self.released.min(len);
     }
 
+    /// Entries at the stack's bottom whose slots are released.
+    pub fn released(&self) -> usize {
+        self.released
+    }
+
+    /// The stack lost `released` of its released entries and is now `len` high (the
+    /// table shrank: its top slots left the stack), right after a round ended.
+    pub fn shrunk(&mut self, released: usize, len: usize) {
+        self.released -= released.min(self.released);
+        self.low = len;
+    }
+
     /// When due, hands `release` the runs `(first slot, count)` of cold entries of `free`
-    /// not yet released (at most [`BATCH`] entries this call).
-    pub fn run(&mut self, now_ms: u64, free: &[u32], mut release: impl FnMut(u32, u32)) {
+    /// not yet released (at most [`BATCH`] entries this call). True when a round ended.
+    pub fn run(&mut self, now_ms: u64, free: &[u32], mut release: impl FnMut(u32, u32)) -> bool {
         if now_ms < self.due_ms {
-            return;
+            return false;
         }
         let cold = self.low.min(free.len());
         let stop = cold.min(self.released + BATCH);
@@ -73,10 +85,11 @@ impl GiveBack {
         }
         self.released = self.released.max(stop);
         if stop < cold {
-            return; // more next call
+            return false; // more next call
         }
         self.low = free.len();
         self.due_ms = now_ms + self.period_ms;
+        true
     }
 }
 

@@ -125,6 +125,13 @@ impl PerAddr {
         }
     }
 
+    /// Drops the slots from `len` on (all uncounted: the table shrank) and gives their
+    /// pages back; the room stays reserved.
+    pub fn truncate(&mut self, len: usize) {
+        self.links.truncate(len);
+        crate::sys::release_spare(&mut self.links);
+    }
+
     /// Whether `key` holds fewer connections than the limit.
     pub fn admits(&self, key: AddrKey) -> bool {
         self.count(key) < self.limit

@@ -143,6 +143,33 @@ impl Drop for ZeroedArena {
     }
 }
 
+/// Gives back the pages lying wholly inside `v`'s spare capacity
+/// (`madvise(MADV_DONTNEED)`): after a `truncate`, the removed elements' memory stops
+/// being resident, while the capacity, the room to grow again without allocating, stays.
+/// See madvise(2).
+pub fn release_spare<T>(v: &mut Vec<T>) {
+    let spare = v.spare_capacity_mut();
+    let start = spare.as_mut_ptr() as usize;
+    let end = start + core::mem::size_of_val(spare);
+    let page = rustix::param::page_size();
+    let (from, to) = (start.next_multiple_of(page), end / page * page);
+    if from >= to {
+        return;
+    }
+    // SAFETY: `from..to` lies inside the Vec's allocation past its length: memory the Vec
+    // owns and holds no value in, and `&mut v` excludes every other reference to it. The
+    // global allocator's memory is private and anonymous, so the pages only read as
+    // zeros afterwards, which nothing reads as a value: the Vec writes an element before
+    // it is read.
+    let _ = unsafe {
+        rustix::mm::madvise(
+            from as *mut core::ffi::c_void,
+            to - from,
+            rustix::mm::Advice::LinuxDontNeed,
+        )
+    };
+}
+
 // SAFETY: the arena owns its mapping exclusively (no aliasing pointer exists elsewhere),
 // so moving it to another thread moves sole ownership, as with a Vec<u8>.
 unsafe impl Send for ZeroedArena {}

@@ -55,7 +55,7 @@ use crate::auth::gate::random_key;
 use crate::auth::{Credentials, Gate};
 use crate::client_addr::Walk;
 use crate::config::{Cidr, Logging, Timeouts};
-use crate::conn::{self, Arrival, Awaiting, Conn, Ctx, Next, Scratch};
+use crate::conn::{self, Arrival, Conn, Ctx, Next, Readiness, Scratch};
 use crate::event::{Poller, Ready, Token};
 use crate::files::cache::{CacheConfig, FileCache};
 use crate::files::FileOptions;
@@ -562,15 +562,16 @@ impl<'a> Loop<'a> {
         let live = self
             .slots
             .get(token.slot as usize)
-            .is_some_and(|s| s.generation == token.generation && s.conn.awaiting != Awaiting::Free);
+            .is_some_and(|s| s.generation == token.generation && !s.conn.is_free());
         if !live {
             self.ctx.counters.stale_events.fetch_add(1, Relaxed);
             return;
         }
-        let c = &mut self.slots[token.slot as usize].conn;
-        c.readable |= ready.readable || ready.hangup;
-        c.writable |= ready.writable || ready.hangup;
-        c.peer_shut |= ready.peer_shut || ready.hangup;
+        self.slots[token.slot as usize].conn.note_ready(Readiness {
+            readable: ready.readable || ready.hangup,
+            writable: ready.writable || ready.hangup,
+            peer_shut: ready.peer_shut || ready.hangup,
+        });
         self.drive(token.slot);
     }
 
@@ -688,7 +689,7 @@ impl<'a> Loop<'a> {
                     slot,
                     generation: s.generation,
                 };
-                let added = s.conn.fd.as_ref().map(|fd| self.poller.add_conn(fd, token));
+                let added = s.conn.fd().map(|fd| self.poller.add_conn(fd, token));
                 match added {
                     Some(Ok(())) => s.registered = true,
                     _ => self.close(slot),
@@ -699,7 +700,7 @@ impl<'a> Loop<'a> {
                     slot,
                     generation: s.generation,
                 };
-                let added = match (s.registered, s.conn.fd.as_ref()) {
+                let added = match (s.registered, s.conn.fd()) {
                     (true, _) => Ok(()),
                     (false, Some(fd)) => self.poller.add_conn(fd, token),
                     (false, None) => Err(Errno::BADF),
@@ -750,7 +751,7 @@ impl<'a> Loop<'a> {
         let Some(s) = self.slots.get_mut(slot as usize) else {
             return;
         };
-        if s.conn.fd.is_none() {
+        if s.conn.fd().is_none() {
             return;
         }
         self.ctx.timers.disarm(slot);
@@ -905,7 +906,7 @@ fn slot_area(
 fn is_queued(slots: &[Slot], token: Token) -> bool {
     slots
         .get(token.slot as usize)
-        .is_some_and(|s| s.queued && s.generation == token.generation && s.conn.fd.is_some())
+        .is_some_and(|s| s.queued && s.generation == token.generation && s.conn.fd().is_some())
 }
 
 #[cfg(test)]
@@ -1014,7 +1015,7 @@ mod tests {
         let mut got = [0u8; 12];
         client.read_exact(&mut got).unwrap();
         assert_eq!(&got, b"HTTP/1.1 404");
-        let slot = lp.slots.iter().position(|s| s.conn.fd.is_some()).unwrap();
+        let slot = lp.slots.iter().position(|s| s.conn.fd().is_some()).unwrap();
         let touched = |lp: &mut Loop<'_>| {
             let (stride, len) = (lp.stride, lp.slot_bytes);
             slot_area(&mut lp.arena, stride, len, slot)

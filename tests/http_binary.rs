@@ -398,3 +398,91 @@ fn a_large_max_conns_costs_little_at_start() {
         "{per_slot} B a slot (RssAnon {small} kB with 16 slots, {large} kB with 100,000)"
     );
 }
+
+/// What `steerd check ROOT ARGS` prints on stderr, with its exit code.
+fn check(root: &std::path::Path, args: &[String]) -> (i32, String) {
+    let mut cmd = Command::new(support::server::binary());
+    support::server::run_to_exit(cmd.arg("check").arg(root).args(args))
+}
+
+/// `--header` lines whose bytes in a head (`Name: value` and CRLF) add up to `total`.
+fn header_lines(total: usize) -> Vec<String> {
+    let count = 6;
+    (0..count)
+        .map(|i| {
+            let name = format!("X-Long-{i}: ");
+            let share = total / count + usize::from(i < total % count);
+            let value = char::from(b'a' + i as u8).to_string();
+            name.clone() + &value.repeat(share - name.len() - 2)
+        })
+        .collect()
+}
+
+fn flags(lines: &[String]) -> Vec<String> {
+    lines
+        .iter()
+        .flat_map(|l| ["--header".to_string(), l.clone()])
+        .collect()
+}
+
+/// The operator's `--header` lines at the most the start-up check allows (one byte more
+/// is refused): every head still fits the head area sized for them, so the largest
+/// heads (a 206 of the longest built-in type from a sidecar, with `Vary` and
+/// `Content-Encoding`; a 304; a 301) arrive whole with every line, and the body after
+/// them. A head that did not fit would be a 500 that closes, never a body without its
+/// head (`conn::record`).
+#[test]
+fn header_lines_at_the_start_up_limit_fit_every_head() {
+    let site = Site::new("bin-head-limit");
+    let (code, err) = check(&site.root, &flags(&header_lines(10_000)));
+    assert_eq!(code, 2, "{err}");
+    let room: usize = err
+        .split("at most ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no room in {err:?}"));
+    let (code, err) = check(&site.root, &flags(&header_lines(room + 1)));
+    assert_eq!(code, 2, "one byte more is refused: {err}");
+    let lines = header_lines(room);
+    assert_eq!(lines.iter().map(|l| l.len() + 2).sum::<usize>(), room);
+    let (code, err) = check(&site.root, &flags(&lines));
+    assert_eq!(code, 0, "{err}");
+
+    let deck: Vec<u8> = (0..200u8).collect();
+    std::fs::write(site.root.join("deck.pptx"), &deck).unwrap();
+    std::fs::write(site.root.join("deck.pptx.gz"), b"0123456789").unwrap();
+    let mut args = vec!["--workers".to_string(), "1".to_string()];
+    args.extend(flags(&lines));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let srv = Server::start_in(&site.root, &args, &[]);
+    let has_lines = |r: &Response, what: &str| {
+        for l in &lines {
+            let (name, value) = l.split_once(": ").unwrap();
+            assert_eq!(r.header(name), Some(value), "{what}: {name}");
+        }
+    };
+    let gz = "Accept-Encoding: gzip\r\n";
+    let r = get(srv.addr, "/deck.pptx", &format!("{gz}Range: bytes=2-5\r\n"));
+    assert_eq!((r.status, r.body.as_slice()), (206, &b"2345"[..]));
+    assert_eq!(r.header("content-range"), Some("bytes 2-5/10"));
+    assert_eq!(r.header("content-encoding"), Some("gzip"));
+    assert_eq!(
+        r.header("content-type"),
+        Some("application/vnd.openxmlformats-officedocument.presentationml.presentation")
+    );
+    has_lines(&r, "206");
+    let etag = r.header("etag").unwrap().to_string();
+    let r = get(srv.addr, "/deck.pptx", "");
+    assert_eq!((r.status, &r.body), (200, &deck));
+    has_lines(&r, "200");
+    let not_modified = format!("GET /deck.pptx HTTP/1.1\r\nHost: t\r\n{gz}If-None-Match: {etag}\r\nConnection: close\r\n\r\n");
+    let mut s = srv.connect();
+    s.write_all(not_modified.as_bytes()).unwrap();
+    let r = read_response(&mut BufReader::new(s), true).unwrap();
+    assert_eq!(r.status, 304);
+    has_lines(&r, "304");
+    let r = get(srv.addr, "/dir?q=1", "");
+    assert_eq!((r.status, r.header("location")), (301, Some("/dir/?q=1")));
+    has_lines(&r, "301");
+}

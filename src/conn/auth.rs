@@ -14,60 +14,48 @@
 //! any file is looked up, so a 404, a dotfile, a 405 or a redirect says nothing to a
 //! client without credentials: everything is 401 to it.
 
-use super::file::{error_page, Bufs};
-use super::record::Line;
-use super::{After, Conn, Ctx};
+use super::record::Responder;
 use crate::auth::{Reason, Verdict};
 use crate::client_addr::forwarded_for;
-use crate::http::response::Persist;
 use crate::http::response::Writer;
 use crate::http::{Header, Request};
 use core::sync::atomic::Ordering::Relaxed;
 
-/// Answers the request 401 or 429 when `--basic-auth` refuses it, persisting as
-/// `(p, after)` say; `false` to go on.
-pub(super) fn refused(
-    c: &mut Conn,
-    out: &mut [u8],
-    ctx: &mut Ctx<'_>,
-    req: &Request<'_, '_>,
-    line: &Line<'_>,
-    bufs: &mut Bufs<'_>,
-    (p, after): (Persist, After),
-) -> bool {
-    let walk = ctx.forwarded;
-    let (Some(gate), Some(rule)) = (ctx.auth.as_mut(), ctx.site.auth.as_ref()) else {
-        return false;
-    };
-    if rule.skips(req.path) {
-        return false;
-    }
-    let fields = line.log.fields;
-    let client = || match c.forwarded {
-        true => forwarded_for(fields, walk).or(c.client),
-        false => c.client,
-    };
-    let verdict = gate.check(authorization(fields), client, ctx.now_ms);
-    let mut retry = [0u8; 32];
-    let (status, lines, reason) = match verdict {
-        Verdict::Pass => return false,
-        Verdict::Challenge(reason) => (401, rule.challenge(), reason),
-        Verdict::Limited { retry_after } => {
-            let mut w = Writer::new(&mut retry);
-            w.put(b"Retry-After: ")
-                .num(u64::from(retry_after))
-                .put(b"\r\n");
-            let n = w.written();
-            (429, &retry[..n], Reason::RateLimited)
+impl Responder<'_, '_> {
+    /// Answers the request 401 or 429 when `--basic-auth` refuses it, the connection
+    /// going on as `self.after` says; `false` to go on.
+    pub fn refused_by_auth(&mut self, req: &Request<'_, '_>) -> bool {
+        let (walk, site) = (self.ctx.forwarded, self.ctx.site);
+        let (Some(gate), Some(rule)) = (self.ctx.auth.as_mut(), site.auth.as_ref()) else {
+            return false;
+        };
+        if rule.skips(req.path) {
+            return false;
         }
-    };
-    ctx.counters.auth_failures[reason.index()].fetch_add(1, Relaxed);
-    let line = Line {
-        challenge: lines,
-        ..*line
-    };
-    error_page(c, out, ctx, bufs, status, p, after, &line);
-    true
+        let fields = self.line.log.fields;
+        let c = &*self.c;
+        let client = || match c.forwarded {
+            true => forwarded_for(fields, walk).or(c.client),
+            false => c.client,
+        };
+        let verdict = gate.check(authorization(fields), client, self.ctx.now_ms);
+        let mut retry = [0u8; 32];
+        let (status, lines, reason) = match verdict {
+            Verdict::Pass => return false,
+            Verdict::Challenge(reason) => (401, rule.challenge(), reason),
+            Verdict::Limited { retry_after } => {
+                let mut w = Writer::new(&mut retry);
+                w.put(b"Retry-After: ")
+                    .num(u64::from(retry_after))
+                    .put(b"\r\n");
+                let n = w.written();
+                (429, &retry[..n], Reason::RateLimited)
+            }
+        };
+        self.ctx.counters.auth_failures[reason.index()].fetch_add(1, Relaxed);
+        self.challenged(status, lines);
+        true
+    }
 }
 
 /// The `Authorization` value; two of them are one too many (RFC 9110 §5.3: it is not a

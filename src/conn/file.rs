@@ -4,7 +4,7 @@
 //!
 //! Input: the parsed request, the file's metadata (with its usable sidecars, from the
 //! file cache), the worker's [`Ctx`]. Output: the connection's plan, through
-//! `record::plan`. No I/O except cache lookups (a sidecar's bytes, an error page), no
+//! [`Responder::plan`]. No I/O except cache lookups (a sidecar's bytes, an error page), no
 //! allocation.
 //!
 //! Order (RFC 9110 §12.5.3, §13.2.2, §14.2):
@@ -22,26 +22,17 @@
 //! the first `--cache-control` rule matching the path served (the fallback's path for a
 //! fallback). Errors carry neither.
 
-use super::record::{plan, Line};
-use super::{After, Conn, Ctx, Outgoing};
+use super::record::{Bufs, Place, Responder};
+use super::response::Outgoing;
+use super::Ctx;
 use crate::files::cache::Served;
 use crate::files::{sidecar_path, FileMeta, Lookup, PATH_MAX};
 use crate::http::conditional::{not_modified, precondition_fails};
 use crate::http::encoding::{Choice, Coding};
 use crate::http::range::{evaluate, if_range_holds, RangeAnswer};
-use crate::http::response::{error_body, write_head, ContentRange, Persist, ResponseHead, HTML};
+use crate::http::response::{error_body, write_head, ContentRange, ResponseHead, HTML};
 use crate::http::{Method, Request};
 use rustix::fd::OwnedFd;
-
-/// The worker's scratch areas one answer may use (borrowed apart from the parser's path).
-pub(super) struct Bufs<'s> {
-    /// NUL-terminated relative path for `openat2`.
-    pub open: &'s mut [u8; PATH_MAX + 1],
-    /// A response head too long for the head area.
-    pub spill: &'s mut [u8],
-    /// A sidecar's request path.
-    pub sidecar: &'s mut [u8],
-}
 
 /// Where a body's bytes come from.
 pub(super) enum Source {
@@ -49,102 +40,130 @@ pub(super) enum Source {
     File(OwnedFd),
 }
 
-/// 200, 206, 304, 406, 412 or 416 for the regular file found at `path`.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn file(
-    c: &mut Conn,
-    out: &mut [u8],
-    ctx: &mut Ctx<'_>,
-    bufs: &mut Bufs<'_>,
-    req: &Request<'_, '_>,
-    path: &[u8],
-    meta: &FileMeta,
-    src: Source,
-    p: Persist,
-    after: After,
-    line: &Line<'_>,
-) {
-    let vary = !meta.sidecars.is_empty();
-    let order = ctx.cache.options().precompressed;
-    // The representation: the file itself or a sidecar, described by its own metadata.
-    let side: FileMeta;
-    let (rep, src, coding) = match req.accept_encoding().choose(&order, meta.sidecars) {
-        Choice::Identity => (meta, src, None),
-        Choice::Coded(coding) => match sidecar(ctx, bufs, path, coding) {
-            Some((m, s)) => {
-                side = m;
-                (&side, s, Some(coding))
+impl Responder<'_, '_> {
+    /// 200, 206, 304, 406, 412 or 416 for the regular file found at `path`.
+    pub fn file(&mut self, req: &Request<'_, '_>, path: &[u8], meta: &FileMeta, src: Source) {
+        let vary = !meta.sidecars.is_empty();
+        let order = self.ctx.cache.options().precompressed;
+        // The representation: the file itself or a sidecar, described by its own metadata.
+        let side: FileMeta;
+        let (rep, src, coding) = match req.accept_encoding().choose(&order, meta.sidecars) {
+            Choice::Identity => (meta, src, None),
+            Choice::Coded(coding) => match sidecar(self.ctx, &mut self.bufs, path, coding) {
+                Some((m, s)) => {
+                    side = m;
+                    (&side, s, Some(coding))
+                }
+                None => (meta, src, None),
+            },
+            Choice::NotAcceptable => return self.error_answer(406, vary, None, b""),
+        };
+        let etag = match coding {
+            Some(coding) => rep.etag.coded(coding),
+            None => rep.etag,
+        };
+        let etag = etag.as_bytes();
+        let date = *self.ctx.date.text();
+        let site = self.ctx.site;
+        let mut h = ResponseHead::new(200, &date, self.after.persist());
+        h.last_modified = Some(&rep.last_modified);
+        h.etag = Some(etag);
+        h.vary = vary;
+        h.content_encoding = coding;
+        h.cache_control = crate::site::cache_control(&site.cache_rules, path);
+        h.extra = &site.headers;
+        h.cors = self.line.cors;
+        let size = rep.size;
+        // No validator and no Range (the usual request): the full 200, nothing to evaluate.
+        let (first, end) = if req.conditional() {
+            match evaluate_conditions(req, etag, rep.mtime, size) {
+                Conditions::Failed => return self.error_answer(412, vary, None, b""),
+                Conditions::NotModified => {
+                    h.status = 304;
+                    return self.answer(&h, Place::Area, Outgoing::Nothing);
+                }
+                Conditions::Unsatisfiable => return self.error_answer(416, vary, Some(size), b""),
+                Conditions::Full => (0, size),
+                Conditions::Partial { first, last } => {
+                    h.status = 206;
+                    h.content_range = Some(ContentRange::Bytes {
+                        first,
+                        last,
+                        len: size,
+                    });
+                    (first, last + 1)
+                }
             }
-            None => (meta, src, None),
-        },
-        Choice::NotAcceptable => {
-            return error_answer(c, out, ctx, bufs, 406, vary, None, p, after, line);
-        }
-    };
-    let etag = match coding {
-        Some(coding) => rep.etag.coded(coding),
-        None => rep.etag,
-    };
-    let etag = etag.as_bytes();
-    let date = *ctx.date.text();
-    let site = ctx.site;
-    let mut h = ResponseHead::new(200, &date, p);
-    h.last_modified = Some(&rep.last_modified);
-    h.etag = Some(etag);
-    h.vary = vary;
-    h.content_encoding = coding;
-    h.cache_control = crate::site::cache_control(&site.cache_rules, path);
-    h.extra = &site.headers;
-    h.cors = line.cors;
-    let size = rep.size;
-    // No validator and no Range (the usual request): the full 200, nothing to evaluate.
-    let (first, end) = if req.conditional() {
-        match evaluate_conditions(req, etag, rep.mtime, size) {
-            Conditions::Failed => {
-                return error_answer(c, out, ctx, bufs, 412, vary, None, p, after, line);
+        } else {
+            // The oracle of the shortcut: without those fields the full evaluation says Full.
+            debug_assert!(matches!(
+                evaluate_conditions(req, etag, rep.mtime, size),
+                Conditions::Full
+            ));
+            (0, size)
+        };
+        h.content_type = Some(meta.mime);
+        h.content_length = Some(end - first);
+        h.accept_ranges = true;
+        // A full 200 of a cached file as itself: the cache rendered these lines already.
+        h.file_lines = match (&src, coding, h.status) {
+            (Source::Cached(index), None, 200) => self.ctx.cache.file_lines(*index),
+            _ => None,
+        };
+        // The head borrows the cache's rendered lines: written before the plan.
+        let (status, written) = (h.status, write_head(self.out, &h));
+        let body = match req.method {
+            Method::Head => Outgoing::Nothing,
+            _ => outgoing(self.ctx, src, first, end),
+        };
+        self.answer_written(status, written, Place::Area, body);
+    }
+
+    /// An error answer to a parsed request: the `--error-page` for `status` when one is
+    /// set and can be served (a regular file under the root), else the built-in page. The
+    /// page is looked up once, as a plain file; nothing it does can lead to another error
+    /// page. `vary`: the file asked for has sidecars; `unsatisfied`: a 416's
+    /// representation length; `challenge`: the `--basic-auth` challenge of a 401, or a
+    /// 429's `Retry-After` (empty for others).
+    fn error_answer(
+        &mut self,
+        status: u16,
+        vary: bool,
+        unsatisfied: Option<u64>,
+        challenge: &[u8],
+    ) {
+        let site = self.ctx.site;
+        let page = site
+            .error_page(status)
+            .and_then(|path| plain_file(self.ctx, self.bufs.open, path));
+        let (mime, len, body) = match page {
+            Some((meta, src)) => (meta.mime, meta.size, outgoing(self.ctx, src, 0, meta.size)),
+            None => {
+                let page = error_body(status);
+                (HTML, page.len() as u64, Outgoing::Static(page, 0))
             }
-            Conditions::NotModified => {
-                h.status = 304;
-                let n = write_head(out, &h).unwrap_or(0);
-                return plan(c, ctx, 304, n, Outgoing::Nothing, after, line);
-            }
-            Conditions::Unsatisfiable => {
-                let len = Some(size);
-                return error_answer(c, out, ctx, bufs, 416, vary, len, p, after, line);
-            }
-            Conditions::Full => (0, size),
-            Conditions::Partial { first, last } => {
-                h.status = 206;
-                h.content_range = Some(ContentRange::Bytes {
-                    first,
-                    last,
-                    len: size,
-                });
-                (first, last + 1)
-            }
-        }
-    } else {
-        // The oracle of the shortcut: without those fields the full evaluation says Full.
-        debug_assert!(matches!(
-            evaluate_conditions(req, etag, rep.mtime, size),
-            Conditions::Full
-        ));
-        (0, size)
-    };
-    h.content_type = Some(meta.mime);
-    h.content_length = Some(end - first);
-    h.accept_ranges = true;
-    // A full 200 of a cached file as itself: the cache rendered these lines already.
-    h.file_lines = match (&src, coding, h.status) {
-        (Source::Cached(index), None, 200) => ctx.cache.file_lines(*index),
-        _ => None,
-    };
-    let n = write_head(out, &h).unwrap_or(0);
-    let body = match req.method {
-        Method::Head => Outgoing::Nothing,
-        _ => outgoing(ctx, src, first, end),
-    };
-    plan(c, ctx, h.status, n, body, after, line);
+        };
+        let date = *self.ctx.date.text();
+        let mut h = ResponseHead::new(status, &date, self.after.persist());
+        h.content_type = Some(mime);
+        h.content_length = Some(len);
+        h.allow = status == 405;
+        h.content_range = unsatisfied.map(ContentRange::Unsatisfied);
+        h.vary = vary;
+        h.cors = self.line.cors;
+        h.challenge = challenge;
+        self.answer(&h, Place::Area, body);
+    }
+
+    /// [`Responder::error_answer`] for a request that did not reach a file.
+    pub fn error_page(&mut self, status: u16) {
+        self.error_answer(status, false, None, b"");
+    }
+
+    /// A 401 with its challenge `lines`, or a 429 with its `Retry-After` (`auth.rs`).
+    pub fn challenged(&mut self, status: u16, lines: &[u8]) {
+        self.error_answer(status, false, None, lines);
+    }
 }
 
 /// What the validators and Range make of a representation (RFC 9110 §13.2.2).
@@ -222,60 +241,4 @@ fn outgoing(ctx: &Ctx<'_>, src: Source, first: u64, end: u64) -> Outgoing {
         },
         Source::File(fd) => Outgoing::File { fd, at: first, end },
     }
-}
-
-/// An error answer to a parsed request: the `--error-page` for `status` when one is set
-/// and can be served (a regular file under the root), else the built-in page. The page is
-/// looked up once, as a plain file; nothing it does can lead to another error page.
-/// `vary`: the file asked for has sidecars; `unsatisfied`: a 416's representation length.
-#[allow(clippy::too_many_arguments)]
-fn error_answer(
-    c: &mut Conn,
-    out: &mut [u8],
-    ctx: &mut Ctx<'_>,
-    bufs: &mut Bufs<'_>,
-    status: u16,
-    vary: bool,
-    unsatisfied: Option<u64>,
-    p: Persist,
-    after: After,
-    line: &Line<'_>,
-) {
-    let site = ctx.site;
-    let page = site
-        .error_page(status)
-        .and_then(|path| plain_file(ctx, bufs.open, path));
-    let (mime, len, body) = match page {
-        Some((meta, src)) => (meta.mime, meta.size, outgoing(ctx, src, 0, meta.size)),
-        None => {
-            let page = error_body(status);
-            (HTML, page.len() as u64, Outgoing::Static(page, 0))
-        }
-    };
-    let date = *ctx.date.text();
-    let mut h = ResponseHead::new(status, &date, p);
-    h.content_type = Some(mime);
-    h.content_length = Some(len);
-    h.allow = status == 405;
-    h.content_range = unsatisfied.map(ContentRange::Unsatisfied);
-    h.vary = vary;
-    h.cors = line.cors;
-    h.challenge = line.challenge;
-    let n = write_head(out, &h).unwrap_or(0);
-    plan(c, ctx, status, n, body, after, line);
-}
-
-/// [`error_answer`] for a request that did not reach a file.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn error_page(
-    c: &mut Conn,
-    out: &mut [u8],
-    ctx: &mut Ctx<'_>,
-    bufs: &mut Bufs<'_>,
-    status: u16,
-    p: Persist,
-    after: After,
-    line: &Line<'_>,
-) {
-    error_answer(c, out, ctx, bufs, status, false, None, p, after, line);
 }

@@ -3,7 +3,7 @@
 //! streams from.
 //!
 //! Input: the parsed GET or HEAD whose path ends in `/` and found no file, the worker's
-//! [`Ctx`]. Output: `true` and the connection's plan (through `record::plan`), or `false`
+//! `Ctx`. Output: `true` and the connection's plan (through `Responder::plan`), or `false`
 //! when the path is not a listable directory (`files::dir::open_dir`), so the caller
 //! keeps its 404 (and the fallback rule). No allocation.
 //!
@@ -27,14 +27,13 @@
 //!   chosen by whoever can write the tree).
 //! - A GET with every listing slot of the worker taken is answered 503.
 
-use super::file::{error_page, Bufs};
-use super::record::{plan, Line};
-use super::{After, Conn, Ctx, Outgoing};
+use super::record::{Place, Responder};
+use super::response::{After, Outgoing};
 use crate::files::dir::{open_dir, DirMeta};
 use crate::http::accept::prefers_json;
 use crate::http::conditional::{not_modified, precondition_fails};
 use crate::http::date::format_imf;
-use crate::http::response::{write_head, Persist, ResponseHead, Writer};
+use crate::http::response::{ResponseHead, Writer};
 use crate::http::{Method, Request};
 use crate::listing::{Format, Spec};
 use crate::site::dotfiles::Dotfiles;
@@ -105,122 +104,88 @@ impl Tag {
     }
 }
 
-/// Answers a GET or HEAD of `req.path` (ending in `/`, no file found) with its listing
-/// when it is a listable directory. `false`: not one, nothing planned. Out of line, as
-/// the other rare answers are: it stays out of the request path's code.
-#[allow(clippy::too_many_arguments)]
-#[inline(never)]
-pub(super) fn listing(
-    c: &mut Conn,
-    out: &mut [u8],
-    ctx: &mut Ctx<'_>,
-    bufs: &mut Bufs<'_>,
-    req: &Request<'_, '_>,
-    p: Persist,
-    after: After,
-    line: &Line<'_>,
-) -> bool {
-    let site = ctx.site;
-    let Some((dir, meta)) = open_dir(ctx.root, req.path, bufs.open, site.dotfiles) else {
-        return false;
-    };
-    let accept = line
-        .log
-        .fields
-        .iter()
-        .filter(|h| h.name.eq_ignore_ascii_case(b"accept"));
-    let format = match prefers_json(accept.map(|h| h.value)) {
-        true => Format::Json,
-        false => Format::Html,
-    };
-    let tag = Tag::new(&meta, format, site.dotfiles);
-    let etag = tag.as_bytes();
-    if precondition_fails(req.if_match(), req.if_unmodified_since(), etag, meta.mtime) {
-        error_page(c, out, ctx, bufs, 412, p, after, line);
-        return true;
-    }
-    let modified = format_imf(meta.mtime);
-    let date = *ctx.date.text();
-    let mut h = ResponseHead::new(200, &date, p);
-    h.content_type = Some(format.media_type());
-    h.last_modified = Some(&modified);
-    h.etag = Some(etag);
-    h.cache_control = crate::site::cache_control(&site.cache_rules, req.path).or(Some(NO_CACHE));
-    h.extra = &site.headers;
-    h.cors = line.cors;
-    if not_modified(
-        req.if_none_match(),
-        req.if_modified_since(),
-        etag,
-        meta.mtime,
-    ) {
-        h.status = 304;
-        h.content_type = None;
-        h.lines = lines(format, false);
-        return planned(c, out, ctx, bufs, &h, Outgoing::Nothing, after, line);
-    }
-    // HTTP/1.0 has no chunks: the close ends a GET's body.
-    let chunked = req.minor == 1;
-    let closes = !chunked && req.method == Method::Get;
-    let (p, after) = if closes {
-        (Persist::Close, After::Close)
-    } else {
-        (p, after)
-    };
-    h.persist = p;
-    h.lines = lines(format, chunked);
-    if req.method == Method::Head {
-        return planned(c, out, ctx, bufs, &h, Outgoing::Nothing, after, line);
-    }
-    let spec = Spec {
-        path: req.path,
-        format,
-        chunked,
-        dotfiles: site.dotfiles,
-    };
-    let Some(index) = ctx.listings.acquire(&spec) else {
-        error_page(c, out, ctx, bufs, 503, p, after, line);
-        return true;
-    };
-    let body = Outgoing::Listing {
-        dir,
-        index,
-        at: 0,
-        end: 0,
-        last: false,
-    };
-    planned(c, out, ctx, bufs, &h, body, after, line)
-}
-
-/// Writes `h` and plans it with `body`; a head that does not fit (which the start-up
-/// sizing of the head area rules out) is a 500 that closes, never a headless body.
-#[allow(clippy::too_many_arguments)]
-fn planned(
-    c: &mut Conn,
-    out: &mut [u8],
-    ctx: &mut Ctx<'_>,
-    bufs: &mut Bufs<'_>,
-    h: &ResponseHead<'_>,
-    body: Outgoing,
-    after: After,
-    line: &Line<'_>,
-) -> bool {
-    match write_head(out, h) {
-        Some(n) => plan(c, ctx, h.status, n, body, after, line),
-        None => {
-            if let Outgoing::Listing { index, .. } = body {
-                ctx.listings.release(index);
-            }
-            error_page(c, out, ctx, bufs, 500, Persist::Close, After::Linger, line);
+impl Responder<'_, '_> {
+    /// Answers a GET or HEAD of `req.path` (ending in `/`, no file found) with its
+    /// listing when it is a listable directory. `false`: not one, nothing planned. Out of
+    /// line, as the other rare answers are: it stays out of the request path's code.
+    #[inline(never)]
+    pub fn listing(&mut self, req: &Request<'_, '_>) -> bool {
+        let site = self.ctx.site;
+        let Some((dir, meta)) = open_dir(self.ctx.root, req.path, self.bufs.open, site.dotfiles)
+        else {
+            return false;
+        };
+        let accept = self
+            .line
+            .log
+            .fields
+            .iter()
+            .filter(|h| h.name.eq_ignore_ascii_case(b"accept"));
+        let format = match prefers_json(accept.map(|h| h.value)) {
+            true => Format::Json,
+            false => Format::Html,
+        };
+        let tag = Tag::new(&meta, format, site.dotfiles);
+        let etag = tag.as_bytes();
+        if precondition_fails(req.if_match(), req.if_unmodified_since(), etag, meta.mtime) {
+            self.error_page(412);
+            return true;
         }
+        let modified = format_imf(meta.mtime);
+        let date = *self.ctx.date.text();
+        let mut h = ResponseHead::new(200, &date, self.after.persist());
+        h.content_type = Some(format.media_type());
+        h.last_modified = Some(&modified);
+        h.etag = Some(etag);
+        h.cache_control =
+            crate::site::cache_control(&site.cache_rules, req.path).or(Some(NO_CACHE));
+        h.extra = &site.headers;
+        h.cors = self.line.cors;
+        let (since, none_match) = (req.if_modified_since(), req.if_none_match());
+        if not_modified(none_match, since, etag, meta.mtime) {
+            h.status = 304;
+            h.content_type = None;
+            h.lines = lines(format, false);
+            self.answer(&h, Place::Area, Outgoing::Nothing);
+            return true;
+        }
+        // HTTP/1.0 has no chunks: the close ends a GET's body.
+        let chunked = req.minor == 1;
+        if !chunked && req.method == Method::Get {
+            self.after = After::Close { linger: false };
+        }
+        h.persist = self.after.persist();
+        h.lines = lines(format, chunked);
+        if req.method == Method::Head {
+            self.answer(&h, Place::Area, Outgoing::Nothing);
+            return true;
+        }
+        let spec = Spec {
+            path: req.path,
+            format,
+            chunked,
+            dotfiles: site.dotfiles,
+        };
+        let Some(index) = self.ctx.listings.acquire(&spec) else {
+            self.error_page(503);
+            return true;
+        };
+        let body = Outgoing::Listing {
+            dir,
+            index,
+            at: 0,
+            end: 0,
+            last: false,
+        };
+        self.answer(&h, Place::Area, body);
+        true
     }
-    true
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::response::{HEAD_BASE_MAX, HEAD_CAP};
+    use crate::http::response::{write_head, HEAD_BASE_MAX, HEAD_CAP};
 
     /// The largest listing head fits the head area every worker has beside the
     /// operator's lines (which the area is sized for on top).
@@ -235,7 +200,7 @@ mod tests {
         let tag = Tag::new(&meta, Format::Json, Dotfiles::Allow);
         assert_eq!(tag.len, 2 + 1 + 20 + 2 + 19 + 1 + 9 + 1 + 20 + 1 + 4 + 4);
         let date = *b"Sun, 06 Nov 1994 08:49:37 GMT";
-        let mut h = ResponseHead::new(200, &date, Persist::KeepAlive);
+        let mut h = ResponseHead::new(200, &date, crate::http::response::Persist::KeepAlive);
         h.content_type = Some(Format::Html.media_type());
         h.last_modified = Some(&date);
         h.etag = Some(tag.as_bytes());

@@ -15,7 +15,8 @@
 //! address, or with `--real-ip-recursive` the first from the right that is not a trusted
 //! proxy: `client_addr::forwarded`).
 
-use super::{Conn, Ctx, IN_CAP};
+use super::response::Response;
+use super::{Awaiting, Conn, Ctx, IN_CAP};
 use crate::client_addr::forwarded_for;
 use crate::config::LogFormat;
 use crate::http::Header;
@@ -23,12 +24,12 @@ use crate::log_line::{Record, RequestLine};
 use core::sync::atomic::Ordering::Relaxed;
 use std::net::IpAddr;
 
-/// Where the response head of `c`, when spilled (too long for the head area), starts in
-/// the receive area: at its back, so the request in front of it, which the log reads,
-/// keeps all the room the head leaves; the end of the area when nothing is spilled.
-pub fn spill_at(c: &Conn) -> usize {
-    match c.head_spilled {
-        true => IN_CAP.saturating_sub(c.head_len),
+/// Where the head of `r`, when spilled (too long for the head area), starts in the
+/// receive area: at its back, so the request in front of it, which the log reads, keeps
+/// all the room the head leaves; the end of the area when nothing is spilled.
+pub fn spill_at(r: &Response) -> usize {
+    match r.head.spilled {
+        true => IN_CAP.saturating_sub(r.head.len),
         false => IN_CAP,
     }
 }
@@ -89,9 +90,10 @@ pub struct Pending {
     client: Option<IpAddr>,
 }
 
-/// The request of a response being planned, as slices of `area` (the receive area).
+/// The request of a response being planned, as the log shows it: slices of `area` (the
+/// receive area).
 #[derive(Clone, Copy)]
-pub struct Request<'a> {
+pub struct LoggedRequest<'a> {
     /// The receive area the slices below point into.
     pub area: &'a [u8],
     /// The request line.
@@ -117,13 +119,16 @@ pub fn stamp(ctx: &Ctx<'_>) -> u64 {
 }
 
 /// A response to `req` with `status` starts: remember what its line will say.
-pub fn begin(c: &mut Conn, ctx: &Ctx<'_>, status: u16, req: &Request<'_>) {
-    c.responding = true;
-    c.planned_ms = ctx.now_ms;
-    c.body_sent = 0;
-    if !ctx.log.enabled() {
-        return;
+#[inline]
+pub fn begin(c: &mut Conn, ctx: &Ctx<'_>, status: u16, req: &LoggedRequest<'_>) {
+    if ctx.log.enabled() {
+        remember(c, ctx, status, req);
     }
+}
+
+/// [`begin`] with the log on.
+#[inline(never)]
+fn remember(c: &mut Conn, ctx: &Ctx<'_>, status: u16, req: &LoggedRequest<'_>) {
     if c.started_us == 0 {
         c.started_us = stamp(ctx);
     }
@@ -153,20 +158,20 @@ pub fn begin(c: &mut Conn, ctx: &Ctx<'_>, status: u16, req: &Request<'_>) {
     });
 }
 
-/// The response ended (`cut_short`: before all of it was written): count it (cut short,
-/// or its response time from the turn that planned it to this one) and write its line.
-/// `inb` is the slot's receive area. Inlined: with the log off (nothing pending) this is
-/// a few tests and the histogram's adds, not a call.
+/// The response in flight on `c` ended (`cut_short`: before all of it was written):
+/// count it (cut short, or its response time from the turn that planned it to this one)
+/// and write its line. `inb` is the slot's receive area. The caller then moves `c` out
+/// of `Awaiting::Send`, so a response ends once. Inlined: with the log off (nothing
+/// pending) this is a few tests and the histogram's adds, not a call.
 #[inline]
 pub fn end(c: &mut Conn, inb: &[u8], ctx: &mut Ctx<'_>, cut_short: bool) {
-    if !c.responding {
+    let Awaiting::Send(r) = &c.awaiting else {
         return;
-    }
-    c.responding = false;
+    };
     if cut_short {
         ctx.counters.cut_short.fetch_add(1, Relaxed);
     } else {
-        let ms = ctx.now_ms.saturating_sub(c.planned_ms);
+        let ms = ctx.now_ms.saturating_sub(r.planned_ms);
         ctx.counters.latency.record(ms);
     }
     if c.pending.is_some() {
@@ -177,10 +182,10 @@ pub fn end(c: &mut Conn, inb: &[u8], ctx: &mut Ctx<'_>, cut_short: bool) {
 /// The pending line of a response that ended, written to the log.
 #[inline(never)]
 fn write_line(c: &mut Conn, inb: &[u8], ctx: &mut Ctx<'_>, cut_short: bool) {
-    let Some(p) = c.pending.take() else {
+    let (Some(p), Awaiting::Send(r)) = (c.pending.take(), &c.awaiting) else {
         return;
     };
-    let area = &inb[..inb.len().min(spill_at(c))];
+    let area = &inb[..inb.len().min(spill_at(r))];
     let request = match p.line {
         LineSpan::Parsed {
             method,
@@ -198,7 +203,7 @@ fn write_line(c: &mut Conn, inb: &[u8], ctx: &mut Ctx<'_>, cut_short: bool) {
         client: p.client,
         request,
         status: p.status,
-        body_bytes: c.body_sent,
+        body_bytes: r.body_sent,
         referer: p.referer.map(|s| s.get(area)),
         user_agent: p.user_agent.map(|s| s.get(area)),
         worker: ctx.worker,

@@ -1,51 +1,172 @@
-//! Recording a planned response on the connection: the state it sends from, the response
-//! counters and the access-log line.
+//! The responder: what one answer is planned with, and recording the planned response
+//! on the connection (the state it sends from, the response counters, the access-log
+//! line).
 //!
-//! Input: the status, the head's length in the slot's head area, the body's source, what
-//! follows, and the request line. Output: the connection set to [`Awaiting::Send`]. It
-//! writes nothing to the socket.
+//! Input: the connection, its head area, the worker's [`Ctx`] and scratch areas, the
+//! request as the log shows it, how the connection goes on and what of the request is
+//! left to drop. Its methods are the response kinds (`respond.rs`, `file.rs`,
+//! `listing.rs`, `auth.rs`); each ends in [`Responder::plan`]. Output: the connection
+//! set to `Awaiting::Send` with one [`Response`]. It writes nothing to the socket.
 
-use super::logged::{self, Request as Logged};
-use super::{After, Awaiting, Conn, Ctx, Outgoing};
+use super::logged::{self, LoggedRequest};
+use super::response::{After, Head, Outgoing, Response};
+use super::{Awaiting, Conn, Ctx};
+use crate::files::PATH_MAX;
+use crate::http::response::{error_body, write_error_head, write_head, ResponseHead};
 use core::sync::atomic::Ordering::Relaxed;
 
 /// The parts of a request the log and the persistence rule need.
 #[derive(Clone, Copy)]
 pub(super) struct Line<'a> {
     /// The request as its log line shows it.
-    pub log: Logged<'a>,
+    pub log: LoggedRequest<'a>,
     /// A HEAD request: the response has no content whatever its status (RFC 9110 §9.3.2,
     /// RFC 9112 §6.3 rule 1), though its Content-Length stays that of GET.
     pub head: bool,
     /// The `--cors` origin lines of the response (`site::cors`; empty without `--cors`).
     pub cors: &'a [u8],
-    /// The `--basic-auth` challenge of a 401, or a 429's `Retry-After` (empty for others).
-    pub challenge: &'a [u8],
 }
 
-/// Records the plan on the connection, counts it and starts its log line (written when
-/// the response ends). A HEAD drops the body here, for every status. Inlined into each
-/// answer: a call would spill its seven arguments for a few stores.
-#[allow(clippy::too_many_arguments)]
-#[inline]
-pub(super) fn plan(
-    c: &mut Conn,
-    ctx: &mut Ctx<'_>,
-    status: u16,
-    head_len: usize,
-    body: Outgoing,
-    after: After,
-    line: &Line<'_>,
-) {
-    let body = if line.head { Outgoing::Nothing } else { body };
-    c.head_len = head_len;
-    c.head_sent = 0;
-    c.head_spilled = false;
-    c.body = body;
-    c.pinned = false;
-    c.after = after;
-    c.awaiting = Awaiting::Send;
-    let class = usize::from(status / 100).clamp(1, 5) - 1;
-    ctx.counters.responses[class].fetch_add(1, Relaxed);
-    logged::begin(c, ctx, status, &line.log);
+/// The worker's scratch areas one answer may use (borrowed apart from the parser's path).
+pub(super) struct Bufs<'s> {
+    /// NUL-terminated relative path for `openat2`.
+    pub open: &'s mut [u8; PATH_MAX + 1],
+    /// A response head too long for the head area.
+    pub spill: &'s mut [u8],
+    /// A sidecar's request path.
+    pub sidecar: &'s mut [u8],
+}
+
+/// Where a head is written: the slot's head area, or the worker's spill area (moved to
+/// the back of the receive area by the transition).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Place {
+    Area,
+    Spill,
+}
+
+/// One answer being planned: its methods are the response kinds.
+pub(super) struct Responder<'a, 'w> {
+    /// The connection the answer is planned on.
+    pub c: &'a mut Conn,
+    /// The slot's response-head area.
+    pub out: &'a mut [u8],
+    /// The worker's state.
+    pub ctx: &'a mut Ctx<'w>,
+    /// The worker's scratch areas for this answer.
+    pub bufs: Bufs<'a>,
+    /// The request as the log and the persistence rule see it.
+    pub line: Line<'a>,
+    /// How the connection goes on; the head's `Connection` field is derived from it.
+    pub after: After,
+    /// Body bytes the request still owes (see `Response::owed`).
+    pub owed: u64,
+    /// Bytes of the request's head (see `Response::answered`).
+    pub answered: usize,
+}
+
+impl<'a, 'w> Responder<'a, 'w> {
+    /// A responder for the request `line` that closes after a linger, with nothing of the
+    /// request to drop (the callers set what differs).
+    pub fn new(
+        c: &'a mut Conn,
+        out: &'a mut [u8],
+        ctx: &'a mut Ctx<'w>,
+        bufs: Bufs<'a>,
+        line: Line<'a>,
+    ) -> Self {
+        Responder {
+            c,
+            out,
+            ctx,
+            bufs,
+            line,
+            after: After::Close { linger: true },
+            owed: 0,
+            answered: 0,
+        }
+    }
+
+    /// Writes `h` where `place` says and plans it with `body`. Every head steerd builds
+    /// fits the head area: the start-up check sizes it for the largest head with the
+    /// operator's lines (`SiteRules::head_area`, `http::response::head_area`), and the
+    /// spill area holds the longest 301 (`conn::SPILL_CAP`). Should one not fit, that
+    /// invariant is broken: the answer is the built-in 500 and the connection closes,
+    /// never a body without its head.
+    pub fn answer(&mut self, h: &ResponseHead<'_>, place: Place, body: Outgoing) {
+        let area = match place {
+            Place::Area => &mut *self.out,
+            Place::Spill => &mut *self.bufs.spill,
+        };
+        let written = write_head(area, h);
+        self.answer_written(h.status, written, place, body);
+    }
+
+    /// [`Responder::answer`] for a head already written (`written`: its length, or
+    /// `None` when it did not fit) by a caller whose head borrows from the worker's state.
+    pub fn answer_written(
+        &mut self,
+        status: u16,
+        written: Option<usize>,
+        place: Place,
+        body: Outgoing,
+    ) {
+        match written {
+            Some(len) => self.plan(status, Head::unsent(len, place == Place::Spill), body),
+            None => self.overflowed(body),
+        }
+    }
+
+    /// A head did not fit: give back what `body` holds, then the built-in 500, closing.
+    #[cold]
+    #[inline(never)]
+    fn overflowed(&mut self, body: Outgoing) {
+        if let Outgoing::Listing { index, .. } = body {
+            self.ctx.listings.release(index);
+        }
+        self.after = After::Close { linger: true };
+        self.builtin_error(500);
+    }
+
+    /// An error with the built-in page. Its head has no operator line and is at most
+    /// `http::response::HEAD_BASE_MAX` bytes (a test of `http::response` checks it), so
+    /// it fits the smallest head area; should it not, nothing is sent and the
+    /// connection closes.
+    pub fn builtin_error(&mut self, status: u16) {
+        let date = *self.ctx.date.text();
+        let persist = self.after.persist();
+        let (len, body) = match write_error_head(self.out, status, &date, persist, None) {
+            Some(len) => (len, Outgoing::Static(error_body(status), 0)),
+            None => {
+                debug_assert!(false, "a built-in error head outgrew the head area");
+                self.after = After::Close { linger: true };
+                (0, Outgoing::Nothing)
+            }
+        };
+        self.plan(status, Head::unsent(len, false), body);
+    }
+
+    /// Records the plan on the connection, counts it and starts its log line (written
+    /// when the response ends). A HEAD drops the body here, for every status.
+    #[inline]
+    pub fn plan(&mut self, status: u16, head: Head, body: Outgoing) {
+        let class = usize::from(status / 100).clamp(1, 5) - 1;
+        self.ctx.counters.responses[class].fetch_add(1, Relaxed);
+        logged::begin(self.c, self.ctx, status, &self.line.log);
+        self.c.awaiting = Awaiting::Send(Response {
+            head,
+            body,
+            pinned: false,
+            body_sent: 0,
+            after: self.after,
+            owed: self.owed,
+            answered: self.answered,
+            planned_ms: self.ctx.now_ms,
+        });
+        if self.line.head {
+            if let Awaiting::Send(r) = &mut self.c.awaiting {
+                r.body = Outgoing::Nothing;
+            }
+        }
+    }
 }

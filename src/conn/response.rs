@@ -1,0 +1,215 @@
+//! The response in flight: one value, carried by `Awaiting::Send` from the moment it is
+//! planned (`record.rs`) until its last byte is written (`conn::finish_response`) or the
+//! connection is abandoned.
+//!
+//! Input: what the planner decided (the head's length and place, the body's source, how
+//! the connection goes on, the request's unread body and head). Output: what the send
+//! loop asks of it (the next bytes, whether all is written) and what the end of the
+//! response needs (the log line's parts, the next state). No I/O; the cache pin and a
+//! listing's slot are taken and given back through the worker's `Ctx`.
+
+use super::Ctx;
+use crate::files::cache::FileCache;
+use crate::http::response::Persist;
+use rustix::fd::OwnedFd;
+
+/// How the connection goes on after the response: the one value from which both the
+/// head's `Connection` field ([`After::persist`]) and the loop's next step are derived.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum After {
+    /// Wait for the next request; `minor` is the request's HTTP minor version (1.0 says
+    /// `Connection: keep-alive`, 1.1 needs no field).
+    KeepAlive {
+        /// The request's HTTP minor version.
+        minor: u8,
+    },
+    /// `Connection: close`, then close; `linger`: shut the write side and read until
+    /// the peer closes, else linger only if input is left unread.
+    Close {
+        /// Linger whatever is left unread.
+        linger: bool,
+    },
+}
+
+impl After {
+    /// Keep-alive at `minor` when `keep`, else a close without forced linger.
+    pub fn keep_if(keep: bool, minor: u8) -> After {
+        match keep {
+            true => After::KeepAlive { minor },
+            false => After::Close { linger: false },
+        }
+    }
+
+    /// The head's `Connection` field.
+    pub fn persist(self) -> Persist {
+        match self {
+            After::KeepAlive { minor: 0 } => Persist::KeepAlive,
+            After::KeepAlive { .. } => Persist::Implicit,
+            After::Close { .. } => Persist::Close,
+        }
+    }
+}
+
+/// What remains of a response body.
+#[derive(Debug)]
+pub enum Outgoing {
+    /// No body (HEAD, 304) or all sent.
+    Nothing,
+    /// A static page (error bodies); `at` bytes already sent.
+    Static(&'static [u8], usize),
+    /// Bytes `at..end` of a file-cache entry held in memory.
+    Cached {
+        /// Entry index.
+        index: u32,
+        /// Next byte to send.
+        at: usize,
+        /// End (exclusive).
+        end: usize,
+    },
+    /// Bytes `at..end` of a file-cache entry's open file, by `sendfile`.
+    CachedFile {
+        /// Entry index.
+        index: u32,
+        /// Next byte to send.
+        at: u64,
+        /// End (exclusive).
+        end: u64,
+    },
+    /// Bytes `at..end` of an open file, by `sendfile`.
+    File {
+        /// The open file.
+        fd: OwnedFd,
+        /// Next byte to send.
+        at: u64,
+        /// End (exclusive).
+        end: u64,
+    },
+    /// A directory listing (`--list-dirs`), produced piece by piece into its listing
+    /// slot's buffer (`crate::listing`) as the socket takes the previous piece.
+    Listing {
+        /// The directory, open for reading its entries.
+        dir: OwnedFd,
+        /// The listing slot of the worker's `Listings`.
+        index: u32,
+        /// Next byte of the current piece to send.
+        at: usize,
+        /// End of the current piece (exclusive).
+        end: usize,
+        /// The current piece is the last.
+        last: bool,
+    },
+}
+
+impl Outgoing {
+    /// Whether every byte of the body is written.
+    fn done(&self) -> bool {
+        match *self {
+            Outgoing::Nothing => true,
+            Outgoing::Static(b, at) => at >= b.len(),
+            Outgoing::Cached { at, end, .. } => at >= end,
+            Outgoing::CachedFile { at, end, .. } | Outgoing::File { at, end, .. } => at >= end,
+            Outgoing::Listing { at, end, last, .. } => last && at >= end,
+        }
+    }
+
+    /// The cache entry it reads from, if any.
+    fn cache_entry(&self) -> Option<u32> {
+        match *self {
+            Outgoing::Cached { index, .. } | Outgoing::CachedFile { index, .. } => Some(index),
+            _ => None,
+        }
+    }
+}
+
+/// The response head: `len` bytes in the slot's head area, or, `spilled`, at the back of
+/// its receive area (a 301 too long for the head area, see `conn::SPILL_CAP`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Head {
+    /// Bytes of the head.
+    pub len: usize,
+    /// Bytes of it written.
+    pub sent: usize,
+    /// It lives at the back of the receive area.
+    pub spilled: bool,
+}
+
+impl Head {
+    /// A head of `len` bytes, none of them written yet.
+    pub fn unsent(len: usize, spilled: bool) -> Head {
+        Head {
+            len,
+            sent: 0,
+            spilled,
+        }
+    }
+}
+
+/// The response being written.
+#[derive(Debug)]
+pub struct Response {
+    /// Its head and how much of it is written.
+    pub head: Head,
+    /// What remains of its body.
+    pub body: Outgoing,
+    /// The body's cache entry is pinned (a paused cached body must not change).
+    pub pinned: bool,
+    /// Body bytes written so far.
+    pub body_sent: u64,
+    /// How the connection goes on.
+    pub after: After,
+    /// Body bytes the request still owes: discarded before the next head when the
+    /// connection persists (`Awaiting::Body`), else they make the close linger.
+    pub owed: u64,
+    /// Bytes of the answered head, dropped from the receive area once the response is
+    /// finished (the log reads them until then).
+    pub answered: usize,
+    /// The turn clock (`Ctx::now_ms`) when it was planned: its response time runs from
+    /// there (`stats::latency`).
+    pub planned_ms: u64,
+}
+
+impl Response {
+    /// Whether the head and the body are all written.
+    pub fn done(&self) -> bool {
+        self.head.sent >= self.head.len && self.body.done()
+    }
+
+    /// Accounts `n` written bytes: head first, then the body (`sendfile` moves a file
+    /// body's offset itself; the body bytes are counted here for every kind).
+    pub fn advance(&mut self, mut n: usize) {
+        let h = n.min(self.head.len - self.head.sent);
+        self.head.sent += h;
+        n -= h;
+        self.body_sent += n as u64;
+        match &mut self.body {
+            Outgoing::Static(_, at) => *at += n,
+            Outgoing::Cached { at, .. } => *at += n,
+            Outgoing::Listing { at, .. } => *at += n,
+            _ => {}
+        }
+    }
+
+    /// A paused cached body must not change under us: pin its entry (once).
+    pub fn pin_if_cached(&mut self, cache: &mut FileCache) {
+        if let (Some(index), false) = (self.body.cache_entry(), self.pinned) {
+            cache.pin(index);
+            self.pinned = true;
+        }
+    }
+
+    /// Drops the body, unpinning a cached entry this response pinned and giving back a
+    /// listing's slot.
+    pub fn release(&mut self, ctx: &mut Ctx<'_>) {
+        match (&self.body, self.pinned) {
+            (Outgoing::Listing { index, .. }, _) => ctx.listings.release(*index),
+            (body, true) => {
+                if let Some(index) = body.cache_entry() {
+                    ctx.cache.unpin(index)
+                }
+            }
+            _ => {}
+        }
+        self.pinned = false;
+        self.body = Outgoing::Nothing;
+    }
+}

@@ -346,7 +346,7 @@ impl<'a> Loop<'a> {
         let slots = cfg.max_conns.clamp(1, MAX_SLOTS);
         let n = slots as usize;
         let slot_bytes = conn::slot_bytes(cfg.site.head_area());
-        let stride = slot_bytes.next_multiple_of(rustix::param::page_size());
+        let stride = slot_bytes.next_multiple_of(crate::sys::mem::page_size());
         let poller = Poller::new(tuning.events).map_err(setup("epoll_create1"))?;
         poller
             .add_listener(listener)

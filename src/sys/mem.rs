@@ -73,6 +73,19 @@ impl<T: SharedZeroed> Drop for SharedBlocks<T> {
     }
 }
 
+/// Bytes of a memory page, from `sysconf(_SC_PAGESIZE)`: libc answers from the auxiliary
+/// vector the kernel gave the process, so it works in a worker whose privileges were
+/// dropped (rustix's `page_size` may read `/proc/self/auxv` there, which a process made
+/// non-dumpable by `setuid` cannot read, and then panics). 4096 if it says nothing usable.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf takes a plain integer and reads no memory of ours.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(n)
+        .ok()
+        .filter(|n| n.is_power_of_two())
+        .unwrap_or(4096)
+}
+
 /// A private anonymous mapping of zero bytes: the serve loop's connection arena.
 ///
 /// Unlike `vec![0; n]` its creation can fail with an error instead of aborting the
@@ -109,7 +122,7 @@ impl ZeroedArena {
     /// resident only once written again. Pages `range` only partly covers stay. See
     /// madvise(2).
     pub fn release(&mut self, range: core::ops::Range<usize>) {
-        let page = rustix::param::page_size();
+        let page = page_size();
         let start = range.start.next_multiple_of(page);
         let end = range.end.min(self.len) / page * page;
         if start >= end {
@@ -151,7 +164,7 @@ pub fn release_spare<T>(v: &mut Vec<T>) {
     let spare = v.spare_capacity_mut();
     let start = spare.as_mut_ptr() as usize;
     let end = start + core::mem::size_of_val(spare);
-    let page = rustix::param::page_size();
+    let page = page_size();
     let (from, to) = (start.next_multiple_of(page), end / page * page);
     if from >= to {
         return;

@@ -926,6 +926,8 @@ mod tests {
         log: Option<AccessLog>,
         dir: std::path::PathBuf,
         root: OwnedFd,
+        /// The operator's `--header` lines the worker's rules carry.
+        headers: Box<[u8]>,
     }
 
     fn fixture(name: &str) -> Fixture {
@@ -965,6 +967,7 @@ mod tests {
             log: Some(AccessLog::off()),
             dir,
             root,
+            headers: Box::default(),
         }
     }
 
@@ -986,7 +989,10 @@ mod tests {
         /// Runs `run` with the worker state this fixture keeps between steps.
         fn with_ctx<T>(&mut self, run: impl FnOnce(&mut Fixture, &mut Ctx<'_>) -> T) -> T {
             let root = self.root.try_clone().unwrap();
-            let rules = SiteRules::default();
+            let rules = SiteRules {
+                headers: self.headers.clone(),
+                ..SiteRules::default()
+            };
             let mut ctx = Ctx {
                 root: root.as_fd(),
                 cache: self.cache.take().expect("cache"),
@@ -1226,6 +1232,36 @@ mod tests {
             peer.read_exact(&mut got).unwrap();
             assert_eq!(got, want, "room {room}, sent {sent}");
         }
+    }
+
+    /// A head larger than the head area (which the start-up check rules out: here the
+    /// rules carry more `--header` bytes than the fixture's area was sized for) is a 500
+    /// that closes, never a body without its head.
+    #[test]
+    fn a_head_that_does_not_fit_is_a_500_that_closes() {
+        let mut f = fixture("overflow");
+        let line = format!(
+            "X-Long: {}\r\n",
+            "a".repeat(crate::http::response::HEAD_CAP)
+        );
+        f.headers = line.into_bytes().into_boxed_slice();
+        f.peer
+            .write_all(b"GET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        assert_eq!(f.step(), Next::Park);
+        let a = f.answer();
+        assert!(a.starts_with("HTTP/1.1 500 "), "{a}");
+        assert!(
+            a.contains("Connection: close\r\n") && !a.contains("X-Long"),
+            "{a}"
+        );
+        assert!(!a.ends_with("abc"), "{a}");
+        assert!(
+            matches!(f.conn.awaiting, Awaiting::PeerClose),
+            "{:?}",
+            f.conn.awaiting
+        );
+        assert_eq!(f.counters.responses[4].load(Relaxed), 1);
     }
 
     #[test]

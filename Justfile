@@ -65,6 +65,12 @@ test-riscv64:
 test-s390x:
     scripts/test-s390x.sh
 
+# What an idle keep-alive connection costs steerd and nginx at 1,000, 10,000 and as many
+# connections as the descriptor limit allows, and the RSS 30 s after they closed.
+conn-memory *COUNTS:
+    cargo build --release -p steerd
+    scripts/conn-memory.sh "${CARGO_TARGET_DIR:-target}/release/steerd" {{COUNTS}}
+
 # Resident memory of an idle 1-worker server for each static build (docs/appliance.md).
 idle-rss:
     scripts/idle-rss.sh

@@ -3,7 +3,9 @@
 //!
 //! Input: a connection slot (its socket, its state, its two buffers: a response-head
 //! area of 1 KiB, more with long operator lines (see [`IN_CAP`]), and a 16 KiB receive
-//! area), readiness hints from epoll, and the worker's shared
+//! area, both in the slot's page-aligned region of the loop's arena, resident only where
+//! written and given back by the loop once the slot has stayed free a while), readiness
+//! hints from epoll, and the worker's shared
 //! [`Ctx`] (root, file cache, cached Date, counters, access log, deadlines). Output: bytes
 //! written to the socket, and a [`Next`] telling the loop to park the slot or close it.
 //! It does not accept, poll or own the table; `serve_loop` does.

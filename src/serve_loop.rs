@@ -17,12 +17,15 @@
 //! Memory: everything is allocated in [`run`] before the first `epoll_wait` (after the
 //! worker pinned itself, so first touch puts it on the worker's node): the connection
 //! table (`max_conns` slots), one arena of `max_conns × conn::slot_bytes(head area)`
-//! (17 KiB a slot: a 1 KiB response-head area and a 16 KiB receive area; the head area
-//! grows in KiB steps, to 6 KiB at most, only when the operator's `--header` and
-//! `--cache-control` lines need it, and then every response writes into it), in one
-//! anonymous `MAP_NORESERVE` mapping, `sys::ZeroedArena`, so a page becomes resident only
-//! when a connection first uses it: about 5 KiB per connection for ordinary requests
-//! (plus the operator's lines beyond the first 1 KiB head area), the whole slot at most),
+//! rounded up to whole pages a slot (17 KiB of a 20 KiB stride: a 1 KiB response-head area
+//! and a 16 KiB receive area; the head area grows in KiB steps, to 6 KiB at most, only
+//! when the operator's `--header` and `--cache-control` lines need it, and then every
+//! response writes into it), in one anonymous `MAP_NORESERVE` mapping,
+//! `sys::ZeroedArena`, so a page becomes resident only when a connection first uses it:
+//! one 4 KiB page per connection for ordinary requests (plus the operator's lines beyond
+//! the first 1 KiB head area), the whole slot at most; a slot left free for 10 to 20 s
+//! gives its pages back ([`give_back`], checked in the loop's once-a-second sweep), so
+//! after a spike of connections the worker's memory returns near its start),
 //! the deadline lists, the event buffer, the two ready lists (one entry per slot), the
 //! file cache, the access log buffer and, with `--list-dirs`, the listing slots
 //! (`crate::listing`). Serving a request allocates nothing.
@@ -72,8 +75,10 @@ use core::fmt;
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::time::Duration;
 
+mod give_back;
 mod per_addr;
 
+use give_back::GiveBack;
 use per_addr::{AddrKey, PerAddr};
 
 /// What the worker should do next, as told by its signal flags.
@@ -158,6 +163,9 @@ pub struct Tuning {
     /// Directory listings one worker streams at a time under `--list-dirs` (each slot's
     /// memory is allocated at start: `crate::listing`).
     pub listings: usize,
+    /// How long a free slot stays unused before its arena pages go back to the kernel
+    /// (one to two of these: `serve_loop::give_back`).
+    pub give_back: Duration,
 }
 
 impl Default for Tuning {
@@ -170,6 +178,7 @@ impl Default for Tuning {
             events: 256,
             auth_limits: Limits::SERVING,
             listings: crate::listing::SLOTS,
+            give_back: Duration::from_secs(10),
         }
     }
 }
@@ -250,6 +259,8 @@ struct Slot {
     registered: bool,
     /// On the ready list (after a [`Next::Yield`]).
     queued: bool,
+    /// Free, and its arena region given back ([`give_back`]).
+    released: bool,
 }
 
 impl Slot {
@@ -259,6 +270,7 @@ impl Slot {
             generation: 0,
             registered: false,
             queued: false,
+            released: false,
         }
     }
 
@@ -267,6 +279,7 @@ impl Slot {
         self.generation = self.generation.wrapping_add(1);
         self.registered = false;
         self.queued = false;
+        self.released = false;
         self.conn.open(fd, arrival);
     }
 
@@ -285,7 +298,20 @@ struct Loop<'a> {
     arena: crate::sys::ZeroedArena,
     /// Bytes of each slot's region of the arena (`conn::slot_bytes`).
     slot_bytes: usize,
+    /// Distance between two slots' regions: `slot_bytes` rounded up to whole pages, so a
+    /// region's pages are its own and can be given back alone.
+    stride: usize,
+    /// Free slots, the last freed on top (reused first). The table grows (a slot is
+    /// added) only when this is empty: `slots` and its companion tables are filled, and
+    /// their pages touched, only as far as connections have used them.
     free: Vec<u32>,
+    /// The table's ceiling (`--max-conns`): `slots` and `free` have this much room.
+    max_slots: usize,
+    /// The generation a slot added to the table starts from: above that of every slot
+    /// the table dropped when it shrank, so no old token matches a new slot.
+    next_generation: u32,
+    /// Which free slots' pages go back to the kernel, and when.
+    cold: GiveBack,
     /// Connections that yielded with work left, driven again next turn (capacity: one
     /// per slot, so pushing never allocates).
     ready: Vec<Token>,
@@ -320,6 +346,7 @@ impl<'a> Loop<'a> {
         let slots = cfg.max_conns.clamp(1, MAX_SLOTS);
         let n = slots as usize;
         let slot_bytes = conn::slot_bytes(cfg.site.head_area());
+        let stride = slot_bytes.next_multiple_of(crate::sys::mem::page_size());
         let poller = Poller::new(tuning.events).map_err(setup("epoll_create1"))?;
         poller
             .add_listener(listener)
@@ -344,7 +371,7 @@ impl<'a> Loop<'a> {
             log,
             worker: cfg.worker,
             cpu: cfg.cpu.get() as u32,
-            timers: Timers::new(n, durations),
+            timers: Timers::growing(n, durations),
             draining: false,
             site: &cfg.site,
             forwarded: match cfg.logging.real_ip_recursive {
@@ -361,11 +388,15 @@ impl<'a> Loop<'a> {
         Ok(Loop {
             listener,
             poller,
-            slots: (0..n).map(|_| Slot::free()).collect(),
-            arena: crate::sys::ZeroedArena::new(n * slot_bytes)
+            slots: Vec::with_capacity(n),
+            arena: crate::sys::ZeroedArena::new(n * stride)
                 .map_err(|e| LoopError::Setup("mapping the connection arena", e))?,
             slot_bytes,
-            free: (0..slots).rev().collect(),
+            stride,
+            free: Vec::with_capacity(n),
+            max_slots: n,
+            next_generation: 0,
+            cold: GiveBack::new(ms(tuning.give_back), 0, now_ms()),
             ready: Vec::with_capacity(n),
             driving: Vec::with_capacity(n),
             ctx,
@@ -373,7 +404,7 @@ impl<'a> Loop<'a> {
             cpu: cfg.cpu.get() as u32,
             trusted: &cfg.logging.real_ip_from,
             proxy_protocol: cfg.logging.proxy_protocol,
-            per_addr: PerAddr::new(n, cfg.max_conns_per_addr),
+            per_addr: PerAddr::growing(n, cfg.max_conns_per_addr),
             open: 0,
             accepting: true,
             listener_shut: false,
@@ -428,7 +459,7 @@ impl<'a> Loop<'a> {
             }
             self.drive_ready();
             self.expire();
-            self.sweep_cache();
+            self.sweep();
             self.maybe_resume();
             self.ctx.log.tick(&self.ctx.date, self.ctx.now_ms);
             let dropped = self.ctx.log.take_dropped();
@@ -444,12 +475,57 @@ impl<'a> Loop<'a> {
     }
 
     /// About once a second (the wait never exceeds `MAX_WAIT_MS`): close cached
-    /// descriptors of unused or deleted files.
-    fn sweep_cache(&mut self) {
+    /// descriptors of unused or deleted files, and give back the pages of slots unused
+    /// for a while.
+    fn sweep(&mut self) {
         if self.ctx.now_ms >= self.sweep_at {
             self.ctx.cache.sweep(self.ctx.now_ms);
+            self.give_back();
             self.sweep_at = self.ctx.now_ms + SWEEP_MS;
         }
+    }
+
+    /// Gives the arena pages of slots unused for a while back to the kernel ([`give_back`]).
+    fn give_back(&mut self) {
+        let (arena, stride, slots) = (&mut self.arena, self.stride, &mut self.slots);
+        let ended = self.cold.run(self.ctx.now_ms, &self.free, |first, n| {
+            let start = first as usize * stride;
+            arena.release(start..start + n as usize * stride);
+            for s in &mut slots[first as usize..][..n as usize] {
+                s.released = true;
+            }
+        });
+        if ended {
+            self.shrink();
+        }
+    }
+
+    /// Drops the released slots at the table's end (and their entries in the free stack,
+    /// the deadline links and the per-address links), giving back the pages they used;
+    /// the room stays reserved, so the table grows again without allocating.
+    fn shrink(&mut self) {
+        let keep = self
+            .slots
+            .iter()
+            .rposition(|s| !s.released)
+            .map_or(0, |i| i + 1);
+        if keep == self.slots.len() {
+            return;
+        }
+        for s in &self.slots[keep..] {
+            self.next_generation = self.next_generation.max(s.generation.saturating_add(1));
+        }
+        let released = self.cold.released();
+        let dropped = self.free[..released]
+            .iter()
+            .filter(|&&i| i as usize >= keep)
+            .count();
+        self.free.retain(|&i| (i as usize) < keep);
+        self.cold.shrunk(dropped, self.free.len());
+        self.slots.truncate(keep);
+        crate::sys::release_spare(&mut self.slots);
+        self.ctx.timers.truncate(keep);
+        self.per_addr.truncate(keep);
     }
 
     fn tick(&mut self) {
@@ -465,7 +541,7 @@ impl<'a> Loop<'a> {
             until = until.min(d);
         }
         // A full table resumes when a slot frees (in the same turn), not on a timer.
-        if !self.accepting && !self.ctx.draining && !self.free.is_empty() {
+        if !self.accepting && !self.ctx.draining && self.has_room() {
             until = until.min(self.resume_at);
         }
         if let Some(end) = grace_end {
@@ -505,7 +581,7 @@ impl<'a> Loop<'a> {
                 return;
             }
             // A full table makes room (below) only for a connection really accepted.
-            if self.free.is_empty() && self.reclaimable().is_none() {
+            if !self.has_room() && self.reclaimable().is_none() {
                 return self.pause();
             }
             match rustix::net::acceptfrom_with(
@@ -524,10 +600,10 @@ impl<'a> Loop<'a> {
                         drop(fd);
                         continue;
                     }
-                    if self.free.is_empty() {
+                    if !self.has_room() {
                         self.make_room();
                     }
-                    let Some(slot) = self.free.pop() else { return };
+                    let Some(slot) = self.take_slot() else { return };
                     self.accepted(slot, fd, peer);
                 }
                 Err(Errno::AGAIN) => return,
@@ -538,6 +614,38 @@ impl<'a> Loop<'a> {
                 Err(_) => return self.pause(),
             }
         }
+    }
+
+    /// A free slot or room to add one.
+    fn has_room(&self) -> bool {
+        !self.free.is_empty() || self.slots.len() < self.max_slots
+    }
+
+    /// The free slot freed last, or a new one while the table is under its ceiling.
+    fn take_slot(&mut self) -> Option<u32> {
+        if let Some(slot) = self.free.pop() {
+            self.cold.taken(self.free.len());
+            return Some(slot);
+        }
+        if self.slots.len() == self.max_slots {
+            return None;
+        }
+        Some(self.add_slot())
+    }
+
+    /// A new slot at the table's end, with its deadline and per-address entries, within
+    /// the room reserved at start (no allocation). Only until the table has grown to
+    /// what the load has needed at once: out of the hot path.
+    #[cold]
+    #[inline(never)]
+    fn add_slot(&mut self) -> u32 {
+        self.slots.push(Slot {
+            generation: self.next_generation,
+            ..Slot::free()
+        });
+        self.ctx.timers.add_slot();
+        self.per_addr.add_slot();
+        (self.slots.len() - 1) as u32
     }
 
     fn accepted(&mut self, slot: u32, fd: OwnedFd, peer: Option<std::net::IpAddr>) {
@@ -572,7 +680,7 @@ impl<'a> Loop<'a> {
 
     fn drive(&mut self, slot: u32) {
         let i = slot as usize;
-        let buf = slot_area(&mut self.arena, self.slot_bytes, i);
+        let buf = slot_area(&mut self.arena, self.stride, self.slot_bytes, i);
         let s = &mut self.slots[i];
         match conn::advance(slot, &mut s.conn, buf, &mut self.ctx, &mut self.scratch) {
             Next::Park if s.registered => {}
@@ -648,7 +756,7 @@ impl<'a> Loop<'a> {
         }
         self.ctx.timers.disarm(slot);
         let i = slot as usize;
-        let buf = slot_area(&mut self.arena, self.slot_bytes, i);
+        let buf = slot_area(&mut self.arena, self.stride, self.slot_bytes, i);
         conn::abandon(&mut s.conn, buf, &mut self.ctx);
         s.release(&mut self.ctx);
         self.per_addr.remove(slot);
@@ -669,7 +777,7 @@ impl<'a> Loop<'a> {
         while let Some((slot, kind)) = self.ctx.timers.pop_expired(self.ctx.now_ms) {
             if kind == Kind::Header {
                 let i = slot as usize;
-                let buf = slot_area(&mut self.arena, self.slot_bytes, i);
+                let buf = slot_area(&mut self.arena, self.stride, self.slot_bytes, i);
                 let (c, ctx) = (&mut self.slots[i].conn, &mut self.ctx);
                 if conn::header_timeout(c, buf, ctx, &mut self.scratch) {
                     self.drive(slot);
@@ -723,7 +831,7 @@ impl<'a> Loop<'a> {
         if not_paused || self.ctx.now_ms < self.resume_at {
             return;
         }
-        if !self.free.is_empty() || self.reclaimable().is_some() {
+        if self.has_room() || self.reclaimable().is_some() {
             self.accepting = self.poller.listener_interest(self.listener, true).is_ok();
         }
     }
@@ -785,8 +893,13 @@ impl<'a> Loop<'a> {
 }
 
 /// Slot `i`'s region of the arena: its response-head area, then its receive area.
-fn slot_area(arena: &mut crate::sys::ZeroedArena, slot_bytes: usize, i: usize) -> &mut [u8] {
-    &mut arena.as_mut_slice()[i * slot_bytes..(i + 1) * slot_bytes]
+fn slot_area(
+    arena: &mut crate::sys::ZeroedArena,
+    stride: usize,
+    len: usize,
+    i: usize,
+) -> &mut [u8] {
+    &mut arena.as_mut_slice()[i * stride..][..len]
 }
 
 /// Whether `token` is a live connection still waiting on the ready list.
@@ -801,19 +914,15 @@ mod tests {
     use super::*;
     use std::net::{TcpListener, TcpStream};
 
-    #[test]
-    fn an_event_for_an_old_generation_is_dropped_and_counted() {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let addr = listener.local_addr().unwrap();
+    fn config(max_conns: u32) -> LoopConfig {
         let dir = std::env::temp_dir();
-        let cfg = LoopConfig {
+        LoopConfig {
             worker: 0,
             cpu: CpuId::new(0).unwrap(),
             root: rustix::fs::open(&dir, rustix::fs::OFlags::PATH, rustix::fs::Mode::empty())
                 .unwrap(),
-            max_conns: 4,
-            max_conns_per_addr: 4,
+            max_conns,
+            max_conns_per_addr: max_conns,
             timeouts: Timeouts {
                 header: Duration::from_secs(5),
                 keepalive: Duration::from_secs(5),
@@ -823,16 +932,31 @@ mod tests {
             logging: Logging::default(),
             site: SiteRules::default(),
             auth: None,
-        };
+        }
+    }
+
+    fn bound() -> (TcpListener, std::net::SocketAddr) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        (listener, addr)
+    }
+
+    const READY: Ready = Ready {
+        readable: true,
+        writable: true,
+        hangup: false,
+        peer_shut: false,
+    };
+
+    #[test]
+    fn an_event_for_an_old_generation_is_dropped_and_counted() {
+        let (listener, addr) = bound();
+        let cfg = config(4);
         let counters = WorkerCounters::default();
         let mut lp = Loop::new(listener.as_fd(), &cfg, Tuning::default(), &counters).unwrap();
         let _client = TcpStream::connect(addr).unwrap();
-        let ready = Ready {
-            readable: true,
-            writable: true,
-            hangup: false,
-            peer_shut: false,
-        };
+        let ready = READY;
         lp.dispatch(Token::LISTENER, ready);
         assert_eq!(lp.open, 1);
         let live = lp.slots[0].generation;
@@ -849,7 +973,7 @@ mod tests {
                 generation: 0,
             },
             ready,
-        ); // a free slot
+        ); // a slot not in use (never used yet: beyond the table so far)
         lp.dispatch(
             Token {
                 slot: 99,
@@ -869,6 +993,79 @@ mod tests {
             counters.stale_events.load(Relaxed),
             3,
             "the live token is not stale"
+        );
+    }
+
+    #[test]
+    fn a_slot_unused_for_a_period_gives_its_pages_back() {
+        use std::io::{Read, Write};
+        let (listener, addr) = bound();
+        let cfg = config(4);
+        let counters = WorkerCounters::default();
+        let tuning = Tuning {
+            give_back: Duration::from_millis(10),
+            ..Tuning::default()
+        };
+        let mut lp = Loop::new(listener.as_fd(), &cfg, tuning, &counters).unwrap();
+        let mut client = TcpStream::connect(addr).unwrap();
+        client
+            .write_all(b"GET /steerd-no-such-file HTTP/1.1\r\nHost: a\r\n\r\n")
+            .unwrap();
+        lp.dispatch(Token::LISTENER, READY);
+        let mut got = [0u8; 12];
+        client.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"HTTP/1.1 404");
+        let slot = lp.slots.iter().position(|s| s.conn.fd().is_some()).unwrap();
+        let touched = |lp: &mut Loop<'_>| {
+            let (stride, len) = (lp.stride, lp.slot_bytes);
+            slot_area(&mut lp.arena, stride, len, slot)
+                .iter()
+                .any(|&b| b != 0)
+        };
+        assert!(
+            touched(&mut lp),
+            "the request and its response are in the slot's region"
+        );
+        drop(client);
+        let token = Token {
+            slot: slot as u32,
+            generation: lp.slots[slot].generation,
+        };
+        lp.dispatch(
+            token,
+            Ready {
+                hangup: true,
+                ..READY
+            },
+        );
+        assert_eq!(lp.open, 0);
+        lp.ctx.now_ms += 10;
+        lp.give_back();
+        assert!(
+            touched(&mut lp),
+            "kept while it has not been unused for a whole period"
+        );
+        lp.ctx.now_ms += 10;
+        lp.give_back();
+        assert!(
+            !touched(&mut lp),
+            "given back: the pages read as zeros again"
+        );
+        assert_eq!(
+            lp.slots.len(),
+            slot,
+            "the table shrank to its slots in use (none)"
+        );
+        let mut client = TcpStream::connect(addr).unwrap();
+        client
+            .write_all(b"GET /steerd-no-such-file HTTP/1.1\r\nHost: a\r\n\r\n")
+            .unwrap();
+        lp.dispatch(Token::LISTENER, READY);
+        client.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"HTTP/1.1 404", "the table grows again");
+        assert!(
+            lp.slots[slot].generation > token.generation,
+            "no old token matches"
         );
     }
 }

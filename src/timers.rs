@@ -4,7 +4,9 @@
 //! Output: the earliest deadline (for `epoll_wait`'s timeout) and the slots whose deadline
 //! passed. Every kind has one fixed duration, so a slot armed later always expires later:
 //! appending at the tail keeps each list sorted, and arming, disarming and finding the
-//! next expiry are O(1) with no heap and no allocation (links live in a table sized once).
+//! next expiry are O(1) with no heap and no allocation (links live in a table whose room
+//! is reserved once; it is filled, and its pages touched, only as the table's slots are
+//! added).
 
 /// What a connection is waiting for, as far as its deadline goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,23 +38,50 @@ pub struct Timers {
     tail: [u32; KINDS],
     duration_ms: [u64; KINDS],
     links: Vec<Link>,
+    /// Slots the table may hold (`links` grows to this by [`Timers::add_slot`]).
+    slots: usize,
 }
 
 impl Timers {
     /// Lists for `slots` slots with the given durations (by [`Kind`] order).
     pub fn new(slots: usize, duration_ms: [u64; KINDS]) -> Timers {
-        let unlinked = Link {
-            prev: NIL,
-            next: NIL,
-            deadline: 0,
-            kind: None,
-        };
+        let mut t = Timers::growing(slots, duration_ms);
+        for _ in 0..slots {
+            t.add_slot();
+        }
+        t
+    }
+
+    /// Lists with room for `slots` slots and none yet ([`Timers::add_slot`] adds them, as
+    /// the loop's table grows): the table's pages are touched only as far as it is used.
+    pub fn growing(slots: usize, duration_ms: [u64; KINDS]) -> Timers {
         Timers {
             head: [NIL; KINDS],
             tail: [NIL; KINDS],
             duration_ms,
-            links: vec![unlinked; slots],
+            links: Vec::with_capacity(slots),
+            slots,
         }
+    }
+
+    /// Makes room for one more slot (the next index), unarmed, within the room reserved
+    /// at [`Timers::new`] (no allocation); nothing past that.
+    pub fn add_slot(&mut self) {
+        if self.links.len() < self.slots {
+            self.links.push(Link {
+                prev: NIL,
+                next: NIL,
+                deadline: 0,
+                kind: None,
+            });
+        }
+    }
+
+    /// Drops the slots from `len` on (all unarmed: the table shrank) and gives their
+    /// pages back; the room stays reserved.
+    pub fn truncate(&mut self, len: usize) {
+        self.links.truncate(len);
+        crate::sys::release_spare(&mut self.links);
     }
 
     /// Puts `slot` at the tail of `kind`'s list with deadline `now + duration(kind)`,

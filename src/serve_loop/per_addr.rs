@@ -5,7 +5,10 @@
 //! slot's release. Output: whether an address is under its limit ([`PerAddr::admits`]),
 //! and the slots of the address holding the most connections, oldest first
 //! ([`PerAddr::busiest`]), from which a full table reclaims one. It closes nothing (the
-//! loop does) and it allocates only in [`PerAddr::new`].
+//! loop does) and it allocates only in [`PerAddr::growing`], which reserves every table's
+//! room; the per-slot and per-address tables are filled (their pages touched) only as far
+//! as slots and addresses are used (all but `by_count`, 4 bytes a slot), so a large
+//! `--max-conns` costs little at start.
 //!
 //! An address is an [`AddrKey`] (`client_addr`): an IPv4 address, or the /64 prefix of
 //! an IPv6 address, as one `u64`.
@@ -14,7 +17,8 @@
 //!
 //! * `addrs`: a pool of `n` address records, each with its count, its neighbours among
 //!   the addresses of the same count, and the list of its slots (oldest first);
-//! * `index`: an open-addressed, linearly probed table of pool indices, `2n` rounded up
+//! * `index`: an open-addressed, linearly probed table of pool indices plus one (0: an
+//!   empty entry, so the table starts as zero pages nothing has touched), `2n` rounded up
 //!   to a power of two (at most half full), hashed with a per-loop random multiplier;
 //!   removal shifts the following entries back (no tombstones, so a probe's length
 //!   depends on the load only);
@@ -26,6 +30,8 @@
 pub use crate::client_addr::AddrKey;
 
 const NIL: u32 = u32::MAX;
+/// An empty entry of `index` (which holds pool indices plus one).
+const EMPTY: u32 = 0;
 
 /// One address: its count, its place among the addresses of that count, its slots.
 #[derive(Clone, Copy, Debug)]
@@ -77,23 +83,53 @@ pub struct PerAddr {
     by_count: Vec<u32>,
     top: u32,
     links: Vec<Link>,
+    /// Slots of the table (the room reserved in `addrs`, `links` and `by_count`).
+    slots: usize,
 }
 
 impl PerAddr {
     /// Counts for a table of `slots` slots, admitting `limit` connections an address.
+    #[cfg(test)]
     pub fn new(slots: usize, limit: u32) -> PerAddr {
+        let mut p = PerAddr::growing(slots, limit);
+        for _ in 0..slots {
+            p.add_slot();
+        }
+        p
+    }
+
+    /// [`PerAddr::new`] with room for `slots` slots and none yet ([`PerAddr::add_slot`]
+    /// adds them, as the loop's table grows).
+    pub fn growing(slots: usize, limit: u32) -> PerAddr {
         let size = (slots * 2).next_power_of_two().max(2);
         PerAddr {
             limit: limit.max(1),
             mult: seed() | 1,
             shift: 64 - size.trailing_zeros(),
-            index: vec![NIL; size],
-            addrs: vec![Addr::EMPTY; slots],
-            free: (0..slots as u32).rev().collect(),
+            index: vec![EMPTY; size],
+            addrs: Vec::with_capacity(slots),
+            free: Vec::with_capacity(slots),
+            // 4 bytes a slot, filled at start: growing it would cost the hot path a check.
             by_count: vec![NIL; slots + 1],
             top: 0,
-            links: vec![Link::EMPTY; slots],
+            links: Vec::with_capacity(slots),
+            slots,
         }
+    }
+
+    /// Makes room for one more slot (the next index), uncounted, within the room reserved
+    /// at [`PerAddr::new`] (no allocation); nothing past that.
+    pub fn add_slot(&mut self) {
+        if self.links.len() < self.slots {
+            self.links.push(Link::EMPTY);
+        }
+    }
+
+    /// Drops the slots from `len` on (all uncounted: the table shrank) and gives their
+    /// pages back; the room stays reserved.
+    pub fn truncate(&mut self, len: usize) {
+        self.links.truncate(len);
+        crate::sys::release_spare(&mut self.links);
     }
 
     /// Whether `key` holds fewer connections than the limit.
@@ -198,22 +234,29 @@ impl PerAddr {
         // Terminates: the index is at most half full.
         loop {
             match self.index[i] {
-                NIL => return None,
-                a if self.addrs[a as usize].key == key => return Some(a),
+                EMPTY => return None,
+                e if self.addrs[e as usize - 1].key == key => return Some(e - 1),
                 _ => i = (i + 1) & mask,
             }
         }
     }
 
     fn insert(&mut self, key: u64) -> Option<u32> {
-        let a = self.free.pop()?;
+        let a = match self.free.pop() {
+            Some(a) => a,
+            None if self.addrs.len() < self.slots => {
+                self.addrs.push(Addr::EMPTY); // within the reserved room
+                (self.addrs.len() - 1) as u32
+            }
+            None => return None,
+        };
         self.addrs[a as usize] = Addr { key, ..Addr::EMPTY };
         let mask = self.index.len() - 1;
         let mut i = self.home(key);
-        while self.index[i] != NIL {
+        while self.index[i] != EMPTY {
             i = (i + 1) & mask;
         }
-        self.index[i] = a;
+        self.index[i] = a + 1;
         Some(a)
     }
 
@@ -221,8 +264,8 @@ impl PerAddr {
     fn delete(&mut self, a: u32) {
         let mask = self.index.len() - 1;
         let mut i = self.home(self.addrs[a as usize].key);
-        while self.index[i] != a {
-            if self.index[i] == NIL {
+        while self.index[i] != a + 1 {
+            if self.index[i] == EMPTY {
                 return;
             }
             i = (i + 1) & mask;
@@ -231,10 +274,10 @@ impl PerAddr {
         loop {
             j = (j + 1) & mask;
             let e = self.index[j];
-            if e == NIL {
+            if e == EMPTY {
                 break;
             }
-            let h = self.home(self.addrs[e as usize].key);
+            let h = self.home(self.addrs[e as usize - 1].key);
             // The entry at j may fill the hole at i unless its home lies in (i, j].
             let stays = if i <= j {
                 i < h && h <= j
@@ -246,7 +289,7 @@ impl PerAddr {
                 i = j;
             }
         }
-        self.index[i] = NIL;
+        self.index[i] = EMPTY;
         self.addrs[a as usize] = Addr::EMPTY;
         self.free.push(a);
     }

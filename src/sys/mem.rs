@@ -1,5 +1,5 @@
 //! Memory mappings: the shared blocks made before fork (the per-worker counters) and the
-//! zeroed, lazily resident connection arena.
+//! zeroed, lazily resident connection arena, whose unused regions can be given back.
 //!
 //! Input: sizes. Output: owned mappings that unmap on drop. What goes in them is decided
 //! by `stats.rs` and the serve loop; nothing here imports from the rest of the crate.
@@ -73,6 +73,19 @@ impl<T: SharedZeroed> Drop for SharedBlocks<T> {
     }
 }
 
+/// Bytes of a memory page, from `sysconf(_SC_PAGESIZE)`: libc answers from the auxiliary
+/// vector the kernel gave the process, so it works in a worker whose privileges were
+/// dropped (rustix's `page_size` may read `/proc/self/auxv` there, which a process made
+/// non-dumpable by `setuid` cannot read, and then panics). 4096 if it says nothing usable.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf takes a plain integer and reads no memory of ours.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(n)
+        .ok()
+        .filter(|n| n.is_power_of_two())
+        .unwrap_or(4096)
+}
+
 /// A private anonymous mapping of zero bytes: the serve loop's connection arena.
 ///
 /// Unlike `vec![0; n]` its creation can fail with an error instead of aborting the
@@ -104,6 +117,29 @@ impl ZeroedArena {
         Ok(ZeroedArena { ptr, len })
     }
 
+    /// Gives the pages lying wholly inside `range` back to the kernel
+    /// (`madvise(MADV_DONTNEED)`): they read as zero bytes again, as at creation, and are
+    /// resident only once written again. Pages `range` only partly covers stay. See
+    /// madvise(2).
+    pub fn release(&mut self, range: core::ops::Range<usize>) {
+        let page = page_size();
+        let start = range.start.next_multiple_of(page);
+        let end = range.end.min(self.len) / page * page;
+        if start >= end {
+            return;
+        }
+        // SAFETY: `start..end` lies inside our mapping (`end <= len`), and `&mut self`
+        // means no slice from `as_mut_slice` is alive; afterwards the private anonymous
+        // pages read as zeros, the arena's initial (and a valid) content.
+        let _ = unsafe {
+            rustix::mm::madvise(
+                self.ptr.as_ptr().add(start).cast(),
+                end - start,
+                rustix::mm::Advice::LinuxDontNeed,
+            )
+        };
+    }
+
     /// The whole arena.
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: `ptr..ptr+len` is our live, readable and writable mapping, zero-filled
@@ -118,6 +154,33 @@ impl Drop for ZeroedArena {
         // `as_mut_slice` outlives `self`.
         let _ = unsafe { rustix::mm::munmap(self.ptr.as_ptr().cast(), self.len) };
     }
+}
+
+/// Gives back the pages lying wholly inside `v`'s spare capacity
+/// (`madvise(MADV_DONTNEED)`): after a `truncate`, the removed elements' memory stops
+/// being resident, while the capacity, the room to grow again without allocating, stays.
+/// See madvise(2).
+pub fn release_spare<T>(v: &mut Vec<T>) {
+    let spare = v.spare_capacity_mut();
+    let start = spare.as_mut_ptr() as usize;
+    let end = start + core::mem::size_of_val(spare);
+    let page = page_size();
+    let (from, to) = (start.next_multiple_of(page), end / page * page);
+    if from >= to {
+        return;
+    }
+    // SAFETY: `from..to` lies inside the Vec's allocation past its length: memory the Vec
+    // owns and holds no value in, and `&mut v` excludes every other reference to it. The
+    // global allocator's memory is private and anonymous, so the pages only read as
+    // zeros afterwards, which nothing reads as a value: the Vec writes an element before
+    // it is read.
+    let _ = unsafe {
+        rustix::mm::madvise(
+            from as *mut core::ffi::c_void,
+            to - from,
+            rustix::mm::Advice::LinuxDontNeed,
+        )
+    };
 }
 
 // SAFETY: the arena owns its mapping exclusively (no aliasing pointer exists elsewhere),

@@ -379,6 +379,31 @@ fn the_open_file_limit_is_raised_for_max_conns() {
     assert!(srv.pids().iter().all(|&p| soft_nofile(p) == 2000));
 }
 
+/// The worker's own memory (RssAnon, kB) after it served one request.
+fn worker_anon_kb(srv: &Server) -> u64 {
+    assert_eq!(get(srv.addr, "/index.html", "").status, 200);
+    let pids = srv.pids();
+    assert_eq!(pids.len(), 2, "a master and one worker: {pids:?}");
+    let status = std::fs::read_to_string(format!("/proc/{}/status", pids[1])).unwrap();
+    let line = status.lines().find(|l| l.starts_with("RssAnon:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// `--max-conns` is a ceiling, not a start-up cost (docs/serving.md "The loop"): the
+/// connection table and its companions grow with use, so 100,000 slots cost a worker at
+/// start a few bytes a slot more than 16 slots do (they cost about 300 bytes a slot when
+/// every table was filled at start).
+#[test]
+fn a_large_max_conns_costs_little_at_start() {
+    let small = worker_anon_kb(&Server::start(&["--workers", "1", "--max-conns", "16"]));
+    let large = worker_anon_kb(&Server::start(&["--workers", "1", "--max-conns", "100000"]));
+    let per_slot = large.saturating_sub(small) * 1024 / 100_000;
+    assert!(
+        per_slot <= 16,
+        "{per_slot} B a slot (RssAnon {small} kB with 16 slots, {large} kB with 100,000)"
+    );
+}
+
 /// What `steerd check ROOT ARGS` prints on stderr, with its exit code.
 fn check(root: &std::path::Path, args: &[String]) -> (i32, String) {
     let mut cmd = Command::new(support::server::binary());

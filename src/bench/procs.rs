@@ -112,7 +112,7 @@ pub fn reaped_children_cpu() -> Duration {
 }
 
 fn ticks_to_duration(ticks: u64) -> Duration {
-    let hz = rustix::param::clock_ticks_per_second().max(1);
+    let hz = crate::sys::process::clock_ticks_per_second();
     Duration::from_nanos(ticks.saturating_mul(1_000_000_000) / hz)
 }
 

@@ -42,8 +42,8 @@ pub(crate) fn read(pid: Pid, boot: Option<u64>) -> Figures {
     let dir = format!("/proc/{}", pid.as_raw_nonzero());
     let text = |name: &str| std::fs::read_to_string(format!("{dir}/{name}")).ok();
     let stat = text("stat").as_deref().and_then(parse_stat);
-    let hz = rustix::param::clock_ticks_per_second().max(1) as f64;
-    let page = rustix::param::page_size() as u64;
+    let hz = crate::sys::process::clock_ticks_per_second() as f64;
+    let page = crate::sys::mem::page_size() as u64;
     let fds = std::fs::read_dir(format!("{dir}/fd")).ok();
     Figures {
         start_time: stat

@@ -111,3 +111,14 @@ pub fn pin_to_set(set: &AffinityMask) -> io::Result<()> {
 pub fn affinity() -> io::Result<AffinityMask> {
     rustix::thread::sched_getaffinity(None).map_err(io::Error::from)
 }
+
+/// Clock ticks per second (`sysconf(_SC_CLK_TCK)`, the unit of `/proc/PID/stat`'s times):
+/// libc answers from the auxiliary vector the kernel gave the process, so this works in
+/// a process whose privileges were dropped (rustix's `clock_ticks_per_second` may read
+/// `/proc/self/auxv` there, which a non-dumpable process cannot read, and then panics).
+/// 100 if it says nothing usable.
+pub fn clock_ticks_per_second() -> u64 {
+    // SAFETY: sysconf takes a plain integer and reads no memory of ours.
+    let n = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    u64::try_from(n).ok().filter(|&n| n > 0).unwrap_or(100)
+}

@@ -13,7 +13,7 @@
 
 pub mod dest;
 
-pub use dest::Dest;
+pub(crate) use dest::Dest;
 
 use crate::config::{LogFormat, LogTarget};
 use crate::http::date::DateCache;
@@ -21,14 +21,14 @@ use crate::log_line::{format_line, syslog, LogClock, Record, LINE_MAX};
 use std::io;
 
 /// Bytes of the per-worker buffer.
-pub const BUF: usize = 64 * 1024;
+pub(crate) const BUF: usize = 64 * 1024;
 /// A buffered line is written once it is this old (checked every loop turn).
-pub const FLUSH_AFTER_MS: u64 = 500;
+pub(crate) const FLUSH_AFTER_MS: u64 = 500;
 
 const ROOM: usize = LINE_MAX + syslog::HEAD_MAX;
 
 /// An open (or disabled) access log.
-pub struct AccessLog {
+pub(crate) struct AccessLog {
     dest: Dest,
     format: LogFormat,
     buf: Box<[u8]>,
@@ -59,6 +59,7 @@ impl AccessLog {
     }
 
     /// A log that records nothing.
+    #[cfg(test)]
     pub fn off() -> AccessLog {
         AccessLog {
             dest: Dest::Off,
@@ -73,7 +74,7 @@ impl AccessLog {
     }
 
     /// Whether lines are recorded.
-    pub fn enabled(&self) -> bool {
+    pub(crate) fn enabled(&self) -> bool {
         !self.dest.is_off()
     }
 
@@ -116,7 +117,7 @@ impl AccessLog {
     }
 
     /// Writes the buffered lines.
-    pub fn flush(&mut self) {
+    pub(crate) fn flush(&mut self) {
         if self.len > 0 {
             self.dropped += self.dest.write(&self.buf[..self.len]);
         }
@@ -125,7 +126,7 @@ impl AccessLog {
     }
 
     /// The lines dropped since the last call (a failed or short write), for the metric.
-    pub fn take_dropped(&mut self) -> u64 {
+    pub(crate) fn take_dropped(&mut self) -> u64 {
         core::mem::take(&mut self.dropped)
     }
 

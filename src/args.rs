@@ -61,9 +61,9 @@ pub enum Command {
 
 /// What stage 1 may learn from outside the command line, handed in by the caller so that
 /// parsing stays free of syscalls.
-pub struct Outside<'a> {
+pub(crate) struct Outside<'a> {
     /// The process's `STEERD_*` variables (`args/env.rs`).
-    pub vars: Vec<(String, String)>,
+    pub(crate) vars: Vec<(String, String)>,
     /// The text of `/etc/hosts`; called only when a `--listen` value names a host.
     pub hosts: &'a dyn Fn() -> Option<String>,
     /// Whether a word names a directory: a first word that is no subcommand but close
@@ -204,8 +204,8 @@ impl Default for ServeArgs {
 
 /// Default connection slots per worker: 10,240 keeps 10,000 concurrent connections
 /// servable even when every one of them is steered to a single worker.
-pub const DEFAULT_MAX_CONNS: u32 = 10_240;
-pub use crate::config::DEFAULT_LISTEN;
+pub(crate) const DEFAULT_MAX_CONNS: u32 = 10_240;
+pub(crate) use crate::config::DEFAULT_LISTEN;
 
 /// A flag or value that cannot be used: printed as `steerd: STAGE: MESSAGE` (one such
 /// line per line of the message: one per problem), then the usage text when there is
@@ -259,7 +259,7 @@ const SUBCOMMANDS: [&str; 7] = ["serve", "check", "topo", "bpf", "bench", "probe
 
 /// Parses everything after the program name, with the variables and files `outside`
 /// hands in.
-pub fn parse_in(args: &[String], outside: &Outside<'_>) -> Result<Command, ArgsError> {
+pub(crate) fn parse_in(args: &[String], outside: &Outside<'_>) -> Result<Command, ArgsError> {
     let (first, rest) = match args.split_first() {
         Some((f, r)) => (f.as_str(), r),
         None => return parse_serve_in(&[], outside).map(Command::Serve),
@@ -336,7 +336,10 @@ pub fn parse_serve(args: &[String]) -> Result<ServeArgs, ArgsError> {
 /// Parses serve options with the `STEERD_*` variables of `outside` for the flags the
 /// command line does not give (`args/env.rs`). A bad value from a variable is named
 /// with its variable.
-pub fn parse_serve_in(args: &[String], outside: &Outside<'_>) -> Result<ServeArgs, ArgsError> {
+pub(crate) fn parse_serve_in(
+    args: &[String],
+    outside: &Outside<'_>,
+) -> Result<ServeArgs, ArgsError> {
     let from_env = env::tokens(&outside.vars, args)?;
     let mut all: Vec<String> = from_env.iter().map(|t| t.token.clone()).collect();
     all.extend_from_slice(args);
@@ -465,7 +468,7 @@ fn parse_secs(flag: &str, v: &str) -> Result<Duration, ArgsError> {
 }
 
 /// `steerd --help`
-pub const MAIN_HELP: &str = "\
+pub(crate) const MAIN_HELP: &str = "\
 steerd: a static HTTP/1.1 server that handles each connection on the CPU where it arrives
 
 USAGE:

@@ -24,7 +24,7 @@ pub mod gate;
 pub mod htpasswd;
 pub mod remember;
 
-pub use gate::{Gate, Verdict};
+pub(crate) use gate::{Gate, Verdict};
 pub use htpasswd::Credentials;
 
 /// Why a request was not let in: the `reason` label of `steerd_auth_failures_total`.

@@ -16,7 +16,7 @@
 pub mod forwarded;
 pub mod proxy_header;
 
-pub use forwarded::{forwarded_for, Walk};
+pub(crate) use forwarded::{forwarded_for, Walk};
 pub use proxy_header::{parse_proxy_header, ProxyError, ProxyHeader};
 
 use std::net::IpAddr;

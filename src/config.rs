@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// The listen address when none is given.
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
 mod logging;
 
@@ -55,7 +55,7 @@ pub enum UserSpec {
 /// one address can hold more than a quarter of a worker's table, and at least 16, so a
 /// small table still lets a browser (6 connections an origin) and a few clients behind
 /// one NAT in.
-pub fn default_conns_per_addr(max_conns: u32) -> u32 {
+pub(crate) fn default_conns_per_addr(max_conns: u32) -> u32 {
     (max_conns / 4).max(16)
 }
 

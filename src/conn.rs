@@ -83,10 +83,10 @@ use std::net::IpAddr;
 /// slot. The response-head area is the rest, in front of it: as large as the worker's
 /// site rules need (`SiteRules::head_area`: 1 KiB, up to [`HEAD_AREA_MAX`] with long
 /// `--header` lines), the same for every slot of a worker.
-pub const IN_CAP: usize = MAX_HEAD;
+pub(crate) const IN_CAP: usize = MAX_HEAD;
 
 /// Bytes of arena per connection slot with a response-head area of `head_area` bytes.
-pub const fn slot_bytes(head_area: usize) -> usize {
+pub(crate) const fn slot_bytes(head_area: usize) -> usize {
     head_area + IN_CAP
 }
 
@@ -105,14 +105,14 @@ fn areas(buf: &mut [u8]) -> (&mut [u8], &mut [u8]) {
 /// since the target's bytes are all `pchar` and re-encode to no more bytes than they came
 /// from). It is copied to the back of the slot's receive area (`logged::spill_at`), which
 /// must hold it.
-pub const SPILL_CAP: usize = MAX_TARGET + HEAD_AREA_MAX;
+pub(crate) const SPILL_CAP: usize = MAX_TARGET + HEAD_AREA_MAX;
 const _: () = assert!(SPILL_CAP <= IN_CAP);
 /// Largest `sendfile` count per call (the socket buffer bounds it anyway).
 const SENDFILE_CHUNK: usize = 1 << 20;
 /// Requests one [`advance`] answers before it yields the worker to other connections.
-pub const REQUEST_BUDGET: u32 = 16;
+pub(crate) const REQUEST_BUDGET: u32 = 16;
 /// Bytes one [`advance`] sends (or reads and discards) before it yields.
-pub const BYTE_BUDGET: u64 = 2 << 20;
+pub(crate) const BYTE_BUDGET: u64 = 2 << 20;
 
 /// What a connection is waiting for.
 #[derive(Debug)]
@@ -137,7 +137,7 @@ enum Awaiting {
 /// One connection's protocol state (its buffers live in the loop's arena; the loop's
 /// bookkeeping about it, such as the generation and epoll registration, is the loop's).
 #[derive(Debug)]
-pub struct Conn {
+pub(crate) struct Conn {
     /// The socket; `None` when free.
     fd: Option<OwnedFd>,
     /// What the connection waits for; the response being written lives in it.
@@ -211,14 +211,14 @@ impl Conn {
     }
 
     /// Notes what epoll reported for the socket (hints, kept until a call would block).
-    pub fn note_ready(&mut self, ready: Readiness) {
+    pub(crate) fn note_ready(&mut self, ready: Readiness) {
         self.readable |= ready.readable;
         self.writable |= ready.writable;
         self.peer_shut |= ready.peer_shut;
     }
 
     /// The slot holds no connection.
-    pub fn is_free(&self) -> bool {
+    pub(crate) fn is_free(&self) -> bool {
         matches!(self.awaiting, Awaiting::Free)
     }
 
@@ -241,24 +241,24 @@ impl Conn {
 
 /// What epoll reported for a connection's socket.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Readiness {
+pub(crate) struct Readiness {
     /// Input (or the peer's EOF) may be read.
     pub readable: bool,
     /// Send space may be available.
     pub writable: bool,
     /// The peer shut its write side.
-    pub peer_shut: bool,
+    pub(crate) peer_shut: bool,
 }
 
 /// What the loop knows about a connection when it accepts it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Arrival {
+pub(crate) struct Arrival {
     /// The peer's address.
     pub peer: Option<IpAddr>,
     /// It arrived on the worker's own CPU.
     pub local: bool,
     /// The peer is a trusted proxy whose `X-Forwarded-For` names the client.
-    pub forwarded: bool,
+    pub(crate) forwarded: bool,
     /// The connection must begin with a PROXY header (the peer is trusted to send one).
     pub proxy_header: bool,
 }
@@ -266,7 +266,7 @@ pub struct Arrival {
 /// A connection the loop closes (timeout, stop) or that failed while a response was
 /// being written: that response was cut short; count it and log it with the bytes that
 /// went out. `buf` is the slot's arena region.
-pub fn abandon(c: &mut Conn, buf: &[u8], ctx: &mut Ctx<'_>) {
+pub(crate) fn abandon(c: &mut Conn, buf: &[u8], ctx: &mut Ctx<'_>) {
     if let Awaiting::Send(r) = &mut c.awaiting {
         r.release(ctx);
         logged::end(c, &buf[receive_at(buf)..], ctx, true);
@@ -281,7 +281,12 @@ pub fn abandon(c: &mut Conn, buf: &[u8], ctx: &mut Ctx<'_>) {
 /// sends it like any other closing response (what the socket does not take at once under
 /// the send deadline, then the linger before the close). Otherwise `false`: the loop
 /// closes the slot; a PROXY header never completed is counted.
-pub fn header_timeout(c: &mut Conn, buf: &mut [u8], ctx: &mut Ctx<'_>, s: &mut Scratch) -> bool {
+pub(crate) fn header_timeout(
+    c: &mut Conn,
+    buf: &mut [u8],
+    ctx: &mut Ctx<'_>,
+    s: &mut Scratch,
+) -> bool {
     if c.fd.is_none() {
         return false;
     }
@@ -298,7 +303,7 @@ pub fn header_timeout(c: &mut Conn, buf: &mut [u8], ctx: &mut Ctx<'_>, s: &mut S
 }
 
 /// Per-worker state every connection uses.
-pub struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     /// The served root.
     pub root: BorrowedFd<'a>,
     /// Small-file cache.
@@ -306,7 +311,7 @@ pub struct Ctx<'a> {
     /// The Date header of this second.
     pub date: DateCache,
     /// Monotonic milliseconds of this loop turn.
-    pub now_ms: u64,
+    pub(crate) now_ms: u64,
     /// Shared counters.
     pub counters: &'a WorkerCounters,
     /// Access log.
@@ -322,7 +327,7 @@ pub struct Ctx<'a> {
     /// The operator's headers, cache rules, error pages and fallback.
     pub site: &'a SiteRules,
     /// How far a trusted peer's `X-Forwarded-For` is believed.
-    pub forwarded: Walk<'a>,
+    pub(crate) forwarded: Walk<'a>,
     /// `--basic-auth`: this loop's remembered verdicts and budget of hash checks.
     pub auth: Option<crate::auth::Gate>,
     /// Directory listings in progress (`--list-dirs`; no slots without it).
@@ -330,13 +335,13 @@ pub struct Ctx<'a> {
 }
 
 /// Scratch space for one request at a time (decoded path, path to open).
-pub struct Scratch {
+pub(crate) struct Scratch {
     /// The parser's decoded path.
     pub path: Box<[u8; MAX_TARGET]>,
     /// NUL-terminated relative path for `openat2`.
     pub open: Box<[u8; PATH_MAX + 1]>,
     /// A response head too long for the head area, until it is moved to the slot.
-    pub spill: Box<[u8; SPILL_CAP]>,
+    pub(crate) spill: Box<[u8; SPILL_CAP]>,
     /// The request path of a pre-compressed sidecar (the decoded path plus
     /// `index.html` and a suffix).
     pub sidecar: Box<[u8; SIDECAR_CAP]>,
@@ -375,7 +380,7 @@ impl Default for Scratch {
 
 /// What the loop does with the slot after [`advance`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Next {
+pub(crate) enum Next {
     /// Keep it; make sure it is registered with epoll.
     Park,
     /// Close it and free the slot.
@@ -430,7 +435,7 @@ fn read_some(fd: BorrowedFd<'_>, dst: &mut [u8]) -> Read {
 }
 
 /// Moves connection `slot` as far as its socket allows. `buf` is its arena region.
-pub fn advance(
+pub(crate) fn advance(
     slot: u32,
     c: &mut Conn,
     buf: &mut [u8],
@@ -744,7 +749,7 @@ fn unacked(fd: BorrowedFd<'_>) -> bool {
 /// A lingering connection of a stopping worker whose response the peer has not
 /// acknowledged whole: its linger deadline is extended (the shutdown deadline still
 /// bounds it) instead of closing, which could lose the rest (see `finish_response`).
-pub fn still_flushing(c: &Conn, ctx: &Ctx<'_>) -> bool {
+pub(crate) fn still_flushing(c: &Conn, ctx: &Ctx<'_>) -> bool {
     let lingering = matches!(c.awaiting, Awaiting::PeerClose);
     lingering && ctx.draining && c.fd.as_ref().is_some_and(|fd| unacked(fd.as_fd()))
 }

@@ -8,7 +8,7 @@
 use core::fmt;
 
 /// Largest CPU id + 1 that steerd represents (the kernel's `NR_CPUS` maximum is 8192).
-pub const MAX_CPUS: usize = 8192;
+pub(crate) const MAX_CPUS: usize = 8192;
 const WORDS: usize = MAX_CPUS / 64;
 
 /// A CPU number as the kernel numbers it (may be sparse). Always below [`MAX_CPUS`].
@@ -99,7 +99,7 @@ impl CpuSet {
 
     /// Adds every CPU from `lo` to `hi` inclusive, a word at a time (a package list
     /// of thousands of CPUs is read once per CPU).
-    pub fn insert_range(&mut self, lo: CpuId, hi: CpuId) {
+    pub(crate) fn insert_range(&mut self, lo: CpuId, hi: CpuId) {
         let (lo, hi) = (lo.get(), hi.get());
         let mut at = lo;
         while at <= hi {
@@ -169,7 +169,7 @@ impl CpuSet {
     }
 
     /// `self ∪ other`.
-    pub fn union(&self, other: &CpuSet) -> CpuSet {
+    pub(crate) fn union(&self, other: &CpuSet) -> CpuSet {
         let mut out = self.clone();
         for (a, b) in out.bits.iter_mut().zip(other.bits.iter()) {
             *a |= *b;

@@ -26,7 +26,7 @@ pub mod siphash;
 /// True when `a` and `b` are equal, in time that depends on their lengths only: every
 /// byte pair is looked at, and the differences are folded together before one test.
 #[inline(never)]
-pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn ct_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }

@@ -21,7 +21,7 @@ use rustix::io::Errno;
 
 /// Which connection (slot) and which life of that slot an event is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Token {
+pub(crate) struct Token {
     /// Index in the connection table.
     pub slot: u32,
     /// Incremented each time the slot is reused.
@@ -31,7 +31,7 @@ pub struct Token {
 impl Token {
     /// The listener's token (no connection slot can have it: slot `u32::MAX` is never
     /// allocated because the table is capped below it).
-    pub const LISTENER: Token = Token {
+    pub(crate) const LISTENER: Token = Token {
         slot: u32::MAX,
         generation: u32::MAX,
     };
@@ -50,15 +50,15 @@ impl Token {
 
 /// What an event reported, reduced to what the loop acts on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Ready {
+pub(crate) struct Ready {
     /// Bytes (or EOF) to read.
     pub readable: bool,
     /// Send space available.
     pub writable: bool,
     /// The peer hung up or the socket has an error.
-    pub hangup: bool,
+    pub(crate) hangup: bool,
     /// The peer shut its write side (`EPOLLRDHUP`): an EOF waits behind any data.
-    pub peer_shut: bool,
+    pub(crate) peer_shut: bool,
 }
 
 impl Ready {
@@ -73,7 +73,7 @@ impl Ready {
 }
 
 /// An epoll instance and its fixed event buffer.
-pub struct Poller {
+pub(crate) struct Poller {
     epoll: OwnedFd,
     events: Vec<Event>,
 }
@@ -89,19 +89,19 @@ impl Poller {
     }
 
     /// `epoll_ctl(ADD)` a connection: edge-triggered input, output and peer hang-up.
-    pub fn add_conn(&self, fd: impl AsFd, token: Token) -> rustix::io::Result<()> {
+    pub(crate) fn add_conn(&self, fd: impl AsFd, token: Token) -> rustix::io::Result<()> {
         let flags = EventFlags::IN | EventFlags::OUT | EventFlags::RDHUP | EventFlags::ET;
         epoll::add(&self.epoll, fd, EventData::new_u64(token.pack()), flags)
     }
 
     /// `epoll_ctl(ADD)` the listener, level-triggered input.
-    pub fn add_listener(&self, fd: impl AsFd) -> rustix::io::Result<()> {
+    pub(crate) fn add_listener(&self, fd: impl AsFd) -> rustix::io::Result<()> {
         let data = EventData::new_u64(Token::LISTENER.pack());
         epoll::add(&self.epoll, fd, data, EventFlags::IN)
     }
 
     /// `epoll_ctl(MOD)` the listener: watch it (`true`) or not (`false`) without removing it.
-    pub fn listener_interest(&self, fd: impl AsFd, on: bool) -> rustix::io::Result<()> {
+    pub(crate) fn listener_interest(&self, fd: impl AsFd, on: bool) -> rustix::io::Result<()> {
         let flags = if on {
             EventFlags::IN
         } else {
@@ -113,7 +113,7 @@ impl Poller {
 
     /// `epoll_ctl(DEL)` of the listener: after `shutdown` a listening socket reports
     /// `EPOLLHUP` whatever the interest, so it must leave the set, not just go quiet.
-    pub fn remove_listener(&self, fd: impl AsFd) -> rustix::io::Result<()> {
+    pub(crate) fn remove_listener(&self, fd: impl AsFd) -> rustix::io::Result<()> {
         epoll::delete(&self.epoll, fd)
     }
 

@@ -169,9 +169,9 @@ pub struct FileMeta {
     /// Modification time, Unix seconds.
     pub mtime: i64,
     /// Modification time, nanoseconds part.
-    pub mtime_nsec: u32,
+    pub(crate) mtime_nsec: u32,
     /// Inode number (to notice a file replaced by rename).
-    pub ino: u64,
+    pub(crate) ino: u64,
     /// Strong validator.
     pub etag: ETag,
     /// `Last-Modified` text.
@@ -185,7 +185,7 @@ pub struct FileMeta {
 impl FileMeta {
     /// Whether two metadata snapshots describe the same file contents (by inode, mtime
     /// and size: the revalidation rule of the cache).
-    pub fn same_file(&self, other: &FileMeta) -> bool {
+    pub(crate) fn same_file(&self, other: &FileMeta) -> bool {
         (self.ino, self.mtime, self.mtime_nsec, self.size)
             == (other.ino, other.mtime, other.mtime_nsec, other.size)
     }
@@ -203,7 +203,7 @@ pub enum Lookup {
 }
 
 /// The status an `openat2`/`fstat` failure maps to.
-pub fn errno_status(e: Errno) -> u16 {
+pub(crate) fn errno_status(e: Errno) -> u16 {
     match e {
         Errno::NOENT | Errno::NOTDIR | Errno::NAMETOOLONG => 404,
         Errno::ACCESS | Errno::PERM | Errno::LOOP | Errno::MLINK | Errno::XDEV => 403,
@@ -245,7 +245,7 @@ fn relative_path_with<'o>(
 
 /// The request path of `path`'s sidecar for `coding`, written into `out`: `path` (with
 /// `index.html` when it ends in `/`) and the coding's suffix. `None` if it does not fit.
-pub fn sidecar_path<'o>(path: &[u8], coding: Coding, out: &'o mut [u8]) -> Option<&'o [u8]> {
+pub(crate) fn sidecar_path<'o>(path: &[u8], coding: Coding, out: &'o mut [u8]) -> Option<&'o [u8]> {
     let index: &[u8] = if path.ends_with(b"/") { INDEX } else { b"" };
     let suffix = coding.suffix().as_bytes();
     let n = path.len() + index.len() + suffix.len();
@@ -259,7 +259,7 @@ pub fn sidecar_path<'o>(path: &[u8], coding: Coding, out: &'o mut [u8]) -> Optio
 }
 
 /// Metadata of an open file, from `fstat` (media type from the built-in table).
-pub fn meta_of(fd: BorrowedFd<'_>, path: &[u8]) -> Result<(FileType, FileMeta), Errno> {
+pub(crate) fn meta_of(fd: BorrowedFd<'_>, path: &[u8]) -> Result<(FileType, FileMeta), Errno> {
     meta_with(fd, path, &Types::BUILTIN)
 }
 

@@ -20,16 +20,16 @@ use std::net::SocketAddr;
 use std::os::fd::{OwnedFd, RawFd};
 
 /// The first passed descriptor (`SD_LISTEN_FDS_START`).
-pub const FIRST_FD: RawFd = 3;
+pub(crate) const FIRST_FD: RawFd = 3;
 /// The name an older steerd's upgrade (which started a second master) gives its readiness
 /// pipe in `LISTEN_FDNAMES`.
-pub const UPGRADE_PIPE: &str = "steerd-upgrade";
+pub(crate) const UPGRADE_PIPE: &str = "steerd-upgrade";
 /// The name a binary upgrade gives the `--metrics` listener (not a reuseport member).
-pub const METRICS: &str = "steerd-metrics";
+pub(crate) const METRICS: &str = "steerd-metrics";
 /// The variable naming the process a re-exec's descriptors are for (`upgrade.rs`).
-pub const PID_VAR: &str = "STEERD_REEXEC_PID";
+pub(crate) const PID_VAR: &str = "STEERD_REEXEC_PID";
 /// The variable listing a re-exec's descriptors (`FD:NAME,…`).
-pub const FDS_VAR: &str = "STEERD_REEXEC_FDS";
+pub(crate) const FDS_VAR: &str = "STEERD_REEXEC_FDS";
 /// At most this many descriptors are taken (a bound on a variable a parent controls).
 const MAX_FDS: usize = 4096;
 
@@ -45,7 +45,11 @@ pub struct Passed {
 
 /// Reads a re-executed master's variables as given: `STEERD_REEXEC_PID` and
 /// `STEERD_REEXEC_FDS` (`FD:NAME,…`, each number at least [`FIRST_FD`]).
-pub fn parse_reexec(for_pid: Option<&str>, fds: &str, pid: u32) -> Result<Vec<Passed>, String> {
+pub(crate) fn parse_reexec(
+    for_pid: Option<&str>,
+    fds: &str,
+    pid: u32,
+) -> Result<Vec<Passed>, String> {
     if for_pid.and_then(|p| p.parse::<u32>().ok()) != Some(pid) {
         return Ok(Vec::new());
     }
@@ -73,7 +77,7 @@ pub fn parse_reexec(for_pid: Option<&str>, fds: &str, pid: u32) -> Result<Vec<Pa
 }
 
 /// True when the re-exec variables are meant for this process (`STEERD_REEXEC_PID`).
-pub fn reexec_is_ours() -> bool {
+pub(crate) fn reexec_is_ours() -> bool {
     std::env::var(PID_VAR)
         .ok()
         .and_then(|p| p.parse::<u32>().ok())
@@ -115,7 +119,7 @@ pub fn parse(
 
 /// A passed descriptor, owned, with what it is.
 #[derive(Debug)]
-pub struct Inherited {
+pub(crate) struct Inherited {
     /// The descriptor (close-on-exec from now on).
     pub fd: OwnedFd,
     /// Its name from `LISTEN_FDNAMES`.
@@ -126,7 +130,7 @@ pub struct Inherited {
 
 /// The descriptors passed to this process, taken from the environment once (the
 /// variables are then removed). Fails when a named descriptor is not open.
-pub fn take_from_env() -> Result<Vec<Inherited>, String> {
+pub(crate) fn take_from_env() -> Result<Vec<Inherited>, String> {
     let var = |k: &str| std::env::var(k).ok();
     let passed = match var(FDS_VAR) {
         Some(fds) => parse_reexec(var(PID_VAR).as_deref(), &fds, std::process::id())?,
@@ -179,7 +183,7 @@ pub fn inspect(fd: &OwnedFd) -> io::Result<(SocketAddr, bool)> {
 
 /// The line `check` prints for a passed socket that cannot join a reuseport group, or
 /// `None` when it can.
-pub fn reuseport_problem(inherited: &Inherited) -> Option<String> {
+pub(crate) fn reuseport_problem(inherited: &Inherited) -> Option<String> {
     match inherited.listener {
         Some(_) if inherited.name == METRICS => None,
         Some((_, true)) => None,

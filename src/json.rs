@@ -33,7 +33,7 @@ pub enum Value {
 
 impl Value {
     /// An object from `(key, value)` pairs.
-    pub fn obj<const N: usize>(pairs: [(&str, Value); N]) -> Value {
+    pub(crate) fn obj<const N: usize>(pairs: [(&str, Value); N]) -> Value {
         Value::obj_of(Vec::from(pairs))
     }
 
@@ -48,7 +48,7 @@ impl Value {
     }
 
     /// An integer value, or `null` for `None`.
-    pub fn opt_int<T: Into<i64>>(v: Option<T>) -> Value {
+    pub(crate) fn opt_int<T: Into<i64>>(v: Option<T>) -> Value {
         v.map_or(Value::Null, |n| Value::Int(n.into()))
     }
 
@@ -63,12 +63,12 @@ impl Value {
     }
 
     /// A number printed with `decimals` digits after the point, or `null` for `None`.
-    pub fn opt_fixed(x: Option<f64>, decimals: u8) -> Value {
+    pub(crate) fn opt_fixed(x: Option<f64>, decimals: u8) -> Value {
         x.map_or(Value::Null, |x| Value::fixed(x, decimals))
     }
 
     /// The pretty text, ending with a newline.
-    pub fn to_text(&self) -> String {
+    pub(crate) fn to_text(&self) -> String {
         let mut out = String::new();
         self.write(&mut out, Some(0));
         out.push('\n');
@@ -76,7 +76,7 @@ impl Value {
     }
 
     /// The compact text (one line, no spaces), ending with a newline.
-    pub fn to_compact(&self) -> String {
+    pub(crate) fn to_compact(&self) -> String {
         let mut out = String::new();
         self.write(&mut out, None);
         out.push('\n');

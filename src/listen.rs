@@ -30,7 +30,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
 /// Backlog asked of `listen()`. The kernel silently caps it at `net.core.somaxconn`
 /// (4096 by default since 5.4), so this asks for "as many as allowed". See listen(2).
-pub const BACKLOG: i32 = 65_535;
+pub(crate) const BACKLOG: i32 = 65_535;
 
 /// One `--listen` address: its bound address (the real port when `:0` was asked) and one
 /// listener per worker, position = group index = worker index.
@@ -41,7 +41,7 @@ pub struct Group {
     /// Listeners in `listen()` order.
     pub fds: Vec<OwnedFd>,
     /// What every member has besides the address (the passed sockets' options).
-    pub membership: Membership,
+    pub(crate) membership: Membership,
 }
 
 /// Every reuseport group, in `--listen` order.
@@ -79,7 +79,7 @@ impl fmt::Display for ListenError {
 #[derive(Clone, Copy, Debug)]
 pub struct SocketOptions {
     /// `TCP_DEFER_ACCEPT` seconds; 0 leaves it off.
-    pub defer_accept_secs: u32,
+    pub(crate) defer_accept_secs: u32,
     /// `SO_SNDBUF` bytes, which an accepted connection inherits from its listener (the
     /// kernel copies the listener's `sk_sndbuf` and its lock into the child socket, so the
     /// connection is not autotuned); `None` leaves autotuning on.
@@ -104,7 +104,7 @@ pub fn open(
 /// those are the first members, in the order given, and only the members for the
 /// remaining workers are made. A group with passed sockets is not probed: its address is
 /// held by them.
-pub fn open_seeded(
+pub(crate) fn open_seeded(
     workers: &[WorkerPlan],
     seeded: Vec<(SocketAddr, Vec<OwnedFd>)>,
     home: &sys::AffinityMask,
@@ -266,7 +266,7 @@ impl Listeners {
     }
 
     /// Worker `index`'s listeners, one per address.
-    pub fn of_worker(&self, index: usize) -> Vec<BorrowedFd<'_>> {
+    pub(crate) fn of_worker(&self, index: usize) -> Vec<BorrowedFd<'_>> {
         self.groups
             .iter()
             .filter_map(|g| g.fds.get(index).map(|fd| fd.as_fd()))
@@ -274,7 +274,7 @@ impl Listeners {
     }
 
     /// Every other worker's listener fds (for a forked worker to close).
-    pub fn raw_fds_not_of(&self, index: usize) -> Vec<RawFd> {
+    pub(crate) fn raw_fds_not_of(&self, index: usize) -> Vec<RawFd> {
         self.groups
             .iter()
             .flat_map(|g| g.fds.iter().enumerate())

@@ -40,7 +40,7 @@
 mod render;
 mod select;
 
-pub use render::Format;
+pub(crate) use render::Format;
 
 use crate::files::dir::{entry_kind, entry_meta};
 use crate::files::PATH_MAX;
@@ -55,22 +55,22 @@ use select::{Selection, NAME_MAX};
 
 /// Bytes of a listing slot's name arena: with names of 15 bytes a batch holds 4,000 to
 /// 7,700 entries.
-pub const BATCH_NAMES: usize = 128 * 1024;
+pub(crate) const BATCH_NAMES: usize = 128 * 1024;
 /// Records of a listing slot's arena.
-pub const BATCH_ENTRIES: usize = 16 * 1024;
+pub(crate) const BATCH_ENTRIES: usize = 16 * 1024;
 /// Bytes of a listing slot's output buffer: the largest piece of the body.
-pub const OUT_CAP: usize = 16 * 1024;
+pub(crate) const OUT_CAP: usize = 16 * 1024;
 /// Bytes of the worker's `getdents64` buffer (about 800 entries of 15-byte names).
-pub const DENTS_CAP: usize = 32 * 1024;
+pub(crate) const DENTS_CAP: usize = 32 * 1024;
 /// Listing slots of a worker unless tuned otherwise.
 pub const SLOTS: usize = 4;
 
 /// Work one connection may do in a loop turn (about a millisecond).
-pub const WORK_BUDGET: u32 = 4 * READ_COST;
+pub(crate) const WORK_BUDGET: u32 = 4 * READ_COST;
 /// Work of one `getdents64` buffer, about one unit an entry.
-pub const READ_COST: u32 = 1024;
+pub(crate) const READ_COST: u32 = 1024;
 /// Work of one entry written: an `fstatat` and its rendering.
-pub const EMIT_COST: u32 = 4;
+pub(crate) const EMIT_COST: u32 = 4;
 
 /// `XXXX\r\n` before a chunk's data.
 const CHUNK_HEAD: usize = 6;
@@ -83,7 +83,7 @@ const _: () = assert!(OUT_CAP < 0x10000);
 
 /// What a listing is asked to produce.
 #[derive(Clone, Copy, Debug)]
-pub struct Spec<'a> {
+pub(crate) struct Spec<'a> {
     /// The directory's request path (starts and ends with `/`, at most `PATH_MAX`).
     pub path: &'a [u8],
     /// HTML or JSON.
@@ -147,7 +147,7 @@ struct Slot {
 }
 
 /// A worker's listing slots and the buffers they share.
-pub struct Listings {
+pub(crate) struct Listings {
     slots: Vec<Slot>,
     dents: Box<[MaybeUninit<u8>]>,
     scratch: Box<[u8; PATH_MAX + 1]>,
@@ -168,7 +168,7 @@ impl Listings {
     }
 
     /// [`Listings::new`] with another arena size (tests make passes with small ones).
-    pub fn with_arena(slots: usize, names: usize, entries: usize) -> Listings {
+    pub(crate) fn with_arena(slots: usize, names: usize, entries: usize) -> Listings {
         let slot = || Slot {
             state: State {
                 busy: false,
@@ -192,7 +192,7 @@ impl Listings {
     }
 
     /// Takes a free slot for a listing of `spec`; `None` when every slot is taken.
-    pub fn acquire(&mut self, spec: &Spec<'_>) -> Option<u32> {
+    pub(crate) fn acquire(&mut self, spec: &Spec<'_>) -> Option<u32> {
         if spec.path.len() > PATH_MAX {
             return None;
         }
@@ -222,7 +222,8 @@ impl Listings {
     }
 
     /// Slots taken.
-    pub fn in_use(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn in_use(&self) -> usize {
         self.slots.iter().filter(|s| s.state.busy).count()
     }
 

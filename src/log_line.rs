@@ -29,23 +29,23 @@ mod clf;
 mod json_line;
 
 pub use crate::config::LogFormat;
-pub use clock::LogClock;
+pub(crate) use clock::LogClock;
 
 use crate::http::response::Writer;
 use core::net::IpAddr;
 
 /// Longest line written, newline included.
-pub const LINE_MAX: usize = 16 * 1024;
+pub(crate) const LINE_MAX: usize = 16 * 1024;
 /// Output bytes the request-target (or an unparsed request line) may take, escaped.
-pub const TARGET_BUDGET: usize = 8 * 1024;
+pub(crate) const TARGET_BUDGET: usize = 8 * 1024;
 /// Output bytes a `Referer` or `User-Agent` value may take, escaped.
-pub const FIELD_BUDGET: usize = 2 * 1024;
+pub(crate) const FIELD_BUDGET: usize = 2 * 1024;
 /// Longest method written (the parser refuses longer ones).
 const METHOD_MAX: usize = 32;
 
 /// The request as the log shows it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RequestLine<'a> {
+pub(crate) enum RequestLine<'a> {
     /// A parsed request line.
     Parsed {
         /// Method token (the parser only lets known methods through, each a constant).
@@ -61,7 +61,7 @@ pub enum RequestLine<'a> {
 
 /// What one line says about one request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Record<'a> {
+pub(crate) struct Record<'a> {
     /// The client's address (the real one behind a trusted proxy), if known.
     pub client: Option<IpAddr>,
     /// The request.
@@ -71,7 +71,7 @@ pub struct Record<'a> {
     /// Body bytes actually written.
     pub body_bytes: u64,
     /// `Referer` value, if sent.
-    pub referer: Option<&'a [u8]>,
+    pub(crate) referer: Option<&'a [u8]>,
     /// `User-Agent` value, if sent.
     pub user_agent: Option<&'a [u8]>,
     /// The worker's index.
@@ -81,14 +81,19 @@ pub struct Record<'a> {
     /// The connection arrived on the worker's own CPU.
     pub local: bool,
     /// Microseconds from the request's first byte to the end of its response.
-    pub duration_us: u64,
+    pub(crate) duration_us: u64,
     /// The response ended before all of it was written.
     pub cut_short: bool,
 }
 
 /// Writes one line for `rec` at the start of `buf`; returns its length. A `buf` shorter
 /// than [`LINE_MAX`] may get an incomplete line (pieces that do not fit are left out).
-pub fn format_line(format: LogFormat, rec: &Record<'_>, clock: &LogClock, buf: &mut [u8]) -> usize {
+pub(crate) fn format_line(
+    format: LogFormat,
+    rec: &Record<'_>,
+    clock: &LogClock,
+    buf: &mut [u8],
+) -> usize {
     let mut out = Writer::new(buf);
     match format {
         LogFormat::Combined => clf::write(rec, clock, true, &mut out),

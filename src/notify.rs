@@ -25,7 +25,7 @@ pub const NOTIFY_SOCKET: &str = "NOTIFY_SOCKET";
 
 /// Where notifications go; [`Notifier::none`] when there is no service manager.
 #[derive(Debug)]
-pub struct Notifier {
+pub(crate) struct Notifier {
     target: Option<(OwnedFd, SocketAddrUnix)>,
 }
 
@@ -37,7 +37,7 @@ impl Notifier {
 
     /// From `$NOTIFY_SOCKET`: none when it is unset or empty; an error names a value
     /// that is not a usable address (the caller says so once and runs without it).
-    pub fn from_env() -> io::Result<Notifier> {
+    pub(crate) fn from_env() -> io::Result<Notifier> {
         match std::env::var_os(NOTIFY_SOCKET) {
             Some(v) if !v.is_empty() => Notifier::to(&v),
             _ => Ok(Notifier::none()),
@@ -55,7 +55,8 @@ impl Notifier {
     }
 
     /// True when notifications go somewhere.
-    pub fn active(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn active(&self) -> bool {
         self.target.is_some()
     }
 
@@ -83,7 +84,7 @@ impl Notifier {
     }
 
     /// `STOPPING=1`: a stop has begun.
-    pub fn stopping(&self, status: &str) {
+    pub(crate) fn stopping(&self, status: &str) {
         let _ = self.send(&format!("STOPPING=1\nSTATUS={status}"));
     }
 

@@ -178,7 +178,7 @@ fn worker_cpus(args: &ServeArgs, topo: &Topology) -> Result<Vec<CpuId>, PlanErro
 /// winning ties), then whose last-level-cache group has the fewest, then whose cluster
 /// has the fewest, then whose physical core has the fewest (so distinct cores come before
 /// SMT siblings), then the lowest id. Groups are the kernel's `*_cpus_list` masks.
-pub fn spread_order(pool: &CpuSet, topo: &Topology) -> Vec<CpuId> {
+pub(crate) fn spread_order(pool: &CpuSet, topo: &Topology) -> Vec<CpuId> {
     spread::order(pool, topo)
 }
 

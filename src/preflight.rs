@@ -31,7 +31,7 @@ use std::io::Read;
 use std::path::Path;
 
 /// Largest `--mime-types` file read (Debian's `/etc/mime.types` is about 60 KB).
-pub const MIME_TYPES_MAX: u64 = 1 << 20;
+pub(crate) const MIME_TYPES_MAX: u64 = 1 << 20;
 
 /// A check that failed: the stage to name and the message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,7 +102,7 @@ pub fn pages(root: BorrowedFd<'_>, site: &SiteRules) -> Vec<Problem> {
 }
 
 /// Largest htpasswd file read (about 50,000 users).
-pub const HTPASSWD_MAX: u64 = 4 << 20;
+pub(crate) const HTPASSWD_MAX: u64 = 4 << 20;
 
 /// The `--basic-auth` file, read and validated (`None` without the flag). A problem is
 /// `--basic-auth FILE:LINE: why` (no line when the file as a whole is wrong).
@@ -127,7 +127,10 @@ pub fn credentials(site: &SiteRules) -> Result<Option<Credentials>, Problem> {
 
 /// The root, the pages its site rules name and the `--basic-auth` file, as a worker
 /// would find them: the first problem, or the users the file names.
-pub fn site_files(root_dir: &Path, site: &SiteRules) -> Result<Option<Credentials>, Problem> {
+pub(crate) fn site_files(
+    root_dir: &Path,
+    site: &SiteRules,
+) -> Result<Option<Credentials>, Problem> {
     let root = root(root_dir).map_err(|e| Problem {
         stage: "root",
         message: e.to_string(),
@@ -140,7 +143,7 @@ pub fn site_files(root_dir: &Path, site: &SiteRules) -> Result<Option<Credential
 
 /// What a worker opens: the root, the pages its site rules name, the `--basic-auth`
 /// file, then the access log; the users of the file.
-pub fn worker_files(
+pub(crate) fn worker_files(
     root_dir: &Path,
     site: &SiteRules,
     log: &LogTarget,
@@ -160,7 +163,7 @@ pub fn worker_files(
 /// read now and put between `--mime` and the built-in table. A file that cannot be read
 /// or has a bad line is a problem naming the flag, the file and the line:
 /// `--mime-types /etc/steerd/types:12: "text" is not a media type (...)`.
-pub fn media_types(site: &SiteRules) -> Result<MediaTypes, Problem> {
+pub(crate) fn media_types(site: &SiteRules) -> Result<MediaTypes, Problem> {
     let Some(path) = &site.mime_types else {
         return Ok(site.types.clone());
     };

@@ -72,7 +72,7 @@ pub fn dropped() -> u64 {
 /// Writes `"steerd: " + line + "\n"` in one nonblocking write (preceded, in the same write,
 /// by the dropped-lines notice when lines were dropped). A line that does not fit now is
 /// dropped and counted; a line longer than a pipe write can take whole is cut.
-pub fn log_line(line: &str) {
+pub(crate) fn log_line(line: &str) {
     let unreported = UNREPORTED.swap(0, Ordering::Relaxed);
     let buf = framed(line, unreported);
     let sink = SINK.get_or_init(|| Sink::for_fd(std::io::stderr().as_fd()));

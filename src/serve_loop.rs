@@ -148,24 +148,24 @@ pub struct Tuning {
     /// How long a connection closing after an error reads and discards input.
     pub linger: Duration,
     /// How long accepting pauses on EMFILE/ENFILE or a full table.
-    pub accept_pause: Duration,
+    pub(crate) accept_pause: Duration,
     /// Most connections accepted per listener event. One, as nginx's default
     /// (`multi_accept off`): the listener is level-triggered, so a deeper queue is
     /// reported again by the next wait, which then returns at once; accepting until
     /// `EAGAIN` instead spends an `accept4` per wake-up only to find the queue empty,
     /// which under a steady stream of short connections is one failed call per
     /// connection (measured: 1.8 `accept4` and 0.8 `epoll_pwait` per connection).
-    pub accept_batch: usize,
+    pub(crate) accept_batch: usize,
     /// epoll events fetched per wait.
     pub events: usize,
     /// The `--basic-auth` budgets of hash checks (`auth::budget`).
-    pub auth_limits: Limits,
+    pub(crate) auth_limits: Limits,
     /// Directory listings one worker streams at a time under `--list-dirs` (each slot's
     /// memory is allocated at start: `crate::listing`).
     pub listings: usize,
     /// How long a free slot stays unused before its arena pages go back to the kernel
     /// (one to two of these: `serve_loop::give_back`).
-    pub give_back: Duration,
+    pub(crate) give_back: Duration,
 }
 
 impl Default for Tuning {

@@ -13,7 +13,7 @@ use crate::sys;
 use rustix::process::Signal;
 
 /// The signals master and workers count.
-pub const COUNTED: [libc::c_int; 8] = [
+pub(crate) const COUNTED: [libc::c_int; 8] = [
     libc::SIGTERM,
     libc::SIGINT,
     libc::SIGQUIT,
@@ -51,7 +51,7 @@ pub fn install() -> std::io::Result<()> {
 }
 
 /// A worker told to retire (USR2 from the master: a successor serves on its listener).
-pub fn retire_requested() -> bool {
+pub(crate) fn retire_requested() -> bool {
     sys::signal_count(libc::SIGUSR2) > 0
 }
 
@@ -59,7 +59,7 @@ pub fn retire_requested() -> bool {
 /// (WINCH from the master: more generations of its slot retire at once than the master
 /// keeps waiting for) acts on one that came after it last looked while serving; a
 /// serving worker ignores them (a terminal's resize sends WINCH too).
-pub fn close_idle_count() -> u32 {
+pub(crate) fn close_idle_count() -> u32 {
     sys::signal_count(libc::SIGWINCH)
 }
 
@@ -91,7 +91,7 @@ impl Stop {
 }
 
 /// TERM or INT: fast; QUIT: graceful; fast wins when both came.
-pub fn requested_stop() -> Option<Stop> {
+pub(crate) fn requested_stop() -> Option<Stop> {
     if sys::signal_count(libc::SIGTERM) > 0 || sys::signal_count(libc::SIGINT) > 0 {
         Some(Stop::Fast)
     } else if sys::signal_count(libc::SIGQUIT) > 0 {

@@ -52,15 +52,15 @@ pub struct WorkerCounters {
     pub cut_short: AtomicU64,
     /// Connections closed for a missing, malformed or truncated PROXY header, or because
     /// their peer may not send one (`--proxy-protocol`).
-    pub proxy_refused: AtomicU64,
+    pub(crate) proxy_refused: AtomicU64,
     /// Access log lines not written whole (a failed or short write: a full disk).
-    pub log_lines_dropped: AtomicU64,
+    pub(crate) log_lines_dropped: AtomicU64,
     /// Connections closed at accept: their address held `--max-conns-per-addr` slots.
-    pub per_addr_refused: AtomicU64,
+    pub(crate) per_addr_refused: AtomicU64,
     /// Response time of the responses finished whole ([`latency`]).
     pub latency: Latency,
     /// Requests refused by `--basic-auth`, by `auth::Reason` (its `index`).
-    pub auth_failures: [AtomicU64; 5],
+    pub(crate) auth_failures: [AtomicU64; 5],
 }
 
 /// The sum of two blocks (a worker slot's two generations), for rendering; a missing
@@ -102,7 +102,7 @@ pub fn merged(a: Option<&WorkerCounters>, b: Option<&WorkerCounters>) -> WorkerC
 /// on the worker's node (on 4 KiB-page machines; larger pages group several blocks).
 #[repr(C, align(4096))]
 #[derive(Debug, Default)]
-pub struct PageCounters {
+pub(crate) struct PageCounters {
     /// The counters.
     pub counters: WorkerCounters,
 }
@@ -122,7 +122,7 @@ unsafe impl SharedZeroed for PageCounters {}
 
 /// Per-worker counters in one `MAP_SHARED | MAP_ANONYMOUS` mapping, made before fork so
 /// the master and every worker see the same pages; one [`PageCounters`] block per worker.
-pub struct SharedCounters(SharedBlocks<PageCounters>);
+pub(crate) struct SharedCounters(SharedBlocks<PageCounters>);
 
 impl SharedCounters {
     /// `n` zeroed blocks shared across `fork` (`sys::SharedBlocks::new`).
@@ -135,19 +135,10 @@ impl SharedCounters {
         self.0.blocks().get(index).map(|p| &p.counters)
     }
 
-    /// Every worker's counters, in plan order.
-    pub fn iter(&self) -> impl Iterator<Item = &WorkerCounters> + Clone {
-        self.0.blocks().iter().map(|p| &p.counters)
-    }
-
     /// Number of blocks.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.0.blocks().len()
-    }
-
-    /// True when there are no blocks.
-    pub fn is_empty(&self) -> bool {
-        self.0.blocks().is_empty()
     }
 }
 
@@ -301,7 +292,7 @@ fn master_families(out: &mut String) {
 
 /// Appends the master's count of retiring workers (older generations draining after a
 /// reload or an upgrade; the supervisor bounds it per slot).
-pub fn render_retiring(out: &mut String, retiring: usize) {
+pub(crate) fn render_retiring(out: &mut String, retiring: usize) {
     let _ = write!(
         out,
         "# HELP steerd_retiring_workers Workers of older generations still draining.\n\

@@ -35,7 +35,7 @@ use core::fmt;
 use std::fmt::Write;
 
 /// The kernel's limit on classic program length (`BPF_MAXINSNS`).
-pub const MAX_INSNS: usize = 4096;
+pub(crate) const MAX_INSNS: usize = 4096;
 
 /// A steering program ready to attach.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -111,7 +111,10 @@ pub fn program(plan: &Plan, topo: &Topology) -> Result<Option<SteerProgram>, Ste
 
 /// [`program`] for a plan made without a topology (the bench reference responder):
 /// the program is verified on every CPU id up to the highest of `possible` and the map.
-pub fn program_for(plan: &Plan, possible: &CpuSet) -> Result<Option<SteerProgram>, SteerError> {
+pub(crate) fn program_for(
+    plan: &Plan,
+    possible: &CpuSet,
+) -> Result<Option<SteerProgram>, SteerError> {
     let Some(tree) = decision_tree(plan) else {
         return Ok(None);
     };
@@ -250,7 +253,7 @@ pub struct Segment {
     /// First CPU id of the range.
     pub start: u32,
     /// What the range returns.
-    pub leaf: Leaf,
+    pub(crate) leaf: Leaf,
 }
 
 /// Piecewise description of CPU id -> leaf over all of u32, merged where possible.

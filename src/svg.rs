@@ -9,13 +9,13 @@
 use core::fmt::Write as _;
 
 /// An SVG document being written.
-pub struct Svg {
+pub(crate) struct Svg {
     out: String,
 }
 
 /// Where a text's anchor point sits on it.
 #[derive(Clone, Copy, Debug)]
-pub enum Anchor {
+pub(crate) enum Anchor {
     /// The text starts at the point.
     Start,
     /// The text is centred on the point.
@@ -25,7 +25,7 @@ pub enum Anchor {
 }
 
 /// A point in user units.
-pub type Point = (f64, f64);
+pub(crate) type Point = (f64, f64);
 
 // Drawing calls are many and each formats several numbers: kept out of line so that the
 // code is written once (the figures are cold code; size matters more than speed there).
@@ -59,7 +59,7 @@ impl Svg {
 
     /// Connected line segments (none drawn for fewer than two points).
     #[inline(never)]
-    pub fn polyline(&mut self, points: &[Point], class: &str) {
+    pub(crate) fn polyline(&mut self, points: &[Point], class: &str) {
         if points.len() < 2 {
             return;
         }
@@ -73,7 +73,7 @@ impl Svg {
 
     /// A rectangle from its top-left corner (negative sizes are drawn as zero).
     #[inline(never)]
-    pub fn rect(&mut self, at: Point, width: f64, height: f64, class: &str) {
+    pub(crate) fn rect(&mut self, at: Point, width: f64, height: f64, class: &str) {
         let _ = writeln!(
             self.out,
             "<rect class=\"{class}\" x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\"/>",
@@ -118,7 +118,7 @@ impl Svg {
     }
 
     /// Closes the innermost group.
-    pub fn end_group(&mut self) {
+    pub(crate) fn end_group(&mut self) {
         self.out.push_str("</g>\n");
     }
 
@@ -130,7 +130,7 @@ impl Svg {
 }
 
 /// Text with `&`, `<`, `>` and `"` escaped for XML content and attributes.
-pub fn escape_into(out: &mut String, text: &str) {
+pub(crate) fn escape_into(out: &mut String, text: &str) {
     for ch in text.chars() {
         match ch {
             '&' => out.push_str("&amp;"),
@@ -144,7 +144,7 @@ pub fn escape_into(out: &mut String, text: &str) {
 
 /// Maps a data interval onto a pixel interval, linearly or by `log10`.
 #[derive(Clone, Copy, Debug)]
-pub struct Scale {
+pub(crate) struct Scale {
     lo: f64,
     hi: f64,
     from: f64,
@@ -189,7 +189,7 @@ impl Scale {
 
 /// Round tick values covering `[lo, hi]` for a linear axis: multiples of 1, 2 or 5
 /// times a power of ten, about `want` of them.
-pub fn linear_ticks(lo: f64, hi: f64, want: usize) -> Vec<f64> {
+pub(crate) fn linear_ticks(lo: f64, hi: f64, want: usize) -> Vec<f64> {
     let span = if hi > lo { hi - lo } else { lo.abs().max(1.0) };
     let rough = span / want.max(1) as f64;
     let power = 10f64.powf(rough.log10().floor());
@@ -205,7 +205,7 @@ pub fn linear_ticks(lo: f64, hi: f64, want: usize) -> Vec<f64> {
 
 /// Tick values for a `log10` axis over `[lo, hi]` (both positive): 1, 2 and 5 times each
 /// power of ten when the axis spans at most three decades, else the powers of ten only.
-pub fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+pub(crate) fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
     let (lo, hi) = (lo.max(1e-9), hi.max(lo.max(1e-9)));
     let (first, last) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
     let steps: &[f64] = if last - first <= 3 {

@@ -18,12 +18,12 @@ pub mod process;
 pub mod signal;
 pub mod socket;
 
-pub use mem::{release_spare, SharedBlocks, SharedZeroed, ZeroedArena};
+pub(crate) use mem::{release_spare, SharedBlocks, SharedZeroed, ZeroedArena};
 pub use process::{
     affinity, become_user, close_inherited, exit_now, fork, pin_to_cpu, pin_to_set, AffinityMask,
     Forked,
 };
-pub use signal::{
+pub(crate) use signal::{
     count_signals, ignore_signals, mask_signals, reset_signal_counts, signal_count,
     unblock_all_signals,
 };

@@ -10,7 +10,7 @@
 
 /// What a connection is waiting for, as far as its deadline goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// The rest of a request head (or a GET body to discard): header timeout, then 408.
     Header = 0,
     /// The first byte of the next request on a kept-alive connection: idle timeout.
@@ -33,7 +33,7 @@ struct Link {
 }
 
 /// The deadline lists of one worker.
-pub struct Timers {
+pub(crate) struct Timers {
     head: [u32; KINDS],
     tail: [u32; KINDS],
     duration_ms: [u64; KINDS],
@@ -44,6 +44,7 @@ pub struct Timers {
 
 impl Timers {
     /// Lists for `slots` slots with the given durations (by [`Kind`] order).
+    #[cfg(test)]
     pub fn new(slots: usize, duration_ms: [u64; KINDS]) -> Timers {
         let mut t = Timers::growing(slots, duration_ms);
         for _ in 0..slots {
@@ -66,7 +67,7 @@ impl Timers {
 
     /// Makes room for one more slot (the next index), unarmed, within the room reserved
     /// at [`Timers::new`] (no allocation); nothing past that.
-    pub fn add_slot(&mut self) {
+    pub(crate) fn add_slot(&mut self) {
         if self.links.len() < self.slots {
             self.links.push(Link {
                 prev: NIL,
@@ -106,7 +107,7 @@ impl Timers {
     }
 
     /// Takes `slot` off its list, if it is on one.
-    pub fn disarm(&mut self, slot: u32) {
+    pub(crate) fn disarm(&mut self, slot: u32) {
         let Some(&Link {
             prev, next, kind, ..
         }) = self.links.get(slot as usize)
@@ -140,7 +141,7 @@ impl Timers {
     }
 
     /// The earliest deadline of all lists.
-    pub fn next_deadline(&self) -> Option<u64> {
+    pub(crate) fn next_deadline(&self) -> Option<u64> {
         self.head
             .iter()
             .filter(|&&h| h != NIL)
@@ -149,7 +150,7 @@ impl Timers {
     }
 
     /// One slot whose deadline is at or before `now`, taken off its list, with its kind.
-    pub fn pop_expired(&mut self, now_ms: u64) -> Option<(u32, Kind)> {
+    pub(crate) fn pop_expired(&mut self, now_ms: u64) -> Option<(u32, Kind)> {
         let slot = self
             .head
             .iter()

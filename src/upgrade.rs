@@ -40,9 +40,9 @@ use std::os::fd::{AsRawFd, BorrowedFd};
 use std::os::unix::ffi::OsStringExt;
 use std::path::PathBuf;
 
-pub use crate::inherit::{FDS_VAR, PID_VAR};
+pub(crate) use crate::inherit::{FDS_VAR, PID_VAR};
 /// The variable listing the workers the new image takes over (`SLOT:PID,…`).
-pub const WORKERS_VAR: &str = "STEERD_REEXEC_WORKERS";
+pub(crate) const WORKERS_VAR: &str = "STEERD_REEXEC_WORKERS";
 /// At most this many workers are taken over (a bound on a variable a parent controls).
 const MAX_WORKERS: usize = 1 << 16;
 
@@ -73,7 +73,7 @@ impl Launch {
 
 /// A worker the new image takes over.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TakenOver {
+pub(crate) struct TakenOver {
     /// The plan slot it serves, or `None` for one already retiring.
     pub slot: Option<usize>,
     /// Its process.
@@ -85,7 +85,11 @@ pub struct TakenOver {
 ///
 /// The caller blocks the counted signals and restores the start-up affinity first, and
 /// undoes both when this returns.
-pub fn reexec(launch: &Launch, fds: &[(BorrowedFd<'_>, &str)], workers: &[TakenOver]) -> io::Error {
+pub(crate) fn reexec(
+    launch: &Launch,
+    fds: &[(BorrowedFd<'_>, &str)],
+    workers: &[TakenOver],
+) -> io::Error {
     let prepared = (|| {
         let exe = c_string(launch.exe.clone().into_os_string())?;
         let argv = launch
@@ -163,7 +167,7 @@ fn format_workers(workers: &[TakenOver]) -> String {
 }
 
 /// Parses [`WORKERS_VAR`]'s value; an error names the entry that is wrong.
-pub fn parse_workers(value: &str) -> Result<Vec<TakenOver>, String> {
+pub(crate) fn parse_workers(value: &str) -> Result<Vec<TakenOver>, String> {
     if value.is_empty() {
         return Ok(Vec::new());
     }
@@ -191,7 +195,7 @@ pub fn parse_workers(value: &str) -> Result<Vec<TakenOver>, String> {
 /// In a re-executed master: the workers its previous image handed over (none after a
 /// plain start), taken from the environment once. The descriptors are taken by
 /// [`inherit::take_from_env`], which checks [`PID_VAR`].
-pub fn take_workers() -> Result<Vec<TakenOver>, String> {
+pub(crate) fn take_workers() -> Result<Vec<TakenOver>, String> {
     let value = std::env::var(WORKERS_VAR).ok();
     std::env::remove_var(WORKERS_VAR);
     match value {
@@ -203,13 +207,13 @@ pub fn take_workers() -> Result<Vec<TakenOver>, String> {
 /// In a master started by an older steerd that upgraded by starting a second master:
 /// tells that master that every worker serves (one byte on the pipe it passed, named
 /// [`inherit::UPGRADE_PIPE`]; then the pipe closes).
-pub fn report_ready(pipe: std::os::fd::OwnedFd) {
+pub(crate) fn report_ready(pipe: std::os::fd::OwnedFd) {
     let _ = rustix::io::write(&pipe, b"R");
 }
 
 /// The descriptor named `name` among the inherited ones (the metrics listener, an older
 /// master's readiness pipe), taken out of the list.
-pub fn take_named(
+pub(crate) fn take_named(
     inherited: &mut Vec<inherit::Inherited>,
     name: &str,
 ) -> Option<std::os::fd::OwnedFd> {

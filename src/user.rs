@@ -18,7 +18,7 @@ pub struct Identity {
     /// User id.
     pub uid: u32,
     /// Primary group id.
-    pub gid: u32,
+    pub(crate) gid: u32,
     /// Supplementary groups: the primary gid first, then every group listing the user.
     pub groups: Vec<u32>,
 }
@@ -99,7 +99,7 @@ pub fn lookup(spec: &UserSpec) -> Result<Identity, UserError> {
 }
 
 /// Resolves `spec` against the text of `/etc/passwd` and `/etc/group`.
-pub fn resolve(
+pub(crate) fn resolve(
     spec: &UserSpec,
     passwd_text: &str,
     group_text: &str,

@@ -49,7 +49,7 @@ pub struct WorkerStart<'a> {
 
 /// A bring-up step of the worker that failed.
 #[derive(Debug)]
-pub enum WorkerError {
+pub(crate) enum WorkerError {
     /// Signal mask or parent-death signal.
     Signals(io::Error),
     /// `sched_setaffinity` refused the CPU.
@@ -137,7 +137,7 @@ fn run(start: WorkerStart<'_>) -> Result<(), WorkerError> {
 
 /// Pins the process to `cpu` and checks with `sched_getcpu` that it now runs there
 /// (`sched_setaffinity` on oneself migrates before returning, so a mismatch is a failure).
-pub fn pin_and_verify(cpu: CpuId) -> Result<(), WorkerError> {
+pub(crate) fn pin_and_verify(cpu: CpuId) -> Result<(), WorkerError> {
     sys::pin_to_cpu(cpu.get()).map_err(|e| WorkerError::Pin(cpu, e))?;
     let got = rustix::thread::sched_getcpu();
     if got != cpu.get() {
@@ -230,7 +230,7 @@ struct Reports<'a> {
 
 /// Set in a report that says a loop has accepted its listener's queue and left the
 /// listener (graceful stop); the other 31 bits are the pid (`pid_max` is at most 2^22).
-pub const LEFT_LISTENER: u32 = 1 << 31;
+pub(crate) const LEFT_LISTENER: u32 = 1 << 31;
 
 /// Runs one loop. The first loop tells the master once, at its first turn, that this
 /// worker serves; every loop tells it, at the call after the one that began a graceful
@@ -274,7 +274,7 @@ fn report_serving(fd: BorrowedFd<'_>, flags: u32) {
 /// TERM/INT stop now, QUIT stops gracefully, USR2 retires (a successor took the
 /// listener), USR1 reopens the log (once per delivery).
 #[derive(Debug, Default)]
-pub struct SignalView {
+pub(crate) struct SignalView {
     reopened: u32,
     /// WINCH deliveries seen while serving: only later ones ask a retiring worker to
     /// close its idle connections.

@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 
 /// An open destination.
 #[derive(Debug)]
-pub enum Dest {
+pub(crate) enum Dest {
     /// Lines are dropped.
     Off,
     /// An appended file.
@@ -47,7 +47,7 @@ pub enum Dest {
 
 /// An appended log file.
 #[derive(Debug)]
-pub struct LogFile {
+pub(crate) struct LogFile {
     /// The path it is reopened from.
     path: PathBuf,
     fd: OwnedFd,
@@ -59,7 +59,7 @@ pub struct LogFile {
 /// the opener until a reader comes (and a check's open and close ends that reader's
 /// input), and no other kind keeps whole lines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// A named pipe.
     Fifo,
     /// A character or block device.
@@ -98,7 +98,7 @@ impl std::error::Error for Kind {}
 
 /// The [`Kind`] `path` names if it exists and is not a regular file (`stat` only,
 /// nothing opened).
-pub fn not_regular(path: &Path) -> Option<Kind> {
+pub(crate) fn not_regular(path: &Path) -> Option<Kind> {
     let st = rustix::fs::stat(path).ok()?;
     Kind::of(FileType::from_raw_mode(st.st_mode))
 }
@@ -205,12 +205,12 @@ impl Dest {
     }
 
     /// Whether lines are datagrams with a syslog frame head.
-    pub fn is_syslog(&self) -> bool {
+    pub(crate) fn is_syslog(&self) -> bool {
         matches!(self, Dest::Syslog(..))
     }
 
     /// Whether lines go anywhere.
-    pub fn is_off(&self) -> bool {
+    pub(crate) fn is_off(&self) -> bool {
         matches!(self, Dest::Off)
     }
 

@@ -60,7 +60,7 @@ pub struct Url {
     /// The URL as given (for messages).
     pub text: String,
     /// HOST[:PORT] as given: the `Host` header value.
-    pub authority: String,
+    pub(crate) authority: String,
     /// Request target, starting with `/`.
     pub path: String,
 }
@@ -129,7 +129,7 @@ impl<T> LoadArgs<T> {
     }
 
     /// The same options for another form of the target.
-    pub fn with_target<U>(self, target: U) -> LoadArgs<U> {
+    pub(crate) fn with_target<U>(self, target: U) -> LoadArgs<U> {
         LoadArgs {
             target,
             conns: self.conns,
@@ -163,7 +163,7 @@ pub struct AbArgs<T = Url> {
     /// Load generator.
     pub client: Client,
     /// One extra traced run per side.
-    pub syscalls: bool,
+    pub(crate) syscalls: bool,
     /// Permutation test seed.
     pub seed: u64,
     /// The load each run gets.
@@ -244,7 +244,7 @@ fn split_attached(args: &[String]) -> Vec<String> {
 }
 
 /// Parses `load` arguments (a URL and load flags, in any order).
-pub fn parse_load(args: &[String]) -> Result<LoadArgs, ArgsError> {
+pub(crate) fn parse_load(args: &[String]) -> Result<LoadArgs, ArgsError> {
     let args = &split_attached(args)[..];
     let mut url = None;
     let mut flags = Vec::new();
@@ -524,7 +524,7 @@ macro_rules! load_flags {
 }
 
 /// `steerd bench --help` (also printed on stderr when no tool is named).
-pub const HELP: &str = "\
+pub(crate) const HELP: &str = "\
 steerd bench: load generator, A/B comparison, reference responder
 
 usage:

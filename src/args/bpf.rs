@@ -8,7 +8,7 @@
 use super::ArgsError;
 
 /// The usage text of `steerd bpf`, printed for `--help` and after a usage error.
-pub const USAGE: &str = "\
+pub(crate) const USAGE: &str = "\
 usage: steerd bpf asm [-c] [FILE|-]   assemble bpf_asm source; print as bpf_asm does (-c: C format)
        steerd bpf dis [FILE|-]        bytecode (either bpf_asm output format) to bpf_asm source
        steerd bpf check [FILE|-]      would the kernel accept this program?
@@ -99,7 +99,7 @@ pub fn parse(args: &[String]) -> Result<Option<Bpf>, ArgsError> {
 
 /// One bad word of a `bpf` command line (printed after the subcommand's name).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum BadArg {
+pub(crate) enum BadArg {
     /// A flag the subcommand does not take.
     UnknownOption(String),
     /// A second input: the first when it is named, and this one.

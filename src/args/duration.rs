@@ -15,7 +15,7 @@ use std::time::Duration;
 /// The longest duration any flag accepts: one day.
 pub const MAX: Duration = Duration::from_secs(86_400);
 /// The shortest: one millisecond.
-pub const MIN: Duration = Duration::from_millis(1);
+pub(crate) const MIN: Duration = Duration::from_millis(1);
 
 /// Parses `500ms`, `2s`, `1.5s`, `1m` or a bare number of seconds (`0.5`).
 pub fn parse(v: &str) -> Result<Duration, BadDuration> {

@@ -33,7 +33,7 @@ pub enum Origin {
 
 /// One token made from a variable: `--flag=value` (or `--flag` for a switch).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EnvToken {
+pub(crate) struct EnvToken {
     /// The token, as on a command line.
     pub token: String,
     /// The variable it came from.
@@ -41,7 +41,10 @@ pub struct EnvToken {
 }
 
 /// The tokens of the `STEERD_*` variables in `vars` for the flags `argv` does not give.
-pub fn tokens(vars: &[(String, String)], argv: &[String]) -> Result<Vec<EnvToken>, ArgsError> {
+pub(crate) fn tokens(
+    vars: &[(String, String)],
+    argv: &[String],
+) -> Result<Vec<EnvToken>, ArgsError> {
     let mut out = Vec::new();
     for f in FLAGS {
         let var = var(f);

@@ -40,7 +40,7 @@ pub struct Flag<A> {
     /// Whether it takes a value, and how often.
     pub takes: Takes,
     /// How the flag (as spelled) and its value (empty for a switch) are applied.
-    pub apply: A,
+    pub(crate) apply: A,
 }
 
 impl<A> Flag<A> {
@@ -70,7 +70,7 @@ impl<A> Flag<A> {
     }
 
     /// True when `word` is this flag in one of its spellings, as given (no `=VALUE`).
-    pub fn spelled(&self, word: &str) -> bool {
+    pub(crate) fn spelled(&self, word: &str) -> bool {
         spells(self.text, self.short, word)
     }
 
@@ -109,7 +109,7 @@ pub fn rendered(cell: &'static OnceLock<String>, render: fn() -> String) -> &'st
 }
 
 /// True when `args` asks for help (`-h` or `--help` anywhere).
-pub fn wants_help(args: &[String]) -> bool {
+pub(crate) fn wants_help(args: &[String]) -> bool {
     args.iter().any(|a| a == "-h" || a == "--help")
 }
 
@@ -155,7 +155,7 @@ pub fn row(out: &mut String, label: &str, help: &str, width: usize) {
 }
 
 /// ` [--sysfs DIR] [--json]`: the table as the words of a usage line.
-pub fn usage_words<A>(table: &[Flag<A>]) -> String {
+pub(crate) fn usage_words<A>(table: &[Flag<A>]) -> String {
     bracketed(&mut table.iter().map(Flag::label))
 }
 
@@ -187,7 +187,7 @@ impl<'a> Seen<'a> {
 
     /// As [`Seen::note`], by name: a word in no table (`-`) is refused as itself.
     #[inline(never)]
-    pub fn note_name(&mut self, name: &'a str, takes: Takes) -> Result<(), Twice> {
+    pub(crate) fn note_name(&mut self, name: &'a str, takes: Takes) -> Result<(), Twice> {
         if takes == Takes::Repeated {
             return Ok(());
         }

@@ -12,14 +12,14 @@ use std::sync::OnceLock;
 type TopoDraft = (Roots, bool);
 
 /// How a `topo` flag is applied: the draft and the flag's value.
-pub type TopoApply = fn(&mut TopoDraft, &str);
+pub(crate) type TopoApply = fn(&mut TopoDraft, &str);
 
 const fn topo(text: &'static str, takes: Takes, apply: TopoApply) -> Flag<TopoApply> {
     Flag::new(text, takes, apply)
 }
 
 /// Every flag of `topo`, in the order of its usage line.
-pub const TOPO_FLAGS: &[Flag<TopoApply>] = &[
+pub(crate) const TOPO_FLAGS: &[Flag<TopoApply>] = &[
     topo("--sysfs DIR", Takes::Value, |d, v| {
         d.0.sysfs = PathBuf::from(v)
     }),
@@ -30,10 +30,10 @@ pub const TOPO_FLAGS: &[Flag<TopoApply>] = &[
 ];
 
 /// Every flag of `check` besides the serve flags (`args/serve.rs`).
-pub const CHECK_FLAGS: &[Flag<()>] = &[Flag::new("--json", Takes::Switch, ())];
+pub(crate) const CHECK_FLAGS: &[Flag<()>] = &[Flag::new("--json", Takes::Switch, ())];
 
 /// `steerd topo --help`, its usage line from [`TOPO_FLAGS`].
-pub fn topo_help() -> &'static str {
+pub(crate) fn topo_help() -> &'static str {
     static HELP: OnceLock<String> = OnceLock::new();
     rendered(&HELP, || {
         format!(
@@ -46,7 +46,7 @@ pub fn topo_help() -> &'static str {
 }
 
 /// `steerd check --help`, its usage line from [`CHECK_FLAGS`].
-pub fn check_help() -> &'static str {
+pub(crate) fn check_help() -> &'static str {
     static HELP: OnceLock<String> = OnceLock::new();
     rendered(&HELP, || {
         format!(
@@ -59,7 +59,7 @@ pub fn check_help() -> &'static str {
 }
 
 /// `steerd check ARGS`: its own flags taken out, the rest parsed as serve flags.
-pub fn parse_check(args: &[String], outside: &Outside<'_>) -> Result<Command, ArgsError> {
+pub(crate) fn parse_check(args: &[String], outside: &Outside<'_>) -> Result<Command, ArgsError> {
     if wants_help(args) {
         return Ok(Command::Help(check_help()));
     }
@@ -78,7 +78,7 @@ pub fn parse_check(args: &[String], outside: &Outside<'_>) -> Result<Command, Ar
 }
 
 /// `steerd topo ARGS`.
-pub fn parse_topo(args: &[String]) -> Result<Command, ArgsError> {
+pub(crate) fn parse_topo(args: &[String]) -> Result<Command, ArgsError> {
     if wants_help(args) {
         return Ok(Command::Help(topo_help()));
     }

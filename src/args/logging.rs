@@ -16,7 +16,7 @@ use std::path::PathBuf;
 
 /// The flags as they arrive (the syslog socket may come after `--access-log syslog`).
 #[derive(Debug, Default)]
-pub struct LogFlags {
+pub(crate) struct LogFlags {
     args: Logging,
     syslog_socket: Option<PathBuf>,
 }

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 /// How long a probe may take when `--timeout` is not given.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What `steerd probe` was asked.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,10 +19,11 @@ pub struct ProbeArgs {
 }
 
 /// How a `probe` flag is applied: the draft and the flag's value.
-pub type Apply = fn(&mut Option<Duration>, &str) -> Result<(), ArgsError>;
+pub(crate) type Apply = fn(&mut Option<Duration>, &str) -> Result<(), ArgsError>;
 
 /// Every flag of `probe`.
-pub const FLAGS: &[Flag<Apply>] = &[Flag::new("--timeout S", Takes::Value, timeout as Apply)];
+pub(crate) const FLAGS: &[Flag<Apply>] =
+    &[Flag::new("--timeout S", Takes::Value, timeout as Apply)];
 
 fn timeout(d: &mut Option<Duration>, v: &str) -> Result<(), ArgsError> {
     *d = Some(super::duration::parse(v).map_err(|e| usage(format!("--timeout {e}")))?);

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 /// The serve options as they arrive, before the checks of the whole set.
-pub struct Draft<'a> {
+pub(crate) struct Draft<'a> {
     out: ServeArgs,
     logging: LogFlags,
     /// Each bad site option is one line of the error, so all of them show at once.
@@ -30,7 +30,7 @@ pub struct Draft<'a> {
 /// function per flag: the table stays plain data (no relocation per entry in a
 /// static-pie binary) and the parsers stay in one place.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Apply {
+pub(crate) enum Apply {
     /// `--listen`, `-l`, `-p`.
     Listen,
     /// `--workers`, `-w`.
@@ -119,7 +119,7 @@ const fn switch(text: &'static str, apply: Apply) -> Flag<Apply> {
 }
 
 /// Every flag of `serve` (and `check`), in the order of `--help`.
-pub const FLAGS: &[Flag<Apply>] = &[
+pub(crate) const FLAGS: &[Flag<Apply>] = &[
     Flag {
         short: &[("-l", ""), ("-p", "PORT")],
         ..repeated(
@@ -348,7 +348,7 @@ pub fn help() -> &'static str {
 }
 
 /// Parses serve tokens, wherever they came from.
-pub fn parse_tokens(
+pub(crate) fn parse_tokens(
     args: &[String],
     hosts: &dyn Fn() -> Option<String>,
 ) -> Result<ServeArgs, ArgsError> {

@@ -29,13 +29,13 @@ pub struct SiteArgs {
     /// `--header 'Name: value'`, in order.
     pub headers: Vec<HeaderLine>,
     /// `--cache-control PATTERN=VALUE`, in order.
-    pub cache_rules: Vec<CacheRule>,
+    pub(crate) cache_rules: Vec<CacheRule>,
     /// `--error-page CODE=PATH`: status and request path (with its leading `/`).
-    pub error_pages: Vec<(u16, String)>,
+    pub(crate) error_pages: Vec<(u16, String)>,
     /// `--fallback PATH`, as a request path.
     pub fallback: Option<String>,
     /// `--fallback-skip LIST`: extensions, lowercase, without their dot.
-    pub fallback_skip: Vec<String>,
+    pub(crate) fallback_skip: Vec<String>,
     /// `--mime EXT=TYPE`, in order.
     pub mime: Vec<MimeOverride>,
     /// `--dotfiles deny|allow` (default `deny`).
@@ -47,9 +47,9 @@ pub struct SiteArgs {
     /// `--basic-auth FILE`.
     pub basic_auth: Option<PathBuf>,
     /// `--basic-auth-realm REALM`.
-    pub basic_auth_realm: Option<String>,
+    pub(crate) basic_auth_realm: Option<String>,
     /// `--basic-auth-skip GLOB`, in order.
-    pub basic_auth_skip: Vec<Glob>,
+    pub(crate) basic_auth_skip: Vec<Glob>,
     /// `--list-dirs` (a switch: `args::parse_serve` sets it).
     pub list_dirs: bool,
 }

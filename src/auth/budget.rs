@@ -28,18 +28,18 @@ use crate::client_addr::AddrKey;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// Checks an address may start at once.
-    pub addr_burst: u64,
+    pub(crate) addr_burst: u64,
     /// Checks an address's allowance regains each second.
-    pub addr_per_sec: u64,
+    pub(crate) addr_per_sec: u64,
     /// Milliseconds of checking a loop may do each second.
-    pub ceiling_ms_per_sec: u64,
+    pub(crate) ceiling_ms_per_sec: u64,
     /// Milliseconds of checking a loop may do in a row.
-    pub ceiling_burst_ms: u64,
+    pub(crate) ceiling_burst_ms: u64,
 }
 
 impl Limits {
     /// What the server uses.
-    pub const SERVING: Limits = Limits {
+    pub(crate) const SERVING: Limits = Limits {
         addr_burst: 5,
         addr_per_sec: 2,
         ceiling_ms_per_sec: 250,
@@ -48,9 +48,9 @@ impl Limits {
 }
 
 /// Sets of the address table (a power of two).
-pub const SETS: usize = 128;
+pub(crate) const SETS: usize = 128;
 /// Addresses a set holds.
-pub const WAYS: usize = 4;
+pub(crate) const WAYS: usize = 4;
 
 /// One check in thousandths (the address buckets count thousandths of a check, so a
 /// millisecond's refill is an integer).

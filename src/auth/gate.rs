@@ -38,7 +38,7 @@ pub enum Verdict {
 
 /// The per-loop state of `--basic-auth`.
 #[derive(Debug)]
-pub struct Gate {
+pub(crate) struct Gate {
     credentials: Credentials,
     memory: Memory,
     budget: Budget,
@@ -104,7 +104,7 @@ fn micros() -> u64 {
 }
 
 /// A key for a loop's remembered tags: 16 random bytes from `getrandom(2)`.
-pub fn random_key() -> std::io::Result<[u8; 16]> {
+pub(crate) fn random_key() -> std::io::Result<[u8; 16]> {
     let mut key = [0u8; 16];
     let mut filled = 0;
     while filled < key.len() {

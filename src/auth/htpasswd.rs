@@ -22,7 +22,7 @@ use crate::crypt::{bcrypt, sha_crypt};
 use std::sync::Arc;
 
 /// Longest user name.
-pub const USER_MAX: usize = 255;
+pub(crate) const USER_MAX: usize = 255;
 
 /// The users of a file and their hashes, validated.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -16,10 +16,10 @@ use super::htpasswd::Checked;
 use crate::crypt::siphash::sip128;
 
 /// Sets of the table (a power of two).
-pub const SETS: usize = 256;
+pub(crate) const SETS: usize = 256;
 
 /// Entries a set holds.
-pub const WAYS: usize = 4;
+pub(crate) const WAYS: usize = 4;
 
 #[derive(Clone, Copy, Debug)]
 struct Entry {
@@ -37,7 +37,7 @@ const EMPTY: Entry = Entry {
 
 /// The remembered verdicts of one loop.
 #[derive(Debug)]
-pub struct Memory {
+pub(crate) struct Memory {
     key: [u8; 16],
     entries: Box<[Entry]>,
     clock: u32,
@@ -73,7 +73,7 @@ impl Memory {
     }
 
     /// The verdict remembered for `tag`, if any.
-    pub fn recall(&mut self, tag: Tag) -> Option<Checked> {
+    pub(crate) fn recall(&mut self, tag: Tag) -> Option<Checked> {
         let now = self.tick();
         let e = self
             .set(tag)

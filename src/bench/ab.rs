@@ -29,7 +29,7 @@ use server::Server;
 use trace::{Traced, Tracer};
 
 /// An A/B comparison with its URL resolved.
-pub type AbSpec = AbArgs<spec::Target>;
+pub(crate) type AbSpec = AbArgs<spec::Target>;
 
 /// Entry point of `steerd bench ab`.
 pub fn main(args: AbArgs) -> Result<i32, Usage> {

@@ -14,7 +14,7 @@
 
 /// How a response was cut short or malformed; the load report counts each kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ResponseError {
+pub(crate) enum ResponseError {
     /// The bytes are not an HTTP/1.x response head.
     Garbage,
     /// A framing the reader does not implement (Transfer-Encoding) or a bad length.
@@ -25,7 +25,7 @@ pub enum ResponseError {
 
 /// Result of feeding bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Feed {
+pub(crate) enum Feed {
     /// The response is not complete yet; all bytes were used.
     Partial,
     /// The response ended after this many of the fed bytes.
@@ -72,7 +72,7 @@ enum Header {
 
 /// Incremental reader for one response at a time; [`ResponseReader::reset`] between.
 #[derive(Clone, Copy, Debug)]
-pub struct ResponseReader {
+pub(crate) struct ResponseReader {
     wait: Wait,
     status: u16,
     head_len: u32,
@@ -109,7 +109,7 @@ impl ResponseReader {
     }
 
     /// True when the server said `Connection: close` or the body runs to EOF.
-    pub fn server_closes(&self) -> bool {
+    pub(crate) fn server_closes(&self) -> bool {
         self.close || self.wait == Wait::UntilEof
     }
 

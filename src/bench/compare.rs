@@ -9,7 +9,7 @@ use super::ministat::{self, Summary};
 use super::{emit, Usage};
 
 /// The ministat table's column heads.
-pub const TABLE_HEAD: &str =
+pub(crate) const TABLE_HEAD: &str =
     "    N           Min           Max        Median           Avg        Stddev";
 
 /// Entry point of `steerd bench stats A_FILE B_FILE`.
@@ -41,7 +41,7 @@ fn read(path: &str) -> Result<Vec<f64>, Usage> {
 }
 
 /// One row of the ministat table.
-pub fn summary_row(label: &str, s: &Summary) -> String {
+pub(crate) fn summary_row(label: &str, s: &Summary) -> String {
     format!(
         "{label} {:>3} {:>13} {:>13} {:>13} {:>13} {:>13}",
         s.n,

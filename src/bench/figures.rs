@@ -10,13 +10,13 @@ pub struct RunFigures {
     /// Responses per second.
     pub rps: f64,
     /// Median latency, microseconds.
-    pub p50_us: f64,
+    pub(crate) p50_us: f64,
     /// 99th percentile latency, microseconds.
-    pub p99_us: f64,
+    pub(crate) p99_us: f64,
     /// Server process tree CPU time per response, microseconds.
-    pub server_cpu_us: f64,
+    pub(crate) server_cpu_us: f64,
     /// Load generator CPU time per response, microseconds.
-    pub client_cpu_us: f64,
+    pub(crate) client_cpu_us: f64,
     /// Responses.
     pub requests: u64,
     /// Failed requests of every kind.
@@ -25,17 +25,17 @@ pub struct RunFigures {
     pub split: Option<Vec<u64>>,
     /// Share of those connections accepted on the CPU that received them (steerd's
     /// `connections_local` counter), percent.
-    pub local_pct: Option<f64>,
+    pub(crate) local_pct: Option<f64>,
     /// The run's latencies (the builtin client keeps them; wrk does not), for the CDFs
     /// of `bench ab --svg`.
     pub latency: Option<super::hist::Hist>,
 }
 
 /// Reads one metric from a run.
-pub type Getter = fn(&RunFigures) -> f64;
+pub(crate) type Getter = fn(&RunFigures) -> f64;
 
 /// The metrics compared, with how each is read from a run.
-pub const METRICS: [(&str, Getter); 5] = [
+pub(crate) const METRICS: [(&str, Getter); 5] = [
     ("requests/s", |r| r.rps),
     ("p50 latency (us)", |r| r.p50_us),
     ("p99 latency (us)", |r| r.p99_us),
@@ -44,10 +44,10 @@ pub const METRICS: [(&str, Getter); 5] = [
 ];
 
 /// The two sides' names, by side index.
-pub const SIDES: [&str; 2] = ["A", "B"];
+pub(crate) const SIDES: [&str; 2] = ["A", "B"];
 
 /// Worker shares as percentages, or "n/a".
-pub fn split_text(split: Option<&[u64]>) -> String {
+pub(crate) fn split_text(split: Option<&[u64]>) -> String {
     let Some(s) = split.filter(|s| !s.is_empty()) else {
         return "n/a".into();
     };

@@ -14,10 +14,10 @@
 //! oracle in the tests bounds how far it may be off.
 
 /// Bits of precision below each power of two.
-pub const SUB_BITS: u32 = 7;
+pub(crate) const SUB_BITS: u32 = 7;
 const SUB: usize = 1 << SUB_BITS;
 /// Number of buckets: one linear range plus one per remaining power of two.
-pub const BUCKETS: usize = SUB * (64 - SUB_BITS as usize + 1);
+pub(crate) const BUCKETS: usize = SUB * (64 - SUB_BITS as usize + 1);
 
 /// A fixed-size histogram of `u64` values (nanoseconds here).
 #[derive(Clone)]
@@ -90,7 +90,7 @@ impl Hist {
     }
 
     /// Adds every count of `other` to this one.
-    pub fn merge(&mut self, other: &Hist) {
+    pub(crate) fn merge(&mut self, other: &Hist) {
         for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
             *a += b;
         }
@@ -147,7 +147,7 @@ impl Hist {
 }
 
 /// The percentiles every report prints.
-pub const REPORTED: [(f64, &str); 4] =
+pub(crate) const REPORTED: [(f64, &str); 4] =
     [(50.0, "p50"), (90.0, "p90"), (99.0, "p99"), (99.9, "p99.9")];
 
 #[cfg(test)]

@@ -121,7 +121,7 @@ pub struct ThreadReport {
 
 impl ThreadReport {
     /// Adds `other`'s counts and histograms; keeps the longer elapsed time.
-    pub fn merge(&mut self, other: &ThreadReport) {
+    pub(crate) fn merge(&mut self, other: &ThreadReport) {
         self.requests += other.requests;
         self.bytes += other.bytes;
         for (a, b) in self.errors.iter_mut().zip(other.errors) {
@@ -145,7 +145,7 @@ impl ThreadReport {
     }
 
     /// Response bytes per second.
-    pub fn byte_rate(&self) -> f64 {
+    pub(crate) fn byte_rate(&self) -> f64 {
         per_second(self.bytes, self.elapsed)
     }
 }
@@ -171,7 +171,7 @@ pub struct LoadReport {
 
 impl LoadReport {
     /// Client CPU time per complete response, in microseconds.
-    pub fn cpu_per_request_us(&self) -> f64 {
+    pub(crate) fn cpu_per_request_us(&self) -> f64 {
         if self.merged.requests == 0 {
             return 0.0;
         }
@@ -212,7 +212,7 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
 }
 
 /// `clock_gettime(CLOCK_PROCESS_CPUTIME_ID)`: user + system time of every thread.
-pub fn process_cpu() -> Duration {
+pub(crate) fn process_cpu() -> Duration {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
     Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }

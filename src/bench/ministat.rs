@@ -21,7 +21,7 @@ use core::fmt;
 
 /// N, min, max, median, mean and sample standard deviation of one data set.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Summary {
+pub(crate) struct Summary {
     /// Number of points.
     pub n: usize,
     /// Smallest point.
@@ -33,7 +33,7 @@ pub struct Summary {
     /// Arithmetic mean.
     pub mean: f64,
     /// Sample standard deviation (divisor `n - 1`); 0 for fewer than two points.
-    pub stddev: f64,
+    pub(crate) stddev: f64,
 }
 
 impl Summary {
@@ -63,7 +63,7 @@ impl Summary {
 }
 
 /// Mean and sample standard deviation; stddev 0 for fewer than two points.
-pub fn mean_stddev(xs: &[f64]) -> (f64, f64) {
+pub(crate) fn mean_stddev(xs: &[f64]) -> (f64, f64) {
     let n = xs.len() as f64;
     let mean = xs.iter().sum::<f64>() / n;
     if xs.len() < 2 {
@@ -75,19 +75,19 @@ pub fn mean_stddev(xs: &[f64]) -> (f64, f64) {
 
 /// The pooled two-sample Student's t comparison of B against A, as ministat prints it.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Comparison {
+pub(crate) struct Comparison {
     /// Confidence level in percent (such as 95.0).
     pub confidence: f64,
     /// mean(B) - mean(A).
-    pub diff: f64,
+    pub(crate) diff: f64,
     /// Half-width of the confidence interval of `diff`.
-    pub half_width: f64,
+    pub(crate) half_width: f64,
     /// `diff` as a percentage of mean(A).
-    pub diff_pct: f64,
+    pub(crate) diff_pct: f64,
     /// `half_width` as a percentage of mean(A).
-    pub half_width_pct: f64,
+    pub(crate) half_width_pct: f64,
     /// Pooled standard deviation.
-    pub pooled_s: f64,
+    pub(crate) pooled_s: f64,
 }
 
 impl Comparison {
@@ -120,7 +120,7 @@ impl fmt::Display for Comparison {
 }
 
 /// Formats like C's `%g` with six significant digits, as ministat does.
-pub fn sig6(x: f64) -> String {
+pub(crate) fn sig6(x: f64) -> String {
     if x == 0.0 || !x.is_finite() {
         return format!("{x}");
     }
@@ -139,7 +139,7 @@ pub fn sig6(x: f64) -> String {
 
 /// Pooled Student's t comparison of `b` against `a` at `confidence` percent; `None` with
 /// fewer than two points on a side or a zero mean of A.
-pub fn student_t(a: &[f64], b: &[f64], confidence: f64) -> Option<Comparison> {
+pub(crate) fn student_t(a: &[f64], b: &[f64], confidence: f64) -> Option<Comparison> {
     if a.len() < 2 || b.len() < 2 {
         return None;
     }
@@ -180,7 +180,7 @@ pub struct Ratio {
     /// Lower end of the interval.
     pub low: f64,
     /// Upper end of the interval.
-    pub high: f64,
+    pub(crate) high: f64,
     /// Confidence level in percent.
     pub confidence: f64,
 }
@@ -197,7 +197,7 @@ impl fmt::Display for Ratio {
 
 /// Pairs `a[i]` with `b[i]` and returns the mean ratio with its t interval (df n-1);
 /// `None` with fewer than two pairs or a zero in A.
-pub fn paired_ratio(a: &[f64], b: &[f64], confidence: f64) -> Option<Ratio> {
+pub(crate) fn paired_ratio(a: &[f64], b: &[f64], confidence: f64) -> Option<Ratio> {
     let n = a.len().min(b.len());
     if n < 2 || a[..n].contains(&0.0) {
         return None;
@@ -215,10 +215,10 @@ pub fn paired_ratio(a: &[f64], b: &[f64], confidence: f64) -> Option<Ratio> {
 }
 
 /// Rounds above which [`permutation_p`] samples sign flips instead of enumerating them.
-pub const EXACT_LIMIT: usize = 16;
+pub(crate) const EXACT_LIMIT: usize = 16;
 
 /// Resamples drawn when the test cannot be exact.
-pub const RESAMPLES: u32 = 100_000;
+pub(crate) const RESAMPLES: u32 = 100_000;
 
 /// Two-sided p-value of the paired sign-flip permutation test on `b[i] - a[i]`.
 ///
@@ -227,7 +227,7 @@ pub const RESAMPLES: u32 = 100_000;
 /// Exact (all 2^n assignments) up to [`EXACT_LIMIT`] rounds, otherwise [`RESAMPLES`]
 /// random assignments from a xorshift generator seeded with `seed`, counting the
 /// observed assignment itself so p is never 0.
-pub fn permutation_p(a: &[f64], b: &[f64], seed: u64) -> Option<f64> {
+pub(crate) fn permutation_p(a: &[f64], b: &[f64], seed: u64) -> Option<f64> {
     let n = a.len().min(b.len());
     if n == 0 {
         return None;
@@ -263,7 +263,7 @@ fn flipped_sum(d: &[f64], mask: u64) -> f64 {
 }
 
 /// Marsaglia's xorshift64*: small, seedable, good enough to draw sign flips.
-pub struct XorShift(u64);
+pub(crate) struct XorShift(u64);
 
 impl XorShift {
     /// A generator from `seed` (0 is replaced by a fixed odd constant).
@@ -287,7 +287,7 @@ impl XorShift {
 
 /// The two-sided critical value of Student's t: P(|T| <= t) = confidence/100 with `df`
 /// degrees of freedom. Returns NaN for df <= 0 or a confidence outside (0, 100).
-pub fn t_quantile(confidence: f64, df: f64) -> f64 {
+pub(crate) fn t_quantile(confidence: f64, df: f64) -> f64 {
     if df <= 0.0 || !(0.0..100.0).contains(&confidence) || confidence == 0.0 {
         return f64::NAN;
     }
@@ -306,7 +306,7 @@ pub fn t_quantile(confidence: f64, df: f64) -> f64 {
 }
 
 /// P(|T| > t) for Student's t with `df` degrees of freedom (A&S 26.7.1).
-pub fn two_sided_tail(t: f64, df: f64) -> f64 {
+pub(crate) fn two_sided_tail(t: f64, df: f64) -> f64 {
     incomplete_beta(df / (df + t * t), df / 2.0, 0.5)
 }
 

@@ -98,7 +98,7 @@ fn load_main(args: LoadArgs, svg: Option<&Path>) -> Result<i32, Usage> {
 
 /// An output file named on the command line, created (so a bad path fails) before the
 /// measurement it will hold, and written after it.
-pub struct OutFile(Option<(PathBuf, std::fs::File)>);
+pub(crate) struct OutFile(Option<(PathBuf, std::fs::File)>);
 
 impl OutFile {
     /// Creates (truncates) `path`, if one is given.

@@ -21,7 +21,7 @@ const MARKS: [(f64, &str); 3] = [(50.0, "p50"), (99.0, "p99"), (99.9, "p99.9")];
 
 /// One latency distribution as CDF points: (nanoseconds, cumulative fraction).
 #[derive(Clone, Debug)]
-pub struct Cdf {
+pub(crate) struct Cdf {
     points: Vec<Point>,
     marks: [(f64, &'static str, f64); 3],
     count: u64,
@@ -63,7 +63,7 @@ impl Cdf {
 }
 
 /// Everything one A/B figure shows.
-pub struct AbFigure<'a> {
+pub(crate) struct AbFigure<'a> {
     /// The load line of the text output (what was run, how long, how many rounds).
     pub load: &'a str,
     /// Command lines A and B.
@@ -317,7 +317,7 @@ fn ratio_panel(s: &mut Svg, p: &Panel, rps: [&[f64]; 2], ratio: Option<Ratio>) {
 }
 
 /// The whole A/B figure: commands, CDFs, req/s and B/A per round, the req/s verdict.
-pub fn ab_svg(f: &AbFigure) -> String {
+pub(crate) fn ab_svg(f: &AbFigure) -> String {
     let verdict: Vec<&str> = f.verdict.lines().collect();
     let mut s = Svg::new(WIDTH, 760 + 16 * verdict.len() as u32);
     s.style(STYLE);
@@ -359,7 +359,7 @@ pub fn ab_svg(f: &AbFigure) -> String {
 }
 
 /// The latency CDF of one `bench load` run.
-pub fn load_svg(title: &str, cdf: &Cdf) -> String {
+pub(crate) fn load_svg(title: &str, cdf: &Cdf) -> String {
     let mut s = Svg::new(WIDTH, 420);
     s.style(STYLE);
     s.text(
@@ -380,7 +380,7 @@ pub fn load_svg(title: &str, cdf: &Cdf) -> String {
 
 /// The self-contained report of `bench ab --report`: the figure inline, then the whole
 /// text output (run lines, summaries, verdicts).
-pub fn ab_html(f: &AbFigure, text: &str) -> String {
+pub(crate) fn ab_html(f: &AbFigure, text: &str) -> String {
     let mut o = String::from(
         "<!doctype html>\n<html lang=\"en\">\n<meta charset=\"utf-8\">\n\
          <title>steerd bench ab</title>\n<style>body{font:14px sans-serif;margin:16px}\

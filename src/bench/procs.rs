@@ -16,7 +16,7 @@ use std::time::Duration;
 
 /// The fields of `/proc/PID/stat` that `ab` uses; times in clock ticks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Stat {
+pub(crate) struct Stat {
     /// Parent process.
     pub ppid: u32,
     /// Process group.
@@ -28,7 +28,7 @@ pub struct Stat {
 }
 
 /// Parses the text of `/proc/PID/stat`.
-pub fn parse_stat(text: &str) -> Option<Stat> {
+pub(crate) fn parse_stat(text: &str) -> Option<Stat> {
     let after = &text[text.rfind(')')? + 1..];
     let f: Vec<&str> = after.split_whitespace().collect();
     let num = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok());
@@ -41,7 +41,7 @@ pub fn parse_stat(text: &str) -> Option<Stat> {
 }
 
 /// True while any live process belongs to process group `pgrp`.
-pub fn group_alive(pgrp: u32) -> bool {
+pub(crate) fn group_alive(pgrp: u32) -> bool {
     all_processes().values().any(|s| s.pgrp == pgrp)
 }
 
@@ -70,7 +70,7 @@ fn all_processes() -> HashMap<u32, Stat> {
 }
 
 /// `root` and every live descendant of it.
-pub fn tree_pids(root: u32) -> Vec<u32> {
+pub(crate) fn tree_pids(root: u32) -> Vec<u32> {
     descendants(root, &all_processes())
 }
 
@@ -92,7 +92,7 @@ fn descendants(root: u32, procs: &HashMap<u32, Stat>) -> Vec<u32> {
 }
 
 /// CPU time (user + system) used so far by `root`'s process tree, reaped members included.
-pub fn tree_cpu(root: u32) -> Duration {
+pub(crate) fn tree_cpu(root: u32) -> Duration {
     let procs = all_processes();
     let ticks: u64 = descendants(root, &procs)
         .iter()
@@ -103,7 +103,7 @@ pub fn tree_cpu(root: u32) -> Duration {
 }
 
 /// CPU time of this process's reaped children (`cutime + cstime` of `/proc/self/stat`).
-pub fn reaped_children_cpu() -> Duration {
+pub(crate) fn reaped_children_cpu() -> Duration {
     let ticks = std::fs::read_to_string("/proc/self/stat")
         .ok()
         .and_then(|t| parse_stat(&t))
@@ -119,7 +119,7 @@ fn ticks_to_duration(ticks: u64) -> Duration {
 /// A per-worker counter from a Prometheus text page: every sample whose metric name
 /// contains `needle` (such as `accepted`, matching `steerd_connections_accepted_total`)
 /// and that has a `worker` label, in worker order.
-pub fn parse_per_worker(page: &str, needle: &str) -> Vec<(String, u64)> {
+pub(crate) fn parse_per_worker(page: &str, needle: &str) -> Vec<(String, u64)> {
     let mut out: Vec<(String, u64)> = Vec::new();
     for line in page.lines().filter(|l| !l.starts_with('#')) {
         let Some((series, value)) = line.rsplit_once(' ') else {
@@ -145,7 +145,7 @@ pub fn parse_per_worker(page: &str, needle: &str) -> Vec<(String, u64)> {
 }
 
 /// Fetches `http://addr/metrics` with a plain blocking request (2 s limit).
-pub fn fetch_metrics(addr: SocketAddr) -> Option<String> {
+pub(crate) fn fetch_metrics(addr: SocketAddr) -> Option<String> {
     let limit = Some(Duration::from_secs(2));
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
     s.set_read_timeout(limit).ok()?;
@@ -158,7 +158,7 @@ pub fn fetch_metrics(addr: SocketAddr) -> Option<String> {
 }
 
 /// The address after `--metrics` in a command line (steerd's flag), if any.
-pub fn metrics_flag(argv: &[String]) -> Option<SocketAddr> {
+pub(crate) fn metrics_flag(argv: &[String]) -> Option<SocketAddr> {
     argv.iter()
         .position(|a| a == "--metrics")
         .and_then(|i| argv.get(i + 1))
@@ -166,7 +166,7 @@ pub fn metrics_flag(argv: &[String]) -> Option<SocketAddr> {
 }
 
 /// Calls per syscall and the total, from the table `strace -c` prints.
-pub fn parse_strace(summary: &str) -> Option<(u64, Vec<(String, u64)>)> {
+pub(crate) fn parse_strace(summary: &str) -> Option<(u64, Vec<(String, u64)>)> {
     let mut rows = Vec::new();
     let mut total = None;
     for line in summary.lines() {

@@ -12,7 +12,7 @@ use crate::json::Value;
 use std::fmt::Write;
 
 /// Formats nanoseconds with a unit a person reads quickly.
-pub fn human_ns(ns: u64) -> String {
+pub(crate) fn human_ns(ns: u64) -> String {
     let ns = ns as f64;
     if ns < 1e3 {
         format!("{ns:.0}ns")
@@ -35,7 +35,7 @@ fn mode(spec: &LoadSpec) -> String {
 }
 
 /// What was loaded and how: `http://HOST/PATH: 2 threads, 10 connections, 2.00 s, ...`.
-pub fn headline(spec: &LoadSpec) -> String {
+pub(crate) fn headline(spec: &LoadSpec) -> String {
     format!(
         "http://{}{}: {} threads, {} connections, {:.2} s, {}",
         spec.target.host,

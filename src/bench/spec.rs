@@ -67,7 +67,7 @@ impl Target {
     }
 
     /// Resolves a checked URL's host (port 80 when it names none).
-    pub fn resolve(url: &Url) -> Result<Target, TargetError> {
+    pub(crate) fn resolve(url: &Url) -> Result<Target, TargetError> {
         let authority = &url.authority;
         let with_port = if authority.ends_with(']') || !authority.contains(':') {
             format!("{authority}:80")
@@ -98,7 +98,7 @@ impl Target {
 pub type LoadSpec = LoadArgs<Target>;
 
 /// The load options of stage 1 with their URL resolved.
-pub fn resolve(load: LoadArgs) -> Result<LoadSpec, TargetError> {
+pub(crate) fn resolve(load: LoadArgs) -> Result<LoadSpec, TargetError> {
     let target = Target::resolve(&load.target)?;
     Ok(load.with_target(target))
 }
@@ -122,7 +122,7 @@ impl LoadArgs<Target> {
     }
 
     /// Connections thread `t` opens: an even share, the first threads taking the rest.
-    pub fn conns_of(&self, t: u32) -> u32 {
+    pub(crate) fn conns_of(&self, t: u32) -> u32 {
         self.conns / self.threads + u32::from(t < self.conns % self.threads)
     }
 }

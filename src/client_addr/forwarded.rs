@@ -38,7 +38,7 @@ const NAME: &[u8] = b"x-forwarded-for";
 
 /// How far `X-Forwarded-For` is believed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Walk<'a> {
+pub(crate) enum Walk<'a> {
     /// Its last address only: the word of the trusted peer itself.
     #[default]
     LastHop,
@@ -47,7 +47,7 @@ pub enum Walk<'a> {
 }
 
 /// The client the `X-Forwarded-For` lines among `fields` name, read as `walk` says.
-pub fn forwarded_for(fields: &[Header<'_>], walk: Walk<'_>) -> Option<IpAddr> {
+pub(crate) fn forwarded_for(fields: &[Header<'_>], walk: Walk<'_>) -> Option<IpAddr> {
     let mut elements = fields
         .iter()
         .rev()

@@ -71,7 +71,7 @@ pub fn files(root: &Path, site: &SiteRules, id: &Identity) -> Result<(), Problem
 
 /// True when this process is root and `id` another user: the checks of this module then
 /// run in a child that becomes `id` (otherwise there is no one else to become).
-pub fn becomes_other(id: &Identity) -> bool {
+pub(crate) fn becomes_other(id: &Identity) -> bool {
     let me = rustix::process::geteuid();
     me.is_root() && id.uid != me.as_raw()
 }

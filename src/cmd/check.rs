@@ -166,7 +166,7 @@ fn int(n: impl TryInto<i64>) -> Value {
 }
 
 /// The members of `check --json` (also the fixed part of the dashboard's status.json).
-pub fn check_members(
+pub(crate) fn check_members(
     args: &ServeArgs,
     topo: &Topology,
     warnings: &[String],

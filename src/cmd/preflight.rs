@@ -19,7 +19,7 @@ use crate::config::LogTarget;
 use rustix::fd::AsFd;
 
 /// Every problem found, in the order root, pages, media types, access log, user.
-pub fn problems(args: &ServeArgs) -> Vec<Failure> {
+pub(crate) fn problems(args: &ServeArgs) -> Vec<Failure> {
     let mut found = Vec::new();
     let site = args.site.rules();
     match crate::preflight::root(&args.root) {

@@ -25,7 +25,7 @@ pub struct Prepared {
 
 /// Leaves out the implied listen addresses this machine cannot bind
 /// (`listen::bindable`), each with a warning to `show`.
-pub fn bindable_listen(args: &mut ServeArgs, show: impl Fn(&str)) {
+pub(crate) fn bindable_listen(args: &mut ServeArgs, show: impl Fn(&str)) {
     let (kept, warnings) = crate::listen::bindable::bindable(&args.listen, &args.listen_implied);
     for w in &warnings {
         show(w);

@@ -20,7 +20,7 @@ const STATUS_MAX: usize = 512;
 
 /// Why a probe is not healthy; printed after the URL (`steerd: probe: URL: why`).
 #[derive(Debug)]
-pub enum ProbeError {
+pub(crate) enum ProbeError {
     /// The URL is refused or its host has no address.
     Target(TargetError),
     /// The whole exchange took longer than `--timeout`.

@@ -131,7 +131,7 @@ fn offline_json(topo: &Topology, id: CpuId) -> Value {
 }
 
 /// The topology's JSON members (shared with `steerd check --json`).
-pub fn topology_json(topo: &Topology, warnings: &[String]) -> Vec<(String, Value)> {
+pub(crate) fn topology_json(topo: &Topology, warnings: &[String]) -> Vec<(String, Value)> {
     let every = topo.possible.union(&topo.online);
     let rows = RowGroups::of(topo);
     let cpus = every
@@ -210,7 +210,7 @@ fn opt(v: Option<u32>) -> String {
 }
 
 /// The human-readable report.
-pub fn topology_text(topo: &Topology) -> String {
+pub(crate) fn topology_text(topo: &Topology) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,

@@ -115,7 +115,7 @@ impl Cidr {
     }
 
     /// Whether any network of `list` holds `ip`.
-    pub fn any_contains(list: &[Cidr], ip: IpAddr) -> bool {
+    pub(crate) fn any_contains(list: &[Cidr], ip: IpAddr) -> bool {
         list.iter().any(|c| c.contains(ip))
     }
 }

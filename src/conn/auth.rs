@@ -24,7 +24,7 @@ use core::sync::atomic::Ordering::Relaxed;
 impl Responder<'_, '_> {
     /// Answers the request 401 or 429 when `--basic-auth` refuses it, the connection
     /// going on as `self.after` says; `false` to go on.
-    pub fn refused_by_auth(&mut self, req: &Request<'_, '_>) -> bool {
+    pub(crate) fn refused_by_auth(&mut self, req: &Request<'_, '_>) -> bool {
         let (walk, site) = (self.ctx.forwarded, self.ctx.site);
         let (Some(gate), Some(rule)) = (self.ctx.auth.as_mut(), site.auth.as_ref()) else {
             return false;

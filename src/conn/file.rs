@@ -156,12 +156,12 @@ impl Responder<'_, '_> {
     }
 
     /// [`Responder::error_answer`] for a request that did not reach a file.
-    pub fn error_page(&mut self, status: u16) {
+    pub(crate) fn error_page(&mut self, status: u16) {
         self.error_answer(status, false, None, b"");
     }
 
     /// A 401 with its challenge `lines`, or a 429 with its `Retry-After` (`auth.rs`).
-    pub fn challenged(&mut self, status: u16, lines: &[u8]) {
+    pub(crate) fn challenged(&mut self, status: u16, lines: &[u8]) {
         self.error_answer(status, false, None, lines);
     }
 }

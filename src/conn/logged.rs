@@ -27,7 +27,7 @@ use std::net::IpAddr;
 /// Where the head of `r`, when spilled (too long for the head area), starts in the
 /// receive area: at its back, so the request in front of it, which the log reads, keeps
 /// all the room the head leaves; the end of the area when nothing is spilled.
-pub fn spill_at(r: &Response) -> usize {
+pub(crate) fn spill_at(r: &Response) -> usize {
     match r.head.spilled {
         true => IN_CAP.saturating_sub(r.head.len),
         false => IN_CAP,
@@ -36,7 +36,7 @@ pub fn spill_at(r: &Response) -> usize {
 
 /// A part of the receive area.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Span {
+pub(crate) struct Span {
     at: u16,
     len: u16,
 }
@@ -66,7 +66,7 @@ impl Span {
 
 /// The request as the log will show it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LineSpan {
+pub(crate) enum LineSpan {
     /// A parsed request line.
     Parsed {
         /// Method token.
@@ -82,7 +82,7 @@ pub enum LineSpan {
 
 /// A response being written, as its log line will tell it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Pending {
+pub(crate) struct Pending {
     status: u16,
     line: LineSpan,
     referer: Option<Span>,
@@ -93,7 +93,7 @@ pub struct Pending {
 /// The request of a response being planned, as the log shows it: slices of `area` (the
 /// receive area).
 #[derive(Clone, Copy)]
-pub struct LoggedRequest<'a> {
+pub(crate) struct LoggedRequest<'a> {
     /// The receive area the slices below point into.
     pub area: &'a [u8],
     /// The request line.
@@ -110,7 +110,7 @@ fn field<'a>(fields: &[Header<'a>], name: &[u8]) -> Option<&'a [u8]> {
 }
 
 /// A microsecond clock reading, taken only for the format that shows durations.
-pub fn stamp(ctx: &Ctx<'_>) -> u64 {
+pub(crate) fn stamp(ctx: &Ctx<'_>) -> u64 {
     if ctx.log.format() != LogFormat::Json || !ctx.log.enabled() {
         return 0;
     }

@@ -32,7 +32,7 @@ pub(super) struct Bufs<'s> {
     /// NUL-terminated relative path for `openat2`.
     pub open: &'s mut [u8; PATH_MAX + 1],
     /// A response head too long for the head area.
-    pub spill: &'s mut [u8],
+    pub(crate) spill: &'s mut [u8],
     /// A sidecar's request path.
     pub sidecar: &'s mut [u8],
 }
@@ -54,13 +54,13 @@ pub(super) struct Responder<'a, 'w> {
     /// The worker's state.
     pub ctx: &'a mut Ctx<'w>,
     /// The worker's scratch areas for this answer.
-    pub bufs: Bufs<'a>,
+    pub(crate) bufs: Bufs<'a>,
     /// The request as the log and the persistence rule see it.
     pub line: Line<'a>,
     /// How the connection goes on; the head's `Connection` field is derived from it.
     pub after: After,
     /// Body bytes the request still owes (see `Response::owed`).
-    pub owed: u64,
+    pub(crate) owed: u64,
     /// Bytes of the request's head (see `Response::answered`).
     pub answered: usize,
 }
@@ -104,7 +104,7 @@ impl<'a, 'w> Responder<'a, 'w> {
 
     /// [`Responder::answer`] for a head already written (`written`: its length, or
     /// `None` when it did not fit) by a caller whose head borrows from the worker's state.
-    pub fn answer_written(
+    pub(crate) fn answer_written(
         &mut self,
         status: u16,
         written: Option<usize>,
@@ -132,7 +132,7 @@ impl<'a, 'w> Responder<'a, 'w> {
     /// `http::response::HEAD_BASE_MAX` bytes (a test of `http::response` checks it), so
     /// it fits the smallest head area; should it not, nothing is sent and the
     /// connection closes.
-    pub fn builtin_error(&mut self, status: u16) {
+    pub(crate) fn builtin_error(&mut self, status: u16) {
         let date = *self.ctx.date.text();
         let persist = self.after.persist();
         let (len, body) = match write_error_head(self.out, status, &date, persist, None) {

@@ -34,7 +34,7 @@ use crate::site::cors::{Cors, CorsAnswer};
 
 /// Largest body of a GET or HEAD that is read and discarded (nginx's default
 /// `client_max_body_size`); a larger one gets 413.
-pub const DISCARD_MAX: u64 = 1 << 20;
+pub(crate) const DISCARD_MAX: u64 = 1 << 20;
 
 /// Longest first line of a refused request kept for the log.
 const RAW_LINE_MAX: usize = 8 * 1024;

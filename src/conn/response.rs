@@ -33,7 +33,7 @@ pub enum After {
 
 impl After {
     /// Keep-alive at `minor` when `keep`, else a close without forced linger.
-    pub fn keep_if(keep: bool, minor: u8) -> After {
+    pub(crate) fn keep_if(keep: bool, minor: u8) -> After {
         match keep {
             true => After::KeepAlive { minor },
             false => After::Close { linger: false },
@@ -41,7 +41,7 @@ impl After {
     }
 
     /// The head's `Connection` field.
-    pub fn persist(self) -> Persist {
+    pub(crate) fn persist(self) -> Persist {
         match self {
             After::KeepAlive { minor: 0 } => Persist::KeepAlive,
             After::KeepAlive { .. } => Persist::Implicit,
@@ -52,7 +52,7 @@ impl After {
 
 /// What remains of a response body.
 #[derive(Debug)]
-pub enum Outgoing {
+pub(crate) enum Outgoing {
     /// No body (HEAD, 304) or all sent.
     Nothing,
     /// A static page (error bodies); `at` bytes already sent.
@@ -154,18 +154,18 @@ pub struct Response {
     /// The body's cache entry is pinned (a paused cached body must not change).
     pub pinned: bool,
     /// Body bytes written so far.
-    pub body_sent: u64,
+    pub(crate) body_sent: u64,
     /// How the connection goes on.
     pub after: After,
     /// Body bytes the request still owes: discarded before the next head when the
     /// connection persists (`Awaiting::Body`), else they make the close linger.
-    pub owed: u64,
+    pub(crate) owed: u64,
     /// Bytes of the answered head, dropped from the receive area once the response is
     /// finished (the log reads them until then).
     pub answered: usize,
     /// The turn clock (`Ctx::now_ms`) when it was planned: its response time runs from
     /// there (`stats::latency`).
-    pub planned_ms: u64,
+    pub(crate) planned_ms: u64,
 }
 
 impl Response {
@@ -176,7 +176,7 @@ impl Response {
 
     /// Accounts `n` written bytes: head first, then the body (`sendfile` moves a file
     /// body's offset itself; the body bytes are counted here for every kind).
-    pub fn advance(&mut self, mut n: usize) {
+    pub(crate) fn advance(&mut self, mut n: usize) {
         let h = n.min(self.head.len - self.head.sent);
         self.head.sent += h;
         n -= h;
@@ -190,7 +190,7 @@ impl Response {
     }
 
     /// A paused cached body must not change under us: pin its entry (once).
-    pub fn pin_if_cached(&mut self, cache: &mut FileCache) {
+    pub(crate) fn pin_if_cached(&mut self, cache: &mut FileCache) {
         if let (Some(index), false) = (self.body.cache_entry(), self.pinned) {
             cache.pin(index);
             self.pinned = true;

@@ -19,13 +19,13 @@ use super::radix64;
 
 /// Highest cost accepted: a check at 14 takes about a second of one core; more would
 /// hold a single-threaded worker longer than any request should wait.
-pub const COST_CAP: u32 = 14;
+pub(crate) const COST_CAP: u32 = 14;
 
 /// Lowest cost bcrypt defines.
-pub const COST_MIN: u32 = 4;
+pub(crate) const COST_MIN: u32 = 4;
 
 /// Characters of the hash part.
-pub const HASH_TEXT: usize = 31;
+pub(crate) const HASH_TEXT: usize = 31;
 
 const SALT_TEXT: usize = 22;
 
@@ -38,7 +38,7 @@ pub struct Setting {
     /// log2 of the key schedule's rounds.
     pub cost: u32,
     /// The 16-byte salt.
-    pub salt: [u8; 16],
+    pub(crate) salt: [u8; 16],
 }
 
 /// Why a stored hash is not a bcrypt hash steerd checks.

@@ -16,7 +16,7 @@ pub struct State {
 
 impl State {
     /// The initial state: π's digits.
-    pub fn initial() -> State {
+    pub(crate) fn initial() -> State {
         State {
             p: pi::P_INIT,
             s: [pi::S0_INIT, pi::S1_INIT, pi::S2_INIT, pi::S3_INIT],
@@ -32,7 +32,7 @@ impl State {
 
     /// Encrypts the block `(l, r)`: sixteen rounds, two per step, no swaps.
     #[inline]
-    pub fn encrypt(&self, mut l: u32, mut r: u32) -> (u32, u32) {
+    pub(crate) fn encrypt(&self, mut l: u32, mut r: u32) -> (u32, u32) {
         for i in (0..16).step_by(2) {
             l ^= self.p[i];
             r ^= self.f(l);
@@ -72,7 +72,7 @@ impl State {
 
     /// EksBlowfishSetup(cost, salt, key): one salted expansion, then `2^cost` rounds of
     /// an expansion with the key and one with the salt, both unsalted.
-    pub fn eks(cost: u32, salt: &[u8; 16], key: &[u8]) -> State {
+    pub(crate) fn eks(cost: u32, salt: &[u8; 16], key: &[u8]) -> State {
         let mut st = State::initial();
         let words = salt_words(salt);
         st.expand(&words, key);

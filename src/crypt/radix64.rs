@@ -9,19 +9,21 @@
 //! allocation. A character outside the alphabet is a decoding error.
 
 /// SHA-crypt's alphabet.
-pub const CRYPT: &[u8; 64] = b"./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+pub(crate) const CRYPT: &[u8; 64] =
+    b"./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
 /// bcrypt's alphabet.
-pub const BCRYPT: &[u8; 64] = b"./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+pub(crate) const BCRYPT: &[u8; 64] =
+    b"./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
 /// True when every byte of `text` is in `alphabet`.
-pub fn all_in(alphabet: &[u8; 64], text: &[u8]) -> bool {
+pub(crate) fn all_in(alphabet: &[u8; 64], text: &[u8]) -> bool {
     text.iter().all(|b| alphabet.contains(b))
 }
 
 /// Appends to `out` at `*at` the `n` characters of the 24 bits `b2 b1 b0` (b2 the most
 /// significant byte), least significant 6 bits first: glibc's `b64_from_24bit`.
-pub fn put_crypt(out: &mut [u8], at: &mut usize, (b2, b1, b0): (u8, u8, u8), n: usize) {
+pub(crate) fn put_crypt(out: &mut [u8], at: &mut usize, (b2, b1, b0): (u8, u8, u8), n: usize) {
     let mut w = (u32::from(b2) << 16) | (u32::from(b1) << 8) | u32::from(b0);
     for _ in 0..n {
         if let Some(slot) = out.get_mut(*at) {
@@ -34,7 +36,7 @@ pub fn put_crypt(out: &mut [u8], at: &mut usize, (b2, b1, b0): (u8, u8, u8), n: 
 
 /// Encodes `bytes` in bcrypt's alphabet into `out`; returns the characters written
 /// (`ceil(4 * len / 3)`), or `None` when `out` is too short.
-pub fn encode_bcrypt(bytes: &[u8], out: &mut [u8]) -> Option<usize> {
+pub(crate) fn encode_bcrypt(bytes: &[u8], out: &mut [u8]) -> Option<usize> {
     let need = (bytes.len() * 4).div_ceil(3);
     let out = out.get_mut(..need)?;
     let mut bits = 0u32;
@@ -59,7 +61,7 @@ pub fn encode_bcrypt(bytes: &[u8], out: &mut [u8]) -> Option<usize> {
 /// Decodes bcrypt-alphabet `text` into `out`, filling it whole (bits past its end are
 /// dropped, as bcrypt drops the last 4 bits of a 22-character salt). `None`: a
 /// character outside the alphabet, or too few characters to fill `out`.
-pub fn decode_bcrypt(text: &[u8], out: &mut [u8]) -> Option<()> {
+pub(crate) fn decode_bcrypt(text: &[u8], out: &mut [u8]) -> Option<()> {
     let mut bits = 0u32;
     let mut held = 0;
     let mut at = 0;

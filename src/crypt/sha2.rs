@@ -97,7 +97,7 @@ macro_rules! sha2 {
             /// Appends `data` to the message. Out of line: SHA-crypt calls it from a
             /// dozen places, and a copy in each costs the appliance binary kilobytes.
             #[inline(never)]
-            pub fn update(&mut self, data: &[u8]) {
+            pub(crate) fn update(&mut self, data: &[u8]) {
                 let state = &mut self.state;
                 self.blocks.feed(data, |b| $compress(state, b));
             }

@@ -19,23 +19,23 @@ use super::radix64::{self, put_crypt};
 use super::sha2::{Sha256, Sha512};
 
 /// Longest password checked (the `Authorization` decoder allows no longer).
-pub const PASSWORD_MAX: usize = 1024;
+pub(crate) const PASSWORD_MAX: usize = 1024;
 
 /// The rounds when the setting names none.
-pub const ROUNDS_DEFAULT: u32 = 5000;
+pub(crate) const ROUNDS_DEFAULT: u32 = 5000;
 
 /// Fewest rounds crypt uses.
-pub const ROUNDS_MIN: u32 = 1000;
+pub(crate) const ROUNDS_MIN: u32 = 1000;
 
 /// Most rounds accepted: about a second of one core per check.
-pub const ROUNDS_CAP: u32 = 1_000_000;
+pub(crate) const ROUNDS_CAP: u32 = 1_000_000;
 
 /// Longest salt (longer ones are cut by crypt, so never stored longer).
-pub const SALT_MAX: usize = 16;
+pub(crate) const SALT_MAX: usize = 16;
 
 /// Which SHA.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Variant {
+pub(crate) enum Variant {
     /// `$5$`
     Sha256,
     /// `$6$`
@@ -44,7 +44,7 @@ pub enum Variant {
 
 impl Variant {
     /// Characters of the encoded digest.
-    pub fn text_len(self) -> usize {
+    pub(crate) fn text_len(self) -> usize {
         match self {
             Variant::Sha256 => 43,
             Variant::Sha512 => 86,
@@ -56,11 +56,11 @@ impl Variant {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Setting<'a> {
     /// SHA-256 or SHA-512.
-    pub variant: Variant,
+    pub(crate) variant: Variant,
     /// Rounds of step 21.
     pub rounds: u32,
     /// The salt, at most [`SALT_MAX`] bytes, no `$`.
-    pub salt: &'a [u8],
+    pub(crate) salt: &'a [u8],
 }
 
 /// Why a stored hash is not a SHA-crypt hash steerd checks.
@@ -145,7 +145,7 @@ pub fn verify(setting: &Setting<'_>, digest: &[u8], password: &[u8]) -> bool {
 
 /// The digest text of `password` under `setting` (43 or 86 characters) into `out`.
 /// `None`: a password longer than [`PASSWORD_MAX`].
-pub fn encode(setting: &Setting<'_>, password: &[u8], out: &mut [u8; 86]) -> Option<usize> {
+pub(crate) fn encode(setting: &Setting<'_>, password: &[u8], out: &mut [u8; 86]) -> Option<usize> {
     if password.len() > PASSWORD_MAX {
         return None;
     }

@@ -8,7 +8,7 @@
 //! (`tests/data/crypt/siphash.txt`), both tag sizes.
 
 /// The tag of `msg` under `key`: 16 bytes.
-pub fn sip128(key: &[u8; 16], msg: &[u8]) -> [u8; 16] {
+pub(crate) fn sip128(key: &[u8; 16], msg: &[u8]) -> [u8; 16] {
     let (a, b) = sip(key, msg, true);
     let mut out = [0u8; 16];
     out[..8].copy_from_slice(&a.to_le_bytes());
@@ -17,7 +17,7 @@ pub fn sip128(key: &[u8; 16], msg: &[u8]) -> [u8; 16] {
 }
 
 /// SipHash-2-4 with the 64-bit tag (for the reference vectors of the shared rounds).
-pub fn sip64(key: &[u8; 16], msg: &[u8]) -> u64 {
+pub(crate) fn sip64(key: &[u8; 16], msg: &[u8]) -> u64 {
     sip(key, msg, false).0
 }
 

@@ -19,9 +19,9 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 /// Seconds of per-second rates kept.
-pub const SECONDS: usize = 60;
+pub(crate) const SECONDS: usize = 60;
 /// Seconds the quantiles look back.
-pub const WINDOW: usize = 10;
+pub(crate) const WINDOW: usize = 10;
 /// Time between snapshots (at least).
 const PERIOD: Duration = Duration::from_secs(1);
 
@@ -39,7 +39,7 @@ pub struct History {
 
 /// One worker's last minute.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Recent {
+pub(crate) struct Recent {
     /// Responses finished per second, one figure per snapshot interval, oldest first.
     pub per_second: Vec<f64>,
     /// The median response time of the last [`WINDOW`] seconds, in milliseconds.
@@ -51,7 +51,7 @@ pub struct Recent {
 impl History {
     /// Takes a snapshot of `workers` (each worker's buckets, in plan order) when a
     /// [`PERIOD`] has passed since the last one; drops the oldest beyond [`SECONDS`] + 1.
-    pub fn offer(&mut self, now: Instant, workers: impl FnOnce() -> Vec<[u64; BUCKETS]>) {
+    pub(crate) fn offer(&mut self, now: Instant, workers: impl FnOnce() -> Vec<[u64; BUCKETS]>) {
         let due = self
             .snapshots
             .back()
@@ -69,7 +69,7 @@ impl History {
     }
 
     /// Worker `i`'s last minute; `now` is its buckets at this moment.
-    pub fn recent(&self, i: usize, now: &[u64; BUCKETS]) -> Recent {
+    pub(crate) fn recent(&self, i: usize, now: &[u64; BUCKETS]) -> Recent {
         let total = |s: &Snapshot| s.workers.get(i).map_or(0, |b| b.iter().sum::<u64>());
         let per_second = self
             .snapshots

@@ -38,7 +38,7 @@ impl StatusDocument {
     /// Replaces the planned `listen` addresses and `policy` with those in force: the
     /// bound addresses (a port 0 is now the kernel's choice) and the policy attached (the
     /// hash when the kernel refused the program).
-    pub fn in_force(&mut self, listen: &[SocketAddr], policy: &str) {
+    pub(crate) fn in_force(&mut self, listen: &[SocketAddr], policy: &str) {
         let listen = Value::Arr(listen.iter().map(|a| Value::str(a.to_string())).collect());
         for (key, value) in [("listen", listen), ("policy", Value::str(policy))] {
             match self.fixed.iter_mut().find(|(k, _)| k == key) {

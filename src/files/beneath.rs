@@ -59,7 +59,7 @@ pub fn fallback_in_use(root: BorrowedFd<'_>) -> bool {
 }
 
 /// The warning a worker prints once at start when [`fallback_in_use`].
-pub const FALLBACK_WARNING: &str = "warning: files: the kernel has no openat2 (ENOSYS): \
+pub(crate) const FALLBACK_WARNING: &str = "warning: files: the kernel has no openat2 (ENOSYS): \
 paths are resolved segment by segment and symlinks under the root are refused (403/404), \
 not followed";
 

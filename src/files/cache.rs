@@ -48,10 +48,10 @@ use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
 
 /// Revalidation periods a descriptor entry may go unused before the sweep closes it.
-pub const IDLE_INTERVALS: u64 = 3;
+pub(crate) const IDLE_INTERVALS: u64 = 3;
 
 /// Longest path the cache keys on; longer paths are served uncached.
-pub const KEY_MAX: usize = 192;
+pub(crate) const KEY_MAX: usize = 192;
 
 /// Room for an entry's rendered file lines: an ETag and a date take about 110 bytes,
 /// leaving the media type over 150 (a longer one is formatted per response instead).
@@ -180,7 +180,7 @@ impl FileCache {
     }
 
     /// The cache describing files with `options` (media types, sidecars looked for).
-    pub fn with_options(mut self, options: FileOptions) -> FileCache {
+    pub(crate) fn with_options(mut self, options: FileOptions) -> FileCache {
         self.options = options;
         self
     }
@@ -251,7 +251,7 @@ impl FileCache {
     /// (a sidecar, an error page): when it is not cached, none are looked for. An entry
     /// it loads is described as [`FileCache::lookup`] would, so that a path looked up
     /// both ways always shows the same sidecars.
-    pub fn lookup_plain(
+    pub(crate) fn lookup_plain(
         &mut self,
         root: BorrowedFd<'_>,
         path: &[u8],

@@ -30,21 +30,21 @@ use rustix::io::Errno;
 
 /// The directory's own metadata, which a listing's validators are made of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DirMeta {
+pub(crate) struct DirMeta {
     /// Inode number.
-    pub ino: u64,
+    pub(crate) ino: u64,
     /// Modification time, Unix seconds (changes when an entry is added, removed or
     /// renamed; not when a file's contents change).
     pub mtime: i64,
     /// Modification time, nanoseconds part.
-    pub mtime_nsec: u32,
+    pub(crate) mtime_nsec: u32,
     /// `st_size` of the directory.
     pub size: u64,
 }
 
 /// What an entry is listed as: directories sort first and link with a trailing `/`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// A directory (or a symlink to one under the root).
     Dir,
     /// A regular file (or a symlink to one under the root).
@@ -53,7 +53,7 @@ pub enum Kind {
 
 /// What a listing shows of an entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct EntryMeta {
+pub(crate) struct EntryMeta {
     /// Directory or file.
     pub kind: Kind,
     /// Bytes (of the file a symlink leads to, for a symlink).
@@ -65,7 +65,7 @@ pub struct EntryMeta {
 /// Opens the directory at request path `path` for a listing: `None` when it is hidden
 /// by `dotfiles`, cannot be opened as a directory under the root, or has an
 /// `index.html` of any kind. `scratch` is overwritten.
-pub fn open_dir(
+pub(crate) fn open_dir(
     root: BorrowedFd<'_>,
     path: &[u8],
     scratch: &mut [u8; PATH_MAX + 1],
@@ -106,7 +106,7 @@ pub fn open_dir(
 /// The kind of entry `name` of `dir` (the directory at request path `path`) for
 /// sorting: from the type `getdents64` gave, looking further only for a symlink or an
 /// unknown type (some file systems give `DT_UNKNOWN`). `None`: not listed.
-pub fn entry_kind(
+pub(crate) fn entry_kind(
     root: BorrowedFd<'_>,
     dir: BorrowedFd<'_>,
     path: &[u8],
@@ -127,7 +127,7 @@ pub fn entry_kind(
 /// What a listing shows of entry `name` of `dir` (the directory at request path
 /// `path`): its own metadata, or for a symlink that of what it leads to under the root.
 /// `None`: gone since it was read, or not listed. `scratch` is overwritten.
-pub fn entry_meta(
+pub(crate) fn entry_meta(
     root: BorrowedFd<'_>,
     dir: BorrowedFd<'_>,
     path: &[u8],

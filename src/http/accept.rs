@@ -21,7 +21,7 @@ type Weight = u16;
 type Specificity = u8;
 
 /// Whether the `Accept` values prefer `application/json` to `text/html`.
-pub fn prefers_json<'a>(values: impl Iterator<Item = &'a [u8]>) -> bool {
+pub(crate) fn prefers_json<'a>(values: impl Iterator<Item = &'a [u8]>) -> bool {
     let (mut json, mut html) = ((0, 0), (0, 0));
     for value in values {
         for range in list_elements(value) {

@@ -15,7 +15,7 @@
 //! The weekday is checked for shape only, not against the date (the RFC does not ask for it).
 
 /// Length of an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`).
-pub const IMF_LEN: usize = 29;
+pub(crate) const IMF_LEN: usize = 29;
 
 const DAYS: [&[u8; 3]; 7] = [b"Thu", b"Fri", b"Sat", b"Sun", b"Mon", b"Tue", b"Wed"];
 const MONTHS: [&[u8; 3]; 12] = [
@@ -84,11 +84,11 @@ pub fn format_imf(secs: i64) -> [u8; IMF_LEN] {
 }
 
 /// Bytes of [`format_minutes`]' text.
-pub const MINUTES_LEN: usize = 16;
+pub(crate) const MINUTES_LEN: usize = 16;
 
 /// Formats `secs` (Unix time, UTC) as `YYYY-MM-DD HH:MM`, the modification time a
 /// directory listing shows; clamped as [`format_imf`] is.
-pub fn format_minutes(secs: i64) -> [u8; MINUTES_LEN] {
+pub(crate) fn format_minutes(secs: i64) -> [u8; MINUTES_LEN] {
     let secs = secs.clamp(-62_167_219_200, 253_402_300_799);
     let tod = secs.rem_euclid(86_400) as u32;
     let (year, month, day) = civil_from_days(secs.div_euclid(86_400));
@@ -111,7 +111,7 @@ fn digits(b: &[u8]) -> Option<u32> {
 }
 
 /// The number (1..=12) of a month's three-letter English abbreviation (`Jan` ..= `Dec`).
-pub fn month(b: &[u8]) -> Option<u32> {
+pub(crate) fn month(b: &[u8]) -> Option<u32> {
     MONTHS
         .iter()
         .position(|m| &m[..] == b)
@@ -216,7 +216,7 @@ pub fn parse_http_date(s: &[u8]) -> Option<i64> {
 
 /// The `Date` value for the current second, reformatted only when the second changes.
 #[derive(Clone, Debug)]
-pub struct DateCache {
+pub(crate) struct DateCache {
     secs: i64,
     text: [u8; IMF_LEN],
 }
@@ -231,7 +231,7 @@ impl DateCache {
     }
 
     /// Moves the cache to `now`; formats only if the second changed.
-    pub fn update(&mut self, now: i64) {
+    pub(crate) fn update(&mut self, now: i64) {
         if now != self.secs {
             self.secs = now;
             self.text = format_imf(now);

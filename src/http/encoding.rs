@@ -123,7 +123,7 @@ impl Default for Precompressed {
 
 impl Precompressed {
     /// `off`: no sidecar is ever looked for.
-    pub const OFF: Precompressed = Precompressed {
+    pub(crate) const OFF: Precompressed = Precompressed {
         order: Coding::ALL,
         len: 0,
     };
@@ -154,7 +154,8 @@ impl Precompressed {
     }
 
     /// Whether no coding is looked for.
-    pub fn is_off(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_off(&self) -> bool {
         self.len == 0
     }
 }

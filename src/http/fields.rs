@@ -11,7 +11,7 @@ use super::scan::{all_in, class_end, folded_eq, plain_host};
 use super::tables::{IP_LITERAL, REG_NAME, TOKEN};
 
 /// The elements of a `#list` value: split on ",", OWS trimmed, empty ones skipped.
-pub fn list_elements(value: &[u8]) -> impl Iterator<Item = &[u8]> {
+pub(crate) fn list_elements(value: &[u8]) -> impl Iterator<Item = &[u8]> {
     value
         .split(|&b| b == b',')
         .map(trim_ows)
@@ -20,7 +20,7 @@ pub fn list_elements(value: &[u8]) -> impl Iterator<Item = &[u8]> {
 
 /// RFC 9110 §8.6 `Content-Length = 1*DIGIT`, decimal (leading zeros are decimal, never
 /// octal), overflow refused. No sign, no list, no inner whitespace.
-pub fn content_length(value: &[u8]) -> Result<u64, ErrorKind> {
+pub(crate) fn content_length(value: &[u8]) -> Result<u64, ErrorKind> {
     if value.is_empty() {
         return Err(ErrorKind::BadContentLength);
     }
@@ -40,7 +40,7 @@ pub fn content_length(value: &[u8]) -> Result<u64, ErrorKind> {
 /// Transfer-Encoding lines seen so far (RFC 9112 §6.1): `chunked` must be the final
 /// coding and appear once; any other coding is not implemented here.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Codings {
+pub(crate) struct Codings {
     present: bool,
     chunked: bool,
     other: bool,
@@ -85,7 +85,7 @@ impl Codings {
 
 /// Connection options this server acts on (RFC 9112 §9.3, §9.6).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ConnectionOptions {
+pub(crate) struct ConnectionOptions {
     /// `close` was listed.
     pub close: bool,
     /// `keep-alive` was listed (meaningful for HTTP/1.0).
@@ -125,7 +125,7 @@ impl ConnectionOptions {
 
 /// RFC 9110 §10.1.1: true when the only expectation is `100-continue`. Any other
 /// expectation is ignored (the 417 it MAY get is not worth a status of its own).
-pub fn expects_continue(value: &[u8]) -> bool {
+pub(crate) fn expects_continue(value: &[u8]) -> bool {
     value.eq_ignore_ascii_case(b"100-continue")
 }
 
@@ -140,7 +140,7 @@ pub fn expects_continue(value: &[u8]) -> bool {
 /// A plain host with a port (`127.0.0.1:8080`, `localhost:3000`: the Host of every
 /// server not on port 80) is split at its last ":" and checked the same fast way.
 #[inline(always)]
-pub fn valid_host(value: &[u8]) -> bool {
+pub(crate) fn valid_host(value: &[u8]) -> bool {
     plain_host(value)
         || plain_host_with_port(value)
         || (!value.is_empty() && all_in(value, &REG_NAME))

@@ -30,7 +30,7 @@ pub const MAX_HEAD: usize = 16 * 1024;
 /// Most field lines accepted; more gives 431.
 pub const MAX_FIELDS: usize = 100;
 /// Longest method token; a longer one is not a method we know (RFC 9112 §3: 501).
-pub const MAX_METHOD: usize = 32;
+pub(crate) const MAX_METHOD: usize = 32;
 
 /// The field lines of one head, in order: `N` slots at most (and never more than
 /// [`MAX_FIELDS`] lines are accepted, whatever `N`).
@@ -65,10 +65,10 @@ pub struct Head<'b> {
     /// The request-target, every byte in [`super::tables::TARGET`].
     pub target: &'b [u8],
     /// Bytes of `target` before its first "?" (all of it when there is none).
-    pub path_len: usize,
+    pub(crate) path_len: usize,
     /// Those bytes hold no "%", "//" or "/.": as a path they need neither decoding nor
     /// dot-segment removal (noted during the target scan, so the path is read once).
-    pub plain_path: bool,
+    pub(crate) plain_path: bool,
     /// The minor version digit (`HTTP/1.x`).
     pub minor: u8,
     /// How many slots hold field lines.
@@ -81,7 +81,7 @@ pub struct Head<'b> {
 /// names meaning (`request.rs`) needs no second walk over the slots. Errors it finds
 /// must wait until the head is complete: a syntax error later in the head, or the head
 /// being incomplete, takes precedence.
-pub trait FieldSink<'b> {
+pub(crate) trait FieldSink<'b> {
     /// One valid field line: its name and its value with OWS trimmed.
     fn field(&mut self, name: &'b [u8], value: &'b [u8]);
 }
@@ -104,7 +104,7 @@ pub fn parse_head<'b, const N: usize>(
 
 /// [`parse_head`], also handing each field line to `sink` as it is tokenized.
 #[inline]
-pub fn parse_head_into<'b, S: FieldSink<'b>, const N: usize>(
+pub(crate) fn parse_head_into<'b, S: FieldSink<'b>, const N: usize>(
     buf: &'b [u8],
     slots: &mut Fields<'b, N>,
     sink: &mut S,

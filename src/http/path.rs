@@ -23,7 +23,8 @@ use super::scan::{bytes_equal, word};
 /// copy), else decoded and normalised into `out`. `out` shorter than `raw` gives
 /// `TargetTooLong`.
 #[inline(always)]
-pub fn normalize<'a>(raw: &'a [u8], out: &'a mut [u8]) -> Result<&'a [u8], ErrorKind> {
+#[cfg(test)]
+pub(crate) fn normalize<'a>(raw: &'a [u8], out: &'a mut [u8]) -> Result<&'a [u8], ErrorKind> {
     if out.len() < raw.len() {
         return Err(ErrorKind::TargetTooLong);
     }

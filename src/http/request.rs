@@ -77,7 +77,8 @@ impl Method {
     /// the others by a walk out of line. (A `match` on the byte strings measured slower
     /// on the bench than the walk.)
     #[inline(always)]
-    pub fn from_token(token: &[u8]) -> Option<Method> {
+    #[cfg(test)]
+    pub(crate) fn from_token(token: &[u8]) -> Option<Method> {
         if token == b"GET" {
             return Some(Method::Get);
         }
@@ -206,7 +207,7 @@ impl<'b> Request<'b, '_> {
     /// What the `Accept-Encoding` lines accept, all of them combined (RFC 9110 §5.3).
     /// Read on demand, as the other raw fields are: one line from its span, several by
     /// walking the head's field lines again.
-    pub fn accept_encoding(&self) -> AcceptEncoding {
+    pub(crate) fn accept_encoding(&self) -> AcceptEncoding {
         let mut accepted = AcceptEncoding::default();
         if !self.accept_many {
             if let Some(value) = self.accept.get(self.buf) {

@@ -23,7 +23,7 @@ use super::encoding::Coding;
 
 /// The `Connection` field we send, if any.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Persist {
+pub(crate) enum Persist {
     /// HTTP/1.1 keeping the connection: no field needed.
     Implicit,
     /// HTTP/1.0 keeping the connection: `Connection: keep-alive`.
@@ -34,7 +34,7 @@ pub enum Persist {
 
 /// A `Content-Range` value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ContentRange {
+pub(crate) enum ContentRange {
     /// `bytes first-last/len` of a 206.
     Bytes {
         /// First byte sent.
@@ -50,7 +50,7 @@ pub enum ContentRange {
 
 /// Everything a response head says.
 #[derive(Clone, Copy, Debug)]
-pub struct ResponseHead<'a> {
+pub(crate) struct ResponseHead<'a> {
     /// Status code (one of [`reason`]'s).
     pub status: u16,
     /// IMF-fixdate text of now.
@@ -58,32 +58,32 @@ pub struct ResponseHead<'a> {
     /// `Content-Type` value.
     pub content_type: Option<&'a [u8]>,
     /// `Content-Length` value (absent on 304).
-    pub content_length: Option<u64>,
+    pub(crate) content_length: Option<u64>,
     /// `Last-Modified` value (IMF-fixdate text).
     pub last_modified: Option<&'a [u8; IMF_LEN]>,
     /// `ETag` value, quotes included.
     pub etag: Option<&'a [u8]>,
     /// Send `Accept-Ranges: bytes`.
-    pub accept_ranges: bool,
+    pub(crate) accept_ranges: bool,
     /// The file lines of a full 200, already rendered by [`write_file_lines`] (a cached
     /// file's): written in place of `Content-Type` .. `Accept-Ranges`, which are then
     /// ignored.
     pub file_lines: Option<&'a [u8]>,
     /// `Content-Range` value.
-    pub content_range: Option<ContentRange>,
+    pub(crate) content_range: Option<ContentRange>,
     /// `Location`: decoded path (percent-encoded on output) and raw query (without `?`).
     pub location: Option<(&'a [u8], Option<&'a [u8]>)>,
     /// Send `Allow: GET, HEAD` (405).
     pub allow: bool,
     /// `Content-Encoding` of a pre-compressed representation.
-    pub content_encoding: Option<Coding>,
+    pub(crate) content_encoding: Option<Coding>,
     /// Send `Vary: Accept-Encoding` (the file has more than one representation).
     pub vary: bool,
     /// Lines only some responses carry (a directory listing's `Transfer-Encoding`,
     /// `Vary: Accept` and policy), each CRLF-terminated.
     pub lines: &'a [u8],
     /// A `Cache-Control` line, CRLF included.
-    pub cache_control: Option<&'a [u8]>,
+    pub(crate) cache_control: Option<&'a [u8]>,
     /// The operator's extra lines, each CRLF-terminated.
     pub extra: &'a [u8],
     /// The `--cors` origin lines for this request (`site::cors`), each CRLF-terminated.
@@ -94,22 +94,22 @@ pub struct ResponseHead<'a> {
     /// with this value unless it is empty.
     pub preflight: Option<&'a [u8]>,
     /// The `Connection` field.
-    pub persist: Persist,
+    pub(crate) persist: Persist,
 }
 
 /// Bytes of a connection's response-head area without long operator lines (the least
 /// [`head_area`] gives): every head but a long 301 must fit.
-pub const HEAD_CAP: usize = 1024;
+pub(crate) const HEAD_CAP: usize = 1024;
 
 /// Most bytes of a connection's response-head area, which bounds the operator's lines:
 /// about 5.5 KiB of them beside the largest head and media type.
-pub const HEAD_AREA_MAX: usize = 6 * 1024;
+pub(crate) const HEAD_AREA_MAX: usize = 6 * 1024;
 
 /// The response-head area each connection needs when the operator's lines take `lines`
 /// bytes of a head and the longest media type `media_type` bytes: the largest head
 /// steerd builds, in whole KiB, at least [`HEAD_CAP`]; `None` beyond [`HEAD_AREA_MAX`].
 /// Sized to what every head carries, so no byte of it is there for nothing.
-pub fn head_area(lines: usize, media_type: usize) -> Option<usize> {
+pub(crate) fn head_area(lines: usize, media_type: usize) -> Option<usize> {
     let largest = HEAD_BASE_MAX + media_type + lines;
     let area = largest.div_ceil(1024) * 1024;
     (area <= HEAD_AREA_MAX).then_some(area.max(HEAD_CAP))
@@ -117,7 +117,7 @@ pub fn head_area(lines: usize, media_type: usize) -> Option<usize> {
 
 /// Bytes of the largest head steerd builds without its media type and the operator's
 /// lines: a 206 with every field at its longest (checked by a test).
-pub const HEAD_BASE_MAX: usize = 420;
+pub(crate) const HEAD_BASE_MAX: usize = 420;
 
 impl<'a> ResponseHead<'a> {
     /// A head with only the status, date and persistence set.
@@ -197,7 +197,7 @@ macro_rules! page {
 }
 
 /// The small HTML body of an error status (empty for statuses that are not errors).
-pub fn error_body(status: u16) -> &'static [u8] {
+pub(crate) fn error_body(status: u16) -> &'static [u8] {
     match status {
         301 => page!("301", "Moved Permanently"),
         400 => page!("400", "Bad Request"),
@@ -225,7 +225,7 @@ pub fn error_body(status: u16) -> &'static [u8] {
 
 /// The lines of a CORS preflight's answer after its origin lines: the methods steerd
 /// serves, and how long a browser may keep the answer (two hours, Chromium's ceiling).
-pub const PREFLIGHT_LINES: &[u8] =
+pub(crate) const PREFLIGHT_LINES: &[u8] =
     b"Access-Control-Allow-Methods: GET, HEAD\r\nAccess-Control-Max-Age: 7200\r\n";
 
 /// The media type of [`error_body`].
@@ -355,7 +355,7 @@ pub fn write_file_lines(
 }
 
 /// Writes the status line and header section (ending in the empty line) into `out`.
-pub fn write_head(out: &mut [u8], h: &ResponseHead<'_>) -> Option<usize> {
+pub(crate) fn write_head(out: &mut [u8], h: &ResponseHead<'_>) -> Option<usize> {
     let mut w = Writer::new(out);
     if h.status == 200 {
         w.put(b"HTTP/1.1 200 OK");
@@ -438,7 +438,7 @@ pub fn write_head(out: &mut [u8], h: &ResponseHead<'_>) -> Option<usize> {
 
 /// Writes the head of an error response whose body is [`error_body`]`(status)`.
 /// `len` is the representation length for a 416's `Content-Range`.
-pub fn write_error_head(
+pub(crate) fn write_error_head(
     out: &mut [u8],
     status: u16,
     date: &[u8; IMF_LEN],

@@ -39,7 +39,7 @@ fn word_at(buf: &[u8], at: usize) -> Option<u64> {
 /// High bit set in exactly the bytes of `w` equal to `c` (no borrow between bytes:
 /// `(y & 0x7F) + 0x7F` sets a byte's high bit iff its low 7 bits are not all zero).
 #[inline(always)]
-pub fn bytes_equal(w: u64, c: u8) -> u64 {
+pub(crate) fn bytes_equal(w: u64, c: u8) -> u64 {
     let y = w ^ (ONES * u64::from(c));
     !(((y & !HIGHS) + !HIGHS) | y) & HIGHS
 }
@@ -158,7 +158,7 @@ fn sse2_controls(bytes: &[u8; 16]) -> u32 {
 /// `Ok(None)`: the buffer ends first. LF gives `BareLineEnd`; another control or DEL
 /// gives `BadFieldValue` (RFC 9110 §5.5; RFC 9112 §2.2).
 #[inline(always)]
-pub fn value_end(buf: &[u8], mut at: usize) -> Result<Option<usize>, ErrorKind> {
+pub(crate) fn value_end(buf: &[u8], mut at: usize) -> Result<Option<usize>, ErrorKind> {
     loop {
         at = skip_plain(buf, at);
         let Some(&b) = buf.get(at) else {
@@ -178,7 +178,7 @@ pub fn value_end(buf: &[u8], mut at: usize) -> Result<Option<usize>, ErrorKind> 
 /// early exit (field names are short, so an all-or-nothing 8-byte test mostly fails and
 /// costs twice).
 #[inline(always)]
-pub fn class_end(buf: &[u8], mut at: usize, class: &[bool; 256]) -> Option<usize> {
+pub(crate) fn class_end(buf: &[u8], mut at: usize, class: &[bool; 256]) -> Option<usize> {
     while let Some(w) = buf.get(at..at + 8) {
         for (i, &b) in w.iter().enumerate() {
             if !class[b as usize] {
@@ -200,7 +200,7 @@ pub fn class_end(buf: &[u8], mut at: usize, class: &[bool; 256]) -> Option<usize
 /// branch, the last step overlapping the one before (for short runs that are nearly
 /// always valid, such as a Host value).
 #[inline(always)]
-pub fn all_in(bytes: &[u8], class: &[bool; 256]) -> bool {
+pub(crate) fn all_in(bytes: &[u8], class: &[bool; 256]) -> bool {
     let in_class = |w: &[u8]| w.iter().fold(true, |ok, &b| ok & class[b as usize]);
     let n = bytes.len();
     if n < 8 {
@@ -223,7 +223,7 @@ pub fn all_in(bytes: &[u8], class: &[bool; 256]) -> bool {
 /// Each word is classified 8 bytes at a time without a branch (`plain_word`); other
 /// lengths answer `false`. The naive oracle is the table walk ([`all_in`]).
 #[inline(always)]
-pub fn plain_host(bytes: &[u8]) -> bool {
+pub(crate) fn plain_host(bytes: &[u8]) -> bool {
     let n = bytes.len();
     let (first, last) = match n {
         8..=16 => (u64_at(bytes, 0), u64_at(bytes, n - 8)),
@@ -265,7 +265,7 @@ fn plain_word(w: u64) -> u64 {
 /// none), and whether the part before that "?" is plain (see [`path_end`]); `None` when
 /// the buffer ends first.
 #[inline(always)]
-pub fn target_end(buf: &[u8], at: usize) -> Option<(usize, usize, bool)> {
+pub(crate) fn target_end(buf: &[u8], at: usize) -> Option<(usize, usize, bool)> {
     let (path_end, plain) = path_end(buf, at)?;
     if buf[path_end] != b'?' {
         return Some((path_end, path_end, plain));
@@ -307,7 +307,7 @@ fn query_end(buf: &[u8], at: usize) -> Option<usize> {
 /// letters, digits and "-" first was measured slower on the bench inputs: names are
 /// short and the table walk then still has to look at the colon.)
 #[inline]
-pub fn token_end(buf: &[u8], at: usize) -> Option<usize> {
+pub(crate) fn token_end(buf: &[u8], at: usize) -> Option<usize> {
     class_end(buf, at, &TOKEN)
 }
 

@@ -30,11 +30,11 @@ const fn class(set: &[u8], alnum: bool, high: bool) -> [bool; 256] {
 /// RFC 9110 §5.6.2:
 /// `tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`"
 ///        / "|" / "~" / DIGIT / ALPHA`. Methods, field names and codings are tokens.
-pub const TOKEN: [bool; 256] = class(b"!#$%&'*+-.^_`|~", true, false);
+pub(crate) const TOKEN: [bool; 256] = class(b"!#$%&'*+-.^_`|~", true, false);
 
 /// RFC 9110 §5.5: `field-vchar = VCHAR / obs-text`, plus the SP and HTAB allowed inside
 /// `field-content`. Excludes NUL, CR, LF, every other control byte and DEL.
-pub const FIELD_VALUE: [bool; 256] = {
+pub(crate) const FIELD_VALUE: [bool; 256] = {
     let mut t = class(b" \t", false, true);
     let mut b = 0x21;
     while b < 0x7f {
@@ -57,17 +57,17 @@ pub const PATH: [bool; 256] = class(b"-._~!$&'()*+,;=:@/%", true, false);
 
 /// [`PATH`] without "/" and "%": the path bytes the target scan passes without a second
 /// look (after a "/" it looks at the next byte, a "%" means the path must be decoded).
-pub const PATH_PLAIN: [bool; 256] = class(b"-._~!$&'()*+,;=:@", true, false);
+pub(crate) const PATH_PLAIN: [bool; 256] = class(b"-._~!$&'()*+,;=:@", true, false);
 
 /// RFC 3986 §3.2.2 `reg-name = *( unreserved / pct-encoded / sub-delims )`, strict:
 /// without "%" (no escapes in a host name) and without "," (a list separator: `a, b`).
 /// "." and "-" are in `unreserved`.
-pub const REG_NAME: [bool; 256] = class(b"-._~!$&'()*+;=", true, false);
+pub(crate) const REG_NAME: [bool; 256] = class(b"-._~!$&'()*+;=", true, false);
 
 /// RFC 3986 §3.2.2 `IP-literal = "[" ( IPv6address / IPvFuture ) "]"`: the bytes an
 /// IPv6 address may hold (HEXDIG, ":" and "." for an embedded IPv4 tail).
 /// IPvFuture ("v" ...) is refused.
-pub const IP_LITERAL: [bool; 256] = class(b"0123456789abcdefABCDEF:.", false, false);
+pub(crate) const IP_LITERAL: [bool; 256] = class(b"0123456789abcdefABCDEF:.", false, false);
 
 #[cfg(test)]
 mod tests {

@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 
 /// One passed listening socket, as `inherit.rs` saw it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Offered {
+pub(crate) struct Offered {
     /// Its name from `LISTEN_FDNAMES`.
     pub name: String,
     /// Its bound address.
@@ -25,11 +25,11 @@ pub struct Offered {
 
 /// The groups to make: each address with the indexes (into the offered list) of the
 /// sockets it starts with.
-pub type Seating = Vec<(SocketAddr, Vec<usize>)>;
+pub(crate) type Seating = Vec<(SocketAddr, Vec<usize>)>;
 
 /// Seats `offered` in the groups of `addrs` (`default_only`: `addrs` is the default the
 /// user did not choose). `workers` bounds a group's size.
-pub fn seat(
+pub(crate) fn seat(
     addrs: &[SocketAddr],
     default_only: bool,
     offered: &[Offered],
@@ -89,7 +89,7 @@ pub fn seat(
 }
 
 /// Why a passed socket named `name` on `addr` cannot be adopted.
-pub fn no_reuseport(name: &str, addr: SocketAddr) -> SeatError {
+pub(crate) fn no_reuseport(name: &str, addr: SocketAddr) -> SeatError {
     SeatError::NoReuseport {
         name: name.to_string(),
         addr,
@@ -98,7 +98,7 @@ pub fn no_reuseport(name: &str, addr: SocketAddr) -> SeatError {
 
 /// Why the passed sockets cannot be seated in the planned groups; each names the socket.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SeatError {
+pub(crate) enum SeatError {
     /// A passed socket without `SO_REUSEPORT`: no listener can join it.
     NoReuseport {
         /// Its name (`LISTEN_FDNAMES`).

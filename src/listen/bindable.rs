@@ -15,7 +15,10 @@ use rustix::net::{AddressFamily, SocketFlags, SocketType};
 use std::net::SocketAddr;
 
 /// The addresses of `addrs` to listen on, and a warning for each implied one left out.
-pub fn bindable(addrs: &[SocketAddr], implied: &[SocketAddr]) -> (Vec<SocketAddr>, Vec<String>) {
+pub(crate) fn bindable(
+    addrs: &[SocketAddr],
+    implied: &[SocketAddr],
+) -> (Vec<SocketAddr>, Vec<String>) {
     let mut kept = Vec::with_capacity(addrs.len());
     let mut warnings = Vec::new();
     for &addr in addrs {

@@ -21,7 +21,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 
 /// The group-deciding options of one listener, besides its address.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Membership {
+pub(crate) struct Membership {
     /// `IPV6_V6ONLY` (always true for an IPv4 address, where it does not apply).
     pub v6only: bool,
     /// The interface of `SO_BINDTODEVICE`, empty for none.
@@ -101,7 +101,7 @@ impl Membership {
     /// when they agree and, if `more` members are to be made beside them, are owned by
     /// this process's uid (an upgraded master that dropped privileges holds root's
     /// sockets, and makes none).
-    pub fn of_passed<F: AsFd>(
+    pub(crate) fn of_passed<F: AsFd>(
         passed: &[F],
         addr: SocketAddr,
         more: bool,

@@ -28,7 +28,7 @@ use crate::http::response::Writer;
 
 /// The two representations of a listing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     /// The page for people.
     Html,
     /// The array for programs.
@@ -54,16 +54,16 @@ impl Format {
 }
 
 /// Bytes of the request path a page shows.
-pub const PATH_SHOWN: usize = 512;
+pub(crate) const PATH_SHOWN: usize = 512;
 
 /// The most bytes [`start`] writes (a test holds it).
-pub const START_MAX: usize = 8 * 1024;
+pub(crate) const START_MAX: usize = 8 * 1024;
 
 /// The most bytes [`entry`] writes (a test holds it).
-pub const ENTRY_MAX: usize = 2560;
+pub(crate) const ENTRY_MAX: usize = 2560;
 
 /// The most bytes [`end`] writes.
-pub const END_MAX: usize = 64;
+pub(crate) const END_MAX: usize = 64;
 
 const STYLE: &str = "body{font:16px/1.5 system-ui,sans-serif;margin:0 auto;padding:.5em 1em;\
 max-width:60em;color:#222;background:#fff}h1{font-size:1.2em;overflow-wrap:anywhere}\

@@ -30,7 +30,7 @@ use crate::files::dir::Kind;
 use core::cmp::Ordering;
 
 /// The longest name of a directory entry (Linux `NAME_MAX`).
-pub const NAME_MAX: usize = 255;
+pub(crate) const NAME_MAX: usize = 255;
 
 /// Bytes of an entry's record in the arena: its kind, its length, its name.
 const RECORD_HEAD: usize = 2;
@@ -78,7 +78,7 @@ impl Key {
 }
 
 /// One listing's batch arena and its position in the directory.
-pub struct Selection {
+pub(crate) struct Selection {
     /// Records: kind (0 directory, 1 file), name length, name.
     names: Box<[u8]>,
     used: usize,
@@ -112,7 +112,7 @@ impl Selection {
     }
 
     /// The next pass: it continues after the last entry of the batch just emitted.
-    pub fn next_pass(&mut self) {
+    pub(crate) fn next_pass(&mut self) {
         if let Some(last) = self.count.checked_sub(1) {
             let (kind, name) = self.get(last);
             self.after = Some(Key::new(kind, name));
@@ -142,13 +142,13 @@ impl Selection {
 
     /// Whether an entry named `name` may belong, whichever its kind: when not, the kind
     /// of a symlink need not be looked up.
-    pub fn may_want(&self, name: &[u8]) -> bool {
+    pub(crate) fn may_want(&self, name: &[u8]) -> bool {
         self.wants(Kind::Dir, name) || self.wants(Kind::File, name)
     }
 
     /// Offers an entry read from the directory (a name longer than [`NAME_MAX`] is
     /// ignored: no file system returns one).
-    pub fn offer(&mut self, kind: Kind, name: &[u8]) {
+    pub(crate) fn offer(&mut self, kind: Kind, name: &[u8]) {
         if name.len() > NAME_MAX || !self.wants(kind, name) {
             return;
         }
@@ -170,7 +170,7 @@ impl Selection {
 
     /// Ends a pass: the batch is sorted (an entry a changing directory returned twice is
     /// kept once). True when it holds every entry left, so no further pass is needed.
-    pub fn end_pass(&mut self) -> bool {
+    pub(crate) fn end_pass(&mut self) -> bool {
         self.sort();
         let (names, index) = (&self.names, &mut self.index[..self.count]);
         let mut kept = 0;

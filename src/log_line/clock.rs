@@ -9,15 +9,15 @@
 use crate::http::date::{month, DateCache, IMF_LEN};
 
 /// Length of the common log format time.
-pub const CLF_LEN: usize = 26;
+pub(crate) const CLF_LEN: usize = 26;
 /// Length of the ISO 8601 time.
-pub const ISO_LEN: usize = 20;
+pub(crate) const ISO_LEN: usize = 20;
 /// Length of the RFC 3164 time.
-pub const RFC3164_LEN: usize = 15;
+pub(crate) const RFC3164_LEN: usize = 15;
 
 /// The log's timestamps of one second.
 #[derive(Clone, Debug)]
-pub struct LogClock {
+pub(crate) struct LogClock {
     secs: i64,
     clf: [u8; CLF_LEN],
     iso: [u8; ISO_LEN],
@@ -38,7 +38,7 @@ impl LogClock {
     }
 
     /// Moves to the second `date` shows; rewrites only when the second changed.
-    pub fn update(&mut self, date: &DateCache) {
+    pub(crate) fn update(&mut self, date: &DateCache) {
         if date.secs() != self.secs {
             self.secs = date.secs();
             self.fill(date.text());
@@ -69,17 +69,17 @@ impl LogClock {
     }
 
     /// `06/Nov/1994:08:49:37 +0000`
-    pub fn clf(&self) -> &[u8; CLF_LEN] {
+    pub(crate) fn clf(&self) -> &[u8; CLF_LEN] {
         &self.clf
     }
 
     /// `1994-11-06T08:49:37Z`
-    pub fn iso(&self) -> &[u8; ISO_LEN] {
+    pub(crate) fn iso(&self) -> &[u8; ISO_LEN] {
         &self.iso
     }
 
     /// `Nov  6 08:49:37`
-    pub fn rfc3164(&self) -> &[u8; RFC3164_LEN] {
+    pub(crate) fn rfc3164(&self) -> &[u8; RFC3164_LEN] {
         &self.rfc3164
     }
 }

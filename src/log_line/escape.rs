@@ -35,7 +35,7 @@ const CLF_ESCAPED: [bool; 256] = {
 };
 
 /// `src` escaped for a quoted CLF field, at most `budget` output bytes.
-pub fn clf(src: &[u8], out: &mut Writer<'_>, budget: usize) {
+pub(crate) fn clf(src: &[u8], out: &mut Writer<'_>, budget: usize) {
     let mut left = budget;
     let mut rest = src;
     loop {

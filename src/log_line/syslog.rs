@@ -11,14 +11,14 @@ use super::LogClock;
 use crate::http::response::Writer;
 
 /// Facility daemon, severity informational.
-pub const PRI: &[u8] = b"<30>";
+pub(crate) const PRI: &[u8] = b"<30>";
 /// The tag that names us in the system log.
 pub const TAG: &[u8] = b"steerd";
 /// Longest frame head: PRI, time, tag, pid, punctuation.
-pub const HEAD_MAX: usize = 4 + 15 + 1 + 6 + 1 + 10 + 3;
+pub(crate) const HEAD_MAX: usize = 4 + 15 + 1 + 6 + 1 + 10 + 3;
 
 /// Writes the frame head for a line sent now by process `pid`.
-pub fn frame_head(clock: &LogClock, pid: u32, out: &mut Writer<'_>) {
+pub(crate) fn frame_head(clock: &LogClock, pid: u32, out: &mut Writer<'_>) {
     out.put(PRI);
     out.put(clock.rfc3164());
     out.put(b" ");

@@ -20,7 +20,7 @@ pub const BATCH: usize = 2048;
 
 /// The free stack's bookkeeping between rounds.
 #[derive(Debug)]
-pub struct GiveBack {
+pub(crate) struct GiveBack {
     period_ms: u64,
     /// The stack's lowest height since the round began: entries below it are cold.
     low: usize,
@@ -55,7 +55,7 @@ impl GiveBack {
 
     /// The stack lost `released` of its released entries and is now `len` high (the
     /// table shrank: its top slots left the stack), right after a round ended.
-    pub fn shrunk(&mut self, released: usize, len: usize) {
+    pub(crate) fn shrunk(&mut self, released: usize, len: usize) {
         self.released -= released.min(self.released);
         self.low = len;
     }

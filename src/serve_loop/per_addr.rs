@@ -27,7 +27,7 @@
 //!   O(1) (the structure of an O(1) LFU cache);
 //! * `links[slot]`: the slot's address and its neighbours in that address's list.
 
-pub use crate::client_addr::AddrKey;
+pub(crate) use crate::client_addr::AddrKey;
 
 const NIL: u32 = u32::MAX;
 /// An empty entry of `index` (which holds pool indices plus one).
@@ -73,7 +73,7 @@ impl Link {
 
 /// The per-address counts of one loop's connection table.
 #[derive(Debug)]
-pub struct PerAddr {
+pub(crate) struct PerAddr {
     limit: u32,
     mult: u64,
     shift: u32,
@@ -119,7 +119,7 @@ impl PerAddr {
 
     /// Makes room for one more slot (the next index), uncounted, within the room reserved
     /// at [`PerAddr::new`] (no allocation); nothing past that.
-    pub fn add_slot(&mut self) {
+    pub(crate) fn add_slot(&mut self) {
         if self.links.len() < self.slots {
             self.links.push(Link::EMPTY);
         }
@@ -133,7 +133,7 @@ impl PerAddr {
     }
 
     /// Whether `key` holds fewer connections than the limit.
-    pub fn admits(&self, key: AddrKey) -> bool {
+    pub(crate) fn admits(&self, key: AddrKey) -> bool {
         self.count(key) < self.limit
     }
 
@@ -207,7 +207,7 @@ impl PerAddr {
     /// limit (and more than one): only then does a full table reclaim from it. Otherwise
     /// every address holds a modest share, and the busiest is merely the one that got
     /// there last, whose connection is likely the newest in the table.
-    pub fn hogged(&self) -> bool {
+    pub(crate) fn hogged(&self) -> bool {
         self.top > 1 && u64::from(self.top) * 4 > u64::from(self.limit)
     }
 

@@ -15,13 +15,13 @@ use super::glob::Glob;
 use std::path::PathBuf;
 
 /// The realm when none is given.
-pub const DEFAULT_REALM: &str = "steerd";
+pub(crate) const DEFAULT_REALM: &str = "steerd";
 
 /// Longest realm.
-pub const REALM_MAX: usize = 128;
+pub(crate) const REALM_MAX: usize = 128;
 
 /// The `Retry-After` line of a 429 at its longest.
-pub const RETRY_AFTER_MAX: usize = b"Retry-After: 4294967295\r\n".len();
+pub(crate) const RETRY_AFTER_MAX: usize = b"Retry-After: 4294967295\r\n".len();
 
 /// The `--basic-auth` rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -58,13 +58,13 @@ impl BasicAuth {
 
     /// Bytes the rule may add to a response head: the challenge of a 401, or a 429's
     /// `Retry-After`.
-    pub fn head_bytes(&self) -> usize {
+    pub(crate) fn head_bytes(&self) -> usize {
         self.challenge.len().max(RETRY_AFTER_MAX)
     }
 }
 
 /// A realm that can stand inside the quoted-string as it is.
-pub fn check_realm(realm: &str) -> Result<(), &'static str> {
+pub(crate) fn check_realm(realm: &str) -> Result<(), &'static str> {
     if realm.is_empty() || realm.len() > REALM_MAX {
         return Err("the realm must be 1 to 128 bytes");
     }

@@ -24,7 +24,7 @@ use crate::http::response::PREFLIGHT_LINES;
 use crate::http::tables::TOKEN;
 
 /// Longest `Access-Control-Request-Headers` value echoed in a preflight's answer.
-pub const ECHO_MAX: usize = 512;
+pub(crate) const ECHO_MAX: usize = 512;
 
 const ANY: &[u8] = b"Access-Control-Allow-Origin: *\r\n";
 const VARY: &[u8] = b"Vary: Origin\r\n";
@@ -99,13 +99,13 @@ impl Cors {
     }
 
     /// True when `--cors` was given.
-    pub fn is_on(&self) -> bool {
+    pub(crate) fn is_on(&self) -> bool {
         self.any || !self.origins.is_empty()
     }
 
     /// Bytes these rules may add to a response head: the longest origin lines, and a
     /// preflight's own lines with the longest echo.
-    pub fn head_bytes(&self) -> usize {
+    pub(crate) fn head_bytes(&self) -> usize {
         if !self.is_on() {
             return 0;
         }

@@ -39,7 +39,7 @@ impl Dotfiles {
 
     /// True when `path` is not served under this rule.
     #[inline]
-    pub fn hides(self, path: &[u8]) -> bool {
+    pub(crate) fn hides(self, path: &[u8]) -> bool {
         self == Dotfiles::Deny && has_dot_segment(path)
     }
 
@@ -47,7 +47,7 @@ impl Dotfiles {
     /// not hidden itself) is not listed: [`Dotfiles::hides`] of `dir` + `name`, without
     /// joining them.
     #[inline]
-    pub fn hides_entry(self, dir: &[u8], name: &[u8]) -> bool {
+    pub(crate) fn hides_entry(self, dir: &[u8], name: &[u8]) -> bool {
         let well_known = dir == b"/" && name == &WELL_KNOWN[1..];
         self == Dotfiles::Deny && name.first() == Some(&b'.') && !well_known
     }

@@ -15,7 +15,7 @@ use crate::http::tables::{FIELD_VALUE, TOKEN};
 
 /// Fields steerd writes (or that frame the message); `--header` may not add them.
 /// `Cache-Control` has `--cache-control`; `Content-Type` has `--mime`.
-pub const OWN_FIELDS: [&str; 17] = [
+pub(crate) const OWN_FIELDS: [&str; 17] = [
     "accept-ranges",
     "cache-control",
     "connection",
@@ -57,7 +57,7 @@ impl HeaderLine {
     }
 
     /// `Cache-Control: value` for a `--cache-control` value.
-    pub fn cache_control(value: &str) -> Result<HeaderLine, &'static str> {
+    pub(crate) fn cache_control(value: &str) -> Result<HeaderLine, &'static str> {
         let value = field_value(value)?;
         if value.is_empty() {
             return Err("the value is empty");
@@ -74,7 +74,7 @@ impl HeaderLine {
 
 /// A field value with its surrounding whitespace removed, if every byte may appear in
 /// one.
-pub fn field_value(text: &str) -> Result<&str, &'static str> {
+pub(crate) fn field_value(text: &str) -> Result<&str, &'static str> {
     let value = text.trim_matches([' ', '\t']);
     if value.bytes().all(|b| FIELD_VALUE[usize::from(b)]) {
         Ok(value)

@@ -30,7 +30,7 @@ use core::fmt;
 pub const DEFAULT: &[u8] = b"application/octet-stream";
 
 /// Bytes of the longest built-in type.
-pub const LONGEST: usize = table::LONGEST;
+pub(crate) const LONGEST: usize = table::LONGEST;
 
 /// The built-in table, (extension, type) sorted by extension: for the tests and benches
 /// that hold it against an oracle or another server's list.
@@ -176,7 +176,9 @@ impl TypeTable {
     /// an insertion: a few thousand extensions at most, read at start), which keeps a
     /// generic sort out of the binary; a type the previous pair had too (the extensions
     /// of one line) is stored once.
-    pub fn first_wins<'p>(pairs: impl IntoIterator<Item = (&'p [u8], &'p [u8])>) -> TypeTable {
+    pub(crate) fn first_wins<'p>(
+        pairs: impl IntoIterator<Item = (&'p [u8], &'p [u8])>,
+    ) -> TypeTable {
         let mut text = Vec::new();
         let mut entries: Vec<Entry> = Vec::new();
         let mut previous: Option<(&[u8], Span)> = None;
@@ -308,7 +310,7 @@ impl MediaTypes {
 
     /// These overrides with `file` (a `--mime-types` table) between them and the
     /// built-in table, replacing any file table before.
-    pub fn with_file(self, file: TypeTable) -> MediaTypes {
+    pub(crate) fn with_file(self, file: TypeTable) -> MediaTypes {
         MediaTypes { file, ..self }
     }
 
@@ -337,7 +339,7 @@ pub struct Types {
 
 impl Types {
     /// The built-in table alone.
-    pub const BUILTIN: Types = Types {
+    pub(crate) const BUILTIN: Types = Types {
         flags: StaticTable::EMPTY,
         file: StaticTable::EMPTY,
     };

@@ -37,13 +37,13 @@ pub struct SiteRules {
     /// Every `--header` line, concatenated (CRLF-terminated each).
     pub headers: Box<[u8]>,
     /// `--cache-control` rules, in order (the first match wins).
-    pub cache_rules: Vec<CacheRule>,
+    pub(crate) cache_rules: Vec<CacheRule>,
     /// `--error-page CODE=PATH`: status and request path of its page.
-    pub error_pages: Vec<(u16, Box<[u8]>)>,
+    pub(crate) error_pages: Vec<(u16, Box<[u8]>)>,
     /// `--fallback PATH`: the request path answered for a path that does not exist.
     pub fallback: Option<Box<[u8]>>,
     /// `--fallback-skip`: extensions (lowercase, no dot) that never fall back.
-    pub fallback_skip: Vec<Box<[u8]>>,
+    pub(crate) fallback_skip: Vec<Box<[u8]>>,
     /// `--dotfiles`: whether paths with a segment beginning with `.` are served.
     pub dotfiles: dotfiles::Dotfiles,
     /// `--cors`: the origins that may read the site, with their lines.
@@ -56,7 +56,7 @@ pub struct SiteRules {
 
 impl SiteRules {
     /// The page to send with `status`, if one is configured.
-    pub fn error_page(&self, status: u16) -> Option<&[u8]> {
+    pub(crate) fn error_page(&self, status: u16) -> Option<&[u8]> {
         self.error_pages
             .iter()
             .find(|(s, _)| *s == status)
@@ -64,7 +64,7 @@ impl SiteRules {
     }
 
     /// The fallback's path, when a request for `path` (which does not exist) gets it.
-    pub fn fallback_for(&self, path: &[u8]) -> Option<&[u8]> {
+    pub(crate) fn fallback_for(&self, path: &[u8]) -> Option<&[u8]> {
         let fallback = self.fallback.as_deref()?;
         let name = path.rsplit(|&b| b == b'/').next().unwrap_or(path);
         let skipped = memchr::memrchr(b'.', name).is_some_and(|dot| {
@@ -86,14 +86,14 @@ impl SiteRules {
 
     /// Bytes the operator's lines may add to one response head: every `--header` line
     /// and the longest `--cache-control` line.
-    pub fn head_bytes(&self) -> usize {
+    pub(crate) fn head_bytes(&self) -> usize {
         let auth = self.auth.as_ref().map_or(0, auth::BasicAuth::head_bytes);
         head_bytes(self.headers.len(), &self.cache_rules) + self.cors.head_bytes() + auth
     }
 
     /// Bytes of the response-head area a connection needs for these rules (validated at
     /// start to fit `http::response::HEAD_AREA_MAX`).
-    pub fn head_area(&self) -> usize {
+    pub(crate) fn head_area(&self) -> usize {
         let area = crate::http::response::head_area(self.head_bytes(), self.types.longest());
         area.unwrap_or(crate::http::response::HEAD_AREA_MAX)
     }
@@ -101,23 +101,23 @@ impl SiteRules {
 
 /// Bytes the operator's lines add to one response head: `headers` bytes of `--header`
 /// lines and the longest of the `--cache-control` lines (one rule matches a response).
-pub fn head_bytes(headers: usize, cache_rules: &[CacheRule]) -> usize {
+pub(crate) fn head_bytes(headers: usize, cache_rules: &[CacheRule]) -> usize {
     let longest = cache_rules.iter().map(|r| r.line.as_bytes().len());
     headers + longest.max().unwrap_or(0)
 }
 
 /// Bytes a media type may have in a response head beside `lines` bytes of the
 /// operator's lines (those [`head_bytes`] counts).
-pub fn type_room(lines: usize) -> usize {
+pub(crate) fn type_room(lines: usize) -> usize {
     use crate::http::response::{HEAD_AREA_MAX, HEAD_BASE_MAX};
     HEAD_AREA_MAX.saturating_sub(HEAD_BASE_MAX + lines)
 }
 
 /// One `--cache-control PATTERN=VALUE` rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CacheRule {
+pub(crate) struct CacheRule {
     /// Which request paths it covers.
-    pub glob: Glob,
+    pub(crate) glob: Glob,
     /// The `Cache-Control` line it adds.
     pub line: HeaderLine,
 }
@@ -134,7 +134,7 @@ impl CacheRule {
 }
 
 /// The `Cache-Control` line of the first rule matching `path`, if any.
-pub fn cache_control<'r>(rules: &'r [CacheRule], path: &[u8]) -> Option<&'r [u8]> {
+pub(crate) fn cache_control<'r>(rules: &'r [CacheRule], path: &[u8]) -> Option<&'r [u8]> {
     rules
         .iter()
         .find(|r| r.glob.matches(path))

@@ -28,10 +28,10 @@ use core::fmt::Write as _;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// The buckets' upper bounds in milliseconds; one more bucket (`+Inf`) holds the rest.
-pub const BOUNDS_MS: [u64; 11] = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000];
+pub(crate) const BOUNDS_MS: [u64; 11] = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000];
 
 /// Number of buckets, `+Inf` included.
-pub const BUCKETS: usize = BOUNDS_MS.len() + 1;
+pub(crate) const BUCKETS: usize = BOUNDS_MS.len() + 1;
 
 /// One worker's histogram. All atomics, `#[repr(C)]`: it lives in the shared mapping.
 #[repr(C)]
@@ -41,7 +41,7 @@ pub struct Latency {
     /// `BOUNDS_MS[i - 1]` and at most `BOUNDS_MS[i]`; the last, those above every bound.
     pub buckets: [AtomicU64; BUCKETS],
     /// The durations' sum, in milliseconds.
-    pub sum_ms: AtomicU64,
+    pub(crate) sum_ms: AtomicU64,
 }
 
 impl Latency {

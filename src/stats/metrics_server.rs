@@ -33,12 +33,12 @@ use std::time::{Duration, Instant};
 /// the master are in the table, where a probe's request is read as soon as it arrives,
 /// rather than in a full accept queue, where the kernel drops a probe's SYN (and the
 /// client's first retry comes a second later, past a probe's timeout).
-pub const MAX_CLIENTS: usize = 128;
+pub(crate) const MAX_CLIENTS: usize = 128;
 /// How long a connection may stay silent before it is the first to go when the table is
 /// full: a real client sends its request right after connecting.
-pub const SILENT_GRACE: Duration = Duration::from_millis(300);
+pub(crate) const SILENT_GRACE: Duration = Duration::from_millis(300);
 /// Time one client has, from accept to the last byte of the reply.
-pub const CLIENT_DEADLINE: Duration = Duration::from_secs(1);
+pub(crate) const CLIENT_DEADLINE: Duration = Duration::from_secs(1);
 /// Largest request head read; a longer one is answered as it stands.
 const HEAD_MAX: usize = 4096;
 /// Connections accepted per readiness of the listener (bounds the master's work): a whole
@@ -71,7 +71,10 @@ pub struct Responder {
 
 impl Responder {
     /// What to poll: the listener for new clients, each client for its next step.
-    pub fn poll_fds<'a>(&'a self, listener: BorrowedFd<'a>) -> Vec<rustix::event::PollFd<'a>> {
+    pub(crate) fn poll_fds<'a>(
+        &'a self,
+        listener: BorrowedFd<'a>,
+    ) -> Vec<rustix::event::PollFd<'a>> {
         use rustix::event::{PollFd, PollFlags};
         let mut fds = Vec::with_capacity(1 + self.clients.len());
         fds.push(PollFd::from_borrowed_fd(listener, PollFlags::IN));
@@ -87,7 +90,7 @@ impl Responder {
     }
 
     /// The earliest client deadline, for the master's poll timeout.
-    pub fn next_deadline(&self) -> Option<Instant> {
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
         self.clients.iter().map(|c| c.deadline).min()
     }
 

@@ -17,7 +17,7 @@ use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 /// Fails with `EBADF` when no such descriptor is open. The caller must adopt each number
 /// at most once and must not otherwise use it (sd_listen_fds(3) unsets the variables that
 /// name them for the same reason). See fcntl(2).
-pub fn adopt_fd(raw: RawFd) -> io::Result<OwnedFd> {
+pub(crate) fn adopt_fd(raw: RawFd) -> io::Result<OwnedFd> {
     // SAFETY: F_GETFD only reads the descriptor table entry of `raw`; an unknown number
     // returns -1/EBADF and touches no memory.
     if raw < 0 || unsafe { libc::fcntl(raw, libc::F_GETFD) } < 0 {
@@ -37,7 +37,7 @@ pub fn adopt_fd(raw: RawFd) -> io::Result<OwnedFd> {
 ///
 /// Only for a child that execs next: whatever the targets held is closed silently, and the
 /// copies above the range close at the exec. See dup(2), fcntl(2).
-pub fn place_fds(fds: &[RawFd], first: RawFd) -> io::Result<()> {
+pub(crate) fn place_fds(fds: &[RawFd], first: RawFd) -> io::Result<()> {
     let above = first.saturating_add(fds.len() as RawFd);
     let mut copies = Vec::with_capacity(fds.len());
     for &fd in fds {

@@ -22,7 +22,7 @@ pub unsafe trait SharedZeroed: Sync {}
 /// parent and every child see the same pages (the per-worker counters).
 ///
 /// The kernel zero-fills the pages, a valid `T` by [`SharedZeroed`]'s contract.
-pub struct SharedBlocks<T: SharedZeroed> {
+pub(crate) struct SharedBlocks<T: SharedZeroed> {
     ptr: NonNull<T>,
     len: usize,
 }
@@ -92,7 +92,7 @@ pub fn page_size() -> usize {
 /// process, and `MAP_NORESERVE` keeps a large `--max-conns` from being refused by the
 /// kernel's overcommit heuristic: pages become resident (on the toucher's node) only when
 /// a connection first writes them.
-pub struct ZeroedArena {
+pub(crate) struct ZeroedArena {
     ptr: NonNull<u8>,
     len: usize,
 }
@@ -141,7 +141,7 @@ impl ZeroedArena {
     }
 
     /// The whole arena.
-    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: `ptr..ptr+len` is our live, readable and writable mapping, zero-filled
         // by the kernel (so initialised), and `&mut self` makes this the only reference.
         unsafe { core::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
@@ -160,7 +160,7 @@ impl Drop for ZeroedArena {
 /// (`madvise(MADV_DONTNEED)`): after a `truncate`, the removed elements' memory stops
 /// being resident, while the capacity, the room to grow again without allocating, stays.
 /// See madvise(2).
-pub fn release_spare<T>(v: &mut Vec<T>) {
+pub(crate) fn release_spare<T>(v: &mut Vec<T>) {
     let spare = v.spare_capacity_mut();
     let start = spare.as_mut_ptr() as usize;
     let end = start + core::mem::size_of_val(spare);

@@ -117,7 +117,7 @@ pub fn affinity() -> io::Result<AffinityMask> {
 /// a process whose privileges were dropped (rustix's `clock_ticks_per_second` may read
 /// `/proc/self/auxv` there, which a non-dumpable process cannot read, and then panics).
 /// 100 if it says nothing usable.
-pub fn clock_ticks_per_second() -> u64 {
+pub(crate) fn clock_ticks_per_second() -> u64 {
     // SAFETY: sysconf takes a plain integer and reads no memory of ours.
     let n = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     u64::try_from(n).ok().filter(|&n| n > 0).unwrap_or(100)

@@ -28,7 +28,7 @@ extern "C" fn on_signal(sig: libc::c_int) {
 ///
 /// `SA_RESTART` is left off on purpose so a signal interrupts a blocking `poll`/`epoll_wait`
 /// with `EINTR` and the caller looks at the counters at once. See sigaction(2).
-pub fn count_signals(signals: &[libc::c_int]) -> io::Result<()> {
+pub(crate) fn count_signals(signals: &[libc::c_int]) -> io::Result<()> {
     for &sig in signals {
         // SAFETY: an all-zero sigaction is a valid value (empty mask, no flags), and every
         // field we then set is a plain integer or a function pointer of the right type.
@@ -49,7 +49,7 @@ pub fn count_signals(signals: &[libc::c_int]) -> io::Result<()> {
 /// An ignored disposition survives `fork` and `execve`. Numbers the C library reserves for
 /// itself (glibc's first two real-time signals) are refused with `EINVAL` and skipped.
 /// See sigaction(2), signal(7).
-pub fn ignore_signals(signals: &[libc::c_int]) {
+pub(crate) fn ignore_signals(signals: &[libc::c_int]) {
     for &sig in signals {
         // SAFETY: an all-zero sigaction is a valid value (empty mask, no flags); the
         // handler field then holds SIG_IGN, a plain integer constant.
@@ -61,7 +61,7 @@ pub fn ignore_signals(signals: &[libc::c_int]) {
 }
 
 /// How many times `sig` has been delivered since start (or since [`reset_signal_counts`]).
-pub fn signal_count(sig: libc::c_int) -> u32 {
+pub(crate) fn signal_count(sig: libc::c_int) -> u32 {
     usize::try_from(sig)
         .ok()
         .and_then(|s| SIGNAL_COUNTS.get(s))
@@ -69,7 +69,7 @@ pub fn signal_count(sig: libc::c_int) -> u32 {
 }
 
 /// Zeroes every counter: a freshly forked worker must not act on the master's signals.
-pub fn reset_signal_counts() {
+pub(crate) fn reset_signal_counts() {
     for count in &SIGNAL_COUNTS {
         count.store(0, Ordering::Relaxed);
     }
@@ -81,7 +81,7 @@ pub fn reset_signal_counts() {
 /// The master blocks the counted signals around `fork`, so a signal meant for the master
 /// cannot land in the child between the fork and [`reset_signal_counts`]; the child
 /// unblocks them once its counters are clean. See sigprocmask(2).
-pub fn mask_signals(signals: &[libc::c_int], block: bool) -> io::Result<()> {
+pub(crate) fn mask_signals(signals: &[libc::c_int], block: bool) -> io::Result<()> {
     let how = if block {
         libc::SIG_BLOCK
     } else {
@@ -93,7 +93,7 @@ pub fn mask_signals(signals: &[libc::c_int], block: bool) -> io::Result<()> {
 /// `sigprocmask(SIG_SETMASK, {})` — unblock every signal of the calling thread: a forked
 /// child that execs passes its mask on (execve(2): "the signal mask is preserved"), and
 /// the new program expects none blocked.
-pub fn unblock_all_signals() -> io::Result<()> {
+pub(crate) fn unblock_all_signals() -> io::Result<()> {
     set_mask(libc::SIG_SETMASK, &[])
 }
 

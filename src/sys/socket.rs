@@ -40,7 +40,7 @@ pub fn set_tcp_defer_accept(fd: BorrowedFd<'_>, secs: u32) -> io::Result<()> {
 /// 0 once the peer has everything. A socket whose network namespace goes away while this
 /// is not 0 loses the rest (a container stopped right after its last process exits), so
 /// a stopping worker waits for 0 before it closes. `SIOCOUTQ` is `TIOCOUTQ`. See tcp(7).
-pub fn unacked_bytes(fd: BorrowedFd<'_>) -> io::Result<u32> {
+pub(crate) fn unacked_bytes(fd: BorrowedFd<'_>) -> io::Result<u32> {
     let mut n: libc::c_int = 0;
     // SAFETY: TIOCOUTQ writes one c_int to the pointer, which points to `n`, alive across
     // the call.
@@ -90,7 +90,7 @@ pub fn attach_reuseport_cbpf(fd: BorrowedFd, prog: &[asm_bpf::Insn]) -> io::Resu
 /// A reuseport group holds only sockets bound to the same device (`sk_bound_dev_if`), so a
 /// member made beside a passed socket (systemd's `BindToDevice=`) must copy it. See
 /// socket(7).
-pub fn bound_device(fd: BorrowedFd<'_>) -> io::Result<Vec<u8>> {
+pub(crate) fn bound_device(fd: BorrowedFd<'_>) -> io::Result<Vec<u8>> {
     let mut name = [0u8; libc::IFNAMSIZ];
     let mut len = name.len() as libc::socklen_t;
     // SAFETY: the kernel writes at most `len` bytes to `name`, which has exactly `len`
@@ -117,7 +117,7 @@ pub fn bound_device(fd: BorrowedFd<'_>) -> io::Result<Vec<u8>> {
 ///
 /// Since Linux 5.7 an unprivileged process may bind a socket not bound yet; changing a
 /// binding needs `CAP_NET_RAW`. See socket(7).
-pub fn bind_to_device(fd: BorrowedFd<'_>, name: &[u8]) -> io::Result<()> {
+pub(crate) fn bind_to_device(fd: BorrowedFd<'_>, name: &[u8]) -> io::Result<()> {
     if name.len() >= libc::IFNAMSIZ {
         return Err(io::Error::from_raw_os_error(libc::EINVAL));
     }

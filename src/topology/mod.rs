@@ -29,7 +29,7 @@ mod nic;
 pub mod parse;
 
 pub use nic::{attach_nic, nic_for, Nic};
-pub use parse::Quota;
+pub(crate) use parse::Quota;
 
 use crate::cpuset::{CpuId, CpuSet};
 use std::io;
@@ -123,7 +123,7 @@ impl Topology {
     }
 
     /// Position of node `id` in [`Topology::nodes`] (and in each distance row).
-    pub fn node_index(&self, id: NodeId) -> Option<usize> {
+    pub(crate) fn node_index(&self, id: NodeId) -> Option<usize> {
         self.nodes.iter().position(|n| n.id == id)
     }
 

@@ -61,9 +61,9 @@ pub fn parse_distance_row(text: &str) -> Result<Vec<u32>, ShapeError> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Quota {
     /// Allowed run time per period, in microseconds.
-    pub quota_us: u64,
+    pub(crate) quota_us: u64,
     /// Period length, in microseconds.
-    pub period_us: u64,
+    pub(crate) period_us: u64,
 }
 
 impl Quota {
@@ -75,7 +75,7 @@ impl Quota {
     }
 
     /// Whether `self` allows less CPU than `other` (compares quota/period exactly).
-    pub fn tighter_than(self, other: Quota) -> bool {
+    pub(crate) fn tighter_than(self, other: Quota) -> bool {
         u128::from(self.quota_us) * u128::from(other.period_us)
             < u128::from(other.quota_us) * u128::from(self.period_us)
     }
@@ -138,7 +138,7 @@ pub fn parse_status_allowed(text: &str) -> Result<CpuSet, ShapeError> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CgroupLine {
     /// 0 for the unified (v2) hierarchy.
-    pub hierarchy: u32,
+    pub(crate) hierarchy: u32,
     /// Controllers bound to a v1 hierarchy (`cpu,cpuacct`); empty for v2.
     pub controllers: Vec<String>,
     /// The cgroup's path relative to its hierarchy's root.
@@ -179,11 +179,11 @@ pub struct Mount {
     /// The directory of the mounted filesystem that is the mount's root (field 4).
     pub root: String,
     /// Where it is mounted (field 5), octal escapes decoded.
-    pub mount_point: String,
+    pub(crate) mount_point: String,
     /// Filesystem type (`cgroup`, `cgroup2`).
-    pub fstype: String,
+    pub(crate) fstype: String,
     /// Superblock options (for v1: the controllers, such as `rw,cpu,cpuacct`).
-    pub super_options: Vec<String>,
+    pub(crate) super_options: Vec<String>,
 }
 
 /// Parses the cgroup mounts (`cgroup` and `cgroup2`) out of `/proc/self/mountinfo`.
@@ -243,7 +243,7 @@ pub struct Route {
     /// Interface name.
     pub interface: String,
     /// Destination network.
-    pub destination: Ipv4Addr,
+    pub(crate) destination: Ipv4Addr,
     /// Network mask.
     pub mask: Ipv4Addr,
 }

@@ -48,7 +48,7 @@ pub enum Verdict {
 
 /// `argv` with the subcommand made `check`: `steerd serve ROOT …` and `steerd ROOT …`
 /// both become `steerd check ROOT …`.
-pub fn check_argv(argv: &[OsString]) -> Vec<OsString> {
+pub(crate) fn check_argv(argv: &[OsString]) -> Vec<OsString> {
     let mut out = Vec::with_capacity(argv.len() + 1);
     out.extend(argv.first().cloned());
     out.push("check".into());
@@ -184,7 +184,7 @@ impl Proof {
     }
 
     /// Stops the child (a stop signal arrived, or its time is up) and reaps it.
-    pub fn abandon(self) {
+    pub(crate) fn abandon(self) {
         if self.status.is_some() {
             return;
         }

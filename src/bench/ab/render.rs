@@ -14,7 +14,7 @@ use crate::json::Value;
 use std::fmt::Write as _;
 
 /// The load line: client, URL, flags, rounds, warm-up.
-pub fn describe_load(spec: &AbSpec) -> String {
+pub(crate) fn describe_load(spec: &AbSpec) -> String {
     let l = &spec.load;
     format!(
         "{} http://{}{} -c {} -t {} -d {:.2}s{}{}{}, {} rounds, {}",
@@ -47,7 +47,7 @@ pub fn describe_load(spec: &AbSpec) -> String {
 }
 
 /// One run's figures on one line.
-pub fn run_line(f: &RunFigures) -> String {
+pub(crate) fn run_line(f: &RunFigures) -> String {
     format!(
         "{:.0} req/s, p50 {:.1}us, p99 {:.1}us, server cpu {:.2}us/req, client cpu {:.2}us/req, errors {}, split {}{}",
         f.rps,
@@ -62,7 +62,7 @@ pub fn run_line(f: &RunFigures) -> String {
 }
 
 /// The per-metric comparison, as text.
-pub fn summaries(spec: &AbSpec, runs: &[Vec<RunFigures>; 2]) -> String {
+pub(crate) fn summaries(spec: &AbSpec, runs: &[Vec<RunFigures>; 2]) -> String {
     let mut o = String::new();
     for (name, get) in METRICS {
         let a: Vec<f64> = runs[0].iter().map(get).collect();

@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 /// `strace -c -f` attached to every process of a server tree.
-pub struct Tracer {
+pub(crate) struct Tracer {
     child: Child,
     out: std::path::PathBuf,
 }
@@ -51,7 +51,7 @@ impl Tracer {
 
 /// The traced run's counts.
 #[derive(Clone, Debug, Default)]
-pub struct Traced {
+pub(crate) struct Traced {
     /// Responses of the traced run.
     pub requests: u64,
     /// strace's total and per-call counts, when it printed a summary.

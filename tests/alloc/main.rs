@@ -2,7 +2,8 @@
 //!
 //! A binary of its own because it installs a counting `#[global_allocator]`
 //! (`support/alloc.rs`) for the whole process; both modules count only the allocations of
-//! the thread under test, so they may share this binary but not the main one. The bench
+//! the thread under test into one process-wide counter, so they may share this binary but
+//! not the main one, and each holds `support::serial::exclusive` while it counts. The bench
 //! client's count (`tests/bench_alloc.rs`) watches every thread, so it has a binary alone.
 
 #[path = "../support/mod.rs"]

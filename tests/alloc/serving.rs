@@ -66,12 +66,10 @@ fn round(addr: std::net::SocketAddr, buf: &mut [u8]) {
     while s.read(buf).unwrap() > 0 {}
 }
 
-/// The tests share the counter: one at a time.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 #[test]
 fn no_allocation_per_request_after_warm_up() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // The tests of this binary share the counter: one at a time (`main.rs`).
+    let _one = crate::support::serial::exclusive();
     let site = Site::new("alloc");
     let mut cfg = config(&site.root);
     cfg.logging = Logging {
@@ -173,7 +171,8 @@ fn site_round(addr: std::net::SocketAddr, buf: &mut [u8]) {
 
 #[test]
 fn no_allocation_per_request_with_every_site_option() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // The tests of this binary share the counter: one at a time (`main.rs`).
+    let _one = crate::support::serial::exclusive();
     let site = Site::new("alloc-site");
     let r = &site.root;
     std::fs::write(r.join("app.js"), "console.log(1);\n").unwrap();
@@ -282,7 +281,8 @@ fn auth_round(addr: std::net::SocketAddr, buf: &mut [u8], guess: u32) {
 
 #[test]
 fn no_allocation_per_request_with_basic_auth() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // The tests of this binary share the counter: one at a time (`main.rs`).
+    let _one = crate::support::serial::exclusive();
     let site = Site::new("alloc-auth");
     std::fs::write(site.root.join("favicon.ico"), "icon").unwrap();
     std::fs::write(site.root.join(".env"), "SECRET").unwrap();

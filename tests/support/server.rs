@@ -638,7 +638,9 @@ pub fn with_socket(fd: &std::os::fd::OwnedFd, args: &str) -> Command {
         binary(),
         fd.as_raw_fd()
     );
-    let mut cmd = Command::new("sh");
+    // bash, not sh: dash takes only one-digit descriptors in `3<&N`, and the test process
+    // (one binary, tests on parallel threads) often holds the socket above 9.
+    let mut cmd = Command::new("bash");
     cmd.args(["-c", &script]);
     cmd
 }

@@ -395,6 +395,13 @@ fn worker_anon_kb(srv: &Server) -> u64 {
 /// every table was filled at start).
 #[test]
 fn a_large_max_conns_costs_little_at_start() {
+    if let Ok(emulator) = std::env::var("STEERD_EMULATED") {
+        // User-mode QEMU keeps its own record of every page a process maps, reserved or
+        // not, and counts it in the process's RssAnon: 100,000 reserved slots add ~12 MB
+        // of the emulator's, none of steerd's.
+        let why = format!("under {emulator} RssAnon counts the emulator's page records");
+        return crate::support::skip::skip_or_fail("a_large_max_conns_costs_little_at_start", &why);
+    }
     let small = worker_anon_kb(&Server::start(&["--workers", "1", "--max-conns", "16"]));
     let large = worker_anon_kb(&Server::start(&["--workers", "1", "--max-conns", "100000"]));
     let per_slot = large.saturating_sub(small) * 1024 / 100_000;

@@ -18,3 +18,4 @@ skipped=$(skips | wc -l)
 echo "$name: $((passed + failed)) ran, $passed passed, $failed failed, $ignored ignored; $skipped skipped themselves (passed without checking)$took"
 skips | sort | uniq -c | sed "s/^/$name:   /"
 grep -E '^test .* \.\.\. FAILED$' "$log" | sed "s/^test \(.*\) \.\.\. FAILED$/$name: failed: \1/"
+exit 0  # a report: the caller decides from cargo test's own status

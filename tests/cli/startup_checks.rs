@@ -86,8 +86,7 @@ fn an_access_log_the_user_cannot_open_fails_before_binding() {
         ],
         "steerd: access-log: ",
     );
-    if !is_root() || !std::fs::read_to_string("/etc/passwd").is_ok_and(|p| p.contains("\nnobody:"))
-    {
+    if !can_become_nobody() {
         crate::support::skip::partly(
             &format!("{} (the --user part)", crate::support::skip::this_test()),
             "needs root and a user nobody",
@@ -132,8 +131,7 @@ fn an_access_log_the_user_cannot_open_fails_before_binding() {
 /// HUP. Readable by that user, the same options serve.
 #[test]
 fn a_root_or_page_the_user_cannot_read_fails_before_binding() {
-    if !is_root() || !std::fs::read_to_string("/etc/passwd").is_ok_and(|p| p.contains("\nnobody:"))
-    {
+    if !can_become_nobody() {
         crate::support::skip::partly(
             &crate::support::skip::this_test(),
             "needs root and a user nobody",
@@ -190,8 +188,7 @@ fn a_root_or_page_the_user_cannot_read_fails_before_binding() {
 #[test]
 fn a_mime_types_file_the_user_cannot_read_fails_before_binding() {
     let name = "a_mime_types_file_the_user_cannot_read_fails_before_binding";
-    if !is_root() || !std::fs::read_to_string("/etc/passwd").is_ok_and(|p| p.contains("\nnobody:"))
-    {
+    if !can_become_nobody() {
         return support::skip::skip_or_fail(name, "needs root and a user nobody");
     }
     use std::os::unix::fs::PermissionsExt;
@@ -312,8 +309,7 @@ fn the_open_files_warning_names_what_a_worker_holds() {
 /// pipe reopened by path, which its owner and mode would refuse.
 #[test]
 fn the_access_log_on_stdout_works_for_an_unprivileged_worker() {
-    if !is_root() || !std::fs::read_to_string("/etc/passwd").is_ok_and(|p| p.contains("\nnobody:"))
-    {
+    if !can_become_nobody() {
         crate::support::skip::partly(
             &crate::support::skip::this_test(),
             "needs root and a user nobody",
@@ -365,8 +361,7 @@ fn the_access_log_on_stdout_works_for_an_unprivileged_worker() {
 fn a_log_only_the_user_may_write_is_accepted_from_root_without_dac_override() {
     use std::os::unix::fs::PermissionsExt;
     let name = "a_log_only_the_user_may_write_is_accepted_from_root_without_dac_override";
-    let nobody = std::fs::read_to_string("/etc/passwd").is_ok_and(|p| p.contains("\nnobody:"));
-    if !is_root() || !nobody {
+    if !can_become_nobody() {
         return support::skip::skip_or_fail(name, "needs root and a user nobody");
     }
     let setpriv = Command::new("setpriv").arg("--version").output();

@@ -99,8 +99,7 @@ fn an_upgrade_keeps_the_main_pid_on_an_abstract_socket() {
     };
     // As root, with --user: the re-executed master runs as the user it became, with no
     // privilege to bind or to change users, and needs none.
-    let nobody =
-        is_root() && std::fs::read_to_string("/etc/passwd").is_ok_and(|p| p.contains("\nnobody:"));
+    let nobody = can_become_nobody();
     let user: &[&str] = if nobody { &["--user", "nobody"] } else { &[] };
     let mut server = start(&format!("@{name}"), user);
     m.expect("READY=1", |d| has_line(d, "READY=1"));

@@ -520,6 +520,12 @@ pub fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
 
+/// True when this run can start steerd with `--user nobody`: it is root, and the system
+/// has a user `nobody`.
+pub fn can_become_nobody() -> bool {
+    is_root() && std::fs::read_to_string("/etc/passwd").is_ok_and(|p| p.contains("\nnobody:"))
+}
+
 /// A directory removed on drop.
 pub struct TempDir(PathBuf);
 

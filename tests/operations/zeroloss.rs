@@ -95,9 +95,24 @@ impl Drop for Load {
 /// Copies the binary under test to `dir/steerd` (replacing any earlier copy by rename,
 /// as a package manager does) and returns the path.
 fn install_copy(dir: &Path) -> std::path::PathBuf {
+    install_executable(Path::new(binary()), dir)
+}
+
+/// Installs `source` as `dir/steerd`, mode 0755, through `dir/steerd.new` and a rename.
+/// The copy is written by an `install` process of its own, not by this one: a test
+/// thread that forks while this process holds the write descriptor keeps it until it
+/// execs, and executing the copy in that window fails with ETXTBSY (seen in CI under
+/// user-mode QEMU, where that window is long).
+fn install_executable(source: &Path, dir: &Path) -> std::path::PathBuf {
     let dest = dir.join("steerd");
     let tmp = dir.join("steerd.new");
-    std::fs::copy(binary(), &tmp).expect("copy the binary");
+    let installed = Command::new("install")
+        .args(["-m", "0755"])
+        .arg(source)
+        .arg(&tmp)
+        .status()
+        .expect("run install");
+    assert!(installed.success(), "install {}: {installed}", source.display());
     std::fs::rename(&tmp, &dest).expect("install the copy");
     dest
 }
@@ -247,10 +262,9 @@ fn a_failed_upgrade_leaves_the_running_master_serving() {
     let (bin, exe, server) = serve_from_copy(&[]);
     let workers = server.worker_pids();
     let install_script = |body: &str| {
-        let tmp = bin.path().join("steerd.new");
-        std::fs::write(&tmp, format!("#!/bin/sh\n{body}\n")).unwrap();
-        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
-        std::fs::rename(&tmp, &exe).unwrap();
+        let source = bin.path().join("script");
+        std::fs::write(&source, format!("#!/bin/sh\n{body}\n")).unwrap();
+        assert_eq!(install_executable(&source, bin.path()), exe);
     };
     let mut refusals = 0;
     let mut expect_refusal = |what: &str, needles: &[&str]| {

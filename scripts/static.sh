@@ -30,7 +30,7 @@
 # printed. Both are under $CARGO_TARGET_DIR instead of target/ when it is set, where the
 # tests look too.
 # A target whose standard library or cross toolchain is missing is reported in one line
-# and skipped; a build that fails fails the script.
+# and skipped (under CI, CI=true, that fails the script); a build that fails fails it.
 #
 #   scripts/static.sh [TARGET...]    (default: all six)
 set -euo pipefail
@@ -70,15 +70,21 @@ immediate_abort() {
 }
 abort_mode=$(immediate_abort)
 
+# Reports a target that cannot be built here; under CI that is a failure.
+skipped() {
+    echo "static: $1: skipped: $2"
+    case ${CI:-} in true | 1) exit 1 ;; esac
+}
+
 tdir=${CARGO_TARGET_DIR:-target}
 mkdir -p "$tdir/static"
 for t in "${targets[@]}"; do
     if ! cross_setup "$t"; then
-        echo "static: $t: skipped: $CROSS_WHY"
+        skipped "$t" "$CROSS_WHY"
         continue
     fi
     if [ $CROSS_BUILD_STD = no ] && ! has_target "$t"; then
-        echo "static: $t: skipped: its standard library is not installed and rustup could not add it"
+        skipped "$t" "its standard library is not installed and rustup could not add it"
         continue
     fi
     # The linker strips (rustc -C strip=symbols): no objcopy for a foreign architecture

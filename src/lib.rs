@@ -146,3 +146,9 @@ pub mod master;
 pub mod bench;
 
 pub mod cmd;
+
+// The unit tests' skip: the integration tests' own file, one rule for both.
+#[cfg(test)]
+#[allow(dead_code)]
+#[path = "../tests/support/skip.rs"]
+mod test_skip;

@@ -330,7 +330,7 @@ mod tests {
             Ok(l) => l,
             // A machine without IPv6 loopback cannot run the second group.
             Err(ListenError::Socket(a, "bind", _)) if a.is_ipv6() => {
-                eprintln!("skipped: no IPv6 loopback");
+                crate::test_skip::skip_or_fail(&crate::test_skip::this_test(), "no IPv6 loopback");
                 return;
             }
             Err(e) => panic!("{e}"),

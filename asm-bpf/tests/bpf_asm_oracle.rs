@@ -3,8 +3,9 @@
 //! bytes, exit status and stderr line as `$BPF_ASM` (and `$BPF_ASM -c`).
 //!
 //! Opt-in: set `BPF_ASM` to a bpf_asm binary (`make -C tools/bpf bpf_asm` in a kernel tree
-//! from Feb 2021 or later); `BPF_ASM_CASES` sets the random count (default 2000). Without
-//! `BPF_ASM` the test prints why it skipped and passes.
+//! from Feb 2021 or later; `scripts/bpf-asm.sh` builds one from Debian's linux-source
+//! package and prints its path, as `.ci/run` does); `BPF_ASM_CASES` sets the random count
+//! (default 2000). Without `BPF_ASM` the test prints why it skipped, and fails under CI.
 
 use asm_bpf::{assemble_bytes, fmt};
 use common::{cases, data, Rng};

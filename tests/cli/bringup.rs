@@ -49,7 +49,7 @@ fn listeners_are_made_on_their_workers_cpus_in_plan_order_then_steered() {
         return;
     }
     if Command::new("strace").arg("-V").output().is_err() {
-        crate::support::skip::partly(
+        crate::support::skip::skip_or_fail(
             &crate::support::skip::this_test(),
             "strace is not installed",
         );

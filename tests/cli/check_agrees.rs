@@ -50,11 +50,11 @@ fn two_node_tree(dir: &Path) {
 fn serve_places_workers_as_check_does() {
     if allowed_cpus() != [0, 1] {
         let why = format!("needs CPUs 0 and 1 allowed, has {:?}", allowed_cpus());
-        crate::support::skip::partly("serve_places_workers_as_check_does", &why);
+        crate::support::skip::skip_or_fail("serve_places_workers_as_check_does", &why);
         return;
     }
     let Some(ip) = routed_local_ip() else {
-        crate::support::skip::partly(
+        crate::support::skip::skip_or_fail(
             &crate::support::skip::this_test(),
             "no non-loopback local address",
         );

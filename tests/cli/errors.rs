@@ -134,7 +134,7 @@ fn a_missing_syslog_socket_stops_the_start() {
 #[test]
 fn a_log_the_workers_cannot_open_stops_the_start() {
     if !is_root() {
-        crate::support::skip::partly(
+        crate::support::skip::skip_or_fail(
             &crate::support::skip::this_test(),
             "needs root to check the log as --user nobody",
         );

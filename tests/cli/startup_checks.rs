@@ -87,7 +87,7 @@ fn an_access_log_the_user_cannot_open_fails_before_binding() {
         "steerd: access-log: ",
     );
     if !can_become_nobody() {
-        crate::support::skip::partly(
+        crate::support::skip::skip_or_fail(
             &format!("{} (the --user part)", crate::support::skip::this_test()),
             "needs root and a user nobody",
         );
@@ -132,7 +132,7 @@ fn an_access_log_the_user_cannot_open_fails_before_binding() {
 #[test]
 fn a_root_or_page_the_user_cannot_read_fails_before_binding() {
     if !can_become_nobody() {
-        crate::support::skip::partly(
+        crate::support::skip::skip_or_fail(
             &crate::support::skip::this_test(),
             "needs root and a user nobody",
         );
@@ -310,7 +310,7 @@ fn the_open_files_warning_names_what_a_worker_holds() {
 #[test]
 fn the_access_log_on_stdout_works_for_an_unprivileged_worker() {
     if !can_become_nobody() {
-        crate::support::skip::partly(
+        crate::support::skip::skip_or_fail(
             &crate::support::skip::this_test(),
             "needs root and a user nobody",
         );

@@ -122,7 +122,7 @@ fn goaccess(log: &Path, format: &str) -> Option<(u64, u64, u64)> {
         .stdin(std::process::Stdio::null())
         .output();
     let Ok(run) = run else {
-        crate::support::skip::partly(
+        crate::support::skip::skip_or_fail(
             &crate::support::skip::this_test(),
             "goaccess is not installed (.ci/run installs it)",
         );
@@ -473,7 +473,7 @@ fn syslog_through_a_test_owned_socket() {
 #[test]
 fn stdout_under_user_nobody_is_the_inherited_descriptor() {
     if !is_root() {
-        crate::support::skip::partly(
+        crate::support::skip::skip_or_fail(
             &crate::support::skip::this_test(),
             "needs root to run as --user nobody",
         );

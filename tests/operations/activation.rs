@@ -49,7 +49,9 @@ fn passed_sockets_are_adopted_or_refused_with_a_reason() {
         server.lines()
     );
     assert_eq!(get(addr, "/index.html"), (200, "activated\n".into()));
-    if !skip_without_steering("passed_sockets_are_adopted (both members serve)") {
+    if !skip_without_steering(
+        "passed_sockets_are_adopted_or_refused_with_a_reason (both members serve)",
+    ) {
         if let Some((a, b)) = two_cpus() {
             for cpu in [a, b] {
                 on_cpu(cpu, move || {

@@ -239,7 +239,9 @@ fn browser_shows_every_worker_with_requests_and_its_locality_under_load() {
         .map(|c| c.to_string())
         .collect::<Vec<_>>()
         .join(",");
-    let steered = cpus.len() >= 2 && !skip_without_steering("the dashboard's locality check");
+    let steered = cpus.len() >= 2 && !skip_without_steering(
+        "browser_shows_every_worker_with_requests_and_its_locality_under_load (the locality check)",
+    );
     let server = Server::start(&["--steer", "cpu", "--cpus", &list]);
     let m = server.metrics.expect("metrics");
     let plan = server.plan();

@@ -27,7 +27,7 @@ fn zombie(pid: u32) -> bool {
 /// made here.
 fn start_as_pid1() -> Option<(Server, u32)> {
     if !is_root() {
-        crate::support::skip::partly(
+        crate::support::skip::skip_or_fail(
             &crate::support::skip::this_test(),
             "a PID namespace needs root",
         );
@@ -37,7 +37,7 @@ fn start_as_pid1() -> Option<(Server, u32)> {
         .args(["--pid", "--fork", "true"])
         .output();
     if !probe.is_ok_and(|o| o.status.success()) {
-        crate::support::skip::partly(
+        crate::support::skip::skip_or_fail(
             &crate::support::skip::this_test(),
             "unshare --pid --fork does not work here",
         );

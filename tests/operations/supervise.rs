@@ -411,7 +411,7 @@ fn quit_kills_what_outlives_the_shutdown_timeout() {
 #[test]
 fn user_drops_privileges_before_workers_start() {
     if !is_root() {
-        crate::support::skip::partly(
+        crate::support::skip::skip_or_fail(
             &crate::support::skip::this_test(),
             "--user needs root to switch users",
         );
@@ -419,7 +419,7 @@ fn user_drops_privileges_before_workers_start() {
     }
     let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
     if !passwd.lines().any(|l| l.starts_with("nobody:")) {
-        crate::support::skip::partly(
+        crate::support::skip::skip_or_fail(
             &crate::support::skip::this_test(),
             "no user nobody in /etc/passwd",
         );

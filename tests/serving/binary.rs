@@ -256,7 +256,7 @@ fn ten_thousand_concurrent_connections_are_served() {
     let n = 10_000usize;
     let limit = raise_nofile(2 * n as u64 + 200);
     if limit < (n + 100) as u64 {
-        crate::support::skip::partly(
+        crate::support::skip::skip_or_fail(
             &crate::support::skip::this_test(),
             &format!("RLIMIT_NOFILE hard limit {limit} is below {n} connections"),
         );
@@ -348,7 +348,7 @@ fn the_open_file_limit_is_raised_for_max_conns() {
         .unwrap_or(1 << 20)
         .min(1 << 20);
     if hard < 10_240 + 400 {
-        crate::support::skip::partly(
+        crate::support::skip::skip_or_fail(
             &crate::support::skip::this_test(),
             &format!("RLIMIT_NOFILE hard limit {hard} is below the default --max-conns"),
         );

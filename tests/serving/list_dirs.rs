@@ -14,7 +14,7 @@ use std::io::{BufReader, Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use support::client::{exchange, read_response, Response};
+use support::client::{exchange, exchange_within, read_response, Response};
 use support::server::{Server, TempDir};
 
 /// Names people should not be able to break a page with, each a file whose contents
@@ -428,7 +428,10 @@ fn big_tree() -> (TempDir, PathBuf) {
 fn timed_listing(addr: std::net::SocketAddr, path: &str) -> (Vec<String>, Duration) {
     let start = Instant::now();
     let req = format!("GET {path} HTTP/1.1\r\nHost: t\r\nAccept: application/json\r\n\r\n");
-    let r = exchange(addr, &req);
+    // Each read may wait 60 s: under an emulator on a loaded machine the worker's turns
+    // between pieces of 100,000 entries took over 10 s once (the probes, answered in
+    // between, keep their own 10 s).
+    let r = exchange_within(addr, &req, Duration::from_secs(60));
     let took = start.elapsed();
     let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
     let names = v

@@ -231,14 +231,14 @@ fn ratio(accepted: u64, local: u64) -> f64 {
 #[test]
 fn three_hosts_behind_an_nftables_service_each_keep_their_locality() {
     if !is_root() {
-        crate::support::skip::partly(
+        crate::support::skip::skip_or_fail(
             &crate::support::skip::this_test(),
             "network namespaces need root",
         );
         return;
     }
     if Command::new("nft").arg("--version").output().is_err() {
-        crate::support::skip::partly(
+        crate::support::skip::skip_or_fail(
             &crate::support::skip::this_test(),
             "nft (nftables) is not installed",
         );
@@ -247,7 +247,7 @@ fn three_hosts_behind_an_nftables_service_each_keep_their_locality() {
     let cluster = match Cluster::create() {
         Ok(c) => c,
         Err(e) => {
-            crate::support::skip::partly(
+            crate::support::skip::skip_or_fail(
                 &crate::support::skip::this_test(),
                 &format!("cannot build the namespaces, veths and nftables DNAT: {e}"),
             );

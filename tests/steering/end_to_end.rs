@@ -221,7 +221,7 @@ fn rps_cpu_decides_the_worker_whatever_the_client_cpu() {
         return;
     }
     if !is_root() {
-        crate::support::skip::partly(
+        crate::support::skip::skip_or_fail(
             &crate::support::skip::this_test(),
             "network namespaces need root",
         );
@@ -231,7 +231,7 @@ fn rps_cpu_decides_the_worker_whatever_the_client_cpu() {
     let pair = match NetnsPair::create(b) {
         Ok(p) => p,
         Err(e) => {
-            crate::support::skip::partly(
+            crate::support::skip::skip_or_fail(
                 &crate::support::skip::this_test(),
                 &format!("cannot build a veth pair in network namespaces: {e}"),
             );

@@ -77,7 +77,7 @@ fn steered(name: &str, flags: &[&str]) -> Option<(Plan, Vec<OwnedFd>, u16)> {
             "steering needs 2 allowed CPUs, this process has {}",
             topo.allowed
         );
-        support::skip::partly(name, &why);
+        support::skip::skip_or_fail(name, &why);
         return None;
     }
     if support::server::skip_without_steering(name) {

@@ -21,7 +21,7 @@ pub fn chromium(test: &str) -> Option<&'static str> {
         .status()
         .is_ok_and(|s| s.success());
     if !found {
-        crate::support::skip::partly(test, "no chromium on PATH (Debian package `chromium`)");
+        crate::support::skip::skip_or_fail(test, "no chromium on PATH (Debian package `chromium`)");
     }
     found.then_some("chromium")
 }

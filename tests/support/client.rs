@@ -103,10 +103,16 @@ pub fn read_chunked(r: &mut impl BufRead) -> std::io::Result<Vec<u8>> {
     }
 }
 
-/// Sends `req` on a new connection and reads one response.
+/// Sends `req` on a new connection and reads one response; no read waits over 10 s.
 pub fn exchange(addr: SocketAddr, req: &str) -> Response {
+    exchange_within(addr, req, Duration::from_secs(10))
+}
+
+/// [`exchange`] with reads that may wait up to `timeout` each (a response that may be
+/// slow to come, such as a listing of 100,000 entries under an emulator).
+pub fn exchange_within(addr: SocketAddr, req: &str, timeout: Duration) -> Response {
     let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.set_read_timeout(Some(timeout)).unwrap();
     s.write_all(req.as_bytes()).unwrap();
     let head_only = req.starts_with("HEAD ");
     read_response(&mut BufReader::new(s), head_only).unwrap()

@@ -489,7 +489,7 @@ pub fn two_cpus() -> Option<(usize, usize)> {
     match allowed_cpus()[..] {
         [a, b, ..] => Some((a, b)),
         _ => {
-            crate::support::skip::partly(
+            crate::support::skip::skip_or_fail(
                 &crate::support::skip::this_test(),
                 "needs two allowed CPUs",
             );
@@ -585,7 +585,7 @@ pub fn cbpf_refused() -> Option<&'static str> {
 pub fn skip_without_steering(name: &str) -> bool {
     let refused = cbpf_refused();
     if let Some(why) = refused {
-        crate::support::skip::partly(name, why);
+        crate::support::skip::skip_or_fail(name, why);
     }
     refused.is_some()
 }

@@ -2,12 +2,10 @@
 //!
 //! `skip_or_fail(name, why)` prints `skipped NAME: WHY` and returns, so the caller can
 //! `return`; when `CI=true` it panics instead, unless `STEERD_ALLOW_SKIP` (a
-//! comma-separated list of test names that `.ci/run` sets, each with its reason there)
-//! names the test. A skip is never a silent pass on a CI machine.
-//!
-//! [`partly`] is for a check the runs CI makes are known to leave out (the steering
-//! assertions under user-mode QEMU, which refuses the program, or a part that needs root):
-//! the same line, never a failure.
+//! comma-separated list of test names that `.ci/run` builds from `.ci/allowed-skips`,
+//! where each name has its lane and its reason) names the test: the test function
+//! running on this thread, or the first word of `NAME`, which may name a part of a test
+//! (`a_test (the --user part)`). A skip is never a silent pass on a CI machine.
 //!
 //! The line is written to the process's stderr itself, past the test harness's output
 //! capture, so `cargo test` shows it among the results without `--nocapture`; the
@@ -21,20 +19,18 @@ pub fn under_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
 }
 
-/// Says that the test `name` cannot run its check (`why`); panics under CI unless the
-/// test is on `STEERD_ALLOW_SKIP`.
+/// Says that the test `name` (or a part of it, see the module doc) cannot run its check
+/// (`why`); panics under CI unless the test is on `STEERD_ALLOW_SKIP`.
 pub fn skip_or_fail(name: &str, why: &str) {
-    let allowed = std::env::var("STEERD_ALLOW_SKIP")
-        .is_ok_and(|list| list.split(',').any(|n| n.trim() == name));
+    let first = name.split_whitespace().next().unwrap_or(name);
+    let running = this_test();
+    let allowed = std::env::var("STEERD_ALLOW_SKIP").is_ok_and(|list| {
+        list.split(',')
+            .any(|n| [first, &running].contains(&n.trim()))
+    });
     if under_ci() && !allowed {
         panic!("{name} cannot run under CI: {why} (a skip is not a pass)");
     }
-    partly(name, why);
-}
-
-/// Says that `name` (a test, or a part of one) did not run its check (`why`), in the same
-/// visible line as [`skip_or_fail`], without failing under CI.
-pub fn partly(name: &str, why: &str) {
     let _ = writeln!(std::io::stderr(), "skipped {name}: {why}");
 }
 

@@ -89,7 +89,7 @@ fn run(test: &str, layout: &Layout, plan: &Plan, timeout_secs: u64) {
     let host = match NicHost::create() {
         Ok(host) => host,
         Err(e) => {
-            crate::support::skip::partly(
+            crate::support::skip::skip_or_fail(
                 &format!("the NIC part of {test}"),
                 &format!("cannot create a multi-queue tap device: {e}"),
             );

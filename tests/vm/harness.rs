@@ -129,7 +129,7 @@ pub fn boot_with(
     extra: &Extra,
 ) -> Option<Guest> {
     if turned_off() {
-        crate::support::skip::partly(test, "STEERD_VM=0");
+        crate::support::skip::skip_or_fail(test, "STEERD_VM=0");
         return None;
     }
     if let Some(why) = missing(layout.arch) {

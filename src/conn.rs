@@ -234,9 +234,8 @@ impl Conn {
         self.fd.as_ref().map(|fd| fd.as_fd())
     }
 
-    /// A response is being written.
-    #[cfg(test)]
-    fn sending(&self) -> bool {
+    /// A response is being written (one closed now is cut short: [`abandon`]).
+    pub(crate) fn sending(&self) -> bool {
         matches!(self.awaiting, Awaiting::Send(_))
     }
 
@@ -248,10 +247,13 @@ impl Conn {
     /// The slot's region holds pages written by an earlier call that nothing needs any
     /// more (the connection is idle, or `closing`): true once, and the caller gives them
     /// back (`held.rs`).
+    #[inline]
     pub(crate) fn take_spent_pages(&mut self, closing: bool) -> bool {
-        let spent = self.held && (closing || self.idle());
-        self.held &= !spent;
-        spent
+        if !self.held || !(closing || self.idle()) {
+            return false;
+        }
+        self.held = false;
+        true
     }
 }
 
@@ -466,7 +468,7 @@ pub(crate) fn advance(
         return Next::Close;
     };
     held::load(c, &mut mem);
-    let next = transition(slot, c, sock.as_fd(), &mut *mem.work, ctx, s);
+    let next = transition(slot, c, sock.as_fd(), mem.work.as_mut_slice(), ctx, s);
     held::store(c, &mut mem);
     c.fd = Some(sock);
     next
@@ -944,9 +946,10 @@ mod tests {
 
     struct Fixture {
         conn: Conn,
-        buf: Vec<u8>,
+        /// The slot's region (an arena of one slot).
+        buf: crate::sys::ZeroedArena,
         /// The loop's working area.
-        work: Vec<u8>,
+        work: crate::sys::ZeroedArena,
         peer: UnixStream,
         scratch: Scratch,
         counters: &'static WorkerCounters,
@@ -983,8 +986,9 @@ mod tests {
         conn.open(OwnedFd::from(ours), arrival);
         Fixture {
             conn,
-            buf: vec![0; slot_bytes(crate::http::response::HEAD_CAP)],
-            work: vec![0; slot_bytes(crate::http::response::HEAD_CAP)],
+            buf: crate::sys::ZeroedArena::new(slot_bytes(crate::http::response::HEAD_CAP)).unwrap(),
+            work: crate::sys::ZeroedArena::new(slot_bytes(crate::http::response::HEAD_CAP))
+                .unwrap(),
             peer,
             scratch: Scratch::new(),
             counters: Box::leak(Box::default()),
@@ -1013,10 +1017,11 @@ mod tests {
             self.conn.readable = true;
             self.conn.writable = true;
             // Other connections of the loop use the working area between two calls.
-            self.work.fill(0xa5);
+            self.work.as_mut_slice().fill(0xa5);
             self.with_ctx(|f, ctx| {
                 let mem = Areas {
-                    held: &mut f.buf,
+                    arena: &mut f.buf,
+                    at: 0,
                     work: &mut f.work,
                 };
                 advance(0, &mut f.conn, mem, ctx, &mut f.scratch)
@@ -1128,20 +1133,20 @@ mod tests {
     #[test]
     fn only_what_outlives_a_call_is_written_to_the_slot() {
         let mut f = fixture("held");
-        let untouched = |f: &Fixture| f.buf.iter().all(|&b| b == 0);
+        let untouched = |f: &mut Fixture| f.buf.as_mut_slice().iter().all(|&b| b == 0);
         f.peer
             .write_all(b"GET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n")
             .unwrap();
         assert_eq!(f.step(), Next::Park);
         assert!(f.answer().ends_with("\r\n\r\nabc"));
         assert!(
-            untouched(&f),
+            untouched(&mut f),
             "a whole request and its answer stay in the loop's area"
         );
         assert!(!f.conn.take_spent_pages(false));
         f.peer.write_all(b"GET /a.txt HTTP/1.1\r\nHo").unwrap();
         assert_eq!(f.step(), Next::Park);
-        assert!(!untouched(&f), "the partial head waits in the slot");
+        assert!(!untouched(&mut f), "the partial head waits in the slot");
         assert!(!f.conn.take_spent_pages(false), "still needed");
         f.peer.write_all(b"st: t\r\n\r\n").unwrap();
         assert_eq!(f.step(), Next::Park);
@@ -1441,13 +1446,13 @@ mod tests {
         let sent = f.response().body_sent;
         assert!(sent > 0 && sent < 8 << 20, "{sent}");
         // The loop gives up on it (a timeout, a stop): the line says how far it got.
-        f.with_ctx(|f, ctx| abandon(&mut f.conn, &f.buf, ctx));
+        f.with_ctx(|f, ctx| abandon(&mut f.conn, f.buf.as_mut_slice(), ctx));
         let lines = f.logged(&log);
         let v = json(&lines[0]);
         assert_eq!(v["body_bytes"].as_u64(), Some(sent));
         assert_eq!(v["cut_short"], true);
         assert_eq!(f.counters.cut_short.load(Relaxed), 1);
-        f.with_ctx(|f, ctx| abandon(&mut f.conn, &f.buf, ctx));
+        f.with_ctx(|f, ctx| abandon(&mut f.conn, f.buf.as_mut_slice(), ctx));
         assert_eq!(f.counters.cut_short.load(Relaxed), 1, "counted once");
     }
 }

@@ -304,8 +304,9 @@ struct Loop<'a> {
     /// region's pages are its own and can be given back alone.
     stride: usize,
     /// The working area every connection of the loop reads and answers in
-    /// (`slot_bytes`, laid out as a slot's region: `conn::Areas`).
-    work: Box<[u8]>,
+    /// (`slot_bytes`, laid out as a slot's region: `conn::Areas`), page-aligned as a
+    /// slot's region is, so the parser and `memchr` see the alignment they saw there.
+    work: crate::sys::ZeroedArena,
     /// Free slots, the last freed on top (reused first). The table grows (a slot is
     /// added) only when this is empty: `slots` and its companion tables are filled, and
     /// their pages touched, only as far as connections have used them.
@@ -398,7 +399,8 @@ impl<'a> Loop<'a> {
                 .map_err(|e| LoopError::Setup("mapping the connection arena", e))?,
             slot_bytes,
             stride,
-            work: vec![0; slot_bytes].into_boxed_slice(),
+            work: crate::sys::ZeroedArena::new(slot_bytes)
+                .map_err(|e| LoopError::Setup("mapping the working area", e))?,
             free: Vec::with_capacity(n),
             max_slots: n,
             next_generation: 0,
@@ -686,17 +688,17 @@ impl<'a> Loop<'a> {
 
     fn drive(&mut self, slot: u32) {
         let i = slot as usize;
-        let held = slot_area(&mut self.arena, self.stride, self.slot_bytes, i);
         let mem = conn::Areas {
-            held,
+            arena: &mut self.arena,
+            at: i * self.stride,
             work: &mut self.work,
         };
         let s = &mut self.slots[i];
         let next = conn::advance(slot, &mut s.conn, mem, &mut self.ctx, &mut self.scratch);
-        if next != Next::Close && s.conn.take_spent_pages(false) {
+        if s.conn.take_spent_pages(false) {
+            // Closing or not: a slot about to be freed needs its pages no more either.
             self.arena.release(i * self.stride..(i + 1) * self.stride);
         }
-        let s = &mut self.slots[i];
         match next {
             Next::Park if s.registered => {}
             Next::Park => {
@@ -771,8 +773,10 @@ impl<'a> Loop<'a> {
         }
         self.ctx.timers.disarm(slot);
         let i = slot as usize;
-        let buf = slot_area(&mut self.arena, self.stride, self.slot_bytes, i);
-        conn::abandon(&mut s.conn, buf, &mut self.ctx);
+        if s.conn.sending() {
+            let buf = slot_area(&mut self.arena, self.stride, self.slot_bytes, i);
+            conn::abandon(&mut s.conn, buf, &mut self.ctx);
+        }
         if s.conn.take_spent_pages(true) {
             self.arena.release(i * self.stride..(i + 1) * self.stride);
         }

@@ -1,10 +1,10 @@
 //! What of a connection outlives one call of `conn::advance`, and where it waits until
 //! the next: the slot's own region of the loop's arena.
 //!
-//! Input: the connection's state, the slot's region (`held`) and the loop's working area
+//! Input: the connection's state, the slot's region (in the loop's arena) and the loop's working area
 //! (`work`, one per loop, laid out as a slot's region is: response-head area, then
 //! receive area). Output: the bytes the call needs copied into `work` before it
-//! ([`load`]) and the bytes the next call needs copied back into `held` after it
+//! ([`load`]) and the bytes the next call needs copied back into the slot's region after it
 //! ([`store`]). It does not read or write the socket.
 //!
 //! A call reads requests into `work` and builds response heads there, so a request that
@@ -25,14 +25,19 @@
 //! while it lasts.
 
 use super::{logged, receive_at, Awaiting, Conn};
+use crate::sys::ZeroedArena;
 use core::ops::Range;
 
-/// A connection's memory during one call of `conn::advance`.
+/// A connection's memory during one call of `conn::advance`: two mappings and an
+/// offset, sliced only when something is copied, so the common call keeps three words
+/// across the transition and pays no bounds check for its slot.
 pub(crate) struct Areas<'a> {
-    /// The slot's own region of the arena: what outlives the call.
-    pub held: &'a mut [u8],
-    /// The loop's working area, the same size: where the call reads and writes.
-    pub work: &'a mut [u8],
+    /// The loop's arena, which holds the slot's own region (what outlives the call).
+    pub arena: &'a mut ZeroedArena,
+    /// Where the slot's region starts in `arena` (it is as long as `work`).
+    pub at: usize,
+    /// The loop's working area: where the call reads and writes.
+    pub work: &'a mut ZeroedArena,
 }
 
 /// The parts of a slot's region that hold something `c` needs later: its buffered
@@ -60,28 +65,42 @@ fn in_use(c: &Conn, region: &[u8]) -> [Range<usize>; 2] {
     [inb + input.start..inb + input.end, head]
 }
 
-/// Copies what the slot holds for `c` into the working area, before a call.
+/// Copies what the slot holds for `c` into the working area, before a call. Only the
+/// test is inlined: the common call (nothing held) pays a load and a branch.
 #[inline]
 pub(super) fn load(c: &Conn, a: &mut Areas<'_>) {
-    if !c.held {
-        return;
+    if c.held {
+        copy_in(c, a.arena.as_mut_slice(), a.at, a.work.as_mut_slice());
     }
-    for part in in_use(c, a.work) {
+}
+
+/// [`load`]'s copies, from the region at `at` of `arena`.
+#[inline(never)]
+fn copy_in(c: &Conn, arena: &[u8], at: usize, work: &mut [u8]) {
+    let held = &arena[at..][..work.len()];
+    for part in in_use(c, work) {
         if !part.is_empty() {
-            a.work[part.clone()].copy_from_slice(&a.held[part]);
+            work[part.clone()].copy_from_slice(&held[part]);
         }
     }
 }
 
-/// Copies what `c` needs after the call from the working area into the slot.
+/// Copies what `c` needs after the call from the working area into the slot (inlined
+/// test as in [`load`]: a connection idle between requests needs nothing).
 #[inline]
 pub(super) fn store(c: &mut Conn, a: &mut Areas<'_>) {
-    if c.in_len == 0 && !matches!(c.awaiting, Awaiting::Send(_)) {
-        return;
+    if c.in_len != 0 || matches!(c.awaiting, Awaiting::Send(_)) {
+        copy_out(c, a.arena.as_mut_slice(), a.at, a.work.as_mut_slice());
     }
-    for part in in_use(c, a.work) {
+}
+
+/// [`store`]'s copies, to the region at `at` of `arena`.
+#[inline(never)]
+fn copy_out(c: &mut Conn, arena: &mut [u8], at: usize, work: &[u8]) {
+    let held = &mut arena[at..][..work.len()];
+    for part in in_use(c, work) {
         if !part.is_empty() {
-            a.held[part.clone()].copy_from_slice(&a.work[part]);
+            held[part.clone()].copy_from_slice(&work[part]);
             c.held = true;
         }
     }

@@ -30,7 +30,8 @@
 //! gives its pages back too ([`give_back`], checked in the loop's once-a-second sweep),
 //! and the table shrinks to the slots in use), the deadline lists, the event buffer, the
 //! two ready lists (one entry per slot), the file cache, the access log buffer and, with
-//! `--list-dirs`, the listing slots (`crate::listing`). Serving a request allocates nothing.
+//! `--list-dirs`, the listing slots (`crate::listing`). Serving a request allocates
+//! nothing.
 //!
 //! Accepting: one `accept4` per listener event ([`Tuning::accept_batch`]); `EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM` or a full
 //! table pause accepting for [`Tuning::accept_pause`] (the listener's interest is cleared,

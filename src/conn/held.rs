@@ -1,11 +1,11 @@
 //! What of a connection outlives one call of `conn::advance`, and where it waits until
 //! the next: the slot's own region of the loop's arena.
 //!
-//! Input: the connection's state, the slot's region (in the loop's arena) and the loop's working area
-//! (`work`, one per loop, laid out as a slot's region is: response-head area, then
-//! receive area). Output: the bytes the call needs copied into `work` before it
-//! ([`load`]) and the bytes the next call needs copied back into the slot's region after it
-//! ([`store`]). It does not read or write the socket.
+//! Input: the connection's state, the slot's region (in the loop's arena) and the
+//! loop's working area (`work`, one per loop, laid out as a slot's region is:
+//! response-head area, then receive area). Output: the bytes the call needs copied into
+//! `work` before it ([`load`]) and the bytes the next call needs copied back into the
+//! slot's region after it ([`store`]). It does not read or write the socket.
 //!
 //! A call reads requests into `work` and builds response heads there, so a request that
 //! arrives whole and is answered whole touches no page of its slot: an idle keep-alive

@@ -1155,6 +1155,40 @@ mod tests {
         assert!(!f.conn.take_spent_pages(false), "once");
     }
 
+    /// A head the socket did not take waits in the slot's region, and the next call sends
+    /// it from there (other connections have used the working area meanwhile).
+    #[test]
+    fn a_head_the_socket_did_not_take_waits_in_the_slot() {
+        let mut f = fixture("unsent");
+        let mut filled = 0usize;
+        for _ in 0..4096 {
+            match rustix::io::write(f.conn.fd().unwrap(), &[b'x'; 4096]) {
+                Ok(n) => filled += n,
+                Err(_) => break,
+            }
+        }
+        f.peer
+            .write_all(b"GET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        assert_eq!(f.step(), Next::Park);
+        assert!(
+            f.response().head.sent < f.response().head.len,
+            "socket full"
+        );
+        assert!(
+            f.buf.as_mut_slice().iter().any(|&b| b != 0),
+            "kept in the slot"
+        );
+        f.peer.read_exact(&mut vec![0; filled]).unwrap();
+        assert_eq!(f.step(), Next::Park);
+        let a = f.answer();
+        assert!(
+            a.starts_with("HTTP/1.1 200 OK\r\n") && a.ends_with("\r\n\r\nabc"),
+            "{a}"
+        );
+        assert!(f.conn.idle() && f.conn.take_spent_pages(false));
+    }
+
     #[test]
     fn body_is_discarded_across_reads() {
         let mut f = fixture("body");

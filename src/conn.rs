@@ -1,11 +1,13 @@
 //! The connection state machine: one enum named after what the connection waits for, and
 //! one transition function, [`advance`], that moves it as far as the socket allows.
 //!
-//! Input: a connection slot (its socket, its state, its two buffers: a response-head
-//! area of 1 KiB, more with long operator lines (see [`IN_CAP`]), and a 16 KiB receive
-//! area, both in the slot's page-aligned region of the loop's arena, resident only where
-//! written and given back by the loop once the slot has stayed free a while), readiness
-//! hints from epoll, and the worker's shared
+//! Input: a connection slot (its socket, its state, and its page-aligned region of the
+//! loop's arena), the loop's working area (laid out as a region is: a response-head area
+//! of 1 KiB, more with long operator lines (see [`IN_CAP`]), then a 16 KiB receive area;
+//! one per loop, where every call reads its requests and builds its heads, while a
+//! slot's own region receives only what outlives a call: a head in pieces, a pipelined
+//! rest, an unsent head, the request bytes a pending log line reads; `held.rs`),
+//! readiness hints from epoll, and the worker's shared
 //! [`Ctx`] (root, file cache, cached Date, counters, access log, deadlines). Output: bytes
 //! written to the socket, and a [`Next`] telling the loop to park the slot or close it.
 //! It does not accept, poll or own the table; `serve_loop` does.
@@ -33,7 +35,7 @@
 //! encoder; a body still to discard exists only as `Awaiting::Body { left }`. Planning
 //! builds that value: a `Responder` (`record.rs`) whose methods are the response kinds
 //! (`respond.rs` picks one, `file.rs`, `listing.rs`, `auth.rs` hold the rest) writes the
-//! head into the slot's head area, which start-up sized for the largest head
+//! head into the working area's head area, which start-up sized for the largest head
 //! (`SiteRules::head_area`); a head that did not fit would be a 500 that closes, never a
 //! body without its head.
 //!
@@ -55,6 +57,7 @@
 
 mod auth;
 mod file;
+mod held;
 mod listing;
 mod logged;
 mod record;
@@ -73,6 +76,7 @@ use crate::site::SiteRules;
 use crate::stats::WorkerCounters;
 use crate::timers::{Kind, Timers};
 use core::sync::atomic::Ordering::Relaxed;
+pub(crate) use held::Areas;
 use response::{After, Outgoing, Response};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::io::{Errno, IoSlice};
@@ -103,7 +107,7 @@ fn areas(buf: &mut [u8]) -> (&mut [u8], &mut [u8]) {
 /// Bytes of the worker's spill area for a response head too long for a slot's head area:
 /// only a 301 whose `Location` repeats a long target (at most [`MAX_TARGET`] + 1 bytes,
 /// since the target's bytes are all `pchar` and re-encode to no more bytes than they came
-/// from). It is copied to the back of the slot's receive area (`logged::spill_at`), which
+/// from). It is copied to the back of the receive area (`logged::spill_at`), which
 /// must hold it.
 pub(crate) const SPILL_CAP: usize = MAX_TARGET + HEAD_AREA_MAX;
 const _: () = assert!(SPILL_CAP <= IN_CAP);
@@ -164,6 +168,8 @@ pub(crate) struct Conn {
     in_len: usize,
     /// Bytes of them already scanned for a head's end (see `head_ready`).
     scanned: usize,
+    /// The slot's region was written since its pages were last given back (`held.rs`).
+    held: bool,
 }
 
 impl Conn {
@@ -182,6 +188,7 @@ impl Conn {
             started_us: 0,
             in_len: 0,
             scanned: 0,
+            held: false,
         }
     }
 
@@ -227,15 +234,26 @@ impl Conn {
         self.fd.as_ref().map(|fd| fd.as_fd())
     }
 
-    /// A response is being written.
-    #[cfg(test)]
-    fn sending(&self) -> bool {
+    /// A response is being written (one closed now is cut short: [`abandon`]).
+    pub(crate) fn sending(&self) -> bool {
         matches!(self.awaiting, Awaiting::Send(_))
     }
 
     /// Waiting between requests with nothing buffered (a graceful stop may close it).
     pub fn idle(&self) -> bool {
         matches!(self.awaiting, Awaiting::Head) && self.in_len == 0
+    }
+
+    /// The slot's region holds pages written by an earlier call that nothing needs any
+    /// more (the connection is idle, or `closing`): true once, and the caller gives them
+    /// back (`held.rs`).
+    #[inline]
+    pub(crate) fn take_spent_pages(&mut self, closing: bool) -> bool {
+        if !self.held || !(closing || self.idle()) {
+            return false;
+        }
+        self.held = false;
+        true
     }
 }
 
@@ -296,6 +314,8 @@ pub(crate) fn header_timeout(
     }
     let started = !c.idle() || matches!(c.awaiting, Awaiting::Body { .. });
     if started {
+        // The answer is planned in the slot's region (what `held::load` reads next).
+        c.held = true;
         let (out, inb) = areas(buf);
         respond::timed_out(c, out, &inb[..c.in_len], ctx, s);
     }
@@ -434,11 +454,12 @@ fn read_some(fd: BorrowedFd<'_>, dst: &mut [u8]) -> Read {
     }
 }
 
-/// Moves connection `slot` as far as its socket allows. `buf` is its arena region.
+/// Moves connection `slot` as far as its socket allows, working in the loop's area and
+/// keeping in the slot's region only what outlives the call (`held.rs`).
 pub(crate) fn advance(
     slot: u32,
     c: &mut Conn,
-    buf: &mut [u8],
+    mut mem: Areas<'_>,
     ctx: &mut Ctx<'_>,
     s: &mut Scratch,
 ) -> Next {
@@ -446,7 +467,9 @@ pub(crate) fn advance(
     let Some(sock) = c.fd.take() else {
         return Next::Close;
     };
-    let next = transition(slot, c, sock.as_fd(), buf, ctx, s);
+    held::load(c, &mut mem);
+    let next = transition(slot, c, sock.as_fd(), mem.work.as_mut_slice(), ctx, s);
+    held::store(c, &mut mem);
     c.fd = Some(sock);
     next
 }
@@ -923,7 +946,10 @@ mod tests {
 
     struct Fixture {
         conn: Conn,
-        buf: Vec<u8>,
+        /// The slot's region (an arena of one slot).
+        buf: crate::sys::ZeroedArena,
+        /// The loop's working area.
+        work: crate::sys::ZeroedArena,
         peer: UnixStream,
         scratch: Scratch,
         counters: &'static WorkerCounters,
@@ -960,7 +986,9 @@ mod tests {
         conn.open(OwnedFd::from(ours), arrival);
         Fixture {
             conn,
-            buf: vec![0; slot_bytes(crate::http::response::HEAD_CAP)],
+            buf: crate::sys::ZeroedArena::new(slot_bytes(crate::http::response::HEAD_CAP)).unwrap(),
+            work: crate::sys::ZeroedArena::new(slot_bytes(crate::http::response::HEAD_CAP))
+                .unwrap(),
             peer,
             scratch: Scratch::new(),
             counters: Box::leak(Box::default()),
@@ -988,7 +1016,16 @@ mod tests {
         fn step(&mut self) -> Next {
             self.conn.readable = true;
             self.conn.writable = true;
-            self.with_ctx(|f, ctx| advance(0, &mut f.conn, &mut f.buf, ctx, &mut f.scratch))
+            // Other connections of the loop use the working area between two calls.
+            self.work.as_mut_slice().fill(0xa5);
+            self.with_ctx(|f, ctx| {
+                let mem = Areas {
+                    arena: &mut f.buf,
+                    at: 0,
+                    work: &mut f.work,
+                };
+                advance(0, &mut f.conn, mem, ctx, &mut f.scratch)
+            })
         }
 
         /// Runs `run` with the worker state this fixture keeps between steps.
@@ -1089,6 +1126,67 @@ mod tests {
         );
         assert!(matches!(f.conn.awaiting, Awaiting::Head), "kept alive");
         assert!(f.conn.idle());
+    }
+
+    /// A request that arrives whole is answered without a write to the slot's region; a
+    /// head in pieces waits there, and once answered its pages are spent (given back).
+    #[test]
+    fn only_what_outlives_a_call_is_written_to_the_slot() {
+        let mut f = fixture("held");
+        let untouched = |f: &mut Fixture| f.buf.as_mut_slice().iter().all(|&b| b == 0);
+        f.peer
+            .write_all(b"GET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        assert_eq!(f.step(), Next::Park);
+        assert!(f.answer().ends_with("\r\n\r\nabc"));
+        assert!(
+            untouched(&mut f),
+            "a whole request and its answer stay in the loop's area"
+        );
+        assert!(!f.conn.take_spent_pages(false));
+        f.peer.write_all(b"GET /a.txt HTTP/1.1\r\nHo").unwrap();
+        assert_eq!(f.step(), Next::Park);
+        assert!(!untouched(&mut f), "the partial head waits in the slot");
+        assert!(!f.conn.take_spent_pages(false), "still needed");
+        f.peer.write_all(b"st: t\r\n\r\n").unwrap();
+        assert_eq!(f.step(), Next::Park);
+        assert!(f.answer().ends_with("\r\n\r\nabc"));
+        assert!(f.conn.take_spent_pages(false), "idle: the pages go back");
+        assert!(!f.conn.take_spent_pages(false), "once");
+    }
+
+    /// A head the socket did not take waits in the slot's region, and the next call sends
+    /// it from there (other connections have used the working area meanwhile).
+    #[test]
+    fn a_head_the_socket_did_not_take_waits_in_the_slot() {
+        let mut f = fixture("unsent");
+        let mut filled = 0usize;
+        for _ in 0..4096 {
+            match rustix::io::write(f.conn.fd().unwrap(), &[b'x'; 4096]) {
+                Ok(n) => filled += n,
+                Err(_) => break,
+            }
+        }
+        f.peer
+            .write_all(b"GET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        assert_eq!(f.step(), Next::Park);
+        assert!(
+            f.response().head.sent < f.response().head.len,
+            "socket full"
+        );
+        assert!(
+            f.buf.as_mut_slice().iter().any(|&b| b != 0),
+            "kept in the slot"
+        );
+        f.peer.read_exact(&mut vec![0; filled]).unwrap();
+        assert_eq!(f.step(), Next::Park);
+        let a = f.answer();
+        assert!(
+            a.starts_with("HTTP/1.1 200 OK\r\n") && a.ends_with("\r\n\r\nabc"),
+            "{a}"
+        );
+        assert!(f.conn.idle() && f.conn.take_spent_pages(false));
     }
 
     #[test]
@@ -1385,13 +1483,13 @@ mod tests {
         let sent = f.response().body_sent;
         assert!(sent > 0 && sent < 8 << 20, "{sent}");
         // The loop gives up on it (a timeout, a stop): the line says how far it got.
-        f.with_ctx(|f, ctx| abandon(&mut f.conn, &f.buf, ctx));
+        f.with_ctx(|f, ctx| abandon(&mut f.conn, f.buf.as_mut_slice(), ctx));
         let lines = f.logged(&log);
         let v = json(&lines[0]);
         assert_eq!(v["body_bytes"].as_u64(), Some(sent));
         assert_eq!(v["cut_short"], true);
         assert_eq!(f.counters.cut_short.load(Relaxed), 1);
-        f.with_ctx(|f, ctx| abandon(&mut f.conn, &f.buf, ctx));
+        f.with_ctx(|f, ctx| abandon(&mut f.conn, f.buf.as_mut_slice(), ctx));
         assert_eq!(f.counters.cut_short.load(Relaxed), 1, "counted once");
     }
 }

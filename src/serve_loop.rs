@@ -21,14 +21,17 @@
 //! and a 16 KiB receive area; the head area grows in KiB steps, to 6 KiB at most, only
 //! when the operator's `--header` and `--cache-control` lines need it, and then every
 //! response writes into it), in one anonymous `MAP_NORESERVE` mapping,
-//! `sys::ZeroedArena`, so a page becomes resident only when a connection first uses it:
-//! one 4 KiB page per connection for ordinary requests (plus the operator's lines beyond
-//! the first 1 KiB head area), the whole slot at most; a slot left free for 10 to 20 s
-//! gives its pages back ([`give_back`], checked in the loop's once-a-second sweep), so
-//! after a spike of connections the worker's memory returns near its start),
-//! the deadline lists, the event buffer, the two ready lists (one entry per slot), the
-//! file cache, the access log buffer and, with `--list-dirs`, the listing slots
-//! (`crate::listing`). Serving a request allocates nothing.
+//! `sys::ZeroedArena`, so a page becomes resident only when a connection first writes
+//! it; the working area of the same size where every call of `conn::advance` reads and
+//! answers (so a request that arrives whole is served without touching its slot's
+//! pages, and an idle keep-alive connection holds none: a slot's region receives only
+//! what a slow path must keep between calls, `conn::held`, and the loop gives those pages
+//! back once the connection is idle again or closes; a slot left free for 10 to 20 s
+//! gives its pages back too ([`give_back`], checked in the loop's once-a-second sweep),
+//! and the table shrinks to the slots in use), the deadline lists, the event buffer, the
+//! two ready lists (one entry per slot), the file cache, the access log buffer and, with
+//! `--list-dirs`, the listing slots (`crate::listing`). Serving a request allocates
+//! nothing.
 //!
 //! Accepting: one `accept4` per listener event ([`Tuning::accept_batch`]); `EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM` or a full
 //! table pause accepting for [`Tuning::accept_pause`] (the listener's interest is cleared,
@@ -301,6 +304,10 @@ struct Loop<'a> {
     /// Distance between two slots' regions: `slot_bytes` rounded up to whole pages, so a
     /// region's pages are its own and can be given back alone.
     stride: usize,
+    /// The working area every connection of the loop reads and answers in
+    /// (`slot_bytes`, laid out as a slot's region: `conn::Areas`), page-aligned as a
+    /// slot's region is, so the parser and `memchr` see the alignment they saw there.
+    work: crate::sys::ZeroedArena,
     /// Free slots, the last freed on top (reused first). The table grows (a slot is
     /// added) only when this is empty: `slots` and its companion tables are filled, and
     /// their pages touched, only as far as connections have used them.
@@ -393,6 +400,8 @@ impl<'a> Loop<'a> {
                 .map_err(|e| LoopError::Setup("mapping the connection arena", e))?,
             slot_bytes,
             stride,
+            work: crate::sys::ZeroedArena::new(slot_bytes)
+                .map_err(|e| LoopError::Setup("mapping the working area", e))?,
             free: Vec::with_capacity(n),
             max_slots: n,
             next_generation: 0,
@@ -680,9 +689,18 @@ impl<'a> Loop<'a> {
 
     fn drive(&mut self, slot: u32) {
         let i = slot as usize;
-        let buf = slot_area(&mut self.arena, self.stride, self.slot_bytes, i);
+        let mem = conn::Areas {
+            arena: &mut self.arena,
+            at: i * self.stride,
+            work: &mut self.work,
+        };
         let s = &mut self.slots[i];
-        match conn::advance(slot, &mut s.conn, buf, &mut self.ctx, &mut self.scratch) {
+        let next = conn::advance(slot, &mut s.conn, mem, &mut self.ctx, &mut self.scratch);
+        if s.conn.take_spent_pages(false) {
+            // Closing or not: a slot about to be freed needs its pages no more either.
+            self.arena.release(i * self.stride..(i + 1) * self.stride);
+        }
+        match next {
             Next::Park if s.registered => {}
             Next::Park => {
                 let token = Token {
@@ -756,8 +774,13 @@ impl<'a> Loop<'a> {
         }
         self.ctx.timers.disarm(slot);
         let i = slot as usize;
-        let buf = slot_area(&mut self.arena, self.stride, self.slot_bytes, i);
-        conn::abandon(&mut s.conn, buf, &mut self.ctx);
+        if s.conn.sending() {
+            let buf = slot_area(&mut self.arena, self.stride, self.slot_bytes, i);
+            conn::abandon(&mut s.conn, buf, &mut self.ctx);
+        }
+        if s.conn.take_spent_pages(true) {
+            self.arena.release(i * self.stride..(i + 1) * self.stride);
+        }
         s.release(&mut self.ctx);
         self.per_addr.remove(slot);
         self.free.push(slot);
@@ -996,9 +1019,11 @@ mod tests {
         );
     }
 
+    /// A slot's region is written only by a slow path and given back once the connection
+    /// is idle again; a free slot unused for a period leaves the table.
     #[test]
-    fn a_slot_unused_for_a_period_gives_its_pages_back() {
-        use std::io::{Read, Write};
+    fn a_slot_holds_pages_only_while_a_slow_path_needs_them() {
+        use std::io::Write;
         let (listener, addr) = bound();
         let cfg = config(4);
         let counters = WorkerCounters::default();
@@ -1009,12 +1034,9 @@ mod tests {
         let mut lp = Loop::new(listener.as_fd(), &cfg, tuning, &counters).unwrap();
         let mut client = TcpStream::connect(addr).unwrap();
         client
-            .write_all(b"GET /steerd-no-such-file HTTP/1.1\r\nHost: a\r\n\r\n")
+            .write_all(b"GET /steerd-no-such-file HTTP/1.1\r\nHo")
             .unwrap();
         lp.dispatch(Token::LISTENER, READY);
-        let mut got = [0u8; 12];
-        client.read_exact(&mut got).unwrap();
-        assert_eq!(&got, b"HTTP/1.1 404");
         let slot = lp.slots.iter().position(|s| s.conn.fd().is_some()).unwrap();
         let touched = |lp: &mut Loop<'_>| {
             let (stride, len) = (lp.stride, lp.slot_bytes);
@@ -1024,13 +1046,26 @@ mod tests {
         };
         assert!(
             touched(&mut lp),
-            "the request and its response are in the slot's region"
+            "the partial head waits in the slot's region"
         );
-        drop(client);
         let token = Token {
             slot: slot as u32,
             generation: lp.slots[slot].generation,
         };
+        client.write_all(b"st: a\r\n\r\n").unwrap();
+        lp.dispatch(token, READY);
+        assert!(status_line(&mut client).starts_with("HTTP/1.1 404"));
+        assert!(!touched(&mut lp), "idle again: the pages read as zeros");
+        client
+            .write_all(b"GET /steerd-no-such-file HTTP/1.1\r\nHost: a\r\n\r\n")
+            .unwrap();
+        lp.dispatch(token, READY);
+        assert!(status_line(&mut client).starts_with("HTTP/1.1 404"));
+        assert!(
+            !touched(&mut lp),
+            "a whole request is answered in the loop's area"
+        );
+        drop(client);
         lp.dispatch(
             token,
             Ready {
@@ -1041,16 +1076,9 @@ mod tests {
         assert_eq!(lp.open, 0);
         lp.ctx.now_ms += 10;
         lp.give_back();
-        assert!(
-            touched(&mut lp),
-            "kept while it has not been unused for a whole period"
-        );
+        assert_eq!(lp.slots.len(), slot + 1, "kept for a whole period");
         lp.ctx.now_ms += 10;
         lp.give_back();
-        assert!(
-            !touched(&mut lp),
-            "given back: the pages read as zeros again"
-        );
         assert_eq!(
             lp.slots.len(),
             slot,
@@ -1061,11 +1089,33 @@ mod tests {
             .write_all(b"GET /steerd-no-such-file HTTP/1.1\r\nHost: a\r\n\r\n")
             .unwrap();
         lp.dispatch(Token::LISTENER, READY);
-        client.read_exact(&mut got).unwrap();
-        assert_eq!(&got, b"HTTP/1.1 404", "the table grows again");
+        let line = status_line(&mut client);
+        assert!(
+            line.starts_with("HTTP/1.1 404"),
+            "the table grows again: {line}"
+        );
         assert!(
             lp.slots[slot].generation > token.generation,
             "no old token matches"
         );
+    }
+
+    /// The status line of the next whole response on `client` (its head and its
+    /// `Content-Length` body are read).
+    fn status_line(client: &mut TcpStream) -> String {
+        use std::io::Read;
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            client.read_exact(&mut byte).unwrap();
+            head.push(byte[0]);
+        }
+        let text = String::from_utf8_lossy(&head).into_owned();
+        let len = text
+            .lines()
+            .find_map(|l| l.strip_prefix("Content-Length: "))
+            .map_or(0, |n| n.trim().parse().unwrap());
+        client.read_exact(&mut vec![0; len]).unwrap();
+        text.lines().next().unwrap_or_default().to_string()
     }
 }

@@ -1,13 +1,15 @@
 //! What the access log needs to remember about a response while it is being written,
 //! and the line written when it ends (finished, or cut short).
 //!
-//! Input: at planning time, the request as the log shows it (slices of the slot's receive
-//! area) and the client address; at the end, the body bytes actually written. Output: one
-//! [`Record`] handed to the worker's log, and the cut-short counter or, for a response
-//! finished whole, its response time (`stats::latency`, on the turn clock: no clock read
-//! here). No allocation: the request's bytes stay at the front of the receive area until
-//! its response is finished (the next head is not parsed before that anyway), so only
-//! offsets into that area are kept, not copies. A response head spilled into the receive area sits at its back
+//! Input: at planning time, the request as the log shows it (slices of the receive area
+//! the call works in) and the client address; at the end, the body bytes actually
+//! written. Output: one [`Record`] handed to the worker's log, and the cut-short counter
+//! or, for a response finished whole, its response time (`stats::latency`, on the turn
+//! clock: no clock read here). No allocation: the request's bytes stay at the front of
+//! the receive area until its response is finished (the next head is not parsed before
+//! that anyway), so only offsets into that area are kept, not copies (between calls the
+//! bytes wait at the same offsets in the slot's own region, `held.rs`). A response head
+//! spilled into the receive area sits at its back
 //! ([`spill_at`]); a field reaching past its start is cut there.
 //!
 //! The client is the connection's own (the peer, or what its PROXY header said), or, for
@@ -160,7 +162,7 @@ fn remember(c: &mut Conn, ctx: &Ctx<'_>, status: u16, req: &LoggedRequest<'_>) {
 
 /// The response in flight on `c` ended (`cut_short`: before all of it was written):
 /// count it (cut short, or its response time from the turn that planned it to this one)
-/// and write its line. `inb` is the slot's receive area. The caller then moves `c` out
+/// and write its line. `inb` is the receive area holding the request. The caller then moves `c` out
 /// of `Awaiting::Send`, so a response ends once. Inlined: with the log off (nothing
 /// pending) this is a few tests and the histogram's adds, not a call.
 #[inline]

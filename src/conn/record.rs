@@ -37,7 +37,7 @@ pub(super) struct Bufs<'s> {
     pub sidecar: &'s mut [u8],
 }
 
-/// Where a head is written: the slot's head area, or the worker's spill area (moved to
+/// Where a head is written: the head area, or the worker's spill area (moved to
 /// the back of the receive area by the transition).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Place {

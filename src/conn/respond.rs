@@ -1,4 +1,4 @@
-//! One request to one response plan: status, head bytes in the slot's head area, body
+//! One request to one response plan: status, head bytes in the head area, body
 //! source, and what follows (keep-alive, close, linger).
 //!
 //! Input: the buffered bytes (a complete head, or enough to refuse one), the worker's

@@ -121,7 +121,7 @@ impl Outgoing {
     }
 }
 
-/// The response head: `len` bytes in the slot's head area, or, `spilled`, at the back of
+/// The response head: `len` bytes in the head area, or, `spilled`, at the back of
 /// its receive area (a 301 too long for the head area, see `conn::SPILL_CAP`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Head {

@@ -6,7 +6,7 @@
 //! shows the warnings its own way. It does not pin, bind or fork.
 
 use super::Failure;
-use crate::args::ServeArgs;
+use crate::args::{Roots, ServeArgs};
 use crate::plan::{self, Plan};
 use crate::steer::{self, SteerProgram};
 use crate::topology::{self, Topology};
@@ -37,6 +37,7 @@ pub(crate) fn bindable_listen(args: &mut ServeArgs, show: impl Fn(&str)) {
 /// addresses, makes the plan and the steering program. Each warning goes to `show` as
 /// soon as the machine is read, so it is seen even when planning then fails.
 pub fn prepare(args: &ServeArgs, show: impl Fn(&str)) -> Result<Prepared, Failure> {
+    roots_exist(&args.roots)?;
     let (mut topo, mut warnings) = topology::read(&args.roots.sysfs, &args.roots.procfs);
     warnings.extend(topology::attach_nic(
         &mut topo,
@@ -55,4 +56,22 @@ pub fn prepare(args: &ServeArgs, show: impl Fn(&str)) -> Result<Prepared, Failur
         plan,
         program,
     })
+}
+
+/// Refuses a `--sysfs` or `--procfs` given on the command line that is not a directory:
+/// read from there, every file would be missing and the machine would look like one CPU
+/// with a warning per file. The defaults, `/sys` and `/proc`, are only warned about when
+/// unreadable (a minimal container may lack them; steerd still serves on one CPU).
+pub(crate) fn roots_exist(roots: &Roots) -> Result<(), Failure> {
+    let given = [
+        ("--sysfs", &roots.sysfs, "/sys"),
+        ("--procfs", &roots.procfs, "/proc"),
+    ];
+    for (flag, path, default) in given {
+        if path.as_os_str() != default && !path.is_dir() {
+            let why = format!("{flag} {}: not a directory", path.display());
+            return Err(Failure::new("topology", why));
+        }
+    }
+    Ok(())
 }

@@ -33,8 +33,10 @@
 //! `--list-dirs`, the listing slots (`crate::listing`). Serving a request allocates
 //! nothing.
 //!
-//! Accepting: one `accept4` per listener event ([`Tuning::accept_batch`]); `EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM` or a full
-//! table pause accepting for [`Tuning::accept_pause`] (the listener's interest is cleared,
+//! Accepting: one `accept4` per listener event ([`Tuning::accept_batch`]); `EINTR`,
+//! `ECONNABORTED`, `EPROTO` and `EPERM` (a connection gone or refused before it was
+//! taken) are passed over; `EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM`, any other error or a
+//! full table pause accepting for [`Tuning::accept_pause`] (the listener's interest is cleared,
 //! so a level-triggered listener cannot spin the CPU), counted in `accept_pauses`; the
 //! queued connections wait in the kernel's backlog and are served after the pause.
 //! Fairness (`--max-conns-per-addr`, [`per_addr`]): a connection from an address (an
@@ -150,7 +152,7 @@ pub struct Tuning {
     pub cache: CacheConfig,
     /// How long a connection closing after an error reads and discards input.
     pub linger: Duration,
-    /// How long accepting pauses on EMFILE/ENFILE or a full table.
+    /// How long accepting pauses on a failed accept (EMFILE, ENFILE, ...) or a full table.
     pub(crate) accept_pause: Duration,
     /// Most connections accepted per listener event. One, as nginx's default
     /// (`multi_accept off`): the listener is level-triggered, so a deeper queue is

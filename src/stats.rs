@@ -191,7 +191,7 @@ const FAMILIES: [Family; 11] = [
     Family {
         name: "steerd_accept_pauses_total",
         kind: "counter",
-        help: "Times accepting paused: connection table full, or accept failed (EMFILE, ENFILE, ENOBUFS, ENOMEM).",
+        help: "Times accepting paused: connection table full, or accept failed (EMFILE, ENFILE, ENOBUFS, ENOMEM or an unexpected error).",
         read: |c| load(&c.accept_pauses),
     },
     Family {

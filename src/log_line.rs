@@ -13,11 +13,13 @@
 //! common    127.0.0.1 - - [01/Dec/2026:00:16:22 +0000] "GET /a HTTP/1.1" 200 1234
 //! json      {"time":"2026-12-01T00:16:22Z","client":"127.0.0.1","request":"GET /a HTTP/1.1",
 //!            "status":200,"body_bytes":1234,"referer":"http://r/","user_agent":"curl/8",
-//!            "worker":0,"cpu":2,"local":true,"duration_us":85,"cut_short":false}   (one line)
+//!            "worker":0,"cpu":2,"local":true,"duration_us":85,"cut_short":false,
+//!            "user":null}   (one line)
 //! ```
 //!
 //! The bytes are those of the body actually written (nginx's `$body_bytes_sent`: `0`
-//! when none). An absent `Referer` or `User-Agent` is `-` (`null` in `json`); a request
+//! when none). The user (the third field; `user` in `json`) is the one `--basic-auth`
+//! accepted for the request, `-` (`null`) otherwise. An absent `Referer` or `User-Agent` is `-` (`null` in `json`); a request
 //! that did not parse shows its first line as received (`-` if empty). Quoted fields are
 //! escaped as nginx escapes them ([`escape`]). Times are UTC (`+0000`).
 
@@ -38,7 +40,7 @@ use core::net::IpAddr;
 pub(crate) const LINE_MAX: usize = 16 * 1024;
 /// Output bytes the request-target (or an unparsed request line) may take, escaped.
 pub(crate) const TARGET_BUDGET: usize = 8 * 1024;
-/// Output bytes a `Referer` or `User-Agent` value may take, escaped.
+/// Output bytes a `Referer`, `User-Agent` or user value may take, escaped.
 pub(crate) const FIELD_BUDGET: usize = 2 * 1024;
 /// Longest method written (the parser refuses longer ones).
 const METHOD_MAX: usize = 32;
@@ -74,6 +76,8 @@ pub(crate) struct Record<'a> {
     pub(crate) referer: Option<&'a [u8]>,
     /// `User-Agent` value, if sent.
     pub user_agent: Option<&'a [u8]>,
+    /// The user `--basic-auth` accepted for this request, if any.
+    pub(crate) user: Option<&'a [u8]>,
     /// The worker's index.
     pub worker: u32,
     /// The CPU the worker runs on.

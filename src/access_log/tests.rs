@@ -25,6 +25,7 @@ fn rec(target: &'static [u8]) -> Record<'static> {
         body_bytes: 7,
         referer: None,
         user_agent: Some(b"t"),
+        user: None,
         worker: 0,
         cpu: 0,
         local: true,

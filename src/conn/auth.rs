@@ -38,10 +38,14 @@ impl Responder<'_, '_> {
             true => forwarded_for(fields, walk).or(c.client),
             false => c.client,
         };
-        let verdict = gate.check(authorization(fields), client, self.ctx.now_ms);
+        let value = authorization(fields);
+        let verdict = gate.check(value, client, self.ctx.now_ms);
         let mut retry = [0u8; 32];
         let (status, lines, reason) = match verdict {
-            Verdict::Pass => return false,
+            Verdict::Pass => {
+                self.line.log.accepted = value;
+                return false;
+            }
             Verdict::Challenge(reason) => (401, rule.challenge(), reason),
             Verdict::Limited { retry_after } => {
                 let mut w = Writer::new(&mut retry);

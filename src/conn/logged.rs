@@ -19,6 +19,7 @@
 
 use super::response::Response;
 use super::{Awaiting, Conn, Ctx, IN_CAP};
+use crate::auth::basic::{self, DECODED_MAX};
 use crate::client_addr::forwarded_for;
 use crate::config::LogFormat;
 use crate::http::Header;
@@ -89,6 +90,8 @@ pub(crate) struct Pending {
     line: LineSpan,
     referer: Option<Span>,
     user_agent: Option<Span>,
+    /// The `Authorization` value `--basic-auth` accepted.
+    accepted: Option<Span>,
     client: Option<IpAddr>,
 }
 
@@ -102,6 +105,8 @@ pub(crate) struct LoggedRequest<'a> {
     pub line: RequestLine<'a>,
     /// Its field lines (none for a request that did not parse).
     pub fields: &'a [Header<'a>],
+    /// The `Authorization` value `--basic-auth` accepted (the log shows its user).
+    pub accepted: Option<&'a [u8]>,
 }
 
 fn field<'a>(fields: &[Header<'a>], name: &[u8]) -> Option<&'a [u8]> {
@@ -156,6 +161,7 @@ fn remember(c: &mut Conn, ctx: &Ctx<'_>, status: u16, req: &LoggedRequest<'_>) {
         line,
         referer: field(req.fields, b"referer").map(span),
         user_agent: field(req.fields, b"user-agent").map(span),
+        accepted: req.accepted.map(span),
         client: forwarded.or(c.client),
     });
 }
@@ -201,6 +207,11 @@ fn write_line(c: &mut Conn, inb: &[u8], ctx: &mut Ctx<'_>, cut_short: bool) {
         LineSpan::Raw(raw) => RequestLine::Raw(raw.get(area)),
     };
     let started = core::mem::take(&mut c.started_us);
+    let mut decoded = [0u8; DECODED_MAX];
+    let accepted = p.accepted.map(|s| s.get(area));
+    let user = accepted
+        .and_then(|v| basic::decode(v, &mut decoded))
+        .map(|(u, _)| u);
     let rec = Record {
         client: p.client,
         request,
@@ -208,6 +219,7 @@ fn write_line(c: &mut Conn, inb: &[u8], ctx: &mut Ctx<'_>, cut_short: bool) {
         body_bytes: r.body_sent,
         referer: p.referer.map(|s| s.get(area)),
         user_agent: p.user_agent.map(|s| s.get(area)),
+        user,
         worker: ctx.worker,
         cpu: ctx.cpu,
         local: c.local,

@@ -5,8 +5,9 @@
 //! $remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent"
 //! ```
 //!
-//! with `-` for the user (no authentication here) and, in combined, for an absent
-//! `Referer` or `User-Agent`. Common stops after the byte count.
+//! with `-` for the user when `--basic-auth` accepted none (escaped as the other fields,
+//! and a space as `\x20`, so the field ends where log tools expect) and, in combined,
+//! for an absent `Referer` or `User-Agent`. Common stops after the byte count.
 
 use super::{escape, put_ip, request_text, LogClock, Record, FIELD_BUDGET};
 use crate::http::response::Writer;
@@ -19,7 +20,14 @@ pub(super) fn write(rec: &Record<'_>, clock: &LogClock, combined: bool, out: &mu
             out.put(b"-");
         }
     }
-    out.put(b" - - [");
+    out.put(b" - ");
+    match rec.user {
+        Some(user) => escape::clf_bare(user, out, FIELD_BUDGET),
+        None => {
+            out.put(b"-");
+        }
+    }
+    out.put(b" [");
     out.put(clock.clf());
     out.put(b"] \"");
     request_text(&rec.request, out, escape::clf);

@@ -23,23 +23,41 @@ use crate::http::response::Writer;
 
 const HEX: &[u8; 16] = b"0123456789ABCDEF";
 
-/// Bytes written escaped: controls, `"`, `\`, DEL and everything above ASCII.
-const CLF_ESCAPED: [bool; 256] = {
+/// Bytes written escaped in a quoted field: controls, `"`, `\`, DEL and everything
+/// above ASCII.
+const CLF_ESCAPED: [bool; 256] = clf_table(false);
+
+/// Bytes written escaped in a bare field (the user): those, and the space that would
+/// end the field.
+const CLF_BARE_ESCAPED: [bool; 256] = clf_table(true);
+
+const fn clf_table(space: bool) -> [bool; 256] {
     let mut t = [false; 256];
     let mut b = 0;
     while b < 256 {
         t[b] = b < 0x20 || b == b'"' as usize || b == b'\\' as usize || b >= 0x7f;
+        t[b] = t[b] || (space && b == b' ' as usize);
         b += 1;
     }
     t
-};
+}
 
 /// `src` escaped for a quoted CLF field, at most `budget` output bytes.
 pub(crate) fn clf(src: &[u8], out: &mut Writer<'_>, budget: usize) {
+    escaped(src, &CLF_ESCAPED, out, budget);
+}
+
+/// `src` escaped for a bare CLF field (the user, between spaces): a space is `\x20`.
+pub(crate) fn clf_bare(src: &[u8], out: &mut Writer<'_>, budget: usize) {
+    escaped(src, &CLF_BARE_ESCAPED, out, budget);
+}
+
+/// `src` with the bytes `table` marks written as `\"`, `\\` or `\xHH`.
+fn escaped(src: &[u8], table: &[bool; 256], out: &mut Writer<'_>, budget: usize) {
     let mut left = budget;
     let mut rest = src;
     loop {
-        let run = rest.iter().position(|&b| CLF_ESCAPED[usize::from(b)]);
+        let run = rest.iter().position(|&b| table[usize::from(b)]);
         let plain = run.unwrap_or(rest.len());
         out.put(&rest[..plain.min(left)]);
         if plain > left || run.is_none() {

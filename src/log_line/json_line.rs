@@ -5,7 +5,9 @@
 //! `status`, `body_bytes`, `referer`, `user_agent`, `worker`, `cpu`, `local` (the
 //! connection arrived on the worker's own CPU), `duration_us` (first byte of the request
 //! to the end of its response), `cut_short` (the response ended before all of it was
-//! written: the client went away, a timeout, or the file shrank under the transfer).
+//! written: the client went away, a timeout, or the file shrank under the transfer),
+//! `user` (the user `--basic-auth` accepted, else `null`; last, so lines of earlier
+//! versions are a prefix of the same keys).
 
 use super::{escape, put_ip, request_text, LogClock, Record, FIELD_BUDGET};
 use crate::http::response::Writer;
@@ -45,6 +47,8 @@ pub(super) fn write(rec: &Record<'_>, clock: &LogClock, out: &mut Writer<'_>) {
     out.num(rec.duration_us);
     out.put(b",\"cut_short\":");
     out.put(bool_text(rec.cut_short));
+    out.put(b",\"user\":");
+    string_or_null(rec.user, out);
     out.put(b"}");
 }
 

@@ -20,6 +20,7 @@ fn record() -> Record<'static> {
         body_bytes: 1234,
         referer: Some(b"http://r/"),
         user_agent: Some(b"curl/8"),
+        user: None,
         worker: 3,
         cpu: 5,
         local: true,
@@ -60,6 +61,7 @@ fn absent_fields_zero_bytes_and_http_1_0() {
         body_bytes: 0,
         referer: None,
         user_agent: Some(b""),
+        user: None,
         ..record()
     };
     assert_eq!(
@@ -78,6 +80,7 @@ fn hostile_fields_are_escaped() {
             minor: 1,
         },
         user_agent: Some(b"Mozilla \"quoted\" back\\slash \xe2\x82\xac\n[forged]"),
+        user: None,
         ..record()
     };
     assert_eq!(
@@ -95,6 +98,7 @@ fn unparsed_requests_show_their_raw_line() {
         body_bytes: 0,
         referer: None,
         user_agent: None,
+        user: None,
         ..record()
     };
     assert_eq!(
@@ -115,12 +119,14 @@ fn json_has_every_key_in_order() {
         text,
         "{\"time\":\"2026-12-01T00:16:22Z\",\"client\":\"127.0.0.1\",\"request\":\"GET /a HTTP/1.1\",\
          \"status\":200,\"body_bytes\":1234,\"referer\":\"http://r/\",\"user_agent\":\"curl/8\",\
-         \"worker\":3,\"cpu\":5,\"local\":true,\"duration_us\":85,\"cut_short\":false}\n"
+         \"worker\":3,\"cpu\":5,\"local\":true,\"duration_us\":85,\"cut_short\":false,\
+         \"user\":null}\n"
     );
     let cut = Record {
         client: None,
         referer: None,
         user_agent: Some(b"a\"b\\\xff"),
+        user: None,
         local: false,
         cut_short: true,
         ..record()
@@ -131,6 +137,31 @@ fn json_has_every_key_in_order() {
     assert_eq!(v["user_agent"], "a\"b\\\\\\xFF");
     assert_eq!(v["cut_short"], true);
     assert_eq!(v["local"], false);
+    assert_eq!(v["user"], serde_json::Value::Null);
+}
+
+/// The user `--basic-auth` accepted is the third field (escaped as the others, a space
+/// too, so the field still ends at the next space) and `user` in `json`.
+#[test]
+fn the_accepted_user_is_the_third_field_and_json_user() {
+    let ann = Record {
+        user: Some(b"ann"),
+        ..record()
+    };
+    assert!(
+        line(LogFormat::Combined, &ann)
+            .starts_with("127.0.0.1 - ann [01/Dec/2026:00:16:22 +0000] \"GET /a"),
+        "{}",
+        line(LogFormat::Combined, &ann)
+    );
+    assert!(line(LogFormat::Common, &ann).starts_with("127.0.0.1 - ann ["));
+    let odd = Record {
+        user: Some(b"a b\"c\xe9"),
+        ..record()
+    };
+    assert!(line(LogFormat::Common, &odd).starts_with("127.0.0.1 - a\\x20b\\\"c\\xE9 ["));
+    let v: serde_json::Value = serde_json::from_str(&line(LogFormat::Json, &odd)).unwrap();
+    assert_eq!(v["user"], "a b\"c\\xE9");
 }
 
 #[test]
@@ -148,6 +179,7 @@ fn the_longest_line_fits_and_stays_well_formed() {
         body_bytes: u64::MAX,
         referer: Some(&ua),
         user_agent: Some(&ua),
+        user: Some(&[b' '; 255]),
         duration_us: u64::MAX,
         ..record()
     };

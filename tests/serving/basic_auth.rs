@@ -169,6 +169,50 @@ fn a_kept_alive_401_then_the_credentials() {
     assert_eq!(read_response(&mut r, false).unwrap().status, 200);
 }
 
+/// The access log names the user `--basic-auth` accepted (the combined format's third
+/// field, as nginx's `$remote_user`; `user` in `json`), and `-` / `null` for a refused
+/// user, a skipped path or no credentials: a claimed name is never logged unchecked.
+#[test]
+fn the_access_log_names_the_accepted_user_only() {
+    let _shared = beside_others();
+    let site = Site::new("auth-log", &format!("{BOB}\n"));
+    for (format, bob_seen, nobody) in [
+        ("combined", "127.0.0.1 - bob [", "127.0.0.1 - - ["),
+        ("json", "\"user\":\"bob\"}", "\"user\":null}"),
+    ] {
+        let log = site.dir.path().join(format!("access-{format}.log"));
+        let log_arg = log.display().to_string();
+        let srv = site.serve(&[
+            "--basic-auth-skip",
+            "/favicon.ico",
+            "--access-log",
+            &log_arg,
+            "--log-format",
+            format,
+        ]);
+        let bob = basic("bob", "U*U");
+        assert_eq!(patiently(&mut 0, || get(srv.addr, "/", &bob)).status, 200);
+        let wrong = basic("bob", "nope");
+        assert_eq!(
+            patiently(&mut 0, || get(srv.addr, "/?wrong", &wrong)).status,
+            401
+        );
+        let skipped = patiently(&mut 0, || get(srv.addr, "/favicon.ico", &wrong));
+        assert_eq!(skipped.status, 200);
+        let text = || std::fs::read_to_string(&log).unwrap_or_default();
+        wait_until("three log lines", || text().lines().count() >= 3);
+        let text = text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].contains(bob_seen) && lines[0].contains("GET / HTTP/1.1"),
+            "{format}: {text}"
+        );
+        for line in &lines[1..] {
+            assert!(line.contains(nobody), "{format}: {text}");
+        }
+    }
+}
+
 #[test]
 fn cors_preflights_are_answered_before_auth() {
     let _shared = beside_others();

@@ -7,8 +7,8 @@
 //! find, refuse a second use of, and apply every flag through the table, so a flag the
 //! help shows is a flag the parser takes, and the other way round (`args::tests`:
 //! `the_flag_table_the_parser_and_the_help_agree` for `serve`,
-//! `the_tables_of_topo_check_and_probe_agree_with_their_help`). `bench` and `bpf` still
-//! walk their words by hand and print fixed help texts.
+//! `the_tables_of_topo_check_and_probe_agree_with_their_help`,
+//! `the_tables_of_bench_and_bpf_agree_with_their_help`).
 
 use std::sync::OnceLock;
 

@@ -112,7 +112,11 @@ fn install_executable(source: &Path, dir: &Path) -> std::path::PathBuf {
         .arg(&tmp)
         .status()
         .expect("run install");
-    assert!(installed.success(), "install {}: {installed}", source.display());
+    assert!(
+        installed.success(),
+        "install {}: {installed}",
+        source.display()
+    );
     std::fs::rename(&tmp, &dest).expect("install the copy");
     dest
 }

@@ -18,8 +18,41 @@ pub(crate) struct Draft {
     len: Option<u32>,
 }
 
-/// How a `bpf` flag is applied: the draft and the flag's value (empty for a switch).
-pub(crate) type Apply = fn(&mut Draft, &str) -> Result<(), BadArg>;
+/// Where a `bpf` flag's value goes; [`apply`] parses it there (a tag, as in
+/// `args/serve.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Apply {
+    /// `asm -c`
+    CFormat,
+    /// `run --cpu`
+    Cpu,
+    /// `run --queue`
+    Queue,
+    /// `run --rxhash`
+    Rxhash,
+    /// `run --rand`
+    Rand,
+    /// `run --len`
+    Len,
+    /// `run --payload`
+    Payload,
+}
+
+/// Applies a `bpf` flag (as spelled) with its value (empty for a switch) to the draft.
+fn apply(d: &mut Draft, to: Apply, flag: &str, v: &str) -> Result<(), BadArg> {
+    let word = |max: u32| number(flag, v, max.into()).map(|n| n as u32);
+    let p = &mut d.packet;
+    match to {
+        Apply::CFormat => d.c_format = true,
+        Apply::Cpu => p.cpu = word(u32::MAX)?,
+        Apply::Queue => p.queue = word(u16::MAX.into())? as u16,
+        Apply::Rxhash => p.rxhash = word(u32::MAX)?,
+        Apply::Rand => p.rand = word(u32::MAX)?,
+        Apply::Len => d.len = Some(word(u32::MAX)?),
+        Apply::Payload => p.payload = hex(v)?,
+    }
+    Ok(())
+}
 
 /// One subcommand: its name, its usage line (`{}` where its flags go), what it does (the
 /// column of `steerd bpf --help`, then the rest of its own `--help`), and its flags.
@@ -42,35 +75,17 @@ const fn run_flag(text: &'static str, apply: Apply) -> Flag<Apply> {
 
 /// The flags of `bpf run`: the packet the program is run on.
 const RUN_FLAGS: &[Flag<Apply>] = &[
-    run_flag("--cpu N\nwhat #cpu loads (default 0)", |d, v| {
-        d.packet.cpu = number("--cpu", v, u32::MAX.into())? as u32;
-        Ok(())
-    }),
-    run_flag("--queue Q\nwhat #queue loads (default 0)", |d, v| {
-        d.packet.queue = number("--queue", v, u16::MAX.into())? as u16;
-        Ok(())
-    }),
-    run_flag("--rxhash H\nwhat #rxhash loads (default 0)", |d, v| {
-        d.packet.rxhash = number("--rxhash", v, u32::MAX.into())? as u32;
-        Ok(())
-    }),
-    run_flag("--rand R\nwhat #rand loads (default 0)", |d, v| {
-        d.packet.rand = number("--rand", v, u32::MAX.into())? as u32;
-        Ok(())
-    }),
+    run_flag("--cpu N\nwhat #cpu loads (default 0)", Apply::Cpu),
+    run_flag("--queue Q\nwhat #queue loads (default 0)", Apply::Queue),
+    run_flag("--rxhash H\nwhat #rxhash loads (default 0)", Apply::Rxhash),
+    run_flag("--rand R\nwhat #rand loads (default 0)", Apply::Rand),
     run_flag(
         "--len L\nwhat #len loads (default: the payload's length; not below it)",
-        |d, v| {
-            d.len = Some(number("--len", v, u32::MAX.into())? as u32);
-            Ok(())
-        },
+        Apply::Len,
     ),
     run_flag(
         "--payload HEX\nthe bytes packet loads read, as hex digit pairs (default none)",
-        |d, v| {
-            d.packet.payload = hex(v)?;
-            Ok(())
-        },
+        Apply::Payload,
     ),
 ];
 
@@ -86,10 +101,7 @@ pub(crate) const SUBCOMMANDS: &[Subcommand] = &[
         flags: &[Flag::new(
             "-c\nprint the C-array format (bpf_asm -c)",
             Takes::Switch,
-            |d, _| {
-                d.c_format = true;
-                Ok(())
-            },
+            Apply::CFormat,
         )],
     },
     Subcommand {
@@ -154,16 +166,10 @@ pub(crate) fn usage() -> &'static str {
     })
 }
 
-/// Each subcommand's `--help` and usage line, rendered once.
-fn texts(i: usize) -> &'static (String, String) {
-    static TEXTS: OnceLock<Vec<(String, String)>> = OnceLock::new();
-    let all = TEXTS.get_or_init(|| {
-        SUBCOMMANDS
-            .iter()
-            .map(|s| (s.help(), s.usage_line()))
-            .collect()
-    });
-    &all[i]
+/// A text made once for the process, for as long as it runs (a help text or a usage
+/// line printed before exiting).
+fn kept(text: String) -> &'static str {
+    Box::leak(text.into_boxed_str())
 }
 
 /// A parsed `steerd bpf` command. `input` is the FILE argument; `None` or `-` is stdin.
@@ -220,15 +226,14 @@ pub(crate) fn parse(args: &[String]) -> Result<Command, ArgsError> {
     if matches!(sub.as_str(), "-h" | "--help" | "help") {
         return Ok(Command::Help(usage()));
     }
-    let Some(i) = SUBCOMMANDS.iter().position(|s| s.name == sub) else {
+    let Some(this) = SUBCOMMANDS.iter().find(|s| s.name == sub) else {
         return Err(refused(format!("unknown subcommand `{sub}`"), usage()));
     };
-    let (help, usage_line) = texts(i);
     if wants_help(rest) {
-        return Ok(Command::Help(help));
+        return Ok(Command::Help(kept(this.help())));
     }
-    let wrong = |why: BadArg| refused(format!("{sub}: {why}"), usage_line);
-    let (draft, input) = words(SUBCOMMANDS[i].flags, rest).map_err(wrong)?;
+    let wrong = |why: BadArg| refused(format!("{sub}: {why}"), kept(this.usage_line()));
+    let (draft, input) = words(this.flags, rest).map_err(wrong)?;
     let bpf = match sub.as_str() {
         "asm" => Bpf::Asm {
             c_format: draft.c_format,
@@ -337,7 +342,7 @@ fn words(flags: &[Flag<Apply>], args: &[String]) -> Result<(Draft, Option<String
                 .ok_or_else(|| BadArg::NeedsValue(word.to_string()))?,
         };
         seen.note(f).map_err(|t| BadArg::Twice(t.0))?;
-        (f.apply)(&mut draft, value)?;
+        apply(&mut draft, f.apply, word, value)?;
     }
     Ok((draft, path))
 }

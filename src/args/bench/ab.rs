@@ -24,90 +24,102 @@ pub(crate) struct Draft {
     svg: Option<PathBuf>,
 }
 
-/// How an `ab` flag is applied: the draft and the flag's value (empty for a switch).
-pub(crate) type Apply = fn(&mut Draft, &str) -> Result<(), ArgsError>;
+/// Where an `ab` flag's value goes; [`apply`] parses it there (a tag, as in
+/// `args/serve.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Apply {
+    /// `--rounds`
+    Rounds,
+    /// `--warm`
+    Warm,
+    /// `--cold`
+    Cold,
+    /// `--warmup`
+    Warmup,
+    /// `--client`
+    Client,
+    /// `--syscalls`
+    Syscalls,
+    /// `--seed`
+    Seed,
+    /// `--report`
+    Report,
+    /// `--svg`
+    Svg,
+}
+
+/// Applies an `ab` flag's value (empty for a switch) to the draft.
+fn apply(d: &mut Draft, to: Apply, v: &str) -> Result<(), ArgsError> {
+    match to {
+        Apply::Rounds => d.rounds = number("--rounds", v, 1, 10_000)? as u32,
+        Apply::Warm => d.warm = true,
+        Apply::Cold => d.warm = false,
+        Apply::Warmup => d.warmup = parse_duration(v)?,
+        Apply::Client => {
+            d.client = match v {
+                "builtin" => Client::Builtin,
+                "wrk" => Client::Wrk,
+                other => return bad(format!("--client {other:?}: expected builtin or wrk")),
+            }
+        }
+        Apply::Syscalls => d.syscalls = true,
+        Apply::Seed => d.seed = number("--seed", v, 0, u64::MAX)?,
+        Apply::Report => d.report = Some(PathBuf::from(v)),
+        Apply::Svg => d.svg = Some(PathBuf::from(v)),
+    }
+    Ok(())
+}
 
 /// Every flag of `ab` besides the load flags, in the order `--help` lists them.
 pub(crate) const FLAGS: &[Flag<Apply>] = &[
     Flag::new(
         "--rounds N\nrounds of A then B (default 10)",
         Takes::Value,
-        |d, v| {
-            d.rounds = number("--rounds", v, 1, 10_000)? as u32;
-            Ok(())
-        },
+        Apply::Rounds,
     ),
     Flag::new(
         "--warm\nwarm each server with an unmeasured load first (default)",
         Takes::Switch,
-        |d, _| {
-            d.warm = true;
-            Ok(())
-        },
+        Apply::Warm,
     ),
     Flag::new(
         "--cold\nmeasure from the first request after the port accepts",
         Takes::Switch,
-        |d, _| {
-            d.warm = false;
-            Ok(())
-        },
+        Apply::Cold,
     ),
     Flag::new(
         "--warmup DURATION\nlength of the warm-up load (default 1s)",
         Takes::Value,
-        |d, v| {
-            d.warmup = parse_duration(v)?;
-            Ok(())
-        },
+        Apply::Warmup,
     ),
     Flag::new(
         "--client builtin|wrk\nthe load generator (wrk: needs wrk on PATH; no --rate)",
         Takes::Value,
-        |d, v| {
-            d.client = match v {
-                "builtin" => Client::Builtin,
-                "wrk" => Client::Wrk,
-                other => return bad(format!("--client {other:?}: expected builtin or wrk")),
-            };
-            Ok(())
-        },
+        Apply::Client,
     ),
     Flag::new(
         "--syscalls\nafter the rounds, one more run per side under strace -c -f,\n\
          printing system calls per request (counts only)",
         Takes::Switch,
-        |d, _| {
-            d.syscalls = true;
-            Ok(())
-        },
+        Apply::Syscalls,
     ),
     Flag::new(
         "--seed S\nseed of the permutation test's generator (default 1)",
         Takes::Value,
-        |d, v| {
-            d.seed = number("--seed", v, 0, u64::MAX)?;
-            Ok(())
-        },
+        Apply::Seed,
     ),
     Flag::new(
         "--report FILE\nalso write a self-contained HTML report: the figure below and\n\
          the text output",
         Takes::Value,
-        |d, v| {
-            d.report = Some(PathBuf::from(v));
-            Ok(())
-        },
+        Apply::Report,
     ),
     Flag::new(
         "--svg FILE\nalso write the figure alone: A's and B's latency CDFs (log\n\
          axis; p50, p99, p99.9 marked), req/s per round, the per-round\n\
          B/A ratio with its 95% interval, the req/s verdict",
         Takes::Value,
-        |d, v| {
-            d.svg = Some(PathBuf::from(v));
-            Ok(())
-        },
+        Apply::Svg,
     ),
 ];
 
@@ -187,7 +199,7 @@ fn apply_own_flags(opts: &[String], draft: &mut Draft) -> Result<Vec<String>, Ar
         };
         let v = value(o, f.takes, &mut it, "a value")?;
         seen.note(f).map_err(|t| refused(t.to_string()))?;
-        (f.apply)(draft, v)?;
+        apply(draft, f.apply, v)?;
     }
     Ok(rest)
 }

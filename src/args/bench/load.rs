@@ -18,87 +18,98 @@ pub(crate) struct Draft {
     threads_given: bool,
 }
 
-/// How a load flag is applied: the draft and the flag's value (empty for a switch).
-pub(crate) type Apply = fn(&mut Draft, &str) -> Result<(), ArgsError>;
+/// Where a load flag's value goes; [`apply`] parses it there. A tag rather than a
+/// function per flag, as in `args/serve.rs`: the table stays plain data and the parsers
+/// stay in one place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Apply {
+    /// `-c`
+    Conns,
+    /// `-t`
+    Threads,
+    /// `-d`
+    Duration,
+    /// `--close`
+    Close,
+    /// `--pin`
+    Pin,
+    /// `-H`
+    Header,
+    /// `--rate`
+    Rate,
+    /// `--json`
+    Json,
+}
+
+/// Applies a load flag's value (empty for a switch) to the draft.
+fn apply(d: &mut Draft, to: Apply, v: &str) -> Result<(), ArgsError> {
+    let load = &mut d.load;
+    match to {
+        Apply::Conns => load.conns = count("-c", v)?,
+        Apply::Threads => {
+            d.threads_given = true;
+            load.threads = count("-t", v)?;
+        }
+        Apply::Duration => load.duration = parse_duration(v)?,
+        Apply::Close => load.close = true,
+        Apply::Pin => load.pin = parse_pin(v)?,
+        Apply::Header => load.headers.push(parse_header(v)?),
+        Apply::Rate => load.rate = Some(parse_rate(v)?),
+        Apply::Json => load.json = true,
+    }
+    Ok(())
+}
 
 /// Every load flag, in the order `--help` lists them (in both `load` and `ab` help).
 pub(crate) const FLAGS: &[Flag<Apply>] = &[
     Flag::new(
         "-c CONNS\nconnections open at once, over all threads (default 10)",
         Takes::Value,
-        |d, v| {
-            d.load.conns = count("-c", v)?;
-            Ok(())
-        },
+        Apply::Conns,
     ),
     Flag::new(
         "-t THREADS\nthreads, one epoll loop each (default 2, or one per --pin CPU)",
         Takes::Value,
-        |d, v| {
-            d.threads_given = true;
-            d.load.threads = count("-t", v)?;
-            Ok(())
-        },
+        Apply::Threads,
     ),
     Flag::new(
         "-d DURATION\nhow long to load, such as 3, 2.5s, 500ms, 1m (default 10s)",
         Takes::Value,
-        |d, v| {
-            d.load.duration = parse_duration(v)?;
-            Ok(())
-        },
+        Apply::Duration,
     ),
     Flag::new(
         "--close\na new connection for every request (Connection: close)",
         Takes::Switch,
-        |d, _| {
-            d.load.close = true;
-            Ok(())
-        },
+        Apply::Close,
     ),
     Flag::new(
         "--pin CPUS\npin thread i to the i-th CPU of the list (such as 0,1 or 0-3)",
         Takes::Value,
-        |d, v| {
-            d.load.pin = parse_pin(v)?;
-            Ok(())
-        },
+        Apply::Pin,
     ),
     Flag::new(
         "-H 'Name: value'\nan extra request header (repeatable)",
         Takes::Repeated,
-        |d, v| {
-            d.load.headers.push(parse_header(v)?);
-            Ok(())
-        },
+        Apply::Header,
     ),
     Flag::new(
         "--rate R\nopen loop: R requests/s over all threads, latency measured from\n\
          each request's intended send time (no coordinated omission)",
         Takes::Value,
-        |d, v| {
-            d.load.rate = Some(parse_rate(v)?);
-            Ok(())
-        },
+        Apply::Rate,
     ),
     Flag::new(
         "--json\nprint JSON instead of text",
         Takes::Switch,
-        |d, _| {
-            d.load.json = true;
-            Ok(())
-        },
+        Apply::Json,
     ),
 ];
 
-/// How a flag of the `load` tool alone is applied: to the figure's path.
-pub(crate) type ToolApply = fn(&mut Option<PathBuf>, &str);
-
-/// The flags of the `load` tool alone (not passed on by `ab`).
-pub(crate) const TOOL_FLAGS: &[Flag<ToolApply>] = &[Flag::new(
+/// The flags of the `load` tool alone (not passed on by `ab`): `--svg FILE`, the one.
+pub(crate) const TOOL_FLAGS: &[Flag<()>] = &[Flag::new(
     "--svg FILE\nalso write the run's latency CDF as an SVG figure",
     Takes::Value,
-    |svg, v| *svg = Some(PathBuf::from(v)),
+    (),
 )];
 
 /// The width of the label column of the load flags' help rows.
@@ -146,7 +157,7 @@ pub(crate) fn parse_tool(args: &[String]) -> Result<BenchCommand, ArgsError> {
             Some(f) => {
                 let v = value(a, f.takes, &mut it, "a FILE")?;
                 seen.note(f).map_err(|t| refused(t.to_string()))?;
-                (f.apply)(&mut svg, v);
+                svg = Some(PathBuf::from(v));
             }
             None => rest.push(a.clone()),
         }
@@ -207,7 +218,7 @@ fn apply_flags(flags: &[String], draft: &mut Draft) -> Result<(), ArgsError> {
         let f = lookup(FLAGS, a).ok_or_else(|| refused(format!("unknown option {a:?}")))?;
         let v = value(a, f.takes, &mut it, "a value")?;
         seen.note(f).map_err(|t| refused(t.to_string()))?;
-        (f.apply)(draft, v)?;
+        apply(draft, f.apply, v)?;
     }
     Ok(())
 }

@@ -24,8 +24,42 @@ pub(crate) struct Draft {
     spin: u64,
 }
 
-/// How a `responder` flag is applied: the draft and the flag's value.
-pub(crate) type Apply = fn(&mut Draft, &str) -> Result<(), ArgsError>;
+/// Where a `responder` flag's value goes; [`apply`] parses it there (a tag, as in
+/// `args/serve.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Apply {
+    /// `--listen`
+    Listen,
+    /// `--cpus`
+    Cpus,
+    /// `--close`
+    Close,
+    /// `--steer`
+    Steer,
+    /// `--response`
+    Response,
+    /// `--spin`
+    Spin,
+}
+
+/// Applies a `responder` flag's value (empty for a switch) to the draft.
+fn apply(d: &mut Draft, to: Apply, v: &str) -> Result<(), ArgsError> {
+    match to {
+        Apply::Listen => match v.parse() {
+            Ok(addr) => d.listen = Some(addr),
+            Err(_) => return bad(format!("--listen {v:?}: not ADDR:PORT")),
+        },
+        Apply::Cpus => {
+            let set = CpuSet::parse_list(v).map_err(|e| refused(format!("--cpus {v:?}: {e}")))?;
+            d.cpus = Some(set.iter().collect());
+        }
+        Apply::Close => d.close = true,
+        Apply::Steer => d.steer = true,
+        Apply::Response => d.response = Some(v.to_string()),
+        Apply::Spin => d.spin = number("--spin", v, 0, 1_000_000_000)?,
+    }
+    Ok(())
+}
 
 /// Every flag of `responder`, in the order of its help.
 pub(crate) const FLAGS: &[Flag<Apply>] = &[
@@ -33,56 +67,36 @@ pub(crate) const FLAGS: &[Flag<Apply>] = &[
         "--listen ADDR:PORT\naddress of every listener (required); port 0 picks a free port,\n\
          printed once all listeners are bound",
         Takes::Value,
-        |d, v| {
-            let addr = v.parse();
-            d.listen = Some(addr.or_else(|_| bad(format!("--listen {v:?}: not ADDR:PORT")))?);
-            Ok(())
-        },
+        Apply::Listen,
     ),
     Flag::new(
         "--cpus LIST\none pinned thread and SO_REUSEPORT listener per CPU, in this order\n\
          (required)",
         Takes::Value,
-        |d, v| {
-            let set = CpuSet::parse_list(v).map_err(|e| refused(format!("--cpus {v:?}: {e}")))?;
-            d.cpus = Some(set.iter().collect());
-            Ok(())
-        },
+        Apply::Cpus,
     ),
     Flag::new(
         "--close\nanswer and close each connection (TCP_DEFER_ACCEPT, no epoll)",
         Takes::Switch,
-        |d, _| {
-            d.close = true;
-            Ok(())
-        },
+        Apply::Close,
     ),
     Flag::new(
         "--steer\nsend each connection to the listener of the CPU that received it (cBPF)",
         Takes::Switch,
-        |d, _| {
-            d.steer = true;
-            Ok(())
-        },
+        Apply::Steer,
     ),
     Flag::new(
         "--response FILE\nsend FILE's bytes instead of the canned response: a whole HTTP/1.1\n\
          response (head and body, at most 64 KiB), such as one a server sent, so\n\
          that both send the same bytes",
         Takes::Value,
-        |d, v| {
-            d.response = Some(v.to_string());
-            Ok(())
-        },
+        Apply::Response,
     ),
     Flag::new(
         "--spin N\nN iterations of busy work per request before answering: what a given\n\
          amount of a server's own work costs under the same load",
         Takes::Value,
-        |d, v| {
-            d.spin = number("--spin", v, 0, 1_000_000_000)?;
-            Ok(())
-        },
+        Apply::Spin,
     ),
 ];
 
@@ -119,7 +133,7 @@ pub(crate) fn parse(args: &[String]) -> Result<ResponderArgs, ArgsError> {
         let f = lookup(FLAGS, a).ok_or_else(|| refused(format!("unknown argument {a:?}")))?;
         let v = value(a, f.takes, &mut it, needs(a))?;
         seen.note(f).map_err(|t| refused(t.to_string()))?;
-        (f.apply)(&mut draft, v)?;
+        apply(&mut draft, f.apply, v)?;
     }
     let cpus = draft
         .cpus

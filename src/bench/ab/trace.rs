@@ -67,7 +67,7 @@ impl Traced {
             .iter()
             .map(|(s, c)| (s.clone(), *c as f64 / n))
             .collect();
-        per.sort_by(|x, y| y.1.total_cmp(&x.1));
+        super::super::sort_few_by(&mut per, |x, y| x.1.total_cmp(&y.1).is_gt());
         per.retain(|(_, c)| *c >= 0.01);
         Some((*total as f64 / n, per))
     }

@@ -268,10 +268,7 @@ pub(crate) fn parse_in(args: &[String], outside: &Outside<'_>) -> Result<Command
         "serve" => parse_serve_or_help(rest, outside, Command::Serve),
         "check" => inspect::parse_check(rest, outside),
         "topo" => inspect::parse_topo(rest),
-        "bpf" => match bpf::parse(rest)? {
-            Some(cmd) => Ok(Command::Bpf(cmd)),
-            None => Ok(Command::Help(bpf::USAGE)),
-        },
+        "bpf" => bpf::parse(rest),
         "bench" => bench::parse(rest).map(Command::Bench),
         "probe" => Ok(probe::parse(rest)?.map_or(Command::Help(probe::help()), Command::Probe)),
         "-h" | "--help" | "help" => Ok(Command::Help(MAIN_HELP)),
@@ -768,46 +765,158 @@ mod tests {
         }
     }
 
-    /// Each flag of `table` is in `help` and parses (after `base`), a repeatable
-    /// repeats, any other is refused a second use; each flag `help` shows is in `table`.
+    /// Each flag of `table` is in `help` and parses (after `base`, with the value
+    /// `sample` gives for its name), a repeatable repeats, any other is refused a second
+    /// use; each flag `help` shows is in `table` or named in `also` (another table's).
     fn walk<A>(
         table: &[flag::Flag<A>],
         help: &str,
         base: &[&str],
         parse: &dyn Fn(&[String]) -> Result<(), ArgsError>,
+        sample: &dyn Fn(&str) -> &'static str,
+        also: &[&str],
     ) {
         for f in table {
             assert!(help.contains(f.label()), "{} is in --help", f.name());
             let mut once: Vec<String> = base.iter().map(|a| a.to_string()).collect();
             once.push(f.name().to_string());
             if f.takes != flag::Takes::Switch {
-                once.push(if f.name() == "--timeout" { "1" } else { "/x" }.to_string());
+                once.push(sample(f.name()).to_string());
             }
             parse(&once).unwrap_or_else(|e| panic!("{}: {e}", f.name()));
             let twice = [&once[..], &once[base.len()..]].concat();
             match f.takes {
                 flag::Takes::Repeated => assert!(parse(&twice).is_ok(), "{} repeats", f.name()),
-                _ => assert_eq!(
-                    parse(&twice).unwrap_err().message,
-                    format!("{} given twice", f.name())
-                ),
+                _ => {
+                    let e = parse(&twice).unwrap_err().message;
+                    assert!(e.ends_with(&format!("{} given twice", f.name())), "{e}")
+                }
             }
         }
         let words = help.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'));
         for word in words.filter(|w| w.starts_with("--") && w.len() > 2) {
-            let known = table.iter().any(|f| f.name() == word) || word == "--help";
-            assert!(known, "{word} of --help is in the table");
+            let known = table.iter().any(|f| f.name() == word) || also.contains(&word);
+            assert!(
+                known || word == "--help",
+                "{word} of --help is in the table"
+            );
+        }
+    }
+
+    fn file_sample(name: &str) -> &'static str {
+        if name == "--timeout" {
+            "1"
+        } else {
+            "/x"
         }
     }
 
     #[test]
     fn the_tables_of_topo_check_and_probe_agree_with_their_help() {
         let topo = |a: &[String]| parse(&[&["topo".to_string()], a].concat()).map(drop);
-        walk(inspect::TOPO_FLAGS, inspect::topo_help(), &[], &topo);
+        walk(
+            inspect::TOPO_FLAGS,
+            inspect::topo_help(),
+            &[],
+            &topo,
+            &file_sample,
+            &[],
+        );
         let check = |a: &[String]| parse(&[&["check".to_string()], a].concat()).map(drop);
-        walk(inspect::CHECK_FLAGS, inspect::check_help(), &[], &check);
+        let (table, help) = (inspect::CHECK_FLAGS, inspect::check_help());
+        walk(table, help, &[], &check, &file_sample, &[]);
         let probe_ = |a: &[String]| probe::parse(a).map(drop);
-        walk(probe::FLAGS, probe::help(), &["http://h/"], &probe_);
+        walk(
+            probe::FLAGS,
+            probe::help(),
+            &["http://h/"],
+            &probe_,
+            &file_sample,
+            &[],
+        );
+    }
+
+    fn names<A>(table: &[flag::Flag<A>]) -> Vec<&'static str> {
+        table.iter().map(|f| f.name()).collect()
+    }
+
+    /// A value each `bench` and `bpf` flag takes.
+    fn tool_sample(name: &str) -> &'static str {
+        match name {
+            "-H" => "X-A: 1",
+            "--pin" | "--cpus" => "0",
+            "-c" => "2",
+            "--client" => "builtin",
+            "--listen" => "127.0.0.1:0",
+            "--payload" => "0a",
+            "--svg" | "--report" | "--response" => "/x",
+            _ => "1",
+        }
+    }
+
+    fn words(lead: &[&str], args: &[String], tail: &[&str]) -> Vec<String> {
+        let own = |w: &[&str]| w.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+        [own(lead), args.to_vec(), own(tail)].concat()
+    }
+
+    #[test]
+    fn the_tables_of_bench_and_bpf_agree_with_their_help() {
+        use bench::{ab, load, responder};
+        let load_names = names(load::FLAGS);
+        let bench = |lead: &'static [&'static str], tail: &'static [&'static str]| {
+            move |a: &[String]| parse(&words(lead, a, tail)).map(drop)
+        };
+        let (lead, ab_tail) = (&["bench", "ab"][..], &["--", "x", "--", "y"][..]);
+        let (load_, ab_) = (bench(&["bench", "load"], &[]), bench(lead, ab_tail));
+        let ab_help = ab::help();
+        let tool = &tool_sample;
+        let svg = names(load::TOOL_FLAGS);
+        walk(
+            load::FLAGS,
+            load::help(),
+            &["http://h/"],
+            &load_,
+            tool,
+            &svg,
+        );
+        walk(
+            load::TOOL_FLAGS,
+            load::help(),
+            &["http://h/"],
+            &load_,
+            tool,
+            &load_names,
+        );
+        // The help's example names a serve flag: the command lines A and B.
+        let ab_also = [names(ab::FLAGS), vec!["--steer"]].concat();
+        walk(load::FLAGS, ab_help, &["http://h/"], &ab_, tool, &ab_also);
+        let ab_also = [load_names, vec!["--steer"]].concat();
+        walk(ab::FLAGS, ab_help, &["http://h/"], &ab_, tool, &ab_also);
+        let responder_ = |a: &[String]| {
+            let mut a = a.to_vec();
+            for (flag, v) in [("--listen", "127.0.0.1:0"), ("--cpus", "0")] {
+                if !a.iter().any(|w| w == flag) {
+                    a.extend([flag.to_string(), v.to_string()]);
+                }
+            }
+            parse(&words(&["bench", "responder"], &a, &[])).map(drop)
+        };
+        walk(
+            responder::FLAGS,
+            responder::help(),
+            &[],
+            &responder_,
+            tool,
+            &[],
+        );
+        for sub in bpf::SUBCOMMANDS {
+            let Command::Help(help) = parse(&argv(&format!("bpf {} --help", sub.name))).unwrap()
+            else {
+                panic!("bpf {} --help is a help text", sub.name)
+            };
+            let bpf_ = |a: &[String]| parse(&words(&["bpf", sub.name], a, &[])).map(drop);
+            walk(sub.flags, help, &[], &bpf_, tool, &[]);
+        }
     }
 
     #[test]

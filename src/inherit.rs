@@ -33,6 +33,50 @@ pub(crate) const FDS_VAR: &str = "STEERD_REEXEC_FDS";
 /// At most this many descriptors are taken (a bound on a variable a parent controls).
 const MAX_FDS: usize = 4096;
 
+/// Passed descriptors that cannot be taken, each named with its variable or number.
+#[derive(Debug, PartialEq, Eq)]
+pub enum InheritError {
+    /// `STEERD_REEXEC_FDS` lists more than [`MAX_FDS`] descriptors (for this pid).
+    TooManyReexec(u32),
+    /// An entry of `STEERD_REEXEC_FDS` is no `FD:NAME` with FD at least [`FIRST_FD`].
+    ReexecEntry(String),
+    /// `LISTEN_PID` is no process id.
+    ListenPid(String),
+    /// `LISTEN_FDS` is no count up to [`MAX_FDS`].
+    ListenFds(String),
+    /// A passed descriptor (number, name) is not open: the kernel's word.
+    Closed(RawFd, String, String),
+    /// A passed descriptor (number, name) is no listening TCP socket.
+    NotListening(RawFd, String),
+    /// A passed socket cannot be seated in a `--listen` group.
+    Seat(crate::listen::adopt::SeatError),
+}
+
+impl core::fmt::Display for InheritError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            InheritError::TooManyReexec(pid) => write!(
+                f,
+                "{FDS_VAR}: more than {MAX_FDS} descriptors ({PID_VAR}={pid})"
+            ),
+            InheritError::ReexecEntry(e) => write!(
+                f,
+                "{FDS_VAR}: {e:?} is not FD:NAME with FD at least {FIRST_FD}"
+            ),
+            InheritError::ListenPid(v) => write!(f, "LISTEN_PID={v:?}: not a process id"),
+            InheritError::ListenFds(v) => {
+                write!(f, "LISTEN_FDS={v:?}: expected a count up to {MAX_FDS}")
+            }
+            InheritError::Closed(fd, name, e) => write!(f, "passed descriptor {fd} ({name}): {e}"),
+            InheritError::NotListening(fd, name) => write!(
+                f,
+                "inherited descriptor {fd} ({name}) is not a listening TCP socket"
+            ),
+            InheritError::Seat(e) => write!(f, "{e}"),
+        }
+    }
+}
+
 /// A passed descriptor, before it is inspected.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Passed {
@@ -49,7 +93,7 @@ pub(crate) fn parse_reexec(
     for_pid: Option<&str>,
     fds: &str,
     pid: u32,
-) -> Result<Vec<Passed>, String> {
+) -> Result<Vec<Passed>, InheritError> {
     if for_pid.and_then(|p| p.parse::<u32>().ok()) != Some(pid) {
         return Ok(Vec::new());
     }
@@ -58,14 +102,12 @@ pub(crate) fn parse_reexec(
     }
     let entries: Vec<&str> = fds.split(',').collect();
     if entries.len() > MAX_FDS {
-        return Err(format!(
-            "{FDS_VAR}: more than {MAX_FDS} descriptors ({PID_VAR}={pid})"
-        ));
+        return Err(InheritError::TooManyReexec(pid));
     }
     entries
         .into_iter()
         .map(|e| {
-            let bad = || format!("{FDS_VAR}: {e:?} is not FD:NAME with FD at least {FIRST_FD}");
+            let bad = || InheritError::ReexecEntry(e.to_string());
             let (fd, name) = e.split_once(':').ok_or_else(bad)?;
             let fd: RawFd = fd.parse().ok().filter(|&n| n >= FIRST_FD).ok_or_else(bad)?;
             Ok(Passed {
@@ -92,13 +134,13 @@ pub fn parse(
     listen_fds: Option<&str>,
     names: Option<&str>,
     pid: u32,
-) -> Result<Vec<Passed>, String> {
+) -> Result<Vec<Passed>, InheritError> {
     let (Some(for_pid), Some(count)) = (listen_pid, listen_fds) else {
         return Ok(Vec::new());
     };
     let for_pid: u32 = for_pid
         .parse()
-        .map_err(|_| format!("LISTEN_PID={for_pid:?}: not a process id"))?;
+        .map_err(|_| InheritError::ListenPid(for_pid.to_string()))?;
     if for_pid != pid {
         return Ok(Vec::new());
     }
@@ -106,7 +148,7 @@ pub fn parse(
         .parse()
         .ok()
         .filter(|&n| n <= MAX_FDS)
-        .ok_or_else(|| format!("LISTEN_FDS={count:?}: expected a count up to {MAX_FDS}"))?;
+        .ok_or_else(|| InheritError::ListenFds(count.to_string()))?;
     let names: Vec<&str> = names.map(|v| v.split(':').collect()).unwrap_or_default();
     let named = names.len() == n;
     Ok((0..n)
@@ -130,7 +172,7 @@ pub(crate) struct Inherited {
 
 /// The descriptors passed to this process, taken from the environment once (the
 /// variables are then removed). Fails when a named descriptor is not open.
-pub(crate) fn take_from_env() -> Result<Vec<Inherited>, String> {
+pub(crate) fn take_from_env() -> Result<Vec<Inherited>, InheritError> {
     let var = |k: &str| std::env::var(k).ok();
     let passed = match var(FDS_VAR) {
         Some(fds) => parse_reexec(var(PID_VAR).as_deref(), &fds, std::process::id())?,
@@ -154,7 +196,7 @@ pub(crate) fn take_from_env() -> Result<Vec<Inherited>, String> {
         .into_iter()
         .map(|p| {
             let fd = crate::sys::handover::adopt_fd(p.fd)
-                .map_err(|e| format!("passed descriptor {} ({}): {e}", p.fd, p.name))?;
+                .map_err(|e| InheritError::Closed(p.fd, p.name.clone(), e.to_string()))?;
             let listener = inspect(&fd).ok();
             Ok(Inherited {
                 fd,
@@ -183,20 +225,23 @@ pub fn inspect(fd: &OwnedFd) -> io::Result<(SocketAddr, bool)> {
 
 /// The line `check` prints for a passed socket that cannot join a reuseport group, or
 /// `None` when it can.
-pub(crate) fn reuseport_problem(inherited: &Inherited) -> Option<String> {
+pub(crate) fn reuseport_problem(inherited: &Inherited) -> Option<InheritError> {
     match inherited.listener {
         Some(_) if inherited.name == METRICS => None,
         Some((_, true)) => None,
-        Some((addr, false)) => {
-            Some(crate::listen::adopt::no_reuseport(&inherited.name, addr).to_string())
-        }
+        Some((addr, false)) => Some(InheritError::Seat(crate::listen::adopt::no_reuseport(
+            &inherited.name,
+            addr,
+        ))),
         None if inherited.name == UPGRADE_PIPE => None,
-        None => Some(format!(
-            "inherited descriptor {} ({}) is not a listening TCP socket",
-            std::os::fd::AsRawFd::as_raw_fd(&inherited.fd),
-            inherited.name
-        )),
+        None => Some(not_listening(inherited)),
     }
+}
+
+/// `inherited` is no listening TCP socket.
+pub(crate) fn not_listening(inherited: &Inherited) -> InheritError {
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&inherited.fd);
+    InheritError::NotListening(fd, inherited.name.clone())
 }
 
 #[cfg(test)]
@@ -240,7 +285,7 @@ mod tests {
             ("7", "two", "LISTEN_FDS"),
         ] {
             let e = parse(Some(pid), Some(fds), None, 7).unwrap_err();
-            assert!(e.contains(needle), "{pid} {fds}: {e}");
+            assert!(e.to_string().contains(needle), "{pid} {fds}: {e}");
         }
     }
 
@@ -265,7 +310,7 @@ mod tests {
         );
         for bad in ["2:listen", "x:listen", "9", "9:listen,"] {
             let e = parse_reexec(Some("7"), bad, 7).unwrap_err();
-            assert!(e.contains("STEERD_REEXEC_FDS"), "{bad}: {e}");
+            assert!(e.to_string().contains("STEERD_REEXEC_FDS"), "{bad}: {e}");
         }
     }
 
@@ -291,7 +336,9 @@ mod tests {
             fd: plain,
             name: "web".into(),
         };
-        let line = reuseport_problem(&inherited).expect("a problem");
+        let line = reuseport_problem(&inherited)
+            .expect("a problem")
+            .to_string();
         assert!(
             line.contains("SO_REUSEPORT") && line.contains("web"),
             "{line}"

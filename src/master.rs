@@ -65,7 +65,9 @@ pub enum MasterError {
     /// Privileges could be regained after dropping them.
     Regained,
     /// A passed descriptor cannot be used.
-    Inherit(String),
+    Inherit(crate::inherit::InheritError),
+    /// The workers a previous image handed over cannot be read.
+    TakenOver(upgrade::WorkersError),
     /// The shared counters mapping.
     Counters(io::Error),
     /// `fork` failed at start.
@@ -73,7 +75,7 @@ pub enum MasterError {
     /// The workers' readiness pipe.
     Pipe(io::Error),
     /// The `--basic-auth` file, read after privileges are dropped, as a reload reads it.
-    Credentials(String),
+    Credentials(crate::preflight::Problem),
 }
 
 impl fmt::Display for MasterError {
@@ -90,10 +92,11 @@ impl fmt::Display for MasterError {
                 f.write_str("privileges could be regained after dropping them")
             }
             MasterError::Inherit(e) => write!(f, "{e}"),
+            MasterError::TakenOver(e) => write!(f, "{e}"),
             MasterError::Counters(e) => write!(f, "counters mapping: {e}"),
             MasterError::Fork(e) => write!(f, "fork: {e}"),
             MasterError::Pipe(e) => write!(f, "readiness pipe: {e}"),
-            MasterError::Credentials(e) => write!(f, "{e}"),
+            MasterError::Credentials(p) => write!(f, "{}", p.message),
         }
     }
 }
@@ -102,7 +105,9 @@ impl MasterError {
     /// The pipeline stage to name in the one-line error.
     pub fn stage(&self) -> &'static str {
         match self {
-            MasterError::Listen(_) | MasterError::Inherit(_) => "listen",
+            MasterError::Listen(_) | MasterError::Inherit(_) | MasterError::TakenOver(_) => {
+                "listen"
+            }
             MasterError::Metrics(..) => "metrics",
             MasterError::User(_) | MasterError::BecomeUser(..) | MasterError::Regained => "user",
             MasterError::Credentials(_) => "site",
@@ -131,7 +136,7 @@ pub fn run(
     sys::mask_signals(&signals::COUNTED, false).map_err(MasterError::Signals)?;
     let launch = Launch::record().ok();
     // Before `take_from_env`, which removes the variable that says they are ours.
-    let taken_over = upgrade::take_workers().map_err(MasterError::Inherit)?;
+    let taken_over = upgrade::take_workers().map_err(MasterError::TakenOver)?;
     let mut passed = inherit::take_from_env().map_err(MasterError::Inherit)?;
     let upgrade_pipe = upgrade::take_named(&mut passed, inherit::UPGRADE_PIPE);
     let passed_metrics = upgrade::take_named(&mut passed, inherit::METRICS);
@@ -162,8 +167,7 @@ pub fn run(
         drop_privileges(id)?;
     }
     // As the workers' user, as every reload reads it (`preflight::worker_files`).
-    let auth = crate::preflight::credentials(&cfg.site)
-        .map_err(|p| MasterError::Credentials(p.message))?;
+    let auth = crate::preflight::credentials(&cfg.site).map_err(MasterError::Credentials)?;
     // Two blocks per worker: one per generation (see `WorkerSlot::block`).
     let counters = SharedCounters::new(2 * plan.workers.len()).map_err(MasterError::Counters)?;
     let status = status.map(|mut s| {
@@ -207,8 +211,9 @@ fn seat_passed(
     let mut fds = Vec::with_capacity(passed.len());
     for p in passed {
         let Some((addr, reuseport)) = p.listener else {
+            let problem = inherit::reuseport_problem(&p);
             return Err(MasterError::Inherit(
-                inherit::reuseport_problem(&p).unwrap_or_default(),
+                problem.unwrap_or_else(|| inherit::not_listening(&p)),
             ));
         };
         offered.push(listen::adopt::Offered {
@@ -221,7 +226,7 @@ fn seat_passed(
     let default_only =
         cfg.listen.len() == 1 && cfg.listen[0].to_string() == crate::config::DEFAULT_LISTEN;
     let seating = listen::adopt::seat(&cfg.listen, default_only, &offered, plan.workers.len())
-        .map_err(|e| MasterError::Inherit(e.to_string()))?;
+        .map_err(|e| MasterError::Inherit(inherit::InheritError::Seat(e)))?;
     if !offered.is_empty() {
         crate::say!("adopted {} passed listening sockets", offered.len());
     }

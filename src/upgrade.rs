@@ -166,19 +166,37 @@ fn format_workers(workers: &[TakenOver]) -> String {
     workers.iter().map(entry).collect::<Vec<_>>().join(",")
 }
 
+/// A [`WORKERS_VAR`] that cannot be read, named with the entry that is wrong.
+#[derive(Debug, PartialEq, Eq)]
+pub enum WorkersError {
+    /// More than `MAX_WORKERS` entries.
+    TooMany,
+    /// An entry that is no `SLOT:PID`.
+    Entry(String),
+}
+
+impl core::fmt::Display for WorkersError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            WorkersError::TooMany => write!(f, "{WORKERS_VAR}: more than {MAX_WORKERS} workers"),
+            WorkersError::Entry(e) => write!(f, "{WORKERS_VAR}: {e:?} is not SLOT:PID"),
+        }
+    }
+}
+
 /// Parses [`WORKERS_VAR`]'s value; an error names the entry that is wrong.
-pub(crate) fn parse_workers(value: &str) -> Result<Vec<TakenOver>, String> {
+pub(crate) fn parse_workers(value: &str) -> Result<Vec<TakenOver>, WorkersError> {
     if value.is_empty() {
         return Ok(Vec::new());
     }
     let entries: Vec<&str> = value.split(',').collect();
     if entries.len() > MAX_WORKERS {
-        return Err(format!("{WORKERS_VAR}: more than {MAX_WORKERS} workers"));
+        return Err(WorkersError::TooMany);
     }
     entries
         .into_iter()
         .map(|e| {
-            let bad = || format!("{WORKERS_VAR}: {e:?} is not SLOT:PID");
+            let bad = || WorkersError::Entry(e.to_string());
             let (slot, pid) = e.split_once(':').ok_or_else(bad)?;
             let slot = match slot {
                 "-" => None,
@@ -195,7 +213,7 @@ pub(crate) fn parse_workers(value: &str) -> Result<Vec<TakenOver>, String> {
 /// In a re-executed master: the workers its previous image handed over (none after a
 /// plain start), taken from the environment once. The descriptors are taken by
 /// [`inherit::take_from_env`], which checks [`PID_VAR`].
-pub(crate) fn take_workers() -> Result<Vec<TakenOver>, String> {
+pub(crate) fn take_workers() -> Result<Vec<TakenOver>, WorkersError> {
     let value = std::env::var(WORKERS_VAR).ok();
     std::env::remove_var(WORKERS_VAR);
     match value {
@@ -255,7 +273,7 @@ mod tests {
     fn a_bad_worker_entry_is_named() {
         for bad in ["0", "x:1", "0:0", "0:-5", "0:1,", ":1"] {
             let e = parse_workers(bad).unwrap_err();
-            assert!(e.starts_with(WORKERS_VAR), "{bad}: {e}");
+            assert!(e.to_string().starts_with(WORKERS_VAR), "{bad}: {e}");
         }
     }
 

@@ -7,9 +7,10 @@
 //! find, refuse a second use of, and apply every flag through the table, so a flag the
 //! help shows is a flag the parser takes, and the other way round (`args::tests`:
 //! `the_flag_table_the_parser_and_the_help_agree` for `serve`,
-//! `the_tables_of_topo_check_and_probe_agree_with_their_help`). `bench` and `bpf` still
-//! walk their words by hand and print fixed help texts.
+//! `the_tables_of_topo_check_and_probe_agree_with_their_help`,
+//! `the_tables_of_bench_and_bpf_agree_with_their_help`).
 
+use core::iter::Peekable;
 use std::sync::OnceLock;
 
 /// How a flag takes its value.
@@ -66,7 +67,7 @@ impl<A> Flag<A> {
 
     /// The help lines (empty: the row of the flag before).
     pub fn help(&self) -> &'static str {
-        self.text.split_once('\n').map_or("", |(_, h)| h)
+        help_of(self.text)
     }
 
     /// True when `word` is this flag in one of its spellings, as given (no `=VALUE`).
@@ -122,22 +123,38 @@ pub fn lookup<'t, A>(table: &'t [Flag<A>], word: &str) -> Option<&'t Flag<A>> {
 /// label too wide for the column on a line of its own and every further line of help
 /// under the first.
 pub fn rows<A>(table: &[Flag<A>], width: usize) -> String {
+    let entries: &mut dyn Iterator<Item = Entry> = &mut table.iter().map(|f| (f.text, f.short));
+    rows_of(&mut entries.peekable(), width)
+}
+
+/// A table entry's text and short forms: what its help row is made of.
+type Entry = (&'static str, &'static [(&'static str, &'static str)]);
+
+/// [`rows`], not generic: one copy for every table.
+#[inline(never)]
+fn rows_of(entries: &mut Peekable<&mut dyn Iterator<Item = Entry>>, width: usize) -> String {
     let mut out = String::new();
-    let mut i = 0;
-    while let Some(f) = table.get(i) {
-        let mut label = f.label().to_string();
-        i += 1;
-        while let Some(joined) = table.get(i).filter(|g| g.help().is_empty()) {
-            label = format!("{label}, {}", joined.label());
-            i += 1;
+    while let Some((text, short)) = entries.next() {
+        let (mut label, help) = (first_line(text).to_string(), help_of(text));
+        while let Some((joined, _)) = entries.next_if(|(t, _)| help_of(t).is_empty()) {
+            label = format!("{label}, {}", first_line(joined));
         }
-        row(&mut out, &label, f.help(), width);
-        for (short, hint) in f.short.iter().filter(|(_, hint)| !hint.is_empty()) {
-            let text = format!("{} {hint}", f.name());
-            row(&mut out, &format!("{short} {hint}"), &text, width);
+        row(&mut out, &label, help, width);
+        let name = first_word(first_line(text));
+        for (short, hint) in short.iter().filter(|(_, hint)| !hint.is_empty()) {
+            row(
+                &mut out,
+                &format!("{short} {hint}"),
+                &format!("{name} {hint}"),
+                width,
+            );
         }
     }
     out
+}
+
+fn help_of(text: &'static str) -> &'static str {
+    text.split_once('\n').map_or("", |(_, h)| h)
 }
 
 /// One help row (see [`rows`]), for a word that is no flag (`ROOT`).

@@ -25,6 +25,7 @@ use super::hist::Hist;
 use super::load::{self, LoadReport};
 use super::{compare, emit, ministat, plot, procs, spec, OutFile, Usage};
 use crate::args::bench::{AbArgs, Client};
+use crate::bench::BenchError;
 use server::Server;
 use trace::{Traced, Tracer};
 
@@ -33,7 +34,7 @@ pub(crate) type AbSpec = AbArgs<spec::Target>;
 
 /// Entry point of `steerd bench ab`.
 pub fn main(args: AbArgs) -> Result<i32, Usage> {
-    let spec = resolve(args).map_err(|m| Usage(format!("ab: {m}")))?;
+    let spec = resolve(args).map_err(|e| Usage::Target("ab", e))?;
     match run(&spec) {
         Ok(()) => Ok(0),
         Err(e) => {
@@ -74,7 +75,7 @@ impl Transcript {
     }
 }
 
-fn run(spec: &AbSpec) -> Result<(), String> {
+fn run(spec: &AbSpec) -> Result<(), BenchError> {
     let json = spec.load.json;
     let report = OutFile::create(spec.report.as_deref())?;
     let svg = OutFile::create(spec.svg.as_deref())?;
@@ -142,7 +143,7 @@ fn one_run(
     spec: &AbSpec,
     argv: &[String],
     traced: Option<&mut Traced>,
-) -> Result<RunFigures, String> {
+) -> Result<RunFigures, BenchError> {
     let mut server = Server::start(argv, spec.load.target.addr)?;
     if let Some(w) = spec.warmup {
         let mut warm = spec.load.clone();
@@ -195,7 +196,7 @@ fn worker_delta(before: &str, after: &str, needle: &str) -> Option<Vec<u64>> {
     (!v.is_empty()).then_some(v)
 }
 
-fn measure(spec: &AbSpec) -> Result<RunFigures, String> {
+fn measure(spec: &AbSpec) -> Result<RunFigures, BenchError> {
     match spec.client {
         Client::Builtin => Ok(builtin_figures(&load::run(&spec.load)?)),
         Client::Wrk => super::wrk::run(&spec.load),

@@ -19,7 +19,7 @@ pub fn main(a: &str, b: &str) -> Result<i32, Usage> {
     for (label, xs) in [("A", &xa), ("B", &xb)] {
         match Summary::of(xs) {
             Some(s) => o.push_str(&format!("{}\n", summary_row(label, &s))),
-            None => return Err(Usage(format!("stats: {label} has no numbers"))),
+            None => return Err(Usage::StatsEmpty(label)),
         }
     }
     o.push_str(&format!("{}\n", verdict(&xa, &xb, 1)));
@@ -29,13 +29,14 @@ pub fn main(a: &str, b: &str) -> Result<i32, Usage> {
 
 /// The numbers of one file.
 fn read(path: &str) -> Result<Vec<f64>, Usage> {
-    let text = std::fs::read_to_string(path).map_err(|e| Usage(format!("stats: {path}: {e}")))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| Usage::StatsUnreadable(path.to_string(), e))?;
     text.lines()
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .map(|l| {
             l.parse::<f64>()
-                .map_err(|_| Usage(format!("stats: {path}: {l:?} is not a number")))
+                .map_err(|_| Usage::StatsNotNumber(path.to_string(), l.to_string()))
         })
         .collect()
 }

@@ -33,6 +33,7 @@
 use super::client::{Feed, ResponseError, ResponseReader};
 use super::hist::Hist;
 use super::spec::LoadSpec;
+use crate::bench::BenchError;
 use crate::cpuset::CpuId;
 use rustix::event::epoll;
 use rustix::fd::OwnedFd;
@@ -180,10 +181,10 @@ impl LoadReport {
 }
 
 /// Runs the load described by `spec` and waits for every thread.
-pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
+pub fn run(spec: &LoadSpec) -> Result<LoadReport, BenchError> {
     let request = spec.request();
     let cpu_before = process_cpu();
-    let results: Vec<Result<ThreadReport, String>> = std::thread::scope(|s| {
+    let results: Vec<Result<ThreadReport, BenchError>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..spec.threads)
             .map(|t| {
                 let request = &request;
@@ -192,10 +193,7 @@ pub fn run(spec: &LoadSpec) -> Result<LoadReport, String> {
             .collect();
         handles
             .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err("a load thread panicked".into()))
-            })
+            .map(|h| h.join().unwrap_or(Err(BenchError::Panicked("load"))))
             .collect()
     });
     let client_cpu = process_cpu().saturating_sub(cpu_before);
@@ -217,11 +215,10 @@ pub(crate) fn process_cpu() -> Duration {
     Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 
-fn run_thread(spec: &LoadSpec, t: u32, request: &[u8]) -> Result<ThreadReport, String> {
+fn run_thread(spec: &LoadSpec, t: u32, request: &[u8]) -> Result<ThreadReport, BenchError> {
     let cpu = (!spec.pin.is_empty()).then(|| spec.pin[t as usize % spec.pin.len()]);
     if let Some(cpu) = cpu {
-        crate::sys::pin_to_cpu(cpu.get())
-            .map_err(|e| format!("load: pinning a thread to CPU {cpu}: {e}"))?;
+        crate::sys::pin_to_cpu(cpu.get()).map_err(|e| BenchError::LoadPin(cpu, e))?;
     }
     let mut w = Worker::new(spec, t, request)?;
     w.report.cpu = cpu;
@@ -289,9 +286,8 @@ struct Worker<'a> {
 }
 
 impl<'a> Worker<'a> {
-    fn new(spec: &LoadSpec, t: u32, request: &'a [u8]) -> Result<Worker<'a>, String> {
-        let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)
-            .map_err(|e| format!("load: epoll_create: {e}"))?;
+    fn new(spec: &LoadSpec, t: u32, request: &'a [u8]) -> Result<Worker<'a>, BenchError> {
+        let epoll = epoll::create(epoll::CreateFlags::CLOEXEC).map_err(BenchError::LoadEpoll)?;
         let n = spec.conns_of(t);
         Ok(Worker {
             epoll,

@@ -30,6 +30,7 @@
 pub mod ab;
 pub mod client;
 pub mod compare;
+pub mod error;
 pub mod figures;
 pub mod hist;
 pub mod load;
@@ -42,6 +43,7 @@ pub mod spec;
 pub mod wrk;
 
 use crate::args::bench::{BenchCommand, LoadArgs, HELP};
+pub use error::{BenchError, Usage};
 use std::path::{Path, PathBuf};
 
 /// Runs `steerd bench ...`: the exit status (0 ok, 1 failure, 2 with the tools' help),
@@ -63,6 +65,19 @@ pub fn main(command: BenchCommand) -> Result<i32, Usage> {
     }
 }
 
+/// Sorts a short list (one entry per worker, per system call) stably: `before(a, b)`
+/// when `a` goes strictly before `b`. An insertion sort, a few instructions where the
+/// standard library's stable sort is about 5 KB of code for each element type.
+pub(crate) fn sort_few_by<T>(v: &mut [T], before: impl Fn(&T, &T) -> bool) {
+    for i in 1..v.len() {
+        let mut j = i;
+        while j > 0 && before(&v[j], &v[j - 1]) {
+            v.swap(j, j - 1);
+            j -= 1;
+        }
+    }
+}
+
 /// Writes `text` to stdout and flushes it. A reader that went away (a closed pipe) is
 /// not an error worth a panic: the text is dropped.
 pub fn emit(text: &str) {
@@ -71,12 +86,8 @@ pub fn emit(text: &str) {
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
 
-/// A bad command line: printed as `steerd: bench: ...`, exit status 2.
-#[derive(Debug)]
-pub struct Usage(pub String);
-
 fn load_main(args: LoadArgs, svg: Option<&Path>) -> Result<i32, Usage> {
-    let spec = spec::resolve(args).map_err(|m| Usage(format!("load: {m}")))?;
+    let spec = spec::resolve(args).map_err(|e| Usage::Target("load", e))?;
     let result = OutFile::create(svg).and_then(|svg| {
         let r = load::run(&spec)?;
         emit(&match spec.json {
@@ -85,7 +96,7 @@ fn load_main(args: LoadArgs, svg: Option<&Path>) -> Result<i32, Usage> {
         });
         match plot::Cdf::of(&r.merged.latency) {
             Some(cdf) => svg.write(&plot::load_svg(&report::headline(&spec), &cdf)),
-            None if svg.is_some() => Err("no response, so no latency figure".into()),
+            None if svg.is_some() => Err(BenchError::NoFigure),
             None => Ok(()),
         }
     });
@@ -102,11 +113,11 @@ pub(crate) struct OutFile(Option<(PathBuf, std::fs::File)>);
 
 impl OutFile {
     /// Creates (truncates) `path`, if one is given.
-    pub fn create(path: Option<&Path>) -> Result<OutFile, String> {
+    pub fn create(path: Option<&Path>) -> Result<OutFile, BenchError> {
         let open = |p: &Path| {
             std::fs::File::create(p)
                 .map(|f| (p.to_path_buf(), f))
-                .map_err(|e| format!("{}: {e}", p.display()))
+                .map_err(|e| BenchError::File(p.to_path_buf(), e))
         };
         Ok(OutFile(path.map(open).transpose()?))
     }
@@ -117,13 +128,13 @@ impl OutFile {
     }
 
     /// Writes `text` to the file, if one was given.
-    pub fn write(&self, text: &str) -> Result<(), String> {
+    pub fn write(&self, text: &str) -> Result<(), BenchError> {
         use std::io::Write;
         let Some((path, file)) = &self.0 else {
             return Ok(());
         };
         let mut file: &std::fs::File = file;
         file.write_all(text.as_bytes())
-            .map_err(|e| format!("{}: {e}", path.display()))
+            .map_err(|e| BenchError::File(path.clone(), e))
     }
 }

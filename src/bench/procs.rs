@@ -140,7 +140,8 @@ pub(crate) fn parse_per_worker(page: &str, needle: &str) -> Vec<(String, u64)> {
             out.push((w, v as u64));
         }
     }
-    out.sort_by_key(|(w, _)| (w.parse::<u64>().unwrap_or(u64::MAX), w.clone()));
+    let key = |w: &str| (w.parse::<u64>().unwrap_or(u64::MAX), w.to_string());
+    super::sort_few_by(&mut out, |a, b| key(&a.0) < key(&b.0));
     out
 }
 

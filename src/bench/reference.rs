@@ -26,9 +26,10 @@
 
 use super::Usage;
 use crate::args::bench::ResponderArgs;
+use crate::bench::error::{BenchError, ResponseFault};
 use crate::config::SteerPolicy;
 use crate::cpuset::{CpuId, CpuSet};
-use crate::listen::{self, ListenError, SocketOptions};
+use crate::listen::{self, SocketOptions};
 use crate::plan::{Plan, WorkerPlan};
 use crate::topology::NodeId;
 use crate::{steer, sys};
@@ -90,7 +91,7 @@ fn spin(n: u64) {
 
 /// The canned response of the mode, or `--response FILE`'s bytes, checked to be one
 /// HTTP/1.1 response head (its body is the sender's business).
-fn answer_of(args: &ResponderArgs) -> Result<Answer, String> {
+fn answer_of(args: &ResponderArgs) -> Result<Answer, BenchError> {
     let file = match &args.response {
         None => None,
         Some(path) => Some(read_response(path)?.into()),
@@ -101,20 +102,19 @@ fn answer_of(args: &ResponderArgs) -> Result<Answer, String> {
     })
 }
 
-fn read_response(path: &str) -> Result<Vec<u8>, String> {
-    let bad = |why: &str| format!("--response {path:?}: {why}");
-    let file = std::fs::File::open(path).map_err(|e| bad(&e.to_string()))?;
+fn read_response(path: &str) -> Result<Vec<u8>, BenchError> {
+    let bad = |why| BenchError::Response(path.to_string(), why);
+    let unreadable = |e| bad(ResponseFault::Unreadable(e));
+    let file = std::fs::File::open(path).map_err(unreadable)?;
     let mut bytes = Vec::new();
     file.take(RESPONSE_MAX + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| bad(&e.to_string()))?;
+        .map_err(unreadable)?;
     if bytes.len() as u64 > RESPONSE_MAX {
-        return Err(bad("larger than 64 KiB"));
+        return Err(bad(ResponseFault::TooLarge));
     }
     if !bytes.starts_with(b"HTTP/1.1 ") || memchr::memmem::find(&bytes, b"\r\n\r\n").is_none() {
-        return Err(bad(
-            "not an HTTP/1.1 response (a status line and a head ending in an empty line)",
-        ));
+        return Err(bad(ResponseFault::NotResponse));
     }
     Ok(bytes)
 }
@@ -163,29 +163,24 @@ fn plan_of(cpus: &[CpuId], steer: bool) -> Plan {
 
 /// Binds every listener (each while pinned to its CPU, as `serve` does), attaches the
 /// program, then runs one pinned thread per CPU until the process is killed.
-fn serve(args: &ResponderArgs) -> Result<(), String> {
+fn serve(args: &ResponderArgs) -> Result<(), BenchError> {
     let answer = answer_of(args)?;
     let plan = plan_of(&args.cpus, args.steer);
-    let home = sys::affinity().map_err(|e| format!("sched_getaffinity: {e}"))?;
+    let home = sys::affinity().map_err(BenchError::Affinity)?;
     let opts = SocketOptions {
         defer_accept_secs: u32::from(args.close),
         send_buffer: None,
     };
     let mut listeners =
-        listen::open(&plan.workers, &[args.listen], &home, opts).map_err(|e| match e {
-            ListenError::Pin(..) => e.to_string(),
-            _ => format!("listener on {e}"),
-        })?;
+        listen::open(&plan.workers, &[args.listen], &home, opts).map_err(BenchError::Listen)?;
     let possible = CpuSet::from_ids(args.cpus.iter().copied());
-    if let Some(prog) =
-        steer::program_for(&plan, &possible).map_err(|e| format!("steering program: {e}"))?
-    {
+    if let Some(prog) = steer::program_for(&plan, &possible).map_err(BenchError::Steering)? {
         listeners
             .attach(&prog.insns)
-            .map_err(|(_, e)| format!("SO_ATTACH_REUSEPORT_CBPF: {e}"))?;
+            .map_err(|(_, e)| BenchError::Attach(e))?;
     }
     let Some(group) = listeners.groups.pop() else {
-        return Err("no listener".into());
+        return Err(BenchError::NoListener);
     };
     super::emit(&format!("responder: listening on {}\n", group.addr));
     let close = args.close;
@@ -194,7 +189,7 @@ fn serve(args: &ResponderArgs) -> Result<(), String> {
         // Close mode accepts blocking (one thread, one connection at a time).
         if close {
             rustix::io::ioctl_fionbio(&l, false)
-                .map_err(|e| format!("listener on {}: FIONBIO: {e}", group.addr))?;
+                .map_err(|e| BenchError::Blocking(group.addr, e))?;
         }
         let answer = answer.clone();
         threads.push(std::thread::spawn(move || {
@@ -205,14 +200,19 @@ fn serve(args: &ResponderArgs) -> Result<(), String> {
         match t.join() {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(e),
-            Err(_) => return Err("a responder thread panicked".into()),
+            Err(_) => return Err(BenchError::Panicked("responder")),
         }
     }
     Ok(())
 }
 
-fn run_thread(cpu: CpuId, listener: OwnedFd, close: bool, answer: Answer) -> Result<(), String> {
-    sys::pin_to_cpu(cpu.get()).map_err(|e| format!("pinning to CPU {cpu}: {e}"))?;
+fn run_thread(
+    cpu: CpuId,
+    listener: OwnedFd,
+    close: bool,
+    answer: Answer,
+) -> Result<(), BenchError> {
+    sys::pin_to_cpu(cpu.get()).map_err(|e| BenchError::Pin(cpu, e))?;
     if close {
         close_loop(&listener, &answer)
     } else {
@@ -221,14 +221,14 @@ fn run_thread(cpu: CpuId, listener: OwnedFd, close: bool, answer: Answer) -> Res
 }
 
 /// accept4, read, write, close: the request is already there (TCP_DEFER_ACCEPT).
-fn close_loop(listener: &OwnedFd, answer: &Answer) -> Result<(), String> {
+fn close_loop(listener: &OwnedFd, answer: &Answer) -> Result<(), BenchError> {
     let mut buf = [0u8; 4096];
     let response = answer.closing();
     loop {
         let conn = match rustix::net::accept_with(listener, SocketFlags::CLOEXEC) {
             Ok(c) => c,
             Err(Errno::INTR | Errno::CONNABORTED | Errno::AGAIN) => continue,
-            Err(e) => return Err(format!("accept4: {e}")),
+            Err(e) => return Err(BenchError::Call("accept4", e)),
         };
         if matches!(rustix::io::read(&conn, &mut buf), Ok(n) if n > 0) {
             answer.work();
@@ -238,16 +238,16 @@ fn close_loop(listener: &OwnedFd, answer: &Answer) -> Result<(), String> {
 }
 
 /// Level-triggered epoll: the listener's token is `u64::MAX`, a connection's is its fd.
-fn keep_alive_loop(listener: OwnedFd, answer: &Answer) -> Result<(), String> {
-    let ep =
-        epoll::create(epoll::CreateFlags::CLOEXEC).map_err(|e| format!("epoll_create: {e}"))?;
+fn keep_alive_loop(listener: OwnedFd, answer: &Answer) -> Result<(), BenchError> {
+    let ep = epoll::create(epoll::CreateFlags::CLOEXEC)
+        .map_err(|e| BenchError::Call("epoll_create", e))?;
     epoll::add(
         &ep,
         &listener,
         epoll::EventData::new_u64(u64::MAX),
         epoll::EventFlags::IN,
     )
-    .map_err(|e| format!("epoll_ctl: {e}"))?;
+    .map_err(|e| BenchError::Call("epoll_ctl", e))?;
     // Connections by fd number, with how many bytes of "\r\n\r\n" the last read ended in.
     let mut conns: Vec<Option<(OwnedFd, u8)>> = Vec::new();
     let mut events: Vec<epoll::Event> = Vec::with_capacity(256);
@@ -258,7 +258,7 @@ fn keep_alive_loop(listener: OwnedFd, answer: &Answer) -> Result<(), String> {
         events.clear();
         match epoll::wait(&ep, rustix::buffer::spare_capacity(&mut events), None) {
             Ok(_) | Err(Errno::INTR) => {}
-            Err(e) => return Err(format!("epoll_wait: {e}")),
+            Err(e) => return Err(BenchError::Call("epoll_wait", e)),
         }
         for ev in &events {
             let token = ev.data.u64();

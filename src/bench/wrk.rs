@@ -11,10 +11,11 @@
 use super::figures::RunFigures;
 use super::procs;
 use super::spec::LoadSpec;
+use crate::bench::BenchError;
 use std::process::{Command, Stdio};
 
 /// Runs wrk as the spec says and waits for it.
-pub fn run(spec: &LoadSpec) -> Result<RunFigures, String> {
+pub fn run(spec: &LoadSpec) -> Result<RunFigures, BenchError> {
     let secs = spec.duration.as_secs_f64().ceil().max(1.0) as u64;
     let url = format!("http://{}{}", spec.target.host, spec.target.path);
     let cpu_before = procs::reaped_children_cpu();
@@ -54,11 +55,9 @@ pub fn run(spec: &LoadSpec) -> Result<RunFigures, String> {
     }
     let mut fig = RunFigures::default();
     for child in children {
-        let out = child
-            .wait_with_output()
-            .map_err(|e| format!("waiting for wrk: {e}"))?;
+        let out = child.wait_with_output().map_err(BenchError::WrkWait)?;
         let text = String::from_utf8_lossy(&out.stdout);
-        let one = parse(&text).ok_or_else(|| format!("wrk output not understood:\n{text}"))?;
+        let one = parse(&text).ok_or_else(|| BenchError::WrkOutput(text.to_string()))?;
         fig.rps += one.rps;
         fig.requests += one.requests;
         fig.errors += one.errors;
@@ -73,14 +72,14 @@ pub fn run(spec: &LoadSpec) -> Result<RunFigures, String> {
 }
 
 trait SpawnPiped {
-    fn output_async(&mut self) -> Result<std::process::Child, String>;
+    fn output_async(&mut self) -> Result<std::process::Child, BenchError>;
 }
 
 impl SpawnPiped for Command {
-    fn output_async(&mut self) -> Result<std::process::Child, String> {
+    fn output_async(&mut self) -> Result<std::process::Child, BenchError> {
         self.stdout(Stdio::piped())
             .spawn()
-            .map_err(|e| format!("starting wrk (is it installed?): {e}"))
+            .map_err(BenchError::WrkStart)
     }
 }
 

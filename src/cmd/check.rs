@@ -86,12 +86,16 @@ fn passed_sockets(args: &ServeArgs, workers: usize) -> Passed {
     let inherited = match inherit::take_from_env() {
         Ok(v) => v,
         Err(e) => {
-            out.problems.push(e);
+            out.problems.push(e.to_string());
             return out;
         }
     };
-    out.problems
-        .extend(inherited.iter().filter_map(inherit::reuseport_problem));
+    out.problems.extend(
+        inherited
+            .iter()
+            .filter_map(inherit::reuseport_problem)
+            .map(|p| p.to_string()),
+    );
     let listeners: Vec<_> = inherited
         .iter()
         .filter(|i| i.name != METRICS)

@@ -114,7 +114,7 @@ fn dispatch(command: Command) -> Result<i32, Failure> {
         Command::Serve(args) => serve::main(args),
         Command::Bench(command) => crate::bench::main(command).map_err(|usage| Failure {
             stage: "bench",
-            message: usage.0,
+            message: usage.to_string(),
             status: 2,
         }),
         Command::Probe(args) => probe::main(&args),

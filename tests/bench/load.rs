@@ -94,11 +94,15 @@ fn find_head_end(b: &[u8]) -> Option<usize> {
     b.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4)
 }
 
-/// Runs the binary's load with JSON output (0.3 s unless `extra` says `-d`: the last
-/// value wins) and returns the merged section.
+/// Runs the binary's load with JSON output (0.3 s unless `extra` gives `-d`: a flag
+/// given twice is refused) and returns the merged section.
 fn load(port: u16, extra: &[&str]) -> String {
     let url = format!("http://127.0.0.1:{port}/x");
-    let args = [&["bench", "load", &url, "-d", "0.3s", "--json"], extra].concat();
+    let duration: &[&str] = match extra.contains(&"-d") {
+        true => &[],
+        false => &["-d", "0.3s"],
+    };
+    let args = [&["bench", "load", &url, "--json"], duration, extra].concat();
     let out = crate::support::server::run_steerd(&args, b"");
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(

@@ -125,24 +125,29 @@ fn dis_flags_what_bpf_asm_cannot_express() {
 
 #[test]
 fn usage_errors_exit_2() {
-    for args in [
-        &["bpf"][..],
-        &["bpf", "frob"],
-        &["bpf", "asm", "-x"],
-        &["bpf", "asm", "a", "b"],
-        &["bpf", "dis", "-c"],
+    for (args, usage) in [
+        (&["bpf"][..], "usage: steerd bpf asm"),
+        (&["bpf", "frob"], "usage: steerd bpf asm"),
+        (
+            &["bpf", "asm", "-x"],
+            "usage: steerd bpf asm [-c] [FILE|-]\n",
+        ),
+        (
+            &["bpf", "asm", "a", "b"],
+            "usage: steerd bpf asm [-c] [FILE|-]\n",
+        ),
+        (&["bpf", "dis", "-c"], "usage: steerd bpf dis [FILE|-]\n"),
     ] {
         let out = steerd(args, b"");
         assert_eq!(out.status, 2, "{args:?}");
-        assert!(
-            out.stderr.contains("usage: steerd bpf asm"),
-            "{args:?}: {}",
-            out.stderr
-        );
+        assert!(out.stderr.contains(usage), "{args:?}: {}", out.stderr);
     }
     let help = steerd(&["bpf", "--help"], b"");
     assert_eq!(help.status, 0);
     assert!(String::from_utf8_lossy(&help.stdout).starts_with("usage: steerd bpf asm"));
+    let help = steerd(&["bpf", "asm", "--help"], b"");
+    assert_eq!(help.status, 0, "{}", help.stderr);
+    assert!(String::from_utf8_lossy(&help.stdout).contains("    -c "));
 }
 
 #[test]

@@ -8,6 +8,7 @@
 //! measure anything.
 
 use crate::bench::procs;
+use crate::bench::BenchError;
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -22,13 +23,12 @@ pub struct Server {
 
 impl Server {
     /// Starts `argv` and waits (10 s at most) until `addr` accepts a connection.
-    pub fn start(argv: &[String], addr: SocketAddr) -> Result<Server, String> {
+    pub fn start(argv: &[String], addr: SocketAddr) -> Result<Server, BenchError> {
         use std::os::unix::process::CommandExt;
         let log = std::env::temp_dir().join(format!("steerd-ab-{}-server.log", std::process::id()));
-        let out = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
-        let err = out
-            .try_clone()
-            .map_err(|e| format!("{}: {e}", log.display()))?;
+        let unwritable = |e| BenchError::File(log.clone(), e);
+        let out = std::fs::File::create(&log).map_err(unwritable)?;
+        let err = out.try_clone().map_err(unwritable)?;
         let child = Command::new(&argv[0])
             .args(&argv[1..])
             .stdin(Stdio::null())
@@ -36,27 +36,25 @@ impl Server {
             .stderr(err)
             .process_group(0)
             .spawn()
-            .map_err(|e| format!("starting {:?}: {e}", argv[0]))?;
+            .map_err(|e| BenchError::Start(argv[0].clone(), e))?;
         let pid = child.id();
         let mut s = Server { child, pid, log };
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             if let Ok(Some(status)) = s.child.try_wait() {
-                return Err(format!(
-                    "{:?} exited ({status}) before accepting on {addr}; its output ends:\n{}",
-                    argv[0],
-                    s.log_tail()
-                ));
+                return Err(BenchError::Exited {
+                    program: argv[0].clone(),
+                    status,
+                    addr,
+                    tail: s.log_tail(),
+                });
             }
             if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
                 return Ok(s);
             }
             if Instant::now() > deadline {
                 s.stop();
-                return Err(format!(
-                    "{:?} did not accept on {addr} within 10 s",
-                    argv[0]
-                ));
+                return Err(BenchError::Silent(argv[0].clone(), addr));
             }
             std::thread::sleep(Duration::from_millis(20));
         }

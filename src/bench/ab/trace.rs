@@ -6,6 +6,7 @@
 //! Counts only: strace slows what it traces, so traced runs are never timed.
 
 use crate::bench::procs;
+use crate::bench::BenchError;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -17,7 +18,7 @@ pub(crate) struct Tracer {
 
 impl Tracer {
     /// Starts strace on every process of the tree under `root`.
-    pub fn attach(root: u32) -> Result<Tracer, String> {
+    pub fn attach(root: u32) -> Result<Tracer, BenchError> {
         let out =
             std::env::temp_dir().join(format!("steerd-ab-strace-{}-{root}", std::process::id()));
         let mut cmd = Command::new("strace");
@@ -30,20 +31,19 @@ impl Tracer {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .map_err(|e| format!("starting strace: {e}"))?;
+            .map_err(BenchError::StraceStart)?;
         // strace attaches to each PID before it starts counting; give it a moment.
         std::thread::sleep(Duration::from_millis(500));
         Ok(Tracer { child, out })
     }
 
     /// SIGINT makes strace detach and write its summary.
-    pub fn finish(mut self) -> Result<String, String> {
+    pub fn finish(mut self) -> Result<String, BenchError> {
         if let Some(pid) = rustix::process::Pid::from_raw(self.child.id() as i32) {
             let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
         }
         let _ = self.child.wait();
-        let text =
-            std::fs::read_to_string(&self.out).map_err(|e| format!("reading strace output: {e}"));
+        let text = std::fs::read_to_string(&self.out).map_err(BenchError::StraceRead);
         let _ = std::fs::remove_file(&self.out);
         text
     }
@@ -67,7 +67,7 @@ impl Traced {
             .iter()
             .map(|(s, c)| (s.clone(), *c as f64 / n))
             .collect();
-        per.sort_by(|x, y| y.1.total_cmp(&x.1));
+        super::super::sort_few_by(&mut per, |x, y| x.1.total_cmp(&y.1).is_gt());
         per.retain(|(_, c)| *c >= 0.01);
         Some((*total as f64 / n, per))
     }

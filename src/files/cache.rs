@@ -120,7 +120,7 @@ pub struct CacheStats {
 /// One worker's small-file cache.
 pub struct FileCache {
     entries: Vec<Entry>,
-    /// `file_max` bytes an entry, then from `text_at` `TEXT` bytes an entry ([`text`]).
+    /// `file_max` bytes an entry, then from `text_at` `TEXT` bytes an entry ([`key`]).
     arena: Vec<u8>,
     text_at: usize,
     file_max: usize,
@@ -204,8 +204,8 @@ impl FileCache {
     /// fit.
     pub fn file_lines(&self, index: u32) -> Option<&[u8]> {
         let e = self.entries.get(index as usize)?;
-        let lines = text(&self.arena[self.text_at..], index).1;
-        (e.meta.is_some() && e.lines_len > 0).then(|| &lines[..e.lines_len])
+        let at = self.text_at + index as usize * TEXT + KEY_MAX;
+        (e.meta.is_some() && e.lines_len > 0).then(|| &self.arena[at..at + e.lines_len])
     }
 
     /// The open file of a hit entry that holds a descriptor instead of bytes.
@@ -284,8 +284,7 @@ impl FileCache {
         let opts = &options;
         let index = slot_of(hash(path), self.entries.len());
         let e = &mut self.entries[index as usize];
-        let same_key =
-            e.meta.is_some() && &text(&self.arena[self.text_at..], index).0[..e.key_len] == path;
+        let same_key = e.meta.is_some() && key(&self.arena, self.text_at, index, e.key_len) == path;
         if same_key && now_ms.saturating_sub(e.checked_ms) < self.revalidate_ms {
             e.used_ms = now_ms;
             self.stats.hits += 1;
@@ -324,7 +323,7 @@ impl FileCache {
     fn store(&mut self, index: u32, path: &[u8], found: Lookup, now_ms: u64) -> Served {
         let file_max = self.file_max;
         let e = &mut self.entries[index as usize];
-        let ours = &text(&self.arena[self.text_at..], index).0[..e.key_len] == path;
+        let ours = key(&self.arena, self.text_at, index, e.key_len) == path;
         let (fd, meta) = match found {
             Lookup::File(fd, meta) => (fd, meta),
             other => {
@@ -394,12 +393,13 @@ impl Entry {
     }
 }
 
-/// Entry `index`'s key room (`KEY_MAX` bytes) and file lines room in `all`.
-fn text(all: &[u8], index: u32) -> (&[u8], &[u8]) {
-    all[index as usize * TEXT..][..TEXT].split_at(KEY_MAX)
+/// Entry `index`'s key, `len` bytes, in an arena whose texts start at `text_at`.
+fn key(arena: &[u8], text_at: usize, index: u32, len: usize) -> &[u8] {
+    let at = text_at + index as usize * TEXT;
+    &arena[at..at + len]
 }
 
-/// [`text`], to write.
+/// Entry `index`'s key room (`KEY_MAX` bytes) and file lines room in `all`, to write.
 fn text_mut(all: &mut [u8], index: u32) -> (&mut [u8], &mut [u8]) {
     all[index as usize * TEXT..][..TEXT].split_at_mut(KEY_MAX)
 }

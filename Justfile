@@ -66,7 +66,8 @@ test-s390x:
     scripts/test-s390x.sh
 
 # What an idle keep-alive connection costs steerd and nginx at 1,000, 10,000 and as many
-# connections as the descriptor limit allows, and the RSS 30 s after they closed.
+# connections as the descriptor limit allows, and the RSS 30 s after they closed; a count
+# busy:N (e.g. busy:30000) instead keeps N connections busy for 10 s and reports peak RSS.
 conn-memory *COUNTS:
     cargo build --release -p steerd
     scripts/conn-memory.sh "${CARGO_TARGET_DIR:-target}/release/steerd" {{COUNTS}}

@@ -6,6 +6,7 @@
 #       STEERD  default ${CARGO_TARGET_DIR:-target}/release/steerd
 #       N       connection counts, default: 1000 10000 max
 #               (max: as many as the descriptor limit allows, about 2 x (hard limit - 500))
+#               busy:N  N BUSY connections instead (busy:max allowed), see below
 #
 # For each server and each N: a fresh server with 2 workers; VmRSS and RssAnon of every
 # process (master and workers, from /proc/PID/status) summed, read before any connection,
@@ -22,6 +23,14 @@
 # config in a temporary directory: 2 workers, reuseport (the kernel spreads connections),
 # worker_connections sized the same way, access log off, on a free port found by binding
 # port 0 (nginx cannot listen on port 0 itself).
+#
+# busy:N (for example `scripts/conn-memory.sh STEERD busy:30000`): N keep-alive connections
+# from four python3 clients (two pinned to each CPU, each under the descriptor limit), all
+# opened first, then each sending requests back to back (one in flight) for BUSY seconds
+# (default 10) while VmRSS and RssAnon summed over the server's processes are read every
+# 0.2 s. Printed per server: the reading before, with the N connections open, the peak
+# while busy, and the responses per second the clients counted. These rows come after the
+# idle ones, under their own header.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 steerd=${1:-${CARGO_TARGET_DIR:-target}/release/steerd}
@@ -29,6 +38,7 @@ shift $(($# > 0 ? 1 : 0))
 counts=("$@")
 [ ${#counts[@]} -gt 0 ] || counts=(1000 10000 max)
 settle=${SETTLE:-30}
+busy=${BUSY:-10}
 nginx=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
 [ -x "$steerd" ] || { echo "conn-memory: no $steerd (cargo build --release)" >&2; exit 2; }
 [ -x "$nginx" ] || { echo "conn-memory: no nginx (apt-get install nginx-light)" >&2; exit 2; }
@@ -184,6 +194,87 @@ measure() { # NAME N
             (r2 - r0) * 100 / r0 }'
 }
 
+# One busy client process: COUNT connections to ADDR from 127.0.1.1-16; once all are open
+# (the file HELD made), requests back to back on each for SECONDS; the answers counted are
+# written to the file DONE.
+busy_client() { # CPU ADDR COUNT HELD SECONDS DONE
+    taskset -c "$1" python3 - "$2" "$3" "$4" "$5" "$6" <<'PY'
+import select, socket, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+n, held_flag, seconds, done_file = int(sys.argv[2]), sys.argv[3], float(sys.argv[4]), sys.argv[5]
+request, tail = b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", b"\r\n\r\nok\n"
+by_fd = {}
+for i in range(n):
+    s = socket.socket()
+    s.bind((f"127.0.1.{i % 16 + 1}", 0))
+    s.connect((host, int(port)))
+    s.setblocking(False)
+    by_fd[s.fileno()] = s
+open(held_flag, "w").close()
+poll, got, answers = select.epoll(), {}, 0
+for fd, s in by_fd.items():
+    poll.register(fd, select.EPOLLIN)
+    got[fd] = b""
+    s.send(request)
+end = time.monotonic() + seconds
+while time.monotonic() < end:
+    for fd, _ in poll.poll(0.1):
+        chunk = by_fd[fd].recv(65536)
+        if not chunk:
+            sys.exit(f"connection {fd} closed by the server")
+        got[fd] += chunk
+        if got[fd].endswith(tail):
+            if not got[fd].startswith(b"HTTP/1.1 200 "):
+                sys.exit(f"connection {fd}: {got[fd][:40]!r}")
+            answers, got[fd] = answers + 1, b""
+            by_fd[fd].send(request)
+open(done_file, "w").write(f"{answers}\n")
+PY
+}
+
+# Opens N connections in four client processes, reads, keeps them busy BUSY seconds while
+# reading every 0.2 s, prints the peak.
+measure_busy() { # NAME N
+    local n=$2 before open peak_rss=0 peak_anon=0 i r a answers
+    sleep 2
+    before=$(reading)
+    rm -f "$work"/held.* "$work"/done.*
+    for i in 0 1 2 3; do
+        busy_client $((i % 2)) "$addr" $(((n + i) / 4)) "$work/held.$i" "$busy" "$work/done.$i" &
+        clients+=($!)
+    done
+    for _ in $(seq 3000); do
+        [ "$(ls "$work"/held.* 2>/dev/null | wc -l)" = 4 ] && break
+        sleep 0.1
+    done
+    open=$(reading)
+    while kill -0 "${clients[@]}" 2>/dev/null; do
+        read -r r a <<<"$(reading)"
+        [ "$r" -le "$peak_rss" ] || peak_rss=$r
+        [ "$a" -le "$peak_anon" ] || peak_anon=$a
+        sleep 0.2
+    done
+    wait "${clients[@]}" 2>/dev/null || true
+    clients=()
+    if [ "$(ls "$work"/done.* 2>/dev/null | wc -l)" != 4 ]; then
+        echo "conn-memory: $1 could not keep $n connections busy" >&2
+        exit 1
+    fi
+    answers=$(cat "$work"/done.* | awk '{ t += $1 } END { print t }')
+    printf '%-7s %6d  %7d / %-7d %7d / %-7d %7d / %-7d %9.0f\n' "$1" "$n" $before $open \
+        "$peak_rss" "$peak_anon" "$((answers / busy))"
+}
+
+# MEASURE (measure or measure_busy) with N connections against a fresh steerd, then nginx.
+both() { # MEASURE N
+    start_steerd --max-conns "$per_worker" --keepalive-timeout 600
+    "$1" steerd "$2"
+    stop_server
+    start_nginx
+    "$1" nginx "$2"
+    stop_server
+}
+
 resolve() { [ "$1" = max ] && echo "$max" || echo "$1"; }
 
 echo "conn-memory: $steerd ($("$steerd" --version 2>/dev/null | head -1)), $("$nginx" -v 2>&1),"
@@ -192,16 +283,23 @@ echo "  $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1), $(nproc) CPUs
 start_steerd
 echo "steerd at start, defaults, 2 workers: VmRSS / RssAnon $(reading | sed 's| | / |') kB (summed)"
 stop_server
-echo
-echo "kB summed over master and workers; B/conn = (during - before) / N"
-printf '%-7s %6s  %-17s %-17s %-17s %7s  %7s  %7s\n' server N "before RSS/anon" \
-    "during RSS/anon" "after RSS/anon" "anon B" "RSS B" "after"
+idle=() busy_counts=()
 for c in "${counts[@]}"; do
-    n=$(resolve "$c")
-    start_steerd --max-conns "$per_worker" --keepalive-timeout 600
-    measure steerd "$n"
-    stop_server
-    start_nginx
-    measure nginx "$n"
-    stop_server
+    case $c in
+    busy:*) busy_counts+=("$(resolve "${c#busy:}")") ;;
+    *) idle+=("$(resolve "$c")") ;;
+    esac
 done
+if [ ${#idle[@]} -gt 0 ]; then
+    echo
+    echo "kB summed over master and workers; B/conn = (during - before) / N"
+    printf '%-7s %6s  %-17s %-17s %-17s %7s  %7s  %7s\n' server N "before RSS/anon" \
+        "during RSS/anon" "after RSS/anon" "anon B" "RSS B" "after"
+fi
+for n in "${idle[@]}"; do both measure "$n"; done
+[ ${#busy_counts[@]} = 0 ] && exit 0
+echo
+echo "busy: kB summed over master and workers, peak read every 0.2 s for ${busy}s of requests"
+printf '%-7s %6s  %-17s %-17s %-17s %9s\n' server N "before RSS/anon" "open RSS/anon" \
+    "peak RSS/anon" "answers/s"
+for n in "${busy_counts[@]}"; do both measure_busy "$n"; done

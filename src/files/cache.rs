@@ -4,8 +4,8 @@
 //! (an entry index whose bytes the connection copies behind the response head and sends
 //! with one `send`, or, when they do not fit there, one `sendmsg` of the head and the
 //! bytes), or the plain [`Lookup`] for files the cache does not hold. All memory is allocated once in
-//! [`FileCache::new`]: a table of entries and one arena of `entries × file_max` bytes,
-//! zero-filled by the allocator so pages are touched (and count in the worker's resident
+//! [`FileCache::new`]: a table of entries and one arena of `entries × file_max` bytes
+//! followed by each entry's key and file lines (`TEXT` bytes an entry), zero-filled by the allocator so pages are touched (and count in the worker's resident
 //! memory) only when a file is stored in them.
 //!
 //! Policy: direct-mapped by a hash of the path (a collision replaces the older entry).
@@ -57,6 +57,9 @@ pub(crate) const KEY_MAX: usize = 192;
 /// leaving the media type over 150 (a longer one is formatted per response instead).
 const FILE_LINES_MAX: usize = 288;
 
+/// An entry's text at the arena's end: its key, then its file lines.
+const TEXT: usize = KEY_MAX + FILE_LINES_MAX;
+
 /// Sizes fixed at start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CacheConfig {
@@ -78,8 +81,10 @@ impl Default for CacheConfig {
     }
 }
 
+/// An entry's state; its key and file lines are at the arena's end, zero pages the
+/// worker touches only as entries fill (filling those `TEXT` bytes an entry here at start
+/// made 120 KiB of each worker's RSS at start).
 struct Entry {
-    key: [u8; KEY_MAX],
     key_len: usize,
     meta: Option<FileMeta>,
     /// The open file, for an entry too large for the arena.
@@ -88,8 +93,7 @@ struct Entry {
     /// Last hit (for the sweep of unused descriptors).
     used_ms: u64,
     pins: u32,
-    /// The file lines of a full 200 of `meta`; empty when they did not fit.
-    lines: [u8; FILE_LINES_MAX],
+    /// Length of the file lines of a full 200 of `meta`; 0 when they did not fit.
     lines_len: usize,
 }
 
@@ -116,7 +120,9 @@ pub struct CacheStats {
 /// One worker's small-file cache.
 pub struct FileCache {
     entries: Vec<Entry>,
+    /// `file_max` bytes an entry, then from `text_at` `TEXT` bytes an entry ([`key`]).
     arena: Vec<u8>,
+    text_at: usize,
     file_max: usize,
     revalidate_ms: u64,
     options: FileOptions,
@@ -158,20 +164,19 @@ impl FileCache {
         let n = cfg.entries as usize;
         let entries = (0..n)
             .map(|_| Entry {
-                key: [0; KEY_MAX],
                 key_len: 0,
                 meta: None,
                 file: None,
                 checked_ms: 0,
                 used_ms: 0,
                 pins: 0,
-                lines: [0; FILE_LINES_MAX],
                 lines_len: 0,
             })
             .collect();
         FileCache {
             entries,
-            arena: vec![0u8; n * cfg.file_max as usize],
+            arena: vec![0u8; n * (cfg.file_max as usize + TEXT)],
+            text_at: n * cfg.file_max as usize,
             file_max: cfg.file_max as usize,
             revalidate_ms: cfg.revalidate.as_millis() as u64,
             options: FileOptions::default(),
@@ -199,7 +204,8 @@ impl FileCache {
     /// fit.
     pub fn file_lines(&self, index: u32) -> Option<&[u8]> {
         let e = self.entries.get(index as usize)?;
-        (e.meta.is_some() && e.lines_len > 0).then(|| &e.lines[..e.lines_len])
+        let at = self.text_at + index as usize * TEXT + KEY_MAX;
+        (e.meta.is_some() && e.lines_len > 0).then(|| &self.arena[at..at + e.lines_len])
     }
 
     /// The open file of a hit entry that holds a descriptor instead of bytes.
@@ -278,7 +284,7 @@ impl FileCache {
         let opts = &options;
         let index = slot_of(hash(path), self.entries.len());
         let e = &mut self.entries[index as usize];
-        let same_key = e.meta.is_some() && &e.key[..e.key_len] == path;
+        let same_key = e.meta.is_some() && key(&self.arena, self.text_at, index, e.key_len) == path;
         if same_key && now_ms.saturating_sub(e.checked_ms) < self.revalidate_ms {
             e.used_ms = now_ms;
             self.stats.hits += 1;
@@ -317,7 +323,7 @@ impl FileCache {
     fn store(&mut self, index: u32, path: &[u8], found: Lookup, now_ms: u64) -> Served {
         let file_max = self.file_max;
         let e = &mut self.entries[index as usize];
-        let ours = &e.key[..e.key_len] == path;
+        let ours = key(&self.arena, self.text_at, index, e.key_len) == path;
         let (fd, meta) = match found {
             Lookup::File(fd, meta) => (fd, meta),
             other => {
@@ -344,9 +350,10 @@ impl FileCache {
                 return Served::Miss(Lookup::File(fd, meta));
             }
         }
-        e.key[..path.len()].copy_from_slice(path);
+        let (key, lines) = text_mut(&mut self.arena[self.text_at..], index);
+        key[..path.len()].copy_from_slice(path);
         e.key_len = path.len();
-        e.lines_len = render_lines(&mut e.lines, &meta);
+        e.lines_len = render_lines(lines, &meta);
         e.meta = Some(meta);
         e.checked_ms = now_ms;
         e.used_ms = now_ms;
@@ -386,8 +393,19 @@ impl Entry {
     }
 }
 
+/// Entry `index`'s key, `len` bytes, in an arena whose texts start at `text_at`.
+fn key(arena: &[u8], text_at: usize, index: u32, len: usize) -> &[u8] {
+    let at = text_at + index as usize * TEXT;
+    &arena[at..at + len]
+}
+
+/// Entry `index`'s key room (`KEY_MAX` bytes) and file lines room in `all`, to write.
+fn text_mut(all: &mut [u8], index: u32) -> (&mut [u8], &mut [u8]) {
+    all[index as usize * TEXT..][..TEXT].split_at_mut(KEY_MAX)
+}
+
 /// Renders `meta`'s file lines into `out`; their length, 0 when they do not fit.
-fn render_lines(out: &mut [u8; FILE_LINES_MAX], meta: &FileMeta) -> usize {
+fn render_lines(out: &mut [u8], meta: &FileMeta) -> usize {
     let etag = meta.etag.as_bytes();
     write_file_lines(out, meta.mime, meta.size, &meta.last_modified, etag).unwrap_or(0)
 }

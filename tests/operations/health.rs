@@ -41,6 +41,9 @@ fn wait_health(server: &Server, want: u16) {
 
 #[test]
 fn health_follows_the_workers_and_probe_exits_accordingly() {
+    // Bounded waits on a worker's kill and respawn: not beside the HUP-storm and flood
+    // tests (once, under qemu-aarch64 beside one, /health went unanswered for 20 s).
+    let _measuring = crate::support::serial::exclusive();
     let logs = TempDir::new("health-logs");
     let log = logs.path().join("access.log");
     let server = Server::start(&["--workers", "2", "--access-log", &log.display().to_string()]);

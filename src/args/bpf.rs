@@ -6,7 +6,9 @@
 //! from which its `--help` and the usage lines of `steerd bpf --help` are rendered. It
 //! reads no file: `cmd/bpf.rs` and `cmd/bpf_exec.rs` do the work.
 
-use super::flag::{lookup, rendered, rows, usage_words, wants_help, Flag, Seen, Takes};
+use super::flag::{
+    lookup, rendered, rows, split_inline, usage_words, wants_help, Flag, Seen, Takes,
+};
 use super::{ArgsError, Command};
 use std::sync::OnceLock;
 
@@ -325,10 +327,7 @@ fn words(flags: &[Flag<Apply>], args: &[String]) -> Result<(Draft, Option<String
     let mut seen = Seen::default();
     let mut it = args.iter();
     while let Some(a) = it.next() {
-        let (word, inline) = match a.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v)),
-            _ => (a.as_str(), None),
-        };
+        let (word, inline) = split_inline(a);
         if !word.starts_with('-') || word == "-" {
             positional(&mut path, a)?;
             continue;

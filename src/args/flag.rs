@@ -114,6 +114,15 @@ pub(crate) fn wants_help(args: &[String]) -> bool {
     args.iter().any(|a| a == "-h" || a == "--help")
 }
 
+/// A command-line word as its flag and its inline value: `--name=VALUE` is split at the
+/// first `=`; any other word (short flags, positional words) is whole, with no value.
+pub(crate) fn split_inline(arg: &str) -> (&str, Option<&str>) {
+    match arg.split_once('=') {
+        Some((flag, value)) if flag.starts_with("--") => (flag, Some(value)),
+        _ => (arg, None),
+    }
+}
+
 /// The flag of `table` spelled `word` exactly (`-w`, `--workers`; no `=VALUE`).
 pub fn lookup<'t, A>(table: &'t [Flag<A>], word: &str) -> Option<&'t Flag<A>> {
     table.iter().find(|f| f.spelled(word))

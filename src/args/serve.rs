@@ -6,7 +6,7 @@
 //! validated [`ServeArgs`]. The value parsers are in `args.rs` (the serve scalars),
 //! `args/logging.rs`, `args/listen.rs` and `args/site.rs`; each names its flag and value.
 
-use super::flag::{lookup, rendered, row, rows, Flag, Seen, Takes};
+use super::flag::{lookup, rendered, row, rows, split_inline, Flag, Seen, Takes};
 use super::logging::LogFlags;
 use super::{
     err, flag_error, listen, parse_addr, parse_cpus, parse_master_cpu, parse_secs, parse_size,
@@ -363,10 +363,7 @@ pub(crate) fn parse_tokens(
     let mut seen = Seen::default();
     let mut it = args.iter();
     while let Some(arg) = it.next() {
-        let (word, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v)),
-            _ => (arg.as_str(), None),
-        };
+        let (word, inline) = split_inline(arg);
         let Some(flag) = lookup(FLAGS, word) else {
             if word.starts_with('-') {
                 seen.note_name(word, Takes::Value)

@@ -207,26 +207,29 @@ fn write_line(c: &mut Conn, inb: &[u8], ctx: &mut Ctx<'_>, cut_short: bool) {
         LineSpan::Raw(raw) => RequestLine::Raw(raw.get(area)),
     };
     let started = core::mem::take(&mut c.started_us);
-    let mut decoded = [0u8; DECODED_MAX];
-    let accepted = p.accepted.map(|s| s.get(area));
-    let user = accepted
-        .and_then(|v| basic::decode(v, &mut decoded))
-        .map(|(u, _)| u);
-    let rec = Record {
+    let mut rec = Record {
         client: p.client,
         request,
         status: p.status,
         body_bytes: r.body_sent,
         referer: p.referer.map(|s| s.get(area)),
         user_agent: p.user_agent.map(|s| s.get(area)),
-        user,
+        user: None,
         worker: ctx.worker,
         cpu: ctx.cpu,
         local: c.local,
         duration_us: stamp(ctx).saturating_sub(started),
         cut_short,
     };
-    ctx.log.record(&rec, ctx.now_ms);
+    match p.accepted {
+        None => ctx.log.record(&rec, ctx.now_ms),
+        Some(value) => {
+            // The decoding room is made only for a request `--basic-auth` accepted.
+            let mut decoded = [0u8; DECODED_MAX];
+            rec.user = basic::decode(value.get(area), &mut decoded).map(|(user, _)| user);
+            ctx.log.record(&rec, ctx.now_ms);
+        }
+    }
 }
 
 #[cfg(test)]

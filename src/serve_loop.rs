@@ -222,8 +222,9 @@ pub fn run_tuned(
 /// no more, and the vDSO answers them from memory, without reading the TSC (measured on
 /// this project's 2-vCPU guest: 4 ns against 22 ns a read; two reads a turn, and on the
 /// close path a turn per connection). clock_gettime(2).
-/// The loop's `--basic-auth` gate: the credentials, and a key for its memory drawn now.
-fn gate(cfg: &LoopConfig, tuning: &Tuning) -> Result<Option<Gate>, LoopError> {
+/// The loop's `--basic-auth` gate: the credentials, and a key for its memory drawn now
+/// (`now` on the turn clock).
+fn gate(cfg: &LoopConfig, tuning: &Tuning, now: u64) -> Result<Option<Gate>, LoopError> {
     let Some(credentials) = &cfg.auth else {
         return Ok(None);
     };
@@ -232,7 +233,7 @@ fn gate(cfg: &LoopConfig, tuning: &Tuning) -> Result<Option<Gate>, LoopError> {
         credentials.clone(),
         tuning.auth_limits,
         key,
-        now_ms(),
+        now,
     )))
 }
 
@@ -363,6 +364,9 @@ impl<'a> Loop<'a> {
         // Accepted sockets inherit TCP_NODELAY from the listener: no per-connection call.
         let _ = rustix::net::sockopt::set_tcp_nodelay(listener, true);
         let date = DateCache::new(wall_secs());
+        // One reading for every clock the loop starts: the give-back round is due exactly
+        // one period after the turn clock's start.
+        let now = now_ms();
         let log = AccessLog::open(&cfg.logging.access_log, cfg.logging.log_format, &date)
             .map_err(|e| LoopError::Setup("opening the access log", e))?;
         let durations = [
@@ -375,7 +379,7 @@ impl<'a> Loop<'a> {
             root: cfg.root.as_fd(),
             cache: FileCache::new(tuning.cache).with_options(FileOptions::serving(&cfg.site)),
             date,
-            now_ms: now_ms(),
+            now_ms: now,
             counters,
             log,
             worker: cfg.worker,
@@ -387,7 +391,7 @@ impl<'a> Loop<'a> {
                 true => Walk::PastTrusted(&cfg.logging.real_ip_from),
                 false => Walk::LastHop,
             },
-            auth: gate(cfg, &tuning)?,
+            auth: gate(cfg, &tuning, now)?,
             listings: Listings::new(if cfg.site.list_dirs {
                 tuning.listings
             } else {
@@ -407,7 +411,7 @@ impl<'a> Loop<'a> {
             free: Vec::with_capacity(n),
             max_slots: n,
             next_generation: 0,
-            cold: GiveBack::new(ms(tuning.give_back), 0, now_ms()),
+            cold: GiveBack::new(ms(tuning.give_back), 0, now),
             ready: Vec::with_capacity(n),
             driving: Vec::with_capacity(n),
             ctx,

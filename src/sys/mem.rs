@@ -98,8 +98,9 @@ pub(crate) struct ZeroedArena {
 }
 
 impl ZeroedArena {
-    /// `mmap(NULL, len, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE)` —
-    /// `len` zero bytes, nothing resident yet. See mmap(2).
+    /// `mmap(NULL, len, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE)`
+    /// and `madvise(MADV_NOHUGEPAGE)` — `len` zero bytes, nothing resident yet, backed by
+    /// base pages only. See mmap(2), madvise(2).
     pub fn new(len: usize) -> io::Result<ZeroedArena> {
         let len = len.max(1);
         // SAFETY: a fresh anonymous mapping at an address the kernel picks aliases no
@@ -114,6 +115,13 @@ impl ZeroedArena {
         }?;
         let ptr = NonNull::new(addr.cast::<u8>())
             .ok_or_else(|| io::Error::other("mmap returned null"))?;
+        // Where transparent huge pages are `always`, a slot's first write would fault in
+        // a whole huge page (2 MiB on x86-64) and `release` would only split it: the arena
+        // takes base pages. A kernel without THP refuses the advice (EINVAL), and then
+        // there is nothing to avoid.
+        // SAFETY: `addr..addr+len` is the mapping just made; the advice changes how it is
+        // backed, not what it holds.
+        let _ = unsafe { rustix::mm::madvise(addr, len, rustix::mm::Advice::LinuxNoHugepage) };
         Ok(ZeroedArena { ptr, len })
     }
 

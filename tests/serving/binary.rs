@@ -411,6 +411,45 @@ fn a_large_max_conns_costs_little_at_start() {
     );
 }
 
+/// The connection arena takes base pages only (`madvise(MADV_NOHUGEPAGE)`): where
+/// transparent huge pages are `always`, a slot's first write would otherwise fault in a
+/// whole huge page. The kernel's own record says so: every `MAP_NORESERVE` mapping of the
+/// worker (`nr` in smaps' VmFlags: the arenas) carries `nh`. See proc(5).
+#[test]
+fn the_connection_arena_takes_no_huge_pages() {
+    if let Ok(emulator) = std::env::var("STEERD_EMULATED") {
+        // User-mode QEMU accepts madvise and ignores the advice: no `nh` to read.
+        let why = format!("under {emulator} madvise(MADV_NOHUGEPAGE) is not passed to the kernel");
+        return crate::support::skip::skip_or_fail(
+            "the_connection_arena_takes_no_huge_pages",
+            &why,
+        );
+    }
+    let srv = Server::start(&["--workers", "1"]);
+    assert_eq!(get(srv.addr, "/index.html", "").status, 200);
+    let pids = srv.pids();
+    assert_eq!(pids.len(), 2, "a master and one worker: {pids:?}");
+    let smaps = std::fs::read_to_string(format!("/proc/{}/smaps", pids[1])).unwrap();
+    let flags: Vec<&str> = smaps
+        .lines()
+        .filter_map(|l| l.strip_prefix("VmFlags:"))
+        .collect();
+    let reserved_free: Vec<&&str> = flags
+        .iter()
+        .filter(|f| f.split_whitespace().any(|w| w == "nr"))
+        .collect();
+    assert!(
+        !reserved_free.is_empty(),
+        "the worker has its MAP_NORESERVE arenas: {flags:?}"
+    );
+    for f in reserved_free {
+        assert!(
+            f.split_whitespace().any(|w| w == "nh"),
+            "an arena without MADV_NOHUGEPAGE: VmFlags:{f}"
+        );
+    }
+}
+
 /// What `steerd check ROOT ARGS` prints on stderr, with its exit code.
 fn check(root: &std::path::Path, args: &[String]) -> (i32, String) {
     let mut cmd = Command::new(support::server::binary());

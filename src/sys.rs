@@ -18,7 +18,7 @@ pub mod process;
 pub mod signal;
 pub mod socket;
 
-pub(crate) use mem::{release_spare, SharedBlocks, SharedZeroed, ZeroedArena};
+pub(crate) use mem::{base_pages_only, release_spare, SharedBlocks, SharedZeroed, ZeroedArena};
 pub use process::{
     affinity, become_user, close_inherited, exit_now, fork, pin_to_cpu, pin_to_set, AffinityMask,
     Forked,

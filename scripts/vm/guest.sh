@@ -283,6 +283,20 @@ nic_round() {
 }
 
 # ---------------------------------------------------------------- footprint
+# huge_pages MASTER_PID: the kernel's transparent huge page mode ("thp always", "thp
+# madvise", "thp never", or "thp none" on a kernel without them), then "PID KB" for the
+# master and each worker: the huge pages among its anonymous memory (AnonHugePages of
+# /proc/PID/smaps_rollup; 0 when the field is missing).
+huge_pages() {
+    mode=none
+    [ -r /sys/kernel/mm/transparent_hugepage/enabled ] &&
+        mode=$(sed 's/.*\[\(.*\)\].*/\1/' /sys/kernel/mm/transparent_hugepage/enabled)
+    echo "thp $mode"
+    for p in $1 $(children $1); do
+        echo "$p $(awk '$1 == "AnonHugePages:" { k = $2 } END { print k + 0 }' /proc/$p/smaps_rollup)"
+    done
+}
+
 # idle_rss: a 1-worker server (`steerd serve --workers 1`) after one request and a second
 # idle, as scripts/idle-rss.sh measures it on the host: "master VMRSS RSSANON HUGE" and
 # "worker VMRSS RSSANON HUGE" in kB, from /proc/PID/status (HUGE: the transparent huge

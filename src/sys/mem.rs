@@ -86,6 +86,16 @@ pub fn page_size() -> usize {
         .unwrap_or(4096)
 }
 
+/// Asks the kernel to back this process's anonymous memory, and its children's, with base
+/// pages only: `prctl(PR_SET_THP_DISABLE, 1)`, inherited across fork and execve. Where
+/// transparent huge pages are `always`, a connection arena's first write, or the first
+/// element of a table, would fault in a whole huge page (2 MiB on x86-64, on
+/// riscv64 and on LPAE armv7), and khugepaged could later fold touched pages into more:
+/// the memory a connection costs would depend on the host's setting. See prctl(2).
+pub fn base_pages_only() -> io::Result<()> {
+    rustix::thread::disable_transparent_huge_pages(true).map_err(io::Error::from)
+}
+
 /// A private anonymous mapping of zero bytes: the serve loop's connection arena.
 ///
 /// Unlike `vec![0; n]` its creation can fail with an error instead of aborting the
@@ -98,9 +108,8 @@ pub(crate) struct ZeroedArena {
 }
 
 impl ZeroedArena {
-    /// `mmap(NULL, len, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE)`
-    /// and `madvise(MADV_NOHUGEPAGE)` — `len` zero bytes, nothing resident yet, backed by
-    /// base pages only. See mmap(2), madvise(2).
+    /// `mmap(NULL, len, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE)` —
+    /// `len` zero bytes, nothing resident yet. See mmap(2).
     pub fn new(len: usize) -> io::Result<ZeroedArena> {
         let len = len.max(1);
         // SAFETY: a fresh anonymous mapping at an address the kernel picks aliases no
@@ -115,13 +124,6 @@ impl ZeroedArena {
         }?;
         let ptr = NonNull::new(addr.cast::<u8>())
             .ok_or_else(|| io::Error::other("mmap returned null"))?;
-        // Where transparent huge pages are `always`, a slot's first write would fault in
-        // a whole huge page (2 MiB on x86-64) and `release` would only split it: the arena
-        // takes base pages. A kernel without THP refuses the advice (EINVAL), and then
-        // there is nothing to avoid.
-        // SAFETY: `addr..addr+len` is the mapping just made; the advice changes how it is
-        // backed, not what it holds.
-        let _ = unsafe { rustix::mm::madvise(addr, len, rustix::mm::Advice::LinuxNoHugepage) };
         Ok(ZeroedArena { ptr, len })
     }
 

@@ -411,41 +411,24 @@ fn a_large_max_conns_costs_little_at_start() {
     );
 }
 
-/// The connection arena takes base pages only (`madvise(MADV_NOHUGEPAGE)`): where
-/// transparent huge pages are `always`, a slot's first write would otherwise fault in a
-/// whole huge page. The kernel's own record says so: every `MAP_NORESERVE` mapping of the
-/// worker (`nr` in smaps' VmFlags: the arenas) carries `nh`. See proc(5).
+/// The server's memory takes base pages only (`prctl(PR_SET_THP_DISABLE)` in the master,
+/// inherited by each worker): where transparent huge pages are `always`, a connection
+/// arena's or a table's first write would otherwise fault in a whole huge page. The
+/// kernel's own record says so: `THP_enabled: 0` in every process's status. See proc(5).
+/// (The VM guests with `always` kernels check that no huge page is taken.)
 #[test]
-fn the_connection_arena_takes_no_huge_pages() {
-    if let Ok(emulator) = std::env::var("STEERD_EMULATED") {
-        // User-mode QEMU accepts madvise and ignores the advice: no `nh` to read.
-        let why = format!("under {emulator} madvise(MADV_NOHUGEPAGE) is not passed to the kernel");
-        return crate::support::skip::skip_or_fail(
-            "the_connection_arena_takes_no_huge_pages",
-            &why,
-        );
-    }
+fn the_server_takes_no_huge_pages() {
     let srv = Server::start(&["--workers", "1"]);
     assert_eq!(get(srv.addr, "/index.html", "").status, 200);
     let pids = srv.pids();
     assert_eq!(pids.len(), 2, "a master and one worker: {pids:?}");
-    let smaps = std::fs::read_to_string(format!("/proc/{}/smaps", pids[1])).unwrap();
-    let flags: Vec<&str> = smaps
-        .lines()
-        .filter_map(|l| l.strip_prefix("VmFlags:"))
-        .collect();
-    let reserved_free: Vec<&&str> = flags
-        .iter()
-        .filter(|f| f.split_whitespace().any(|w| w == "nr"))
-        .collect();
-    assert!(
-        !reserved_free.is_empty(),
-        "the worker has its MAP_NORESERVE arenas: {flags:?}"
-    );
-    for f in reserved_free {
-        assert!(
-            f.split_whitespace().any(|w| w == "nh"),
-            "an arena without MADV_NOHUGEPAGE: VmFlags:{f}"
+    for pid in pids {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let line = status.lines().find(|l| l.starts_with("THP_enabled:"));
+        assert_eq!(
+            line.map(|l| l.split_whitespace().collect::<Vec<_>>()),
+            Some(vec!["THP_enabled:", "0"]),
+            "pid {pid}"
         );
     }
 }

@@ -284,13 +284,15 @@ fn riscv64_guest() {
 }
 
 /// A guest of four CPUs on one node: the default plan, one pinned worker per
-/// CPU, every client CPU's connections on its own CPU's worker, a killed worker (on CPU
-/// 2) respawned there, and the kernel taking the steering program.
+/// CPU, every client CPU's connections on its own CPU's worker, no transparent huge page
+/// in any process after serving (the armv7 and riscv64 kernels have them `always`), a
+/// killed worker (on CPU 2) respawned there, and the kernel taking the steering program.
 fn four_cpus(test: &str, layout: &Layout, timeout_secs: u64) {
     let snippet = "echo '== version'; steerd --version
 echo '== check'; steerd check --json
 PROBES=3
 echo '== default'; serve_start; probe_all
+echo '== huge'; huge_pages $SERVE_PID
 echo '== respawn'; respawn 2; procs $SERVE_PID; probe 2; serve_stop
 ";
     let Some(guest) = boot(test, layout, snippet, Duration::from_secs(timeout_secs)) else {
@@ -317,6 +319,12 @@ echo '== respawn'; respawn 2; procs $SERVE_PID; probe 2; serve_stop
     ok(default.check_one_worker_per_cpu(&all));
     ok(default.check_master(layout, &all));
     ok(default.check_cpu_steering(layout, &all, 3));
+    let mode = ok(report::check_no_huge_pages(guest.section("huge")));
+    println!(
+        "{} {}: transparent huge pages {mode}, none taken",
+        layout.arch.name(),
+        layout.preset
+    );
     let respawn = Run::parse("respawn", guest.section("respawn"));
     ok(respawn.check_respawn(2));
     ok(respawn.check_one_worker_per_cpu(&all));

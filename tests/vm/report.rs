@@ -1,5 +1,6 @@
 //! `steerd topo --json` and `steerd check --json` as printed inside a guest, checked
-//! against the layout the guest was booted with (schema: docs/placement.md, section 4).
+//! against the layout the guest was booted with (schema: docs/placement.md, section 4),
+//! and the guest's count of the server's transparent huge pages.
 //!
 //! Input: the JSON lines of one section. Output: `Err` naming the first key that
 //! disagrees with the layout. The layout's counts are the oracle, not the plan code.
@@ -145,4 +146,27 @@ pub fn check_cluster_spread(json: &Value, layout: &Layout, workers: usize) -> Re
         Some(clusters.len()),
         workers.min(layout.cpus / size),
     )
+}
+
+/// `huge_pages` of guest.sh: "thp MODE", then "PID KB" for the master and each worker.
+/// Every process holds 0 kB of transparent huge pages (`prctl(PR_SET_THP_DISABLE)`, see
+/// `sys::base_pages_only`), whatever the kernel's mode; returns the mode.
+pub fn check_no_huge_pages(lines: &[String]) -> Result<String, String> {
+    let mode = lines
+        .first()
+        .and_then(|l| l.strip_prefix("thp "))
+        .ok_or_else(|| format!("no \"thp MODE\" line: {lines:?}"))?;
+    let procs = &lines[1..];
+    if procs.len() < 2 {
+        return Err(format!("want the master and its workers: {lines:?}"));
+    }
+    for line in procs {
+        let kb = line.split_whitespace().nth(1);
+        if kb != Some("0") {
+            return Err(format!(
+                "huge pages taken (thp {mode}): {line:?} in {lines:?}"
+            ));
+        }
+    }
+    Ok(mode.to_string())
 }

@@ -473,7 +473,7 @@ USAGE:
     steerd check [OPTIONS] [--json]   topology, plan and steering program; binds nothing
     steerd topo [--sysfs DIR] [--json]
     steerd bpf asm|check|run|dis ...  the classic BPF assembler and its tools
-    steerd bench load|ab ...          load generator and A/B comparison
+    steerd bench TOOL ...             load, ab, responder, stats: measure and compare
     steerd probe URL [--timeout S]    exit 0 when URL answers 2xx (health checks)
 
 Run `steerd serve --help` for the serve options.

@@ -222,6 +222,7 @@ pub fn parse(args: &[String]) -> Result<BenchCommand, ArgsError> {
         "responder" => responder::parse(rest)
             .map(BenchCommand::Responder)
             .map_err(of_tool),
+        "stats" if wants_help(rest) => Ok(BenchCommand::Help(STATS_HELP)),
         "stats" => match rest {
             [a, b] => Ok(BenchCommand::Stats {
                 a: a.clone(),
@@ -230,7 +231,7 @@ pub fn parse(args: &[String]) -> Result<BenchCommand, ArgsError> {
             _ => bad("stats: usage: steerd bench stats A_FILE B_FILE"),
         },
         "-h" | "--help" | "help" => Ok(BenchCommand::Help(HELP)),
-        other => bad(format!("unknown tool {other:?} (load, ab, responder)")),
+        other => bad(format!("unknown tool {other:?} (load, ab, responder, stats)")),
     }
 }
 
@@ -244,8 +245,18 @@ usage:
   steerd bench responder --listen ADDR:PORT --cpus LIST [options]
   steerd bench stats A_FILE B_FILE     (one number per line, paired by line)
 
-Run `steerd bench load --help`, `steerd bench ab --help` or
-`steerd bench responder --help` for each tool's options.
+Run `steerd bench TOOL --help` for each tool's options.
+";
+
+/// `steerd bench stats --help`.
+pub(crate) const STATS_HELP: &str = "\
+usage: steerd bench stats A_FILE B_FILE
+
+Compares two samples measured elsewhere, as `steerd bench ab` compares its runs: each
+file holds one number per line (blank lines and lines starting with # are skipped),
+line N of A paired with line N of B. Prints each sample's N, min, max, median, mean and
+standard deviation, Student's t at 95% confidence, the paired ratio B/A with its
+interval, and a permutation test's p on the paired differences.
 ";
 
 #[cfg(test)]

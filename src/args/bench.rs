@@ -231,7 +231,9 @@ pub fn parse(args: &[String]) -> Result<BenchCommand, ArgsError> {
             _ => bad("stats: usage: steerd bench stats A_FILE B_FILE"),
         },
         "-h" | "--help" | "help" => Ok(BenchCommand::Help(HELP)),
-        other => bad(format!("unknown tool {other:?} (load, ab, responder, stats)")),
+        other => bad(format!(
+            "unknown tool {other:?} (load, ab, responder, stats)"
+        )),
     }
 }
 

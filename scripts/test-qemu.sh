@@ -127,7 +127,8 @@ else
 fi
 
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+STEERD_SKIP_LOG=$(mktemp) && export STEERD_SKIP_LOG
+trap 'rm -f "$log" "$STEERD_SKIP_LOG"' EXIT
 rc=0 start=$(date +%s)
 for run in "${runs[@]}"; do
     args=${run%%|*} test_args=""

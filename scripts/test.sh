@@ -6,7 +6,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 [ $# -gt 0 ] || set -- --workspace
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+STEERD_SKIP_LOG=$(mktemp) && export STEERD_SKIP_LOG
+trap 'rm -f "$log" "$STEERD_SKIP_LOG"' EXIT
 start=$(date +%s)
 cargo test "$@" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}

@@ -8,9 +8,9 @@
 //! (`a_test (the --user part)`). A skip is never a silent pass on a CI machine.
 //!
 //! The line is written to the process's stderr itself, past the test harness's output
-//! capture, so `cargo test` shows it among the results without `--nocapture`; the
-//! summary line of `scripts/test-summary.sh` (`.ci/run`, `just test`, the QEMU suites)
-//! counts the skips and lists them by name.
+//! capture, so `cargo test` shows it among the results without `--nocapture`, and
+//! appended to the file `STEERD_SKIP_LOG` names, where `scripts/test-summary.sh`
+//! (`.ci/run`, `just test`, the QEMU suites) counts the skips and lists them by name.
 
 use std::io::Write;
 
@@ -31,7 +31,25 @@ pub fn skip_or_fail(name: &str, why: &str) {
     if under_ci() && !allowed {
         panic!("{name} cannot run under CI: {why} (a skip is not a pass)");
     }
-    let _ = writeln!(std::io::stderr(), "skipped {name}: {why}");
+    let line = format!("skipped {name}: {why}\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
+    record(&line);
+}
+
+/// Appends the skip's line to the file `STEERD_SKIP_LOG` names, when set: the test
+/// scripts count skips there, whatever other output the line met on stderr. One append
+/// of one short line, so lines from parallel tests and processes never mix.
+fn record(line: &str) {
+    let Some(path) = std::env::var_os("STEERD_SKIP_LOG") else {
+        return;
+    };
+    let file = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path);
+    if let Ok(mut file) = file {
+        let _ = file.write_all(line.as_bytes());
+    }
 }
 
 /// The name of the test running on this thread (libtest names the thread after the test;

@@ -22,12 +22,23 @@ fn probe(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-/// Polls `/health` until it answers `want` (bounded).
+/// Polls `/health` until it answers `want` (bounded). A `/health` left unanswered fails
+/// with what each server process was doing and the server's last lines (once, under
+/// qemu-aarch64, the master left one unanswered for 20 s).
 fn wait_health(server: &Server, want: u16) {
     let deadline = Instant::now() + PATIENCE;
     let m = server.metrics.expect("metrics");
     loop {
-        let (status, _) = get(m, "/health");
+        let (status, _) = try_get(m, "/health").unwrap_or_else(|e| {
+            let doing: Vec<String> = server.pids().into_iter().map(doing).collect();
+            let lines = server.lines();
+            let last = &lines[lines.len().saturating_sub(20)..];
+            panic!(
+                "/health: {e}\n{}\nlast lines:\n{}",
+                doing.join("\n"),
+                last.join("\n")
+            )
+        });
         if status == want {
             return;
         }

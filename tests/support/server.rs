@@ -414,6 +414,28 @@ pub fn alive(pid: u32) -> bool {
     }
 }
 
+/// What the process is doing, for a failure's message: its state and the kernel's
+/// `wchan` and `syscall` (proc(5)); under user-mode QEMU these are the emulator's.
+pub fn doing(pid: u32) -> String {
+    let read = |f: &str| {
+        std::fs::read_to_string(format!("/proc/{pid}/{f}"))
+            .map_or_else(|e| format!("({e})"), |t| t.trim().to_string())
+    };
+    let stat = read("stat");
+    let state = stat
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .next();
+    format!(
+        "pid {pid}: state {}, wchan {}, syscall {}",
+        state.unwrap_or("?"),
+        read("wchan"),
+        read("syscall")
+    )
+}
+
 /// A field of `/proc/PID/status`, such as `Cpus_allowed_list`.
 pub fn status_field(pid: u32, field: &str) -> String {
     let text = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
@@ -450,9 +472,18 @@ fn samples_as<T: std::str::FromStr>(body: &str) -> impl Iterator<Item = (String,
 
 /// One `GET path` with `Connection: close` on a fresh connection: (status, body).
 pub fn get(addr: SocketAddr, path: &str) -> (u16, String) {
-    let mut s = TcpStream::connect_timeout(&addr, PATIENCE).expect("connect");
-    s.set_read_timeout(Some(PATIENCE)).unwrap();
-    request(&mut s, path)
+    try_get(addr, path).unwrap_or_else(|e| panic!("GET {path} from {addr}: {e}"))
+}
+
+/// [`get`], with the error (no connection, or no whole answer within [`PATIENCE`]).
+pub fn try_get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
+    let mut s = TcpStream::connect_timeout(&addr, PATIENCE)?;
+    s.set_read_timeout(Some(PATIENCE))?;
+    let head = format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
+    s.write_all(head.as_bytes())?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw)?;
+    Ok(parse_response(&raw))
 }
 
 /// Writes `GET path` with `Connection: close` on `s` and reads the whole response.
@@ -467,7 +498,12 @@ pub fn request(s: &mut TcpStream, path: &str) -> (u16, String) {
 pub fn read_response(s: &mut TcpStream) -> (u16, String) {
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).expect("read response");
-    let text = String::from_utf8_lossy(&raw).into_owned();
+    parse_response(&raw)
+}
+
+/// A whole response's (status, body).
+fn parse_response(raw: &[u8]) -> (u16, String) {
+    let text = String::from_utf8_lossy(raw).into_owned();
     let status = text.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
     let body = text
         .split_once("\r\n\r\n")

@@ -131,10 +131,9 @@ pub fn run(
     status: Option<StatusDocument>,
 ) -> Result<(), MasterError> {
     signals::install().map_err(MasterError::Signals)?;
-    // Before any worker exists: each inherits it.
-    if let Err(e) = sys::base_pages_only() {
-        crate::say!("warning: prctl(PR_SET_THP_DISABLE): {e}; memory may take huge pages");
-    }
+    // Before any worker exists: each inherits it. A hint, as madvise's are: where it is
+    // refused (user-mode QEMU answers EINVAL) the host's huge page setting stands.
+    let _ = sys::base_pages_only();
     // An upgrade re-executes the master with these blocked (`upgrade.rs`): one that came
     // meanwhile is pending, and counted from here on.
     sys::mask_signals(&signals::COUNTED, false).map_err(MasterError::Signals)?;

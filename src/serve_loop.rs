@@ -217,11 +217,6 @@ pub fn run_tuned(
     lp.serve(&cfg, control)
 }
 
-/// The loop's clock, read once a turn. The coarse clocks are the kernel's last tick
-/// (1-10 ms old, by `CONFIG_HZ`): deadlines of seconds and a Date of whole seconds need
-/// no more, and the vDSO answers them from memory, without reading the TSC (measured on
-/// this project's 2-vCPU guest: 4 ns against 22 ns a read; two reads a turn, and on the
-/// close path a turn per connection). clock_gettime(2).
 /// The loop's `--basic-auth` gate: the credentials, and a key for its memory drawn now
 /// (`now` on the turn clock).
 fn gate(cfg: &LoopConfig, tuning: &Tuning, now: u64) -> Result<Option<Gate>, LoopError> {
@@ -237,6 +232,11 @@ fn gate(cfg: &LoopConfig, tuning: &Tuning, now: u64) -> Result<Option<Gate>, Loo
     )))
 }
 
+/// The loop's clock, read once a turn. The coarse clocks are the kernel's last tick
+/// (1-10 ms old, by `CONFIG_HZ`): deadlines of seconds and a Date of whole seconds need
+/// no more, and the vDSO answers them from memory, without reading the TSC (measured on
+/// this project's 2-vCPU guest: 4 ns against 22 ns a read; two reads a turn, and on the
+/// close path a turn per connection). clock_gettime(2).
 fn now_ms() -> u64 {
     let t = rustix::time::clock_gettime(ClockId::MonotonicCoarse);
     (t.tv_sec as u64).saturating_mul(1000) + (t.tv_nsec as u64) / 1_000_000

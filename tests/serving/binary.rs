@@ -427,13 +427,8 @@ fn the_server_takes_no_huge_pages() {
     let pids = srv.pids();
     assert_eq!(pids.len(), 2, "a master and one worker: {pids:?}");
     for pid in pids {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-        let line = status.lines().find(|l| l.starts_with("THP_enabled:"));
-        assert_eq!(
-            line.map(|l| l.split_whitespace().collect::<Vec<_>>()),
-            Some(vec!["THP_enabled:", "0"]),
-            "pid {pid}"
-        );
+        let thp = support::server::status_field(pid, "THP_enabled");
+        assert_eq!(thp, "0", "THP_enabled of pid {pid}");
     }
 }
 

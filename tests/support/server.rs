@@ -479,19 +479,22 @@ pub fn get(addr: SocketAddr, path: &str) -> (u16, String) {
 pub fn try_get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
     let mut s = TcpStream::connect_timeout(&addr, PATIENCE)?;
     s.set_read_timeout(Some(PATIENCE))?;
+    try_request(&mut s, path)
+}
+
+/// Writes `GET path` with `Connection: close` on `s` and reads the whole response.
+pub fn request(s: &mut TcpStream, path: &str) -> (u16, String) {
+    try_request(s, path).unwrap_or_else(|e| panic!("GET {path}: {e}"))
+}
+
+/// [`request`], with the error.
+fn try_request(s: &mut TcpStream, path: &str) -> std::io::Result<(u16, String)> {
+    // One write: a server may answer (and close) as soon as the head is complete.
     let head = format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
     s.write_all(head.as_bytes())?;
     let mut raw = Vec::new();
     s.read_to_end(&mut raw)?;
     Ok(parse_response(&raw))
-}
-
-/// Writes `GET path` with `Connection: close` on `s` and reads the whole response.
-pub fn request(s: &mut TcpStream, path: &str) -> (u16, String) {
-    // One write: a server may answer (and close) as soon as the head is complete.
-    let head = format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
-    s.write_all(head.as_bytes()).expect("write");
-    read_response(s)
 }
 
 /// Reads until the peer closes; (status, body). Panics on a reset.

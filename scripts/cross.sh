@@ -25,8 +25,8 @@
 #
 # For the musl targets rustup has no std, so none of its self-contained musl (libc.a,
 # crt objects, libunwind.a) either. cross_musl_dir puts Debian's musl-dev for that
-# architecture in target/cross/TARGET (fetched once with `apt-get download` into a private
-# apt state, as scripts/vm/fetch.sh fetches guest kernels: the host's dpkg is not
+# architecture in the machine's CI cache (fetched once with `apt-get download` into a
+# private apt state, as scripts/vm/fetch.sh fetches guest kernels: the host's dpkg is not
 # touched) and the cross gcc links against it instead of glibc: -B makes gcc take musl's
 # crt1.o/crti.o/crtn.o, -L puts musl's libc.a before the cross glibc. std's `unwind`
 # crate asks for libunwind.a; gcc's libgcc_eh.a is that unwinder (the _Unwind_* ABI),
@@ -90,41 +90,38 @@ cross_setup() {
     CROSS_FLAGS+=" -Zdefault-visibility=hidden"
 }
 
-# cross_musl_dir TARGET DEB_ARCH MUSL_TRIPLE GCC: prints target/cross/TARGET (absolute),
-# filling it first if needed.
+# cross_musl_dir TARGET DEB_ARCH MUSL_TRIPLE GCC: prints the machine cache's entry for
+# TARGET's musl (scripts/fetch/cache.sh; keyed by this file, the shim, the fetch library
+# and the cross gcc's version), filling it first if needed from Debian 12's main only
+# (scripts/fetch/deb.sh).
 cross_musl_dir() {
-    local t=$1 deb_arch=$2 triple=$3 gcc=$4 here dir state stamp
+    local t=$1 deb_arch=$2 triple=$3 gcc=$4 here root dir key
     here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-    dir=$(cd "$here/.." && pwd)/target/cross/$t
-    # .ready holds the shim's checksum: a changed shim refills the directory.
-    stamp=$(cksum <"$here/cross/musl-unwind.c")
-    [ "$(cat "$dir/.ready" 2>/dev/null)" = "$stamp" ] && { echo "$dir"; return 0; }
-    mkdir -p "$dir"
+    . "$here/fetch/cache.sh"
+    . "$here/fetch/deb.sh"
+    root=$(cache_root)/cross || return 1
+    key=$( (cat "$here/cross.sh" "$here/cross/musl-unwind.c" "$here/fetch/deb.sh" \
+        "$here/fetch/cache.sh"; "$gcc" --version) | sha256sum | cut -c1-16)
+    dir=$root/$t-$key
+    cache_valid "$dir" && { echo "$dir"; return 0; }
+    mkdir -p "$root"
     (
         flock 8
-        [ "$(cat "$dir/.ready" 2>/dev/null)" = "$stamp" ] && exit 0
-        state=$dir/apt
-        mkdir -p "$state/lists/partial" "$state/archives/partial" "$state/dl" "$state/root"
-        : >"$state/status"
-        local o=(-q -o "Dir::State=$state" -o "Dir::State::Lists=$state/lists"
-            -o "Dir::State::status=$state/status" -o "Dir::Cache=$state"
-            -o "Dir::Cache::Archives=$state/archives"
-            -o "APT::Architecture=$deb_arch" -o "APT::Architectures::=$deb_arch"
-            -o Acquire::Languages=none)
-        [ "$(id -u)" != 0 ] || o+=(-o APT::Sandbox::User=root)
+        cache_valid "$dir" && exit 0
+        rm -rf "$dir"
+        mkdir -p "$dir"
         echo "cross: fetching Debian's $deb_arch musl-dev for $t (kept in $dir)" >&2
-        apt-get "${o[@]}" update >"$state/log" 2>&1 &&
-            (cd "$state/dl" && apt-get "${o[@]}" download musl-dev) >>"$state/log" 2>&1 || {
-            tail -n 5 "$state/log" >&2
-            exit 1
-        }
-        dpkg-deb -x "$state"/dl/musl-dev_*.deb "$state/root"
-        cp "$state/root/usr/lib/$triple"/*.a "$state/root/usr/lib/$triple"/*.o "$dir/"
+        deb_init "$dir/apt" "$deb_arch" bookworm main || exit 1
+        deb_update || exit 1
+        deb_download "$DEB_STATE/dl" musl-dev || exit 1
+        dpkg-deb -x "$DEB_STATE"/dl/musl-dev_*.deb "$DEB_STATE/root"
+        cp "$DEB_STATE/root/usr/lib/$triple"/*.a "$DEB_STATE/root/usr/lib/$triple"/*.o "$dir/"
         cp "$("$gcc" -print-file-name=libgcc_eh.a)" "$dir/libunwind.a"
-        "$gcc" -O2 -c -o "$state/musl-unwind.o" "$here/cross/musl-unwind.c"
-        ar rcs "$dir/libunwind.a" "$state/musl-unwind.o"
-        rm -rf "$state"
-        echo "$stamp" >"$dir/.ready"
-    ) 8>"$dir/.lock" || { CROSS_WHY="$t: could not fetch Debian's $deb_arch musl-dev"; return 1; }
+        "$gcc" -O2 -c -o "$DEB_STATE/musl-unwind.o" "$here/cross/musl-unwind.c"
+        ar rcs "$dir/libunwind.a" "$DEB_STATE/musl-unwind.o"
+        rm -rf "$DEB_STATE"
+        cache_seal "$dir"
+        cache_prune "$root" "$t-" "$dir"
+    ) 8>"$root/$t.lock" || { CROSS_WHY="$t: could not fetch Debian's $deb_arch musl-dev (the line above says why)"; return 1; }
     echo "$dir"
 }

@@ -78,6 +78,13 @@ skipped() {
 
 tdir=${CARGO_TARGET_DIR:-target}
 mkdir -p "$tdir/static"
+# The other CPUs build in a target directory of the machine's CI cache (keyed by the
+# toolchain; scripts/fetch/cache.sh): the standard library -Z build-std makes for each is
+# built once per machine, not once per clone. x86-64 glibc builds in the clone's: the VM
+# tests boot target/x86_64-unknown-linux-gnu/release/steerd.
+. scripts/fetch/cache.sh
+cross_tdir=$(cache_root)/cargo-target/$(rustc -vV | cache_key)
+cache_bound_target "$cross_tdir"
 for t in "${targets[@]}"; do
     if ! cross_setup "$t"; then
         skipped "$t" "$CROSS_WHY"
@@ -109,10 +116,12 @@ for t in "${targets[@]}"; do
     [ ${#build_std[@]} -eq 0 ] || bootstrap=(env RUSTC_BOOTSTRAP=1)
     opt=2
     [ "$t" != x86_64-unknown-linux-gnu ] || opt=3
-    "${bootstrap[@]}" env CARGO_PROFILE_RELEASE_OPT_LEVEL=$opt \
+    build_dir=$cross_tdir
+    [ "$t" != x86_64-unknown-linux-gnu ] || build_dir=$tdir
+    "${bootstrap[@]}" env CARGO_PROFILE_RELEASE_OPT_LEVEL=$opt CARGO_TARGET_DIR="$build_dir" \
         cargo build --quiet --release --locked --target "$t" -p steerd "${build_std[@]}"
     out=$tdir/static/steerd-$t
-    cp -f "$tdir/$t/release/steerd" "$out"
+    cp -f "$build_dir/$t/release/steerd" "$out"
     if command -v readelf >/dev/null && readelf -lW "$out" | grep -q 'program interpreter'; then
         echo "static: $t: the binary is dynamically linked" >&2
         exit 1

@@ -9,6 +9,7 @@
 //! - `steering`: topology, the plan, the steering program and the kernel running it.
 //! - `bench`: `steerd bench`: load, A/B comparisons, the figures page.
 //! - `vm`: the static binary in VMs, containers, under systemd and on other CPUs.
+//! - `ci`: what CI fetches from outside, against a stand-in mirror: suites, retries, the cache.
 //! - `code`: checks on the source and the build: layers, the static ELF, the fuzz seeds.
 //!
 //! Tests run in parallel threads of this one process: a test that measures time or load
@@ -19,6 +20,7 @@
 mod support;
 
 mod bench;
+mod ci;
 mod cli;
 mod code;
 mod http;

@@ -1,34 +1,34 @@
 #!/usr/bin/env bash
-# scripts/vm/fetch.sh ARCH - make sure the VM cache holds a Debian kernel and a static
-# busybox for ARCH (x86_64, arm64, arm: 32-bit ARM, Debian armhf, s390x or riscv64),
-# fetching them once with `apt-get download`. riscv64 is not a Debian 12 architecture: its
-# kernel and busybox come from Debian 13 (trixie), on the same deb.debian.org.
+# scripts/vm/fetch.sh ARCH - make sure the machine's CI cache holds a Debian kernel and a
+# static busybox for ARCH (x86_64, arm64, arm: 32-bit ARM, Debian armhf, s390x or riscv64),
+# fetching them once with `apt-get download` from Debian 12's main component only
+# (scripts/fetch/deb.sh: a private apt for that one suite, retried, one line on failure).
+# riscv64 is not a Debian 12 architecture: its kernel and busybox come from Debian 13's
+# (trixie) main, on the same mirror. Prints the entry's directory.
 #
-# Cache layout ($STEERD_VM_CACHE, default <repo>/vm-cache):
-#   amd64/kernel    bzImage (linux-image-*-amd64's /boot/vmlinuz-*)
-#   amd64/vmlinux   the same kernel uncompressed (ELF with a PVH entry note) if it
-#                   could be extracted: QEMU boots it directly, skipping ~3 s of
-#                   in-guest xz decompression under TCG
-#   arm64/kernel    Image (Debian's arm64 package ships it uncompressed)
-#   armhf/kernel    zImage of linux-image-armmp-lpae (LPAE: more than 4 GiB of physical
-#                   address space, as QEMU's virt machine places its devices)
-#   s390x/kernel    linux-image-s390x's image (bootable by qemu-system-s390x -kernel)
-#   riscv64/kernel  trixie's linux-image-riscv64 Image (booted by QEMU's built-in OpenSBI)
-#   */busybox       busybox-static's /bin/busybox for that architecture
-#   */version       the kernel package name
-#   */modules/      the kernel's virtio-net driver for the NIC tests: virtio_pci and
-#                   virtio_net with every module they depend on, and `order`, their
-#                   names dependencies first (what insmod needs; the package ships no
-#                   modules.dep). A module the package does not hold is taken to be
-#                   built into the kernel.
-#   s390x/console/, riscv64/console/
-#                   the same for the virtio console (virtio_console and its transport:
-#                   virtio_ccw, virtio_pci), the channels of those guests
+# Cache layout: $STEERD_VM_CACHE/ARCH if set, else <cache>/vm/ARCH-KEY, with <cache> as
+# scripts/fetch/cache.sh gives it and KEY a hash of this script and the fetch library, so
+# a change to either fetches anew. The entry is sealed (cache.sh): a truncated or
+# half-written file is noticed and the entry fetched again.
+#   kernel      bzImage (linux-image-*-amd64's /boot/vmlinuz-*)
+#   vmlinux     amd64: the same kernel uncompressed (ELF with a PVH entry note) if it
+#               could be extracted: QEMU boots it directly, skipping ~3 s of in-guest
+#               xz decompression under TCG
+#               (arm64's kernel is Image, shipped uncompressed; armhf's the zImage of
+#               linux-image-armmp-lpae: LPAE, more than 4 GiB of physical address space,
+#               as QEMU's virt machine places its devices; s390x's is bootable by
+#               qemu-system-s390x -kernel; riscv64's Image is booted by QEMU's OpenSBI)
+#   busybox     busybox-static's /bin/busybox for that architecture
+#   version     the kernel package name
+#   modules/    the kernel's virtio-net driver for the NIC tests: virtio_pci and
+#               virtio_net with every module they depend on, and `order`, their
+#               names dependencies first (what insmod needs; the package ships no
+#               modules.dep). A module the package does not hold is taken to be
+#               built into the kernel.
+#   console/    s390x and riscv64: the same for the virtio console (virtio_console and its
+#               transport: virtio_ccw, virtio_pci), the channels of those guests
 #
-# apt runs with a private state directory per architecture (its own lists, cache and an
-# empty dpkg status) and APT::Architecture set for those commands only, so the host's
-# dpkg architecture list and package lists are never changed. Concurrent callers are
-# serialised with flock. Prints nothing on success but what it fetched.
+# Concurrent callers are serialised with flock.
 set -euo pipefail
 
 arch=${1:?usage: fetch.sh x86_64|arm64|arm|s390x|riscv64}
@@ -41,57 +41,40 @@ case $arch in
     riscv64) deb_arch=riscv64 flavour=riscv64 suite=trixie ;;
     *) echo "fetch.sh: unknown architecture '$arch' (x86_64, arm64, arm, s390x or riscv64)" >&2; exit 2 ;;
 esac
-repo=$(cd "$(dirname "$0")/../.." && pwd)
-dir=${STEERD_VM_CACHE:-$repo/vm-cache}/$deb_arch
-mkdir -p "$dir"
-
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../fetch/cache.sh"
+. "$here/../fetch/deb.sh"
+if [ -n "${STEERD_VM_CACHE:-}" ]; then
+    dir=$STEERD_VM_CACHE/$deb_arch
+else
+    dir=$(cache_root)/vm/$deb_arch-$(cache_key "$0" "$here/../fetch/deb.sh" "$here/../fetch/cache.sh")
+fi
+mkdir -p "$(dirname "$dir")"
 complete() {
-    [ -s "$dir/kernel" ] && [ -x "$dir/busybox" ] && [ -s "$dir/modules/order" ] &&
+    cache_valid "$dir" && [ -s "$dir/kernel" ] && [ -x "$dir/busybox" ] && [ -s "$dir/modules/order" ] &&
         case $deb_arch in s390x | riscv64) [ -e "$dir/console/order" ] ;; esac
 }
-complete && exit 0
+complete && { echo "$dir"; exit 0; }
 
-exec 8>"$dir/.lock"
+exec 8>"$dir.lock"
 flock 8
-complete && exit 0   # another caller fetched it while we waited
+complete && { echo "$dir"; exit 0; }   # another caller fetched it while we waited
+[ ! -e "$dir" ] || echo "fetch.sh: $dir is incomplete or changed since it was made: fetching it again" >&2
+rm -rf "$dir"
+mkdir -p "$dir"
 
-for tool in apt-get apt-cache dpkg-deb tar; do
+for tool in apt-get apt-cache dpkg-deb tar sha256sum; do
     command -v $tool >/dev/null || { echo "fetch.sh: $tool not found" >&2; exit 1; }
 done
 
 apt_state=$dir/apt
-mkdir -p "$apt_state/lists/partial" "$apt_state/archives/partial" "$apt_state/dl"
-: >"$apt_state/status"
-apt_opts=(-q -o "Dir::State=$apt_state" -o "Dir::State::Lists=$apt_state/lists"
-    -o "Dir::State::status=$apt_state/status" -o "Dir::Cache=$apt_state"
-    -o "Dir::Cache::Archives=$apt_state/archives"
-    -o "APT::Architecture=$deb_arch" -o "APT::Architectures::=$deb_arch"
-    -o Acquire::Languages=none)
-[ "$(id -u)" != 0 ] || apt_opts+=(-o APT::Sandbox::User=root)
-if [ -n "$suite" ]; then
-    # A release other than the host's: a sources list of its own (signed by the same
-    # Debian archive keys) in place of the host's.
-    printf 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian %s main\n' \
-        "$suite" >"$apt_state/sources.list"
-    apt_opts+=(-o "Dir::Etc::SourceList=$apt_state/sources.list" -o "Dir::Etc::SourceParts=$apt_state/no-parts")
-fi
-
-echo "fetch.sh: fetching a $deb_arch kernel and busybox-static with apt-get (kept in $dir)" >&2
-apt-get "${apt_opts[@]}" update >"$apt_state/update.log" 2>&1 || {
-    tail -n 5 "$apt_state/update.log" >&2
-    echo "fetch.sh: apt-get update for $deb_arch failed" >&2
-    exit 1
-}
-kpkg=$(apt-cache "${apt_opts[@]}" depends "linux-image-$flavour" |
+deb_init "$apt_state" "$deb_arch" "${suite:-bookworm}" main
+echo "fetch.sh: fetching a $deb_arch kernel and busybox-static from $(deb_where) (kept in $dir)" >&2
+deb_update || exit 1
+kpkg=$(apt-cache "${DEB_APT[@]}" depends "linux-image-$flavour" |
     awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
-[ -n "$kpkg" ] || { echo "fetch.sh: linux-image-$flavour names no kernel package" >&2; exit 1; }
-rm -f "$apt_state"/dl/*.deb
-(cd "$apt_state/dl" && apt-get "${apt_opts[@]}" download "$kpkg" busybox-static) \
-    >"$apt_state/download.log" 2>&1 || {
-    tail -n 5 "$apt_state/download.log" >&2
-    echo "fetch.sh: apt-get download $kpkg busybox-static failed" >&2
-    exit 1
-}
+[ -n "$kpkg" ] || { echo "fetch.sh: linux-image-$flavour names no kernel package in $(deb_where)" >&2; exit 1; }
+deb_download "$apt_state/dl" "$kpkg" busybox-static || exit 1
 
 # Only the kernel file, busybox and the virtio modules below are kept; the rest of the .debs
 # is not.
@@ -172,4 +155,7 @@ echo "$kpkg" >"$dir/version"
 mv -f "$dir/busybox.new" "$dir/busybox"
 mv -f "$dir/kernel.new" "$dir/kernel"
 rm -rf "$apt_state"
+cache_seal "$dir"
+[ -n "${STEERD_VM_CACHE:-}" ] || cache_prune "$(dirname "$dir")" "$deb_arch-" "$dir"
 echo "fetch.sh: $deb_arch ready: $kpkg" >&2
+echo "$dir"

@@ -108,9 +108,7 @@ for f in "${files[@]}"; do
     fi
 done
 
-"$here/fetch.sh" $arch
-case $arch in x86_64) deb_arch=amd64 ;; arm) deb_arch=armhf ;; *) deb_arch=$arch ;; esac
-cache=${STEERD_VM_CACHE:-$here/../../vm-cache}/$deb_arch
+cache=$("$here/fetch.sh" $arch) || fail "no guest kernel for $arch (scripts/vm/fetch.sh, above)"
 kernel=$cache/kernel
 [ $arch = arm64 ] || [ ! -s "$cache/vmlinux" ] || kernel=$cache/vmlinux
 

@@ -5,8 +5,8 @@
 //! a graceful stop with a download in flight, symlinks under the hardening, socket
 //! activation with its drop-in, and the hardening's exposure score.
 //!
-//! Input: `scripts/systemd-vm/rootfs.sh` (mmdebstrap, cached under the target directory
-//! by a hash of that script) and `scripts/systemd-vm/checks.sh`, which runs in the guest
+//! Input: `scripts/systemd-vm/rootfs.sh` (mmdebstrap, kept in the machine's CI cache by
+//! a hash of that script, `scripts/fetch/cache.sh`) and `scripts/systemd-vm/checks.sh`, which runs in the guest
 //! from a second disk and writes `check NAME pass|fail DETAIL` lines there. Output: every
 //! check printed, then a failure naming each check that failed. One boot covers all of
 //! them (60-120 s here under TCG, plus 1-2.5 min once for the rootfs). Where the guest
@@ -165,10 +165,8 @@ fn shipped_units_under_a_real_systemd() {
         );
     }
 
-    let cache = crate::support::target_dir().join("systemd-vm");
     let started = Instant::now();
     let built = Command::new(repo().join("scripts/systemd-vm/rootfs.sh"))
-        .arg(&cache)
         .stderr(Stdio::inherit())
         .output()
         .expect("scripts/systemd-vm/rootfs.sh");
@@ -185,7 +183,9 @@ fn shipped_units_under_a_real_systemd() {
         guest.display()
     );
 
-    let run = cache.join(format!("run-{}", std::process::id()));
+    let run = crate::support::target_dir()
+        .join("systemd-vm")
+        .join(format!("run-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&run);
     let disk = make_test_disk(&run, &service, &socket);
     let console = run.join("console.log");

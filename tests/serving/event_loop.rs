@@ -584,7 +584,8 @@ fn a_stray_crlf_after_a_request_leaves_the_connection_idle_not_timed_out() {
     let site = Site::new("straycrlf");
     let mut cfg = config(&site.root);
     cfg.timeouts.header = Duration::from_millis(200);
-    cfg.timeouts.keepalive = Duration::from_millis(1500);
+    // Far past the sleep below, however slow the machine: only the header timeout is tried.
+    cfg.timeouts.keepalive = Duration::from_secs(20);
     let srv = InProc::start(cfg, Tuning::default());
     let mut s = srv.connect();
     s.write_all(b"GET /ten.bin HTTP/1.1\r\nHost: t\r\n\r\n\r\n")
@@ -910,9 +911,12 @@ fn a_pipelining_flood_does_not_starve_another_client() {
         .skip(at)
         .filter(|l| l.contains("/ten.bin"))
         .count();
-    assert!(
+    crate::support::bounds::latency_bound(
+        "a_pipelining_flood_does_not_starve_another_client",
         flood_after > 0,
-        "the other client was answered only after all {N} pipelined requests"
+        &format!(
+            "{flood_after} of the {N} pipelined requests were answered after the other client"
+        ),
     );
 }
 

@@ -22,7 +22,7 @@ const FLOODER: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 2);
 const CLIENT: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 3);
 const REQ: &[u8] = b"GET /index.html HTTP/1.1\r\nHost: t\r\n\r\n";
 const PARTIAL: &[u8] = b"GET / HTTP/1.1\r\nHo";
-const IO_TIMEOUT: Duration = Duration::from_secs(2);
+const IO_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A TCP connection from `src` to `to`, every wait bounded by [`IO_TIMEOUT`].
 fn connect_from(src: Ipv4Addr, to: SocketAddr) -> std::io::Result<TcpStream> {
@@ -259,10 +259,13 @@ fn one_flooding_address_is_refused_and_another_keeps_its_latency() {
     );
     assert_eq!(failures, 0, "the client lost requests under the flood");
     assert!(fresh > 0, "no fresh connection of the client was served");
-    assert!(
+    crate::support::bounds::latency_bound(
+        "one_flooding_address_is_refused_and_another_keeps_its_latency",
         best <= bound,
-        "p99 {best:?} under the flood against {:?} without (bound {bound:?})",
-        baseline.p99()
+        &format!(
+            "p99 {best:?} under the flood against {:?} without (bound {bound:?})",
+            baseline.p99()
+        ),
     );
     assert!(metric > 0, "no connection refused per address");
     assert!(flooder_refused > 0, "the flooder saw no refusal");

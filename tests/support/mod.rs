@@ -13,6 +13,7 @@
 //! - `in_process.rs`: a site tree and the serve loop on a thread of the test process.
 //! - `client.rs`: one framed HTTP/1.1 response at a time (headers, body, keep-alive).
 //! - `skip.rs`: a test that cannot run says so, and fails instead under `CI=true`.
+//! - `bounds.rs`: latency and ordering bounds under load, asserted only when benchmarking.
 //! - `serial.rs`: one lock that tests measuring time or load take, so none runs beside another.
 //! - `http_cases.rs`: the parser's test vectors (`tests/data/http/`) read and rendered.
 //! - `fixtures.rs`: the captured `/sys` trees of `tests/data/sys/`, by name or all of them.
@@ -23,6 +24,7 @@
 #![allow(dead_code)]
 
 pub mod alloc;
+pub mod bounds;
 pub mod chromium;
 pub mod client;
 pub mod fixtures;

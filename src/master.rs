@@ -139,6 +139,7 @@ pub fn run(
     sys::mask_signals(&signals::COUNTED, false).map_err(MasterError::Signals)?;
     let launch = Launch::record().ok();
     // Before `take_from_env`, which removes the variable that says they are ours.
+    let trial = upgrade::handshake::take_trial();
     let taken_over = upgrade::take_workers().map_err(MasterError::TakenOver)?;
     let mut passed = inherit::take_from_env().map_err(MasterError::Inherit)?;
     let upgrade_pipe = upgrade::take_named(&mut passed, inherit::UPGRADE_PIPE);
@@ -156,6 +157,12 @@ pub fn run(
         send_buffer: cfg.send_buffer,
     };
     let seeded = seat_passed(cfg, plan, passed)?;
+    if trial {
+        // An upgrade's trial (`upgrade/handshake.rs`): everything up to here is what a
+        // re-exec goes through before it changes anything; say so and stop.
+        crate::say!("{}", upgrade::handshake::trial_line());
+        return Ok(());
+    }
     let listeners =
         listen::open_seeded(&plan.workers, seeded, &home, opts).map_err(MasterError::Listen)?;
     let policy = attach_steering(&listeners, plan.steer, program);

@@ -17,8 +17,10 @@
 //! will open them (the start-up checks, `preflight.rs`), and reading the `--mime-types`
 //! file again, start fresh workers on the same listeners; each old worker retires
 //! (drains, see `serve_loop::Loop::drain`) once its successor serves. USR2: binary
-//! upgrade in place (`upgrade.rs`: the new binary's `check` passes, then this process
-//! re-executes it and its next image retires these workers as a HUP would). USR1:
+//! upgrade in place (`upgrade.rs`: the new binary's `check` answers the handshake and
+//! its trial `serve` seats the passed listeners, then this process re-executes it and
+//! its next image retires these workers as a HUP would; a trial stops right after
+//! `seat_passed`, before anything is made or started). USR1:
 //! workers reopen the access log.
 //!
 //! Workers report on a pipe when they serve; from that come `/health`, the service

@@ -136,8 +136,9 @@ pub fn run(
     // Before any worker exists: each inherits it. A hint, as madvise's are: where it is
     // refused (user-mode QEMU answers EINVAL) the host's huge page setting stands.
     let _ = sys::base_pages_only();
-    // An upgrade re-executes the master with these blocked (`upgrade.rs`): one that came
-    // meanwhile is pending, and counted from here on.
+    // An older steerd's upgrade re-executed the master with these blocked (this one
+    // resets them first, `upgrade.rs`): one that came meanwhile is pending, and counted
+    // from here on.
     sys::mask_signals(&signals::COUNTED, false).map_err(MasterError::Signals)?;
     let launch = Launch::record().ok();
     // Before `take_from_env`, which removes the variable that says they are ours.

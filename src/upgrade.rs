@@ -130,10 +130,15 @@ fn close_on_exec(fds: &[(BorrowedFd<'_>, &str)]) {
     }
 }
 
-/// This process's environment without any `LISTEN_*` or earlier `STEERD_REEXEC_*`
-/// (what a program this master starts gets, besides its own variables).
+/// This process's environment without any `LISTEN_*`, earlier `STEERD_REEXEC_*` or
+/// `STEERD_UPGRADE_*` (what a program this master starts gets, besides its own
+/// variables).
 pub(crate) fn own_environment() -> io::Result<Vec<CString>> {
-    let ours = |k: &str| k.starts_with("LISTEN_") || k.starts_with("STEERD_REEXEC_");
+    let ours = |k: &str| {
+        k.starts_with("LISTEN_")
+            || k.starts_with("STEERD_REEXEC_")
+            || k.starts_with("STEERD_UPGRADE_")
+    };
     std::env::vars_os()
         .filter(|(k, _)| !k.to_str().is_some_and(ours))
         .map(|(k, v)| {

@@ -3,7 +3,8 @@
 //! release (its `check` knows no handshake, its `serve` binds its own listener), and
 //! wrappers whose `check` is the real one but whose `serve` exits 1, dies of SIGSEGV, or
 //! hangs. After each: no request failed, the same master serves with the same workers,
-//! `/health` answers 200 and TERM stops it.
+//! `/health` answers 200 and TERM stops it. And `check` answers the handshake only for
+//! the protocol it speaks.
 //!
 //! Each wrapper is a shell script installed at the master's path by rename, as a package
 //! manager would: `check` execs the real steerd, anything else does the bad thing.
@@ -233,4 +234,32 @@ fn an_upgrade_to_a_serve_that_hangs_is_refused_by_the_trial() {
 exec sleep 600"#,
         &["serve (trial) did not finish within"],
     );
+}
+
+/// `check` answers the handshake only when asked for the protocol it speaks, so a master
+/// of a later protocol refuses this binary as this one refuses an older release.
+#[test]
+fn check_answers_the_handshake_only_for_its_protocol() {
+    let root = TempDir::new("handshake");
+    let stderr = |probe: Option<&str>| {
+        let mut cmd = std::process::Command::new(binary());
+        cmd.arg("check")
+            .arg(root.path())
+            .args(["--listen", "127.0.0.1:0"]);
+        match probe {
+            Some(v) => cmd.env("STEERD_UPGRADE_PROBE", v),
+            None => cmd.env_remove("STEERD_UPGRADE_PROBE"),
+        };
+        let out = cmd.output().expect("steerd check");
+        assert!(out.status.success(), "{probe:?}: {out:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    assert!(stderr(Some("1")).contains("steerd-upgrade-protocol 1: "));
+    for other in [Some("2"), Some("x"), None] {
+        let said = stderr(other);
+        assert!(
+            !said.contains("steerd-upgrade-protocol"),
+            "{other:?}: {said}"
+        );
+    }
 }

@@ -17,8 +17,10 @@
 //! will open them (the start-up checks, `preflight.rs`), and reading the `--mime-types`
 //! file again, start fresh workers on the same listeners; each old worker retires
 //! (drains, see `serve_loop::Loop::drain`) once its successor serves. USR2: binary
-//! upgrade in place (`upgrade.rs`: the new binary's `check` passes, then this process
-//! re-executes it and its next image retires these workers as a HUP would). USR1:
+//! upgrade in place (`upgrade.rs`: the new binary's `check` answers the handshake and
+//! its trial `serve` seats the passed listeners, then this process re-executes it and
+//! its next image retires these workers as a HUP would; a trial stops right after
+//! `seat_passed`, before anything is made or started). USR1:
 //! workers reopen the access log.
 //!
 //! Workers report on a pipe when they serve; from that come `/health`, the service
@@ -134,11 +136,13 @@ pub fn run(
     // Before any worker exists: each inherits it. A hint, as madvise's are: where it is
     // refused (user-mode QEMU answers EINVAL) the host's huge page setting stands.
     let _ = sys::base_pages_only();
-    // An upgrade re-executes the master with these blocked (`upgrade.rs`): one that came
-    // meanwhile is pending, and counted from here on.
+    // An older steerd's upgrade re-executed the master with these blocked (this one
+    // resets them first, `upgrade.rs`): one that came meanwhile is pending, and counted
+    // from here on.
     sys::mask_signals(&signals::COUNTED, false).map_err(MasterError::Signals)?;
     let launch = Launch::record().ok();
     // Before `take_from_env`, which removes the variable that says they are ours.
+    let trial = upgrade::handshake::take_trial();
     let taken_over = upgrade::take_workers().map_err(MasterError::TakenOver)?;
     let mut passed = inherit::take_from_env().map_err(MasterError::Inherit)?;
     let upgrade_pipe = upgrade::take_named(&mut passed, inherit::UPGRADE_PIPE);
@@ -156,6 +160,12 @@ pub fn run(
         send_buffer: cfg.send_buffer,
     };
     let seeded = seat_passed(cfg, plan, passed)?;
+    if trial {
+        // An upgrade's trial (`upgrade/handshake.rs`): everything up to here is what a
+        // re-exec goes through before it changes anything; say so and stop.
+        crate::say!("{}", upgrade::handshake::trial_line());
+        return Ok(());
+    }
     let listeners =
         listen::open_seeded(&plan.workers, seeded, &home, opts).map_err(MasterError::Listen)?;
     let policy = attach_steering(&listeners, plan.steer, program);

@@ -24,7 +24,6 @@ pub use process::{
     Forked,
 };
 pub(crate) use signal::{
-    count_signals, ignore_signals, mask_signals, reset_signal_counts, signal_count,
-    unblock_all_signals,
+    count_signals, ignore_signals, mask_signals, reset_for_exec, reset_signal_counts, signal_count,
 };
 pub use socket::{attach_reuseport_cbpf, set_tcp_defer_accept};

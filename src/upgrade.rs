@@ -1,19 +1,23 @@
-//! Binary upgrade (SIGUSR2) in place: the master proves the binary now at its path
-//! runnable, then re-executes it in its own process, so its PID, its parent and its
+//! Binary upgrade (SIGUSR2) in place: the master proves the binary now at its path able
+//! to take over, then re-executes it in its own process, so its PID, its parent and its
 //! children stay what they were.
 //!
 //! Input: the [`Launch`] recorded at start (path, arguments, affinity), the listeners in
 //! group and index order, the metrics listener, and the workers serving now. Output:
-//! [`proof::Proof`] (the new binary's `check` with the same arguments, in a child), then
-//! [`reexec`], which returns only when `execve` failed.
+//! [`proof::Proof`] in two stages, each in a child (the new binary's `check` with the
+//! same arguments, which must answer the protocol handshake; then a trial `serve` with
+//! the listeners passed, which must say it would take them over and exit;
+//! `handshake.rs`), then [`reexec`], which returns only when `execve` failed.
 //!
 //! Why in place (`docs/design.md`): a supervisor waits only for its own children (systemd
 //! before 254 cannot follow a `MAINPID` that is not its child, a container runtime
 //! follows its PID 1), so an upgrade that starts a second master loses the supervisor.
-//! haproxy's master-worker mode re-executes its master the same way.
+//! haproxy's master-worker mode re-executes its master the same way. Why the proof runs
+//! `serve` in a child first: once `execve` succeeds, this process is whatever the file
+//! was, and the workers (parent-death signal) end with it; nothing can be undone then.
 //!
-//! What goes across `execve` (execve(2): the PID, the children, the signal mask, pending
-//! signals, descriptors without `FD_CLOEXEC`, the affinity stay):
+//! What goes across `execve` (execve(2): the PID, the children, pending signals,
+//! descriptors without `FD_CLOEXEC`, the affinity stay):
 //! - the listeners and the metrics listener, at the numbers they have now, with
 //!   `FD_CLOEXEC` cleared and named in `STEERD_REEXEC_FDS` (`FD:NAME,…`; see
 //!   `inherit.rs`), with `STEERD_REEXEC_PID` naming this process (as `LISTEN_PID` does).
@@ -21,13 +25,18 @@
 //!   `FD_CLOEXEC` has to be set back;
 //! - the workers, in `STEERD_REEXEC_WORKERS` (`SLOT:PID,…`, `-` for a worker already
 //!   retiring): the new image keeps each slot's worker serving until its own worker for
-//!   that slot serves, then retires it (drain, leave the listener), as a HUP does;
-//! - the counted signals blocked, so one sent during the exec waits for the new image's
-//!   handlers instead of taking its default action.
+//!   that slot serves, then retires it (drain, leave the listener), as a HUP does.
+//!
+//! What does not: the signal mask and the dispositions are reset first (every signal
+//! unblocked, every disposition the default, `sys::reset_for_exec`), so the new program
+//! starts as any program does and TERM stops it whatever it is. A steerd counts signals
+//! from its first step when it is a re-exec (`cmd/serve.rs`); one that comes in the
+//! moment between is taken with its default action.
 //!
 //! The old workers' counters stay in a mapping the new image does not hold: `/metrics`
 //! counts from zero after an upgrade, as it does after a restart.
 
+pub mod handshake;
 pub mod proof;
 
 use crate::inherit;
@@ -83,8 +92,8 @@ pub(crate) struct TakenOver {
 /// Replaces this program with `launch.exe`, handing over `fds` (descriptor and name) and
 /// `workers`. Returns only on failure, with every descriptor close-on-exec again.
 ///
-/// The caller blocks the counted signals and restores the start-up affinity first, and
-/// undoes both when this returns.
+/// The caller restores the start-up affinity and resets the signal state first
+/// (`sys::reset_for_exec`), and undoes both when this returns.
 pub(crate) fn reexec(
     launch: &Launch,
     fds: &[(BorrowedFd<'_>, &str)],
@@ -121,10 +130,15 @@ fn close_on_exec(fds: &[(BorrowedFd<'_>, &str)]) {
     }
 }
 
-/// This process's environment without any `LISTEN_*` or earlier `STEERD_REEXEC_*`
-/// (what a program this master starts gets, besides its own variables).
+/// This process's environment without any `LISTEN_*`, earlier `STEERD_REEXEC_*` or
+/// `STEERD_UPGRADE_*` (what a program this master starts gets, besides its own
+/// variables).
 pub(crate) fn own_environment() -> io::Result<Vec<CString>> {
-    let ours = |k: &str| k.starts_with("LISTEN_") || k.starts_with("STEERD_REEXEC_");
+    let ours = |k: &str| {
+        k.starts_with("LISTEN_")
+            || k.starts_with("STEERD_REEXEC_")
+            || k.starts_with("STEERD_UPGRADE_")
+    };
     std::env::vars_os()
         .filter(|(k, _)| !k.to_str().is_some_and(ours))
         .map(|(k, v)| {
@@ -136,8 +150,12 @@ pub(crate) fn own_environment() -> io::Result<Vec<CString>> {
         .collect()
 }
 
-/// [`own_environment`] plus the three variables that name what goes across.
-fn environment(fds: &[(BorrowedFd<'_>, &str)], workers: &[TakenOver]) -> io::Result<Vec<CString>> {
+/// [`own_environment`] plus the three variables that name what goes across, for the
+/// calling process (`getpid`).
+pub(crate) fn environment(
+    fds: &[(BorrowedFd<'_>, &str)],
+    workers: &[TakenOver],
+) -> io::Result<Vec<CString>> {
     let mut env = own_environment()?;
     let named: Vec<String> = fds
         .iter()

@@ -21,6 +21,10 @@ use std::net::SocketAddr;
 
 /// Runs `steerd check`; returns the exit status or the failure.
 pub fn main(mut args: ServeArgs, json: bool) -> Result<i32, Failure> {
+    // Asked by a master about to upgrade to this binary (`upgrade/handshake.rs`).
+    if let Some(line) = crate::upgrade::handshake::answer_probe() {
+        eprintln!("{line}");
+    }
     super::prepare::bindable_listen(&mut args, |w| eprintln!("steerd: warning: {w}"));
     let args = &args;
     let problems = super::preflight::problems(args);

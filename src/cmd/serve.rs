@@ -15,6 +15,11 @@ use crate::master;
 
 /// Runs `steerd serve` and returns the exit status.
 pub fn main(mut args: ServeArgs) -> Result<i32, Failure> {
+    // A master re-executed by an upgrade starts with every signal at its default
+    // (`upgrade.rs`): counted from here, a HUP sent meanwhile does not end it.
+    if crate::inherit::reexec_is_ours() {
+        crate::signals::install().map_err(|e| Failure::new("master", e))?;
+    }
     super::prepare::bindable_listen(&mut args, |w| crate::say!("warning: {w}"));
     // Whatever `check` refuses is refused here before anything is bound.
     let problems = super::preflight::problems(&args);

@@ -97,6 +97,30 @@ pub(crate) fn unblock_all_signals() -> io::Result<()> {
     set_mask(libc::SIG_SETMASK, &[])
 }
 
+/// `sigaction(sig, SIG_DFL)` for every signal, then `sigprocmask(SIG_SETMASK, {})` —
+/// the signal state a program expects at its start, for a process about to `execve`.
+///
+/// execve(2) keeps the mask and every ignored disposition (only caught signals go back to
+/// their default), so without this a program started from the master would begin with
+/// the counted signals blocked and the unused ones ignored: one that is not steerd could
+/// then not be stopped by TERM. KILL and STOP cannot be changed and the C library's own
+/// real-time signals are refused (`EINVAL`): both are skipped. See sigaction(2),
+/// signal(7).
+pub(crate) fn reset_for_exec() -> io::Result<()> {
+    for sig in 1..=libc::SIGRTMAX() {
+        if sig == libc::SIGKILL || sig == libc::SIGSTOP {
+            continue;
+        }
+        // SAFETY: an all-zero sigaction is a valid value (empty mask, no flags); the
+        // handler field then holds SIG_DFL, a plain integer constant.
+        let mut action: libc::sigaction = unsafe { core::mem::zeroed() };
+        action.sa_sigaction = libc::SIG_DFL;
+        // SAFETY: `action` is a live, initialised sigaction; the old action is not asked for.
+        let _ = unsafe { libc::sigaction(sig, &action, core::ptr::null_mut()) };
+    }
+    unblock_all_signals()
+}
+
 /// `pthread_sigmask(how, {signals})`.
 fn set_mask(how: libc::c_int, signals: &[libc::c_int]) -> io::Result<()> {
     // SAFETY: an all-zero sigset_t is valid storage; sigemptyset then initialises it.
@@ -120,6 +144,47 @@ fn set_mask(how: libc::c_int, signals: &[libc::c_int]) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// In a forked child (the test harness's own signal state stays as it is): a blocked
+    /// and an ignored signal are neither after the reset.
+    #[test]
+    fn reset_for_exec_leaves_nothing_blocked_or_ignored() {
+        use super::super::process::{exit_now, fork, Forked};
+        match fork().expect("fork") {
+            Forked::Child => {
+                ignore_signals(&[libc::SIGPIPE]);
+                let ok = mask_signals(&[libc::SIGTERM], true).is_ok()
+                    && reset_for_exec().is_ok()
+                    && !blocked(libc::SIGTERM)
+                    && disposition(libc::SIGPIPE) == libc::SIG_DFL;
+                exit_now(i32::from(!ok));
+            }
+            Forked::Parent(pid) => {
+                let (_, status) =
+                    rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty())
+                        .expect("waitpid")
+                        .expect("status");
+                assert_eq!(status.exit_status(), Some(0), "{status:?}");
+            }
+        }
+    }
+
+    fn blocked(sig: libc::c_int) -> bool {
+        // SAFETY: all-zero is valid storage for a sigset_t that pthread_sigmask fills.
+        let mut set: libc::sigset_t = unsafe { core::mem::zeroed() };
+        // SAFETY: a null new set only reads the mask into `set`, a live local.
+        unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, core::ptr::null(), &mut set) };
+        // SAFETY: `set` was filled just above.
+        unsafe { libc::sigismember(&set, sig) == 1 }
+    }
+
+    fn disposition(sig: libc::c_int) -> libc::sighandler_t {
+        // SAFETY: all-zero is a valid sigaction for sigaction to overwrite.
+        let mut old: libc::sigaction = unsafe { core::mem::zeroed() };
+        // SAFETY: a null new action only reads the current one into `old`, a live local.
+        unsafe { libc::sigaction(sig, core::ptr::null(), &mut old) };
+        old.sa_sigaction
+    }
 
     #[test]
     fn counted_signal_is_seen() {

@@ -1,35 +1,79 @@
-//! Before an upgrade re-executes the master: the binary now at its path, run as
-//! `check` with the master's own arguments in a child, must exit 0 within
-//! [`DEADLINE`].
+//! Before an upgrade re-executes the master: the binary now at its path must pass two
+//! stages, each in a child of the master and each within [`DEADLINE`] (the protocol is
+//! `handshake.rs`):
 //!
-//! Input: the [`Launch`]. Output: a [`Proof`] the supervisor polls without waiting;
-//! its [`Verdict`] is `Runnable`, or `Refused` with one line that says why (the binary is
-//! missing or not executable, it crashed, it hung, or its `check` refused the
-//! arguments, with the first problem it printed). `check` binds nothing and reads what
-//! `serve` reads, so what it accepts the new image's bring-up accepts too, short of a
-//! resource that vanishes in between.
+//! 1. [`Stage::Check`]: `check` with the master's own arguments and the handshake asked
+//!    for; it must exit 0 and answer the handshake (an older release, which would not
+//!    adopt the listeners, does not);
+//! 2. [`Stage::Trial`]: `serve` with the master's own arguments, the listeners named as on
+//!    a re-exec (the child's copies of them) and the trial asked for; it must go through
+//!    its bring-up, say so and exit 0 (a wrapper whose `serve` exits, crashes or hangs
+//!    does not).
+//!
+//! Input: the [`Launch`] (and for the trial, the descriptors handed over). Output: a
+//! [`Proof`] the supervisor polls without waiting; its [`Verdict`] is `Passed`, or
+//! `Refused` with one line that says why (the binary is missing or not executable, it
+//! crashed, it hung, it refused the arguments, with the first problem it printed, or it
+//! did not answer). `check` binds nothing and the trial opens, attaches and starts
+//! nothing, so neither changes what serves.
 //!
 //! The child is reaped by the supervisor's `waitpid(-1)`, which hands its status over
 //! ([`Proof::exited`]); nothing here waits.
 
+use super::handshake::{self, PROBE_VAR, PROTOCOL, TRIAL_VAR};
 use super::{c_string as cstr, own_environment, Launch};
 use crate::sys::{self, Forked};
 use rustix::process::{Pid, Signal, WaitStatus};
 use std::ffi::{CString, OsString};
+use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};
 
-/// How long the new binary's `check` may take.
+/// How long each stage may take.
 pub const DEADLINE: Duration = Duration::from_secs(15);
 /// At most this much of the child's standard error is kept for the one line.
 const SAID_MAX: usize = 2048;
+/// Longer lines than this are not the answer (and are not kept whole for matching).
+const LINE_MAX: usize = 256;
 
-/// The new binary's `check`, in flight.
+/// What the binary is asked to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// `check`, answering the handshake.
+    Check,
+    /// `serve` as a trial with the listeners passed.
+    Trial,
+}
+
+impl Stage {
+    /// The word for the line that says why.
+    fn name(self) -> &'static str {
+        match self {
+            Stage::Check => "check",
+            Stage::Trial => "serve (trial)",
+        }
+    }
+
+    /// The line the binary must print in this stage.
+    fn answer(self) -> String {
+        match self {
+            Stage::Check => handshake::handshake_line(),
+            Stage::Trial => handshake::trial_line(),
+        }
+    }
+}
+
+/// One stage of the proof, in flight.
 #[derive(Debug)]
 pub struct Proof {
+    stage: Stage,
     pid: Pid,
     stderr: OwnedFd,
     said: Vec<u8>,
+    /// The line being read (up to [`LINE_MAX`] bytes).
+    line: Vec<u8>,
+    /// The expected answer came.
+    answered: bool,
     status: Option<WaitStatus>,
     deadline: Instant,
     exe: String,
@@ -40,8 +84,8 @@ pub struct Proof {
 pub enum Verdict {
     /// Still running.
     Waiting,
-    /// It exited 0.
-    Runnable,
+    /// It answered and exited 0.
+    Passed,
     /// It did not (why, one line).
     Refused(String),
 }
@@ -61,16 +105,44 @@ pub(crate) fn check_argv(argv: &[OsString]) -> Vec<OsString> {
     out
 }
 
-/// Starts `launch.exe check …` with the start-up affinity, standard output discarded and
-/// standard error captured.
-pub fn start(launch: &Launch) -> std::io::Result<Proof> {
+/// Starts `launch.exe check …` with the handshake asked for.
+pub fn start(launch: &Launch) -> io::Result<Proof> {
+    let mut env = own_environment()?;
+    env.push(cstr(format!("{PROBE_VAR}={PROTOCOL}").into())?);
+    let argv = check_argv(&launch.argv);
+    spawn(Stage::Check, launch, &argv, &[], move || Ok(env))
+}
+
+/// Starts `launch.exe` with its own arguments as a trial, `fds` (descriptor and name)
+/// passed as a re-exec passes them, no workers, and no service-manager socket.
+pub fn trial(launch: &Launch, fds: &[(BorrowedFd<'_>, &str)]) -> io::Result<Proof> {
+    let env = || {
+        let mut env = super::environment(fds, &[])?;
+        env.retain(|kv| !kv.to_bytes().starts_with(b"NOTIFY_SOCKET="));
+        env.push(cstr(format!("{TRIAL_VAR}={PROTOCOL}").into())?);
+        Ok(env)
+    };
+    let keep: Vec<BorrowedFd<'_>> = fds.iter().map(|(fd, _)| *fd).collect();
+    spawn(Stage::Trial, launch, &launch.argv, &keep, env)
+}
+
+/// Forks the child of `stage`: `launch.exe argv` with the environment `env` makes (in the
+/// child, so `getpid` names it), `keep` passed across the exec, standard output
+/// discarded and standard error captured.
+fn spawn(
+    stage: Stage,
+    launch: &Launch,
+    argv: &[OsString],
+    keep: &[BorrowedFd<'_>],
+    env: impl FnOnce() -> io::Result<Vec<CString>>,
+) -> io::Result<Proof> {
     use rustix::pipe::{pipe_with, PipeFlags};
     let exe = cstr(launch.exe.clone().into_os_string())?;
-    let argv = check_argv(&launch.argv)
-        .into_iter()
+    let argv = argv
+        .iter()
+        .cloned()
         .map(cstr)
-        .collect::<std::io::Result<Vec<_>>>()?;
-    let env = own_environment()?;
+        .collect::<io::Result<Vec<_>>>()?;
     let devnull = rustix::fs::open(
         "/dev/null",
         rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::CLOEXEC,
@@ -78,12 +150,23 @@ pub fn start(launch: &Launch) -> std::io::Result<Proof> {
     )?;
     let (rd, wr) = pipe_with(PipeFlags::CLOEXEC)?;
     rustix::io::ioctl_fionbio(&rd, true)?;
+    let start = Start {
+        exe: &exe,
+        argv: &argv,
+        launch,
+        devnull: devnull.as_fd(),
+        stderr: wr.as_fd(),
+        keep,
+    };
     match sys::fork()? {
-        Forked::Child => child(&exe, &argv, &env, launch, devnull.as_fd(), wr.as_fd()),
+        Forked::Child => child(start, env),
         Forked::Parent(pid) => Ok(Proof {
+            stage,
             pid,
             stderr: rd,
             said: Vec::new(),
+            line: Vec::new(),
+            answered: false,
             status: None,
             deadline: Instant::now() + DEADLINE,
             exe: launch.exe.display().to_string(),
@@ -91,33 +174,51 @@ pub fn start(launch: &Launch) -> std::io::Result<Proof> {
     }
 }
 
-/// In the child: clean mask, the start-up CPUs, stdout to /dev/null, stderr to the
-/// pipe, exec. A failed exec is said on the pipe, exit 127 (as a shell does).
-fn child(
-    exe: &CString,
-    argv: &[CString],
-    env: &[CString],
-    launch: &Launch,
-    devnull: BorrowedFd<'_>,
-    stderr: BorrowedFd<'_>,
-) -> ! {
-    let _ = sys::unblock_all_signals();
-    let _ = sys::pin_to_set(&launch.affinity);
-    let placed = sys::handover::place_fds(&[devnull.as_raw_fd(), stderr.as_raw_fd()], 1);
-    let err = match placed {
-        Ok(()) => sys::handover::exec(exe, argv, env),
+/// What the child needs besides its environment.
+struct Start<'a> {
+    exe: &'a CString,
+    argv: &'a [CString],
+    launch: &'a Launch,
+    devnull: BorrowedFd<'a>,
+    stderr: BorrowedFd<'a>,
+    keep: &'a [BorrowedFd<'a>],
+}
+
+/// In the child: default signal state, the start-up CPUs, `keep` open across the exec,
+/// stdout to /dev/null, stderr to the pipe, exec. A failed exec is said on the pipe,
+/// exit 127 (as a shell does).
+fn child(start: Start<'_>, env: impl FnOnce() -> io::Result<Vec<CString>>) -> ! {
+    let _ = sys::reset_for_exec();
+    let _ = sys::pin_to_set(&start.launch.affinity);
+    let prepared = (|| {
+        for fd in start.keep {
+            // This process's own descriptor table: the master's copies stay close-on-exec.
+            rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty())?;
+        }
+        let env = env()?;
+        let std = [start.devnull.as_raw_fd(), start.stderr.as_raw_fd()];
+        sys::handover::place_fds(&std, 1)?;
+        Ok::<_, io::Error>(env)
+    })();
+    let err = match prepared {
+        Ok(env) => sys::handover::exec(start.exe, start.argv, &env),
         Err(e) => e,
     };
     let why = format!(
         "cannot run {}: {}",
-        exe.to_string_lossy(),
+        start.exe.to_string_lossy(),
         crate::say::plain(&err)
     );
-    let _ = rustix::io::write(stderr, why.as_bytes());
+    let _ = rustix::io::write(start.stderr, why.as_bytes());
     sys::exit_now(127)
 }
 
 impl Proof {
+    /// The stage this child is in.
+    pub fn stage(&self) -> Stage {
+        self.stage
+    }
+
     /// The captured standard error, for the master's `poll`.
     pub fn fd(&self) -> BorrowedFd<'_> {
         self.stderr.as_fd()
@@ -143,11 +244,13 @@ impl Proof {
         match self.status {
             None if now < self.deadline => Verdict::Waiting,
             None => Verdict::Refused(format!(
-                "{} check did not finish within {} s",
+                "{} {} did not finish within {} s",
                 self.exe,
+                self.stage.name(),
                 DEADLINE.as_secs()
             )),
-            Some(s) if s.exit_status() == Some(0) => Verdict::Runnable,
+            Some(s) if s.exit_status() == Some(0) && self.answered => Verdict::Passed,
+            Some(s) if s.exit_status() == Some(0) => Verdict::Refused(self.unanswered()),
             Some(s) => Verdict::Refused(self.refusal(s)),
         }
     }
@@ -157,14 +260,52 @@ impl Proof {
         while let Ok(n @ 1..) = rustix::io::read(&self.stderr, &mut buf) {
             let room = SAID_MAX.saturating_sub(self.said.len());
             self.said.extend_from_slice(&buf[..n.min(room)]);
+            for &b in &buf[..n] {
+                self.scan(b);
+            }
+        }
+    }
+
+    /// Feeds one byte of standard error to the line matcher.
+    fn scan(&mut self, b: u8) {
+        if b != b'\n' {
+            if self.line.len() < LINE_MAX {
+                self.line.push(b);
+            }
+            return;
+        }
+        let line = String::from_utf8_lossy(&self.line);
+        // The line may come framed (`steerd: …`) or bare.
+        if line.trim().trim_start_matches("steerd: ") == self.stage.answer() {
+            self.answered = true;
+        }
+        self.line.clear();
+    }
+
+    /// Exit 0 without the answer: `check` of a release without the protocol, or a
+    /// `serve` that stopped without taking anything over.
+    fn unanswered(&self) -> String {
+        match self.stage {
+            Stage::Check => format!(
+                "{} check does not answer the upgrade handshake (protocol {PROTOCOL}): a release that cannot adopt the running listeners and workers",
+                self.exe
+            ),
+            Stage::Trial => format!(
+                "{} serve (trial) exited with status 0 before taking over the passed listeners",
+                self.exe
+            ),
         }
     }
 
     /// `EXE check exited with status 1: root: …` from the first line that is not a
-    /// warning (a failed exec says `cannot run EXE: why` and nothing else).
+    /// warning or an answer (a failed exec says `cannot run EXE: why` and nothing else).
     fn refusal(&self, status: WaitStatus) -> String {
         let text = String::from_utf8_lossy(&self.said);
-        let lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+        let answers = [handshake::handshake_line(), handshake::trial_line()];
+        let lines = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !answers.iter().any(|a| l.ends_with(a.as_str())));
         let said = lines
             .clone()
             .find(|l| !l.contains("warning:"))
@@ -173,13 +314,14 @@ impl Proof {
             return l.to_string();
         }
         let how = crate::say::ended(status);
+        let stage = self.stage.name();
         match said {
             Some(l) => format!(
-                "{} check {how}: {}",
+                "{} {stage} {how}: {}",
                 self.exe,
                 l.trim_start_matches("steerd: ")
             ),
-            None => format!("{} check {how}", self.exe),
+            None => format!("{} {stage} {how}", self.exe),
         }
     }
 

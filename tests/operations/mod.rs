@@ -15,4 +15,5 @@ mod reload;
 mod shared_listeners;
 mod stuck_stderr;
 mod supervise;
+mod upgrade;
 mod zeroloss;

@@ -103,7 +103,7 @@ fn install_copy(dir: &Path) -> std::path::PathBuf {
 /// thread that forks while this process holds the write descriptor keeps it until it
 /// execs, and executing the copy in that window fails with ETXTBSY (seen in CI under
 /// user-mode QEMU, where that window is long).
-fn install_executable(source: &Path, dir: &Path) -> std::path::PathBuf {
+pub(super) fn install_executable(source: &Path, dir: &Path) -> std::path::PathBuf {
     let dest = dir.join("steerd");
     let tmp = dir.join("steerd.new");
     let installed = Command::new("install")
@@ -123,7 +123,7 @@ fn install_executable(source: &Path, dir: &Path) -> std::path::PathBuf {
 
 /// `steerd serve` started from a copy of the binary in a directory of its own (which
 /// also holds the site: `f13` is `hello world!\n`), two workers, `extra` flags.
-fn serve_from_copy(extra: &[&str]) -> (TempDir, std::path::PathBuf, Server) {
+pub(super) fn serve_from_copy(extra: &[&str]) -> (TempDir, std::path::PathBuf, Server) {
     let dir = TempDir::new("upgrade");
     let exe = install_copy(dir.path());
     let site = dir.path().join("site");

@@ -1,7 +1,7 @@
 //! The generations of workers: readiness reports, reloads (a successor beside each
 //! running worker, the predecessor retired once the successor serves) and binary
-//! upgrades (the new binary proved by its `check`, then re-executed in this process,
-//! whose next image keeps these workers as the predecessors of its own).
+//! upgrades (the new binary proved by its `check` and a trial `serve`, then re-executed
+//! in this process, whose next image keeps these workers as the predecessors of its own).
 //!
 //! Input: the supervisor's slots and the workers' readiness pipe. Output: workers
 //! started and retired, `READY=1` / `RELOADING=1` notifications, the `/health` verdict.
@@ -12,7 +12,8 @@ use super::{Retiring, Supervisor, NO_BLOCK, RETIRING_PER_SLOT};
 use crate::inherit;
 use crate::signals;
 use crate::sys;
-use crate::upgrade::{self, proof, proof::Verdict, TakenOver};
+use crate::upgrade::proof::{self, Stage, Verdict};
+use crate::upgrade::{self, TakenOver};
 use crate::worker::LEFT_LISTENER;
 use rustix::process::{Pid, Signal};
 use std::os::fd::{AsFd, BorrowedFd};
@@ -157,8 +158,9 @@ impl Supervisor<'_> {
         }
     }
 
-    /// USR2: prove the binary at our path runnable (`upgrade::proof`); the re-exec
-    /// follows in [`Self::poll_upgrade`].
+    /// USR2: prove the binary at our path able to take over (`upgrade::proof`: its
+    /// `check` answers the handshake, then its trial `serve`); the re-exec follows in
+    /// [`Self::poll_upgrade`].
     pub(super) fn handle_upgrade(&mut self) {
         if !signals::arrived(libc::SIGUSR2, &mut self.seen.usr2) {
             return;
@@ -184,31 +186,58 @@ impl Supervisor<'_> {
         }
     }
 
-    /// Once the new binary's `check` passed: re-execute it in place. A refused proof or a
-    /// failed `execve` leaves this master and its workers serving, with one line.
+    /// Moves the proof on: a passed `check` starts the trial, a passed trial re-executes
+    /// in place. A refused stage, a trial that cannot start or a failed `execve` leaves
+    /// this master and its workers serving, with one line.
     pub(super) fn poll_upgrade(&mut self) {
         let Some(p) = &mut self.proving else {
             return;
         };
+        let stage = p.stage();
         match p.poll(Instant::now()) {
             Verdict::Waiting => {}
-            Verdict::Refused(why) => {
-                self.stop_upgrade();
-                crate::say!("upgrade: refused: {why}; the running master keeps serving");
-                self.notifier.status("upgrade refused; serving");
+            Verdict::Refused(why) => self.refuse_upgrade(&why),
+            Verdict::Passed if stage == Stage::Check => {
+                self.proving = None;
+                self.start_trial();
             }
-            Verdict::Runnable => {
+            Verdict::Passed => {
                 self.proving = None;
                 self.reexec();
             }
         }
     }
 
-    /// Hands the listeners and the workers to the new binary in this very process.
-    fn reexec(&mut self) {
+    fn refuse_upgrade(&mut self, why: &str) {
+        self.stop_upgrade();
+        crate::say!("upgrade: refused: {why}; the running master keeps serving");
+        self.notifier.status("upgrade refused; serving");
+    }
+
+    /// The second stage: the new binary as `serve`, with copies of the listeners.
+    fn start_trial(&mut self) {
         let Some(launch) = &self.launch else {
             return;
         };
+        let fds = self.handed_fds();
+        match proof::trial(launch, &fds) {
+            Ok(p) => {
+                crate::say!(
+                    "upgrade: {} answers the handshake; trying it as serve with the listeners passed",
+                    launch.exe.display()
+                );
+                self.proving = Some(p);
+            }
+            Err(e) => {
+                let why = format!("{} serve (trial): {e}", launch.exe.display());
+                self.refuse_upgrade(&why);
+            }
+        }
+    }
+
+    /// The descriptors a re-exec hands over (and a trial gets): every listener in group
+    /// and index order, then the metrics listener.
+    fn handed_fds(&self) -> Vec<(BorrowedFd<'_>, &'static str)> {
         let mut fds: Vec<(BorrowedFd<'_>, &str)> = self
             .s
             .listeners
@@ -217,6 +246,16 @@ impl Supervisor<'_> {
             .flat_map(|g| g.fds.iter().map(|f| (f.as_fd(), "listen")))
             .collect();
         fds.extend(self.s.metrics.map(|(m, _)| (m.as_fd(), inherit::METRICS)));
+        fds
+    }
+
+    /// Hands the listeners and the workers to the new binary in this very process, with
+    /// the signal state reset (the new program starts as any program does).
+    fn reexec(&mut self) {
+        let Some(launch) = &self.launch else {
+            return;
+        };
+        let fds = self.handed_fds();
         let workers = self.handed_over();
         crate::say!(
             "upgrade: re-executing {} as pid {} with {} workers serving meanwhile",
@@ -225,14 +264,15 @@ impl Supervisor<'_> {
             workers.iter().filter(|w| w.slot.is_some()).count()
         );
         self.notifier.reloading("upgrading");
-        let blocked = sys::mask_signals(&signals::COUNTED, true);
         let _ = sys::pin_to_set(&launch.affinity);
-        let err = match blocked {
+        let err = match sys::reset_for_exec() {
             Ok(()) => upgrade::reexec(launch, &fds, &workers),
             Err(e) => e,
         };
         let _ = sys::pin_to_set(self.s.home);
-        let _ = sys::mask_signals(&signals::COUNTED, false);
+        if let Err(e) = signals::install() {
+            crate::say!("warning: upgrade: installing the signal handlers again: {e}");
+        }
         crate::say!(
             "upgrade: exec {}: {err}; the running master keeps serving",
             launch.exe.display()

@@ -24,6 +24,14 @@ pub(crate) const COUNTED: [libc::c_int; 8] = [
     libc::SIGWINCH,
 ];
 
+/// The counted signals that cross an in-place upgrade's `execve` ignored rather than with
+/// their default action (which would end the master, or do nothing, for WINCH): one sent
+/// before the new image installs its handlers is dropped. TERM, INT and QUIT keep their
+/// default, so an image that hangs can still be stopped; CHLD too, as ignoring it would
+/// have the kernel reap the workers the new image takes over.
+pub(crate) const DROPPED_ACROSS_EXEC: &[libc::c_int] =
+    &[libc::SIGHUP, libc::SIGUSR1, libc::SIGUSR2, libc::SIGWINCH];
+
 /// Signals whose default action ends a process and that steerd does not use: ignored by
 /// master and workers, so a stray one never stops the server. (The faults, SEGV, BUS,
 /// ILL, FPE, ABRT, TRAP, SYS, keep their default: ignoring a real fault would loop.)

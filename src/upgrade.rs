@@ -28,10 +28,11 @@
 //!   that slot serves, then retires it (drain, leave the listener), as a HUP does.
 //!
 //! What does not: the signal mask and the dispositions are reset first (every signal
-//! unblocked, every disposition the default, `sys::reset_for_exec`), so the new program
-//! starts as any program does and TERM stops it whatever it is. A steerd counts signals
-//! from its first step when it is a re-exec (`cmd/serve.rs`); one that comes in the
-//! moment between is taken with its default action.
+//! unblocked, every disposition the default but HUP, USR1, USR2 and WINCH, which cross
+//! ignored, `sys::reset_for_exec`), so the new program starts as any program does and TERM
+//! stops it whatever it is. A steerd counts signals from its first step when it is a
+//! re-exec (`cmd/serve.rs`); a reload, log reopen or upgrade asked in the moment between is
+//! dropped rather than ending the master.
 //!
 //! The old workers' counters stay in a mapping the new image does not hold: `/metrics`
 //! counts from zero after an upgrade, as it does after a restart.

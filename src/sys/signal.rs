@@ -97,16 +97,19 @@ pub(crate) fn unblock_all_signals() -> io::Result<()> {
     set_mask(libc::SIG_SETMASK, &[])
 }
 
-/// `sigaction(sig, SIG_DFL)` for every signal, then `sigprocmask(SIG_SETMASK, {})` —
-/// the signal state a program expects at its start, for a process about to `execve`.
+/// `sigaction(sig, SIG_DFL)` for every signal but `ignored` (`SIG_IGN`), then
+/// `sigprocmask(SIG_SETMASK, {})` — the signal state a program expects at its start, for a
+/// process about to `execve`.
 ///
 /// execve(2) keeps the mask and every ignored disposition (only caught signals go back to
 /// their default), so without this a program started from the master would begin with
 /// the counted signals blocked and the unused ones ignored: one that is not steerd could
-/// then not be stopped by TERM. KILL and STOP cannot be changed and the C library's own
-/// real-time signals are refused (`EINVAL`): both are skipped. See sigaction(2),
-/// signal(7).
-pub(crate) fn reset_for_exec() -> io::Result<()> {
+/// then not be stopped by TERM. `ignored` stays ignored across the exec on purpose: a
+/// signal whose default would end the process (HUP, USR1, USR2) arriving before the new
+/// program installs its handlers is then dropped instead. KILL and STOP cannot be changed
+/// and the C library's own real-time signals are refused (`EINVAL`): both are skipped.
+/// See sigaction(2), signal(7).
+pub(crate) fn reset_for_exec(ignored: &[libc::c_int]) -> io::Result<()> {
     for sig in 1..=libc::SIGRTMAX() {
         if sig == libc::SIGKILL || sig == libc::SIGSTOP {
             continue;
@@ -114,7 +117,10 @@ pub(crate) fn reset_for_exec() -> io::Result<()> {
         // SAFETY: an all-zero sigaction is a valid value (empty mask, no flags); the
         // handler field then holds SIG_DFL, a plain integer constant.
         let mut action: libc::sigaction = unsafe { core::mem::zeroed() };
-        action.sa_sigaction = libc::SIG_DFL;
+        action.sa_sigaction = match ignored.contains(&sig) {
+            true => libc::SIG_IGN,
+            false => libc::SIG_DFL,
+        };
         // SAFETY: `action` is a live, initialised sigaction; the old action is not asked for.
         let _ = unsafe { libc::sigaction(sig, &action, core::ptr::null_mut()) };
     }
@@ -153,10 +159,13 @@ mod tests {
         match fork().expect("fork") {
             Forked::Child => {
                 ignore_signals(&[libc::SIGPIPE]);
-                let ok = mask_signals(&[libc::SIGTERM], true).is_ok()
-                    && reset_for_exec().is_ok()
+                let ok = mask_signals(&[libc::SIGTERM, libc::SIGHUP], true).is_ok()
+                    && reset_for_exec(&[libc::SIGHUP]).is_ok()
                     && !blocked(libc::SIGTERM)
-                    && disposition(libc::SIGPIPE) == libc::SIG_DFL;
+                    && !blocked(libc::SIGHUP)
+                    && disposition(libc::SIGPIPE) == libc::SIG_DFL
+                    && disposition(libc::SIGTERM) == libc::SIG_DFL
+                    && disposition(libc::SIGHUP) == libc::SIG_IGN;
                 exit_now(i32::from(!ok));
             }
             Forked::Parent(pid) => {

@@ -188,7 +188,7 @@ struct Start<'a> {
 /// stdout to /dev/null, stderr to the pipe, exec. A failed exec is said on the pipe,
 /// exit 127 (as a shell does).
 fn child(start: Start<'_>, env: impl FnOnce() -> io::Result<Vec<CString>>) -> ! {
-    let _ = sys::reset_for_exec();
+    let _ = sys::reset_for_exec(&[]);
     let _ = sys::pin_to_set(&start.launch.affinity);
     let prepared = (|| {
         for fd in start.keep {

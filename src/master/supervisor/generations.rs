@@ -265,7 +265,7 @@ impl Supervisor<'_> {
         );
         self.notifier.reloading("upgrading");
         let _ = sys::pin_to_set(&launch.affinity);
-        let err = match sys::reset_for_exec() {
+        let err = match sys::reset_for_exec(signals::DROPPED_ACROSS_EXEC) {
             Ok(()) => upgrade::reexec(launch, &fds, &workers),
             Err(e) => e,
         };

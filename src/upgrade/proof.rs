@@ -5,7 +5,7 @@
 //! Input: the [`Launch`]. Output: a [`Proof`] the supervisor polls without waiting;
 //! its [`Verdict`] is `Runnable`, or `Refused` with one line that says why (the binary is
 //! missing or not executable, it crashed, it hung, or its `check` refused the
-//! arguments, with the first problem it printed). `check` binds nothing and reads what
+//! arguments, with the first problem it printed). `check` listens on nothing and reads what
 //! `serve` reads, so what it accepts the new image's bring-up accepts too, short of a
 //! resource that vanishes in between.
 //!

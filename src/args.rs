@@ -33,7 +33,7 @@ use std::time::Duration;
 pub enum Command {
     /// `steerd [serve] ...`
     Serve(ServeArgs),
-    /// `steerd check [serve options] [--json]`: plan and program, binds nothing.
+    /// `steerd check [serve options] [--json]`: plan and program, listens on nothing.
     Check {
         /// The serve options the plan is made for.
         serve: ServeArgs,
@@ -470,7 +470,7 @@ steerd: a static HTTP/1.1 server that handles each connection on the CPU where i
 
 USAGE:
     steerd [serve] [OPTIONS] [ROOT]   serve ROOT (default: the current directory)
-    steerd check [OPTIONS] [--json]   topology, plan and steering program; binds nothing
+    steerd check [OPTIONS] [--json]   topology, plan and steering program; listens on nothing
     steerd topo [--sysfs DIR] [--json]
     steerd bpf asm|check|run|dis ...  the classic BPF assembler and its tools
     steerd bench TOOL ...             load, ab, responder, stats: measure and compare

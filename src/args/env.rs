@@ -7,7 +7,7 @@
 //! command line does not give, each with the variable it came from. A flag on the
 //! command line wins over its variable, whole (a repeatable's variable is then not
 //! added to it). A repeatable's values are comma-separated (`STEERD_LISTEN=:8080,:9090`);
-//! `\,` is a comma inside a value (`STEERD_HEADER=Cache-Control: a\, b`). A switch
+//! `\,` is a comma inside a value (`STEERD_CACHE_CONTROL=*.css=public\, max-age=60`). A switch
 //! (`--proxy-protocol`) is on for `1`, `true`, `yes`, `on` and off for `0`, `false`,
 //! `no`, `off` or empty. Variables that name no serve flag are ignored (the test
 //! harness and other tools use the prefix too).

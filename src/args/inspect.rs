@@ -1,4 +1,4 @@
-//! Stage 1, the flags of the subcommands that inspect and bind nothing: `check` (the
+//! Stage 1, the flags of the subcommands that inspect and listen on nothing: `check` (the
 //! serve flags and `--json`) and `topo`. One table each; `--help` names them from it.
 //!
 //! Input: the arguments after the subcommand. Output: a [`Command`]. No syscalls.

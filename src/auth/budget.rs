@@ -70,7 +70,7 @@ pub enum Grant {
 
 #[derive(Clone, Copy, Debug)]
 struct Bucket {
-    key: u64,
+    key: AddrKey,
     /// Thousandths of a check (full: `addr_burst * CHECK`).
     level: u64,
     at_ms: u64,
@@ -78,7 +78,7 @@ struct Bucket {
 }
 
 const EMPTY: Bucket = Bucket {
-    key: 0,
+    key: AddrKey::UNSPECIFIED,
     level: 0,
     at_ms: 0,
     used: false,
@@ -142,9 +142,8 @@ impl Budget {
     }
 
     /// The address's bucket, refilled to `now_ms` (a fresh one is full).
-    fn bucket(&mut self, addr: AddrKey, now_ms: u64) -> &mut Bucket {
-        let key = addr.get();
-        let set = (key.wrapping_mul(self.mult) >> 32) as usize & (SETS - 1);
+    fn bucket(&mut self, key: AddrKey, now_ms: u64) -> &mut Bucket {
+        let set = (key.hash_word().wrapping_mul(self.mult) >> 32) as usize & (SETS - 1);
         let ways = &mut self.addrs[set * WAYS..(set + 1) * WAYS];
         let (full, rate) = (self.limits.addr_burst * CHECK, self.limits.addr_per_sec);
         for b in ways.iter_mut().filter(|b| b.used) {
@@ -208,6 +207,22 @@ mod tests {
             assert_eq!(b.ask(a, 600_000), Grant::Yes);
         }
         assert!(matches!(b.ask(a, 600_000), Grant::No { .. }));
+    }
+
+    #[test]
+    fn an_ipv6_prefix_does_not_spend_the_ipv4_address_of_its_number() {
+        let mut b = Budget::new(Limits::SERVING, 7, 0);
+        let v4 = addr("127.0.0.2");
+        for _ in 0..Limits::SERVING.addr_burst {
+            assert_eq!(b.ask(v4, 0), Grant::Yes);
+        }
+        assert!(matches!(b.ask(v4, 0), Grant::No { .. }));
+        assert_eq!(b.ask(addr("0:0:7f00:2::1"), 0), Grant::Yes);
+        assert_eq!(
+            core::mem::size_of::<Bucket>(),
+            32,
+            "the key did not grow a bucket"
+        );
     }
 
     #[test]

@@ -3,8 +3,10 @@
 //! Input: the serve options. Output on stdout: a topology summary, the workers (listener
 //! index, CPU, node), the master CPU, the CPU -> listener index map, and the steering
 //! program as bpf_asm text and as bytecode in bpf_asm's default format; or all of it as
-//! JSON (schema in `docs/placement.md`). It binds and listens on nothing, so it can never
-//! join a live reuseport group (kubernetes/kubernetes#48358 is what happens otherwise).
+//! JSON (schema in `docs/placement.md`). It listens on nothing, so it can never join a
+//! live reuseport group (kubernetes/kubernetes#48358 is what happens otherwise); each
+//! address `serve` would bind is only probed, by a bind to its port 0 closed at once, and
+//! one that is not this machine's is a problem (exit status 1).
 //! Under socket activation (`LISTEN_FDS`) the listen addresses are those `serve` would
 //! use, and one `passed:` line per passed socket says which group it would start, with
 //! how many members `serve` would make beside it and with which `IPV6_V6ONLY`.
@@ -41,6 +43,10 @@ pub fn main(mut args: ServeArgs, json: bool) -> Result<i32, Failure> {
     for p in &passed.problems {
         eprintln!("steerd: warning: listen: {p}");
     }
+    let unbindable = unbindable_addresses(&passed.listen, args.metrics);
+    for p in &unbindable {
+        eprintln!("{p}");
+    }
     if json {
         let mut members = check_members(args, &topo, &warnings, &plan, program.as_ref());
         for (k, v) in members.iter_mut() {
@@ -64,7 +70,23 @@ pub fn main(mut args: ServeArgs, json: bool) -> Result<i32, Failure> {
             check_text(args, &passed, &topo, &plan, program.as_ref())
         );
     }
-    Ok(i32::from(!problems.is_empty()))
+    Ok(i32::from(!problems.is_empty() || !unbindable.is_empty()))
+}
+
+/// Every address `serve` would bind (the listen addresses, `--metrics`) that this machine
+/// cannot, as `listen: ADDR: why` or `metrics: ADDR: why`: an address of another host,
+/// or one implied by a name whose addresses are all elsewhere (`listen::bindable` keeps
+/// those, so that `serve` fails on them). Each is probed by a bind to its port 0 that is
+/// closed at once; nothing listens.
+fn unbindable_addresses(listen: &[SocketAddr], metrics: Option<SocketAddr>) -> Vec<Failure> {
+    use crate::listen::bindable::unbindable;
+    let listen = listen.iter().map(|&a| ("listen", a));
+    listen
+        .chain(metrics.map(|a| ("metrics", a)))
+        .filter_map(|(stage, addr)| {
+            unbindable(addr).map(|why| Failure::new(stage, format!("{addr}: {why}")))
+        })
+        .collect()
 }
 
 /// What `serve` would do with the sockets passed by socket activation (`LISTEN_FDS`).

@@ -8,11 +8,33 @@
 //! be bound here (`EADDRNOTAVAIL`: `::1` in a container whose loopback has IPv6
 //! disabled); the test binds port 0 and closes at once (bind(2), ipv6(7)). An address
 //! given as such is never left out, and when every address would be, none is: the
-//! listeners then fail with the kernel's own error.
+//! listeners then fail with the kernel's own error, and `check` reports each address
+//! that cannot be bound ([`unbindable`], `cmd/check.rs`).
 
+use core::fmt;
 use rustix::io::Errno;
 use rustix::net::{AddressFamily, SocketFlags, SocketType};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
+
+/// Why an address cannot be bound on this machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unbindable {
+    /// The kernel makes no IPv6 socket (`EAFNOSUPPORT`).
+    NoIpv6,
+    /// The address belongs to no interface here (`EADDRNOTAVAIL`).
+    NotHere(IpAddr),
+}
+
+impl fmt::Display for Unbindable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unbindable::NoIpv6 => f.write_str("this kernel has no IPv6 (EAFNOSUPPORT)"),
+            Unbindable::NotHere(ip) => {
+                write!(f, "{ip} is not an address of this machine (EADDRNOTAVAIL)")
+            }
+        }
+    }
+}
 
 /// The addresses of `addrs` to listen on, and a warning for each implied one left out.
 pub(crate) fn bindable(
@@ -36,8 +58,9 @@ pub(crate) fn bindable(
     (kept, warnings)
 }
 
-/// Why `addr`'s family or address cannot be bound here, if that is the case.
-fn unbindable(addr: SocketAddr) -> Option<String> {
+/// Why `addr`'s family or address cannot be bound here, if that is the case: a socket of
+/// its family is bound to port 0 of its address, never listened on, and closed on return.
+pub(crate) fn unbindable(addr: SocketAddr) -> Option<Unbindable> {
     let family = match addr {
         SocketAddr::V4(_) => AddressFamily::INET,
         SocketAddr::V6(_) => AddressFamily::INET6,
@@ -45,7 +68,7 @@ fn unbindable(addr: SocketAddr) -> Option<String> {
     let fd = match rustix::net::socket_with(family, SocketType::STREAM, SocketFlags::CLOEXEC, None)
     {
         Ok(fd) => fd,
-        Err(Errno::AFNOSUPPORT) => return Some("this kernel has no IPv6 (EAFNOSUPPORT)".into()),
+        Err(Errno::AFNOSUPPORT) => return Some(Unbindable::NoIpv6),
         Err(_) => return None,
     };
     if addr.is_ipv6() {
@@ -53,10 +76,7 @@ fn unbindable(addr: SocketAddr) -> Option<String> {
     }
     let any_port = SocketAddr::new(addr.ip(), 0);
     match rustix::net::bind(&fd, &any_port) {
-        Err(Errno::ADDRNOTAVAIL) => Some(format!(
-            "{} is not an address of this machine (EADDRNOTAVAIL)",
-            addr.ip()
-        )),
+        Err(Errno::ADDRNOTAVAIL) => Some(Unbindable::NotHere(addr.ip())),
         _ => None,
     }
 }

@@ -11,12 +11,16 @@
 //!   every byte but `A-Z a-z 0-9 - . _ ~` (RFC 3986 unreserved), so a name with `"`,
 //!   `<`, `%`, `#`, `?`, `:` or bytes that are not UTF-8 links to exactly itself, relative
 //!   to the listing's URL (which ends in `/`); its text is the name with each invalid
-//!   UTF-8 sequence shown as U+FFFD and `& < > " '` escaped. The page has no script, and
-//!   the response forbids any (`Content-Security-Policy`, `conn/listing.rs`).
+//!   UTF-8 sequence shown as U+FFFD, `& < > " '` escaped and C0 controls and DEL as
+//!   `&#xNN;`. A name holding a C0 control or DEL is shown without a link: no request
+//!   can name it (the path decoder refuses those escapes with 400, `http/path.rs`). The
+//!   page has no script, and the response forbids any (`Content-Security-Policy`,
+//!   `conn/listing.rs`).
 //! - JSON (`application/json`): `[{"name":…,"type":"dir"|"file","size":…,"mtime":…}, …]`
 //!   one object a line; `name` is the name with each invalid UTF-8 sequence replaced by
 //!   U+FFFD (as `String::from_utf8_lossy` does; such a name cannot be requested from the
-//!   JSON alone, the HTML link can), `"` and `\` and controls escaped (RFC 8259 §7);
+//!   JSON alone, the HTML link can), `"` and `\` escaped, C0 controls and DEL as
+//!   `\u00NN` (RFC 8259 §7 requires it of the controls; DEL too, for terminals);
 //!   `size` is bytes for a file and `null` for a directory; `mtime` is Unix seconds (an
 //!   integer, UTC).
 //!
@@ -103,16 +107,23 @@ pub fn entry(w: &mut Writer<'_>, format: Format, first: bool, name: &[u8], meta:
     let dir = meta.kind == Kind::Dir;
     match format {
         Format::Html => {
-            w.put(b"<tr><td><a href=\"");
-            put_href(w, name);
-            w.put(if dir { b"/\">" } else { b"\">" });
+            let linked = is_requestable(name);
+            w.put(b"<tr><td>");
+            if linked {
+                w.put(b"<a href=\"");
+                put_href(w, name);
+                w.put(if dir { b"/\">" } else { b"\">" });
+            }
             put_html(w, name);
-            w.put(if dir {
-                b"/</a></td><td>-"
-            } else {
+            w.put(if dir { b"/" } else { b"" });
+            w.put(if linked {
                 b"</a></td><td>"
+            } else {
+                b"</td><td>"
             });
-            if !dir {
+            if dir {
+                w.put(b"-");
+            } else {
                 put_size(w, meta.size);
             }
             w.put(b"</td><td>").put(&format_minutes(meta.mtime));
@@ -164,7 +175,21 @@ fn put_path(w: &mut Writer<'_>, path: &[u8]) {
     w.put("…".as_bytes());
 }
 
-/// A name as HTML text: each invalid UTF-8 sequence as U+FFFD, `& < > " '` escaped.
+/// Whether a request can name `name`: the path decoder refuses an escape of a C0 control
+/// or DEL (`http/path.rs`), and the request line cannot carry one raw, so such a name gets
+/// no link (it would answer 400).
+fn is_requestable(name: &[u8]) -> bool {
+    !name.iter().any(|&b| is_control(b))
+}
+
+/// C0 controls and DEL: the bytes a request path cannot hold and a page must not carry
+/// raw (an ESC would reach the terminal of whoever fetches the page with curl).
+fn is_control(b: u8) -> bool {
+    b < 0x20 || b == 0x7f
+}
+
+/// A name as HTML text: each invalid UTF-8 sequence as U+FFFD, `& < > " '` escaped,
+/// C0 controls and DEL as `&#xNN;`.
 fn put_html(w: &mut Writer<'_>, name: &[u8]) {
     for chunk in name.utf8_chunks() {
         for &b in chunk.valid().as_bytes() {
@@ -174,6 +199,7 @@ fn put_html(w: &mut Writer<'_>, name: &[u8]) {
                 b'>' => w.put(b"&gt;"),
                 b'"' => w.put(b"&quot;"),
                 b'\'' => w.put(b"&#39;"),
+                _ if is_control(b) => w.put(b"&#x").put(&hex_pair(b, HEX_UPPER)).put(b";"),
                 _ => w.put(&[b]),
             };
         }
@@ -186,18 +212,15 @@ fn put_html(w: &mut Writer<'_>, name: &[u8]) {
 /// U+FFFD REPLACEMENT CHARACTER, UTF-8.
 const REPLACEMENT: &[u8] = "\u{fffd}".as_bytes();
 
-/// A name as a JSON string's contents: each invalid UTF-8 sequence as U+FFFD, `"`, `\`
-/// and controls escaped.
+/// A name as a JSON string's contents: each invalid UTF-8 sequence as U+FFFD, `"`, `\`,
+/// C0 controls and DEL escaped.
 fn put_json(w: &mut Writer<'_>, name: &[u8]) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     for chunk in name.utf8_chunks() {
         for &b in chunk.valid().as_bytes() {
             match b {
                 b'"' => w.put(b"\\\""),
                 b'\\' => w.put(b"\\\\"),
-                0..0x20 => w
-                    .put(b"\\u00")
-                    .put(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]),
+                _ if is_control(b) => w.put(b"\\u00").put(&hex_pair(b, HEX_LOWER)),
                 _ => w.put(&[b]),
             };
         }
@@ -209,14 +232,21 @@ fn put_json(w: &mut Writer<'_>, name: &[u8]) {
 
 /// A name as a relative link: every byte but RFC 3986's unreserved ones percent-encoded.
 fn put_href(w: &mut Writer<'_>, name: &[u8]) {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
     for &b in name {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
             w.put(&[b]);
         } else {
-            w.put(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+            w.put(b"%").put(&hex_pair(b, HEX_UPPER));
         }
     }
+}
+
+const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
+const HEX_LOWER: &[u8; 16] = b"0123456789abcdef";
+
+/// A byte as two hex digits from `digits`.
+fn hex_pair(b: u8, digits: &[u8; 16]) -> [u8; 2] {
+    [digits[usize::from(b >> 4)], digits[usize::from(b & 15)]]
 }
 
 /// A size for people: bytes below 1 KiB, else one decimal (rounded down) and a binary unit.
@@ -278,6 +308,22 @@ mod tests {
             row,
             "<tr><td><a href=\"a%20b/\">a b/</a></td><td>-</td><td>1970-01-01 00:00</td></tr>\n"
         );
+    }
+
+    #[test]
+    fn a_name_with_a_control_byte_is_shown_escaped_and_not_linked() {
+        let row = text(|w| entry(w, Format::Html, true, b"a\tb\x1b[31m\x7f", &file(3)));
+        assert_eq!(
+            row,
+            "<tr><td>a&#x09;b&#x1B;[31m&#x7F;</td><td>3 B</td><td>1994-11-06 08:49</td></tr>\n"
+        );
+        let row = text(|w| entry(w, Format::Html, true, b"\x01", &DIR));
+        assert_eq!(
+            row,
+            "<tr><td>&#x01;/</td><td>-</td><td>1970-01-01 00:00</td></tr>\n"
+        );
+        let json = text(|w| entry(w, Format::Json, true, b"\x1b\x7f", &DIR));
+        assert!(json.contains("\"name\":\"\\u001b\\u007f\""), "{json}");
     }
 
     #[test]
@@ -373,7 +419,7 @@ mod tests {
         for format in [Format::Html, Format::Json] {
             let n = text(|w| start(w, format, &worst_path)).len();
             assert!(n <= START_MAX, "{format:?} start {n}");
-            for byte in [b'"', b'\'', 0x01, 0xff, b'a'] {
+            for byte in [b'"', b'\'', 0x01, 0x7f, 0xff, b'a'] {
                 let name = [byte; 255];
                 for meta in [
                     file(u64::MAX),

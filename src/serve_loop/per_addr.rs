@@ -11,7 +11,8 @@
 //! `--max-conns` costs little at start.
 //!
 //! An address is an [`AddrKey`] (`client_addr`): an IPv4 address, or the /64 prefix of
-//! an IPv6 address, as one `u64`.
+//! an IPv6 address, with its family (12 bytes); it is hashed as one `u64` and compared
+//! whole.
 //!
 //! Structure (for `n` slots; there are never more addresses than open connections):
 //!
@@ -36,7 +37,7 @@ const EMPTY: u32 = 0;
 /// One address: its count, its place among the addresses of that count, its slots.
 #[derive(Clone, Copy, Debug)]
 struct Addr {
-    key: u64,
+    key: AddrKey,
     count: u32,
     prev: u32,
     next: u32,
@@ -46,7 +47,7 @@ struct Addr {
 
 impl Addr {
     const EMPTY: Addr = Addr {
-        key: 0,
+        key: AddrKey::UNSPECIFIED,
         count: 0,
         prev: NIL,
         next: NIL,
@@ -139,8 +140,7 @@ impl PerAddr {
 
     /// Connections `key` holds.
     pub fn count(&self, key: AddrKey) -> u32 {
-        self.find(key.get())
-            .map_or(0, |a| self.addrs[a as usize].count)
+        self.find(key).map_or(0, |a| self.addrs[a as usize].count)
     }
 
     /// Counts `slot` (free until now) under `key`.
@@ -148,7 +148,7 @@ impl PerAddr {
         if self.links.get(slot as usize).is_none_or(|l| l.addr != NIL) {
             return;
         }
-        let Some(a) = self.find(key.get()).or_else(|| self.insert(key.get())) else {
+        let Some(a) = self.find(key).or_else(|| self.insert(key)) else {
             return;
         };
         let ai = a as usize;
@@ -223,12 +223,12 @@ impl PerAddr {
     }
 
     /// The index position `key` hashes to.
-    fn home(&self, key: u64) -> usize {
-        let x = key.wrapping_mul(self.mult);
+    fn home(&self, key: AddrKey) -> usize {
+        let x = key.hash_word().wrapping_mul(self.mult);
         ((x ^ (x >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
     }
 
-    fn find(&self, key: u64) -> Option<u32> {
+    fn find(&self, key: AddrKey) -> Option<u32> {
         let mask = self.index.len() - 1;
         let mut i = self.home(key);
         // Terminates: the index is at most half full.
@@ -241,7 +241,7 @@ impl PerAddr {
         }
     }
 
-    fn insert(&mut self, key: u64) -> Option<u32> {
+    fn insert(&mut self, key: AddrKey) -> Option<u32> {
         let a = match self.free.pop() {
             Some(a) => a,
             None if self.addrs.len() < self.slots => {
@@ -355,6 +355,27 @@ mod tests {
         p.remove(0);
         assert!(p.admits(key(1)));
         assert_eq!(p.busiest().collect::<Vec<_>>(), vec![1]);
+    }
+
+    /// An IPv4 address and the IPv6 /64 of the same number are two clients: one at its
+    /// limit does not hold the other back.
+    #[test]
+    fn an_ipv4_address_and_an_ipv6_prefix_of_its_number_are_counted_apart() {
+        let v4 = AddrKey::of(std::net::IpAddr::from([127, 0, 0, 2]));
+        let v6 = AddrKey::of("0:0:7f00:2::1".parse().unwrap());
+        let mut p = PerAddr::new(8, 1);
+        p.add(0, v4);
+        assert!(!p.admits(v4));
+        assert!(p.admits(v6), "the prefix holds nothing");
+        p.add(1, v6);
+        assert_eq!((p.count(v4), p.count(v6)), (1, 1));
+        p.remove(0);
+        assert_eq!((p.count(v4), p.count(v6)), (0, 1));
+        assert_eq!(
+            core::mem::size_of::<Addr>(),
+            32,
+            "the key did not grow a record"
+        );
     }
 
     /// The naive oracle: a map of address to its slots, in order of arrival.

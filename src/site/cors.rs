@@ -8,9 +8,11 @@
 //! answers.
 //!
 //! - `*`: every response carries `Access-Control-Allow-Origin: *`.
-//! - A list: a request whose `Origin` is listed (compared ASCII case-insensitively) gets
-//!   that origin back with `Vary: Origin`; every other response carries `Vary: Origin`
-//!   alone, so a shared cache never hands one origin's answer to another.
+//! - A list: each origin is kept in lowercase (a browser serializes scheme and host so and
+//!   compares the answer byte for byte). A request whose `Origin` is listed (compared ASCII
+//!   case-insensitively) gets that lowercase origin back with `Vary: Origin`; every other
+//!   response carries `Vary: Origin` alone, so a shared cache never hands one origin's
+//!   answer to another.
 //! - A preflight (`OPTIONS` with `Origin` allowed and `Access-Control-Request-Method` of
 //!   `GET` or `HEAD`) is answered 204 with the origin lines, `Access-Control-Allow-Methods:
 //!   GET, HEAD`, the requested headers echoed in `Access-Control-Allow-Headers` (when they
@@ -90,9 +92,13 @@ impl Cors {
         if !is_origin(origin) {
             return Err("expected * or an origin such as https://app.example or http://localhost:3000 (scheme and host, no path)");
         }
+        // Browsers serialize an origin with scheme and host in lowercase and compare
+        // `Access-Control-Allow-Origin` with it byte for byte (Fetch §3.2.5), so the
+        // operator's capitals must not reach the line.
+        let origin = origin.to_ascii_lowercase();
         let line = format!("Access-Control-Allow-Origin: {origin}\r\nVary: Origin\r\n");
         self.origins.push(Listed {
-            origin: Box::from(origin.to_ascii_lowercase().as_bytes()),
+            origin: Box::from(origin.as_bytes()),
             lines: Box::from(line.as_bytes()),
         });
         Ok(())
@@ -224,6 +230,12 @@ mod tests {
         assert_eq!(
             text(c.answer(false, Some(b"HTTPS://APP.example"), None, None)),
             app
+        );
+        let capitals = cors(&["HTTPS://App.Example:8443"]);
+        assert_eq!(
+            text(capitals.answer(false, Some(b"https://app.example:8443"), None, None)),
+            "Access-Control-Allow-Origin: https://app.example:8443\r\nVary: Origin\r\n",
+            "as a browser serializes it"
         );
         assert_eq!(
             text(c.answer(false, Some(b"http://localhost:3000"), None, None)),

@@ -14,7 +14,7 @@
 //! [`Proof`] the supervisor polls without waiting; its [`Verdict`] is `Passed`, or
 //! `Refused` with one line that says why (the binary is missing or not executable, it
 //! crashed, it hung, it refused the arguments, with the first problem it printed, or it
-//! did not answer). `check` binds nothing and the trial opens, attaches and starts
+//! did not answer). `check` listens on nothing and the trial opens, attaches and starts
 //! nothing, so neither changes what serves.
 //!
 //! The child is reaped by the supervisor's `waitpid(-1)`, which hands its status over

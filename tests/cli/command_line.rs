@@ -1,6 +1,8 @@
 //! The command line people type, through the real binary: `--listen PORT`, `:PORT`,
 //! `localhost:PORT` and `/etc/hosts` names, `-p`; an implied IPv6 address left out where
-//! the loopback has no IPv6 (a container's network namespace); serve flags from
+//! the loopback has no IPv6 (a container's network namespace); an address or a name's
+//! only address that is not this machine's refused by `check` as `serve` fails on it;
+//! serve flags from
 //! `STEERD_*` variables, with the command line winning and `check --json` saying where
 //! each value came from; a mistyped subcommand named instead of taken as a root; the
 //! `--help` of every subcommand and the message of every refused command line, byte for
@@ -134,32 +136,37 @@ fn an_implied_ipv6_address_is_left_out_where_the_loopback_has_none() {
     );
 }
 
+/// Runs `script` (`$0` is steerd) in fresh namespaces with `hosts` as `/etc/hosts`; it
+/// must succeed: its standard output, or `None` when namespaces cannot be made.
+fn with_hosts(name: &str, hosts: &str, script: &str) -> Option<String> {
+    let mut cmd = in_namespaces(name)?;
+    let dir = TempDir::new("hosts");
+    let file = dir.path().join("hosts");
+    std::fs::write(&file, hosts).unwrap();
+    let script = format!("ip link set lo up; mount --bind \"$1\" /etc/hosts; {script}");
+    let out = cmd
+        .arg(script)
+        .arg(binary())
+        .arg(&file)
+        .output()
+        .expect("unshare");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}{err}");
+    Some(text)
+}
+
 /// A name from `/etc/hosts` (a test file bound over it in a mount namespace) is every
 /// address the file gives it; a name not in the file is refused, saying there is no DNS.
 #[test]
 fn a_host_name_comes_from_etc_hosts_and_never_from_dns() {
     let name = "a_host_name_comes_from_etc_hosts_and_never_from_dns";
-    let Some(mut cmd) = in_namespaces(name) else {
+    let hosts = "127.0.0.1 localhost\n127.0.0.7 web.test web # the site\n::1 web\n";
+    let script = "\"$0\" check --json --listen web:0; \
+        if \"$0\" check --listen nosuch.test:80 2>&1; then exit 1; fi";
+    let Some(text) = with_hosts(name, hosts, script) else {
         return;
     };
-    let dir = TempDir::new("hosts");
-    let hosts = dir.path().join("hosts");
-    std::fs::write(
-        &hosts,
-        "127.0.0.1 localhost\n127.0.0.7 web.test web # the site\n::1 web\n",
-    )
-    .unwrap();
-    let script = "ip link set lo up; mount --bind \"$1\" /etc/hosts; \
-        \"$0\" check --json --listen web:0; \
-        if \"$0\" check --listen nosuch.test:80 2>&1; then exit 1; fi";
-    cmd.arg(script).arg(binary()).arg(&hosts);
-    let out = cmd.output().expect("unshare");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let (json, refusal) = text.split_at(text.rfind('}').expect("JSON") + 1);
     let v: serde_json::Value = serde_json::from_str(json).expect("JSON");
     assert_eq!(listen_of(&v), ["127.0.0.7:0", "[::1]:0"]);
@@ -168,6 +175,67 @@ fn a_host_name_comes_from_etc_hosts_and_never_from_dns() {
             && refusal.contains("no DNS query"),
         "{refusal}"
     );
+}
+
+/// Addresses `serve` cannot bind here, each with the line `check` must print for it:
+/// TEST-NET-1 (RFC 5737) is no address of a test machine.
+const NOT_HERE: [(&[&str], &str); 3] = [
+    (
+        &["--listen", "192.0.2.98:0"],
+        "steerd: listen: 192.0.2.98:0: 192.0.2.98 is not an address of this machine (EADDRNOTAVAIL)",
+    ),
+    (
+        &["--listen", "127.0.0.1:0", "--listen", "192.0.2.98:8080"],
+        "steerd: listen: 192.0.2.98:8080: 192.0.2.98 is not an address of this machine",
+    ),
+    (
+        &["--listen", "127.0.0.1:0", "--metrics", "192.0.2.9:0"],
+        "steerd: metrics: 192.0.2.9:0: 192.0.2.9 is not an address of this machine",
+    ),
+];
+
+/// `check` refuses, one line each, the addresses `serve` fails to bind, as `serve` does.
+#[test]
+fn check_refuses_an_address_this_machine_does_not_have_as_serve_does() {
+    let dir = TempDir::new("not-here");
+    std::fs::write(dir.path().join("index.html"), "home\n").unwrap();
+    for (args, line) in NOT_HERE {
+        let mut cmd = Command::new(binary());
+        cmd.arg("check").arg(dir.path()).args(["--workers", "1"]);
+        let (code, err) = run_to_exit(cmd.args(args));
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(err.lines().any(|l| l.starts_with(line)), "{args:?}: {err}");
+        let mut cmd = Command::new(binary());
+        cmd.arg("serve").arg(dir.path()).args(["--workers", "1"]);
+        let (code, err) = run_to_exit(cmd.args(args));
+        assert_ne!(code, 0, "{args:?}: serve agrees: {err}");
+        assert!(
+            err.contains("Cannot assign requested address"),
+            "{args:?}: {err}"
+        );
+    }
+    let mut cmd = Command::new(binary());
+    let (code, err) = run_to_exit(cmd.args(["check", "--listen", "127.0.0.1:0", "--workers", "1"]));
+    assert_eq!(code, 0, "an address of this machine passes: {err}");
+}
+
+/// A name whose only `/etc/hosts` address is another machine's is refused by `check`, as
+/// `serve` would fail on it; a name with one address here and one elsewhere passes,
+/// leaving the other out with a warning.
+#[test]
+fn check_refuses_a_name_whose_only_address_is_elsewhere() {
+    let name = "check_refuses_a_name_whose_only_address_is_elsewhere";
+    let hosts = "192.0.2.98 far.test\n127.0.0.1 near.test\n192.0.2.99 near.test\n";
+    let script = "if \"$0\" check --workers 1 --listen far.test:0 2>&1; then exit 1; fi; \
+        \"$0\" check --workers 1 --listen near.test:0 2>&1 >/dev/null";
+    let Some(text) = with_hosts(name, hosts, script) else {
+        return;
+    };
+    assert!(
+        text.contains("steerd: listen: 192.0.2.98:0: 192.0.2.98 is not an address of this machine"),
+        "{text}"
+    );
+    assert!(text.contains("listen: 192.0.2.99:0 left out"), "{text}");
 }
 
 /// `STEERD_*` variables set what the command line does not; the command line wins;

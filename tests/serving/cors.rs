@@ -2,7 +2,8 @@
 //! 204 for GET/HEAD from allowed origins, `OPTIONS` 405 with `Allow` otherwise; and the
 //! judge that matters, headless Chromium: a page on one origin fetching a JSON file from
 //! steerd on another origin with a custom header (so the browser sends a preflight)
-//! succeeds with `--cors` and fails without.
+//! succeeds with `--cors` (also when the flag spells the origin with capitals) and fails
+//! without.
 
 use crate::support;
 
@@ -89,6 +90,39 @@ fn listed_origins_are_answered_with_themselves() {
     assert_eq!(r.status, 405, "only the methods steerd serves");
 }
 
+/// `--cors` values with capitals, and the origin a browser sends for each (scheme and
+/// host lowercase, RFC 6454 §6.2): the answer must be that origin byte for byte.
+const CAPITALS: [(&str, &str); 3] = [
+    ("https://App.Example", "https://app.example"),
+    ("HTTP://LOCALHOST:3000/", "http://localhost:3000"),
+    ("Http://[::1]:8080", "http://[::1]:8080"),
+];
+
+#[test]
+fn a_listed_origin_with_capitals_is_answered_as_browsers_serialize_it() {
+    let dir = site("cors-case");
+    let mut args = Vec::new();
+    for (flag, _) in CAPITALS {
+        args.extend(["--cors", flag]);
+    }
+    let srv = serve(dir.path(), &args);
+    for (flag, browser) in CAPITALS {
+        let r = get(srv.addr, "/data.json", &format!("Origin: {browser}\r\n"));
+        assert_eq!(
+            r.header("access-control-allow-origin"),
+            Some(browser),
+            "{flag}"
+        );
+        let r = preflight(srv.addr, browser, "GET");
+        assert_eq!(r.status, 204, "{flag}");
+        assert_eq!(
+            r.header("access-control-allow-origin"),
+            Some(browser),
+            "{flag}"
+        );
+    }
+}
+
 #[test]
 fn a_preflight_is_204_and_the_connection_stays() {
     let dir = site("cors-preflight");
@@ -154,14 +188,17 @@ fn fetched_in_chromium(data_args: &[&str], name: &str) -> Option<String> {
     let pages = Server::start_in(page_dir.path(), &["--workers", "1"], &[]);
     let page_origin = format!("http://127.0.0.1:{}", pages.addr.port());
     let data_dir = site("cors-data");
-    let mut args: Vec<&str> = data_args.to_vec();
-    let origin_arg;
-    if args.contains(&"ORIGIN") {
-        origin_arg = page_origin.clone();
-        args.iter_mut()
-            .filter(|a| **a == "ORIGIN")
-            .for_each(|a| *a = &origin_arg);
-    }
+    // `ORIGIN` is the page's origin as the browser serializes it, `UPPER_ORIGIN` the same
+    // with its scheme in capitals.
+    let upper_origin = page_origin.replacen("http", "HTTP", 1);
+    let args: Vec<&str> = data_args
+        .iter()
+        .map(|&a| match a {
+            "ORIGIN" => &page_origin,
+            "UPPER_ORIGIN" => &upper_origin,
+            other => other,
+        })
+        .collect();
     let data = serve(data_dir.path(), &args);
     let url = format!("http://127.0.0.1:{}/data.json", data.addr.port());
     std::fs::write(page_dir.path().join("index.html"), page(&url)).unwrap();
@@ -184,6 +221,8 @@ fn chromium_reads_across_origins_with_cors_and_not_without() {
         with, "ok:42",
         "with --cors the page's origin reads the JSON"
     );
+    let upper = fetched_in_chromium(&["--cors", "UPPER_ORIGIN"], name).expect("chromium");
+    assert_eq!(upper, "ok:42", "an origin given with capitals works too");
     let without = fetched_in_chromium(&[], name).expect("chromium");
     assert_eq!(
         without, "failed:TypeError",

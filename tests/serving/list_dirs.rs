@@ -1,7 +1,8 @@
 //! `--list-dirs` through the real binary on loopback sockets: off by default (404 as
 //! before); with it a directory without `index.html` is listed as HTML or, when `Accept`
 //! prefers it, JSON: sorted with directories first, hostile and non-UTF-8 names escaped
-//! and linked byte for byte, dotfiles hidden unless allowed, symlinks listed as what they
+//! and linked byte for byte (a name with a control byte escaped and not linked), dotfiles
+//! hidden unless allowed, symlinks listed as what they
 //! lead to under the root or not at all; HEAD, 304 and 412 on the listing's validators;
 //! HTTP/1.0 close-delimited. A directory of 100,000 entries streams with the worker's
 //! memory bounded while the same worker answers another connection promptly. Headless
@@ -264,6 +265,75 @@ fn hostile_names_are_escaped_and_every_link_fetches_its_file() {
         let got = get(&srv, &format!("/d/{href}"), "");
         assert_eq!((got.status, &got.body[..]), (200, name), "{href}");
     }
+}
+
+/// Names with a byte no request path can hold (the decoder answers `%09` with 400), each
+/// with its cell on the page: shown with `&#xNN;`, linked to nothing. The last is a
+/// directory.
+const CONTROL_NAMES: [(&[u8], &str); 7] = [
+    (b"tab\there", "tab&#x09;here"),
+    (b"lf\nhere", "lf&#x0A;here"),
+    (b"cr\rhere", "cr&#x0D;here"),
+    (b"esc\x1b[31mred", "esc&#x1B;[31mred"),
+    (b"soh\x01", "soh&#x01;"),
+    (b"del\x7f", "del&#x7F;"),
+    (b"dir\x1b]0;t\x07", "dir&#x1B;]0;t&#x07;/"),
+];
+
+/// Whether `body` holds a C0 control other than LF, or DEL.
+fn holds_a_raw_control(body: &[u8]) -> bool {
+    body.iter().any(|&b| (b < 0x20 && b != b'\n') || b == 0x7f)
+}
+
+#[test]
+fn names_with_control_bytes_are_escaped_and_never_linked_to_a_400() {
+    let base = TempDir::new("list-ctl");
+    let c = base.path().join("root/c");
+    std::fs::create_dir_all(&c).unwrap();
+    std::fs::write(c.join("plain.txt"), "plain").unwrap();
+    let (dir, files) = CONTROL_NAMES.split_last().unwrap();
+    std::fs::create_dir(c.join(OsStr::from_bytes(dir.0))).unwrap();
+    for (name, _) in files {
+        std::fs::write(c.join(OsStr::from_bytes(name)), name).unwrap();
+    }
+    let srv = serve(&base, &["--list-dirs"]);
+    let page = get(&srv, "/c/", "");
+    assert_eq!(page.status, 200);
+    assert!(!holds_a_raw_control(&page.body), "{:?}", page.text());
+    let page = page.text();
+    for (_, shown) in CONTROL_NAMES {
+        assert!(
+            page.contains(&format!("<td>{shown}</td>")),
+            "{shown}: {page}"
+        );
+    }
+    let links = hrefs(&page);
+    assert_eq!(
+        links,
+        ["../", "plain.txt"],
+        "only the requestable name is linked"
+    );
+    assert_eq!(get(&srv, "/c/plain.txt", "").status, 200);
+    assert_eq!(
+        get(&srv, "/c/tab%09here", "").status,
+        400,
+        "why it has no link"
+    );
+
+    let json = get(&srv, "/c/", "Accept: application/json\r\n");
+    assert!(!holds_a_raw_control(&json.body), "{:?}", json.text());
+    let v: serde_json::Value = serde_json::from_slice(&json.body).expect("valid JSON");
+    let mut names: Vec<&[u8]> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap().as_bytes())
+        .collect();
+    names.sort();
+    let mut want: Vec<&[u8]> = CONTROL_NAMES.iter().map(|(n, _)| *n).collect();
+    want.push(b"plain.txt");
+    want.sort();
+    assert_eq!(names, want, "every name, exactly");
 }
 
 #[test]

@@ -10,6 +10,7 @@
 //!
 //! - [`htpasswd`]: the file, validated once: `user:hash` lines with bcrypt or SHA-crypt
 //!   hashes, everything else refused with its line number;
+//! - [`cost`]: what one check of a hash costs, by its parameter, and the most accepted;
 //! - [`basic`]: the `Authorization: Basic` value decoded (RFC 7617);
 //! - [`remember`]: verdicts already reached, named by a keyed hash of the header value
 //!   (never the password), so a kept-alive client costs one hash check, not one a
@@ -20,6 +21,7 @@
 
 pub mod basic;
 pub mod budget;
+pub mod cost;
 pub mod gate;
 pub mod htpasswd;
 pub mod remember;

@@ -7,7 +7,9 @@
 //! write). Plain text, `{SHA}` (unsalted SHA-1), MD5 (`$apr1$`, `$1$`), DES crypt and
 //! schemes steerd does not implement (yescrypt `$y$`, Debian's `mkpasswd` default;
 //! scrypt, Argon2) are refused with what to use instead: a file steerd could not check
-//! as its author meant must not start a server that guards nothing.
+//! as its author meant must not start a server that guards nothing. So is a hash whose
+//! cost (bcrypt's cost, SHA-crypt's rounds) is above the limit of `cost.rs`: its every
+//! check would hold the worker's thread too long.
 //!
 //! A line is trimmed of surrounding whitespace (a CRLF file reads as LF). The user is
 //! everything before the first `:` (not empty, no control character, at most
@@ -20,6 +22,7 @@
 //! (against the first user's hash), so neither the answer nor its time tells which
 //! names exist.
 
+use super::cost::Cost;
 use crate::crypt::{bcrypt, sha_crypt};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -99,6 +102,8 @@ pub enum HashWhy {
     Unsafe(&'static str),
     /// A scheme steerd does not implement (named).
     Unsupported(&'static str),
+    /// A hash whose every check would cost more than a worker may spend on one.
+    TooCostly(Cost),
 }
 
 impl core::fmt::Display for Why {
@@ -125,6 +130,13 @@ impl core::fmt::Display for HashWhy {
             HashWhy::Empty => write!(f, "the hash is empty; {USE_INSTEAD}"),
             HashWhy::Unsafe(what) => write!(f, "{what}: not safe to accept; {USE_INSTEAD}"),
             HashWhy::Unsupported(what) => write!(f, "{what} is not supported; {USE_INSTEAD}"),
+            HashWhy::TooCostly(cost) => write!(
+                f,
+                "{cost} is above the limit, {}: every check would hold a worker's thread \
+                 too long; hash the password again at the limit or below ({})",
+                cost.limit(),
+                cost.advice()
+            ),
         }
     }
 }
@@ -226,16 +238,25 @@ fn parse_line(line: &[u8]) -> Result<(&[u8], &[u8]), Why> {
     Ok((name, hash))
 }
 
-/// Checks that `hash` is a hash steerd accepts, or says what it is and why not.
-fn scheme(hash: &[u8]) -> Result<(), HashWhy> {
+/// The cost of `hash` when it is a hash steerd accepts, or what it is and why not.
+fn scheme(hash: &[u8]) -> Result<Cost, HashWhy> {
+    let cost = known_scheme(hash)?;
+    match cost.within_limit() {
+        true => Ok(cost),
+        false => Err(HashWhy::TooCostly(cost)),
+    }
+}
+
+/// The cost of `hash` when it is bcrypt or SHA-crypt, or what it is and why not.
+fn known_scheme(hash: &[u8]) -> Result<Cost, HashWhy> {
     let unsafe_one = |what| Err(HashWhy::Unsafe(what));
     let unsupported = |what| Err(HashWhy::Unsupported(what));
     match hash {
         [b'$', b'2', b'a' | b'b' | b'y', b'$', ..] => bcrypt::parse(hash)
-            .map(|_| ())
+            .map(|(setting, _)| Cost::Bcrypt(setting.cost))
             .map_err(|e| HashWhy::Bcrypt(e.why())),
         [b'$', b'5' | b'6', b'$', ..] => sha_crypt::parse(hash)
-            .map(|_| ())
+            .map(|(setting, _)| Cost::sha_crypt(setting.variant, setting.rounds))
             .map_err(|e| HashWhy::ShaCrypt(e.why())),
         [] => Err(HashWhy::Empty),
         _ if hash.starts_with(b"$apr1$") => unsafe_one("MD5 ($apr1$)"),
@@ -313,6 +334,14 @@ mod tests {
                 "cost",
             ),
             ("bob:$2y$05$short", "bcrypt"),
+            (
+                "bob:$2y$08$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW",
+                "bcrypt cost 8 is above the limit, bcrypt cost 7",
+            ),
+            (
+                &format!("bob:$6$rounds=10001$s${d43}{d43}"),
+                "SHA-512-crypt rounds=10001 is above the limit, SHA-512-crypt rounds=10000",
+            ),
             (&format!("bob:$5$rounds=5000000$s${d43}"), "rounds"),
             (&format!("bob:$6$s${d43}"), "SHA-crypt"),
         ] {

@@ -1,5 +1,9 @@
 //! The `--basic-auth` file as `steerd check` reads it (the same parser `serve` and a
-//! reload run): a file of 74,000 users is accepted.
+//! reload run): a hash whose check would cost more than the limit (bcrypt cost 7,
+//! SHA-crypt 10,000 rounds) is refused with its line, its cost and the limit, one at the
+//! limit is accepted; a file of 74,000 users is accepted. The hashes are fixed strings:
+//! nothing is hashed here (a check at a high cost is slow, under emulation very slow),
+//! since `check` reads costs from the hash's text and never computes one.
 
 use crate::support;
 
@@ -50,6 +54,63 @@ fn a_file_of_seventy_four_thousand_users_is_accepted() {
         .collect();
     assert!(text.len() < 4 << 20, "{} bytes", text.len());
     let files = Files::new("auth-many", &text);
+    let (code, err) = files.check();
+    assert_eq!(code, 0, "{err}");
+}
+
+/// `user:HASH` for a bcrypt hash at `cost` and a SHA-crypt one (`$5$`, `$6$`) at
+/// `rounds`: valid in form, of no known password.
+fn bcrypt(user: &str, cost: u32) -> String {
+    format!("{user}:$2y${cost:02}$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW")
+}
+
+fn sha_crypt(user: &str, variant: u8, rounds: u32) -> String {
+    let digest = "a".repeat(if variant == 5 { 43 } else { 86 });
+    format!("{user}:${variant}$rounds={rounds}$salt${digest}")
+}
+
+/// bcrypt cost 14 and SHA-crypt at 1,000,000 rounds were accepted: a check took about a
+/// second of the worker's only thread. Now anything above bcrypt cost 7 or 10,000
+/// rounds is refused by `check` (the parser `serve` and each reload run too), with the
+/// line, the cost and the limit.
+#[test]
+fn a_hash_too_costly_to_check_is_refused_with_its_line_cost_and_limit() {
+    let first = sha_crypt("ann", 5, 5000);
+    for (line, want) in [
+        (
+            bcrypt("carol", 14),
+            ":2: user \"carol\": bcrypt cost 14 is above the limit, bcrypt cost 7",
+        ),
+        (
+            bcrypt("carol", 8),
+            ":2: user \"carol\": bcrypt cost 8 is above the limit, bcrypt cost 7",
+        ),
+        (
+            sha_crypt("carol", 6, 1_000_000),
+            ":2: user \"carol\": SHA-512-crypt rounds=1000000 is above the limit, \
+             SHA-512-crypt rounds=10000",
+        ),
+        (
+            sha_crypt("carol", 5, 10_001),
+            ":2: user \"carol\": SHA-256-crypt rounds=10001 is above the limit, \
+             SHA-256-crypt rounds=10000",
+        ),
+    ] {
+        let files = Files::new("auth-costly", &format!("{first}\n{line}\n"));
+        let (code, err) = files.check();
+        assert_ne!(code, 0, "{line}: {err}");
+        let file = files.path("htpasswd");
+        let want = format!("--basic-auth {}{want}", file.display());
+        assert!(err.contains(&want), "{line}: {err}");
+    }
+    let at_the_limit = [
+        bcrypt("a", 7),
+        bcrypt("b", 4),
+        sha_crypt("c", 5, 10_000),
+        sha_crypt("d", 6, 10_000),
+        sha_crypt("e", 6, 1000),
+    ];
+    let files = Files::new("auth-limit", &(at_the_limit.join("\n") + "\n"));
     let (code, err) = files.check();
     assert_eq!(code, 0, "{err}");
 }

@@ -451,6 +451,9 @@ fn a_hup_rereads_the_file_and_a_bad_one_is_refused() {
     );
 }
 
+/// Refusals are counted by reason; an unknown user and a wrong password are one reason,
+/// `wrong_credentials`, so that whoever reads `/metrics` does not learn which names exist
+/// (they were `unknown_user` and `wrong_password`).
 #[test]
 fn failures_are_counted_by_reason() {
     let _shared = beside_others();
@@ -468,13 +471,7 @@ fn failures_are_counted_by_reason() {
     }
     let m = srv.metrics();
     let cpu = srv.plan()[0].1;
-    for reason in [
-        "missing",
-        "malformed",
-        "unknown_user",
-        "wrong_password",
-        "rate_limited",
-    ] {
+    for reason in ["missing", "malformed", "wrong_credentials", "rate_limited"] {
         let labels = format!(",reason=\"{reason}\"}}");
         let series: Vec<(&String, &u64)> = m
             .iter()
@@ -486,9 +483,17 @@ fn failures_are_counted_by_reason() {
             k.contains(&format!("worker=\"0\",cpu=\"{cpu}\",node=")),
             "{k}"
         );
-        let want = if reason == "rate_limited" { limited } else { 1 };
+        let want = match reason {
+            "rate_limited" => limited,
+            "wrong_credentials" => 2,
+            _ => 1,
+        };
         assert_eq!(*v, want, "{k}");
     }
+    let families = m
+        .keys()
+        .filter(|k| k.starts_with("steerd_auth_failures_total{"));
+    assert_eq!(families.count(), 4, "one series a reason: {m:?}");
     assert_eq!(srv.metric("steerd_auth_failures_total"), 4 + limited);
 }
 
@@ -648,9 +653,9 @@ fn a_wrong_password_flood_is_limited_and_another_client_keeps_its_latency() {
     let best = p99s.iter().min().copied().unwrap_or(Duration::MAX);
     eprintln!(
         "baseline p99 {:?}; under the flood {p99s:?}; the flooder saw {wrong} 401, {limited} 429, \
-         {other} other; metrics: wrong_password {}, rate_limited {}",
+         {other} other; metrics: wrong_credentials {}, rate_limited {}",
         p99(&baseline),
-        reason("wrong_password"),
+        reason("wrong_credentials"),
         reason("rate_limited"),
     );
     assert_eq!(lost, 0, "the client lost requests under the flood");
@@ -662,7 +667,7 @@ fn a_wrong_password_flood_is_limited_and_another_client_keeps_its_latency() {
     );
     assert_eq!(reason("rate_limited"), limited);
     assert!(
-        reason("wrong_password") >= 1,
+        reason("wrong_credentials") >= 1,
         "its first guesses were checked"
     );
     if let Ok(emulator) = std::env::var("STEERD_EMULATED") {

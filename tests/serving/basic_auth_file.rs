@@ -1,7 +1,8 @@
 //! The `--basic-auth` file as `steerd check` reads it (the same parser `serve` and a
 //! reload run): a hash whose check would cost more than the limit (bcrypt cost 7,
 //! SHA-crypt 10,000 rounds) is refused with its line, its cost and the limit, one at the
-//! limit is accepted; a file of 74,000 users is accepted. The hashes are fixed strings:
+//! limit is accepted; a file whose hashes have different costs is accepted with a
+//! warning; a file of 74,000 users is accepted. The hashes are fixed strings:
 //! nothing is hashed here (a check at a high cost is slow, under emulation very slow),
 //! since `check` reads costs from the hash's text and never computes one.
 
@@ -113,4 +114,32 @@ fn a_hash_too_costly_to_check_is_refused_with_its_line_cost_and_limit() {
     let files = Files::new("auth-limit", &(at_the_limit.join("\n") + "\n"));
     let (code, err) = files.check();
     assert_eq!(code, 0, "{err}");
+}
+
+/// Hashes of different costs let the time of a check group names by cost (an unknown
+/// name is checked at its decoy's): `check` accepts the file and says so, naming each
+/// cost and how many users have it; a file of one cost gets no such line.
+#[test]
+fn a_file_mixing_hash_costs_is_accepted_with_a_warning() {
+    let mixed = [
+        bcrypt("a", 5),
+        bcrypt("b", 5),
+        bcrypt("c", 7),
+        sha_crypt("d", 6, 5000),
+    ];
+    let files = Files::new("auth-mixed", &(mixed.join("\n") + "\n"));
+    let (code, err) = files.check();
+    assert_eq!(code, 0, "{err}");
+    let file = files.path("htpasswd");
+    let want = format!(
+        "steerd: warning: site: --basic-auth {}: the hashes have different costs \
+         (bcrypt cost 5: 2 users, bcrypt cost 7: 1 user, SHA-512-crypt rounds=5000: 1 user)",
+        file.display()
+    );
+    assert!(err.contains(&want), "{err}");
+    let same = [bcrypt("a", 5), bcrypt("b", 5)];
+    let files = Files::new("auth-same", &(same.join("\n") + "\n"));
+    let (code, err) = files.check();
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("different costs"), "{err}");
 }

@@ -10,6 +10,7 @@
 //!
 //! - [`htpasswd`]: the file, validated once: `user:hash` lines with bcrypt or SHA-crypt
 //!   hashes, everything else refused with its line number;
+//! - [`cost`]: what one check of a hash costs, by its parameter, and the most accepted;
 //! - [`basic`]: the `Authorization: Basic` value decoded (RFC 7617);
 //! - [`remember`]: verdicts already reached, named by a keyed hash of the header value
 //!   (never the password), so a kept-alive client costs one hash check, not one a
@@ -20,12 +21,29 @@
 
 pub mod basic;
 pub mod budget;
+pub mod cost;
 pub mod gate;
 pub mod htpasswd;
 pub mod remember;
 
 pub(crate) use gate::{Gate, Verdict};
 pub use htpasswd::Credentials;
+
+/// The key of this process's decoy choice (`htpasswd::Credentials::parse`): drawn from
+/// `getrandom(2)` the first time it is asked for, then the same for the life of the
+/// process. The master reads the file, so its workers, forked after, and every reload
+/// choose the same decoy for a name.
+pub(crate) fn process_key() -> std::io::Result<[u8; 16]> {
+    static KEY: std::sync::OnceLock<[u8; 16]> = std::sync::OnceLock::new();
+    if let Some(key) = KEY.get() {
+        return Ok(*key);
+    }
+    let key = gate::random_key()?;
+    Ok(*KEY.get_or_init(|| key))
+}
+
+/// How many [`Reason`]s there are.
+pub const REASONS: usize = 4;
 
 /// Why a request was not let in: the `reason` label of `steerd_auth_failures_total`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,21 +52,20 @@ pub enum Reason {
     Missing,
     /// Not `Basic` with base64 of `user:password`.
     Malformed,
-    /// No such user in the file.
-    UnknownUser,
-    /// The user's hash does not match.
-    WrongPassword,
+    /// A user and password that are not a user's of the file: no such user, or the
+    /// user's hash does not match. One reason for both, so that the metrics (which
+    /// anyone who may read them reads) do not say which names exist.
+    WrongCredentials,
     /// The address, or the loop, spent its budget of hash checks (429).
     RateLimited,
 }
 
 impl Reason {
     /// Every reason, in the order of the metric's series.
-    pub const ALL: [Reason; 5] = [
+    pub const ALL: [Reason; REASONS] = [
         Reason::Missing,
         Reason::Malformed,
-        Reason::UnknownUser,
-        Reason::WrongPassword,
+        Reason::WrongCredentials,
         Reason::RateLimited,
     ];
 
@@ -57,8 +74,7 @@ impl Reason {
         match self {
             Reason::Missing => "missing",
             Reason::Malformed => "malformed",
-            Reason::UnknownUser => "unknown_user",
-            Reason::WrongPassword => "wrong_password",
+            Reason::WrongCredentials => "wrong_credentials",
             Reason::RateLimited => "rate_limited",
         }
     }

@@ -117,7 +117,9 @@ pub fn credentials(site: &SiteRules) -> Result<Option<Credentials>, Problem> {
     };
     let text = read_small(&rule.file, HTPASSWD_MAX)
         .map_err(|e| problem(format!("--basic-auth {file}: cannot be read: {e}")))?;
-    Credentials::parse(&text).map(Some).map_err(|e| {
+    let key = crate::auth::process_key()
+        .map_err(|e| problem(format!("--basic-auth {file}: getrandom: {e}")))?;
+    Credentials::parse(&text, key).map(Some).map_err(|e| {
         problem(match e.line {
             0 => format!("--basic-auth {file}: {}", e.why),
             n => format!("--basic-auth {file}:{n}: {}", e.why),

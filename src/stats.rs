@@ -60,7 +60,7 @@ pub struct WorkerCounters {
     /// Response time of the responses finished whole ([`latency`]).
     pub latency: Latency,
     /// Requests refused by `--basic-auth`, by `auth::Reason` (its `index`).
-    pub(crate) auth_failures: [AtomicU64; 5],
+    pub(crate) auth_failures: [AtomicU64; crate::auth::REASONS],
 }
 
 /// The sum of two blocks (a worker slot's two generations), for rendering; a missing
@@ -87,7 +87,7 @@ pub fn merged(a: Option<&WorkerCounters>, b: Option<&WorkerCounters>) -> WorkerC
         log_lines_dropped: sum(|c| &c.log_lines_dropped),
         per_addr_refused: sum(|c| &c.per_addr_refused),
         latency: Latency::merged(a.map(|c| &c.latency), b.map(|c| &c.latency)),
-        auth_failures: [0, 1, 2, 3, 4].map(|k| {
+        auth_failures: core::array::from_fn(|k| {
             AtomicU64::new(
                 a.map_or(0, |c| load(&c.auth_failures[k]))
                     + b.map_or(0, |c| load(&c.auth_failures[k])),
@@ -110,7 +110,7 @@ pub(crate) struct PageCounters {
 /// Number of `u64` atomics in [`WorkerCounters`]. The mapping relies on zero bytes being a
 /// valid block, true only while every field is an atomic integer with no padding: this
 /// size check fails to compile if a field of another kind is added.
-const COUNTER_WORDS: usize = 16 + 5 + latency::BUCKETS + 1;
+const COUNTER_WORDS: usize = 16 + crate::auth::REASONS + latency::BUCKETS + 1;
 const _: () = assert!(core::mem::size_of::<WorkerCounters>() == COUNTER_WORDS * 8);
 const _: () = assert!(core::mem::size_of::<PageCounters>() == 4096);
 
@@ -368,7 +368,7 @@ mod tests {
         counters[1].local.store(11, Ordering::Relaxed);
         counters[0].responses[1].store(3, Ordering::Relaxed);
         counters[1].responses[3].store(4, Ordering::Relaxed);
-        counters[1].auth_failures[4].store(2, Ordering::Relaxed);
+        counters[1].auth_failures[3].store(2, Ordering::Relaxed);
         let text = render(&workers, counters.iter());
         let lines: Vec<&str> = text.lines().collect();
         for want in [

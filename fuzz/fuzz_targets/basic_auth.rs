@@ -25,14 +25,15 @@ fuzz_target!(|data: &[u8]| {
         let again = decode(&upper, &mut buf).map(|(u, p)| (u.to_vec(), p.to_vec()));
         assert_eq!(again, first);
     }
-    match Credentials::parse(data) {
+    match Credentials::parse(data, [0; 16]) {
         Ok(c) => {
             assert!(!c.is_empty());
             let crlf: Vec<u8> = data
                 .split(|&b| b == b'\n')
                 .flat_map(|l| l.iter().copied().chain(*b"\r\n"))
                 .collect();
-            assert_eq!(Credentials::parse(&crlf).map(|c| c.len()), Ok(c.len()));
+            let again = Credentials::parse(&crlf, [0; 16]).map(|c| c.len());
+            assert_eq!(again, Ok(c.len()));
         }
         Err(e) => {
             let lines = data.split(|&b| b == b'\n').count();

@@ -92,8 +92,9 @@ impl Gate {
 fn verdict(checked: Checked) -> Verdict {
     match checked {
         Checked::Valid => Verdict::Pass,
-        Checked::UnknownUser => Verdict::Challenge(Reason::UnknownUser),
-        Checked::WrongPassword => Verdict::Challenge(Reason::WrongPassword),
+        Checked::UnknownUser | Checked::WrongPassword => {
+            Verdict::Challenge(Reason::WrongCredentials)
+        }
     }
 }
 
@@ -123,7 +124,7 @@ mod tests {
 
     /// A gate whose loop ceiling a debug build's slow hashes never reach.
     fn gate() -> Gate {
-        let c = Credentials::parse(FILE).unwrap();
+        let c = Credentials::parse(FILE, random_key().unwrap()).unwrap();
         let limits = Limits {
             ceiling_burst_ms: 60_000,
             ..Limits::SERVING
@@ -167,11 +168,11 @@ mod tests {
         assert_eq!(g.check(Some(&good), || ONE, 0), Verdict::Pass);
         assert_eq!(
             g.check(Some(&basic("bob:nope")), || ONE, 0),
-            Verdict::Challenge(Reason::WrongPassword)
+            Verdict::Challenge(Reason::WrongCredentials)
         );
         assert_eq!(
             g.check(Some(&basic("eve:U*U")), || ONE, 0),
-            Verdict::Challenge(Reason::UnknownUser)
+            Verdict::Challenge(Reason::WrongCredentials)
         );
     }
 
@@ -184,7 +185,7 @@ mod tests {
             let guess = basic(&format!("bob:guess{i}"));
             assert_eq!(
                 g.check(Some(&guess), || ONE, 0),
-                Verdict::Challenge(Reason::WrongPassword)
+                Verdict::Challenge(Reason::WrongCredentials)
             );
         }
         let guess = basic("bob:one more");
@@ -195,13 +196,13 @@ mod tests {
         // A guess already made is answered from memory, budget or not.
         assert_eq!(
             g.check(Some(&basic("bob:guess0")), || ONE, 0),
-            Verdict::Challenge(Reason::WrongPassword)
+            Verdict::Challenge(Reason::WrongCredentials)
         );
         // The other address's remembered login is untouched, and so is its allowance.
         assert_eq!(g.check(Some(&good), || TWO, 0), Verdict::Pass);
         assert_eq!(
             g.check(Some(&basic("bob:typo")), || TWO, 0),
-            Verdict::Challenge(Reason::WrongPassword)
+            Verdict::Challenge(Reason::WrongCredentials)
         );
     }
 }

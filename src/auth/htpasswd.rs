@@ -7,18 +7,28 @@
 //! write). Plain text, `{SHA}` (unsalted SHA-1), MD5 (`$apr1$`, `$1$`), DES crypt and
 //! schemes steerd does not implement (yescrypt `$y$`, Debian's `mkpasswd` default;
 //! scrypt, Argon2) are refused with what to use instead: a file steerd could not check
-//! as its author meant must not start a server that guards nothing.
+//! as its author meant must not start a server that guards nothing. So is a hash whose
+//! cost (bcrypt's cost, SHA-crypt's rounds) is above the limit of `cost.rs`: its every
+//! check would hold the worker's thread too long.
 //!
 //! A line is trimmed of surrounding whitespace (a CRLF file reads as LF). The user is
 //! everything before the first `:` (not empty, no control character, at most
-//! [`USER_MAX`] bytes, once per file); the hash everything after it.
+//! [`USER_MAX`] bytes, once per file); the hash everything after it. A file is read in
+//! time linear in its lines (a name is looked up among those before it in a hash map),
+//! so a reload of a large file does not leave the master deaf to signals for long.
 //!
 //! Checking ([`Credentials::check`]): the user is looked up by comparing every name in
-//! constant time, and a user that does not exist costs a hash check all the same
-//! (against the first user's hash), so neither the answer nor its time tells which
-//! names exist.
+//! constant time, and a name that is no user's costs a full hash check all the same,
+//! against its decoy: one of the file's hashes, chosen by SipHash of the name under a
+//! key secret to the process (drawn by the master, so every worker and every reload of
+//! it chooses alike). The same name always costs the same, and unknown names cost what
+//! the file's users cost, in the same proportions: with hashes of different costs
+//! (which `steerd check` warns about, [`Credentials::costs`]) the time of a check says
+//! only which cost a name is checked at, not whether it is a user.
 
-use crate::crypt::{bcrypt, sha_crypt};
+use super::cost::Cost;
+use crate::crypt::{bcrypt, sha_crypt, siphash::sip64};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 /// Longest user name.
@@ -27,13 +37,17 @@ pub(crate) const USER_MAX: usize = 255;
 /// The users of a file and their hashes, validated.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Credentials {
+    /// Never empty.
     users: Arc<[User]>,
+    /// Keys the choice of an unknown name's decoy ([`Credentials::decoy`]).
+    decoy_key: [u8; 16],
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct User {
     name: Box<[u8]>,
     hash: Box<[u8]>,
+    cost: Cost,
 }
 
 /// What a check found.
@@ -96,6 +110,8 @@ pub enum HashWhy {
     Unsafe(&'static str),
     /// A scheme steerd does not implement (named).
     Unsupported(&'static str),
+    /// A hash whose every check would cost more than a worker may spend on one.
+    TooCostly(Cost),
 }
 
 impl core::fmt::Display for Why {
@@ -122,6 +138,13 @@ impl core::fmt::Display for HashWhy {
             HashWhy::Empty => write!(f, "the hash is empty; {USE_INSTEAD}"),
             HashWhy::Unsafe(what) => write!(f, "{what}: not safe to accept; {USE_INSTEAD}"),
             HashWhy::Unsupported(what) => write!(f, "{what} is not supported; {USE_INSTEAD}"),
+            HashWhy::TooCostly(cost) => write!(
+                f,
+                "{cost} is above the limit, {}: every check would hold a worker's thread \
+                 too long; hash the password again at the limit or below ({})",
+                cost.limit(),
+                cost.advice()
+            ),
         }
     }
 }
@@ -139,24 +162,32 @@ const USE_INSTEAD: &str =
     "hash it with bcrypt (htpasswd -B) or SHA-crypt (mkpasswd -m sha-512, openssl passwd -6)";
 
 impl Credentials {
-    /// Parses a whole file.
-    pub fn parse(text: &[u8]) -> Result<Credentials, LineError> {
-        let mut users: Vec<(usize, User)> = Vec::new();
+    /// Parses a whole file. `decoy_key` keys the choice of the hash an unknown name is
+    /// checked against: random, and the same for every worker of a process (the master
+    /// draws it once, `auth::process_key`), or an observer could tell a user's stable
+    /// cost from an unknown name's varying one.
+    pub fn parse(text: &[u8], decoy_key: [u8; 16]) -> Result<Credentials, LineError> {
+        let mut users: Vec<User> = Vec::new();
+        // Each name and the line it is first on: one hash lookup a line, not a scan of
+        // the lines before (a 4 MiB file has some 60,000 users).
+        let mut seen: HashMap<&[u8], usize> = HashMap::new();
         for (i, raw) in text.split(|&b| b == b'\n').enumerate() {
             let line = raw.trim_ascii();
             if line.is_empty() || line.starts_with(b"#") {
                 continue;
             }
             let at = |why: Why| LineError { line: i + 1, why };
-            let user = parse_line(line).map_err(at)?;
-            if let Some((first, _)) = users.iter().find(|(_, u)| u.name == user.name) {
-                let user = String::from_utf8_lossy(&user.name).into_owned();
-                return Err(at(Why::Twice {
-                    user,
-                    first: *first,
-                }));
+            let (name, hash, cost) = parse_line(line).map_err(at)?;
+            if let Some(&first) = seen.get(name) {
+                let user = String::from_utf8_lossy(name).into_owned();
+                return Err(at(Why::Twice { user, first }));
             }
-            users.push((i + 1, user));
+            seen.insert(name, i + 1);
+            users.push(User {
+                name: name.into(),
+                hash: hash.into(),
+                cost,
+            });
         }
         if users.is_empty() {
             return Err(LineError {
@@ -165,7 +196,8 @@ impl Credentials {
             });
         }
         Ok(Credentials {
-            users: users.into_iter().map(|(_, u)| u).collect(),
+            users: users.into(),
+            decoy_key,
         })
     }
 
@@ -179,29 +211,63 @@ impl Credentials {
         self.users.is_empty()
     }
 
-    /// Whether `password` is `user`'s (one hash check either way).
+    /// Each cost the file's hashes have, with how many users have it (in [`Cost`]'s
+    /// order): more than one, and the time of a check says which a name is checked at.
+    pub fn costs(&self) -> Vec<(Cost, usize)> {
+        let mut costs = BTreeMap::new();
+        for u in self.users.iter() {
+            *costs.entry(u.cost).or_insert(0) += 1;
+        }
+        costs.into_iter().collect()
+    }
+
+    /// Whether `password` is `user`'s (one full hash check either way).
     pub fn check(&self, user: &[u8], password: &[u8]) -> Checked {
-        // Every name is compared, so the time does not say where (or whether) it is.
+        self.check_with(user, password, verify)
+    }
+
+    /// [`Credentials::check`] with `verify` as the hash check: the user's hash, or the
+    /// decoy of a name that is no user's, is checked once, and the answer follows.
+    fn check_with(
+        &self,
+        user: &[u8],
+        password: &[u8],
+        verify: impl FnOnce(&[u8], &[u8]) -> bool,
+    ) -> Checked {
+        let found = self.find(user);
+        let hash = found.map_or_else(|| self.decoy(user), |u| &*u.hash);
+        // Kept whatever `found` says: the decoy's check is computed whole.
+        let matched = core::hint::black_box(verify(hash, password));
+        match (found, matched) {
+            (Some(_), true) => Checked::Valid,
+            (Some(_), false) => Checked::WrongPassword,
+            (None, _) => Checked::UnknownUser,
+        }
+    }
+
+    /// The user named `name`. Every name is compared, so the time does not say where (or
+    /// whether) it is.
+    fn find(&self, name: &[u8]) -> Option<&User> {
         let mut found = None;
         for u in self.users.iter() {
-            if crate::crypt::ct_eq(&u.name, user) {
+            if crate::crypt::ct_eq(&u.name, name) {
                 found = found.or(Some(u));
             }
         }
-        match found {
-            Some(u) if verify(&u.hash, password) => Checked::Valid,
-            Some(_) => Checked::WrongPassword,
-            None => {
-                // The decoy check: the same work as for a user that exists.
-                let _ = self.users.first().map(|u| verify(&u.hash, password));
-                Checked::UnknownUser
-            }
-        }
+        found
+    }
+
+    /// The hash a name that is no user's is checked against: one of the file's, chosen
+    /// by the keyed hash of the name, so the same name always gets the same one.
+    fn decoy(&self, name: &[u8]) -> &[u8] {
+        let pick = sip64(&self.decoy_key, name) % self.users.len() as u64;
+        &self.users[pick as usize].hash
     }
 }
 
-/// One `user:hash` line (trimmed, not a comment).
-fn parse_line(line: &[u8]) -> Result<User, Why> {
+/// One `user:hash` line (trimmed, not a comment): its name and hash, both valid, and
+/// what checking the hash costs.
+fn parse_line(line: &[u8]) -> Result<(&[u8], &[u8], Cost), Why> {
     let Some(colon) = memchr::memchr(b':', line) else {
         return Err(Why::NoColon);
     };
@@ -212,26 +278,32 @@ fn parse_line(line: &[u8]) -> Result<User, Why> {
     if name.len() > USER_MAX || name.iter().any(|&b| b < 0x20 || b == 0x7f) {
         return Err(Why::BadName);
     }
-    scheme(hash).map_err(|why| Why::Hash {
+    let cost = scheme(hash).map_err(|why| Why::Hash {
         user: String::from_utf8_lossy(name).into_owned(),
         why,
     })?;
-    Ok(User {
-        name: name.into(),
-        hash: hash.into(),
-    })
+    Ok((name, hash, cost))
 }
 
-/// Checks that `hash` is a hash steerd accepts, or says what it is and why not.
-fn scheme(hash: &[u8]) -> Result<(), HashWhy> {
+/// The cost of `hash` when it is a hash steerd accepts, or what it is and why not.
+fn scheme(hash: &[u8]) -> Result<Cost, HashWhy> {
+    let cost = known_scheme(hash)?;
+    match cost.within_limit() {
+        true => Ok(cost),
+        false => Err(HashWhy::TooCostly(cost)),
+    }
+}
+
+/// The cost of `hash` when it is bcrypt or SHA-crypt, or what it is and why not.
+fn known_scheme(hash: &[u8]) -> Result<Cost, HashWhy> {
     let unsafe_one = |what| Err(HashWhy::Unsafe(what));
     let unsupported = |what| Err(HashWhy::Unsupported(what));
     match hash {
         [b'$', b'2', b'a' | b'b' | b'y', b'$', ..] => bcrypt::parse(hash)
-            .map(|_| ())
+            .map(|(setting, _)| Cost::Bcrypt(setting.cost))
             .map_err(|e| HashWhy::Bcrypt(e.why())),
         [b'$', b'5' | b'6', b'$', ..] => sha_crypt::parse(hash)
-            .map(|_| ())
+            .map(|(setting, _)| Cost::sha_crypt(setting.variant, setting.rounds))
             .map_err(|e| HashWhy::ShaCrypt(e.why())),
         [] => Err(HashWhy::Empty),
         _ if hash.starts_with(b"$apr1$") => unsafe_one("MD5 ($apr1$)"),
@@ -274,10 +346,17 @@ mod tests {
     const BOB: &str = "bob:$2a$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW";
     const ANN: &str = "ann:$5$saltstring$5B8vYYiY.CVt1RlTTf8KbXBH3hsxY/GNooZaBBGWEc5";
 
+    /// The decoy key of the tests (a server's is random).
+    const KEY: [u8; 16] = *b"a fixed test key";
+
+    fn parse(text: &[u8]) -> Result<Credentials, LineError> {
+        Credentials::parse(text, KEY)
+    }
+
     #[test]
     fn users_comments_and_blank_lines() {
         let text = format!("# users\r\n\r\n  {BOB}  \r\n{ANN}\n# end");
-        let c = Credentials::parse(text.as_bytes()).unwrap();
+        let c = parse(text.as_bytes()).unwrap();
         assert_eq!(c.len(), 2);
         assert_eq!(c.check(b"bob", b"U*U"), Checked::Valid);
         assert_eq!(c.check(b"bob", b"U*U*"), Checked::WrongPassword);
@@ -309,20 +388,149 @@ mod tests {
                 "cost",
             ),
             ("bob:$2y$05$short", "bcrypt"),
+            (
+                "bob:$2y$08$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW",
+                "bcrypt cost 8 is above the limit, bcrypt cost 7",
+            ),
+            (
+                &format!("bob:$6$rounds=10001$s${d43}{d43}"),
+                "SHA-512-crypt rounds=10001 is above the limit, SHA-512-crypt rounds=10000",
+            ),
             (&format!("bob:$5$rounds=5000000$s${d43}"), "rounds"),
             (&format!("bob:$6$s${d43}"), "SHA-crypt"),
         ] {
             let text = format!("# first\n{ANN}\n{line}\n");
-            let e = Credentials::parse(text.as_bytes()).unwrap_err();
+            let e = parse(text.as_bytes()).unwrap_err();
             assert_eq!(e.line, 3, "{line}: {e}");
             assert!(e.to_string().contains(needle), "{line}: {e}");
             assert!(e.to_string().starts_with("line 3: "), "{e}");
         }
-        let e = Credentials::parse(format!("{BOB}\n{ANN}\n{BOB}").as_bytes()).unwrap_err();
+        let e = parse(format!("{BOB}\n{ANN}\n{BOB}").as_bytes()).unwrap_err();
         assert_eq!(e.to_string(), "line 3: user \"bob\" is also on line 1");
-        let e = Credentials::parse(b"# nobody\n\n").unwrap_err();
+        let e = parse(b"# nobody\n\n").unwrap_err();
         assert_eq!(e.line, 0);
-        let e = Credentials::parse(b"a\x01b:$5$x").unwrap_err();
+        let e = parse(b"a\x01b:$5$x").unwrap_err();
         assert!(e.why.to_string().contains("control"), "{e}");
+    }
+
+    /// A file of `n` users `u0`, `u1`, ... with `extra` lines after them.
+    fn many(n: usize, extra: &str) -> String {
+        let hash = &ANN[ANN.find(':').unwrap()..];
+        let mut text: String = (0..n).map(|i| format!("u{i}{hash}\n")).collect();
+        text.push_str(extra);
+        text
+    }
+
+    #[test]
+    fn a_name_twice_is_found_among_many_and_named_with_its_first_line() {
+        let c = parse(many(60_000, "").as_bytes()).unwrap();
+        assert_eq!(c.len(), 60_000);
+        let hash = &ANN[ANN.find(':').unwrap()..];
+        for (again, first) in [("u0", 1), ("u31337", 31_338), ("u59999", 60_000)] {
+            let text = many(60_000, &format!("# again\n{again}{hash}\n"));
+            let e = parse(text.as_bytes()).unwrap_err();
+            assert_eq!(e.line, 60_002, "{again}");
+            assert_eq!(
+                e.why,
+                Why::Twice {
+                    user: again.into(),
+                    first
+                },
+                "{again}"
+            );
+        }
+        // Names differing only in case, or as prefixes, are different users.
+        let text = format!("bob{hash}\nBob{hash}\nbo{hash}\nbobb{hash}\n");
+        assert_eq!(parse(text.as_bytes()).map(|c| c.len()), Ok(4));
+    }
+
+    /// Four users, each with a hash of another cost (fixed strings, never hashed here).
+    const FOUR: &str = "a:$2y$04$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW\n\
+        b:$2y$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW\n\
+        c:$5$saltstring$5B8vYYiY.CVt1RlTTf8KbXBH3hsxY/GNooZaBBGWEc5\n\
+        d:$5$rounds=1000$saltstring$5B8vYYiY.CVt1RlTTf8KbXBH3hsxY/GNooZaBBGWEc5\n";
+
+    #[test]
+    fn an_unknown_name_has_a_decoy_among_the_files_hashes_chosen_stably_per_name() {
+        let c = parse(FOUR.as_bytes()).unwrap();
+        let hashes: Vec<&[u8]> = c.users.iter().map(|u| &*u.hash).collect();
+        let mut chosen = vec![0usize; hashes.len()];
+        for i in 0..400 {
+            let name = format!("nobody{i}");
+            let decoy = c.decoy(name.as_bytes());
+            let at = hashes.iter().position(|h| *h == decoy);
+            let at = at.unwrap_or_else(|| panic!("{name}: not a hash of the file"));
+            chosen[at] += 1;
+            assert_eq!(
+                c.decoy(name.as_bytes()),
+                decoy,
+                "{name}: the same each time"
+            );
+            let again = Credentials::parse(FOUR.as_bytes(), KEY).unwrap();
+            assert_eq!(again.decoy(name.as_bytes()), decoy, "{name}: the same key");
+        }
+        // Every user's hash (so every cost) is some names' decoy, roughly as often.
+        assert!(chosen.iter().all(|&n| n > 50), "{chosen:?}");
+        // Another key, another choice: the choice cannot be worked out without it.
+        let other = Credentials::parse(FOUR.as_bytes(), *b"another test key").unwrap();
+        let differ = (0..400)
+            .filter(|i| {
+                let name = format!("nobody{i}");
+                c.decoy(name.as_bytes()) != other.decoy(name.as_bytes())
+            })
+            .count();
+        assert!(differ > 200, "{differ} of 400");
+    }
+
+    #[test]
+    fn every_check_runs_one_full_hash_check_of_the_users_hash_or_the_decoy() {
+        let c = parse(FOUR.as_bytes()).unwrap();
+        let checked = |user: &str, answer: bool| {
+            let mut seen = Vec::new();
+            let verdict = c.check_with(user.as_bytes(), b"pw", |hash, password| {
+                assert_eq!(password, b"pw");
+                seen.push(hash.to_vec());
+                answer
+            });
+            (verdict, seen)
+        };
+        let (verdict, seen) = checked("b", false);
+        assert_eq!(
+            (verdict, seen),
+            (Checked::WrongPassword, vec![c.users[1].hash.to_vec()])
+        );
+        assert_eq!(checked("b", true).0, Checked::Valid);
+        for name in ["eve", "B", "bb", ""] {
+            let decoy = c.decoy(name.as_bytes()).to_vec();
+            for answer in [false, true] {
+                let (verdict, seen) = checked(name, answer);
+                assert_eq!(
+                    (verdict, seen),
+                    (Checked::UnknownUser, vec![decoy.clone()]),
+                    "{name}"
+                );
+            }
+        }
+        // The real check: an unknown name with its decoy's own password is still unknown.
+        let c = parse(format!("{BOB}\n").as_bytes()).unwrap();
+        assert_eq!(c.decoy(b"eve"), &BOB.as_bytes()[4..]);
+        assert_eq!(c.check(b"eve", b"U*U"), Checked::UnknownUser);
+        assert_eq!(c.check(b"bob", b"U*U"), Checked::Valid);
+    }
+
+    #[test]
+    fn costs_are_counted_per_scheme_and_parameter() {
+        let c = parse(FOUR.as_bytes()).unwrap();
+        assert_eq!(
+            c.costs(),
+            [
+                (Cost::Bcrypt(4), 1),
+                (Cost::Bcrypt(5), 1),
+                (Cost::Sha256Crypt(1000), 1),
+                (Cost::Sha256Crypt(5000), 1)
+            ]
+        );
+        let c = parse(format!("{ANN}\nx{ANN}\n").as_bytes()).unwrap();
+        assert_eq!(c.costs(), [(Cost::Sha256Crypt(5000), 2)]);
     }
 }

@@ -33,6 +33,9 @@ pub fn main(mut args: ServeArgs, json: bool) -> Result<i32, Failure> {
     for p in &problems {
         eprintln!("{p}");
     }
+    for w in super::preflight::warnings(args) {
+        eprintln!("steerd: warning: {w}");
+    }
     let super::prepare::Prepared {
         topo,
         warnings,

@@ -82,6 +82,31 @@ pub(crate) fn problems(args: &ServeArgs) -> Vec<Failure> {
     found
 }
 
+/// What `serve` would accept but an operator should change: an htpasswd file whose
+/// hashes have different costs. Then the time of a check tells which cost a name is
+/// checked at (an unknown name at the cost of its decoy, `auth::htpasswd`): not whether
+/// it is a user, but which group it falls in. One line, `site: --basic-auth FILE: ...`.
+pub(crate) fn warnings(args: &ServeArgs) -> Vec<String> {
+    let site = args.site.rules();
+    let (Some(rule), Ok(Some(users))) = (&site.auth, crate::preflight::credentials(&site)) else {
+        return Vec::new();
+    };
+    let costs = users.costs();
+    if costs.len() < 2 {
+        return Vec::new();
+    }
+    let each: Vec<String> = costs
+        .iter()
+        .map(|(cost, n)| format!("{cost}: {n} user{}", if *n == 1 { "" } else { "s" }))
+        .collect();
+    vec![format!(
+        "site: --basic-auth {}: the hashes have different costs ({}), so the time a check \
+         takes tells which of them a name is checked at; hash every password at one cost",
+        rule.file.display(),
+        each.join(", ")
+    )]
+}
+
 /// `access-log: PATH: why`.
 fn log_failure(log: &LogTarget, why: String) -> Failure {
     match log {

@@ -12,13 +12,17 @@
 //! refused, after a CORS preflight is answered (a preflight carries no credentials, by
 //! the Fetch standard's CORS-preflight fetch), before the method is looked at and before
 //! any file is looked up, so a 404, a dotfile, a 405 or a redirect says nothing to a
-//! client without credentials: everything is 401 to it.
+//! client without credentials: everything is 401 to it. A request let in records what
+//! it showed (`Responder::admitted`): a user's credentials admit every path, a skipped
+//! path only the skipped ones, which is what a fallback or an error page it is answered
+//! with is held to (`site::auth`).
 
 use super::record::Responder;
 use crate::auth::{Reason, Verdict};
 use crate::client_addr::forwarded_for;
 use crate::http::response::Writer;
 use crate::http::{Header, Request};
+use crate::site::auth::Admission;
 use core::sync::atomic::Ordering::Relaxed;
 
 impl Responder<'_, '_> {
@@ -44,6 +48,7 @@ impl Responder<'_, '_> {
         let (status, lines, reason) = match verdict {
             Verdict::Pass => {
                 self.line.log.accepted = value;
+                self.admitted = Admission::User;
                 return false;
             }
             Verdict::Challenge(reason) => (401, rule.challenge(), reason),

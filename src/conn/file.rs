@@ -120,7 +120,9 @@ impl Responder<'_, '_> {
     }
 
     /// An error answer to a parsed request: the `--error-page` for `status` when one is
-    /// set and can be served (a regular file under the root), else the built-in page. The
+    /// set, the request would be let in to its path (`--basic-auth`: a user's credentials,
+    /// or a page `--basic-auth-skip` exempts) and it can be served (a regular file under
+    /// the root), else the built-in page. The
     /// page is looked up once, as a plain file; nothing it does can lead to another error
     /// page. `vary`: the file asked for has sidecars; `unsatisfied`: a 416's
     /// representation length; `challenge`: the `--basic-auth` challenge of a 401, or a
@@ -133,8 +135,10 @@ impl Responder<'_, '_> {
         challenge: &[u8],
     ) {
         let site = self.ctx.site;
+        let admitted = self.admitted;
         let page = site
             .error_page(status)
+            .filter(|path| site.admits(admitted, path))
             .and_then(|path| plain_file(self.ctx, self.bufs.open, path));
         let (mime, len, body) = match page {
             Some((meta, src)) => (meta.mime, meta.size, outgoing(self.ctx, src, 0, meta.size)),

@@ -13,6 +13,7 @@ use super::response::{After, Head, Outgoing, Response};
 use super::{Awaiting, Conn, Ctx};
 use crate::files::PATH_MAX;
 use crate::http::response::{error_body, write_error_head, write_head, ResponseHead};
+use crate::site::auth::Admission;
 use core::sync::atomic::Ordering::Relaxed;
 
 /// The parts of a request the log and the persistence rule need.
@@ -63,11 +64,14 @@ pub(super) struct Responder<'a, 'w> {
     pub(crate) owed: u64,
     /// Bytes of the request's head (see `Response::answered`).
     pub answered: usize,
+    /// What the request showed `--basic-auth` (`auth.rs`): which paths it may be served.
+    pub(crate) admitted: Admission,
 }
 
 impl<'a, 'w> Responder<'a, 'w> {
     /// A responder for the request `line` that closes after a linger, with nothing of the
-    /// request to drop (the callers set what differs).
+    /// request to drop, admitted to the paths that need no credentials (the callers set
+    /// what differs).
     pub fn new(
         c: &'a mut Conn,
         out: &'a mut [u8],
@@ -84,6 +88,7 @@ impl<'a, 'w> Responder<'a, 'w> {
             after: After::Close { linger: true },
             owed: 0,
             answered: 0,
+            admitted: Admission::WithoutCredentials,
         }
     }
 

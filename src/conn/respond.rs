@@ -10,7 +10,9 @@
 //! With `--basic-auth`, a request that is not a CORS preflight must pass the credential
 //! check (`auth.rs`) before anything else is decided for it. For GET/HEAD: the file lookup; a path that does not exist gets the `--fallback` file
 //! instead when one is set (and the path's extension is not in `--fallback-skip`), as
-//! nginx's `try_files $uri $uri/ PATH` does; then the file answer (`file.rs`). Other
+//! nginx's `try_files $uri $uri/ PATH` does, provided the request would be let in to the
+//! fallback's own path (with `--basic-auth-skip`, a skipped path that does not exist is
+//! 404, not the protected fallback); then the file answer (`file.rs`). Other
 //! methods get 405 with `Allow: GET, HEAD`. An error answered to a parsed request carries
 //! the operator's `--error-page` for its status when that page can be served
 //! (`file.rs`), the built-in page otherwise.
@@ -221,6 +223,10 @@ fn serve(r: &mut Responder<'_, '_>, req: &Request<'_, '_>, preflight: Option<&[u
             return;
         }
         if let Some(fallback) = site.fallback_for(req.path) {
+            // A page its own request would not be let in to is not sent in its place.
+            if !site.admits(r.admitted, fallback) {
+                return r.error_page(404);
+            }
             path = fallback;
             found = r
                 .ctx

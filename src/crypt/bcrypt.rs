@@ -17,12 +17,12 @@
 use super::blowfish::State;
 use super::radix64;
 
-/// Highest cost accepted: a check at 14 takes about a second of one core; more would
-/// hold a single-threaded worker longer than any request should wait.
-pub(crate) const COST_CAP: u32 = 14;
-
 /// Lowest cost bcrypt defines.
-pub(crate) const COST_MIN: u32 = 4;
+pub const COST_MIN: u32 = 4;
+
+/// Highest cost bcrypt defines (2^31 rounds of the key schedule). What a server may
+/// afford per check is lower, and its own rule (`auth::cost`).
+pub const COST_MAX: u32 = 31;
 
 /// Characters of the hash part.
 pub(crate) const HASH_TEXT: usize = 31;
@@ -46,7 +46,7 @@ pub struct Setting {
 pub enum SettingError {
     /// Not `$2a$`, `$2b$` or `$2y$`, two digits, `$` and 53 characters.
     Form,
-    /// A cost below 4 or above [`COST_CAP`].
+    /// A cost below [`COST_MIN`] or above [`COST_MAX`].
     Cost,
     /// A character outside bcrypt's alphabet.
     Alphabet,
@@ -57,9 +57,7 @@ impl SettingError {
     pub fn why(self) -> &'static str {
         match self {
             SettingError::Form => "not a bcrypt hash ($2y$CC$ and 53 characters)",
-            SettingError::Cost => {
-                "the cost must be from 4 to 14 (more holds a worker for over a second per check)"
-            }
+            SettingError::Cost => "the cost must be from 4 to 31",
             SettingError::Alphabet => "a character outside bcrypt's ./A-Za-z0-9",
         }
     }
@@ -80,7 +78,7 @@ pub fn parse(hash: &[u8]) -> Result<(Setting, &[u8]), SettingError> {
     if text.len() != SALT_TEXT + HASH_TEXT {
         return Err(SettingError::Form);
     }
-    if !(COST_MIN..=COST_CAP).contains(&cost) {
+    if !(COST_MIN..=COST_MAX).contains(&cost) {
         return Err(SettingError::Cost);
     }
     if !radix64::all_in(radix64::BCRYPT, text) {
@@ -199,7 +197,7 @@ mod tests {
     #[test]
     fn settings_are_parsed_strictly() {
         let tail = "CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW";
-        for good in ["$2a$05$", "$2b$04$", "$2y$14$"] {
+        for good in ["$2a$05$", "$2b$04$", "$2y$14$", "$2y$31$"] {
             assert!(parse(format!("{good}{tail}").as_bytes()).is_ok(), "{good}");
         }
         for (bad, why) in [
@@ -208,7 +206,7 @@ mod tests {
             (format!("$2b$5${tail}"), SettingError::Form),
             (format!("$2b$05${tail}x"), SettingError::Form),
             (format!("$2b$03${tail}"), SettingError::Cost),
-            (format!("$2b$15${tail}"), SettingError::Cost),
+            (format!("$2b$32${tail}"), SettingError::Cost),
             (
                 format!("$2b$05${}", tail.replace('E', "+")),
                 SettingError::Alphabet,

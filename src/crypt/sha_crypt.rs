@@ -11,9 +11,9 @@
 //! (`tests/data/crypt/sha_crypt.txt`).
 //!
 //! Rounds: 5000 unless `rounds=N$` says otherwise; crypt clamps N to 1000..=999999999
-//! and writes the clamped value, so a stored hash below 1000 can never match and is
-//! refused when parsed, as is one above [`ROUNDS_CAP`], whose every check would hold a
-//! single-threaded worker for seconds.
+//! and writes the clamped value, so a stored hash outside that range can never match
+//! and is refused when parsed. What a server may afford per check is far less, and its
+//! own rule (`auth::cost`).
 
 use super::radix64::{self, put_crypt};
 use super::sha2::{Sha256, Sha512};
@@ -27,8 +27,8 @@ pub(crate) const ROUNDS_DEFAULT: u32 = 5000;
 /// Fewest rounds crypt uses.
 pub(crate) const ROUNDS_MIN: u32 = 1000;
 
-/// Most rounds accepted: about a second of one core per check.
-pub(crate) const ROUNDS_CAP: u32 = 1_000_000;
+/// Most rounds crypt uses.
+pub const ROUNDS_MAX: u32 = 999_999_999;
 
 /// Longest salt (longer ones are cut by crypt, so never stored longer).
 pub(crate) const SALT_MAX: usize = 16;
@@ -68,7 +68,7 @@ pub struct Setting<'a> {
 pub enum SettingError {
     /// Not `$5$` or `$6$`, or a part missing.
     Form,
-    /// `rounds=` without a number from 1000 to [`ROUNDS_CAP`].
+    /// `rounds=` without a number from [`ROUNDS_MIN`] to [`ROUNDS_MAX`].
     Rounds,
     /// A salt longer than [`SALT_MAX`].
     Salt,
@@ -81,10 +81,7 @@ impl SettingError {
     pub fn why(self) -> &'static str {
         match self {
             SettingError::Form => "not a SHA-crypt hash ($5$SALT$DIGEST or $6$SALT$DIGEST)",
-            SettingError::Rounds => {
-                "rounds=N must be from 1000 (crypt's least) to 1000000 (more holds a worker \
-                 for over a second per check)"
-            }
+            SettingError::Rounds => "rounds=N must be from 1000 to 999999999 (crypt's range)",
             SettingError::Salt => "the salt is longer than 16 characters",
             SettingError::Digest => "the digest is not 43 ($5$) or 86 ($6$) crypt characters",
         }
@@ -129,7 +126,7 @@ fn rounds(digits: &[u8]) -> Result<u32, SettingError> {
         .iter()
         .fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
     match u32::try_from(n) {
-        Ok(n) if (ROUNDS_MIN..=ROUNDS_CAP).contains(&n) => Ok(n),
+        Ok(n) if (ROUNDS_MIN..=ROUNDS_MAX).contains(&n) => Ok(n),
         _ => Err(SettingError::Rounds),
     }
 }
@@ -362,10 +359,16 @@ mod tests {
         let ok = |h: String| parse(h.as_bytes()).map(|(s, _)| (s.rounds, s.salt.len()));
         assert_eq!(ok(format!("$5$salt${d43}")), Ok((5000, 4)));
         assert_eq!(ok(format!("$6$rounds=1000$${d86}")), Ok((1000, 0)));
-        assert_eq!(ok(format!("$6$rounds=1000000$s${d86}")), Ok((1_000_000, 1)));
+        assert_eq!(
+            ok(format!("$6$rounds=999999999$s${d86}")),
+            Ok((ROUNDS_MAX, 1))
+        );
         for (bad, why) in [
             (format!("$5$rounds=999$s${d43}"), SettingError::Rounds),
-            (format!("$5$rounds=1000001$s${d43}"), SettingError::Rounds),
+            (
+                format!("$5$rounds=1000000000$s${d43}"),
+                SettingError::Rounds,
+            ),
             (format!("$5$rounds=$s${d43}"), SettingError::Rounds),
             (format!("$5$rounds=+5000$s${d43}"), SettingError::Rounds),
             (

@@ -7,6 +7,13 @@
 //! check itself is `auth::Gate`'s; the order around it (a CORS preflight before it, the
 //! file lookup and so the dotfile rule after it) is the responder's.
 //!
+//! Which paths a request may be served is [`BasicAuth::admits`]: every path with a
+//! user's credentials, else only those `--basic-auth-skip` exempts. It is asked for the
+//! request's own path and again for any other path the request is answered with (the
+//! `--fallback`, an `--error-page`, and any later rewrite), as nginx runs `auth_basic`
+//! again after `try_files`' internal redirect: a request let in by a skip glob must not
+//! be answered with a page its own path would not have admitted.
+//!
 //! The realm is written inside a quoted-string (RFC 9110 §11.6.1, §5.6.4): a `"`, a `\`
 //! or a control character would need escaping or end the field, so they are refused;
 //! so is a realm longer than [`REALM_MAX`] bytes, which would not fit the head area.
@@ -22,6 +29,16 @@ pub(crate) const REALM_MAX: usize = 128;
 
 /// The `Retry-After` line of a 429 at its longest.
 pub(crate) const RETRY_AFTER_MAX: usize = b"Retry-After: 4294967295\r\n".len();
+
+/// What a request has shown the `--basic-auth` rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admission {
+    /// No credentials checked (none, wrong ones, or a skipped path that needed none):
+    /// only the paths `--basic-auth-skip` exempts.
+    WithoutCredentials,
+    /// A user's credentials: every path.
+    User,
+}
 
 /// The `--basic-auth` rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,6 +71,12 @@ impl BasicAuth {
     /// True when `path` is served without credentials.
     pub fn skips(&self, path: &[u8]) -> bool {
         self.skip.iter().any(|g| g.matches(path))
+    }
+
+    /// True when a request that showed `admission` may be served `path` (its own, or
+    /// one it is answered with instead).
+    pub fn admits(&self, admission: Admission, path: &[u8]) -> bool {
+        admission == Admission::User || self.skips(path)
     }
 
     /// Bytes the rule may add to a response head: the challenge of a 401, or a 429's
@@ -97,6 +120,9 @@ mod tests {
         assert!(!a.skips(b"/index.html"));
         assert!(!a.skips(b"/sub/favicon.ico"));
         assert!(a.head_bytes() >= a.challenge().len());
+        let (user, none) = (Admission::User, Admission::WithoutCredentials);
+        assert!(a.admits(user, b"/index.html") && a.admits(user, b"/favicon.ico"));
+        assert!(a.admits(none, b"/public/x") && !a.admits(none, b"/index.html"));
     }
 
     #[test]

@@ -63,6 +63,13 @@ impl SiteRules {
             .map(|(_, p)| &**p)
     }
 
+    /// True when a request that showed `admission` to `--basic-auth` may be served
+    /// `path`: always without the flag, else `auth::BasicAuth::admits`. Every path a
+    /// request is answered with asks this, its own and any it is sent to instead.
+    pub(crate) fn admits(&self, admission: auth::Admission, path: &[u8]) -> bool {
+        self.auth.as_ref().is_none_or(|a| a.admits(admission, path))
+    }
+
     /// The fallback's path, when a request for `path` (which does not exist) gets it.
     pub(crate) fn fallback_for(&self, path: &[u8]) -> Option<&[u8]> {
         let fallback = self.fallback.as_deref()?;

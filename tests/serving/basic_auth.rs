@@ -2,7 +2,8 @@
 //! (Debian's `htpasswd`, `mkpasswd`, `openssl passwd`, run here) let their users in and
 //! nobody else; every request without valid credentials is 401 with the challenge,
 //! whatever it asks for (a dotfile, a missing file, another method), except the paths
-//! `--basic-auth-skip` exempts and CORS preflights; a bad file is refused by `check`,
+//! `--basic-auth-skip` exempts and CORS preflights, and a skipped path gets no protected
+//! fallback or error page; a bad file is refused by `check`,
 //! by `serve` and by a reload, with its line; a HUP rereads it; the reasons are counted.
 //! The flood test (`a_wrong_password_flood_is_limited_and_another_client_keeps_its_latency`)
 //! is at the end.
@@ -143,6 +144,92 @@ fn without_credentials_everything_is_401_with_the_challenge() {
         polite(srv.addr, "/index.html", &basic("ann", "U*U")).status,
         401
     );
+}
+
+/// A request a `--basic-auth-skip` glob lets in for a path that does not exist is not
+/// answered with a page that its own path would not admit: the `--fallback` and the
+/// `--error-page` are held to the rule as the request's own path is (nginx runs
+/// `auth_basic` again after `try_files`' internal redirect). Before, `/favicon.ico` on a
+/// site without one, or any made-up `/assets/...` path, got the protected index.html.
+/// A skipped path is served as to a request without credentials, whatever it carries:
+/// its credentials are not checked, so they admit nothing more.
+#[test]
+fn a_skipped_path_is_not_answered_with_a_protected_page() {
+    let _shared = beside_others();
+    let site = Site::new("auth-skip-pages", &format!("{BOB}\n"));
+    let root = site.root();
+    std::fs::remove_file(root.join("favicon.ico")).unwrap();
+    std::fs::create_dir_all(root.join("assets")).unwrap();
+    std::fs::write(root.join("assets/app.css"), "body{}").unwrap();
+    std::fs::create_dir_all(root.join("public")).unwrap();
+    std::fs::write(root.join("public/404.html"), "not here\n").unwrap();
+    std::fs::write(root.join("401.html"), "please log in\n").unwrap();
+    let bob = basic("bob", "U*U");
+    let polite = |addr, path: &str, extra: &str| patiently(&mut 0, || get(addr, path, extra));
+    let skips = [
+        "--basic-auth-skip",
+        "/favicon.ico",
+        "--basic-auth-skip",
+        "/assets/**",
+    ];
+    let fallback = [&skips[..], &["--fallback", "/index.html"]].concat();
+    let srv = site.serve(&fallback);
+    for path in ["/favicon.ico", "/assets/made/up.png", "/assets/x"] {
+        for auth in ["", &bob] {
+            let r = polite(srv.addr, path, auth);
+            assert_eq!(r.status, 404, "{path} {auth}: {}", r.text());
+            assert!(!r.text().contains("members"), "{path} {auth}: {}", r.text());
+        }
+    }
+    assert_eq!(polite(srv.addr, "/assets/app.css", "").text(), "body{}");
+    assert_eq!(polite(srv.addr, "/made/up", "").status, 401);
+    let r = polite(srv.addr, "/made/up", &bob);
+    assert_eq!(
+        (r.status, r.text()),
+        (200, "members only\n".into()),
+        "a user's fallback"
+    );
+    drop(srv);
+    // An error page is held to the same rule: the protected one only for a user, an
+    // exempt one for anyone; the same for the 401's own page.
+    for (page, anyone_sees) in [("/index.html", false), ("/public/404.html", true)] {
+        let error_pages = ["--error-page", &format!("404={page}")];
+        let args = [
+            &skips[..],
+            &["--basic-auth-skip", "/public/**"],
+            &error_pages,
+        ]
+        .concat();
+        let srv = site.serve(&args);
+        let body = std::fs::read_to_string(root.join(&page[1..])).unwrap();
+        let r = polite(srv.addr, "/assets/none", "");
+        assert_eq!(r.status, 404, "{page}");
+        assert_eq!(r.text() == body, anyone_sees, "{page}: {}", r.text());
+        let r = polite(srv.addr, "/made/up", &bob);
+        assert_eq!((r.status, r.text()), (404, body), "{page}: a user's 404");
+    }
+    for (args, shown) in [
+        (&["--error-page", "401=/401.html"][..], false),
+        (
+            &[
+                "--error-page",
+                "401=/401.html",
+                "--basic-auth-skip",
+                "/401.html",
+            ][..],
+            true,
+        ),
+    ] {
+        let srv = site.serve(args);
+        let r = polite(srv.addr, "/", "");
+        assert_eq!(r.status, 401, "{args:?}");
+        assert_eq!(
+            r.text() == "please log in\n",
+            shown,
+            "{args:?}: {}",
+            r.text()
+        );
+    }
 }
 
 #[test]
@@ -451,6 +538,9 @@ fn a_hup_rereads_the_file_and_a_bad_one_is_refused() {
     );
 }
 
+/// Refusals are counted by reason; an unknown user and a wrong password are one reason,
+/// `wrong_credentials`, so that whoever reads `/metrics` does not learn which names exist
+/// (they were `unknown_user` and `wrong_password`).
 #[test]
 fn failures_are_counted_by_reason() {
     let _shared = beside_others();
@@ -468,13 +558,7 @@ fn failures_are_counted_by_reason() {
     }
     let m = srv.metrics();
     let cpu = srv.plan()[0].1;
-    for reason in [
-        "missing",
-        "malformed",
-        "unknown_user",
-        "wrong_password",
-        "rate_limited",
-    ] {
+    for reason in ["missing", "malformed", "wrong_credentials", "rate_limited"] {
         let labels = format!(",reason=\"{reason}\"}}");
         let series: Vec<(&String, &u64)> = m
             .iter()
@@ -486,9 +570,17 @@ fn failures_are_counted_by_reason() {
             k.contains(&format!("worker=\"0\",cpu=\"{cpu}\",node=")),
             "{k}"
         );
-        let want = if reason == "rate_limited" { limited } else { 1 };
+        let want = match reason {
+            "rate_limited" => limited,
+            "wrong_credentials" => 2,
+            _ => 1,
+        };
         assert_eq!(*v, want, "{k}");
     }
+    let families = m
+        .keys()
+        .filter(|k| k.starts_with("steerd_auth_failures_total{"));
+    assert_eq!(families.count(), 4, "one series a reason: {m:?}");
     assert_eq!(srv.metric("steerd_auth_failures_total"), 4 + limited);
 }
 
@@ -648,9 +740,9 @@ fn a_wrong_password_flood_is_limited_and_another_client_keeps_its_latency() {
     let best = p99s.iter().min().copied().unwrap_or(Duration::MAX);
     eprintln!(
         "baseline p99 {:?}; under the flood {p99s:?}; the flooder saw {wrong} 401, {limited} 429, \
-         {other} other; metrics: wrong_password {}, rate_limited {}",
+         {other} other; metrics: wrong_credentials {}, rate_limited {}",
         p99(&baseline),
-        reason("wrong_password"),
+        reason("wrong_credentials"),
         reason("rate_limited"),
     );
     assert_eq!(lost, 0, "the client lost requests under the flood");
@@ -662,7 +754,7 @@ fn a_wrong_password_flood_is_limited_and_another_client_keeps_its_latency() {
     );
     assert_eq!(reason("rate_limited"), limited);
     assert!(
-        reason("wrong_password") >= 1,
+        reason("wrong_credentials") >= 1,
         "its first guesses were checked"
     );
     crate::support::bounds::latency_bound(

@@ -1,6 +1,7 @@
 //! What a client sees of `steerd serve`: files, ranges, errors, listings, auth, CORS, media types, keep-alive, fairness and listeners.
 
 mod basic_auth;
+mod basic_auth_file;
 mod binary;
 mod cors;
 mod dotfiles;

@@ -78,21 +78,23 @@ skipped() {
 
 tdir=${CARGO_TARGET_DIR:-target}
 mkdir -p "$tdir/static"
-# The other CPUs build in a target directory of the machine's CI cache (keyed by the
-# toolchain; scripts/fetch/cache.sh): the standard library -Z build-std makes for each is
-# built once per machine, not once per clone. x86-64 glibc builds in the clone's: the VM
+# The other CPUs build in target directories of the machine's CI cache (one per target,
+# under a key of the toolchain; scripts/fetch/cache.sh): the standard library -Z build-std
+# makes for each is built once per machine, not once per clone. x86-64 glibc builds in the clone's: the VM
 # tests boot target/x86_64-unknown-linux-gnu/release/steerd.
 . scripts/fetch/cache.sh
 cross_tdir=$(cache_root)/cargo-target/$(rustc -vV | cache_key)
 cache_bound_target "$cross_tdir"
-for t in "${targets[@]}"; do
+# build_one TARGET: one static binary, checked, and its line.
+build_one() {
+    local t=$1 flags build_std bootstrap opt build_dir out size
     if ! cross_setup "$t"; then
         skipped "$t" "$CROSS_WHY"
-        continue
+        return 0
     fi
     if [ $CROSS_BUILD_STD = no ] && ! has_target "$t"; then
         skipped "$t" "its standard library is not installed and rustup could not add it"
-        continue
+        return 0
     fi
     # The linker strips (rustc -C strip=symbols): no objcopy for a foreign architecture
     # is needed.
@@ -116,7 +118,7 @@ for t in "${targets[@]}"; do
     [ ${#build_std[@]} -eq 0 ] || bootstrap=(env RUSTC_BOOTSTRAP=1)
     opt=2
     [ "$t" != x86_64-unknown-linux-gnu ] || opt=3
-    build_dir=$cross_tdir
+    build_dir=$cross_tdir/$t
     [ "$t" != x86_64-unknown-linux-gnu ] || build_dir=$tdir
     "${bootstrap[@]}" env CARGO_PROFILE_RELEASE_OPT_LEVEL=$opt CARGO_TARGET_DIR="$build_dir" \
         cargo build --quiet --release --locked --target "$t" -p steerd "${build_std[@]}"
@@ -137,4 +139,28 @@ for t in "${targets[@]}"; do
     size=$(stat -c %s "$out")
     printf 'static: %-31s %8d bytes stripped (%d KiB), %-5s %s\n' "$t" "$size" $((size / 1024)) \
         "$CROSS_LIBC" "$out"
+}
+
+# Two builds at a time (STEERD_STATIC_JOBS): each ends in a link-time optimisation of one
+# code unit, which keeps one core busy, so a second build fills the other. Each target
+# builds in a target directory of its own (cargo locks one per build) and its lines are
+# printed, in the targets' order, once all are done.
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+for t in "${targets[@]}"; do
+    while [ "$(jobs -rp | wc -l)" -ge "${STEERD_STATIC_JOBS:-2}" ]; do wait -n || true; done
+    (
+        rc=0
+        # In the background for `set -e` to hold inside (bash ignores it under `||`).
+        (set -e; build_one "$t") >"$logs/$t.log" 2>&1 &
+        wait $! || rc=$?
+        echo "$rc" >"$logs/$t.rc"
+    ) &
 done
+wait
+failed=0
+for t in "${targets[@]}"; do
+    cat "$logs/$t.log"
+    [ "$(cat "$logs/$t.rc" 2>/dev/null)" = 0 ] || failed=1
+done
+exit "$failed"

@@ -131,8 +131,8 @@ fi
 . scripts/fetch/cache.sh
 # The x86-64 reference of vm::same_everywhere stays the clone's (scripts/static.sh).
 STEERD_SAME_REFERENCE=${STEERD_SAME_REFERENCE:-$(cd "${CARGO_TARGET_DIR:-target}" 2>/dev/null && pwd)/static/steerd-x86_64-unknown-linux-gnu}
-CARGO_TARGET_DIR=$(cache_root)/cargo-target/$(rustc -vV | cache_key)
-cache_bound_target "$CARGO_TARGET_DIR"
+cache_bound_target "$(cache_root)/cargo-target/$(rustc -vV | cache_key)"
+CARGO_TARGET_DIR=$(cache_root)/cargo-target/$(rustc -vV | cache_key)/$target
 export STEERD_SAME_REFERENCE CARGO_TARGET_DIR
 
 log=$(mktemp)

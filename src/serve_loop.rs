@@ -170,6 +170,9 @@ pub struct Tuning {
     /// Directory listings one worker streams at a time under `--list-dirs` (each slot's
     /// memory is allocated at start: `crate::listing`).
     pub listings: usize,
+    /// Bytes of each listing slot's name arena (`listing::BATCH_NAMES`; a smaller one
+    /// makes a listing take more passes, as tests want).
+    pub listing_names: usize,
     /// How long a free slot stays unused before its arena pages go back to the kernel
     /// (one to two of these: `serve_loop::give_back`).
     pub(crate) give_back: Duration,
@@ -185,6 +188,7 @@ impl Default for Tuning {
             events: 256,
             auth_limits: Limits::SERVING,
             listings: crate::listing::SLOTS,
+            listing_names: crate::listing::BATCH_NAMES,
             give_back: Duration::from_secs(10),
         }
     }
@@ -394,11 +398,15 @@ impl<'a> Loop<'a> {
                 false => Walk::LastHop,
             },
             auth: gate(cfg, &tuning, now)?,
-            listings: Listings::new(if cfg.site.list_dirs {
-                tuning.listings
-            } else {
-                0
-            }),
+            listings: Listings::with_arena(
+                if cfg.site.list_dirs {
+                    tuning.listings
+                } else {
+                    0
+                },
+                tuning.listing_names,
+                crate::listing::BATCH_ENTRIES,
+            ),
         };
         Ok(Loop {
             listener,

@@ -922,7 +922,12 @@ fn next_listing_piece(body: &mut Outgoing, ctx: &mut Ctx<'_>, work: &mut u32) ->
     if *at < *end || *last {
         return None;
     }
-    match ctx.listings.fill(*index, dir.as_fd(), ctx.root, work) {
+    let fill = ctx.listings.fill(*index, dir.as_fd(), ctx.root, work);
+    let passes = ctx.listings.take_passes();
+    if passes > 0 {
+        ctx.counters.listing_passes.fetch_add(passes, Relaxed);
+    }
+    match fill {
         Fill::Bytes {
             at: a,
             end: e,

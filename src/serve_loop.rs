@@ -43,9 +43,11 @@
 //! IPv4 address, an IPv6 /64) that already holds its limit of this loop's slots is
 //! closed at once, before a byte is read, and counted in `per_addr_refused`; it never
 //! takes a slot or makes room. A full table makes room for an admitted connection by
-//! closing one of the address holding the most connections: its oldest connection that
-//! waits on the client (between requests, or in the middle of a head), otherwise the
-//! connection idle the longest of any address; with neither, accepting pauses. The
+//! closing one of the address holding the most connections (when it holds more than a
+//! quarter of its limit): its oldest connection that waits on the client (between
+//! requests, or in the middle of a head), otherwise the connection idle the longest of
+//! any address, otherwise the oldest head still arriving of any address; with none of
+//! them (every slot sending or lingering), accepting pauses. The
 //! address is the TCP peer's, also behind a proxy (`--real-ip-from`, `--proxy-protocol`):
 //! the client address a proxy names is read after the slot is taken.
 //! A connection just accepted is read at once without registering it with epoll: with
@@ -168,6 +170,9 @@ pub struct Tuning {
     /// Directory listings one worker streams at a time under `--list-dirs` (each slot's
     /// memory is allocated at start: `crate::listing`).
     pub listings: usize,
+    /// Bytes of each listing slot's name arena (`listing::BATCH_NAMES`; a smaller one
+    /// makes a listing take more passes, as tests want).
+    pub listing_names: usize,
     /// How long a free slot stays unused before its arena pages go back to the kernel
     /// (one to two of these: `serve_loop::give_back`).
     pub(crate) give_back: Duration,
@@ -183,6 +188,7 @@ impl Default for Tuning {
             events: 256,
             auth_limits: Limits::SERVING,
             listings: crate::listing::SLOTS,
+            listing_names: crate::listing::BATCH_NAMES,
             give_back: Duration::from_secs(10),
         }
     }
@@ -392,11 +398,15 @@ impl<'a> Loop<'a> {
                 false => Walk::LastHop,
             },
             auth: gate(cfg, &tuning, now)?,
-            listings: Listings::new(if cfg.site.list_dirs {
-                tuning.listings
-            } else {
-                0
-            }),
+            listings: Listings::with_arena(
+                if cfg.site.list_dirs {
+                    tuning.listings
+                } else {
+                    0
+                },
+                tuning.listing_names,
+                crate::listing::BATCH_ENTRIES,
+            ),
         };
         Ok(Loop {
             listener,
@@ -830,12 +840,19 @@ impl<'a> Loop<'a> {
         }
     }
 
-    /// The connection a full table closes for a new one: when one address holds more
-    /// than a quarter of its limit (`PerAddr::hogged`), the oldest of the address holding
-    /// the most that waits on its client (idle between requests, or in a head or a body
-    /// to discard), so one address cannot keep the table with half-sent heads; otherwise,
-    /// as nginx, the connection idle the longest. Walks at most one address's
-    /// connections (its limit).
+    /// The connection a full table closes for a new one, the first there is of:
+    ///
+    /// 1. when one address holds more than a quarter of its limit (`PerAddr::hogged`),
+    ///    the oldest of the address holding the most that waits on its client (idle
+    ///    between requests, or in a head or a body to discard);
+    /// 2. as nginx, the connection idle the longest;
+    /// 3. the oldest head (or body to discard) still arriving, whatever its address: it
+    ///    has had the longest of any to arrive, while the new connection's request is
+    ///    already there (`TCP_DEFER_ACCEPT`). Without this, addresses each holding a
+    ///    modest share (sixteen at a quarter of the limit) keep the table with half-sent
+    ///    heads until the header timeout, and accepting pauses.
+    ///
+    /// Walks at most one address's connections (its limit).
     fn reclaimable(&self) -> Option<u32> {
         let timers = &self.ctx.timers;
         let waiting = |s: &u32| matches!(timers.kind(*s), Some(Kind::Idle | Kind::Header));
@@ -843,7 +860,10 @@ impl<'a> Loop<'a> {
             .per_addr
             .hogged()
             .then(|| self.per_addr.busiest().find(waiting));
-        from_hog.flatten().or_else(|| timers.oldest(Kind::Idle))
+        from_hog
+            .flatten()
+            .or_else(|| timers.oldest(Kind::Idle))
+            .or_else(|| timers.oldest(Kind::Header))
     }
 
     fn pause(&mut self) {

@@ -57,6 +57,9 @@ pub struct WorkerCounters {
     pub(crate) log_lines_dropped: AtomicU64,
     /// Connections closed at accept: their address held `--max-conns-per-addr` slots.
     pub(crate) per_addr_refused: AtomicU64,
+    /// Passes of directory listings over their directory (`listing`): each reads every
+    /// entry with `getdents64`, so this is the work listings did.
+    pub(crate) listing_passes: AtomicU64,
     /// Response time of the responses finished whole ([`latency`]).
     pub latency: Latency,
     /// Requests refused by `--basic-auth`, by `auth::Reason` (its `index`).
@@ -86,6 +89,7 @@ pub fn merged(a: Option<&WorkerCounters>, b: Option<&WorkerCounters>) -> WorkerC
         proxy_refused: sum(|c| &c.proxy_refused),
         log_lines_dropped: sum(|c| &c.log_lines_dropped),
         per_addr_refused: sum(|c| &c.per_addr_refused),
+        listing_passes: sum(|c| &c.listing_passes),
         latency: Latency::merged(a.map(|c| &c.latency), b.map(|c| &c.latency)),
         auth_failures: core::array::from_fn(|k| {
             AtomicU64::new(
@@ -110,7 +114,7 @@ pub(crate) struct PageCounters {
 /// Number of `u64` atomics in [`WorkerCounters`]. The mapping relies on zero bytes being a
 /// valid block, true only while every field is an atomic integer with no padding: this
 /// size check fails to compile if a field of another kind is added.
-const COUNTER_WORDS: usize = 16 + crate::auth::REASONS + latency::BUCKETS + 1;
+const COUNTER_WORDS: usize = 17 + crate::auth::REASONS + latency::BUCKETS + 1;
 const _: () = assert!(core::mem::size_of::<WorkerCounters>() == COUNTER_WORDS * 8);
 const _: () = assert!(core::mem::size_of::<PageCounters>() == 4096);
 
@@ -157,7 +161,7 @@ fn load(c: &AtomicU64) -> u64 {
     c.load(Ordering::Relaxed)
 }
 
-const FAMILIES: [Family; 11] = [
+const FAMILIES: [Family; 12] = [
     Family {
         name: "steerd_connections_accepted_total",
         kind: "counter",
@@ -223,6 +227,12 @@ const FAMILIES: [Family; 11] = [
         kind: "counter",
         help: "Connections closed at accept: their address held --max-conns-per-addr slots.",
         read: |c| load(&c.per_addr_refused),
+    },
+    Family {
+        name: "steerd_listing_passes_total",
+        kind: "counter",
+        help: "Passes of directory listings over their directory, each reading every entry.",
+        read: |c| load(&c.listing_passes),
     },
 ];
 

@@ -17,7 +17,8 @@
 //! all of the arena; a pass that never dropped anything holds everything left and is
 //! the last. Cost: `ceil(N / batch)` passes over `N` entries, `O(N² / batch)` entries
 //! read in all (measured figures in `docs/serving.md`), for memory that does not depend
-//! on `N`.
+//! on `N`. The arena holds a batch of the longest names by count
+//! (`super::BATCH_MIN_ENTRIES`), so `batch` does not shrink as names grow.
 //!
 //! Order: directories first, then names compared with ASCII letters folded to lower
 //! case, ties broken by the raw bytes, so the order is total and `B` sits beside `b`.
@@ -35,15 +36,38 @@ pub(crate) const NAME_MAX: usize = 255;
 /// Bytes of an entry's record in the arena: its kind, its length, its name.
 const RECORD_HEAD: usize = 2;
 
+/// Bytes of the longest record.
+pub(crate) const RECORD_MAX: usize = RECORD_HEAD + NAME_MAX;
+
 /// A mark on a record's kind byte: kept by a halving (set and cleared within it).
 const KEPT: u8 = 0x80;
 
-/// The listing order of two entries.
+/// The listing order of two entries. Bytes that are equal fold equal, so both the
+/// folded comparison and the tie-break start where the names first differ: a run of
+/// equal bytes (names sharing a long prefix, every comparison of a pass over them) is
+/// passed over eight bytes at a time instead of folded byte by byte. The oracle is
+/// the plain definition, in the tests.
 #[inline(never)]
 pub fn order(a: (Kind, &[u8]), b: (Kind, &[u8])) -> Ordering {
-    a.0.cmp(&b.0)
-        .then_with(|| cmp_folded(a.1, b.1))
-        .then_with(|| a.1.cmp(b.1))
+    a.0.cmp(&b.0).then_with(|| {
+        let same = common_prefix(a.1, b.1);
+        let (x, y) = (&a.1[same..], &b.1[same..]);
+        cmp_folded(x, y).then_with(|| x.cmp(y))
+    })
+}
+
+/// Bytes at the start of `a` and `b` that are equal.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let word = |s: &[u8], i: usize| s.get(i..i + 8).and_then(|w| <[u8; 8]>::try_from(w).ok());
+    let mut i = 0;
+    while i + 8 <= n && word(a, i) == word(b, i) {
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
 }
 
 /// Names compared with ASCII letters folded to lower case.
@@ -405,6 +429,29 @@ mod tests {
         assert!(got.iter().all(|e| union.contains(e)));
     }
 
+    /// The production arena holds a pass by count: 10,000 entries take at most
+    /// `ceil(10,000 / (BATCH_MIN_ENTRIES / 2))` passes, with names of 6 bytes as of 255
+    /// (sharing all but their last digits, so every comparison reads them whole).
+    #[test]
+    fn a_pass_holds_thousands_of_entries_whatever_their_length() {
+        use crate::listing::{BATCH_ENTRIES, BATCH_MIN_ENTRIES, BATCH_NAMES};
+        let n: usize = 10_000;
+        for len in [6, 16, 64, NAME_MAX] {
+            let dir: Vec<Entry> = (0..n)
+                .map(|i| (Kind::File, format!("{i:0>len$}").into_bytes()))
+                .collect();
+            let mut sel = Selection::new(BATCH_NAMES, BATCH_ENTRIES);
+            let mut passes = 0;
+            let got = list(&mut sel, |pass| {
+                passes = pass + 1;
+                dir.clone()
+            });
+            assert_eq!(got, dir, "{len}-byte names");
+            let bound = n.div_ceil(BATCH_MIN_ENTRIES / 2);
+            assert!(passes <= bound, "{len}-byte names: {passes} passes");
+        }
+    }
+
     #[test]
     fn the_heapsort_sorts_as_std_does() {
         let mut rng = Rng(31);
@@ -421,6 +468,35 @@ mod tests {
             let got: Vec<_> = (0..sel.len()).map(|i| sel.get(i)).collect();
             let want: Vec<_> = oracle.iter().map(|&at| record(&sel.names, at)).collect();
             assert_eq!(got, want, "{n} records");
+        }
+    }
+
+    /// The order's definition, comparing the names whole.
+    fn order_naive(a: (Kind, &[u8]), b: (Kind, &[u8])) -> Ordering {
+        a.0.cmp(&b.0)
+            .then_with(|| cmp_folded(a.1, b.1))
+            .then_with(|| a.1.cmp(b.1))
+    }
+
+    #[test]
+    fn the_order_agrees_with_its_definition() {
+        let mut rng = Rng(0x5851_f42d_4c95_7f2d);
+        let prefixes: [&[u8]; 4] = [b"", b"n", b"nnnnnnnn", &[b'N'; 20]];
+        for _ in 0..20_000 {
+            let mut name = || {
+                let p = prefixes[(rng.next() % 4) as usize];
+                [p, &rng.name()].concat()
+            };
+            let (a, b) = (name(), name());
+            let kinds = [Kind::Dir, Kind::File];
+            let (ka, kb) = (kinds[a.len() % 2], kinds[b.len() / 3 % 2]);
+            for (x, y) in [(&a, &b), (&a, &a), (&b, &a)] {
+                assert_eq!(
+                    order((ka, x), (kb, y)),
+                    order_naive((ka, x), (kb, y)),
+                    "{x:?} {y:?}"
+                );
+            }
         }
     }
 

@@ -204,9 +204,10 @@ impl PerAddr {
     }
 
     /// Whether the address holding the most connections holds more than a quarter of its
-    /// limit (and more than one): only then does a full table reclaim from it. Otherwise
-    /// every address holds a modest share, and the busiest is merely the one that got
-    /// there last, whose connection is likely the newest in the table.
+    /// limit (and more than one): only then does a full table reclaim from it first.
+    /// Otherwise every address holds a modest share, and the busiest is merely the one
+    /// that got there last, whose connection is likely the newest in the table (the loop
+    /// then takes the oldest idle connection, or the oldest head, of any address).
     pub(crate) fn hogged(&self) -> bool {
         self.top > 1 && u64::from(self.top) * 4 > u64::from(self.limit)
     }

@@ -439,7 +439,7 @@ fn a_full_table_pauses_accepting_and_serves_the_queue_when_a_slot_frees() {
     let mut a = srv.connect();
     let mut b = srv.connect();
     // Lingering after a 400 (waiting for the peer's EOF), neither can be reclaimed: a
-    // half-sent head could (the full table closes one of the busiest address's).
+    // half-sent head could (a full table closes the oldest when nothing is idle).
     a.write_all(b"GET / HTTP/1.1\r\nno colon\r\n\r\n").unwrap();
     b.write_all(b"GET / HTTP/1.1\r\nno colon\r\n\r\n").unwrap();
     std::thread::sleep(Duration::from_millis(200));

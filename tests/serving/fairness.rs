@@ -1,10 +1,13 @@
 //! Per-address fairness through the real binary: one address flooding a small table with
 //! idle connections, half-sent heads and connect/close churn neither closes another
 //! address's keep-alive connections nor keeps its new ones out, and it is the flooder
-//! that is refused (`--max-conns-per-addr`, docs/serving.md "Fairness").
+//! that is refused (`--max-conns-per-addr`, docs/serving.md "Fairness"); half-sent heads
+//! spread over 16 or 32 addresses, none holding more than a quarter of its limit, fill
+//! the table and still give way, oldest first, to a new client.
 //!
-//! The flooder is 127.0.0.2 and the client 127.0.0.3 (loopback answers all of
-//! 127.0.0.0/8; each socket is bound to its source before connecting). Every socket has
+//! The flooder is 127.0.0.2, the client 127.0.0.3 and the spread heads come from
+//! 127.0.0.10 on (loopback answers all of 127.0.0.0/8; each socket is bound to its
+//! source before connecting). Every socket has
 //! read, write and connect timeouts, and every phase ends at a deadline.
 
 use crate::support;
@@ -203,6 +206,15 @@ impl Flood {
     }
 }
 
+/// One worker with a table of `conns` slots, `per_addr` of them for an address.
+fn one_worker(conns: u32, per_addr: u32, extra: &[&str]) -> Server {
+    let (conns, per_addr) = (conns.to_string(), per_addr.to_string());
+    let mut args = vec!["--workers", "1", "--max-conns", &conns];
+    args.extend(["--max-conns-per-addr", &per_addr]);
+    args.extend_from_slice(extra);
+    Server::start(&args)
+}
+
 /// Whether this machine lets a socket bind 127.0.0.2 and 127.0.0.3.
 fn can_bind_sources(name: &str) -> bool {
     for src in [FLOODER, CLIENT] {
@@ -281,14 +293,7 @@ fn a_full_table_reclaims_from_the_address_holding_the_most() {
     if !can_bind_sources(name) {
         return;
     }
-    let server = Server::start(&[
-        "--workers",
-        "1",
-        "--max-conns",
-        "32",
-        "--max-conns-per-addr",
-        "32",
-    ]);
+    let server = one_worker(32, 32, &[]);
     let mut client = Client::open(server.addr, 3);
     let warm = client.run(30, Instant::now() + Duration::from_secs(5));
     assert_eq!(warm.failures, 0, "{warm:?}");
@@ -304,6 +309,99 @@ fn a_full_table_reclaims_from_the_address_holding_the_most() {
     );
     assert_eq!(run.failures, 0, "{run:?}");
     assert!(run.fresh_ok >= 10, "{run:?}");
+}
+
+/// Half-sent heads from `addrs` addresses (127.0.0.10 on), `each` from every one. The
+/// first is opened alone and seen open before the rest, so it is the oldest head the
+/// server holds; the rest follow in turn.
+fn spread_heads(server: &Server, addrs: u8, each: usize) -> Vec<TcpStream> {
+    let mut heads = Vec::new();
+    for i in 0..usize::from(addrs) * each {
+        let src = Ipv4Addr::new(127, 0, 0, 10 + (i % usize::from(addrs)) as u8);
+        let mut s = connect_from(src, server.addr).expect("connect");
+        s.write_all(PARTIAL).expect("half a head");
+        heads.push(s);
+        if i == 0 {
+            assert!(open_reaches(server, 1), "the first head was not taken");
+        }
+    }
+    heads
+}
+
+/// Whether the server's open connections reach `n` within 10 s.
+fn open_reaches(server: &Server, n: u64) -> bool {
+    let end = Instant::now() + IO_TIMEOUT;
+    while Instant::now() < end {
+        if server.metric("steerd_connections_open") >= n {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+/// A client connection from [`CLIENT`] that waits 20 s for its response, and whether it
+/// got a 200 (kept alive after it).
+fn client_served(server: &Server) -> (BufReader<TcpStream>, bool) {
+    let mut c = BufReader::new(connect_from(CLIENT, server.addr).expect("connect"));
+    c.get_mut()
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let served = request(&mut c).is_some();
+    (c, served)
+}
+
+/// A 64-slot table filled with half-sent heads from `addrs` addresses, each holding
+/// `64 / addrs` slots, at most a quarter of the per-address limit of 16: no address is
+/// a hog and nothing is idle. A client from another address still gets its 200 long
+/// before the header timeout (60 s; the client waits 20 s), and the head closed for it
+/// is the oldest one. Its connection, kept alive, is then idle: the next client's
+/// connection closes it rather than another head.
+fn spread_heads_give_way_to_a_new_client(name: &str, addrs: u8) {
+    if !can_bind_sources(name) {
+        return;
+    }
+    let server = one_worker(64, 16, &["--header-timeout", "60s"]);
+    let mut heads = spread_heads(&server, addrs, 64 / usize::from(addrs));
+    assert!(
+        open_reaches(&server, 64),
+        "the heads did not fill the table"
+    );
+    let (mut first, served) = client_served(&server);
+    let oldest_closed = support::client::closed_within(&mut heads[0], IO_TIMEOUT);
+    let open = server.metric("steerd_connections_open");
+    eprintln!(
+        "{addrs} addresses: client served: {served}; oldest head closed: {oldest_closed}; \
+         open {open}"
+    );
+    assert!(served, "the client got no 200 within 20 s");
+    assert!(oldest_closed, "the oldest head is the one closed");
+    assert_eq!(open, 64, "one head gave way to the client's connection");
+    let (_second, served) = client_served(&server);
+    assert!(served, "the second client got no 200 within 20 s");
+    assert!(
+        support::client::closed_within(first.get_mut(), IO_TIMEOUT),
+        "the idle connection gave way"
+    );
+    // Any close for the second client came before its 200: a second now is plenty.
+    let next_closed = support::client::closed_within(&mut heads[1], Duration::from_secs(1));
+    assert!(!next_closed, "the next oldest head stays while one is idle");
+}
+
+#[test]
+fn sixteen_addresses_of_half_sent_heads_give_way_to_a_new_client() {
+    spread_heads_give_way_to_a_new_client(
+        "sixteen_addresses_of_half_sent_heads_give_way_to_a_new_client",
+        16,
+    );
+}
+
+#[test]
+fn thirty_two_addresses_of_half_sent_heads_give_way_to_a_new_client() {
+    spread_heads_give_way_to_a_new_client(
+        "thirty_two_addresses_of_half_sent_heads_give_way_to_a_new_client",
+        32,
+    );
 }
 
 /// `steerd check` takes the flag; 0 or a word is an argument error (exit 2) naming the

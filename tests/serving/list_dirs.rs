@@ -5,7 +5,8 @@
 //! hidden unless allowed, symlinks listed as what they
 //! lead to under the root or not at all; HEAD, 304 and 412 on the listing's validators;
 //! HTTP/1.0 close-delimited. A directory of 100,000 entries streams with the worker's
-//! memory bounded while the same worker answers another connection promptly. Headless
+//! memory bounded while the same worker answers another connection promptly; 10,000
+//! names of 250 bytes take no more than 5 passes over their directory. Headless
 //! Chromium renders the page and every link it shows is followed.
 
 use crate::support;
@@ -518,12 +519,13 @@ fn a_big_directory_streams_in_bounded_memory_while_the_worker_answers_others() {
     let made = Instant::now();
     let (base, big) = big_tree();
     eprintln!("made {BIG} entries in {:?}", made.elapsed());
-    let srv = serve(&base, &["--list-dirs"]);
+    let srv = serve(&base, &["--list-dirs", "--metrics", "127.0.0.1:0"]);
     let worker = srv.worker_pids()[0];
     // Warm up: a file, a small listing (the slot's first pages), the probe's path.
     assert_eq!(get(&srv, "/small.txt", "").text(), "small");
     assert_eq!(get(&srv, "/", "").status, 200);
     let before = peak_rss_kib(worker);
+    let passes_before = srv.metric("steerd_listing_passes_total");
     let addr = srv.addr;
     let listing = std::thread::spawn(move || timed_listing(addr, "/big/"));
     let mut probes = Vec::new();
@@ -535,11 +537,12 @@ fn a_big_directory_streams_in_bounded_memory_while_the_worker_answers_others() {
     }
     let (names, took) = listing.join().unwrap();
     let growth = peak_rss_kib(worker).saturating_sub(before);
+    let passes = srv.metric("steerd_listing_passes_total") - passes_before;
     probes.sort();
     let (p50, max) = (probes[probes.len() / 2], probes[probes.len() - 1]);
     eprintln!(
-        "listed {} entries in {took:?}; worker peak RSS +{growth} KiB; {} probes meanwhile, \
-         p50 {p50:?}, max {max:?}",
+        "listed {} entries in {took:?} and {passes} passes; worker peak RSS +{growth} KiB; \
+         {} probes meanwhile, p50 {p50:?}, max {max:?}",
         names.len(),
         probes.len()
     );
@@ -567,6 +570,56 @@ fn a_big_directory_streams_in_bounded_memory_while_the_worker_answers_others() {
         "no growth a second time"
     );
     drop(big);
+}
+
+/// Entries of each directory of [`long_and_short_tree`].
+const MANY: usize = 10_000;
+
+/// `root/long/` with [`MANY`] empty files whose names are 250 bytes (a shared run of
+/// `n`, then a number), `root/short/` with as many named by the number alone.
+fn long_and_short_tree() -> TempDir {
+    let base = TempDir::new("list-long");
+    let root = base.path().join("root");
+    for dir in ["long", "short"] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+    }
+    for i in 0..MANY {
+        let long = format!("{}{i:06}", "n".repeat(250 - 6));
+        std::fs::File::create(root.join("long").join(long)).unwrap();
+        std::fs::File::create(root.join("short").join(format!("{i:06}"))).unwrap();
+    }
+    base
+}
+
+/// A listing holds its batch by count, not by bytes: 10,000 names of 250 bytes take at
+/// most 5 passes over the directory (a pass keeps at least 2,048 entries, whatever their
+/// length), as 10,000 short names do, and the worker's memory stays bounded.
+#[test]
+fn long_names_take_no_more_passes_than_a_few_thousand_entries_each() {
+    let base = long_and_short_tree();
+    let srv = serve(&base, &["--list-dirs", "--metrics", "127.0.0.1:0"]);
+    let worker = srv.worker_pids()[0];
+    assert_eq!(get(&srv, "/short/", "").status, 200, "warm up");
+    let before = peak_rss_kib(worker);
+    let passes = |path: &str| {
+        let start = srv.metric("steerd_listing_passes_total");
+        let (names, _) = timed_listing(srv.addr, path);
+        assert_eq!(names.len(), MANY, "{path}");
+        assert!(
+            names.windows(2).all(|w| w[0] < w[1]),
+            "{path}: sorted, each once"
+        );
+        srv.metric("steerd_listing_passes_total") - start
+    };
+    let short = passes("/short/");
+    let long = passes("/long/");
+    let growth = peak_rss_kib(worker).saturating_sub(before);
+    eprintln!(
+        "{MANY} entries: {short} passes of short names, {long} of long; peak RSS +{growth} KiB"
+    );
+    assert!(short >= 1, "the counter counts");
+    assert!(long <= 5, "{long} passes over {MANY} long names");
+    assert!(growth < 2048, "peak RSS grew {growth} KiB");
 }
 
 #[test]

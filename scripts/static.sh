@@ -124,6 +124,12 @@ build_one() {
         cargo build --quiet --release --locked --target "$t" -p steerd "${build_std[@]}"
     out=$tdir/static/steerd-$t
     cp -f "$build_dir/$t/release/steerd" "$out"
+    # Also where cargo would have left it in the clone, which the VM tests, the container
+    # file (deploy/Containerfile) and scripts/footprint.sh read.
+    if [ "$build_dir" != "$tdir" ]; then
+        mkdir -p "$tdir/$t/release"
+        cp -f "$build_dir/$t/release/steerd" "$tdir/$t/release/steerd"
+    fi
     if command -v readelf >/dev/null && readelf -lW "$out" | grep -q 'program interpreter'; then
         echo "static: $t: the binary is dynamically linked" >&2
         exit 1

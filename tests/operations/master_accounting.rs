@@ -65,12 +65,12 @@ fn silent_metrics_clients_delay_neither_a_respawn_nor_a_scrape() {
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("steerd_worker_respawns_total"), "{body}");
     // Each silent client once held the master for a second in turn: ~19 s for the
-    // scrape. Generous bounds, far below that.
+    // scrape. Generous bounds (a loaded machine may take seconds), still half of that.
     assert!(
-        respawned < Duration::from_secs(3),
+        respawned < Duration::from_secs(9),
         "respawn took {respawned:?}"
     );
-    assert!(scraped < Duration::from_secs(3), "scrape took {scraped:?}");
+    assert!(scraped < Duration::from_secs(9), "scrape took {scraped:?}");
     drop(silent);
 }
 

@@ -477,7 +477,21 @@ fn a_stalled_reader_is_cut_at_the_send_timeout() {
     let mut w = s.try_clone().unwrap();
     w.write_all(b"GET /huge.bin HTTP/1.1\r\nHost: t\r\n\r\n")
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500)); // never read: the send stalls
+    // Never read: the send stalls, and the loop closes the connection at the send timeout.
+    // Waited for by the open-connections count, not by a time (a loaded machine is slow).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let opened = || srv.counters.open.load(std::sync::atomic::Ordering::Relaxed);
+    while opened() == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    while opened() != 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        opened(),
+        0,
+        "the stalled connection was not closed within 30 s"
+    );
     let mut r = s;
     let mut total = 0usize;
     let mut buf = vec![0u8; 1 << 16];

@@ -705,8 +705,15 @@ fn with_every_listing_slot_streaming_another_listing_is_503_until_one_ends() {
             s
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(300));
-    let refused = get(&srv, "/many/", "");
+    // The four take their slots as the worker reads them: wait for that, not for a time.
+    let start = Instant::now();
+    let refused = loop {
+        let r = get(&srv, "/many/", "");
+        if r.status == 503 || start.elapsed() > Duration::from_secs(60) {
+            break r;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     assert_eq!(refused.status, 503, "{}", refused.text());
     assert_eq!(
         get(&srv, "/many/", "Accept: application/json\r\n").status,

@@ -53,9 +53,15 @@ vm:
 bench-parser:
     cargo bench --bench parser
 
-# The suite built for aarch64 and run under qemu-aarch64-static.
-test-arm64:
-    scripts/test-arm64.sh
+# The CI subset built for aarch64 and run under qemu-aarch64-static; `just test-arm64
+# --workspace` for the whole suite.
+test-arm64 *ARGS:
+    scripts/test-arm64.sh {{ARGS}}
+
+# The latency and ordering bounds under load the suite measures but does not assert,
+# asserted, each test alone RUNS times (docs/ci.md).
+latency-bounds RUNS="5":
+    scripts/latency-bounds.sh {{RUNS}}
 
 # The CI subset built for 32-bit ARM, RISC-V and s390x and run under their user-mode QEMU.
 test-armv7:

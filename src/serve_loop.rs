@@ -55,6 +55,10 @@
 //! `accept4`, `getsockopt(SO_INCOMING_CPU)`, `read`, `send`, `close`, and the
 //! `epoll_pwait` that reported the listener (one per connection when they arrive one at
 //! a time).
+//!
+//! Parts: [`table`] owns the connection table (slots, arena, free stack, give-back),
+//! taken and released as nginx's `ngx_get_connection`/`ngx_free_connection`; this
+//! file turns epoll events, deadlines and control into calls on it.
 
 use crate::access_log::AccessLog;
 use crate::auth::budget::Limits;
@@ -62,7 +66,7 @@ use crate::auth::gate::random_key;
 use crate::auth::{Credentials, Gate};
 use crate::client_addr::Walk;
 use crate::config::{Cidr, Logging, Timeouts};
-use crate::conn::{self, Arrival, Conn, Ctx, Next, Readiness, Scratch};
+use crate::conn::{self, Arrival, Ctx, Next, Readiness, Scratch};
 use crate::event::{Poller, Ready, Token};
 use crate::files::cache::{CacheConfig, FileCache};
 use crate::files::FileOptions;
@@ -84,9 +88,10 @@ use std::time::Duration;
 
 mod give_back;
 mod per_addr;
+mod table;
 
-use give_back::GiveBack;
 use per_addr::{AddrKey, PerAddr};
+use table::Table;
 
 /// What the worker should do next, as told by its signal flags.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -261,80 +266,9 @@ fn setup(step: &'static str) -> impl FnOnce(rustix::io::Errno) -> LoopError {
     move |e| LoopError::Setup(step, e.into())
 }
 
-/// One entry of the loop's connection table: the connection's protocol state, and what
-/// the loop keeps about it (the connection never sees these).
-struct Slot {
-    conn: Conn,
-    /// Incremented on each reuse of the slot (the epoll token carries it).
-    generation: u32,
-    /// Registered with epoll.
-    registered: bool,
-    /// On the ready list (after a [`Next::Yield`]).
-    queued: bool,
-    /// Free, and its arena region given back ([`give_back`]).
-    released: bool,
-}
-
-impl Slot {
-    fn free() -> Slot {
-        Slot {
-            conn: Conn::free(),
-            generation: 0,
-            registered: false,
-            queued: false,
-            released: false,
-        }
-    }
-
-    /// A freshly accepted socket in this slot, under a new generation.
-    fn open(&mut self, fd: OwnedFd, arrival: Arrival) {
-        self.generation = self.generation.wrapping_add(1);
-        self.registered = false;
-        self.queued = false;
-        self.released = false;
-        self.conn.open(fd, arrival);
-    }
-
-    /// Frees the slot; the generation stays, so old tokens remain stale.
-    fn release(&mut self, ctx: &mut Ctx<'_>) {
-        self.registered = false;
-        self.queued = false;
-        self.conn.release(ctx);
-    }
-}
-
-struct Loop<'a> {
-    listener: BorrowedFd<'a>,
-    poller: Poller,
-    slots: Vec<Slot>,
-    arena: crate::sys::ZeroedArena,
-    /// Bytes of each slot's region of the arena (`conn::slot_bytes`).
-    slot_bytes: usize,
-    /// Distance between two slots' regions: `slot_bytes` rounded up to whole pages, so a
-    /// region's pages are its own and can be given back alone.
-    stride: usize,
-    /// The working area every connection of the loop reads and answers in
-    /// (`slot_bytes`, laid out as a slot's region: `conn::Areas`), page-aligned as a
-    /// slot's region is, so the parser and `memchr` see the alignment they saw there.
-    work: crate::sys::ZeroedArena,
-    /// Free slots, the last freed on top (reused first). The table grows (a slot is
-    /// added) only when this is empty: `slots` and its companion tables are filled, and
-    /// their pages touched, only as far as connections have used them.
-    free: Vec<u32>,
-    /// The table's ceiling (`--max-conns`): `slots` and `free` have this much room.
-    max_slots: usize,
-    /// The generation a slot added to the table starts from: above that of every slot
-    /// the table dropped when it shrank, so no old token matches a new slot.
-    next_generation: u32,
-    /// Which free slots' pages go back to the kernel, and when.
-    cold: GiveBack,
-    /// Connections that yielded with work left, driven again next turn (capacity: one
-    /// per slot, so pushing never allocates).
-    ready: Vec<Token>,
-    /// The ready list being driven this turn (swapped with `ready`, same capacity).
-    driving: Vec<Token>,
-    ctx: Ctx<'a>,
-    scratch: Scratch,
+/// Who may take a slot, and how an accepted connection arrives.
+struct Admission<'a> {
+    /// This worker's CPU (for the locality counter).
     cpu: u32,
     /// `--real-ip-from`.
     trusted: &'a [Cidr],
@@ -342,6 +276,21 @@ struct Loop<'a> {
     proxy_protocol: bool,
     /// The slots each client address holds (`--max-conns-per-addr`).
     per_addr: PerAddr,
+}
+
+struct Loop<'a> {
+    listener: BorrowedFd<'a>,
+    poller: Poller,
+    table: Table,
+    /// Connections that yielded with work left, driven again next turn (capacity: one
+    /// per slot, so pushing never allocates).
+    ready: Vec<Token>,
+    /// The ready list being driven this turn (swapped with `ready`, same capacity).
+    driving: Vec<Token>,
+    ctx: Ctx<'a>,
+    scratch: Scratch,
+    admission: Admission<'a>,
+    /// Connections open (sockets in slots).
     open: usize,
     accepting: bool,
     /// The loop left the listener for good (graceful stop): never touch it again.
@@ -362,7 +311,6 @@ impl<'a> Loop<'a> {
         let slots = cfg.max_conns.clamp(1, MAX_SLOTS);
         let n = slots as usize;
         let slot_bytes = conn::slot_bytes(cfg.site.head_area());
-        let stride = slot_bytes.next_multiple_of(crate::sys::mem::page_size());
         let poller = Poller::new(tuning.events).map_err(setup("epoll_create1"))?;
         poller
             .add_listener(listener)
@@ -411,25 +359,17 @@ impl<'a> Loop<'a> {
         Ok(Loop {
             listener,
             poller,
-            slots: Vec::with_capacity(n),
-            arena: crate::sys::ZeroedArena::new(n * stride)
-                .map_err(|e| LoopError::Setup("mapping the connection arena", e))?,
-            slot_bytes,
-            stride,
-            work: crate::sys::ZeroedArena::new(slot_bytes)
-                .map_err(|e| LoopError::Setup("mapping the working area", e))?,
-            free: Vec::with_capacity(n),
-            max_slots: n,
-            next_generation: 0,
-            cold: GiveBack::new(ms(tuning.give_back), 0, now),
+            table: Table::new(n, slot_bytes, ms(tuning.give_back), now)?,
             ready: Vec::with_capacity(n),
             driving: Vec::with_capacity(n),
             ctx,
             scratch: Scratch::new(),
-            cpu: cfg.cpu.get() as u32,
-            trusted: &cfg.logging.real_ip_from,
-            proxy_protocol: cfg.logging.proxy_protocol,
-            per_addr: PerAddr::growing(n, cfg.max_conns_per_addr),
+            admission: Admission {
+                cpu: cfg.cpu.get() as u32,
+                trusted: &cfg.logging.real_ip_from,
+                proxy_protocol: cfg.logging.proxy_protocol,
+                per_addr: PerAddr::growing(n, cfg.max_conns_per_addr),
+            },
             open: 0,
             accepting: true,
             listener_shut: false,
@@ -510,47 +450,14 @@ impl<'a> Loop<'a> {
         }
     }
 
-    /// Gives the arena pages of slots unused for a while back to the kernel ([`give_back`]).
+    /// Gives the arena pages of slots unused for a while back to the kernel ([`give_back`]);
+    /// when the table shrinks, its companion tables (the deadline and per-address links)
+    /// shrink with it, their room kept.
     fn give_back(&mut self) {
-        let (arena, stride, slots) = (&mut self.arena, self.stride, &mut self.slots);
-        let ended = self.cold.run(self.ctx.now_ms, &self.free, |first, n| {
-            let start = first as usize * stride;
-            arena.release(start..start + n as usize * stride);
-            for s in &mut slots[first as usize..][..n as usize] {
-                s.released = true;
-            }
-        });
-        if ended {
-            self.shrink();
+        if let Some(keep) = self.table.give_back(self.ctx.now_ms) {
+            self.ctx.timers.truncate(keep);
+            self.admission.per_addr.truncate(keep);
         }
-    }
-
-    /// Drops the released slots at the table's end (and their entries in the free stack,
-    /// the deadline links and the per-address links), giving back the pages they used;
-    /// the room stays reserved, so the table grows again without allocating.
-    fn shrink(&mut self) {
-        let keep = self
-            .slots
-            .iter()
-            .rposition(|s| !s.released)
-            .map_or(0, |i| i + 1);
-        if keep == self.slots.len() {
-            return;
-        }
-        for s in &self.slots[keep..] {
-            self.next_generation = self.next_generation.max(s.generation.saturating_add(1));
-        }
-        let released = self.cold.released();
-        let dropped = self.free[..released]
-            .iter()
-            .filter(|&&i| i as usize >= keep)
-            .count();
-        self.free.retain(|&i| (i as usize) < keep);
-        self.cold.shrunk(dropped, self.free.len());
-        self.slots.truncate(keep);
-        crate::sys::release_spare(&mut self.slots);
-        self.ctx.timers.truncate(keep);
-        self.per_addr.truncate(keep);
     }
 
     fn tick(&mut self) {
@@ -566,7 +473,7 @@ impl<'a> Loop<'a> {
             until = until.min(d);
         }
         // A full table resumes when a slot frees (in the same turn), not on a timer.
-        if !self.accepting && !self.ctx.draining && self.has_room() {
+        if !self.accepting && !self.ctx.draining && self.table.has_room() {
             until = until.min(self.resume_at);
         }
         if let Some(end) = grace_end {
@@ -584,15 +491,11 @@ impl<'a> Loop<'a> {
         if token == Token::LISTENER {
             return self.accept_batch();
         }
-        let live = self
-            .slots
-            .get(token.slot as usize)
-            .is_some_and(|s| s.generation == token.generation && !s.conn.is_free());
-        if !live {
+        let Some(conn) = self.table.live(token) else {
             self.ctx.counters.stale_events.fetch_add(1, Relaxed);
             return;
-        }
-        self.slots[token.slot as usize].conn.note_ready(Readiness {
+        };
+        conn.note_ready(Readiness {
             readable: ready.readable || ready.hangup,
             writable: ready.writable || ready.hangup,
             peer_shut: ready.peer_shut || ready.hangup,
@@ -606,7 +509,7 @@ impl<'a> Loop<'a> {
                 return;
             }
             // A full table makes room (below) only for a connection really accepted.
-            if !self.has_room() && self.reclaimable().is_none() {
+            if !self.table.has_room() && self.reclaimable().is_none() {
                 return self.pause();
             }
             match rustix::net::acceptfrom_with(
@@ -617,18 +520,26 @@ impl<'a> Loop<'a> {
                     let peer = addr.and_then(|a| std::net::SocketAddr::try_from(a).ok());
                     let peer = peer.map(|a| a.ip());
                     // A trusted proxy (`--real-ip-from`) carries many clients: not limited.
-                    let trusted = peer.is_some_and(|ip| Cidr::any_contains(self.trusted, ip));
+                    let trusted =
+                        peer.is_some_and(|ip| Cidr::any_contains(self.admission.trusted, ip));
                     let key = peer.filter(|_| !trusted).map(AddrKey::of);
-                    if key.is_some_and(|k| !self.per_addr.admits(k)) {
+                    if key.is_some_and(|k| !self.admission.per_addr.admits(k)) {
                         // Closed before a byte is read: it takes no slot and makes no room.
                         self.ctx.counters.per_addr_refused.fetch_add(1, Relaxed);
                         drop(fd);
                         continue;
                     }
-                    if !self.has_room() {
+                    if !self.table.has_room() {
                         self.make_room();
                     }
-                    let Some(slot) = self.take_slot() else { return };
+                    let (timers, per_addr) = (&mut self.ctx.timers, &mut self.admission.per_addr);
+                    let grow = || {
+                        timers.add_slot();
+                        per_addr.add_slot();
+                    };
+                    let Some(slot) = self.table.take(grow) else {
+                        return;
+                    };
                     self.accepted(slot, fd, peer);
                 }
                 Err(Errno::AGAIN) => return,
@@ -641,88 +552,43 @@ impl<'a> Loop<'a> {
         }
     }
 
-    /// A free slot or room to add one.
-    fn has_room(&self) -> bool {
-        !self.free.is_empty() || self.slots.len() < self.max_slots
-    }
-
-    /// The free slot freed last, or a new one while the table is under its ceiling.
-    fn take_slot(&mut self) -> Option<u32> {
-        if let Some(slot) = self.free.pop() {
-            self.cold.taken(self.free.len());
-            return Some(slot);
-        }
-        if self.slots.len() == self.max_slots {
-            return None;
-        }
-        Some(self.add_slot())
-    }
-
-    /// A new slot at the table's end, with its deadline and per-address entries, within
-    /// the room reserved at start (no allocation). Only until the table has grown to
-    /// what the load has needed at once: out of the hot path.
-    #[cold]
-    #[inline(never)]
-    fn add_slot(&mut self) -> u32 {
-        self.slots.push(Slot {
-            generation: self.next_generation,
-            ..Slot::free()
-        });
-        self.ctx.timers.add_slot();
-        self.per_addr.add_slot();
-        (self.slots.len() - 1) as u32
-    }
-
     fn accepted(&mut self, slot: u32, fd: OwnedFd, peer: Option<std::net::IpAddr>) {
         let counters = self.ctx.counters;
         counters.accepted.fetch_add(1, Relaxed);
-        let local = rustix::net::sockopt::socket_incoming_cpu(&fd) == Ok(self.cpu);
+        let adm = &mut self.admission;
+        let local = rustix::net::sockopt::socket_incoming_cpu(&fd) == Ok(adm.cpu);
         if local {
             counters.local.fetch_add(1, Relaxed);
         }
-        let trusted = peer.is_some_and(|ip| Cidr::any_contains(self.trusted, ip));
-        if self.proxy_protocol && !trusted {
+        let trusted = peer.is_some_and(|ip| Cidr::any_contains(adm.trusted, ip));
+        if adm.proxy_protocol && !trusted {
             // Only a trusted proxy may send a PROXY header: close before reading a byte.
             counters.proxy_refused.fetch_add(1, Relaxed);
-            self.free.push(slot);
+            self.table.put_back(slot);
             return;
         }
         let arrival = Arrival {
             peer,
             local,
-            forwarded: trusted && !self.proxy_protocol,
-            proxy_header: self.proxy_protocol,
+            forwarded: trusted && !adm.proxy_protocol,
+            proxy_header: adm.proxy_protocol,
         };
         if let Some(ip) = peer.filter(|_| !trusted) {
-            self.per_addr.add(slot, AddrKey::of(ip));
+            adm.per_addr.add(slot, AddrKey::of(ip));
         }
         counters.open.fetch_add(1, Relaxed);
         self.open += 1;
         // The header deadline is armed only if the request has to be waited for.
-        self.slots[slot as usize].open(fd, arrival);
+        self.table.slot_mut(slot).open(fd, arrival);
         self.drive(slot);
     }
 
     fn drive(&mut self, slot: u32) {
-        let i = slot as usize;
-        let mem = conn::Areas {
-            arena: &mut self.arena,
-            at: i * self.stride,
-            work: &mut self.work,
-        };
-        let s = &mut self.slots[i];
-        let next = conn::advance(slot, &mut s.conn, mem, &mut self.ctx, &mut self.scratch);
-        if s.conn.take_spent_pages(false) {
-            // Closing or not: a slot about to be freed needs its pages no more either.
-            self.arena.release(i * self.stride..(i + 1) * self.stride);
-        }
+        let (next, s) = self.table.advance(slot, &mut self.ctx, &mut self.scratch);
         match next {
             Next::Park if s.registered => {}
             Next::Park => {
-                let token = Token {
-                    slot,
-                    generation: s.generation,
-                };
+                let token = s.token(slot);
                 let added = s.conn.fd().map(|fd| self.poller.add_conn(fd, token));
                 match added {
                     Some(Ok(())) => s.registered = true,
@@ -730,10 +596,7 @@ impl<'a> Loop<'a> {
                 }
             }
             Next::Yield => {
-                let token = Token {
-                    slot,
-                    generation: s.generation,
-                };
+                let token = s.token(slot);
                 let added = match (s.registered, s.conn.fd()) {
                     (true, _) => Ok(()),
                     (false, Some(fd)) => self.poller.add_conn(fd, token),
@@ -757,8 +620,8 @@ impl<'a> Loop<'a> {
     /// per slot (a live slot is queued at most once).
     fn queue(&mut self, token: Token) {
         if self.ready.len() == self.ready.capacity() {
-            let slots = &self.slots;
-            self.ready.retain(|t| is_queued(slots, *t));
+            let table = &self.table;
+            self.ready.retain(|t| table.is_queued(*t));
         }
         self.ready.push(token);
     }
@@ -772,40 +635,25 @@ impl<'a> Loop<'a> {
         core::mem::swap(&mut self.ready, &mut self.driving);
         for i in 0..self.driving.len() {
             let token = self.driving[i];
-            if !is_queued(&self.slots, token) {
+            if !self.table.is_queued(token) {
                 continue;
             }
-            self.slots[token.slot as usize].queued = false;
+            self.table.slot_mut(token.slot).queued = false;
             self.drive(token.slot);
         }
         self.driving.clear();
     }
 
     fn close(&mut self, slot: u32) {
-        let Some(s) = self.slots.get_mut(slot as usize) else {
-            return;
-        };
-        if s.conn.fd().is_none() {
-            return;
+        if self.table.release(slot, &mut self.ctx) {
+            self.admission.per_addr.remove(slot);
+            self.open -= 1;
+            self.ctx.counters.open.fetch_sub(1, Relaxed);
         }
-        self.ctx.timers.disarm(slot);
-        let i = slot as usize;
-        if s.conn.sending() {
-            let buf = slot_area(&mut self.arena, self.stride, self.slot_bytes, i);
-            conn::abandon(&mut s.conn, buf, &mut self.ctx);
-        }
-        if s.conn.take_spent_pages(true) {
-            self.arena.release(i * self.stride..(i + 1) * self.stride);
-        }
-        s.release(&mut self.ctx);
-        self.per_addr.remove(slot);
-        self.free.push(slot);
-        self.open -= 1;
-        self.ctx.counters.open.fetch_sub(1, Relaxed);
     }
 
     fn close_all(&mut self) {
-        for slot in 0..self.slots.len() as u32 {
+        for slot in 0..self.table.len() as u32 {
             self.close(slot);
         }
     }
@@ -815,16 +663,13 @@ impl<'a> Loop<'a> {
     fn expire(&mut self) {
         while let Some((slot, kind)) = self.ctx.timers.pop_expired(self.ctx.now_ms) {
             if kind == Kind::Header {
-                let i = slot as usize;
-                let buf = slot_area(&mut self.arena, self.stride, self.slot_bytes, i);
-                let (c, ctx) = (&mut self.slots[i].conn, &mut self.ctx);
-                if conn::header_timeout(c, buf, ctx, &mut self.scratch) {
+                let (c, buf) = self.table.held(slot);
+                if conn::header_timeout(c, buf, &mut self.ctx, &mut self.scratch) {
                     self.drive(slot);
                     continue;
                 }
             }
-            if kind == Kind::Linger
-                && conn::still_flushing(&self.slots[slot as usize].conn, &self.ctx)
+            if kind == Kind::Linger && conn::still_flushing(&self.table.slot(slot).conn, &self.ctx)
             {
                 self.ctx.timers.arm(slot, Kind::Linger, self.ctx.now_ms);
                 continue;
@@ -856,10 +701,8 @@ impl<'a> Loop<'a> {
     fn reclaimable(&self) -> Option<u32> {
         let timers = &self.ctx.timers;
         let waiting = |s: &u32| matches!(timers.kind(*s), Some(Kind::Idle | Kind::Header));
-        let from_hog = self
-            .per_addr
-            .hogged()
-            .then(|| self.per_addr.busiest().find(waiting));
+        let per_addr = &self.admission.per_addr;
+        let from_hog = per_addr.hogged().then(|| per_addr.busiest().find(waiting));
         from_hog
             .flatten()
             .or_else(|| timers.oldest(Kind::Idle))
@@ -880,7 +723,7 @@ impl<'a> Loop<'a> {
         if not_paused || self.ctx.now_ms < self.resume_at {
             return;
         }
-        if self.has_room() || self.reclaimable().is_some() {
+        if self.table.has_room() || self.reclaimable().is_some() {
             self.accepting = self.poller.listener_interest(self.listener, true).is_ok();
         }
     }
@@ -923,7 +766,7 @@ impl<'a> Loop<'a> {
     /// Closes every connection idle between requests (nothing buffered, no response
     /// owed): what a keep-alive client meets at any idle timeout.
     fn close_idle(&mut self) {
-        for _ in 0..self.slots.len() {
+        for _ in 0..self.table.len() {
             let Some(slot) = self.ctx.timers.oldest(Kind::Idle) else {
                 return;
             };
@@ -939,23 +782,6 @@ impl<'a> Loop<'a> {
         self.accept_batch();
         self.tuning.accept_batch = batch;
     }
-}
-
-/// Slot `i`'s region of the arena: its response-head area, then its receive area.
-fn slot_area(
-    arena: &mut crate::sys::ZeroedArena,
-    stride: usize,
-    len: usize,
-    i: usize,
-) -> &mut [u8] {
-    &mut arena.as_mut_slice()[i * stride..][..len]
-}
-
-/// Whether `token` is a live connection still waiting on the ready list.
-fn is_queued(slots: &[Slot], token: Token) -> bool {
-    slots
-        .get(token.slot as usize)
-        .is_some_and(|s| s.queued && s.generation == token.generation && s.conn.fd().is_some())
 }
 
 #[cfg(test)]
@@ -1008,7 +834,7 @@ mod tests {
         let ready = READY;
         lp.dispatch(Token::LISTENER, ready);
         assert_eq!(lp.open, 1);
-        let live = lp.slots[0].generation;
+        let live = lp.table.slot(0).generation;
         lp.dispatch(
             Token {
                 slot: 0,
@@ -1063,21 +889,15 @@ mod tests {
             .write_all(b"GET /steerd-no-such-file HTTP/1.1\r\nHo")
             .unwrap();
         lp.dispatch(Token::LISTENER, READY);
-        let slot = lp.slots.iter().position(|s| s.conn.fd().is_some()).unwrap();
-        let touched = |lp: &mut Loop<'_>| {
-            let (stride, len) = (lp.stride, lp.slot_bytes);
-            slot_area(&mut lp.arena, stride, len, slot)
-                .iter()
-                .any(|&b| b != 0)
-        };
+        let slot = (0..lp.table.len() as u32)
+            .find(|&i| lp.table.slot(i).conn.fd().is_some())
+            .unwrap();
+        let touched = |lp: &mut Loop<'_>| lp.table.held(slot).1.iter().any(|&b| b != 0);
         assert!(
             touched(&mut lp),
             "the partial head waits in the slot's region"
         );
-        let token = Token {
-            slot: slot as u32,
-            generation: lp.slots[slot].generation,
-        };
+        let token = lp.table.slot(slot).token(slot);
         client.write_all(b"st: a\r\n\r\n").unwrap();
         lp.dispatch(token, READY);
         assert!(status_line(&mut client).starts_with("HTTP/1.1 404"));
@@ -1102,12 +922,12 @@ mod tests {
         assert_eq!(lp.open, 0);
         lp.ctx.now_ms += 10;
         lp.give_back();
-        assert_eq!(lp.slots.len(), slot + 1, "kept for a whole period");
+        assert_eq!(lp.table.len(), slot as usize + 1, "kept for a whole period");
         lp.ctx.now_ms += 10;
         lp.give_back();
         assert_eq!(
-            lp.slots.len(),
-            slot,
+            lp.table.len(),
+            slot as usize,
             "the table shrank to its slots in use (none)"
         );
         let mut client = TcpStream::connect(addr).unwrap();
@@ -1121,7 +941,7 @@ mod tests {
             "the table grows again: {line}"
         );
         assert!(
-            lp.slots[slot].generation > token.generation,
+            lp.table.slot(slot).generation > token.generation,
             "no old token matches"
         );
     }

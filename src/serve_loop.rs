@@ -57,8 +57,10 @@
 //! a time).
 //!
 //! Parts: [`table`] owns the connection table (slots, arena, free stack, give-back),
-//! taken and released as nginx's `ngx_get_connection`/`ngx_free_connection`; this
-//! file turns epoll events, deadlines and control into calls on it.
+//! taken and released as nginx's `ngx_get_connection`/`ngx_free_connection`;
+//! [`listener`] holds what the listener waits for (connections, the end of a pause, a
+//! stop, nothing) and its one transition function, which a drain steps through; this
+//! file turns epoll events, deadlines and control into calls on both.
 
 use crate::access_log::AccessLog;
 use crate::auth::budget::Limits;
@@ -87,9 +89,11 @@ use std::os::fd::{BorrowedFd, OwnedFd};
 use std::time::Duration;
 
 mod give_back;
+mod listener;
 mod per_addr;
 mod table;
 
+use listener::{Awaits, Event, Listener};
 use per_addr::{AddrKey, PerAddr};
 use table::Table;
 
@@ -279,7 +283,7 @@ struct Admission<'a> {
 }
 
 struct Loop<'a> {
-    listener: BorrowedFd<'a>,
+    listener: Listener<'a>,
     poller: Poller,
     table: Table,
     /// Connections that yielded with work left, driven again next turn (capacity: one
@@ -287,18 +291,15 @@ struct Loop<'a> {
     ready: Vec<Token>,
     /// The ready list being driven this turn (swapped with `ready`, same capacity).
     driving: Vec<Token>,
+    /// What every connection's transition reads; its `draining` mirrors the listener's
+    /// state ([`Listener::draining`]), written only by [`Loop::listen`].
     ctx: Ctx<'a>,
     scratch: Scratch,
     admission: Admission<'a>,
     /// Connections open (sockets in slots).
     open: usize,
-    accepting: bool,
-    /// The loop left the listener for good (graceful stop): never touch it again.
-    listener_shut: bool,
-    resume_at: u64,
     /// When the file cache's unused descriptors are next swept.
     sweep_at: u64,
-    tuning: Tuning,
 }
 
 impl<'a> Loop<'a> {
@@ -357,7 +358,7 @@ impl<'a> Loop<'a> {
             ),
         };
         Ok(Loop {
-            listener,
+            listener: Listener::new(listener, tuning.accept_batch, ms(tuning.accept_pause)),
             poller,
             table: Table::new(n, slot_bytes, ms(tuning.give_back), now)?,
             ready: Vec::with_capacity(n),
@@ -371,11 +372,7 @@ impl<'a> Loop<'a> {
                 per_addr: PerAddr::growing(n, cfg.max_conns_per_addr),
             },
             open: 0,
-            accepting: true,
-            listener_shut: false,
-            resume_at: 0,
             sweep_at: 0,
-            tuning,
         })
     }
 
@@ -473,8 +470,10 @@ impl<'a> Loop<'a> {
             until = until.min(d);
         }
         // A full table resumes when a slot frees (in the same turn), not on a timer.
-        if !self.accepting && !self.ctx.draining && self.table.has_room() {
-            until = until.min(self.resume_at);
+        if let Awaits::Resume { at } = self.listener.awaits() {
+            if self.table.has_room() {
+                until = until.min(at);
+            }
         }
         if let Some(end) = grace_end {
             until = until.min(end);
@@ -489,7 +488,7 @@ impl<'a> Loop<'a> {
 
     fn dispatch(&mut self, token: Token, ready: Ready) {
         if token == Token::LISTENER {
-            return self.accept_batch();
+            return self.accept_batch(self.listener.batch);
         }
         let Some(conn) = self.table.live(token) else {
             self.ctx.counters.stale_events.fetch_add(1, Relaxed);
@@ -503,9 +502,10 @@ impl<'a> Loop<'a> {
         self.drive(token.slot);
     }
 
-    fn accept_batch(&mut self) {
-        for _ in 0..self.tuning.accept_batch {
-            if self.ctx.draining || !self.accepting {
+    /// Accepts up to `limit` connections while the listener awaits them.
+    fn accept_batch(&mut self, limit: usize) {
+        for _ in 0..limit {
+            if self.listener.awaits() != Awaits::Connections {
                 return;
             }
             // A full table makes room (below) only for a connection really accepted.
@@ -513,7 +513,7 @@ impl<'a> Loop<'a> {
                 return self.pause();
             }
             match rustix::net::acceptfrom_with(
-                self.listener,
+                self.listener.fd,
                 SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
             ) {
                 Ok((fd, addr)) => {
@@ -709,22 +709,28 @@ impl<'a> Loop<'a> {
             .or_else(|| timers.oldest(Kind::Header))
     }
 
+    /// Steps the listener's state on `event`, and tells the connections whether they
+    /// drain (the only writer of `ctx.draining`).
+    fn listen(&mut self, event: Event) {
+        self.listener.step(event, &self.poller);
+        self.ctx.draining = self.listener.draining();
+    }
+
     fn pause(&mut self) {
         self.ctx.counters.accept_pauses.fetch_add(1, Relaxed);
-        self.resume_at = self.ctx.now_ms + ms(self.tuning.accept_pause);
-        if self.accepting {
-            self.accepting = false;
-            let _ = self.poller.listener_interest(self.listener, false);
-        }
+        let until = self.ctx.now_ms + self.listener.pause_ms;
+        self.listen(Event::Pause { until });
     }
 
     fn maybe_resume(&mut self) {
-        let not_paused = self.accepting || self.ctx.draining || self.listener_shut;
-        if not_paused || self.ctx.now_ms < self.resume_at {
+        let Awaits::Resume { at } = self.listener.awaits() else {
+            return;
+        };
+        if self.ctx.now_ms < at {
             return;
         }
         if self.table.has_room() || self.reclaimable().is_some() {
-            self.accepting = self.poller.listener_interest(self.listener, true).is_ok();
+            self.listen(Event::Due);
         }
     }
 
@@ -735,7 +741,8 @@ impl<'a> Loop<'a> {
     /// first), the race any keep-alive server has at its idle timeout.
     ///
     /// `refuse_new` (a stop, not a retirement): the connections already queued on the
-    /// listener are accepted first, then the loop leaves the listener for good. It never
+    /// listener are accepted first (as before the drain: not yet `Connection: close`),
+    /// then the loop leaves the listener for good. It never
     /// shuts the socket: the master and this worker's successors hold the very same one
     /// (a `shutdown` would end it for all of them). On a server-wide stop the master
     /// shuts it once the workers have accepted their queues (the worker says so on the
@@ -748,19 +755,13 @@ impl<'a> Loop<'a> {
     /// retire at once) also closes every connection waiting between requests
     /// ([`Self::close_idle`]).
     fn drain(&mut self, refuse_new: bool) {
-        if refuse_new && !self.listener_shut {
-            self.ctx.draining = false;
-            self.accepting = true;
-            self.accept_batch_unbounded();
-            let _ = self.poller.remove_listener(self.listener);
-            self.listener_shut = true;
-            self.accepting = false;
+        if refuse_new && self.listener.awaits() != Awaits::Nothing {
+            self.listen(Event::LastCall);
+            // Until the queue is empty (or no slot can be freed).
+            self.accept_batch(usize::MAX);
+            self.listen(Event::Leave);
         }
-        self.ctx.draining = true;
-        if self.accepting {
-            self.accepting = false;
-            let _ = self.poller.listener_interest(self.listener, false);
-        }
+        self.listen(Event::Retire);
     }
 
     /// Closes every connection idle between requests (nothing buffered, no response
@@ -773,14 +774,6 @@ impl<'a> Loop<'a> {
             self.ctx.timers.disarm(slot);
             self.close(slot);
         }
-    }
-
-    /// Accepts until the listener's queue is empty (or no slot can be freed).
-    fn accept_batch_unbounded(&mut self) {
-        let batch = self.tuning.accept_batch;
-        self.tuning.accept_batch = usize::MAX;
-        self.accept_batch();
-        self.tuning.accept_batch = batch;
     }
 }
 

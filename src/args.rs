@@ -81,7 +81,7 @@ fn no_dir(_: &str) -> bool {
 
 impl Outside<'static> {
     /// Nothing from outside: no variables, no `/etc/hosts`, no directories.
-    pub fn none() -> Outside<'static> {
+    pub(crate) fn none() -> Outside<'static> {
         Outside {
             vars: Vec::new(),
             hosts: &no_hosts,
@@ -250,7 +250,8 @@ fn flag_error(message: String) -> ArgsError {
 }
 
 /// Parses everything after the program name, with nothing from outside.
-pub fn parse(args: &[String]) -> Result<Command, ArgsError> {
+#[cfg(test)]
+pub(crate) fn parse(args: &[String]) -> Result<Command, ArgsError> {
     parse_in(args, &Outside::none())
 }
 

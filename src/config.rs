@@ -18,7 +18,8 @@ pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
 mod logging;
 
-pub use logging::{Cidr, CidrError, LogFormat, LogTarget, Logging, DEV_LOG};
+pub use logging::{Cidr, LogFormat, LogTarget, Logging};
+pub(crate) use logging::{CidrError, DEV_LOG};
 
 /// Which program steers new connections to listeners.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,7 +94,7 @@ pub struct Serving {
     /// Prometheus metrics endpoint.
     pub metrics: Option<SocketAddr>,
     /// User to become after binding.
-    pub user: Option<UserSpec>,
+    pub(crate) user: Option<UserSpec>,
     /// Headers, cache rules, error pages, fallback, media types, sidecars.
-    pub site: SiteRules,
+    pub(crate) site: SiteRules,
 }

@@ -174,7 +174,7 @@ pub(crate) struct Conn {
 
 impl Conn {
     /// A free slot.
-    pub fn free() -> Conn {
+    pub(crate) fn free() -> Conn {
         Conn {
             fd: None,
             awaiting: Awaiting::Free,
@@ -195,7 +195,7 @@ impl Conn {
     /// Takes a freshly accepted socket: waits for a head (or a PROXY header), assumed
     /// readable and writable (with `TCP_DEFER_ACCEPT` the request is normally already
     /// there).
-    pub fn open(&mut self, fd: OwnedFd, arrival: Arrival) {
+    pub(crate) fn open(&mut self, fd: OwnedFd, arrival: Arrival) {
         *self = Conn::free();
         self.fd = Some(fd);
         self.client = arrival.peer;
@@ -210,7 +210,7 @@ impl Conn {
     }
 
     /// Releases everything the slot holds (the socket closes when dropped).
-    pub fn release(&mut self, ctx: &mut Ctx<'_>) {
+    pub(crate) fn release(&mut self, ctx: &mut Ctx<'_>) {
         if let Awaiting::Send(r) = &mut self.awaiting {
             r.release(ctx);
         }
@@ -230,7 +230,7 @@ impl Conn {
     }
 
     /// The connection's socket (`None` when free).
-    pub fn fd(&self) -> Option<BorrowedFd<'_>> {
+    pub(crate) fn fd(&self) -> Option<BorrowedFd<'_>> {
         self.fd.as_ref().map(|fd| fd.as_fd())
     }
 
@@ -240,7 +240,7 @@ impl Conn {
     }
 
     /// Waiting between requests with nothing buffered (a graceful stop may close it).
-    pub fn idle(&self) -> bool {
+    pub(crate) fn idle(&self) -> bool {
         matches!(self.awaiting, Awaiting::Head) && self.in_len == 0
     }
 
@@ -382,7 +382,7 @@ impl Scratch {
     }
 
     /// Allocated once per worker.
-    pub fn new() -> Scratch {
+    pub(crate) fn new() -> Scratch {
         Scratch {
             path: Box::new([0; MAX_TARGET]),
             open: Box::new([0; PATH_MAX + 1]),

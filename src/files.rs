@@ -292,7 +292,7 @@ fn meta_with(
 
 /// What resolving a path without opening it found.
 #[derive(Debug)]
-pub enum Probe {
+pub(crate) enum Probe {
     /// A regular file, with its metadata (not open).
     File(FileMeta),
     /// Anything else: the answer.
@@ -311,7 +311,7 @@ fn openat2_beneath(
 /// Resolves `path` (decoded, starting with `/`) under `root` with `O_PATH`, so that no
 /// node is opened: `openat2`, `fstat`, `close`; then, for a regular file, its sidecars
 /// the same way (one failing `openat2` for each one missing). `scratch` is overwritten.
-pub fn probe(
+pub(crate) fn probe(
     root: BorrowedFd<'_>,
     path: &[u8],
     scratch: &mut [u8; PATH_MAX + 1],

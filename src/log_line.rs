@@ -23,14 +23,14 @@
 //! that did not parse shows its first line as received (`-` if empty). Quoted fields are
 //! escaped as nginx escapes them ([`escape`]). Times are UTC (`+0000`).
 
-pub mod clock;
-pub mod escape;
-pub mod syslog;
+pub(crate) mod clock;
+pub(crate) mod escape;
+pub(crate) mod syslog;
 
 mod clf;
 mod json_line;
 
-pub use crate::config::LogFormat;
+pub(crate) use crate::config::LogFormat;
 pub(crate) use clock::LogClock;
 
 use crate::http::response::Writer;

@@ -202,7 +202,7 @@ const SWEEP_MS: u64 = 1000;
 const MAX_SLOTS: u32 = 1 << 24;
 
 /// Serves connections from `listener` until `control` says stop.
-pub fn run(
+pub(crate) fn run(
     listener: BorrowedFd<'_>,
     cfg: LoopConfig,
     counters: &WorkerCounters,

@@ -19,7 +19,7 @@ use core::fmt::Write as _;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 pub mod latency;
-pub mod metrics_server;
+pub(crate) mod metrics_server;
 pub(crate) mod process;
 
 use latency::Latency;
@@ -61,7 +61,7 @@ pub struct WorkerCounters {
     /// entry with `getdents64`, so this is the work listings did.
     pub(crate) listing_passes: AtomicU64,
     /// Response time of the responses finished whole ([`latency`]).
-    pub latency: Latency,
+    pub(crate) latency: Latency,
     /// Requests refused by `--basic-auth`, by `auth::Reason` (its `index`).
     pub(crate) auth_failures: [AtomicU64; crate::auth::REASONS],
 }
@@ -130,18 +130,18 @@ pub(crate) struct SharedCounters(SharedBlocks<PageCounters>);
 
 impl SharedCounters {
     /// `n` zeroed blocks shared across `fork` (`sys::SharedBlocks::new`).
-    pub fn new(n: usize) -> std::io::Result<SharedCounters> {
+    pub(crate) fn new(n: usize) -> std::io::Result<SharedCounters> {
         SharedBlocks::new(n).map(SharedCounters)
     }
 
     /// Worker `index`'s counters; `None` past the last worker.
-    pub fn get(&self, index: usize) -> Option<&WorkerCounters> {
+    pub(crate) fn get(&self, index: usize) -> Option<&WorkerCounters> {
         self.0.blocks().get(index).map(|p| &p.counters)
     }
 
     /// Number of blocks.
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.0.blocks().len()
     }
 }

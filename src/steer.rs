@@ -350,7 +350,7 @@ const MAX_JUMP: usize = 255;
 
 impl Tree {
     /// The tree over `segs` (not empty), split at the middle segment.
-    pub fn build(segs: &[Segment]) -> Tree {
+    pub(crate) fn build(segs: &[Segment]) -> Tree {
         if segs.len() <= 1 {
             return Tree::Leaf(segs.first().map_or(Leaf::Const(0), |s| s.leaf));
         }
@@ -387,7 +387,7 @@ impl Tree {
 
     /// The distinct spread leaves, in the order the tree is emitted: one shared block
     /// each.
-    pub fn spreads(&self) -> Vec<Leaf> {
+    pub(crate) fn spreads(&self) -> Vec<Leaf> {
         let mut out = Vec::new();
         self.collect_spreads(&mut out);
         out

@@ -37,8 +37,8 @@
 //! The old workers' counters stay in a mapping the new image does not hold: `/metrics`
 //! counts from zero after an upgrade, as it does after a restart.
 
-pub mod handshake;
-pub mod proof;
+pub(crate) mod handshake;
+pub(crate) mod proof;
 
 use crate::inherit;
 use crate::sys;
@@ -58,7 +58,7 @@ const MAX_WORKERS: usize = 1 << 16;
 
 /// How this process was started, recorded before anything could change it.
 #[derive(Clone, Debug)]
-pub struct Launch {
+pub(crate) struct Launch {
     /// The binary's path (`/proc/self/exe` at start: after the file is replaced on disk,
     /// the path names the new binary).
     pub exe: PathBuf,
@@ -72,7 +72,7 @@ pub struct Launch {
 
 impl Launch {
     /// The running binary's path and arguments.
-    pub fn record() -> io::Result<Launch> {
+    pub(crate) fn record() -> io::Result<Launch> {
         Ok(Launch {
             exe: std::env::current_exe()?,
             argv: std::env::args_os().collect(),
@@ -187,7 +187,7 @@ fn format_workers(workers: &[TakenOver]) -> String {
 
 /// A [`WORKERS_VAR`] that cannot be read, named with the entry that is wrong.
 #[derive(Debug, PartialEq, Eq)]
-pub enum WorkersError {
+pub(crate) enum WorkersError {
     /// More than `MAX_WORKERS` entries.
     TooMany,
     /// An entry that is no `SLOT:PID`.

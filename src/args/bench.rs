@@ -203,7 +203,7 @@ pub struct ResponderArgs {
 
 /// Parses the arguments after `bench`; a refusal is a stage-1 [`ArgsError`] naming the
 /// tool (`steerd: bench: load: -c "0": ...`).
-pub fn parse(args: &[String]) -> Result<BenchCommand, ArgsError> {
+pub(crate) fn parse(args: &[String]) -> Result<BenchCommand, ArgsError> {
     let Some((tool, rest)) = args.split_first() else {
         return Ok(BenchCommand::NoTool);
     };

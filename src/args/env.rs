@@ -17,7 +17,7 @@ use super::serve::FLAGS;
 use super::{err, ArgsError};
 
 /// `STEERD_LISTEN` for `--listen`.
-pub fn var<A>(flag: &Flag<A>) -> String {
+pub(crate) fn var<A>(flag: &Flag<A>) -> String {
     let bare = flag.name().trim_start_matches('-');
     format!("STEERD_{}", bare.to_ascii_uppercase().replace('-', "_"))
 }

@@ -56,7 +56,7 @@ fn usage(message: String) -> ArgsError {
 }
 
 /// Parses the arguments after `probe`; `Ok(None)` asks for the help text.
-pub fn parse(args: &[String]) -> Result<Option<ProbeArgs>, ArgsError> {
+pub(crate) fn parse(args: &[String]) -> Result<Option<ProbeArgs>, ArgsError> {
     let mut url = None;
     let mut timeout = None;
     let mut seen = Seen::default();

@@ -52,7 +52,7 @@ impl Cost {
     }
 
     /// True when a check at this cost may run on a worker's thread.
-    pub fn within_limit(self) -> bool {
+    pub(crate) fn within_limit(self) -> bool {
         self.parameter() <= self.limit().parameter()
     }
 

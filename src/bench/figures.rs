@@ -6,7 +6,7 @@
 
 /// What one measured run produced.
 #[derive(Clone, Debug, Default)]
-pub struct RunFigures {
+pub(crate) struct RunFigures {
     /// Responses per second.
     pub rps: f64,
     /// Median latency, microseconds.

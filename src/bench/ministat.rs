@@ -56,7 +56,7 @@ fn sorted(xs: &[f64]) -> Vec<f64> {
 
 impl Summary {
     /// Summarises `xs`; `None` when it is empty or holds a NaN.
-    pub fn of(xs: &[f64]) -> Option<Summary> {
+    pub(crate) fn of(xs: &[f64]) -> Option<Summary> {
         if xs.is_empty() || xs.iter().any(|x| x.is_nan()) {
             return None;
         }
@@ -109,7 +109,7 @@ pub(crate) struct Comparison {
 
 impl Comparison {
     /// True when the interval excludes zero (ministat's test: |diff| > half-width).
-    pub fn significant(&self) -> bool {
+    pub(crate) fn significant(&self) -> bool {
         self.diff.abs() > self.half_width
     }
 }
@@ -284,7 +284,7 @@ pub(crate) struct XorShift(u64);
 
 impl XorShift {
     /// A generator from `seed` (0 is replaced by a fixed odd constant).
-    pub fn new(seed: u64) -> XorShift {
+    pub(crate) fn new(seed: u64) -> XorShift {
         XorShift(if seed == 0 {
             0x9E37_79B9_7F4A_7C15
         } else {
@@ -294,7 +294,7 @@ impl XorShift {
 
     /// The next 64 pseudo-random bits.
     #[allow(clippy::should_implement_trait)]
-    pub fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;

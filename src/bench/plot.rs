@@ -30,7 +30,7 @@ pub(crate) struct Cdf {
 impl Cdf {
     /// The CDF of `hist`, read at every whole percentile and through the tail; `None`
     /// when it holds no value.
-    pub fn of(hist: &Hist) -> Option<Cdf> {
+    pub(crate) fn of(hist: &Hist) -> Option<Cdf> {
         if hist.count() == 0 {
             return None;
         }

@@ -6,7 +6,7 @@
 use crate::args::{self, Command};
 use core::fmt;
 
-pub mod as_user;
+pub(crate) mod as_user;
 pub mod bpf;
 pub mod bpf_exec;
 pub mod bpf_input;
@@ -19,7 +19,7 @@ pub mod topo;
 
 /// An error on its way to the user: which stage, and what went wrong.
 #[derive(Debug)]
-pub struct Failure {
+pub(crate) struct Failure {
     /// Pipeline stage, such as `topology` or `listen`.
     pub stage: &'static str,
     /// What failed and why.
@@ -30,7 +30,7 @@ pub struct Failure {
 
 impl Failure {
     /// A failure of `stage` with exit status 1.
-    pub fn new(stage: &'static str, message: impl fmt::Display) -> Failure {
+    pub(crate) fn new(stage: &'static str, message: impl fmt::Display) -> Failure {
         Failure {
             stage,
             message: message.to_string(),

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 /// Runs `steerd topo`; returns the exit status.
-pub fn main(roots: &Roots, json: bool) -> Result<i32, super::Failure> {
+pub(crate) fn main(roots: &Roots, json: bool) -> Result<i32, super::Failure> {
     super::prepare::roots_exist(roots)?;
     let (topo, warnings) = topology::read(&roots.sysfs, &roots.procfs);
     for w in &warnings {

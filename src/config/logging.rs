@@ -15,7 +15,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 
 /// The local syslog daemon's socket.
-pub const DEV_LOG: &str = "/dev/log";
+pub(crate) const DEV_LOG: &str = "/dev/log";
 
 /// Where access log lines go (`--access-log`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -127,7 +127,7 @@ pub(crate) fn stamp(ctx: &Ctx<'_>) -> u64 {
 
 /// A response to `req` with `status` starts: remember what its line will say.
 #[inline]
-pub fn begin(c: &mut Conn, ctx: &Ctx<'_>, status: u16, req: &LoggedRequest<'_>) {
+pub(super) fn begin(c: &mut Conn, ctx: &Ctx<'_>, status: u16, req: &LoggedRequest<'_>) {
     if ctx.log.enabled() {
         remember(c, ctx, status, req);
     }
@@ -172,7 +172,7 @@ fn remember(c: &mut Conn, ctx: &Ctx<'_>, status: u16, req: &LoggedRequest<'_>) {
 /// of `Awaiting::Send`, so a response ends once. Inlined: with the log off (nothing
 /// pending) this is a few tests and the histogram's adds, not a call.
 #[inline]
-pub fn end(c: &mut Conn, inb: &[u8], ctx: &mut Ctx<'_>, cut_short: bool) {
+pub(super) fn end(c: &mut Conn, inb: &[u8], ctx: &mut Ctx<'_>, cut_short: bool) {
     let Awaiting::Send(r) = &c.awaiting else {
         return;
     };

@@ -72,7 +72,7 @@ impl<'a, 'w> Responder<'a, 'w> {
     /// A responder for the request `line` that closes after a linger, with nothing of the
     /// request to drop, admitted to the paths that need no credentials (the callers set
     /// what differs).
-    pub fn new(
+    pub(super) fn new(
         c: &'a mut Conn,
         out: &'a mut [u8],
         ctx: &'a mut Ctx<'w>,
@@ -98,7 +98,7 @@ impl<'a, 'w> Responder<'a, 'w> {
     /// spill area holds the longest 301 (`conn::SPILL_CAP`). Should one not fit, that
     /// invariant is broken: the answer is the built-in 500 and the connection closes,
     /// never a body without its head.
-    pub fn answer(&mut self, h: &ResponseHead<'_>, place: Place, body: Outgoing) {
+    pub(super) fn answer(&mut self, h: &ResponseHead<'_>, place: Place, body: Outgoing) {
         let area = match place {
             Place::Area => &mut *self.out,
             Place::Spill => &mut *self.bufs.spill,
@@ -154,7 +154,7 @@ impl<'a, 'w> Responder<'a, 'w> {
     /// Records the plan on the connection, counts it and starts its log line (written
     /// when the response ends). A HEAD drops the body here, for every status.
     #[inline]
-    pub fn plan(&mut self, status: u16, head: Head, body: Outgoing) {
+    pub(super) fn plan(&mut self, status: u16, head: Head, body: Outgoing) {
         let class = usize::from(status / 100).clamp(1, 5) - 1;
         self.ctx.counters.responses[class].fetch_add(1, Relaxed);
         logged::begin(self.c, self.ctx, status, &self.line.log);

@@ -28,7 +28,7 @@ pub(crate) const ROUNDS_DEFAULT: u32 = 5000;
 pub(crate) const ROUNDS_MIN: u32 = 1000;
 
 /// Most rounds crypt uses.
-pub const ROUNDS_MAX: u32 = 999_999_999;
+pub(crate) const ROUNDS_MAX: u32 = 999_999_999;
 
 /// Longest salt (longer ones are cut by crypt, so never stored longer).
 pub(crate) const SALT_MAX: usize = 16;

@@ -33,7 +33,7 @@ struct Snapshot {
 
 /// Snapshots of the last minute, oldest first.
 #[derive(Default)]
-pub struct History {
+pub(crate) struct History {
     snapshots: VecDeque<Snapshot>,
 }
 

@@ -191,7 +191,7 @@ impl FileCache {
     }
 
     /// How this cache describes files.
-    pub fn options(&self) -> &FileOptions {
+    pub(crate) fn options(&self) -> &FileOptions {
         &self.options
     }
 

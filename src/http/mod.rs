@@ -31,10 +31,11 @@ pub mod parse;
 pub mod path;
 pub mod request;
 pub mod scan;
-pub mod tables;
+pub(crate) mod tables;
 
 pub use error::{ErrorKind, ParseError};
-pub use parse::{parse_head, Fields, Head, Header, Status, MAX_FIELDS, MAX_HEAD, MAX_TARGET};
+pub use parse::{parse_head, Fields, Head, Header, Status, MAX_FIELDS};
+pub(crate) use parse::{MAX_HEAD, MAX_TARGET};
 pub use request::{parse_request, Body, Method, Request};
 pub use scan::find_head_end;
 

@@ -121,7 +121,7 @@ pub(crate) const HEAD_BASE_MAX: usize = 420;
 
 impl<'a> ResponseHead<'a> {
     /// A head with only the status, date and persistence set.
-    pub fn new(status: u16, date: &'a [u8; IMF_LEN], persist: Persist) -> ResponseHead<'a> {
+    pub(crate) fn new(status: u16, date: &'a [u8; IMF_LEN], persist: Persist) -> ResponseHead<'a> {
         ResponseHead {
             status,
             date,
@@ -232,7 +232,7 @@ pub(crate) const PREFLIGHT_LINES: &[u8] =
 pub const HTML: &[u8] = b"text/html; charset=utf-8";
 
 /// A cursor over a fixed buffer that remembers whether anything failed to fit.
-pub struct Writer<'b> {
+pub(crate) struct Writer<'b> {
     buf: &'b mut [u8],
     len: usize,
     overflow: bool,
@@ -240,7 +240,7 @@ pub struct Writer<'b> {
 
 impl<'b> Writer<'b> {
     /// An empty writer over `buf`.
-    pub fn new(buf: &'b mut [u8]) -> Writer<'b> {
+    pub(crate) fn new(buf: &'b mut [u8]) -> Writer<'b> {
         Writer {
             buf,
             len: 0,
@@ -251,7 +251,7 @@ impl<'b> Writer<'b> {
     /// Appends bytes (or records the overflow). Always inlined: most pieces are
     /// constants, whose copies then compile to a few moves instead of a `memmove` call.
     #[inline(always)]
-    pub fn put(&mut self, b: &[u8]) -> &mut Self {
+    pub(crate) fn put(&mut self, b: &[u8]) -> &mut Self {
         match self.buf.get_mut(self.len..self.len + b.len()) {
             Some(dst) => {
                 dst.copy_from_slice(b);
@@ -263,7 +263,7 @@ impl<'b> Writer<'b> {
     }
 
     /// Appends a decimal number, its digits written in place.
-    pub fn num(&mut self, mut v: u64) -> &mut Self {
+    pub(crate) fn num(&mut self, mut v: u64) -> &mut Self {
         let digits = v.checked_ilog10().map_or(1, |d| d as usize + 1);
         let Some(dst) = self.buf.get_mut(self.len..self.len + digits) else {
             self.overflow = true;
@@ -278,12 +278,12 @@ impl<'b> Writer<'b> {
     }
 
     /// Bytes written, or `None` if something did not fit.
-    pub fn finish(&self) -> Option<usize> {
+    pub(crate) fn finish(&self) -> Option<usize> {
         (!self.overflow).then_some(self.len)
     }
 
     /// Bytes written so far (what fit), whether or not something was left out.
-    pub fn written(&self) -> usize {
+    pub(crate) fn written(&self) -> usize {
         self.len
     }
 }

@@ -98,7 +98,7 @@ pub(crate) fn no_reuseport(name: &str, addr: SocketAddr) -> SeatError {
 
 /// Why the passed sockets cannot be seated in the planned groups; each names the socket.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SeatError {
+pub(crate) enum SeatError {
     /// A passed socket without `SO_REUSEPORT`: no listener can join it.
     NoReuseport {
         /// Its name (`LISTEN_FDNAMES`).

@@ -32,7 +32,7 @@ pub(crate) const RETRY_AFTER_MAX: usize = b"Retry-After: 4294967295\r\n".len();
 
 /// What a request has shown the `--basic-auth` rule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Admission {
+pub(crate) enum Admission {
     /// No credentials checked (none, wrong ones, or a skipped path that needed none):
     /// only the paths `--basic-auth-skip` exempts.
     WithoutCredentials,
@@ -75,7 +75,7 @@ impl BasicAuth {
 
     /// True when a request that showed `admission` may be served `path` (its own, or
     /// one it is answered with instead).
-    pub fn admits(&self, admission: Admission, path: &[u8]) -> bool {
+    pub(crate) fn admits(&self, admission: Admission, path: &[u8]) -> bool {
         admission == Admission::User || self.skips(path)
     }
 

@@ -165,7 +165,7 @@ struct Entry {
 /// An operator's table, owned: every extension once, sorted in lowercase, with its type.
 /// Two allocations whatever its size (the text and the entries).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TypeTable {
+pub(crate) struct TypeTable {
     text: Box<[u8]>,
     entries: Box<[Entry]>,
 }
@@ -210,23 +210,19 @@ impl TypeTable {
     }
 
     /// Bytes of its longest type (0 when empty).
-    pub fn longest(&self) -> usize {
+    pub(crate) fn longest(&self) -> usize {
         let lens = self.entries.iter().map(|e| e.media_type.len as usize);
         lens.max().unwrap_or(0)
     }
 
     /// Extensions it holds.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
 
-    /// It holds no extension.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
     /// A copy that lives as long as the process (two allocations, never freed).
-    pub fn leak(&self) -> StaticTable {
+    pub(crate) fn leak(&self) -> StaticTable {
         if self.entries.is_empty() {
             return StaticTable::EMPTY;
         }
@@ -239,7 +235,7 @@ impl TypeTable {
 
 /// A [`TypeTable`] made `'static`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct StaticTable {
+pub(crate) struct StaticTable {
     text: &'static [u8],
     entries: &'static [Entry],
 }
@@ -252,13 +248,14 @@ impl Default for StaticTable {
 
 impl StaticTable {
     /// No extension.
-    pub const EMPTY: StaticTable = StaticTable {
+    pub(crate) const EMPTY: StaticTable = StaticTable {
         text: &[],
         entries: &[],
     };
 
     /// The type of `ext` (any case), if the table has it.
-    pub fn get(&self, ext: &[u8]) -> Option<&'static [u8]> {
+    #[cfg(test)]
+    pub(crate) fn get(&self, ext: &[u8]) -> Option<&'static [u8]> {
         self.get_keyed(ext, fold_key(ext))
     }
 

@@ -131,7 +131,7 @@ pub(crate) struct CacheRule {
 
 impl CacheRule {
     /// Splits `PATTERN=VALUE` at the first `=` and validates both sides.
-    pub fn parse(text: &str) -> Result<CacheRule, &'static str> {
+    pub(crate) fn parse(text: &str) -> Result<CacheRule, &'static str> {
         let (pattern, value) = text.split_once('=').ok_or("expected PATTERN=VALUE")?;
         Ok(CacheRule {
             glob: Glob::parse(pattern)?,

@@ -105,7 +105,7 @@ pub struct Topology {
     /// The tightest CPU bandwidth limit of the process's cgroups, if any.
     pub quota: Option<Quota>,
     /// The NIC of the listen address, when it is a real interface ([`attach_nic`]).
-    pub nic: Option<Nic>,
+    pub(crate) nic: Option<Nic>,
 }
 
 impl Topology {

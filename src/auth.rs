@@ -20,10 +20,10 @@
 //! - [`gate`]: the four together, in that order.
 
 pub mod basic;
-pub mod budget;
+pub(crate) mod budget;
 pub mod cost;
 pub(crate) mod gate;
-pub mod htpasswd;
+pub(crate) mod htpasswd;
 pub(crate) mod remember;
 
 pub(crate) use gate::{Gate, Verdict};

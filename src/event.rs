@@ -23,9 +23,9 @@ use rustix::io::Errno;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Token {
     /// Index in the connection table.
-    pub slot: u32,
+    pub(crate) slot: u32,
     /// Incremented each time the slot is reused.
-    pub generation: u32,
+    pub(crate) generation: u32,
 }
 
 impl Token {
@@ -52,9 +52,9 @@ impl Token {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Ready {
     /// Bytes (or EOF) to read.
-    pub readable: bool,
+    pub(crate) readable: bool,
     /// Send space available.
-    pub writable: bool,
+    pub(crate) writable: bool,
     /// The peer hung up or the socket has an error.
     pub(crate) hangup: bool,
     /// The peer shut its write side (`EPOLLRDHUP`): an EOF waits behind any data.

@@ -81,10 +81,10 @@ impl core::fmt::Display for InheritError {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Passed {
     /// Its number in this process.
-    pub fd: RawFd,
+    pub(crate) fd: RawFd,
     /// Its name from `LISTEN_FDNAMES` (`unknown` when the names do not match the count,
     /// as systemd does).
-    pub name: String,
+    pub(crate) name: String,
 }
 
 /// Reads a re-executed master's variables as given: `STEERD_REEXEC_PID` and
@@ -163,11 +163,11 @@ pub(crate) fn parse(
 #[derive(Debug)]
 pub(crate) struct Inherited {
     /// The descriptor (close-on-exec from now on).
-    pub fd: OwnedFd,
+    pub(crate) fd: OwnedFd,
     /// Its name from `LISTEN_FDNAMES`.
-    pub name: String,
+    pub(crate) name: String,
     /// For a listening TCP socket: its address and whether it has `SO_REUSEPORT`.
-    pub listener: Option<(SocketAddr, bool)>,
+    pub(crate) listener: Option<(SocketAddr, bool)>,
 }
 
 /// The descriptors passed to this process, taken from the environment once (the

@@ -37,9 +37,9 @@ pub(crate) const BACKLOG: i32 = 65_535;
 #[derive(Debug)]
 pub(crate) struct Group {
     /// The address every member is bound to.
-    pub addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
     /// Listeners in `listen()` order.
-    pub fds: Vec<OwnedFd>,
+    pub(crate) fds: Vec<OwnedFd>,
     /// What every member has besides the address (the passed sockets' options).
     pub(crate) membership: Membership,
 }
@@ -48,7 +48,7 @@ pub(crate) struct Group {
 #[derive(Debug)]
 pub(crate) struct Listeners {
     /// Groups in `--listen` order.
-    pub groups: Vec<Group>,
+    pub(crate) groups: Vec<Group>,
 }
 
 /// A bring-up step that failed, with what it was working on.
@@ -83,7 +83,7 @@ pub(crate) struct SocketOptions {
     /// `SO_SNDBUF` bytes, which an accepted connection inherits from its listener (the
     /// kernel copies the listener's `sk_sndbuf` and its lock into the child socket, so the
     /// connection is not autotuned); `None` leaves autotuning on.
-    pub send_buffer: Option<u32>,
+    pub(crate) send_buffer: Option<u32>,
 }
 
 /// Makes every listener: first [`probe`] each address, then for each worker in index

@@ -94,13 +94,13 @@ const _: () = assert!(OUT_CAP < 0x10000);
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Spec<'a> {
     /// The directory's request path (starts and ends with `/`, at most `PATH_MAX`).
-    pub path: &'a [u8],
+    pub(crate) path: &'a [u8],
     /// HTML or JSON.
-    pub format: Format,
+    pub(crate) format: Format,
     /// Chunked transfer coding (HTTP/1.1); else close-delimited (HTTP/1.0).
-    pub chunked: bool,
+    pub(crate) chunked: bool,
     /// `--dotfiles`.
-    pub dotfiles: Dotfiles,
+    pub(crate) dotfiles: Dotfiles,
 }
 
 /// What one [`Listings::fill`] produced.

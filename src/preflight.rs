@@ -37,9 +37,9 @@ pub(crate) const MIME_TYPES_MAX: u64 = 1 << 20;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Problem {
     /// `root`, `site` or `access-log`.
-    pub stage: &'static str,
+    pub(crate) stage: &'static str,
     /// What failed and why.
-    pub message: String,
+    pub(crate) message: String,
 }
 
 impl core::fmt::Display for Problem {
@@ -62,9 +62,9 @@ pub(crate) fn root(root: &Path) -> Result<OwnedFd, RootError> {
 #[derive(Debug)]
 pub(crate) struct RootError {
     /// The root given.
-    pub path: std::path::PathBuf,
+    pub(crate) path: std::path::PathBuf,
     /// Why `open(2)` refused it.
-    pub error: std::io::Error,
+    pub(crate) error: std::io::Error,
 }
 
 impl core::fmt::Display for RootError {

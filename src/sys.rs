@@ -13,10 +13,10 @@
 //! are re-exported here so callers write `sys::fork`.
 
 pub(crate) mod handover;
-pub mod mem;
-pub mod process;
-pub mod signal;
-pub mod socket;
+pub(crate) mod mem;
+pub(crate) mod process;
+pub(crate) mod signal;
+pub(crate) mod socket;
 
 pub(crate) use mem::{base_pages_only, release_spare, SharedBlocks, SharedZeroed, ZeroedArena};
 pub(crate) use process::{

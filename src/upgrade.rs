@@ -61,13 +61,13 @@ const MAX_WORKERS: usize = 1 << 16;
 pub(crate) struct Launch {
     /// The binary's path (`/proc/self/exe` at start: after the file is replaced on disk,
     /// the path names the new binary).
-    pub exe: PathBuf,
+    pub(crate) exe: PathBuf,
     /// The arguments, the program name first.
-    pub argv: Vec<OsString>,
+    pub(crate) argv: Vec<OsString>,
     /// The CPUs it might run on before the master pinned itself: the new image reads
     /// the machine through its own affinity, which `execve` keeps, so it must get these
     /// back, not the one CPU the master is pinned to.
-    pub affinity: sys::AffinityMask,
+    pub(crate) affinity: sys::AffinityMask,
 }
 
 impl Launch {
@@ -85,9 +85,9 @@ impl Launch {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct TakenOver {
     /// The plan slot it serves, or `None` for one already retiring.
-    pub slot: Option<usize>,
+    pub(crate) slot: Option<usize>,
     /// Its process.
-    pub pid: Pid,
+    pub(crate) pid: Pid,
 }
 
 /// Replaces this program with `launch.exe`, handing over `fds` (descriptor and name) and

@@ -16,11 +16,11 @@ use core::fmt;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Identity {
     /// User id.
-    pub uid: u32,
+    pub(crate) uid: u32,
     /// Primary group id.
     pub(crate) gid: u32,
     /// Supplementary groups: the primary gid first, then every group listing the user.
-    pub groups: Vec<u32>,
+    pub(crate) groups: Vec<u32>,
 }
 
 /// Why a `--user` could not be resolved.

@@ -28,23 +28,23 @@ use std::path::Path;
 /// What a forked worker is handed.
 pub(crate) struct WorkerStart<'a> {
     /// This worker's plan entry.
-    pub plan: WorkerPlan,
+    pub(crate) plan: WorkerPlan,
     /// Its listeners, one per `--listen` address.
-    pub listeners: Vec<BorrowedFd<'a>>,
+    pub(crate) listeners: Vec<BorrowedFd<'a>>,
     /// Fds inherited from the master that are not this worker's (other workers'
     /// listeners, the metrics socket), closed after fork.
-    pub close: Vec<RawFd>,
+    pub(crate) close: Vec<RawFd>,
     /// What to serve, and how.
-    pub cfg: &'a Serving,
+    pub(crate) cfg: &'a Serving,
     /// This worker's counter block in the shared mapping.
-    pub counters: &'a WorkerCounters,
+    pub(crate) counters: &'a WorkerCounters,
     /// Where to report, once, that this worker serves (its pid, 4 bytes).
-    pub ready: Option<BorrowedFd<'a>>,
+    pub(crate) ready: Option<BorrowedFd<'a>>,
     /// The master's pid, taken before the fork: the child's own `getppid` would already
     /// name the reaper if the master died before the child first ran.
-    pub master: rustix::process::Pid,
+    pub(crate) master: rustix::process::Pid,
     /// The users of `--basic-auth`, as the master last read them.
-    pub auth: Option<&'a Credentials>,
+    pub(crate) auth: Option<&'a Credentials>,
 }
 
 /// A bring-up step of the worker that failed.

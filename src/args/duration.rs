@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 /// The longest duration any flag accepts: one day.
-pub const MAX: Duration = Duration::from_secs(86_400);
+pub(crate) const MAX: Duration = Duration::from_secs(86_400);
 /// The shortest: one millisecond.
 pub(crate) const MIN: Duration = Duration::from_millis(1);
 

@@ -35,9 +35,9 @@ pub enum Origin {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct EnvToken {
     /// The token, as on a command line.
-    pub token: String,
+    pub(crate) token: String,
     /// The variable it came from.
-    pub var: String,
+    pub(crate) var: String,
 }
 
 /// The tokens of the `STEERD_*` variables in `vars` for the flags `argv` does not give.

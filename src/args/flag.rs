@@ -34,12 +34,12 @@ pub(crate) enum Takes {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Flag<A> {
     /// `--listen ADDR:PORT\naddress to listen on; ...`
-    pub text: &'static str,
+    pub(crate) text: &'static str,
     /// Other spellings, each with the hint it is shown with on a row of its own
     /// (`("-p", "PORT")`), or an empty hint when the help does not show it (`("-l", "")`).
-    pub short: &'static [(&'static str, &'static str)],
+    pub(crate) short: &'static [(&'static str, &'static str)],
     /// Whether it takes a value, and how often.
-    pub takes: Takes,
+    pub(crate) takes: Takes,
     /// How the flag (as spelled) and its value (empty for a switch) are applied.
     pub(crate) apply: A,
 }
@@ -100,7 +100,7 @@ fn spells(text: &'static str, short: &[(&str, &str)], word: &str) -> bool {
 
 /// A help text rendered the first time it is asked for, then kept for the process
 /// (one instance of the lazy cell's code for every table).
-pub fn rendered(cell: &'static OnceLock<String>, render: fn() -> String) -> &'static str {
+pub(crate) fn rendered(cell: &'static OnceLock<String>, render: fn() -> String) -> &'static str {
     cell.get_or_init(render)
 }
 
@@ -162,7 +162,7 @@ fn help_of(text: &'static str) -> &'static str {
 }
 
 /// One help row (see [`rows`]), for a word that is no flag (`ROOT`).
-pub fn row(out: &mut String, label: &str, help: &str, width: usize) {
+pub(crate) fn row(out: &mut String, label: &str, help: &str, width: usize) {
     let mut lines = help.lines();
     let first = lines.next().unwrap_or("");
     if label.len() < width {
@@ -188,7 +188,7 @@ fn bracketed(labels: &mut dyn Iterator<Item = &'static str>) -> String {
 /// The flags used so far, so that one which does not repeat is refused a second time
 /// (a second value would silently win).
 #[derive(Debug, Default)]
-pub struct Seen<'a>(Vec<&'a str>);
+pub(crate) struct Seen<'a>(Vec<&'a str>);
 
 /// A flag that does not repeat, given twice: printed as `--workers given twice`.
 #[derive(Clone, Debug, PartialEq, Eq)]

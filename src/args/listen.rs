@@ -21,10 +21,10 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ListenValue {
     /// Its addresses, in order, without repeats.
-    pub addrs: Vec<SocketAddr>,
+    pub(crate) addrs: Vec<SocketAddr>,
     /// The addresses came from a port or a name (and may be skipped where their family
     /// cannot be bound), not from an address.
-    pub implied: bool,
+    pub(crate) implied: bool,
 }
 
 /// Parses `value`; `hosts` returns the text of `/etc/hosts` (`None` when unreadable).

@@ -25,7 +25,7 @@ use std::path::PathBuf;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SiteArgs {
     /// `--precompressed LIST|off` (default `br,zstd,gzip`).
-    pub precompressed: Precompressed,
+    pub(crate) precompressed: Precompressed,
     /// `--header 'Name: value'`, in order.
     pub(crate) headers: Vec<HeaderLine>,
     /// `--cache-control PATTERN=VALUE`, in order.
@@ -33,7 +33,7 @@ pub struct SiteArgs {
     /// `--error-page CODE=PATH`: status and request path (with its leading `/`).
     pub(crate) error_pages: Vec<(u16, String)>,
     /// `--fallback PATH`, as a request path.
-    pub fallback: Option<String>,
+    pub(crate) fallback: Option<String>,
     /// `--fallback-skip LIST`: extensions, lowercase, without their dot.
     pub(crate) fallback_skip: Vec<String>,
     /// `--mime EXT=TYPE`, in order.
@@ -43,9 +43,9 @@ pub struct SiteArgs {
     /// `--cors ORIGIN|*`, every one given.
     pub(crate) cors: Cors,
     /// `--mime-types FILE` (read by `steerd check`, at start and at each reload).
-    pub mime_types: Option<PathBuf>,
+    pub(crate) mime_types: Option<PathBuf>,
     /// `--basic-auth FILE`.
-    pub basic_auth: Option<PathBuf>,
+    pub(crate) basic_auth: Option<PathBuf>,
     /// `--basic-auth-realm REALM`.
     pub(crate) basic_auth_realm: Option<String>,
     /// `--basic-auth-skip GLOB`, in order.

@@ -86,7 +86,7 @@ const EMPTY: Bucket = Bucket {
 
 /// The budgets of one loop.
 #[derive(Debug)]
-pub struct Budget {
+pub(crate) struct Budget {
     limits: Limits,
     addrs: Box<[Bucket]>,
     mult: u64,
@@ -127,7 +127,7 @@ impl Budget {
     }
 
     /// Charges the loop's ceiling with a check that took `us` microseconds.
-    pub fn spent(&mut self, us: u64) {
+    pub(crate) fn spent(&mut self, us: u64) {
         self.ceiling_us = self
             .ceiling_us
             .saturating_sub(us.min(i64::MAX as u64) as i64);

@@ -67,12 +67,12 @@ pub struct LineError {
     /// 1-based line number (0: the file as a whole).
     pub line: usize,
     /// What is wrong with it.
-    pub why: Why,
+    pub(crate) why: Why,
 }
 
 /// What is wrong with a line of the file (or with the file as a whole).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Why {
+pub(crate) enum Why {
     /// No `:` between the user and the hash.
     NoColon,
     /// `:hash`.
@@ -99,7 +99,7 @@ pub enum Why {
 
 /// Why a hash is refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HashWhy {
+pub(crate) enum HashWhy {
     /// A bcrypt hash that does not parse, and why.
     Bcrypt(&'static str),
     /// A SHA-crypt hash that does not parse, and why.

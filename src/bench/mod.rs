@@ -27,24 +27,24 @@
 //!
 //! It does not serve files or measure anything but HTTP/1.1 over TCP.
 
-pub mod ab;
-pub mod client;
-pub mod compare;
-pub mod error;
-pub mod figures;
+pub(crate) mod ab;
+pub(crate) mod client;
+pub(crate) mod compare;
+pub(crate) mod error;
+pub(crate) mod figures;
 pub(crate) mod hist;
 pub mod load;
-pub mod ministat;
+pub(crate) mod ministat;
 pub(crate) mod plot;
-pub mod procs;
+pub(crate) mod procs;
 pub mod reference;
-pub mod report;
+pub(crate) mod report;
 pub mod spec;
 pub(crate) mod wrk;
 
 use crate::args::bench::{BenchCommand, LoadArgs, HELP};
 pub(crate) use error::BenchError;
-pub use error::Usage;
+pub(crate) use error::Usage;
 use std::path::{Path, PathBuf};
 
 /// Runs `steerd bench ...`: the exit status (0 ok, 1 failure, 2 with the tools' help),
@@ -81,7 +81,7 @@ pub(crate) fn sort_few_by<T>(v: &mut [T], before: impl Fn(&T, &T) -> bool) {
 
 /// Writes `text` to stdout and flushes it. A reader that went away (a closed pipe) is
 /// not an error worth a panic: the text is dropped.
-pub fn emit(text: &str) {
+pub(crate) fn emit(text: &str) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());

@@ -14,13 +14,13 @@ use crate::topology::{self, Topology};
 /// Everything decided before any socket exists.
 pub(crate) struct Prepared {
     /// The machine as read, with the listen address's NIC attached.
-    pub topo: Topology,
+    pub(crate) topo: Topology,
     /// Topology and NIC warnings, each already prefixed with its stage.
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
     /// The plan made on `topo`.
-    pub plan: Plan,
+    pub(crate) plan: Plan,
     /// The steering program; `None` when the plan needs none.
-    pub program: Option<SteerProgram>,
+    pub(crate) program: Option<SteerProgram>,
 }
 
 /// Leaves out the implied listen addresses this machine cannot bind

@@ -29,7 +29,7 @@ pub(crate) fn main(roots: &Roots, json: bool) -> Result<i32, super::Failure> {
 }
 
 /// A cpulist as a JSON array of CPU ids.
-pub fn ids(set: &CpuSet) -> Value {
+pub(crate) fn ids(set: &CpuSet) -> Value {
     Value::Arr(set.iter().map(|c| Value::Int(c.get() as i64)).collect())
 }
 

@@ -100,13 +100,13 @@ pub(crate) struct Pending {
 #[derive(Clone, Copy)]
 pub(crate) struct LoggedRequest<'a> {
     /// The receive area the slices below point into.
-    pub area: &'a [u8],
+    pub(crate) area: &'a [u8],
     /// The request line.
-    pub line: RequestLine<'a>,
+    pub(crate) line: RequestLine<'a>,
     /// Its field lines (none for a request that did not parse).
-    pub fields: &'a [Header<'a>],
+    pub(crate) fields: &'a [Header<'a>],
     /// The `Authorization` value `--basic-auth` accepted (the log shows its user).
-    pub accepted: Option<&'a [u8]>,
+    pub(crate) accepted: Option<&'a [u8]>,
 }
 
 fn field<'a>(fields: &[Header<'a>], name: &[u8]) -> Option<&'a [u8]> {

@@ -126,11 +126,11 @@ impl Outgoing {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Head {
     /// Bytes of the head.
-    pub len: usize,
+    pub(crate) len: usize,
     /// Bytes of it written.
-    pub sent: usize,
+    pub(crate) sent: usize,
     /// It lives at the back of the receive area.
-    pub spilled: bool,
+    pub(crate) spilled: bool,
 }
 
 impl Head {
@@ -148,21 +148,21 @@ impl Head {
 #[derive(Debug)]
 pub(super) struct Response {
     /// Its head and how much of it is written.
-    pub head: Head,
+    pub(crate) head: Head,
     /// What remains of its body.
-    pub body: Outgoing,
+    pub(crate) body: Outgoing,
     /// The body's cache entry is pinned (a paused cached body must not change).
-    pub pinned: bool,
+    pub(crate) pinned: bool,
     /// Body bytes written so far.
     pub(crate) body_sent: u64,
     /// How the connection goes on.
-    pub after: After,
+    pub(crate) after: After,
     /// Body bytes the request still owes: discarded before the next head when the
     /// connection persists (`Awaiting::Body`), else they make the close linger.
     pub(crate) owed: u64,
     /// Bytes of the answered head, dropped from the receive area once the response is
     /// finished (the log reads them until then).
-    pub answered: usize,
+    pub(crate) answered: usize,
     /// The turn clock (`Ctx::now_ms`) when it was planned: its response time runs from
     /// there (`stats::latency`).
     pub(crate) planned_ms: u64,

@@ -36,7 +36,7 @@ const KEY_MAX: usize = 72;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Setting {
     /// log2 of the key schedule's rounds.
-    pub cost: u32,
+    pub(crate) cost: u32,
     /// The 16-byte salt.
     pub(crate) salt: [u8; 16],
 }
@@ -54,7 +54,7 @@ pub enum SettingError {
 
 impl SettingError {
     /// What to tell the operator.
-    pub fn why(self) -> &'static str {
+    pub(crate) fn why(self) -> &'static str {
         match self {
             SettingError::Form => "not a bcrypt hash ($2y$CC$ and 53 characters)",
             SettingError::Cost => "the cost must be from 4 to 31",

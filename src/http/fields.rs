@@ -87,9 +87,9 @@ impl Codings {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct ConnectionOptions {
     /// `close` was listed.
-    pub close: bool,
+    pub(crate) close: bool,
     /// `keep-alive` was listed (meaningful for HTTP/1.0).
-    pub keep_alive: bool,
+    pub(crate) keep_alive: bool,
 }
 
 impl ConnectionOptions {

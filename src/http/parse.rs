@@ -61,7 +61,7 @@ pub struct Head<'b> {
     pub method: &'b [u8],
     /// The method is `GET` (known from the request line's fast path, so the semantic
     /// layer need not compare the token again).
-    pub get: bool,
+    pub(crate) get: bool,
     /// The request-target, every byte in [`super::tables::TARGET`].
     pub target: &'b [u8],
     /// Bytes of `target` before its first "?" (all of it when there is none).

@@ -23,11 +23,11 @@ use std::os::fd::{AsFd, BorrowedFd};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Membership {
     /// `IPV6_V6ONLY` (always true for an IPv4 address, where it does not apply).
-    pub v6only: bool,
+    pub(crate) v6only: bool,
     /// The interface of `SO_BINDTODEVICE`, empty for none.
-    pub device: Vec<u8>,
+    pub(crate) device: Vec<u8>,
     /// The socket's owner (the inode's uid, the creator's fsuid).
-    pub uid: u32,
+    pub(crate) uid: u32,
 }
 
 /// Why a passed socket's group cannot get members made beside it.

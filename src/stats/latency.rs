@@ -39,7 +39,7 @@ pub(crate) const BUCKETS: usize = BOUNDS_MS.len() + 1;
 pub(crate) struct Latency {
     /// Responses per bucket, not cumulative: bucket `i` counts durations above
     /// `BOUNDS_MS[i - 1]` and at most `BOUNDS_MS[i]`; the last, those above every bound.
-    pub buckets: [AtomicU64; BUCKETS],
+    pub(crate) buckets: [AtomicU64; BUCKETS],
     /// The durations' sum, in milliseconds.
     pub(crate) sum_ms: AtomicU64,
 }

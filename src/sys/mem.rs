@@ -77,7 +77,7 @@ impl<T: SharedZeroed> Drop for SharedBlocks<T> {
 /// vector the kernel gave the process, so it works in a worker whose privileges were
 /// dropped (rustix's `page_size` may read `/proc/self/auxv` there, which a process made
 /// non-dumpable by `setuid` cannot read, and then panics). 4096 if it says nothing usable.
-pub fn page_size() -> usize {
+pub(crate) fn page_size() -> usize {
     // SAFETY: sysconf takes a plain integer and reads no memory of ours.
     let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     usize::try_from(n)
@@ -92,7 +92,7 @@ pub fn page_size() -> usize {
 /// element of a table, would fault in a whole huge page (2 MiB on x86-64, on
 /// riscv64 and on LPAE armv7), and khugepaged could later fold touched pages into more:
 /// the memory a connection costs would depend on the host's setting. See prctl(2).
-pub fn base_pages_only() -> io::Result<()> {
+pub(crate) fn base_pages_only() -> io::Result<()> {
     rustix::thread::disable_transparent_huge_pages(true).map_err(io::Error::from)
 }
 

@@ -108,7 +108,7 @@ pub(crate) fn pin_to_set(set: &AffinityMask) -> io::Result<()> {
 
 /// `sched_getaffinity(0)` — the CPUs the calling thread may run on now.
 /// See sched_getaffinity(2).
-pub fn affinity() -> io::Result<AffinityMask> {
+pub(crate) fn affinity() -> io::Result<AffinityMask> {
     rustix::thread::sched_getaffinity(None).map_err(io::Error::from)
 }
 

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 pub(super) struct Server {
     child: Child,
     /// The first process, whose PID is also the group's id.
-    pub pid: u32,
+    pub(crate) pid: u32,
     log: std::path::PathBuf,
 }
 

@@ -53,9 +53,9 @@ impl Tracer {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Traced {
     /// Responses of the traced run.
-    pub requests: u64,
+    pub(crate) requests: u64,
     /// strace's total and per-call counts, when it printed a summary.
-    pub summary: Option<(u64, Vec<(String, u64)>)>,
+    pub(crate) summary: Option<(u64, Vec<(String, u64)>)>,
 }
 
 impl Traced {

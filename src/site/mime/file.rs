@@ -31,9 +31,9 @@ const CHARSET: &[u8] = b"; charset=utf-8";
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct LineError {
     /// The line's number, counted from 1.
-    pub line: usize,
+    pub(crate) line: usize,
     /// What is wrong with it.
-    pub kind: LineErrorKind,
+    pub(crate) kind: LineErrorKind,
 }
 
 /// What is wrong with a line.

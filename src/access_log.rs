@@ -11,7 +11,7 @@
 //! counted, and the worker adds the count to its `log_lines_dropped` counter each loop
 //! turn ([`AccessLog::take_dropped`]).
 
-pub mod dest;
+pub(crate) mod dest;
 
 pub(crate) use dest::Dest;
 
@@ -43,7 +43,11 @@ pub(crate) struct AccessLog {
 
 impl AccessLog {
     /// Opens `target` as the current process; `date` starts the log's clock.
-    pub fn open(target: &LogTarget, format: LogFormat, date: &DateCache) -> io::Result<AccessLog> {
+    pub(crate) fn open(
+        target: &LogTarget,
+        format: LogFormat,
+        date: &DateCache,
+    ) -> io::Result<AccessLog> {
         let dest = Dest::open(target)?;
         let size = if dest.is_off() { 0 } else { BUF };
         Ok(AccessLog {
@@ -60,7 +64,7 @@ impl AccessLog {
 
     /// A log that records nothing.
     #[cfg(test)]
-    pub fn off() -> AccessLog {
+    pub(crate) fn off() -> AccessLog {
         AccessLog {
             dest: Dest::Off,
             format: LogFormat::default(),
@@ -79,12 +83,12 @@ impl AccessLog {
     }
 
     /// The line format.
-    pub fn format(&self) -> LogFormat {
+    pub(crate) fn format(&self) -> LogFormat {
         self.format
     }
 
     /// Appends one line (writing the buffer first if the line might not fit).
-    pub fn record(&mut self, rec: &Record<'_>, now_ms: u64) {
+    pub(crate) fn record(&mut self, rec: &Record<'_>, now_ms: u64) {
         if !self.enabled() {
             return;
         }
@@ -106,7 +110,7 @@ impl AccessLog {
     }
 
     /// Once per loop turn: follows the clock, and writes lines that have waited long enough.
-    pub fn tick(&mut self, date: &DateCache, now_ms: u64) {
+    pub(crate) fn tick(&mut self, date: &DateCache, now_ms: u64) {
         self.clock.update(date);
         if self
             .oldest_ms
@@ -131,7 +135,7 @@ impl AccessLog {
     }
 
     /// Flushes, then opens the destination again (after a rotation moved the old file).
-    pub fn reopen(&mut self) -> io::Result<()> {
+    pub(crate) fn reopen(&mut self) -> io::Result<()> {
         self.flush();
         self.dest.reopen()
     }

@@ -8,15 +8,15 @@
 //! is an [`ArgsError`] that names the flag (or the variable) and the value.
 
 pub mod bench;
-pub mod bpf;
-pub mod duration;
-pub mod env;
-pub mod flag;
-pub mod inspect;
-pub mod listen;
-pub mod logging;
-pub mod probe;
-pub mod serve;
+pub(crate) mod bpf;
+pub(crate) mod duration;
+pub(crate) mod env;
+pub(crate) mod flag;
+pub(crate) mod inspect;
+pub(crate) mod listen;
+pub(crate) mod logging;
+pub(crate) mod probe;
+pub(crate) mod serve;
 pub mod site;
 
 use crate::config::Logging;
@@ -30,7 +30,7 @@ use std::time::Duration;
 
 /// What the user asked steerd to do.
 #[derive(Debug)]
-pub enum Command {
+pub(crate) enum Command {
     /// `steerd [serve] ...`
     Serve(ServeArgs),
     /// `steerd check [serve options] [--json]`: plan and program, listens on nothing.
@@ -65,10 +65,10 @@ pub(crate) struct Outside<'a> {
     /// The process's `STEERD_*` variables (`args/env.rs`).
     pub(crate) vars: Vec<(String, String)>,
     /// The text of `/etc/hosts`; called only when a `--listen` value names a host.
-    pub hosts: &'a dyn Fn() -> Option<String>,
+    pub(crate) hosts: &'a dyn Fn() -> Option<String>,
     /// Whether a word names a directory: a first word that is no subcommand but close
     /// to one is refused as a mistyped subcommand only when it is not a directory.
-    pub is_dir: &'a dyn Fn(&str) -> bool,
+    pub(crate) is_dir: &'a dyn Fn(&str) -> bool,
 }
 
 fn no_hosts() -> Option<String> {
@@ -81,7 +81,7 @@ fn no_dir(_: &str) -> bool {
 
 impl Outside<'static> {
     /// Nothing from outside: no variables, no `/etc/hosts`, no directories.
-    pub fn none() -> Outside<'static> {
+    pub(crate) fn none() -> Outside<'static> {
         Outside {
             vars: Vec::new(),
             hosts: &no_hosts,
@@ -213,11 +213,11 @@ pub(crate) use crate::config::DEFAULT_LISTEN;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ArgsError {
     /// Who refused it: `args`, or the subcommand (`bpf`).
-    pub stage: &'static str,
+    pub(crate) stage: &'static str,
     /// What is wrong, naming the flag and the value.
-    pub message: String,
+    pub(crate) message: String,
     /// The usage text printed after the message (empty for none).
-    pub usage: &'static str,
+    pub(crate) usage: &'static str,
 }
 
 impl fmt::Display for ArgsError {
@@ -250,7 +250,8 @@ fn flag_error(message: String) -> ArgsError {
 }
 
 /// Parses everything after the program name, with nothing from outside.
-pub fn parse(args: &[String]) -> Result<Command, ArgsError> {
+#[cfg(test)]
+pub(crate) fn parse(args: &[String]) -> Result<Command, ArgsError> {
     parse_in(args, &Outside::none())
 }
 

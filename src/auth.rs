@@ -20,11 +20,11 @@
 //! - [`gate`]: the four together, in that order.
 
 pub mod basic;
-pub mod budget;
+pub(crate) mod budget;
 pub mod cost;
-pub mod gate;
-pub mod htpasswd;
-pub mod remember;
+pub(crate) mod gate;
+pub(crate) mod htpasswd;
+pub(crate) mod remember;
 
 pub(crate) use gate::{Gate, Verdict};
 pub use htpasswd::Credentials;
@@ -43,11 +43,11 @@ pub(crate) fn process_key() -> std::io::Result<[u8; 16]> {
 }
 
 /// How many [`Reason`]s there are.
-pub const REASONS: usize = 4;
+pub(crate) const REASONS: usize = 4;
 
 /// Why a request was not let in: the `reason` label of `steerd_auth_failures_total`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reason {
+pub(crate) enum Reason {
     /// No `Authorization` field.
     Missing,
     /// Not `Basic` with base64 of `user:password`.
@@ -62,7 +62,7 @@ pub enum Reason {
 
 impl Reason {
     /// Every reason, in the order of the metric's series.
-    pub const ALL: [Reason; REASONS] = [
+    pub(crate) const ALL: [Reason; REASONS] = [
         Reason::Missing,
         Reason::Malformed,
         Reason::WrongCredentials,
@@ -70,7 +70,7 @@ impl Reason {
     ];
 
     /// The label value.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Reason::Missing => "missing",
             Reason::Malformed => "malformed",
@@ -80,7 +80,7 @@ impl Reason {
     }
 
     /// Its index in [`Reason::ALL`] (and in the counters).
-    pub fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         self as usize
     }
 }

@@ -13,11 +13,11 @@
 //! - [`AddrKey`]: the unit per-address limits count (connection slots, credential
 //!   checks).
 
-pub mod forwarded;
+pub(crate) mod forwarded;
 pub mod proxy_header;
 
 pub(crate) use forwarded::{forwarded_for, Walk};
-pub use proxy_header::{parse_proxy_header, ProxyError, ProxyHeader};
+pub(crate) use proxy_header::parse_proxy_header;
 
 #[cfg(test)]
 use std::net::Ipv6Addr;
@@ -30,7 +30,7 @@ use std::net::{IpAddr, Ipv4Addr};
 /// not `127.0.0.2`). Twelve bytes, aligned to 4, so the tables that hold one in a record
 /// beside `u32`s do not grow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AddrKey {
+pub(crate) struct AddrKey {
     /// The IPv4 address in `[1]` (`[0]` is 0), or the prefix's upper and lower halves.
     bits: [u32; 2],
     family: Family,
@@ -51,7 +51,7 @@ impl AddrKey {
     };
 
     /// The key of `ip`.
-    pub fn of(ip: IpAddr) -> AddrKey {
+    pub(crate) fn of(ip: IpAddr) -> AddrKey {
         let v4 = |v4: Ipv4Addr| AddrKey {
             bits: [0, u32::from(v4)],
             family: Family::V4,
@@ -74,7 +74,7 @@ impl AddrKey {
     /// The key folded into one word for hashing into a table. Distinct keys may share a
     /// word (so a table compares whole keys); the family is mixed in so that an IPv4
     /// address and the prefix of the same number do not share a home.
-    pub fn hash_word(self) -> u64 {
+    pub(crate) fn hash_word(self) -> u64 {
         let bits = (u64::from(self.bits[0]) << 32) | u64::from(self.bits[1]);
         match self.family {
             Family::V4 => bits,

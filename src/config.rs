@@ -18,7 +18,8 @@ pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
 mod logging;
 
-pub use logging::{Cidr, CidrError, LogFormat, LogTarget, Logging, DEV_LOG};
+pub use logging::{Cidr, LogFormat, LogTarget, Logging};
+pub(crate) use logging::{CidrError, DEV_LOG};
 
 /// Which program steers new connections to listeners.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,7 +34,7 @@ pub enum SteerPolicy {
 
 impl SteerPolicy {
     /// The flag's spelling.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             SteerPolicy::Cpu => "cpu",
             SteerPolicy::Numa => "numa",
@@ -74,26 +75,26 @@ pub struct Timeouts {
 
 /// What the master, its workers and their loops serve, and how.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Serving {
+pub(crate) struct Serving {
     /// Directory to serve.
-    pub root: PathBuf,
+    pub(crate) root: PathBuf,
     /// Addresses to listen on (one reuseport group each).
-    pub listen: Vec<SocketAddr>,
+    pub(crate) listen: Vec<SocketAddr>,
     /// Connection slots per worker and listener.
-    pub max_conns: u32,
+    pub(crate) max_conns: u32,
     /// Of those, the slots one client address (IPv4 address, IPv6 /64) may hold.
-    pub max_conns_per_addr: u32,
+    pub(crate) max_conns_per_addr: u32,
     /// The connection deadlines.
-    pub timeouts: Timeouts,
+    pub(crate) timeouts: Timeouts,
     /// `SO_SNDBUF` of every listener, which accepted connections inherit (`None`: the
     /// kernel's autotuning, up to `net.ipv4.tcp_wmem`'s maximum per connection).
-    pub send_buffer: Option<u32>,
+    pub(crate) send_buffer: Option<u32>,
     /// The access log and the client address it names.
-    pub logging: Logging,
+    pub(crate) logging: Logging,
     /// Prometheus metrics endpoint.
-    pub metrics: Option<SocketAddr>,
+    pub(crate) metrics: Option<SocketAddr>,
     /// User to become after binding.
-    pub user: Option<UserSpec>,
+    pub(crate) user: Option<UserSpec>,
     /// Headers, cache rules, error pages, fallback, media types, sidecars.
-    pub site: SiteRules,
+    pub(crate) site: SiteRules,
 }

@@ -174,7 +174,7 @@ pub(crate) struct Conn {
 
 impl Conn {
     /// A free slot.
-    pub fn free() -> Conn {
+    pub(crate) fn free() -> Conn {
         Conn {
             fd: None,
             awaiting: Awaiting::Free,
@@ -195,7 +195,7 @@ impl Conn {
     /// Takes a freshly accepted socket: waits for a head (or a PROXY header), assumed
     /// readable and writable (with `TCP_DEFER_ACCEPT` the request is normally already
     /// there).
-    pub fn open(&mut self, fd: OwnedFd, arrival: Arrival) {
+    pub(crate) fn open(&mut self, fd: OwnedFd, arrival: Arrival) {
         *self = Conn::free();
         self.fd = Some(fd);
         self.client = arrival.peer;
@@ -210,7 +210,7 @@ impl Conn {
     }
 
     /// Releases everything the slot holds (the socket closes when dropped).
-    pub fn release(&mut self, ctx: &mut Ctx<'_>) {
+    pub(crate) fn release(&mut self, ctx: &mut Ctx<'_>) {
         if let Awaiting::Send(r) = &mut self.awaiting {
             r.release(ctx);
         }
@@ -230,7 +230,7 @@ impl Conn {
     }
 
     /// The connection's socket (`None` when free).
-    pub fn fd(&self) -> Option<BorrowedFd<'_>> {
+    pub(crate) fn fd(&self) -> Option<BorrowedFd<'_>> {
         self.fd.as_ref().map(|fd| fd.as_fd())
     }
 
@@ -240,7 +240,7 @@ impl Conn {
     }
 
     /// Waiting between requests with nothing buffered (a graceful stop may close it).
-    pub fn idle(&self) -> bool {
+    pub(crate) fn idle(&self) -> bool {
         matches!(self.awaiting, Awaiting::Head) && self.in_len == 0
     }
 
@@ -261,9 +261,9 @@ impl Conn {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Readiness {
     /// Input (or the peer's EOF) may be read.
-    pub readable: bool,
+    pub(crate) readable: bool,
     /// Send space may be available.
-    pub writable: bool,
+    pub(crate) writable: bool,
     /// The peer shut its write side.
     pub(crate) peer_shut: bool,
 }
@@ -272,13 +272,13 @@ pub(crate) struct Readiness {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Arrival {
     /// The peer's address.
-    pub peer: Option<IpAddr>,
+    pub(crate) peer: Option<IpAddr>,
     /// It arrived on the worker's own CPU.
-    pub local: bool,
+    pub(crate) local: bool,
     /// The peer is a trusted proxy whose `X-Forwarded-For` names the client.
     pub(crate) forwarded: bool,
     /// The connection must begin with a PROXY header (the peer is trusted to send one).
-    pub proxy_header: bool,
+    pub(crate) proxy_header: bool,
 }
 
 /// A connection the loop closes (timeout, stop) or that failed while a response was
@@ -325,46 +325,46 @@ pub(crate) fn header_timeout(
 /// Per-worker state every connection uses.
 pub(crate) struct Ctx<'a> {
     /// The served root.
-    pub root: BorrowedFd<'a>,
+    pub(crate) root: BorrowedFd<'a>,
     /// Small-file cache.
-    pub cache: FileCache,
+    pub(crate) cache: FileCache,
     /// The Date header of this second.
-    pub date: DateCache,
+    pub(crate) date: DateCache,
     /// Monotonic milliseconds of this loop turn.
     pub(crate) now_ms: u64,
     /// Shared counters.
-    pub counters: &'a WorkerCounters,
+    pub(crate) counters: &'a WorkerCounters,
     /// Access log.
-    pub log: AccessLog,
+    pub(crate) log: AccessLog,
     /// The worker's index (for the log).
-    pub worker: u32,
+    pub(crate) worker: u32,
     /// The worker's CPU (for the log).
-    pub cpu: u32,
+    pub(crate) cpu: u32,
     /// Deadlines.
-    pub timers: Timers,
+    pub(crate) timers: Timers,
     /// Graceful stop in progress: no more keep-alive.
-    pub draining: bool,
+    pub(crate) draining: bool,
     /// The operator's headers, cache rules, error pages and fallback.
-    pub site: &'a SiteRules,
+    pub(crate) site: &'a SiteRules,
     /// How far a trusted peer's `X-Forwarded-For` is believed.
     pub(crate) forwarded: Walk<'a>,
     /// `--basic-auth`: this loop's remembered verdicts and budget of hash checks.
-    pub auth: Option<crate::auth::Gate>,
+    pub(crate) auth: Option<crate::auth::Gate>,
     /// Directory listings in progress (`--list-dirs`; no slots without it).
-    pub listings: Listings,
+    pub(crate) listings: Listings,
 }
 
 /// Scratch space for one request at a time (decoded path, path to open).
 pub(crate) struct Scratch {
     /// The parser's decoded path.
-    pub path: Box<[u8; MAX_TARGET]>,
+    pub(crate) path: Box<[u8; MAX_TARGET]>,
     /// NUL-terminated relative path for `openat2`.
-    pub open: Box<[u8; PATH_MAX + 1]>,
+    pub(crate) open: Box<[u8; PATH_MAX + 1]>,
     /// A response head too long for the head area, until it is moved to the slot.
     pub(crate) spill: Box<[u8; SPILL_CAP]>,
     /// The request path of a pre-compressed sidecar (the decoded path plus
     /// `index.html` and a suffix).
-    pub sidecar: Box<[u8; SIDECAR_CAP]>,
+    pub(crate) sidecar: Box<[u8; SIDECAR_CAP]>,
 }
 
 /// Bytes of a sidecar's request path: the longest decoded path, `index.html`, `.zst`.
@@ -382,7 +382,7 @@ impl Scratch {
     }
 
     /// Allocated once per worker.
-    pub fn new() -> Scratch {
+    pub(crate) fn new() -> Scratch {
         Scratch {
             path: Box::new([0; MAX_TARGET]),
             open: Box::new([0; PATH_MAX + 1]),

@@ -88,12 +88,12 @@ impl fmt::Display for CpuListError {
 
 impl CpuSet {
     /// The empty set.
-    pub const fn new() -> CpuSet {
+    pub(crate) const fn new() -> CpuSet {
         CpuSet { bits: [0; WORDS] }
     }
 
     /// Adds `cpu`.
-    pub fn insert(&mut self, cpu: CpuId) {
+    pub(crate) fn insert(&mut self, cpu: CpuId) {
         self.bits[cpu.get() / 64] |= 1 << (cpu.get() % 64);
     }
 
@@ -116,11 +116,6 @@ impl CpuSet {
         }
     }
 
-    /// Removes `cpu`.
-    pub fn remove(&mut self, cpu: CpuId) {
-        self.bits[cpu.get() / 64] &= !(1 << (cpu.get() % 64));
-    }
-
     /// Whether `cpu` is in the set.
     pub fn contains(&self, cpu: CpuId) -> bool {
         self.bits[cpu.get() / 64] & (1 << (cpu.get() % 64)) != 0
@@ -137,7 +132,7 @@ impl CpuSet {
     }
 
     /// The lowest CPU in the set.
-    pub fn first(&self) -> Option<CpuId> {
+    pub(crate) fn first(&self) -> Option<CpuId> {
         self.iter().next()
     }
 
@@ -151,7 +146,7 @@ impl CpuSet {
     }
 
     /// `self \ other`: the CPUs of `self` not in `other`.
-    pub fn difference(&self, other: &CpuSet) -> CpuSet {
+    pub(crate) fn difference(&self, other: &CpuSet) -> CpuSet {
         let mut out = self.clone();
         for (a, b) in out.bits.iter_mut().zip(other.bits.iter()) {
             *a &= !*b;

@@ -17,11 +17,11 @@
 //! (published vectors and hashes made by libxcrypt), run whole by the unit tests.
 
 pub mod bcrypt;
-pub mod blowfish;
-pub mod radix64;
-pub mod sha2;
+pub(crate) mod blowfish;
+pub(crate) mod radix64;
+pub(crate) mod sha2;
 pub mod sha_crypt;
-pub mod siphash;
+pub(crate) mod siphash;
 
 /// True when `a` and `b` are equal, in time that depends on their lengths only: every
 /// byte pair is looked at, and the differences are folded together before one test.

@@ -23,9 +23,9 @@ use rustix::io::Errno;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Token {
     /// Index in the connection table.
-    pub slot: u32,
+    pub(crate) slot: u32,
     /// Incremented each time the slot is reused.
-    pub generation: u32,
+    pub(crate) generation: u32,
 }
 
 impl Token {
@@ -52,9 +52,9 @@ impl Token {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Ready {
     /// Bytes (or EOF) to read.
-    pub readable: bool,
+    pub(crate) readable: bool,
     /// Send space available.
-    pub writable: bool,
+    pub(crate) writable: bool,
     /// The peer hung up or the socket has an error.
     pub(crate) hangup: bool,
     /// The peer shut its write side (`EPOLLRDHUP`): an EOF waits behind any data.
@@ -81,7 +81,7 @@ pub(crate) struct Poller {
 impl Poller {
     /// `epoll_create1(EPOLL_CLOEXEC)` and an event buffer of `capacity` entries, allocated
     /// here once.
-    pub fn new(capacity: usize) -> rustix::io::Result<Poller> {
+    pub(crate) fn new(capacity: usize) -> rustix::io::Result<Poller> {
         Ok(Poller {
             epoll: epoll::create(CreateFlags::CLOEXEC)?,
             events: Vec::with_capacity(capacity.max(1)),
@@ -119,7 +119,7 @@ impl Poller {
 
     /// `epoll_wait` for at most `timeout_ms` (-1: forever). `EINTR` (a signal for the
     /// control flags) returns an empty batch.
-    pub fn wait(&mut self, timeout_ms: i32) -> rustix::io::Result<usize> {
+    pub(crate) fn wait(&mut self, timeout_ms: i32) -> rustix::io::Result<usize> {
         self.events.clear();
         let ts;
         let timeout = if timeout_ms < 0 {
@@ -140,7 +140,7 @@ impl Poller {
     }
 
     /// The `i`th event of the last [`Poller::wait`].
-    pub fn event(&self, i: usize) -> Option<(Token, Ready)> {
+    pub(crate) fn event(&self, i: usize) -> Option<(Token, Ready)> {
         let e = self.events.get(i)?;
         let (data, flags) = (e.data, e.flags);
         Some((Token::unpack(data.u64()), Ready::from_flags(flags)))

@@ -41,7 +41,7 @@
 
 pub mod beneath;
 pub mod cache;
-pub mod dir;
+pub(crate) mod dir;
 
 use crate::http::date::{format_imf, IMF_LEN};
 use crate::http::encoding::{Coding, CodingSet, Precompressed};
@@ -60,18 +60,18 @@ const INDEX: &[u8] = b"index.html";
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FileOptions {
     /// Media types (`--mime`, `--mime-types`, built in).
-    pub types: Types,
+    pub(crate) types: Types,
     /// Sidecar codings looked for (`--precompressed`).
-    pub precompressed: Precompressed,
+    pub(crate) precompressed: Precompressed,
     /// Whether dotfiles are served (`--dotfiles`): a hidden path is a missing file.
-    pub dotfiles: Dotfiles,
+    pub(crate) dotfiles: Dotfiles,
 }
 
 impl FileOptions {
     /// The options the operator's rules set, for a serving loop: this makes the media
     /// types `'static`, an allocation that lives as long as the process, so a loop calls
     /// it once at start.
-    pub fn serving(rules: &SiteRules) -> FileOptions {
+    pub(crate) fn serving(rules: &SiteRules) -> FileOptions {
         FileOptions {
             types: rules.types.leak(),
             precompressed: rules.precompressed,
@@ -80,7 +80,7 @@ impl FileOptions {
     }
 
     /// The options for a file served as itself (an error page, a sidecar): no sidecars.
-    pub fn plain(self) -> FileOptions {
+    pub(crate) fn plain(self) -> FileOptions {
         FileOptions {
             precompressed: Precompressed::OFF,
             ..self
@@ -121,7 +121,7 @@ impl ETag {
     /// The tag of the same bytes sent as the `coding` representation of another file:
     /// this tag with `-<coding>` inside the quotes, so that it can never equal the tag of
     /// a file served as itself (RFC 9110 §8.8.3: one tag per representation).
-    pub fn coded(&self, coding: Coding) -> ETag {
+    pub(crate) fn coded(&self, coding: Coding) -> ETag {
         let mut t = *self;
         let end = usize::from(t.len) - 1;
         let mut w = HexWriter {
@@ -167,7 +167,7 @@ pub struct FileMeta {
     /// Length in bytes.
     pub size: u64,
     /// Modification time, Unix seconds.
-    pub mtime: i64,
+    pub(crate) mtime: i64,
     /// Modification time, nanoseconds part.
     pub(crate) mtime_nsec: u32,
     /// Inode number (to notice a file replaced by rename).
@@ -179,7 +179,7 @@ pub struct FileMeta {
     /// `Content-Type` value.
     pub mime: &'static [u8],
     /// The usable pre-compressed sidecars (empty until [`probe`] or [`open`] looks).
-    pub sidecars: CodingSet,
+    pub(crate) sidecars: CodingSet,
 }
 
 impl FileMeta {
@@ -292,7 +292,7 @@ fn meta_with(
 
 /// What resolving a path without opening it found.
 #[derive(Debug)]
-pub enum Probe {
+pub(crate) enum Probe {
     /// A regular file, with its metadata (not open).
     File(FileMeta),
     /// Anything else: the answer.
@@ -311,7 +311,7 @@ fn openat2_beneath(
 /// Resolves `path` (decoded, starting with `/`) under `root` with `O_PATH`, so that no
 /// node is opened: `openat2`, `fstat`, `close`; then, for a regular file, its sidecars
 /// the same way (one failing `openat2` for each one missing). `scratch` is overwritten.
-pub fn probe(
+pub(crate) fn probe(
     root: BorrowedFd<'_>,
     path: &[u8],
     scratch: &mut [u8; PATH_MAX + 1],

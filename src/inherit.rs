@@ -35,7 +35,7 @@ const MAX_FDS: usize = 4096;
 
 /// Passed descriptors that cannot be taken, each named with its variable or number.
 #[derive(Debug, PartialEq, Eq)]
-pub enum InheritError {
+pub(crate) enum InheritError {
     /// `STEERD_REEXEC_FDS` lists more than [`MAX_FDS`] descriptors (for this pid).
     TooManyReexec(u32),
     /// An entry of `STEERD_REEXEC_FDS` is no `FD:NAME` with FD at least [`FIRST_FD`].
@@ -79,12 +79,12 @@ impl core::fmt::Display for InheritError {
 
 /// A passed descriptor, before it is inspected.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Passed {
+pub(crate) struct Passed {
     /// Its number in this process.
-    pub fd: RawFd,
+    pub(crate) fd: RawFd,
     /// Its name from `LISTEN_FDNAMES` (`unknown` when the names do not match the count,
     /// as systemd does).
-    pub name: String,
+    pub(crate) name: String,
 }
 
 /// Reads a re-executed master's variables as given: `STEERD_REEXEC_PID` and
@@ -129,7 +129,7 @@ pub(crate) fn reexec_is_ours() -> bool {
 /// Reads the three variables as given (`None` for an unset one) for process `pid`.
 /// `Ok(empty)`: nothing was passed to this process (no variables, or `LISTEN_PID` names
 /// another process, which then inherited them by mistake).
-pub fn parse(
+pub(crate) fn parse(
     listen_pid: Option<&str>,
     listen_fds: Option<&str>,
     names: Option<&str>,
@@ -163,11 +163,11 @@ pub fn parse(
 #[derive(Debug)]
 pub(crate) struct Inherited {
     /// The descriptor (close-on-exec from now on).
-    pub fd: OwnedFd,
+    pub(crate) fd: OwnedFd,
     /// Its name from `LISTEN_FDNAMES`.
-    pub name: String,
+    pub(crate) name: String,
     /// For a listening TCP socket: its address and whether it has `SO_REUSEPORT`.
-    pub listener: Option<(SocketAddr, bool)>,
+    pub(crate) listener: Option<(SocketAddr, bool)>,
 }
 
 /// The descriptors passed to this process, taken from the environment once (the
@@ -209,7 +209,7 @@ pub(crate) fn take_from_env() -> Result<Vec<Inherited>, InheritError> {
 
 /// A listening TCP socket's bound address and its `SO_REUSEPORT`; an error for anything
 /// else (a datagram socket, a socket not listening, a pipe).
-pub fn inspect(fd: &OwnedFd) -> io::Result<(SocketAddr, bool)> {
+pub(crate) fn inspect(fd: &OwnedFd) -> io::Result<(SocketAddr, bool)> {
     use rustix::net::{sockopt, SocketType};
     let not = |what: &str| io::Error::other(format!("not {what}"));
     if sockopt::socket_type(fd)? != SocketType::STREAM {

@@ -13,7 +13,7 @@ use core::fmt::Write;
 
 /// A JSON value.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Value {
+pub(crate) enum Value {
     /// `null`
     Null,
     /// `true` / `false`
@@ -43,7 +43,7 @@ impl Value {
     }
 
     /// A string value.
-    pub fn str(s: impl Into<String>) -> Value {
+    pub(crate) fn str(s: impl Into<String>) -> Value {
         Value::Str(s.into())
     }
 
@@ -53,12 +53,12 @@ impl Value {
     }
 
     /// An unsigned integer (saturating at `i64::MAX`).
-    pub fn uint(n: u64) -> Value {
+    pub(crate) fn uint(n: u64) -> Value {
         Value::Int(i64::try_from(n).unwrap_or(i64::MAX))
     }
 
     /// A number printed with `decimals` digits after the point.
-    pub fn fixed(x: f64, decimals: u8) -> Value {
+    pub(crate) fn fixed(x: f64, decimals: u8) -> Value {
         Value::Num(x, Some(decimals))
     }
 

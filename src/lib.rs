@@ -37,6 +37,11 @@
 //! import nothing from `args`; `http` imports neither `sys` nor the loop; `topology`
 //! imports neither `plan` nor `args`. `cmd/` maps subcommands onto the pipeline; `bench/`
 //! is the load generator and A/B tool. The layout is drawn in `docs/design.md`.
+//!
+//! A module is `pub` only when something outside the library names it: the binary
+//! (`src/main.rs`, which calls `cmd::run`), `tests/`, `benches/` or `fuzz/`; every other
+//! module is private, and inside the crate an item is `pub(crate)` unless one of those
+//! uses it (`unreachable_pub` warns about the rest).
 
 #![deny(unsafe_code)]
 
@@ -48,7 +53,7 @@
 // and SVG.
 pub mod sys;
 
-pub mod say;
+mod say;
 
 pub mod cpuset;
 
@@ -58,9 +63,9 @@ pub mod site;
 
 pub mod config;
 
-pub mod json;
+mod json;
 
-pub mod svg;
+mod svg;
 
 // Password hashes (bcrypt, SHA-crypt) and the keyed hash of remembered credentials.
 pub mod crypt;
@@ -78,14 +83,14 @@ pub mod plan;
 pub mod steer;
 
 // Stage 5: reuseport listeners in plan order, each made on its worker's CPU.
-pub mod listen;
+mod listen;
 
 // The serving runtime, bottom up (HTTP is among the foundations).
 // Files under the root: openat2, metadata, the small-file cache.
 pub mod files;
 
 // Directory listings (`--list-dirs`): sorted batches in fixed memory, HTML or JSON.
-pub mod listing;
+mod listing;
 
 // The real client address behind a proxy: PROXY headers, X-Forwarded-For.
 pub mod client_addr;
@@ -95,52 +100,52 @@ pub mod client_addr;
 pub mod auth;
 
 // Access log lines (combined, common, json) and their syslog framing.
-pub mod log_line;
+mod log_line;
 
 // epoll readiness with generation-checked tokens.
-pub mod event;
+mod event;
 
 // Connection deadlines, one FIFO per timeout kind.
-pub mod timers;
+mod timers;
 
 // The access log: a per-worker buffer written to a file, standard output or syslog.
-pub mod access_log;
+mod access_log;
 
 // Counters shared by master and workers; the metrics text and its server.
 pub mod stats;
 
 // One connection's protocol state machine.
-pub mod conn;
+mod conn;
 
 // The worker's loop: accept, epoll, timers, the connection slots.
 pub mod serve_loop;
 
 // What TERM, INT, QUIT, HUP, USR1 and USR2 mean, for master and workers alike.
-pub mod signals;
+mod signals;
 
 // Resolving `--user` against /etc/passwd and /etc/group.
-pub mod user;
+mod user;
 
 // Hand-overs with the outside: descriptors a parent passed (socket activation, an
 // upgrade), service-manager notifications, starting the next binary (USR2).
-pub mod inherit;
+mod inherit;
 
-pub mod notify;
+mod notify;
 
-pub mod upgrade;
+mod upgrade;
 
 // A worker: pin, verify, open the root, run the loop.
-pub mod worker;
+mod worker;
 
 // What a worker needs (user, root, access log), checked as the worker will meet it.
-pub mod preflight;
+mod preflight;
 
 // What the master answers on the metrics address: the dashboard page, status.json, the
 // Prometheus text.
-pub mod dashboard;
+mod dashboard;
 
 // The master: pin, bind, fork, supervise, signals, privileges, metrics.
-pub mod master;
+mod master;
 
 // Tools around the pipeline: the A/B bench, subcommand dispatch.
 pub mod bench;

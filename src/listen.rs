@@ -16,9 +16,9 @@
 //!
 //! It does not fork, accept or decide the policy.
 
-pub mod adopt;
-pub mod bindable;
-pub mod member;
+pub(crate) mod adopt;
+pub(crate) mod bindable;
+pub(crate) mod member;
 
 use crate::plan::WorkerPlan;
 use crate::sys;
@@ -35,20 +35,20 @@ pub(crate) const BACKLOG: i32 = 65_535;
 /// One `--listen` address: its bound address (the real port when `:0` was asked) and one
 /// listener per worker, position = group index = worker index.
 #[derive(Debug)]
-pub struct Group {
+pub(crate) struct Group {
     /// The address every member is bound to.
-    pub addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
     /// Listeners in `listen()` order.
-    pub fds: Vec<OwnedFd>,
+    pub(crate) fds: Vec<OwnedFd>,
     /// What every member has besides the address (the passed sockets' options).
     pub(crate) membership: Membership,
 }
 
 /// Every reuseport group, in `--listen` order.
 #[derive(Debug)]
-pub struct Listeners {
+pub(crate) struct Listeners {
     /// Groups in `--listen` order.
-    pub groups: Vec<Group>,
+    pub(crate) groups: Vec<Group>,
 }
 
 /// A bring-up step that failed, with what it was working on.
@@ -77,20 +77,20 @@ impl fmt::Display for ListenError {
 
 /// How each listener is set up, besides the address.
 #[derive(Clone, Copy, Debug)]
-pub struct SocketOptions {
+pub(crate) struct SocketOptions {
     /// `TCP_DEFER_ACCEPT` seconds; 0 leaves it off.
     pub(crate) defer_accept_secs: u32,
     /// `SO_SNDBUF` bytes, which an accepted connection inherits from its listener (the
     /// kernel copies the listener's `sk_sndbuf` and its lock into the child socket, so the
     /// connection is not autotuned); `None` leaves autotuning on.
-    pub send_buffer: Option<u32>,
+    pub(crate) send_buffer: Option<u32>,
 }
 
 /// Makes every listener: first [`probe`] each address, then for each worker in index
 /// order, pin to its CPU, then make its socket for each address; then pin back to `home`.
 /// An address with port 0 gets its port from the first worker's socket, and every later
 /// member binds that port.
-pub fn open(
+pub(crate) fn open(
     workers: &[WorkerPlan],
     addrs: &[SocketAddr],
     home: &sys::AffinityMask,
@@ -256,7 +256,7 @@ impl Listeners {
     /// Attaches `prog` to every group, once, on its first member (after every member has
     /// listened: the program then belongs to the whole group). Stops at the first group
     /// the kernel refuses and says which.
-    pub fn attach(&self, prog: &[asm_bpf::Insn]) -> Result<(), (SocketAddr, io::Error)> {
+    pub(crate) fn attach(&self, prog: &[asm_bpf::Insn]) -> Result<(), (SocketAddr, io::Error)> {
         for group in &self.groups {
             if let Some(first) = group.fds.first() {
                 sys::attach_reuseport_cbpf(first.as_fd(), prog).map_err(|e| (group.addr, e))?;
@@ -284,7 +284,7 @@ impl Listeners {
     }
 
     /// The bound addresses, in `--listen` order.
-    pub fn addrs(&self) -> Vec<SocketAddr> {
+    pub(crate) fn addrs(&self) -> Vec<SocketAddr> {
         self.groups.iter().map(|g| g.addr).collect()
     }
 }

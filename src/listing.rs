@@ -72,7 +72,7 @@ pub(crate) const OUT_CAP: usize = 16 * 1024;
 /// Bytes of the worker's `getdents64` buffer (about 800 entries of 15-byte names).
 pub(crate) const DENTS_CAP: usize = 32 * 1024;
 /// Listing slots of a worker unless tuned otherwise.
-pub const SLOTS: usize = 4;
+pub(crate) const SLOTS: usize = 4;
 
 /// Work one connection may do in a loop turn (about a millisecond).
 pub(crate) const WORK_BUDGET: u32 = 4 * READ_COST;
@@ -94,18 +94,18 @@ const _: () = assert!(OUT_CAP < 0x10000);
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Spec<'a> {
     /// The directory's request path (starts and ends with `/`, at most `PATH_MAX`).
-    pub path: &'a [u8],
+    pub(crate) path: &'a [u8],
     /// HTML or JSON.
-    pub format: Format,
+    pub(crate) format: Format,
     /// Chunked transfer coding (HTTP/1.1); else close-delimited (HTTP/1.0).
-    pub chunked: bool,
+    pub(crate) chunked: bool,
     /// `--dotfiles`.
-    pub dotfiles: Dotfiles,
+    pub(crate) dotfiles: Dotfiles,
 }
 
 /// What one [`Listings::fill`] produced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Fill {
+pub(crate) enum Fill {
     /// Bytes `at..end` of [`Listings::bytes`] are the next piece; `last`: nothing follows.
     Bytes {
         /// First byte.
@@ -177,7 +177,7 @@ struct Io<'a> {
 impl Listings {
     /// `slots` listing slots (none without `--list-dirs`), allocated once, at start.
     #[cfg(test)]
-    pub fn new(slots: usize) -> Listings {
+    pub(crate) fn new(slots: usize) -> Listings {
         Listings::with_arena(slots, BATCH_NAMES, BATCH_ENTRIES)
     }
 
@@ -231,7 +231,7 @@ impl Listings {
     }
 
     /// Frees slot `index` (its response ended, whole or not).
-    pub fn release(&mut self, index: u32) {
+    pub(crate) fn release(&mut self, index: u32) {
         if let Some(s) = self.slots.get_mut(index as usize) {
             s.state.busy = false;
         }
@@ -250,7 +250,7 @@ impl Listings {
     }
 
     /// Slot `index`'s output buffer (what [`Fill::Bytes`] points into).
-    pub fn bytes(&self, index: u32) -> &[u8] {
+    pub(crate) fn bytes(&self, index: u32) -> &[u8] {
         self.slots.get(index as usize).map_or(&[], |s| &s.out[..])
     }
 
@@ -259,7 +259,7 @@ impl Listings {
     /// Never inlined: it would bloat the connection's transition, the hot path of every
     /// other response.
     #[inline(never)]
-    pub fn fill(
+    pub(crate) fn fill(
         &mut self,
         index: u32,
         dir: BorrowedFd<'_>,

@@ -23,14 +23,14 @@
 //! that did not parse shows its first line as received (`-` if empty). Quoted fields are
 //! escaped as nginx escapes them ([`escape`]). Times are UTC (`+0000`).
 
-pub mod clock;
-pub mod escape;
-pub mod syslog;
+pub(crate) mod clock;
+pub(crate) mod escape;
+pub(crate) mod syslog;
 
 mod clf;
 mod json_line;
 
-pub use crate::config::LogFormat;
+pub(crate) use crate::config::LogFormat;
 pub(crate) use clock::LogClock;
 
 use crate::http::response::Writer;
@@ -65,29 +65,29 @@ pub(crate) enum RequestLine<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Record<'a> {
     /// The client's address (the real one behind a trusted proxy), if known.
-    pub client: Option<IpAddr>,
+    pub(crate) client: Option<IpAddr>,
     /// The request.
-    pub request: RequestLine<'a>,
+    pub(crate) request: RequestLine<'a>,
     /// Status sent.
-    pub status: u16,
+    pub(crate) status: u16,
     /// Body bytes actually written.
-    pub body_bytes: u64,
+    pub(crate) body_bytes: u64,
     /// `Referer` value, if sent.
     pub(crate) referer: Option<&'a [u8]>,
     /// `User-Agent` value, if sent.
-    pub user_agent: Option<&'a [u8]>,
+    pub(crate) user_agent: Option<&'a [u8]>,
     /// The user `--basic-auth` accepted for this request, if any.
     pub(crate) user: Option<&'a [u8]>,
     /// The worker's index.
-    pub worker: u32,
+    pub(crate) worker: u32,
     /// The CPU the worker runs on.
-    pub cpu: u32,
+    pub(crate) cpu: u32,
     /// The connection arrived on the worker's own CPU.
-    pub local: bool,
+    pub(crate) local: bool,
     /// Microseconds from the request's first byte to the end of its response.
     pub(crate) duration_us: u64,
     /// The response ended before all of it was written.
-    pub cut_short: bool,
+    pub(crate) cut_short: bool,
 }
 
 /// Writes one line for `rec` at the start of `buf`; returns its length. A `buf` shorter

@@ -51,7 +51,7 @@ use supervisor::{Shared, Supervisor};
 
 /// A bring-up step of the master that failed.
 #[derive(Debug)]
-pub enum MasterError {
+pub(crate) enum MasterError {
     /// Installing the signal handlers.
     Signals(io::Error),
     /// Reading or applying the master's own CPU placement.
@@ -105,7 +105,7 @@ impl fmt::Display for MasterError {
 
 impl MasterError {
     /// The pipeline stage to name in the one-line error.
-    pub fn stage(&self) -> &'static str {
+    pub(crate) fn stage(&self) -> &'static str {
         match self {
             MasterError::Listen(_) | MasterError::Inherit(_) | MasterError::TakenOver(_) => {
                 "listen"
@@ -126,7 +126,7 @@ impl MasterError {
 /// resolved; then pinning, listeners (passed ones first in their groups), steering,
 /// metrics, the `listening on` lines, privileges, workers. What a worker opens was
 /// checked before this (`cmd/preflight.rs`).
-pub fn run(
+pub(crate) fn run(
     cfg: &Serving,
     plan: &Plan,
     program: Option<&[asm_bpf::Insn]>,

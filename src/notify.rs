@@ -21,7 +21,7 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 
 /// The environment variable naming the socket.
-pub const NOTIFY_SOCKET: &str = "NOTIFY_SOCKET";
+pub(crate) const NOTIFY_SOCKET: &str = "NOTIFY_SOCKET";
 
 /// Where notifications go; [`Notifier::none`] when there is no service manager.
 #[derive(Debug)]
@@ -31,7 +31,7 @@ pub(crate) struct Notifier {
 
 impl Notifier {
     /// A notifier that sends nothing.
-    pub fn none() -> Notifier {
+    pub(crate) fn none() -> Notifier {
         Notifier { target: None }
     }
 
@@ -45,7 +45,7 @@ impl Notifier {
     }
 
     /// To the socket named `value`: `/path` or `@abstract-name`.
-    pub fn to(value: &OsStr) -> io::Result<Notifier> {
+    pub(crate) fn to(value: &OsStr) -> io::Result<Notifier> {
         let addr = parse_address(value)?;
         let flags = SocketFlags::CLOEXEC | SocketFlags::NONBLOCK;
         let fd = rustix::net::socket_with(AddressFamily::UNIX, SocketType::DGRAM, flags, None)?;
@@ -62,7 +62,7 @@ impl Notifier {
 
     /// `sendto(NOTIFY_SOCKET, state)`: one datagram. Nonblocking: a manager that does not
     /// read cannot stall the master (the datagram is dropped instead).
-    pub fn send(&self, state: &str) -> io::Result<()> {
+    pub(crate) fn send(&self, state: &str) -> io::Result<()> {
         let Some((fd, addr)) = &self.target else {
             return Ok(());
         };
@@ -71,12 +71,12 @@ impl Notifier {
     }
 
     /// `READY=1` with a status line: every planned worker serves.
-    pub fn ready(&self, status: &str) {
+    pub(crate) fn ready(&self, status: &str) {
         let _ = self.send(&format!("READY=1\nSTATUS={status}"));
     }
 
     /// `RELOADING=1` with the monotonic time the reload began (a HUP or an upgrade).
-    pub fn reloading(&self, status: &str) {
+    pub(crate) fn reloading(&self, status: &str) {
         let _ = self.send(&format!(
             "RELOADING=1\nMONOTONIC_USEC={}\nSTATUS={status}",
             monotonic_usec()
@@ -89,13 +89,13 @@ impl Notifier {
     }
 
     /// `STATUS=…` alone.
-    pub fn status(&self, status: &str) {
+    pub(crate) fn status(&self, status: &str) {
         let _ = self.send(&format!("STATUS={status}"));
     }
 }
 
 /// `CLOCK_MONOTONIC` in microseconds, the clock sd_notify's `MONOTONIC_USEC` is read on.
-pub fn monotonic_usec() -> u64 {
+pub(crate) fn monotonic_usec() -> u64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
     let secs = u64::try_from(t.tv_sec).unwrap_or(0);
     let micros = u64::try_from(t.tv_nsec).unwrap_or(0) / 1000;

@@ -342,7 +342,7 @@ fn nearest_node_with_workers(
 
 /// The serving configuration the master and workers run with: the serve flags that are
 /// not placement, gathered once so nothing after planning reads the flags.
-pub fn serving(args: ServeArgs) -> Serving {
+pub(crate) fn serving(args: ServeArgs) -> Serving {
     Serving {
         root: args.root,
         listen: args.listen,

@@ -35,11 +35,11 @@ pub(crate) const MIME_TYPES_MAX: u64 = 1 << 20;
 
 /// A check that failed: the stage to name and the message.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
+pub(crate) struct Problem {
     /// `root`, `site` or `access-log`.
-    pub stage: &'static str,
+    pub(crate) stage: &'static str,
     /// What failed and why.
-    pub message: String,
+    pub(crate) message: String,
 }
 
 impl core::fmt::Display for Problem {
@@ -50,7 +50,7 @@ impl core::fmt::Display for Problem {
 
 /// The root must be a directory this process can read; its descriptor, for checks of
 /// what lies under it.
-pub fn root(root: &Path) -> Result<OwnedFd, RootError> {
+pub(crate) fn root(root: &Path) -> Result<OwnedFd, RootError> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
     rustix::fs::open(root, flags, Mode::empty()).map_err(|e| RootError {
         path: root.to_path_buf(),
@@ -60,11 +60,11 @@ pub fn root(root: &Path) -> Result<OwnedFd, RootError> {
 
 /// A root that cannot be opened as a directory: printed as `PATH: why`.
 #[derive(Debug)]
-pub struct RootError {
+pub(crate) struct RootError {
     /// The root given.
-    pub path: std::path::PathBuf,
+    pub(crate) path: std::path::PathBuf,
     /// Why `open(2)` refused it.
-    pub error: std::io::Error,
+    pub(crate) error: std::io::Error,
 }
 
 impl core::fmt::Display for RootError {
@@ -76,7 +76,7 @@ impl core::fmt::Display for RootError {
 /// Each `--error-page` and the `--fallback` must be a regular file under `root` that
 /// this process can read (it is opened as a worker opens it, then closed): one problem
 /// per page that is not, as `--error-page /404.html: why`.
-pub fn pages(root: BorrowedFd<'_>, site: &SiteRules) -> Vec<Problem> {
+pub(crate) fn pages(root: BorrowedFd<'_>, site: &SiteRules) -> Vec<Problem> {
     let mut scratch = [0u8; PATH_MAX + 1];
     // Whether a page opens does not depend on its media type; it does on `--dotfiles`.
     let opts = FileOptions {
@@ -106,7 +106,7 @@ pub(crate) const HTPASSWD_MAX: u64 = 4 << 20;
 
 /// The `--basic-auth` file, read and validated (`None` without the flag). A problem is
 /// `--basic-auth FILE:LINE: why` (no line when the file as a whole is wrong).
-pub fn credentials(site: &SiteRules) -> Result<Option<Credentials>, Problem> {
+pub(crate) fn credentials(site: &SiteRules) -> Result<Option<Credentials>, Problem> {
     let Some(rule) = &site.auth else {
         return Ok(None);
     };

@@ -65,7 +65,7 @@ enum Sink {
 }
 
 /// Lines this process dropped because stderr could not take them, since it started.
-pub fn dropped() -> u64 {
+pub(crate) fn dropped() -> u64 {
     DROPPED.load(Ordering::Relaxed)
 }
 
@@ -184,7 +184,7 @@ fn write_all(fd: BorrowedFd<'_>, mut buf: &[u8]) -> rustix::io::Result<()> {
 
 /// An error's text for a one-line message: without the ` (os error N)` that `io::Error`
 /// appends (`Permission denied`, not `Permission denied (os error 13)`).
-pub fn plain(e: &std::io::Error) -> String {
+pub(crate) fn plain(e: &std::io::Error) -> String {
     let text = e.to_string();
     match text.rfind(" (os error ") {
         Some(at) => text[..at].to_string(),
@@ -194,7 +194,7 @@ pub fn plain(e: &std::io::Error) -> String {
 
 /// How a child process ended, for a log line: `killed by signal N`, `exited with status
 /// N`.
-pub fn ended(status: rustix::process::WaitStatus) -> String {
+pub(crate) fn ended(status: rustix::process::WaitStatus) -> String {
     if let Some(sig) = status.terminating_signal() {
         format!("killed by signal {sig}")
     } else if let Some(code) = status.exit_status() {

@@ -162,7 +162,7 @@ pub struct Tuning {
     /// The per-worker small-file cache.
     pub cache: CacheConfig,
     /// How long a connection closing after an error reads and discards input.
-    pub linger: Duration,
+    pub(crate) linger: Duration,
     /// How long accepting pauses on a failed accept (EMFILE, ENFILE, ...) or a full table.
     pub(crate) accept_pause: Duration,
     /// Most connections accepted per listener event. One, as nginx's default
@@ -173,12 +173,12 @@ pub struct Tuning {
     /// connection (measured: 1.8 `accept4` and 0.8 `epoll_pwait` per connection).
     pub(crate) accept_batch: usize,
     /// epoll events fetched per wait.
-    pub events: usize,
+    pub(crate) events: usize,
     /// The `--basic-auth` budgets of hash checks (`auth::budget`).
     pub(crate) auth_limits: Limits,
     /// Directory listings one worker streams at a time under `--list-dirs` (each slot's
     /// memory is allocated at start: `crate::listing`).
-    pub listings: usize,
+    pub(crate) listings: usize,
     /// Bytes of each listing slot's name arena (`listing::BATCH_NAMES`; a smaller one
     /// makes a listing take more passes, as tests want).
     pub listing_names: usize,
@@ -211,7 +211,7 @@ const SWEEP_MS: u64 = 1000;
 const MAX_SLOTS: u32 = 1 << 24;
 
 /// Serves connections from `listener` until `control` says stop.
-pub fn run(
+pub(crate) fn run(
     listener: BorrowedFd<'_>,
     cfg: LoopConfig,
     counters: &WorkerCounters,

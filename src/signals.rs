@@ -35,7 +35,7 @@ pub(crate) const DROPPED_ACROSS_EXEC: &[libc::c_int] =
 /// Signals whose default action ends a process and that steerd does not use: ignored by
 /// master and workers, so a stray one never stops the server. (The faults, SEGV, BUS,
 /// ILL, FPE, ABRT, TRAP, SYS, keep their default: ignoring a real fault would loop.)
-pub fn ignored() -> Vec<libc::c_int> {
+pub(crate) fn ignored() -> Vec<libc::c_int> {
     let mut v = vec![
         libc::SIGALRM,
         libc::SIGVTALRM,
@@ -52,7 +52,7 @@ pub fn ignored() -> Vec<libc::c_int> {
 }
 
 /// Counts the signals of [`COUNTED`] and ignores those of [`ignored`].
-pub fn install() -> std::io::Result<()> {
+pub(crate) fn install() -> std::io::Result<()> {
     sys::count_signals(&COUNTED)?;
     sys::ignore_signals(&ignored());
     Ok(())
@@ -73,7 +73,7 @@ pub(crate) fn close_idle_count() -> u32 {
 
 /// Which stop was asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stop {
+pub(crate) enum Stop {
     /// TERM or INT: close every connection now.
     Fast,
     /// QUIT: stop accepting, finish what is in flight.
@@ -82,7 +82,7 @@ pub enum Stop {
 
 impl Stop {
     /// The signal that asks a worker for this stop.
-    pub fn signal(self) -> Signal {
+    pub(crate) fn signal(self) -> Signal {
         match self {
             Stop::Fast => Signal::TERM,
             Stop::Graceful => Signal::QUIT,
@@ -90,7 +90,7 @@ impl Stop {
     }
 
     /// The word used in the log line.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Stop::Fast => "fast",
             Stop::Graceful => "graceful",
@@ -110,7 +110,7 @@ pub(crate) fn requested_stop() -> Option<Stop> {
 }
 
 /// True once per new count of `sig` (HUP, USR1): compares with `seen` and updates it.
-pub fn arrived(sig: libc::c_int, seen: &mut u32) -> bool {
+pub(crate) fn arrived(sig: libc::c_int, seen: &mut u32) -> bool {
     let count = sys::signal_count(sig);
     if count == *seen {
         return false;

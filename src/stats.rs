@@ -18,8 +18,8 @@ use crate::sys::{SharedBlocks, SharedZeroed};
 use core::fmt::Write as _;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-pub mod latency;
-pub mod metrics_server;
+pub(crate) mod latency;
+pub(crate) mod metrics_server;
 pub(crate) mod process;
 
 use latency::Latency;
@@ -32,7 +32,7 @@ pub struct WorkerCounters {
     /// Connections accepted.
     pub accepted: AtomicU64,
     /// Accepted connections whose `SO_INCOMING_CPU` equals the worker's CPU.
-    pub local: AtomicU64,
+    pub(crate) local: AtomicU64,
     /// Responses by status class: index 0 = 1xx ... 4 = 5xx.
     pub responses: [AtomicU64; 5],
     /// Response bytes written (head and body).
@@ -40,16 +40,16 @@ pub struct WorkerCounters {
     /// Connections open now (incremented on accept, decremented on close).
     pub open: AtomicU64,
     /// Epoll events dropped because their token's generation was stale.
-    pub stale_events: AtomicU64,
+    pub(crate) stale_events: AtomicU64,
     /// Times accepting paused: a full table with nothing to reclaim, or `accept4` failing
     /// with anything but EAGAIN, EINTR, ECONNABORTED, EPROTO or EPERM (EMFILE, ENFILE,
     /// ENOBUFS, ENOMEM, ...).
     pub accept_pauses: AtomicU64,
     /// Times the master started a replacement for this worker (written by the master).
-    pub respawns: AtomicU64,
+    pub(crate) respawns: AtomicU64,
     /// Responses that ended before all of them was written (client gone, timeout, stop,
     /// file shrunk under the transfer).
-    pub cut_short: AtomicU64,
+    pub(crate) cut_short: AtomicU64,
     /// Connections closed for a missing, malformed or truncated PROXY header, or because
     /// their peer may not send one (`--proxy-protocol`).
     pub(crate) proxy_refused: AtomicU64,
@@ -61,14 +61,14 @@ pub struct WorkerCounters {
     /// entry with `getdents64`, so this is the work listings did.
     pub(crate) listing_passes: AtomicU64,
     /// Response time of the responses finished whole ([`latency`]).
-    pub latency: Latency,
+    pub(crate) latency: Latency,
     /// Requests refused by `--basic-auth`, by `auth::Reason` (its `index`).
     pub(crate) auth_failures: [AtomicU64; crate::auth::REASONS],
 }
 
 /// The sum of two blocks (a worker slot's two generations), for rendering; a missing
 /// block counts as zeros.
-pub fn merged(a: Option<&WorkerCounters>, b: Option<&WorkerCounters>) -> WorkerCounters {
+pub(crate) fn merged(a: Option<&WorkerCounters>, b: Option<&WorkerCounters>) -> WorkerCounters {
     let sum = |f: fn(&WorkerCounters) -> &AtomicU64| {
         AtomicU64::new(a.map_or(0, |c| load(f(c))) + b.map_or(0, |c| load(f(c))))
     };
@@ -108,7 +108,7 @@ pub fn merged(a: Option<&WorkerCounters>, b: Option<&WorkerCounters>) -> WorkerC
 #[derive(Debug, Default)]
 pub(crate) struct PageCounters {
     /// The counters.
-    pub counters: WorkerCounters,
+    pub(crate) counters: WorkerCounters,
 }
 
 /// Number of `u64` atomics in [`WorkerCounters`]. The mapping relies on zero bytes being a
@@ -130,18 +130,18 @@ pub(crate) struct SharedCounters(SharedBlocks<PageCounters>);
 
 impl SharedCounters {
     /// `n` zeroed blocks shared across `fork` (`sys::SharedBlocks::new`).
-    pub fn new(n: usize) -> std::io::Result<SharedCounters> {
+    pub(crate) fn new(n: usize) -> std::io::Result<SharedCounters> {
         SharedBlocks::new(n).map(SharedCounters)
     }
 
     /// Worker `index`'s counters; `None` past the last worker.
-    pub fn get(&self, index: usize) -> Option<&WorkerCounters> {
+    pub(crate) fn get(&self, index: usize) -> Option<&WorkerCounters> {
         self.0.blocks().get(index).map(|p| &p.counters)
     }
 
     /// Number of blocks.
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.0.blocks().len()
     }
 }
@@ -247,7 +247,7 @@ fn labels(out: &mut String, w: &WorkerPlan) {
 
 /// Renders every worker's counters in the Prometheus text format, families in a fixed
 /// order, workers in plan order. `workers` and `counters` pair up by position.
-pub fn render<'a>(
+pub(crate) fn render<'a>(
     workers: &'a [WorkerPlan],
     counters: impl Iterator<Item = &'a WorkerCounters> + Clone,
 ) -> String {

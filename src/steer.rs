@@ -251,7 +251,7 @@ impl Leaf {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Segment {
     /// First CPU id of the range.
-    pub start: u32,
+    pub(crate) start: u32,
     /// What the range returns.
     pub(crate) leaf: Leaf,
 }
@@ -350,7 +350,7 @@ const MAX_JUMP: usize = 255;
 
 impl Tree {
     /// The tree over `segs` (not empty), split at the middle segment.
-    pub fn build(segs: &[Segment]) -> Tree {
+    pub(crate) fn build(segs: &[Segment]) -> Tree {
         if segs.len() <= 1 {
             return Tree::Leaf(segs.first().map_or(Leaf::Const(0), |s| s.leaf));
         }
@@ -363,7 +363,7 @@ impl Tree {
     }
 
     /// Instructions emitted for this subtree.
-    pub fn size(&self) -> usize {
+    pub(crate) fn size(&self) -> usize {
         match self {
             Tree::Leaf(l) => l.size(),
             Tree::Split { below, above, .. } => {
@@ -374,7 +374,7 @@ impl Tree {
     }
 
     /// The most instructions one run through this subtree executes.
-    pub fn longest_path(&self) -> usize {
+    pub(crate) fn longest_path(&self) -> usize {
         match self {
             Tree::Leaf(l @ Leaf::Spread { .. }) => l.size() + l.block_size(),
             Tree::Leaf(l) => l.size(),
@@ -387,7 +387,7 @@ impl Tree {
 
     /// The distinct spread leaves, in the order the tree is emitted: one shared block
     /// each.
-    pub fn spreads(&self) -> Vec<Leaf> {
+    pub(crate) fn spreads(&self) -> Vec<Leaf> {
         let mut out = Vec::new();
         self.collect_spreads(&mut out);
         out
@@ -430,7 +430,7 @@ pub fn decision_tree(plan: &Plan) -> Option<Tree> {
 
 /// bpf_asm source for the tree: `ld #cpu`, then the tree in preorder, then one block per
 /// distinct spread (cBPF jumps only forward, so the shared blocks come last).
-pub fn source(tree: &Tree) -> String {
+pub(crate) fn source(tree: &Tree) -> String {
     let mut e = Emitter::default();
     e.line(None, "ld #cpu");
     e.tree(tree);

@@ -31,7 +31,7 @@ pub(crate) type Point = (f64, f64);
 // code is written once (the figures are cold code; size matters more than speed there).
 impl Svg {
     /// A `width` x `height` document.
-    pub fn new(width: u32, height: u32) -> Svg {
+    pub(crate) fn new(width: u32, height: u32) -> Svg {
         let mut out = String::with_capacity(16 * 1024);
         let _ = writeln!(
             out,
@@ -43,13 +43,13 @@ impl Svg {
 
     /// A `<style>` block (CSS; its text must not contain `<`).
     #[inline(never)]
-    pub fn style(&mut self, css: &str) {
+    pub(crate) fn style(&mut self, css: &str) {
         let _ = writeln!(self.out, "<style>{css}</style>");
     }
 
     /// A straight line.
     #[inline(never)]
-    pub fn line(&mut self, from: Point, to: Point, class: &str) {
+    pub(crate) fn line(&mut self, from: Point, to: Point, class: &str) {
         let _ = writeln!(
             self.out,
             "<line class=\"{class}\" x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\"/>",
@@ -86,7 +86,7 @@ impl Svg {
 
     /// A circle.
     #[inline(never)]
-    pub fn circle(&mut self, at: Point, r: f64, class: &str) {
+    pub(crate) fn circle(&mut self, at: Point, r: f64, class: &str) {
         let _ = writeln!(
             self.out,
             "<circle class=\"{class}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"{r:.1}\"/>",
@@ -96,7 +96,7 @@ impl Svg {
 
     /// One line of text whose baseline passes through `at`.
     #[inline(never)]
-    pub fn text(&mut self, at: Point, anchor: Anchor, class: &str, text: &str) {
+    pub(crate) fn text(&mut self, at: Point, anchor: Anchor, class: &str, text: &str) {
         let anchor = match anchor {
             Anchor::Start => "start",
             Anchor::Middle => "middle",
@@ -113,7 +113,7 @@ impl Svg {
 
     /// Opens a group (`<g class="...">`); close it with [`Svg::end_group`].
     #[inline(never)]
-    pub fn group(&mut self, class: &str) {
+    pub(crate) fn group(&mut self, class: &str) {
         let _ = writeln!(self.out, "<g class=\"{class}\">");
     }
 
@@ -123,7 +123,7 @@ impl Svg {
     }
 
     /// The finished document.
-    pub fn finish(mut self) -> String {
+    pub(crate) fn finish(mut self) -> String {
         self.out.push_str("</svg>\n");
         self.out
     }
@@ -154,7 +154,7 @@ pub(crate) struct Scale {
 
 impl Scale {
     /// A linear scale; an empty data interval is widened so nothing divides by zero.
-    pub fn linear(lo: f64, hi: f64, from: f64, to: f64) -> Scale {
+    pub(crate) fn linear(lo: f64, hi: f64, from: f64, to: f64) -> Scale {
         let hi = if hi > lo { hi } else { lo + 1.0 };
         Scale {
             lo,
@@ -166,7 +166,7 @@ impl Scale {
     }
 
     /// A `log10` scale; `lo` is raised to a positive value.
-    pub fn log(lo: f64, hi: f64, from: f64, to: f64) -> Scale {
+    pub(crate) fn log(lo: f64, hi: f64, from: f64, to: f64) -> Scale {
         let lo = lo.max(1e-9);
         let hi = if hi > lo { hi } else { lo * 10.0 };
         Scale {
@@ -180,7 +180,7 @@ impl Scale {
 
     /// The pixel position of `v` (values outside the interval are clamped to it).
     #[inline(never)]
-    pub fn at(&self, v: f64) -> f64 {
+    pub(crate) fn at(&self, v: f64) -> f64 {
         let v = if self.log { v.max(1e-9).log10() } else { v };
         let t = ((v - self.lo) / (self.hi - self.lo)).clamp(0.0, 1.0);
         self.from + t * (self.to - self.from)

@@ -12,14 +12,14 @@
 //! [`handover`] (descriptors passed across `execve`: adopting, placing, exec). The calls
 //! are re-exported here so callers write `sys::fork`.
 
-pub mod handover;
-pub mod mem;
-pub mod process;
-pub mod signal;
-pub mod socket;
+pub(crate) mod handover;
+pub(crate) mod mem;
+pub(crate) mod process;
+pub(crate) mod signal;
+pub(crate) mod socket;
 
 pub(crate) use mem::{base_pages_only, release_spare, SharedBlocks, SharedZeroed, ZeroedArena};
-pub use process::{
+pub(crate) use process::{
     affinity, become_user, close_inherited, exit_now, fork, pin_to_cpu, pin_to_set, AffinityMask,
     Forked,
 };

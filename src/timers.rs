@@ -45,7 +45,7 @@ pub(crate) struct Timers {
 impl Timers {
     /// Lists for `slots` slots with the given durations (by [`Kind`] order).
     #[cfg(test)]
-    pub fn new(slots: usize, duration_ms: [u64; KINDS]) -> Timers {
+    pub(crate) fn new(slots: usize, duration_ms: [u64; KINDS]) -> Timers {
         let mut t = Timers::growing(slots, duration_ms);
         for _ in 0..slots {
             t.add_slot();
@@ -55,7 +55,7 @@ impl Timers {
 
     /// Lists with room for `slots` slots and none yet ([`Timers::add_slot`] adds them, as
     /// the loop's table grows): the table's pages are touched only as far as it is used.
-    pub fn growing(slots: usize, duration_ms: [u64; KINDS]) -> Timers {
+    pub(crate) fn growing(slots: usize, duration_ms: [u64; KINDS]) -> Timers {
         Timers {
             head: [NIL; KINDS],
             tail: [NIL; KINDS],
@@ -80,14 +80,14 @@ impl Timers {
 
     /// Drops the slots from `len` on (all unarmed: the table shrank) and gives their
     /// pages back; the room stays reserved.
-    pub fn truncate(&mut self, len: usize) {
+    pub(crate) fn truncate(&mut self, len: usize) {
         self.links.truncate(len);
         crate::sys::release_spare(&mut self.links);
     }
 
     /// Puts `slot` at the tail of `kind`'s list with deadline `now + duration(kind)`,
     /// taking it off any list it was on.
-    pub fn arm(&mut self, slot: u32, kind: Kind, now_ms: u64) {
+    pub(crate) fn arm(&mut self, slot: u32, kind: Kind, now_ms: u64) {
         self.disarm(slot);
         let k = kind as usize;
         let Some(link) = self.links.get_mut(slot as usize) else {
@@ -128,12 +128,12 @@ impl Timers {
     }
 
     /// The kind `slot` is armed under.
-    pub fn kind(&self, slot: u32) -> Option<Kind> {
+    pub(crate) fn kind(&self, slot: u32) -> Option<Kind> {
         self.links.get(slot as usize).and_then(|l| l.kind)
     }
 
     /// The slot armed longest ago under `kind` (the head of its list).
-    pub fn oldest(&self, kind: Kind) -> Option<u32> {
+    pub(crate) fn oldest(&self, kind: Kind) -> Option<u32> {
         match self.head[kind as usize] {
             NIL => None,
             slot => Some(slot),

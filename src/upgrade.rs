@@ -37,8 +37,8 @@
 //! The old workers' counters stay in a mapping the new image does not hold: `/metrics`
 //! counts from zero after an upgrade, as it does after a restart.
 
-pub mod handshake;
-pub mod proof;
+pub(crate) mod handshake;
+pub(crate) mod proof;
 
 use crate::inherit;
 use crate::sys;
@@ -58,21 +58,21 @@ const MAX_WORKERS: usize = 1 << 16;
 
 /// How this process was started, recorded before anything could change it.
 #[derive(Clone, Debug)]
-pub struct Launch {
+pub(crate) struct Launch {
     /// The binary's path (`/proc/self/exe` at start: after the file is replaced on disk,
     /// the path names the new binary).
-    pub exe: PathBuf,
+    pub(crate) exe: PathBuf,
     /// The arguments, the program name first.
-    pub argv: Vec<OsString>,
+    pub(crate) argv: Vec<OsString>,
     /// The CPUs it might run on before the master pinned itself: the new image reads
     /// the machine through its own affinity, which `execve` keeps, so it must get these
     /// back, not the one CPU the master is pinned to.
-    pub affinity: sys::AffinityMask,
+    pub(crate) affinity: sys::AffinityMask,
 }
 
 impl Launch {
     /// The running binary's path and arguments.
-    pub fn record() -> io::Result<Launch> {
+    pub(crate) fn record() -> io::Result<Launch> {
         Ok(Launch {
             exe: std::env::current_exe()?,
             argv: std::env::args_os().collect(),
@@ -85,9 +85,9 @@ impl Launch {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct TakenOver {
     /// The plan slot it serves, or `None` for one already retiring.
-    pub slot: Option<usize>,
+    pub(crate) slot: Option<usize>,
     /// Its process.
-    pub pid: Pid,
+    pub(crate) pid: Pid,
 }
 
 /// Replaces this program with `launch.exe`, handing over `fds` (descriptor and name) and
@@ -187,7 +187,7 @@ fn format_workers(workers: &[TakenOver]) -> String {
 
 /// A [`WORKERS_VAR`] that cannot be read, named with the entry that is wrong.
 #[derive(Debug, PartialEq, Eq)]
-pub enum WorkersError {
+pub(crate) enum WorkersError {
     /// More than `MAX_WORKERS` entries.
     TooMany,
     /// An entry that is no `SLOT:PID`.

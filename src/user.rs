@@ -14,18 +14,18 @@ use core::fmt;
 
 /// The credentials a `--user` resolves to.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Identity {
+pub(crate) struct Identity {
     /// User id.
-    pub uid: u32,
+    pub(crate) uid: u32,
     /// Primary group id.
     pub(crate) gid: u32,
     /// Supplementary groups: the primary gid first, then every group listing the user.
-    pub groups: Vec<u32>,
+    pub(crate) groups: Vec<u32>,
 }
 
 /// Why a `--user` could not be resolved.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UserError(pub String);
+pub(crate) struct UserError(pub String);
 
 impl fmt::Display for UserError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -91,7 +91,7 @@ fn resolve_group(group: &str, group_text: &str) -> Result<u32, UserError> {
 
 /// Reads `/etc/passwd` and `/etc/group` and resolves `spec` (a missing `/etc/group` is
 /// read as empty).
-pub fn lookup(spec: &UserSpec) -> Result<Identity, UserError> {
+pub(crate) fn lookup(spec: &UserSpec) -> Result<Identity, UserError> {
     let passwd = std::fs::read_to_string("/etc/passwd")
         .map_err(|e| UserError(format!("reading /etc/passwd: {e}")))?;
     let group = std::fs::read_to_string("/etc/group").unwrap_or_default();

@@ -26,25 +26,25 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
 use std::path::Path;
 
 /// What a forked worker is handed.
-pub struct WorkerStart<'a> {
+pub(crate) struct WorkerStart<'a> {
     /// This worker's plan entry.
-    pub plan: WorkerPlan,
+    pub(crate) plan: WorkerPlan,
     /// Its listeners, one per `--listen` address.
-    pub listeners: Vec<BorrowedFd<'a>>,
+    pub(crate) listeners: Vec<BorrowedFd<'a>>,
     /// Fds inherited from the master that are not this worker's (other workers'
     /// listeners, the metrics socket), closed after fork.
-    pub close: Vec<RawFd>,
+    pub(crate) close: Vec<RawFd>,
     /// What to serve, and how.
-    pub cfg: &'a Serving,
+    pub(crate) cfg: &'a Serving,
     /// This worker's counter block in the shared mapping.
-    pub counters: &'a WorkerCounters,
+    pub(crate) counters: &'a WorkerCounters,
     /// Where to report, once, that this worker serves (its pid, 4 bytes).
-    pub ready: Option<BorrowedFd<'a>>,
+    pub(crate) ready: Option<BorrowedFd<'a>>,
     /// The master's pid, taken before the fork: the child's own `getppid` would already
     /// name the reaper if the master died before the child first ran.
-    pub master: rustix::process::Pid,
+    pub(crate) master: rustix::process::Pid,
     /// The users of `--basic-auth`, as the master last read them.
-    pub auth: Option<&'a Credentials>,
+    pub(crate) auth: Option<&'a Credentials>,
 }
 
 /// A bring-up step of the worker that failed.
@@ -89,7 +89,7 @@ impl fmt::Display for WorkerError {
 
 /// The child's whole life after `fork`. Never returns: exit status 0 after a requested
 /// stop, 1 after a bring-up or loop failure (the master then respawns with back-off).
-pub fn main(start: WorkerStart<'_>) -> ! {
+pub(crate) fn main(start: WorkerStart<'_>) -> ! {
     let index = start.plan.index;
     let status = match run(start) {
         Ok(()) => 0,
@@ -147,7 +147,7 @@ pub(crate) fn pin_and_verify(cpu: CpuId) -> Result<(), WorkerError> {
 }
 
 /// `open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)`: the handle every file is resolved under.
-pub fn open_root(root: &Path) -> io::Result<OwnedFd> {
+pub(crate) fn open_root(root: &Path) -> io::Result<OwnedFd> {
     let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
     rustix::fs::open(root, flags, Mode::empty()).map_err(io::Error::from)
 }
@@ -283,7 +283,7 @@ pub(crate) struct SignalView {
 
 impl SignalView {
     /// The loop's next step given the signals counted so far.
-    pub fn control(&mut self) -> Control {
+    pub(crate) fn control(&mut self) -> Control {
         match signals::requested_stop() {
             Some(Stop::Fast) => Control::StopNow,
             Some(Stop::Graceful) => Control::StopGraceful,

@@ -113,16 +113,6 @@ impl Builder {
         Builder::default()
     }
 
-    /// Instructions emitted so far.
-    pub fn len(&self) -> usize {
-        self.insns.len()
-    }
-
-    /// Whether nothing was emitted yet.
-    pub fn is_empty(&self) -> bool {
-        self.insns.is_empty()
-    }
-
     /// Puts label `name` on the next instruction emitted.
     pub fn label(&mut self, name: &str) -> &mut Self {
         self.defs.push((name.to_string(), self.insns.len()));
@@ -130,7 +120,7 @@ impl Builder {
     }
 
     /// Emits any instruction as it is (no labels).
-    pub fn insn(&mut self, insn: Insn) -> &mut Self {
+    pub(crate) fn insn(&mut self, insn: Insn) -> &mut Self {
         self.push(insn, [NEXT; 3])
     }
 
@@ -142,11 +132,6 @@ impl Builder {
 
     fn stmt(&mut self, code: u16, k: u32) -> &mut Self {
         self.insn(Insn::stmt(code, k))
-    }
-
-    /// A := A `op` k, with `op` one of `BPF_ADD` .. `BPF_XOR`.
-    pub fn alu_k(&mut self, op: u16, k: u32) -> &mut Self {
-        self.stmt(BPF_ALU | op | BPF_K, k)
     }
 
     /// A := A `op` X.
@@ -161,7 +146,7 @@ impl Builder {
 
     /// A conditional jump: `op` is `BPF_JEQ`, `BPF_JGT`, `BPF_JGE` or `BPF_JSET`, `src`
     /// is `BPF_K` (compare with k) or `BPF_X`. [`NEXT`] as a target falls through.
-    pub fn jump(&mut self, op: u16, src: u16, k: u32, jt: &str, jf: &str) -> &mut Self {
+    pub(crate) fn jump(&mut self, op: u16, src: u16, k: u32, jt: &str, jf: &str) -> &mut Self {
         self.push(Insn::jump(BPF_JMP | op | src, k, 0, 0), [NEXT, jt, jf])
     }
 

@@ -145,7 +145,7 @@ pub fn opcode_allowed(code: u16) -> bool {
 }
 
 /// Is `k` one of the 16 `SKF_AD_OFF + SKF_AD_*` values `bpf_anc_helper` recognises?
-pub fn is_ancillary(k: u32) -> bool {
+pub(crate) fn is_ancillary(k: u32) -> bool {
     let off = k.wrapping_sub(ancillary_k(0));
     k >= ancillary_k(0) && off < SKF_AD_MAX && off % 4 == 0
 }

@@ -24,9 +24,9 @@ use std::fmt::Write as _;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DisError {
     /// 0-based index of the instruction.
-    pub insn: usize,
+    pub(crate) insn: usize,
     /// Why no bpf_asm line assembles to it.
-    pub reason: String,
+    pub(crate) reason: String,
 }
 
 impl fmt::Display for DisError {

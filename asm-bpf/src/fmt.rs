@@ -55,9 +55,9 @@ fn c_hex(v: u32, width: usize) -> String {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BytecodeError {
     /// 1-based line where the problem is.
-    pub line: usize,
+    pub(crate) line: usize,
     /// What is wrong.
-    pub message: String,
+    pub(crate) message: String,
 }
 
 impl fmt::Display for BytecodeError {

@@ -132,11 +132,11 @@ pub const BPF_TXA: u16 = 0x80;
 /// Longest program the kernel accepts.
 pub const BPF_MAXINSNS: usize = 4096;
 /// Scratch memory words.
-pub const BPF_MEMWORDS: u32 = 16;
+pub(crate) const BPF_MEMWORDS: u32 = 16;
 
 // Ancillary data offsets (`SKF_AD_OFF + SKF_AD_*`).
 /// Base of the ancillary area: -0x1000.
-pub const SKF_AD_OFF: i32 = -0x1000;
+pub(crate) const SKF_AD_OFF: i32 = -0x1000;
 /// skb->protocol.
 pub const SKF_AD_PROTOCOL: u32 = 0;
 /// skb->pkt_type.
@@ -170,7 +170,7 @@ pub const SKF_AD_RANDOM: u32 = 56;
 /// VLAN TPID.
 pub const SKF_AD_VLAN_TPID: u32 = 60;
 /// One past the last ancillary offset.
-pub const SKF_AD_MAX: u32 = 64;
+pub(crate) const SKF_AD_MAX: u32 = 64;
 /// Network-layer base offset: -0x100000.
 pub const SKF_NET_OFF: i32 = -0x100000;
 /// Link-layer base offset: -0x200000.

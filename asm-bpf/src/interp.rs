@@ -30,7 +30,7 @@ use crate::check::is_ancillary;
 use crate::insn::*;
 
 /// Loopback's link type, `ARPHRD_LOOPBACK` (`include/uapi/linux/if_arp.h`).
-pub const ARPHRD_LOOPBACK: u16 = 772;
+pub(crate) const ARPHRD_LOOPBACK: u16 = 772;
 
 /// Everything a classic program can observe about one packet.
 ///

@@ -36,17 +36,17 @@ pub(crate) enum Tok<'a> {
 /// A token and where it starts.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Token<'a> {
-    pub tok: Tok<'a>,
-    pub line: u32,
-    pub column: u32,
+    pub(crate) tok: Tok<'a>,
+    pub(crate) line: u32,
+    pub(crate) column: u32,
 }
 
 /// A byte no rule accepts, and where it is.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct UnknownByte {
-    pub byte: u8,
-    pub line: u32,
-    pub column: u32,
+    pub(crate) byte: u8,
+    pub(crate) line: u32,
+    pub(crate) column: u32,
 }
 
 /// The scanner: a cursor over the source with flex's line counter.

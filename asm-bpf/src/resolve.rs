@@ -23,9 +23,9 @@ pub(crate) enum Slot {
 /// The label names an instruction's jump slots refer to.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Targets<'n> {
-    pub k: Option<&'n [u8]>,
-    pub jt: Option<&'n [u8]>,
-    pub jf: Option<&'n [u8]>,
+    pub(crate) k: Option<&'n [u8]>,
+    pub(crate) jt: Option<&'n [u8]>,
+    pub(crate) jf: Option<&'n [u8]>,
 }
 
 /// Why resolution failed; `insn` is the 0-based index of the jumping instruction.

@@ -7,7 +7,7 @@
 use asm_bpf::{assemble, assemble_bytes, dis, fmt};
 
 /// The properties above, for one input (the fuzz target and tests/code/fuzz_seeds.rs call it).
-pub fn holds(data: &[u8]) {
+pub(super) fn holds(data: &[u8]) {
     let prog = match assemble_bytes(data) {
         Ok(prog) => prog,
         Err(e) => {

@@ -70,7 +70,7 @@ fn decode(data: &[u8]) -> (Vec<Insn>, Context) {
 }
 
 /// The properties above, for one input (the fuzz target and tests/code/fuzz_seeds.rs call it).
-pub fn holds(data: &[u8]) {
+pub(super) fn holds(data: &[u8]) {
     let (prog, ctx) = decode(data);
     let _verdict = check(&prog);
     let first = run(&prog, &ctx);

@@ -61,7 +61,7 @@ fn check_encoding(lines: &[&[u8]], sidecars: u8, order: u8) {
 }
 
 /// The properties above, for one input (the fuzz target and tests/code/fuzz_seeds.rs call it).
-pub fn holds(data: &[u8]) {
+pub(super) fn holds(data: &[u8]) {
     let len = word(data, 0);
     let mtime = word(data, 8) as i64;
     let (sidecars, order) = (data.get(16).copied(), data.get(17).copied());

@@ -41,7 +41,7 @@ fn parse(data: &[u8]) -> (String, Option<usize>) {
 }
 
 /// The properties above, for one input (the fuzz target and tests/code/fuzz_seeds.rs call it).
-pub fn holds(data: &[u8]) {
+pub(super) fn holds(data: &[u8]) {
     let (whole, head_len) = parse(data);
     if let Some(head_len) = head_len {
         assert_eq!(parse(&data[..head_len]).0, whole);

@@ -11,7 +11,7 @@ use steerd::client_addr::proxy_header::{parse_proxy_header, V1_MAX, V2_MAX};
 use steerd::http::Status;
 
 /// The properties above, for one input (the fuzz target and tests/code/fuzz_seeds.rs call it).
-pub fn holds(data: &[u8]) {
+pub(super) fn holds(data: &[u8]) {
     let whole = parse_proxy_header(data);
     match whole {
         Ok(Status::Complete(h)) => {

@@ -8,7 +8,7 @@ use steerd::cpuset::CpuSet;
 use steerd::topology::parse;
 
 /// The properties above, for one input (the fuzz target and tests/code/fuzz_seeds.rs call it).
-pub fn holds(data: &[u8]) {
+pub(super) fn holds(data: &[u8]) {
     let Some((&which, rest)) = data.split_first() else {
         return;
     };

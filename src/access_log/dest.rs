@@ -145,7 +145,7 @@ fn connect_syslog(path: &Path) -> io::Result<OwnedFd> {
 /// anything: an existing file must open for appending, a missing one needs a writable
 /// directory; the syslog socket must accept a connection. What `steerd check` and
 /// `serve` verify before binding (the master again as `--user`).
-pub fn check(target: &LogTarget) -> io::Result<()> {
+pub(crate) fn check(target: &LogTarget) -> io::Result<()> {
     match target {
         LogTarget::Off | LogTarget::Stdout => Ok(()),
         LogTarget::File(p) => appendable(p),
@@ -177,7 +177,7 @@ fn appendable(log: &Path) -> io::Result<()> {
 
 impl Dest {
     /// Opens `target` as the current process (its user decides what it may open).
-    pub fn open(target: &LogTarget) -> io::Result<Dest> {
+    pub(crate) fn open(target: &LogTarget) -> io::Result<Dest> {
         Ok(match target {
             LogTarget::Off => Dest::Off,
             LogTarget::File(p) => Dest::File(LogFile {
@@ -192,7 +192,7 @@ impl Dest {
 
     /// Opens the file again (after a rotation moved it) or reconnects the socket; the
     /// old descriptor stays in use if that fails.
-    pub fn reopen(&mut self) -> io::Result<()> {
+    pub(crate) fn reopen(&mut self) -> io::Result<()> {
         match self {
             Dest::File(f) => {
                 f.fd = open_file(&f.path)?;
@@ -216,7 +216,7 @@ impl Dest {
 
     /// Writes `lines` (whole lines, each ending in `\n`); returns how many were not
     /// written whole (dropped, or cut by a short write).
-    pub fn write(&mut self, lines: &[u8]) -> u64 {
+    pub(crate) fn write(&mut self, lines: &[u8]) -> u64 {
         match self {
             Dest::Off => 0,
             Dest::File(f) => f.append(lines),

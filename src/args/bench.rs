@@ -35,7 +35,7 @@ fn bad<T>(message: impl Into<String>) -> Result<T, ArgsError> {
 
 /// What `steerd bench ...` asked for.
 #[derive(Clone, Debug)]
-pub enum BenchCommand {
+pub(crate) enum BenchCommand {
     /// `bench load URL [options] [--svg FILE]`
     Load {
         /// The load.
@@ -64,16 +64,16 @@ pub enum BenchCommand {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Url {
     /// The URL as given (for messages).
-    pub text: String,
+    pub(crate) text: String,
     /// HOST[:PORT] as given: the `Host` header value.
     pub(crate) authority: String,
     /// Request target, starting with `/`.
-    pub path: String,
+    pub(crate) path: String,
 }
 
 impl Url {
     /// Checks `http://HOST[:PORT][/PATH]`; only `http://` is supported.
-    pub fn parse(url: &str) -> Result<Url, ArgsError> {
+    pub(crate) fn parse(url: &str) -> Result<Url, ArgsError> {
         let rest = url.strip_prefix("http://").ok_or_else(|| {
             refused(format!(
                 "URL {url:?}: only http://HOST[:PORT]/PATH is supported"
@@ -99,7 +99,7 @@ impl Url {
 #[derive(Clone, Debug)]
 pub struct LoadArgs<T = Url> {
     /// Where to send requests.
-    pub target: T,
+    pub(crate) target: T,
     /// Connections open at once, over all threads.
     pub conns: u32,
     /// Threads, each with its own epoll loop.
@@ -109,13 +109,13 @@ pub struct LoadArgs<T = Url> {
     /// A new connection for every request (`Connection: close`).
     pub close: bool,
     /// CPU for each thread (thread `i` on `pin[i % len]`); empty means unpinned.
-    pub pin: Vec<CpuId>,
+    pub(crate) pin: Vec<CpuId>,
     /// Extra header lines, as given (`Name: value`).
-    pub headers: Vec<String>,
+    pub(crate) headers: Vec<String>,
     /// Open loop: requests per second over all threads; `None` is closed loop.
-    pub rate: Option<f64>,
+    pub(crate) rate: Option<f64>,
     /// Print JSON instead of text.
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
 impl<T> LoadArgs<T> {
@@ -152,7 +152,7 @@ impl<T> LoadArgs<T> {
 
 /// Which program generates the load of `bench ab`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Client {
+pub(crate) enum Client {
     /// `steerd bench load`'s engine, in this process.
     Builtin,
     /// `wrk` from PATH (one per `--pin` CPU when pinned).
@@ -161,27 +161,27 @@ pub enum Client {
 
 /// Everything an A/B comparison needs, validated; `T` as in [`LoadArgs`].
 #[derive(Clone, Debug)]
-pub struct AbArgs<T = Url> {
+pub(crate) struct AbArgs<T = Url> {
     /// Rounds of A then B.
-    pub rounds: u32,
+    pub(crate) rounds: u32,
     /// Warm-up load before each measured run; `None` is cold.
-    pub warmup: Option<Duration>,
+    pub(crate) warmup: Option<Duration>,
     /// Load generator.
-    pub client: Client,
+    pub(crate) client: Client,
     /// One extra traced run per side.
     pub(crate) syscalls: bool,
     /// Permutation test seed.
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// The load each run gets.
-    pub load: LoadArgs<T>,
+    pub(crate) load: LoadArgs<T>,
     /// Command line A.
-    pub a: Vec<String>,
+    pub(crate) a: Vec<String>,
     /// Command line B.
-    pub b: Vec<String>,
+    pub(crate) b: Vec<String>,
     /// `--report FILE`: the HTML report (figure and text output).
-    pub report: Option<PathBuf>,
+    pub(crate) report: Option<PathBuf>,
     /// `--svg FILE`: the figure alone.
-    pub svg: Option<PathBuf>,
+    pub(crate) svg: Option<PathBuf>,
 }
 
 /// `bench responder` options.
@@ -203,7 +203,7 @@ pub struct ResponderArgs {
 
 /// Parses the arguments after `bench`; a refusal is a stage-1 [`ArgsError`] naming the
 /// tool (`steerd: bench: load: -c "0": ...`).
-pub fn parse(args: &[String]) -> Result<BenchCommand, ArgsError> {
+pub(crate) fn parse(args: &[String]) -> Result<BenchCommand, ArgsError> {
     let Some((tool, rest)) = args.split_first() else {
         return Ok(BenchCommand::NoTool);
     };

@@ -176,7 +176,7 @@ fn kept(text: String) -> &'static str {
 
 /// A parsed `steerd bpf` command. `input` is the FILE argument; `None` or `-` is stdin.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Bpf {
+pub(crate) enum Bpf {
     /// `asm [-c] [FILE|-]`
     Asm {
         /// `-c`: print the C-array format.
@@ -205,19 +205,19 @@ pub enum Bpf {
 
 /// The packet `bpf run` describes: ancillary values and the payload.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Packet {
+pub(crate) struct Packet {
     /// `--cpu`: what `#cpu` loads.
-    pub cpu: u32,
+    pub(crate) cpu: u32,
     /// `--queue`: what `#queue` loads.
-    pub queue: u16,
+    pub(crate) queue: u16,
     /// `--rxhash`: what `#rxhash` loads.
-    pub rxhash: u32,
+    pub(crate) rxhash: u32,
     /// `--rand`: what `#rand` loads.
-    pub rand: u32,
+    pub(crate) rand: u32,
     /// `--len`: what `#len` loads (the payload length unless given).
-    pub len: u32,
+    pub(crate) len: u32,
     /// `--payload`: the bytes packet loads read.
-    pub payload: Vec<u8>,
+    pub(crate) payload: Vec<u8>,
 }
 
 /// What `steerd bpf ARGS` asks for: a [`Command::Bpf`], or a help text.

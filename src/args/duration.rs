@@ -13,12 +13,12 @@
 use std::time::Duration;
 
 /// The longest duration any flag accepts: one day.
-pub const MAX: Duration = Duration::from_secs(86_400);
+pub(crate) const MAX: Duration = Duration::from_secs(86_400);
 /// The shortest: one millisecond.
 pub(crate) const MIN: Duration = Duration::from_millis(1);
 
 /// Parses `500ms`, `2s`, `1.5s`, `1m` or a bare number of seconds (`0.5`).
-pub fn parse(v: &str) -> Result<Duration, BadDuration> {
+pub(crate) fn parse(v: &str) -> Result<Duration, BadDuration> {
     let (num, scale) = split_unit(v);
     let ok = !num.is_empty()
         && num.bytes().all(|b| b.is_ascii_digit() || b == b'.')
@@ -52,7 +52,7 @@ fn bad(v: &str) -> BadDuration {
 /// A value that is no duration of the grammar, or out of range: printed as `"5x":
 /// expected a time ...` (the caller puts the flag in front).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BadDuration(pub String);
+pub(crate) struct BadDuration(pub String);
 
 impl core::fmt::Display for BadDuration {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {

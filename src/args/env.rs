@@ -17,7 +17,7 @@ use super::serve::FLAGS;
 use super::{err, ArgsError};
 
 /// `STEERD_LISTEN` for `--listen`.
-pub fn var<A>(flag: &Flag<A>) -> String {
+pub(crate) fn var<A>(flag: &Flag<A>) -> String {
     let bare = flag.name().trim_start_matches('-');
     format!("STEERD_{}", bare.to_ascii_uppercase().replace('-', "_"))
 }
@@ -35,9 +35,9 @@ pub enum Origin {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct EnvToken {
     /// The token, as on a command line.
-    pub token: String,
+    pub(crate) token: String,
     /// The variable it came from.
-    pub var: String,
+    pub(crate) var: String,
 }
 
 /// The tokens of the `STEERD_*` variables in `vars` for the flags `argv` does not give.

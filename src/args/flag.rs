@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 
 /// How a flag takes its value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Takes {
+pub(crate) enum Takes {
     /// One value, once.
     Value,
     /// One value each time, any number of times.
@@ -32,21 +32,21 @@ pub enum Takes {
 /// row of the flag before it (`--sysfs DIR, --procfs DIR`). One string per entry keeps
 /// the table small: each string in it is a relocation in a static-pie binary.
 #[derive(Clone, Copy, Debug)]
-pub struct Flag<A> {
+pub(crate) struct Flag<A> {
     /// `--listen ADDR:PORT\naddress to listen on; ...`
-    pub text: &'static str,
+    pub(crate) text: &'static str,
     /// Other spellings, each with the hint it is shown with on a row of its own
     /// (`("-p", "PORT")`), or an empty hint when the help does not show it (`("-l", "")`).
-    pub short: &'static [(&'static str, &'static str)],
+    pub(crate) short: &'static [(&'static str, &'static str)],
     /// Whether it takes a value, and how often.
-    pub takes: Takes,
+    pub(crate) takes: Takes,
     /// How the flag (as spelled) and its value (empty for a switch) are applied.
     pub(crate) apply: A,
 }
 
 impl<A> Flag<A> {
     /// A flag with no short form.
-    pub const fn new(text: &'static str, takes: Takes, apply: A) -> Self {
+    pub(crate) const fn new(text: &'static str, takes: Takes, apply: A) -> Self {
         Flag {
             text,
             short: &[],
@@ -56,18 +56,13 @@ impl<A> Flag<A> {
     }
 
     /// `--listen ADDR:PORT`, or the bare name of a switch.
-    pub fn label(&self) -> &'static str {
+    pub(crate) fn label(&self) -> &'static str {
         first_line(self.text)
     }
 
     /// `--listen`
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         first_word(first_line(self.text))
-    }
-
-    /// The help lines (empty: the row of the flag before).
-    pub fn help(&self) -> &'static str {
-        help_of(self.text)
     }
 
     /// True when `word` is this flag in one of its spellings, as given (no `=VALUE`).
@@ -77,7 +72,7 @@ impl<A> Flag<A> {
 
     /// True when `arg` is this flag, in any of its spellings (`--listen`, `-p`,
     /// `--listen=...`).
-    pub fn is(&self, arg: &str) -> bool {
+    pub(crate) fn is(&self, arg: &str) -> bool {
         spells(self.text, self.short, first_word_before(arg, '='))
     }
 }
@@ -105,7 +100,7 @@ fn spells(text: &'static str, short: &[(&str, &str)], word: &str) -> bool {
 
 /// A help text rendered the first time it is asked for, then kept for the process
 /// (one instance of the lazy cell's code for every table).
-pub fn rendered(cell: &'static OnceLock<String>, render: fn() -> String) -> &'static str {
+pub(crate) fn rendered(cell: &'static OnceLock<String>, render: fn() -> String) -> &'static str {
     cell.get_or_init(render)
 }
 
@@ -124,14 +119,14 @@ pub(crate) fn split_inline(arg: &str) -> (&str, Option<&str>) {
 }
 
 /// The flag of `table` spelled `word` exactly (`-w`, `--workers`; no `=VALUE`).
-pub fn lookup<'t, A>(table: &'t [Flag<A>], word: &str) -> Option<&'t Flag<A>> {
+pub(crate) fn lookup<'t, A>(table: &'t [Flag<A>], word: &str) -> Option<&'t Flag<A>> {
     table.iter().find(|f| f.spelled(word))
 }
 
 /// The help rows of `table`, the label column `width` wide: `    LABEL  help`, with a
 /// label too wide for the column on a line of its own and every further line of help
 /// under the first.
-pub fn rows<A>(table: &[Flag<A>], width: usize) -> String {
+pub(crate) fn rows<A>(table: &[Flag<A>], width: usize) -> String {
     let entries: &mut dyn Iterator<Item = Entry> = &mut table.iter().map(|f| (f.text, f.short));
     rows_of(&mut entries.peekable(), width)
 }
@@ -167,7 +162,7 @@ fn help_of(text: &'static str) -> &'static str {
 }
 
 /// One help row (see [`rows`]), for a word that is no flag (`ROOT`).
-pub fn row(out: &mut String, label: &str, help: &str, width: usize) {
+pub(crate) fn row(out: &mut String, label: &str, help: &str, width: usize) {
     let mut lines = help.lines();
     let first = lines.next().unwrap_or("");
     if label.len() < width {
@@ -193,11 +188,11 @@ fn bracketed(labels: &mut dyn Iterator<Item = &'static str>) -> String {
 /// The flags used so far, so that one which does not repeat is refused a second time
 /// (a second value would silently win).
 #[derive(Debug, Default)]
-pub struct Seen<'a>(Vec<&'a str>);
+pub(crate) struct Seen<'a>(Vec<&'a str>);
 
 /// A flag that does not repeat, given twice: printed as `--workers given twice`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Twice(pub String);
+pub(crate) struct Twice(pub String);
 
 impl core::fmt::Display for Twice {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -207,7 +202,7 @@ impl core::fmt::Display for Twice {
 
 impl<'a> Seen<'a> {
     /// Notes a use of `flag`; a second use of one that does not repeat is [`Twice`].
-    pub fn note<A>(&mut self, flag: &Flag<A>) -> Result<(), Twice> {
+    pub(crate) fn note<A>(&mut self, flag: &Flag<A>) -> Result<(), Twice> {
         self.note_name(flag.name(), flag.takes)
     }
 

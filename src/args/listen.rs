@@ -19,16 +19,19 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 /// What one `--listen` value stands for.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ListenValue {
+pub(crate) struct ListenValue {
     /// Its addresses, in order, without repeats.
-    pub addrs: Vec<SocketAddr>,
+    pub(crate) addrs: Vec<SocketAddr>,
     /// The addresses came from a port or a name (and may be skipped where their family
     /// cannot be bound), not from an address.
-    pub implied: bool,
+    pub(crate) implied: bool,
 }
 
 /// Parses `value`; `hosts` returns the text of `/etc/hosts` (`None` when unreadable).
-pub fn parse(value: &str, hosts: &dyn Fn() -> Option<String>) -> Result<ListenValue, BadListen> {
+pub(crate) fn parse(
+    value: &str,
+    hosts: &dyn Fn() -> Option<String>,
+) -> Result<ListenValue, BadListen> {
     if let Ok(addr) = value.parse::<SocketAddr>() {
         return Ok(ListenValue {
             addrs: vec![addr],
@@ -96,7 +99,7 @@ fn lookup(name: &str, hosts: &dyn Fn() -> Option<String>) -> Result<Vec<IpAddr>,
 
 /// Why a `--listen` value stands for no address (printed after the flag).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum BadListen {
+pub(crate) enum BadListen {
     /// None of the forms.
     Form(String),
     /// `HOST:PORT` whose host is neither an address nor a name.
@@ -121,7 +124,7 @@ pub enum BadListen {
 
 /// Why a name has no address (no DNS query is made at start).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NoName {
+pub(crate) enum NoName {
     /// `/etc/hosts` cannot be read.
     Unreadable,
     /// `/etc/hosts` does not list it.

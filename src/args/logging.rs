@@ -24,7 +24,7 @@ pub(crate) struct LogFlags {
 impl LogFlags {
     /// Applies `flag` with its value (empty for the switches), as `args/serve.rs`'s
     /// table routes it here.
-    pub fn set(&mut self, flag: &str, v: &str) -> Result<(), ArgsError> {
+    pub(crate) fn set(&mut self, flag: &str, v: &str) -> Result<(), ArgsError> {
         match flag {
             "--access-log" => self.args.access_log = target(v)?,
             "--log-format" => self.args.log_format = format(v)?,
@@ -39,7 +39,7 @@ impl LogFlags {
     }
 
     /// The options once every flag is read.
-    pub fn finish(self) -> Result<Logging, ArgsError> {
+    pub(crate) fn finish(self) -> Result<Logging, ArgsError> {
         let mut args = self.args;
         if args.proxy_protocol && args.real_ip_from.is_empty() {
             return err(

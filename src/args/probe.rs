@@ -11,11 +11,11 @@ pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What `steerd probe` was asked.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ProbeArgs {
+pub(crate) struct ProbeArgs {
     /// `http://HOST[:PORT][/PATH]`.
-    pub url: String,
+    pub(crate) url: String,
     /// The whole exchange's deadline: connect, send, read the status line.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
 }
 
 /// How a `probe` flag is applied: the draft and the flag's value.
@@ -31,7 +31,7 @@ fn timeout(d: &mut Option<Duration>, v: &str) -> Result<(), ArgsError> {
 }
 
 /// `steerd probe --help`, its usage line from [`FLAGS`].
-pub fn help() -> &'static str {
+pub(crate) fn help() -> &'static str {
     static HELP: OnceLock<String> = OnceLock::new();
     rendered(&HELP, || {
         format!(
@@ -56,7 +56,7 @@ fn usage(message: String) -> ArgsError {
 }
 
 /// Parses the arguments after `probe`; `Ok(None)` asks for the help text.
-pub fn parse(args: &[String]) -> Result<Option<ProbeArgs>, ArgsError> {
+pub(crate) fn parse(args: &[String]) -> Result<Option<ProbeArgs>, ArgsError> {
     let mut url = None;
     let mut timeout = None;
     let mut seen = Seen::default();

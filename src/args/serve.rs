@@ -326,7 +326,7 @@ pub(crate) const FLAGS: &[Flag<Apply>] = &[
 const LABEL_WIDTH: usize = 26;
 
 /// `steerd serve --help`, rendered once from [`FLAGS`].
-pub fn help() -> &'static str {
+pub(crate) fn help() -> &'static str {
     static HELP: OnceLock<String> = OnceLock::new();
     rendered(&HELP, || {
         let mut text = String::from("USAGE: steerd [serve] [ROOT] [OPTIONS]\n\n");

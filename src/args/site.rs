@@ -25,27 +25,27 @@ use std::path::PathBuf;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SiteArgs {
     /// `--precompressed LIST|off` (default `br,zstd,gzip`).
-    pub precompressed: Precompressed,
+    pub(crate) precompressed: Precompressed,
     /// `--header 'Name: value'`, in order.
-    pub headers: Vec<HeaderLine>,
+    pub(crate) headers: Vec<HeaderLine>,
     /// `--cache-control PATTERN=VALUE`, in order.
     pub(crate) cache_rules: Vec<CacheRule>,
     /// `--error-page CODE=PATH`: status and request path (with its leading `/`).
     pub(crate) error_pages: Vec<(u16, String)>,
     /// `--fallback PATH`, as a request path.
-    pub fallback: Option<String>,
+    pub(crate) fallback: Option<String>,
     /// `--fallback-skip LIST`: extensions, lowercase, without their dot.
     pub(crate) fallback_skip: Vec<String>,
     /// `--mime EXT=TYPE`, in order.
-    pub mime: Vec<MimeOverride>,
+    pub(crate) mime: Vec<MimeOverride>,
     /// `--dotfiles deny|allow` (default `deny`).
-    pub dotfiles: Dotfiles,
+    pub(crate) dotfiles: Dotfiles,
     /// `--cors ORIGIN|*`, every one given.
-    pub cors: Cors,
+    pub(crate) cors: Cors,
     /// `--mime-types FILE` (read by `steerd check`, at start and at each reload).
-    pub mime_types: Option<PathBuf>,
+    pub(crate) mime_types: Option<PathBuf>,
     /// `--basic-auth FILE`.
-    pub basic_auth: Option<PathBuf>,
+    pub(crate) basic_auth: Option<PathBuf>,
     /// `--basic-auth-realm REALM`.
     pub(crate) basic_auth_realm: Option<String>,
     /// `--basic-auth-skip GLOB`, in order.
@@ -90,7 +90,7 @@ impl SiteArgs {
     /// response head within the largest head area (`http::response::head_area`).
     /// When the lines fit beside the built-in types but not beside the longest `--mime`
     /// type, that `--mime` is named; otherwise `--header` and `--cache-control` are.
-    pub fn validate(&self) -> Result<(), ArgsError> {
+    pub(crate) fn validate(&self) -> Result<(), ArgsError> {
         self.validate_pages()?;
         self.validate_auth()?;
         let longest = self.mime.iter().max_by_key(|m| m.media_type.len());

@@ -26,7 +26,7 @@ use crate::client_addr::AddrKey;
 
 /// The sizes of the two buckets ([`Limits::SERVING`] in the server; tests change them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// Checks an address may start at once.
     pub(crate) addr_burst: u64,
     /// Checks an address's allowance regains each second.
@@ -58,7 +58,7 @@ const CHECK: u64 = 1000;
 
 /// Whether a check may start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Grant {
+pub(crate) enum Grant {
     /// Start it.
     Yes,
     /// Not now: the client may try again after this many seconds.
@@ -86,7 +86,7 @@ const EMPTY: Bucket = Bucket {
 
 /// The budgets of one loop.
 #[derive(Debug)]
-pub struct Budget {
+pub(crate) struct Budget {
     limits: Limits,
     addrs: Box<[Bucket]>,
     mult: u64,
@@ -97,7 +97,7 @@ pub struct Budget {
 
 impl Budget {
     /// Full budgets of `limits` at `now_ms`; `seed` randomises the address table's hash.
-    pub fn new(limits: Limits, seed: u64, now_ms: u64) -> Budget {
+    pub(crate) fn new(limits: Limits, seed: u64, now_ms: u64) -> Budget {
         Budget {
             limits,
             addrs: vec![EMPTY; SETS * WAYS].into_boxed_slice(),
@@ -109,7 +109,7 @@ impl Budget {
 
     /// Asks to start one check for `addr` at `now_ms`: granted, it is taken from the
     /// address's allowance; refused, nothing is taken.
-    pub fn ask(&mut self, addr: AddrKey, now_ms: u64) -> Grant {
+    pub(crate) fn ask(&mut self, addr: AddrKey, now_ms: u64) -> Grant {
         self.refill_ceiling(now_ms);
         if self.ceiling_us <= 0 {
             return Grant::No { retry_after: 1 };
@@ -127,7 +127,7 @@ impl Budget {
     }
 
     /// Charges the loop's ceiling with a check that took `us` microseconds.
-    pub fn spent(&mut self, us: u64) {
+    pub(crate) fn spent(&mut self, us: u64) {
         self.ceiling_us = self
             .ceiling_us
             .saturating_sub(us.min(i64::MAX as u64) as i64);

@@ -24,7 +24,7 @@ pub const SHA_CRYPT_ROUNDS_MAX: u32 = 10_000;
 
 /// The work one check of a hash takes, as its parameter says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Cost {
+pub(crate) enum Cost {
     /// bcrypt at this cost (log2 of the key schedule's rounds).
     Bcrypt(u32),
     /// SHA-256-crypt (`$5$`) with this many rounds.
@@ -43,7 +43,7 @@ impl Cost {
     }
 
     /// The same scheme at the most a file may ask for.
-    pub fn limit(self) -> Cost {
+    pub(crate) fn limit(self) -> Cost {
         match self {
             Cost::Bcrypt(_) => Cost::Bcrypt(BCRYPT_COST_MAX),
             Cost::Sha256Crypt(_) => Cost::Sha256Crypt(SHA_CRYPT_ROUNDS_MAX),
@@ -52,7 +52,7 @@ impl Cost {
     }
 
     /// True when a check at this cost may run on a worker's thread.
-    pub fn within_limit(self) -> bool {
+    pub(crate) fn within_limit(self) -> bool {
         self.parameter() <= self.limit().parameter()
     }
 

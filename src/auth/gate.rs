@@ -24,7 +24,7 @@ use std::net::{IpAddr, Ipv4Addr};
 
 /// What to answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Serve the request.
     Pass,
     /// 401 with the challenge, for this reason.
@@ -48,7 +48,12 @@ pub(crate) struct Gate {
 impl Gate {
     /// A gate for `credentials` with empty memory and full budgets of `limits`; `key`
     /// (random per loop) keys the remembered tags, `seed` the budget's address table.
-    pub fn new(credentials: Credentials, limits: Limits, key: [u8; 16], now_ms: u64) -> Gate {
+    pub(crate) fn new(
+        credentials: Credentials,
+        limits: Limits,
+        key: [u8; 16],
+        now_ms: u64,
+    ) -> Gate {
         // The address table's hash multiplier, from the same random key.
         let seed = crate::crypt::siphash::sip64(&key, b"budget table");
         Gate {
@@ -61,7 +66,7 @@ impl Gate {
 
     /// The verdict for a request with `authorization` from `client` (asked only when a
     /// hash check is due) at `now_ms`.
-    pub fn check(
+    pub(crate) fn check(
         &mut self,
         authorization: Option<&[u8]>,
         client: impl FnOnce() -> Option<IpAddr>,

@@ -52,7 +52,7 @@ struct User {
 
 /// What a check found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Checked {
+pub(crate) enum Checked {
     /// The user exists and the password is theirs.
     Valid,
     /// No such user.
@@ -67,12 +67,12 @@ pub struct LineError {
     /// 1-based line number (0: the file as a whole).
     pub line: usize,
     /// What is wrong with it.
-    pub why: Why,
+    pub(crate) why: Why,
 }
 
 /// What is wrong with a line of the file (or with the file as a whole).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Why {
+pub(crate) enum Why {
     /// No `:` between the user and the hash.
     NoColon,
     /// `:hash`.
@@ -99,7 +99,7 @@ pub enum Why {
 
 /// Why a hash is refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HashWhy {
+pub(crate) enum HashWhy {
     /// A bcrypt hash that does not parse, and why.
     Bcrypt(&'static str),
     /// A SHA-crypt hash that does not parse, and why.
@@ -213,7 +213,7 @@ impl Credentials {
 
     /// Each cost the file's hashes have, with how many users have it (in [`Cost`]'s
     /// order): more than one, and the time of a check says which a name is checked at.
-    pub fn costs(&self) -> Vec<(Cost, usize)> {
+    pub(crate) fn costs(&self) -> Vec<(Cost, usize)> {
         let mut costs = BTreeMap::new();
         for u in self.users.iter() {
             *costs.entry(u.cost).or_insert(0) += 1;
@@ -222,7 +222,7 @@ impl Credentials {
     }
 
     /// Whether `password` is `user`'s (one full hash check either way).
-    pub fn check(&self, user: &[u8], password: &[u8]) -> Checked {
+    pub(crate) fn check(&self, user: &[u8], password: &[u8]) -> Checked {
         self.check_with(user, password, verify)
     }
 

@@ -45,11 +45,11 @@ pub(crate) struct Memory {
 
 /// A value's name in the table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Tag(u128);
+pub(crate) struct Tag(u128);
 
 impl Memory {
     /// An empty table whose tags are keyed with `key` (random, per loop).
-    pub fn new(key: [u8; 16]) -> Memory {
+    pub(crate) fn new(key: [u8; 16]) -> Memory {
         Memory {
             key,
             entries: vec![EMPTY; SETS * WAYS].into_boxed_slice(),
@@ -58,7 +58,7 @@ impl Memory {
     }
 
     /// The tag of a header value.
-    pub fn tag(&self, value: &[u8]) -> Tag {
+    pub(crate) fn tag(&self, value: &[u8]) -> Tag {
         Tag(u128::from_le_bytes(sip128(&self.key, value)))
     }
 
@@ -85,7 +85,7 @@ impl Memory {
 
     /// Remembers `checked` for `tag`, in place of the set's least recently used entry
     /// (for a refusal: of those that are no login; with none, it is not remembered).
-    pub fn keep(&mut self, tag: Tag, checked: Checked) {
+    pub(crate) fn keep(&mut self, tag: Tag, checked: Checked) {
         let now = self.tick();
         let set = self.set(tag);
         let refusal = checked != Checked::Valid;

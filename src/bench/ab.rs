@@ -33,7 +33,7 @@ use trace::{Traced, Tracer};
 pub(crate) type AbSpec = AbArgs<spec::Target>;
 
 /// Entry point of `steerd bench ab`.
-pub fn main(args: AbArgs) -> Result<i32, Usage> {
+pub(crate) fn main(args: AbArgs) -> Result<i32, Usage> {
     let spec = resolve(args).map_err(|e| Usage::Target("ab", e))?;
     match run(&spec) {
         Ok(()) => Ok(0),

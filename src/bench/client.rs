@@ -88,7 +88,7 @@ impl Default for ResponseReader {
 
 impl ResponseReader {
     /// A reader waiting for the first byte of a response.
-    pub const fn new() -> ResponseReader {
+    pub(crate) const fn new() -> ResponseReader {
         ResponseReader {
             wait: Wait::Status(0),
             status: 0,
@@ -99,12 +99,12 @@ impl ResponseReader {
     }
 
     /// Forgets the last response.
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         *self = ResponseReader::new();
     }
 
     /// The status code (0 until the status line is read).
-    pub fn status(&self) -> u16 {
+    pub(crate) fn status(&self) -> u16 {
         self.status
     }
 
@@ -114,7 +114,7 @@ impl ResponseReader {
     }
 
     /// Feeds the next bytes of the connection.
-    pub fn feed(&mut self, data: &[u8]) -> Result<Feed, ResponseError> {
+    pub(crate) fn feed(&mut self, data: &[u8]) -> Result<Feed, ResponseError> {
         let mut i = 0;
         if self.wait == Wait::Status(0) {
             i = self.whole_head(data)?;
@@ -148,7 +148,7 @@ impl ResponseReader {
     }
 
     /// The connection ended: completes a body that runs to EOF, else reports [`ResponseError::Eof`].
-    pub fn eof(&mut self) -> Result<(), ResponseError> {
+    pub(crate) fn eof(&mut self) -> Result<(), ResponseError> {
         match self.wait {
             Wait::UntilEof | Wait::Done => {
                 self.wait = Wait::Done;

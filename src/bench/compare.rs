@@ -13,7 +13,7 @@ pub(crate) const TABLE_HEAD: &str =
     "    N           Min           Max        Median           Avg        Stddev";
 
 /// Entry point of `steerd bench stats A_FILE B_FILE`.
-pub fn main(a: &str, b: &str) -> Result<i32, Usage> {
+pub(crate) fn main(a: &str, b: &str) -> Result<i32, Usage> {
     let (xa, xb) = (read(a)?, read(b)?);
     let mut o = format!("{TABLE_HEAD}\n");
     for (label, xs) in [("A", &xa), ("B", &xb)] {
@@ -55,7 +55,7 @@ pub(crate) fn summary_row(label: &str, s: &Summary) -> String {
 }
 
 /// The t verdict, the paired ratio and the permutation p, one per line.
-pub fn verdict(a: &[f64], b: &[f64], seed: u64) -> String {
+pub(crate) fn verdict(a: &[f64], b: &[f64], seed: u64) -> String {
     let t = ministat::student_t(a, b, 95.0).map_or(
         "No difference proven at 95.0% confidence (too few runs)".into(),
         |c| c.to_string(),

@@ -6,9 +6,9 @@
 
 /// What one measured run produced.
 #[derive(Clone, Debug, Default)]
-pub struct RunFigures {
+pub(crate) struct RunFigures {
     /// Responses per second.
-    pub rps: f64,
+    pub(crate) rps: f64,
     /// Median latency, microseconds.
     pub(crate) p50_us: f64,
     /// 99th percentile latency, microseconds.
@@ -18,17 +18,17 @@ pub struct RunFigures {
     /// Load generator CPU time per response, microseconds.
     pub(crate) client_cpu_us: f64,
     /// Responses.
-    pub requests: u64,
+    pub(crate) requests: u64,
     /// Failed requests of every kind.
-    pub errors: u64,
+    pub(crate) errors: u64,
     /// Connections accepted per worker during the run, when the server reports it.
-    pub split: Option<Vec<u64>>,
+    pub(crate) split: Option<Vec<u64>>,
     /// Share of those connections accepted on the CPU that received them (steerd's
     /// `connections_local` counter), percent.
     pub(crate) local_pct: Option<f64>,
     /// The run's latencies (the builtin client keeps them; wrk does not), for the CDFs
     /// of `bench ab --svg`.
-    pub latency: Option<super::hist::Hist>,
+    pub(crate) latency: Option<super::hist::Hist>,
 }
 
 /// Reads one metric from a run.

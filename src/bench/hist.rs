@@ -21,7 +21,7 @@ pub(crate) const BUCKETS: usize = SUB * (64 - SUB_BITS as usize + 1);
 
 /// A fixed-size histogram of `u64` values (nanoseconds here).
 #[derive(Clone)]
-pub struct Hist {
+pub(crate) struct Hist {
     counts: Box<[u64; BUCKETS]>,
     total: u64,
     sum: u128,
@@ -69,7 +69,7 @@ fn highest_of(i: usize) -> u64 {
 
 impl Hist {
     /// An empty histogram (the only allocation it ever makes).
-    pub fn new() -> Hist {
+    pub(crate) fn new() -> Hist {
         Hist {
             counts: Box::new([0; BUCKETS]),
             total: 0,
@@ -81,7 +81,7 @@ impl Hist {
 
     /// Records one value.
     #[inline]
-    pub fn record(&mut self, v: u64) {
+    pub(crate) fn record(&mut self, v: u64) {
         self.counts[index_of(v)] += 1;
         self.total += 1;
         self.sum += u128::from(v);
@@ -101,17 +101,17 @@ impl Hist {
     }
 
     /// Values recorded.
-    pub fn count(&self) -> u64 {
+    pub(crate) fn count(&self) -> u64 {
         self.total
     }
 
     /// Exact largest value (0 when empty).
-    pub fn max(&self) -> u64 {
+    pub(crate) fn max(&self) -> u64 {
         self.max
     }
 
     /// Exact smallest value (0 when empty).
-    pub fn min(&self) -> u64 {
+    pub(crate) fn min(&self) -> u64 {
         if self.total == 0 {
             0
         } else {
@@ -120,7 +120,7 @@ impl Hist {
     }
 
     /// Exact mean (0 when empty).
-    pub fn mean(&self) -> f64 {
+    pub(crate) fn mean(&self) -> f64 {
         if self.total == 0 {
             return 0.0;
         }
@@ -130,7 +130,7 @@ impl Hist {
     /// The value at percentile `p` (0 < p <= 100): the smallest bucket whose cumulative
     /// count reaches rank ceil(p/100 * n), reported as that bucket's highest value capped
     /// at the maximum. 0 when empty.
-    pub fn percentile(&self, p: f64) -> u64 {
+    pub(crate) fn percentile(&self, p: f64) -> u64 {
         if self.total == 0 {
             return 0;
         }

@@ -44,7 +44,7 @@ use std::time::{Duration, Instant};
 
 /// Why a request failed; each kind has its own counter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ErrorKind {
+pub(crate) enum ErrorKind {
     /// `socket` or `connect` failed, or the handshake was refused or reset.
     Connect,
     /// `read` failed (such as ECONNRESET).
@@ -63,7 +63,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every kind, in report order.
-    pub const ALL: [ErrorKind; 7] = [
+    pub(crate) const ALL: [ErrorKind; 7] = [
         ErrorKind::Connect,
         ErrorKind::Read,
         ErrorKind::Write,
@@ -74,7 +74,7 @@ impl ErrorKind {
     ];
 
     /// The name reports use.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             ErrorKind::Connect => "connect",
             ErrorKind::Read => "read",
@@ -101,23 +101,23 @@ impl From<ResponseError> for ErrorKind {
 #[derive(Clone, Debug, Default)]
 pub struct ThreadReport {
     /// The CPU the thread was pinned to.
-    pub cpu: Option<CpuId>,
+    pub(crate) cpu: Option<CpuId>,
     /// Complete responses.
     pub requests: u64,
     /// Response bytes read.
-    pub bytes: u64,
+    pub(crate) bytes: u64,
     /// Failures, indexed like [`ErrorKind::ALL`].
     pub errors: [u64; 7],
     /// Open loop: requests that were due but not sent when the run ended.
-    pub unsent: u64,
+    pub(crate) unsent: u64,
     /// Whole request: intended send time to last response byte.
-    pub latency: Hist,
+    pub(crate) latency: Hist,
     /// `connect` call to established, once per new connection.
-    pub connect: Hist,
+    pub(crate) connect: Hist,
     /// Intended send time to first response byte.
-    pub ttfb: Hist,
+    pub(crate) ttfb: Hist,
     /// How long the thread ran.
-    pub elapsed: Duration,
+    pub(crate) elapsed: Duration,
 }
 
 impl ThreadReport {
@@ -141,7 +141,7 @@ impl ThreadReport {
     }
 
     /// Responses per second.
-    pub fn rate(&self) -> f64 {
+    pub(crate) fn rate(&self) -> f64 {
         per_second(self.requests, self.elapsed)
     }
 
@@ -163,11 +163,11 @@ fn per_second(n: u64, d: Duration) -> f64 {
 #[derive(Clone, Debug)]
 pub struct LoadReport {
     /// One report per thread, in thread order.
-    pub threads: Vec<ThreadReport>,
+    pub(crate) threads: Vec<ThreadReport>,
     /// All threads merged.
     pub merged: ThreadReport,
     /// CPU time (user + system) the whole process used during the run.
-    pub client_cpu: Duration,
+    pub(crate) client_cpu: Duration,
 }
 
 impl LoadReport {

@@ -23,15 +23,15 @@ use core::fmt;
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Summary {
     /// Number of points.
-    pub n: usize,
+    pub(crate) n: usize,
     /// Smallest point.
-    pub min: f64,
+    pub(crate) min: f64,
     /// Largest point.
-    pub max: f64,
+    pub(crate) max: f64,
     /// Middle point (mean of the two middle points for even `n`).
-    pub median: f64,
+    pub(crate) median: f64,
     /// Arithmetic mean.
-    pub mean: f64,
+    pub(crate) mean: f64,
     /// Sample standard deviation (divisor `n - 1`); 0 for fewer than two points.
     pub(crate) stddev: f64,
 }
@@ -56,7 +56,7 @@ fn sorted(xs: &[f64]) -> Vec<f64> {
 
 impl Summary {
     /// Summarises `xs`; `None` when it is empty or holds a NaN.
-    pub fn of(xs: &[f64]) -> Option<Summary> {
+    pub(crate) fn of(xs: &[f64]) -> Option<Summary> {
         if xs.is_empty() || xs.iter().any(|x| x.is_nan()) {
             return None;
         }
@@ -94,7 +94,7 @@ pub(crate) fn mean_stddev(xs: &[f64]) -> (f64, f64) {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Comparison {
     /// Confidence level in percent (such as 95.0).
-    pub confidence: f64,
+    pub(crate) confidence: f64,
     /// mean(B) - mean(A).
     pub(crate) diff: f64,
     /// Half-width of the confidence interval of `diff`.
@@ -109,7 +109,7 @@ pub(crate) struct Comparison {
 
 impl Comparison {
     /// True when the interval excludes zero (ministat's test: |diff| > half-width).
-    pub fn significant(&self) -> bool {
+    pub(crate) fn significant(&self) -> bool {
         self.diff.abs() > self.half_width
     }
 }
@@ -189,17 +189,17 @@ fn student_t_with(a: &[f64], b: &[f64], confidence: f64, t: f64) -> Option<Compa
 
 /// The mean per-round ratio B/A and its confidence interval.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Ratio {
+pub(crate) struct Ratio {
     /// Rounds paired.
-    pub n: usize,
+    pub(crate) n: usize,
     /// Mean of b_i / a_i.
-    pub mean: f64,
+    pub(crate) mean: f64,
     /// Lower end of the interval.
-    pub low: f64,
+    pub(crate) low: f64,
     /// Upper end of the interval.
     pub(crate) high: f64,
     /// Confidence level in percent.
-    pub confidence: f64,
+    pub(crate) confidence: f64,
 }
 
 impl fmt::Display for Ratio {
@@ -284,7 +284,7 @@ pub(crate) struct XorShift(u64);
 
 impl XorShift {
     /// A generator from `seed` (0 is replaced by a fixed odd constant).
-    pub fn new(seed: u64) -> XorShift {
+    pub(crate) fn new(seed: u64) -> XorShift {
         XorShift(if seed == 0 {
             0x9E37_79B9_7F4A_7C15
         } else {
@@ -294,7 +294,7 @@ impl XorShift {
 
     /// The next 64 pseudo-random bits.
     #[allow(clippy::should_implement_trait)]
-    pub fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;

@@ -27,28 +27,29 @@
 //!
 //! It does not serve files or measure anything but HTTP/1.1 over TCP.
 
-pub mod ab;
-pub mod client;
-pub mod compare;
-pub mod error;
-pub mod figures;
-pub mod hist;
+pub(crate) mod ab;
+pub(crate) mod client;
+pub(crate) mod compare;
+pub(crate) mod error;
+pub(crate) mod figures;
+pub(crate) mod hist;
 pub mod load;
-pub mod ministat;
-pub mod plot;
-pub mod procs;
+pub(crate) mod ministat;
+pub(crate) mod plot;
+pub(crate) mod procs;
 pub mod reference;
-pub mod report;
+pub(crate) mod report;
 pub mod spec;
-pub mod wrk;
+pub(crate) mod wrk;
 
 use crate::args::bench::{BenchCommand, LoadArgs, HELP};
-pub use error::{BenchError, Usage};
+pub(crate) use error::BenchError;
+pub(crate) use error::Usage;
 use std::path::{Path, PathBuf};
 
 /// Runs `steerd bench ...`: the exit status (0 ok, 1 failure, 2 with the tools' help),
 /// or the usage error to print (exit status 2).
-pub fn main(command: BenchCommand) -> Result<i32, Usage> {
+pub(crate) fn main(command: BenchCommand) -> Result<i32, Usage> {
     match command {
         BenchCommand::NoTool => {
             eprint!("{HELP}");
@@ -80,7 +81,7 @@ pub(crate) fn sort_few_by<T>(v: &mut [T], before: impl Fn(&T, &T) -> bool) {
 
 /// Writes `text` to stdout and flushes it. A reader that went away (a closed pipe) is
 /// not an error worth a panic: the text is dropped.
-pub fn emit(text: &str) {
+pub(crate) fn emit(text: &str) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
@@ -113,7 +114,7 @@ pub(crate) struct OutFile(Option<(PathBuf, std::fs::File)>);
 
 impl OutFile {
     /// Creates (truncates) `path`, if one is given.
-    pub fn create(path: Option<&Path>) -> Result<OutFile, BenchError> {
+    pub(crate) fn create(path: Option<&Path>) -> Result<OutFile, BenchError> {
         let open = |p: &Path| {
             std::fs::File::create(p)
                 .map(|f| (p.to_path_buf(), f))
@@ -123,12 +124,12 @@ impl OutFile {
     }
 
     /// True when a path was given.
-    pub fn is_some(&self) -> bool {
+    pub(crate) fn is_some(&self) -> bool {
         self.0.is_some()
     }
 
     /// Writes `text` to the file, if one was given.
-    pub fn write(&self, text: &str) -> Result<(), BenchError> {
+    pub(crate) fn write(&self, text: &str) -> Result<(), BenchError> {
         use std::io::Write;
         let Some((path, file)) = &self.0 else {
             return Ok(());

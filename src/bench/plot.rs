@@ -30,7 +30,7 @@ pub(crate) struct Cdf {
 impl Cdf {
     /// The CDF of `hist`, read at every whole percentile and through the tail; `None`
     /// when it holds no value.
-    pub fn of(hist: &Hist) -> Option<Cdf> {
+    pub(crate) fn of(hist: &Hist) -> Option<Cdf> {
         if hist.count() == 0 {
             return None;
         }
@@ -65,18 +65,18 @@ impl Cdf {
 /// Everything one A/B figure shows.
 pub(crate) struct AbFigure<'a> {
     /// The load line of the text output (what was run, how long, how many rounds).
-    pub load: &'a str,
+    pub(crate) load: &'a str,
     /// Command lines A and B.
-    pub commands: [&'a str; 2],
+    pub(crate) commands: [&'a str; 2],
     /// A's and B's latencies over all their rounds; `None` when the client kept none
     /// (wrk).
-    pub latency: [Option<&'a Cdf>; 2],
+    pub(crate) latency: [Option<&'a Cdf>; 2],
     /// A's and B's req/s, one per round.
-    pub rps: [&'a [f64]; 2],
+    pub(crate) rps: [&'a [f64]; 2],
     /// The paired ratio B/A of req/s with its interval; `None` with fewer than 2 rounds.
-    pub ratio: Option<Ratio>,
+    pub(crate) ratio: Option<Ratio>,
     /// The verdict lines of req/s, as the text output prints them.
-    pub verdict: &'a str,
+    pub(crate) verdict: &'a str,
 }
 
 const SIDES: [&str; 2] = ["a", "b"];

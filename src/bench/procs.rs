@@ -18,13 +18,13 @@ use std::time::Duration;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Stat {
     /// Parent process.
-    pub ppid: u32,
+    pub(crate) ppid: u32,
     /// Process group.
-    pub pgrp: u32,
+    pub(crate) pgrp: u32,
     /// utime + stime of the process (all its threads).
-    pub own: u64,
+    pub(crate) own: u64,
     /// cutime + cstime: children it has reaped.
-    pub reaped: u64,
+    pub(crate) reaped: u64,
 }
 
 /// Parses the text of `/proc/PID/stat`.

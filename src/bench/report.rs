@@ -48,7 +48,7 @@ pub(crate) fn headline(spec: &LoadSpec) -> String {
 }
 
 /// The text report.
-pub fn text(spec: &LoadSpec, r: &LoadReport) -> String {
+pub(crate) fn text(spec: &LoadSpec, r: &LoadReport) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "load {}", headline(spec));
     let _ = writeln!(
@@ -155,7 +155,7 @@ fn thread_json(t: &ThreadReport) -> Value {
 }
 
 /// The JSON report: `{"url", "threads", "connections", ..., "merged": {...}, "per_thread": [...]}`.
-pub fn json(spec: &LoadSpec, r: &LoadReport) -> String {
+pub(crate) fn json(spec: &LoadSpec, r: &LoadReport) -> String {
     let url = format!("http://{}{}", spec.target.host, spec.target.path);
     Value::obj([
         ("url", Value::str(url)),

@@ -14,11 +14,11 @@ use std::net::{SocketAddr, ToSocketAddrs};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Target {
     /// Resolved address.
-    pub addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
     /// `Host` header value (host, and port when it is not 80).
-    pub host: String,
+    pub(crate) host: String,
     /// Request target, starting with `/`.
-    pub path: String,
+    pub(crate) path: String,
 }
 
 /// A target that cannot be reached: the URL is refused, or its host has no address.
@@ -105,7 +105,7 @@ pub(crate) fn resolve(load: LoadArgs) -> Result<LoadSpec, TargetError> {
 
 impl LoadArgs<Target> {
     /// The bytes of one request (every request of a run is the same).
-    pub fn request(&self) -> Vec<u8> {
+    pub(crate) fn request(&self) -> Vec<u8> {
         let mut r = format!(
             "GET {} HTTP/1.1\r\nHost: {}\r\n",
             self.target.path, self.target.host

@@ -15,7 +15,7 @@ use crate::bench::BenchError;
 use std::process::{Command, Stdio};
 
 /// Runs wrk as the spec says and waits for it.
-pub fn run(spec: &LoadSpec) -> Result<RunFigures, BenchError> {
+pub(crate) fn run(spec: &LoadSpec) -> Result<RunFigures, BenchError> {
     let secs = spec.duration.as_secs_f64().ceil().max(1.0) as u64;
     let url = format!("http://{}{}", spec.target.host, spec.target.path);
     let cpu_before = procs::reaped_children_cpu();
@@ -84,7 +84,7 @@ impl SpawnPiped for Command {
 }
 
 /// Reads req/s, requests, errors and the 50%/99% latencies from wrk's report.
-pub fn parse(text: &str) -> Option<RunFigures> {
+pub(crate) fn parse(text: &str) -> Option<RunFigures> {
     let mut f = RunFigures::default();
     let (mut rps, mut p50, mut p99) = (None, None, None);
     for line in text.lines().map(str::trim) {

@@ -54,7 +54,7 @@ pub struct ProxyHeader {
     pub len: usize,
     /// The original client's address and port; `None`: use the connection's own
     /// endpoints (LOCAL, `UNKNOWN`, and the families this server does not relay).
-    pub source: Option<SocketAddr>,
+    pub(crate) source: Option<SocketAddr>,
 }
 
 /// Why a connection's first bytes are not a valid PROXY header.
@@ -78,7 +78,8 @@ pub enum ProxyError {
 
 impl ProxyError {
     /// A short description, for logs and tests.
-    pub fn what(self) -> &'static str {
+    #[cfg(test)]
+    pub(crate) fn what(self) -> &'static str {
         match self {
             ProxyError::Missing => "no PROXY header",
             ProxyError::V1Syntax => "malformed PROXY v1 line",

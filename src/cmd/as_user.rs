@@ -32,7 +32,7 @@ const ANSWER_MAX: usize = 4096;
 /// Why a check as another user failed: the text the child sent back through the pipe
 /// (an error crosses the process boundary as its message), or what went wrong around it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AsUserError(pub String);
+pub(crate) struct AsUserError(pub String);
 
 impl core::fmt::Display for AsUserError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -41,7 +41,7 @@ impl core::fmt::Display for AsUserError {
 }
 
 /// [`dest::check`] of `target` as `id`: the error's text when it fails.
-pub fn log(target: &LogTarget, id: &Identity) -> Result<(), AsUserError> {
+pub(crate) fn log(target: &LogTarget, id: &Identity) -> Result<(), AsUserError> {
     if matches!(target, LogTarget::Off | LogTarget::Stdout) {
         return Ok(());
     }
@@ -53,7 +53,7 @@ pub fn log(target: &LogTarget, id: &Identity) -> Result<(), AsUserError> {
 /// The root and the pages of `site` as `id` would find them (`preflight::site_files`),
 /// then its `--mime-types` file (`preflight::media_types`): the first problem. The child
 /// sends it as `root` or `site`, a tab, and the message.
-pub fn files(root: &Path, site: &SiteRules, id: &Identity) -> Result<(), Problem> {
+pub(crate) fn files(root: &Path, site: &SiteRules, id: &Identity) -> Result<(), Problem> {
     let checked = run_as(id, || {
         crate::preflight::site_files(root, site)
             .map(|_| ())

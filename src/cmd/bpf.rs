@@ -15,7 +15,7 @@ use asm_bpf::{dis, fmt};
 use std::io::Write;
 
 /// Runs a parsed `steerd bpf` command: its exit status, or the failure to print.
-pub fn main(cmd: Bpf) -> Result<i32, Failure> {
+pub(crate) fn main(cmd: Bpf) -> Result<i32, Failure> {
     match cmd {
         Bpf::Asm { c_format, input } => asm(c_format, input.as_deref()),
         Bpf::Dis { input } => dis(input.as_deref()),

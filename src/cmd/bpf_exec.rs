@@ -20,14 +20,14 @@ use asm_bpf::interp::{self, Context};
 use asm_bpf::{check::check as kernel_check, Insn};
 
 /// `steerd bpf check [FILE|-]`.
-pub fn check(input: Option<&str>) -> Result<i32, Failure> {
+pub(crate) fn check(input: Option<&str>) -> Result<i32, Failure> {
     load_checked("check", input)?;
     println!("ok");
     Ok(0)
 }
 
 /// `steerd bpf run [FILE|-] [options]`.
-pub fn run(input: Option<&str>, packet: Packet) -> Result<i32, Failure> {
+pub(crate) fn run(input: Option<&str>, packet: Packet) -> Result<i32, Failure> {
     let ctx = Context {
         packet: packet.payload,
         len: packet.len,

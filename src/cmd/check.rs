@@ -22,7 +22,7 @@ use std::fmt::Write;
 use std::net::SocketAddr;
 
 /// Runs `steerd check`; returns the exit status or the failure.
-pub fn main(mut args: ServeArgs, json: bool) -> Result<i32, Failure> {
+pub(crate) fn main(mut args: ServeArgs, json: bool) -> Result<i32, Failure> {
     // Asked by a master about to upgrade to this binary (`upgrade/handshake.rs`).
     if let Some(line) = crate::upgrade::handshake::answer_probe() {
         eprintln!("{line}");

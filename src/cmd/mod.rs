@@ -6,31 +6,31 @@
 use crate::args::{self, Command};
 use core::fmt;
 
-pub mod as_user;
-pub mod bpf;
-pub mod bpf_exec;
+pub(crate) mod as_user;
+pub(crate) mod bpf;
+pub(crate) mod bpf_exec;
 pub mod bpf_input;
-pub mod check;
-pub mod preflight;
-pub mod prepare;
-pub mod probe;
-pub mod serve;
-pub mod topo;
+pub(crate) mod check;
+pub(crate) mod preflight;
+pub(crate) mod prepare;
+pub(crate) mod probe;
+pub(crate) mod serve;
+pub(crate) mod topo;
 
 /// An error on its way to the user: which stage, and what went wrong.
 #[derive(Debug)]
-pub struct Failure {
+pub(crate) struct Failure {
     /// Pipeline stage, such as `topology` or `listen`.
-    pub stage: &'static str,
+    pub(crate) stage: &'static str,
     /// What failed and why.
-    pub message: String,
+    pub(crate) message: String,
     /// Process exit status.
-    pub status: i32,
+    pub(crate) status: i32,
 }
 
 impl Failure {
     /// A failure of `stage` with exit status 1.
-    pub fn new(stage: &'static str, message: impl fmt::Display) -> Failure {
+    pub(crate) fn new(stage: &'static str, message: impl fmt::Display) -> Failure {
         Failure {
             stage,
             message: message.to_string(),

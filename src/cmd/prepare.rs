@@ -12,15 +12,15 @@ use crate::steer::{self, SteerProgram};
 use crate::topology::{self, Topology};
 
 /// Everything decided before any socket exists.
-pub struct Prepared {
+pub(crate) struct Prepared {
     /// The machine as read, with the listen address's NIC attached.
-    pub topo: Topology,
+    pub(crate) topo: Topology,
     /// Topology and NIC warnings, each already prefixed with its stage.
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
     /// The plan made on `topo`.
-    pub plan: Plan,
+    pub(crate) plan: Plan,
     /// The steering program; `None` when the plan needs none.
-    pub program: Option<SteerProgram>,
+    pub(crate) program: Option<SteerProgram>,
 }
 
 /// Leaves out the implied listen addresses this machine cannot bind
@@ -36,7 +36,7 @@ pub(crate) fn bindable_listen(args: &mut ServeArgs, show: impl Fn(&str)) {
 /// Reads the topology (before anything pins the process), attaches the NIC of the listen
 /// addresses, makes the plan and the steering program. Each warning goes to `show` as
 /// soon as the machine is read, so it is seen even when planning then fails.
-pub fn prepare(args: &ServeArgs, show: impl Fn(&str)) -> Result<Prepared, Failure> {
+pub(crate) fn prepare(args: &ServeArgs, show: impl Fn(&str)) -> Result<Prepared, Failure> {
     roots_exist(&args.roots)?;
     let (mut topo, mut warnings) = topology::read(&args.roots.sysfs, &args.roots.procfs);
     warnings.extend(topology::attach_nic(

@@ -55,7 +55,7 @@ impl fmt::Display for ProbeError {
 }
 
 /// Runs the probe: its status line on stdout when healthy, else a failure naming the URL.
-pub fn main(args: &ProbeArgs) -> Result<i32, Failure> {
+pub(crate) fn main(args: &ProbeArgs) -> Result<i32, Failure> {
     let why = match status_line(args) {
         Ok(line) if is_success(&line) => {
             println!("{}: {line}", args.url);

@@ -14,7 +14,7 @@ use crate::dashboard::status::StatusDocument;
 use crate::master;
 
 /// Runs `steerd serve` and returns the exit status.
-pub fn main(mut args: ServeArgs) -> Result<i32, Failure> {
+pub(crate) fn main(mut args: ServeArgs) -> Result<i32, Failure> {
     // A master re-executed by an upgrade starts with every signal at its default
     // (`upgrade.rs`): counted from here, a HUP sent meanwhile does not end it.
     if crate::inherit::reexec_is_ours() {

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 /// Runs `steerd topo`; returns the exit status.
-pub fn main(roots: &Roots, json: bool) -> Result<i32, super::Failure> {
+pub(crate) fn main(roots: &Roots, json: bool) -> Result<i32, super::Failure> {
     super::prepare::roots_exist(roots)?;
     let (topo, warnings) = topology::read(&roots.sysfs, &roots.procfs);
     for w in &warnings {
@@ -29,7 +29,7 @@ pub fn main(roots: &Roots, json: bool) -> Result<i32, super::Failure> {
 }
 
 /// A cpulist as a JSON array of CPU ids.
-pub fn ids(set: &CpuSet) -> Value {
+pub(crate) fn ids(set: &CpuSet) -> Value {
     Value::Arr(set.iter().map(|c| Value::Int(c.get() as i64)).collect())
 }
 

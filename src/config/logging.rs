@@ -15,7 +15,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 
 /// The local syslog daemon's socket.
-pub const DEV_LOG: &str = "/dev/log";
+pub(crate) const DEV_LOG: &str = "/dev/log";
 
 /// Where access log lines go (`--access-log`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -45,10 +45,11 @@ pub enum LogFormat {
 
 impl LogFormat {
     /// Every format, in the order the help text names them.
-    pub const ALL: [LogFormat; 3] = [LogFormat::Combined, LogFormat::Common, LogFormat::Json];
+    pub(crate) const ALL: [LogFormat; 3] =
+        [LogFormat::Combined, LogFormat::Common, LogFormat::Json];
 
     /// The flag's spelling.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             LogFormat::Combined => "combined",
             LogFormat::Common => "common",
@@ -110,7 +111,7 @@ impl Cidr {
     }
 
     /// Whether `ip` is in this network.
-    pub fn contains(&self, ip: IpAddr) -> bool {
+    pub(crate) fn contains(&self, ip: IpAddr) -> bool {
         bits(ip) & mask(self.prefix) == self.net
     }
 

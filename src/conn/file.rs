@@ -42,7 +42,13 @@ pub(super) enum Source {
 
 impl Responder<'_, '_> {
     /// 200, 206, 304, 406, 412 or 416 for the regular file found at `path`.
-    pub fn file(&mut self, req: &Request<'_, '_>, path: &[u8], meta: &FileMeta, src: Source) {
+    pub(super) fn file(
+        &mut self,
+        req: &Request<'_, '_>,
+        path: &[u8],
+        meta: &FileMeta,
+        src: Source,
+    ) {
         let vary = !meta.sidecars.is_empty();
         let order = self.ctx.cache.options().precompressed;
         // The representation: the file itself or a sidecar, described by its own metadata.

@@ -33,11 +33,11 @@ use core::ops::Range;
 /// across the transition and pays no bounds check for its slot.
 pub(crate) struct Areas<'a> {
     /// The loop's arena, which holds the slot's own region (what outlives the call).
-    pub arena: &'a mut ZeroedArena,
+    pub(crate) arena: &'a mut ZeroedArena,
     /// Where the slot's region starts in `arena` (it is as long as `work`).
-    pub at: usize,
+    pub(crate) at: usize,
     /// The loop's working area: where the call reads and writes.
-    pub work: &'a mut ZeroedArena,
+    pub(crate) work: &'a mut ZeroedArena,
 }
 
 /// The parts of a slot's region that hold something `c` needs later: its buffered

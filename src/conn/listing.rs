@@ -109,7 +109,7 @@ impl Responder<'_, '_> {
     /// listing when it is a listable directory. `false`: not one, nothing planned. Out of
     /// line, as the other rare answers are: it stays out of the request path's code.
     #[inline(never)]
-    pub fn listing(&mut self, req: &Request<'_, '_>) -> bool {
+    pub(super) fn listing(&mut self, req: &Request<'_, '_>) -> bool {
         let site = self.ctx.site;
         let Some((dir, meta)) = open_dir(self.ctx.root, req.path, self.bufs.open, site.dotfiles)
         else {

@@ -100,13 +100,13 @@ pub(crate) struct Pending {
 #[derive(Clone, Copy)]
 pub(crate) struct LoggedRequest<'a> {
     /// The receive area the slices below point into.
-    pub area: &'a [u8],
+    pub(crate) area: &'a [u8],
     /// The request line.
-    pub line: RequestLine<'a>,
+    pub(crate) line: RequestLine<'a>,
     /// Its field lines (none for a request that did not parse).
-    pub fields: &'a [Header<'a>],
+    pub(crate) fields: &'a [Header<'a>],
     /// The `Authorization` value `--basic-auth` accepted (the log shows its user).
-    pub accepted: Option<&'a [u8]>,
+    pub(crate) accepted: Option<&'a [u8]>,
 }
 
 fn field<'a>(fields: &[Header<'a>], name: &[u8]) -> Option<&'a [u8]> {
@@ -127,7 +127,7 @@ pub(crate) fn stamp(ctx: &Ctx<'_>) -> u64 {
 
 /// A response to `req` with `status` starts: remember what its line will say.
 #[inline]
-pub fn begin(c: &mut Conn, ctx: &Ctx<'_>, status: u16, req: &LoggedRequest<'_>) {
+pub(super) fn begin(c: &mut Conn, ctx: &Ctx<'_>, status: u16, req: &LoggedRequest<'_>) {
     if ctx.log.enabled() {
         remember(c, ctx, status, req);
     }
@@ -172,7 +172,7 @@ fn remember(c: &mut Conn, ctx: &Ctx<'_>, status: u16, req: &LoggedRequest<'_>) {
 /// of `Awaiting::Send`, so a response ends once. Inlined: with the log off (nothing
 /// pending) this is a few tests and the histogram's adds, not a call.
 #[inline]
-pub fn end(c: &mut Conn, inb: &[u8], ctx: &mut Ctx<'_>, cut_short: bool) {
+pub(super) fn end(c: &mut Conn, inb: &[u8], ctx: &mut Ctx<'_>, cut_short: bool) {
     let Awaiting::Send(r) = &c.awaiting else {
         return;
     };

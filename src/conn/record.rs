@@ -20,22 +20,22 @@ use core::sync::atomic::Ordering::Relaxed;
 #[derive(Clone, Copy)]
 pub(super) struct Line<'a> {
     /// The request as its log line shows it.
-    pub log: LoggedRequest<'a>,
+    pub(crate) log: LoggedRequest<'a>,
     /// A HEAD request: the response has no content whatever its status (RFC 9110 §9.3.2,
     /// RFC 9112 §6.3 rule 1), though its Content-Length stays that of GET.
-    pub head: bool,
+    pub(crate) head: bool,
     /// The `--cors` origin lines of the response (`site::cors`; empty without `--cors`).
-    pub cors: &'a [u8],
+    pub(crate) cors: &'a [u8],
 }
 
 /// The worker's scratch areas one answer may use (borrowed apart from the parser's path).
 pub(super) struct Bufs<'s> {
     /// NUL-terminated relative path for `openat2`.
-    pub open: &'s mut [u8; PATH_MAX + 1],
+    pub(crate) open: &'s mut [u8; PATH_MAX + 1],
     /// A response head too long for the head area.
     pub(crate) spill: &'s mut [u8],
     /// A sidecar's request path.
-    pub sidecar: &'s mut [u8],
+    pub(crate) sidecar: &'s mut [u8],
 }
 
 /// Where a head is written: the head area, or the worker's spill area (moved to
@@ -49,21 +49,21 @@ pub(super) enum Place {
 /// One answer being planned: its methods are the response kinds.
 pub(super) struct Responder<'a, 'w> {
     /// The connection the answer is planned on.
-    pub c: &'a mut Conn,
+    pub(crate) c: &'a mut Conn,
     /// The slot's response-head area.
-    pub out: &'a mut [u8],
+    pub(crate) out: &'a mut [u8],
     /// The worker's state.
-    pub ctx: &'a mut Ctx<'w>,
+    pub(crate) ctx: &'a mut Ctx<'w>,
     /// The worker's scratch areas for this answer.
     pub(crate) bufs: Bufs<'a>,
     /// The request as the log and the persistence rule see it.
-    pub line: Line<'a>,
+    pub(crate) line: Line<'a>,
     /// How the connection goes on; the head's `Connection` field is derived from it.
-    pub after: After,
+    pub(crate) after: After,
     /// Body bytes the request still owes (see `Response::owed`).
     pub(crate) owed: u64,
     /// Bytes of the request's head (see `Response::answered`).
-    pub answered: usize,
+    pub(crate) answered: usize,
     /// What the request showed `--basic-auth` (`auth.rs`): which paths it may be served.
     pub(crate) admitted: Admission,
 }
@@ -72,7 +72,7 @@ impl<'a, 'w> Responder<'a, 'w> {
     /// A responder for the request `line` that closes after a linger, with nothing of the
     /// request to drop, admitted to the paths that need no credentials (the callers set
     /// what differs).
-    pub fn new(
+    pub(super) fn new(
         c: &'a mut Conn,
         out: &'a mut [u8],
         ctx: &'a mut Ctx<'w>,
@@ -98,7 +98,7 @@ impl<'a, 'w> Responder<'a, 'w> {
     /// spill area holds the longest 301 (`conn::SPILL_CAP`). Should one not fit, that
     /// invariant is broken: the answer is the built-in 500 and the connection closes,
     /// never a body without its head.
-    pub fn answer(&mut self, h: &ResponseHead<'_>, place: Place, body: Outgoing) {
+    pub(super) fn answer(&mut self, h: &ResponseHead<'_>, place: Place, body: Outgoing) {
         let area = match place {
             Place::Area => &mut *self.out,
             Place::Spill => &mut *self.bufs.spill,
@@ -154,7 +154,7 @@ impl<'a, 'w> Responder<'a, 'w> {
     /// Records the plan on the connection, counts it and starts its log line (written
     /// when the response ends). A HEAD drops the body here, for every status.
     #[inline]
-    pub fn plan(&mut self, status: u16, head: Head, body: Outgoing) {
+    pub(super) fn plan(&mut self, status: u16, head: Head, body: Outgoing) {
         let class = usize::from(status / 100).clamp(1, 5) - 1;
         self.ctx.counters.responses[class].fetch_add(1, Relaxed);
         logged::begin(self.c, self.ctx, status, &self.line.log);

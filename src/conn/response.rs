@@ -16,7 +16,7 @@ use rustix::fd::OwnedFd;
 /// How the connection goes on after the response: the one value from which both the
 /// head's `Connection` field ([`After::persist`]) and the loop's next step are derived.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum After {
+pub(super) enum After {
     /// Wait for the next request; `minor` is the request's HTTP minor version (1.0 says
     /// `Connection: keep-alive`, 1.1 needs no field).
     KeepAlive {
@@ -124,18 +124,18 @@ impl Outgoing {
 /// The response head: `len` bytes in the head area, or, `spilled`, at the back of
 /// its receive area (a 301 too long for the head area, see `conn::SPILL_CAP`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Head {
+pub(super) struct Head {
     /// Bytes of the head.
-    pub len: usize,
+    pub(crate) len: usize,
     /// Bytes of it written.
-    pub sent: usize,
+    pub(crate) sent: usize,
     /// It lives at the back of the receive area.
-    pub spilled: bool,
+    pub(crate) spilled: bool,
 }
 
 impl Head {
     /// A head of `len` bytes, none of them written yet.
-    pub fn unsent(len: usize, spilled: bool) -> Head {
+    pub(super) fn unsent(len: usize, spilled: bool) -> Head {
         Head {
             len,
             sent: 0,
@@ -146,23 +146,23 @@ impl Head {
 
 /// The response being written.
 #[derive(Debug)]
-pub struct Response {
+pub(super) struct Response {
     /// Its head and how much of it is written.
-    pub head: Head,
+    pub(crate) head: Head,
     /// What remains of its body.
-    pub body: Outgoing,
+    pub(crate) body: Outgoing,
     /// The body's cache entry is pinned (a paused cached body must not change).
-    pub pinned: bool,
+    pub(crate) pinned: bool,
     /// Body bytes written so far.
     pub(crate) body_sent: u64,
     /// How the connection goes on.
-    pub after: After,
+    pub(crate) after: After,
     /// Body bytes the request still owes: discarded before the next head when the
     /// connection persists (`Awaiting::Body`), else they make the close linger.
     pub(crate) owed: u64,
     /// Bytes of the answered head, dropped from the receive area once the response is
     /// finished (the log reads them until then).
-    pub answered: usize,
+    pub(crate) answered: usize,
     /// The turn clock (`Ctx::now_ms`) when it was planned: its response time runs from
     /// there (`stats::latency`).
     pub(crate) planned_ms: u64,
@@ -170,7 +170,7 @@ pub struct Response {
 
 impl Response {
     /// Whether the head and the body are all written.
-    pub fn done(&self) -> bool {
+    pub(super) fn done(&self) -> bool {
         self.head.sent >= self.head.len && self.body.done()
     }
 
@@ -199,7 +199,7 @@ impl Response {
 
     /// Drops the body, unpinning a cached entry this response pinned and giving back a
     /// listing's slot.
-    pub fn release(&mut self, ctx: &mut Ctx<'_>) {
+    pub(super) fn release(&mut self, ctx: &mut Ctx<'_>) {
         match (&self.body, self.pinned) {
             (Outgoing::Listing { index, .. }, _) => ctx.listings.release(*index),
             (body, true) => {

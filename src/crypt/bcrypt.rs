@@ -22,7 +22,7 @@ pub const COST_MIN: u32 = 4;
 
 /// Highest cost bcrypt defines (2^31 rounds of the key schedule). What a server may
 /// afford per check is lower, and its own rule (`auth::cost`).
-pub const COST_MAX: u32 = 31;
+pub(crate) const COST_MAX: u32 = 31;
 
 /// Characters of the hash part.
 pub(crate) const HASH_TEXT: usize = 31;
@@ -36,7 +36,7 @@ const KEY_MAX: usize = 72;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Setting {
     /// log2 of the key schedule's rounds.
-    pub cost: u32,
+    pub(crate) cost: u32,
     /// The 16-byte salt.
     pub(crate) salt: [u8; 16],
 }
@@ -54,7 +54,7 @@ pub enum SettingError {
 
 impl SettingError {
     /// What to tell the operator.
-    pub fn why(self) -> &'static str {
+    pub(crate) fn why(self) -> &'static str {
         match self {
             SettingError::Form => "not a bcrypt hash ($2y$CC$ and 53 characters)",
             SettingError::Cost => "the cost must be from 4 to 31",
@@ -100,7 +100,7 @@ pub fn verify(setting: &Setting, hash_text: &[u8], password: &[u8]) -> bool {
 }
 
 /// The 23 bytes bcrypt writes for `password` under `setting`.
-pub fn hash(setting: &Setting, password: &[u8]) -> [u8; 23] {
+pub(crate) fn hash(setting: &Setting, password: &[u8]) -> [u8; 23] {
     // The key: the password and its NUL, of which the first 72 bytes count.
     let mut key = [0u8; KEY_MAX + 1];
     let len = password.len().min(KEY_MAX);

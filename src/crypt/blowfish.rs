@@ -9,7 +9,7 @@ mod pi;
 
 /// P-array and S-boxes.
 #[derive(Clone)]
-pub struct State {
+pub(crate) struct State {
     p: [u32; 18],
     s: [[u32; 256]; 4],
 }

@@ -74,7 +74,7 @@ macro_rules! sha2 {
      $init:expr, $compress:ident) => {
         #[doc = $doc]
         #[derive(Clone)]
-        pub struct $name {
+        pub(crate) struct $name {
             state: [$word; 8],
             blocks: Blocks<$block>,
         }
@@ -87,7 +87,7 @@ macro_rules! sha2 {
 
         impl $name {
             /// An empty message.
-            pub const fn new() -> $name {
+            pub(crate) const fn new() -> $name {
                 $name {
                     state: $init,
                     blocks: Blocks::new(),
@@ -104,7 +104,7 @@ macro_rules! sha2 {
 
             /// The digest of the message.
             #[inline(never)]
-            pub fn finish(mut self) -> [u8; $digest] {
+            pub(crate) fn finish(mut self) -> [u8; $digest] {
                 let state = &mut self.state;
                 self.blocks.pad($len_bytes, |b| $compress(state, b));
                 let mut out = [0u8; $digest];

@@ -28,7 +28,7 @@ pub(crate) const ROUNDS_DEFAULT: u32 = 5000;
 pub(crate) const ROUNDS_MIN: u32 = 1000;
 
 /// Most rounds crypt uses.
-pub const ROUNDS_MAX: u32 = 999_999_999;
+pub(crate) const ROUNDS_MAX: u32 = 999_999_999;
 
 /// Longest salt (longer ones are cut by crypt, so never stored longer).
 pub(crate) const SALT_MAX: usize = 16;
@@ -58,7 +58,7 @@ pub struct Setting<'a> {
     /// SHA-256 or SHA-512.
     pub(crate) variant: Variant,
     /// Rounds of step 21.
-    pub rounds: u32,
+    pub(crate) rounds: u32,
     /// The salt, at most [`SALT_MAX`] bytes, no `$`.
     pub(crate) salt: &'a [u8],
 }
@@ -78,7 +78,7 @@ pub enum SettingError {
 
 impl SettingError {
     /// What to tell the operator.
-    pub fn why(self) -> &'static str {
+    pub(crate) fn why(self) -> &'static str {
         match self {
             SettingError::Form => "not a SHA-crypt hash ($5$SALT$DIGEST or $6$SALT$DIGEST)",
             SettingError::Rounds => "rounds=N must be from 1000 to 999999999 (crypt's range)",

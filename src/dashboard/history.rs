@@ -33,7 +33,7 @@ struct Snapshot {
 
 /// Snapshots of the last minute, oldest first.
 #[derive(Default)]
-pub struct History {
+pub(crate) struct History {
     snapshots: VecDeque<Snapshot>,
 }
 
@@ -41,11 +41,11 @@ pub struct History {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Recent {
     /// Responses finished per second, one figure per snapshot interval, oldest first.
-    pub per_second: Vec<f64>,
+    pub(crate) per_second: Vec<f64>,
     /// The median response time of the last [`WINDOW`] seconds, in milliseconds.
-    pub p50_ms: Option<f64>,
+    pub(crate) p50_ms: Option<f64>,
     /// The 99th percentile of the same.
-    pub p99_ms: Option<f64>,
+    pub(crate) p99_ms: Option<f64>,
 }
 
 impl History {

@@ -21,20 +21,20 @@
 //! `Vary: Accept-Encoding`. The master needs neither a compressor nor a decompressor; the
 //! plain copy costs the binary the page's size (about 13 KB).
 
-pub mod history;
-pub mod status;
+pub(crate) mod history;
+pub(crate) mod status;
 
 use crate::http::encoding::{AcceptEncoding, Choice, Coding, CodingSet, Precompressed};
 use std::borrow::Cow;
 
 /// The dashboard page as written.
-pub const PAGE: &str = include_str!("page.html");
+pub(crate) const PAGE: &str = include_str!("page.html");
 /// The dashboard page, `gzip -9n` of `page.html`.
-pub const PAGE_GZ: &[u8] = include_bytes!("page.html.gz");
+pub(crate) const PAGE_GZ: &[u8] = include_bytes!("page.html.gz");
 
 /// A document rendered per request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Document {
+pub(crate) enum Document {
     /// `/metrics`: the Prometheus text.
     Metrics,
     /// `/status.json`: topology, plan and counters.
@@ -99,7 +99,7 @@ impl Answer {
 
 /// The whole reply to `head`; `render` makes the document asked for; `healthy`: every
 /// planned worker serves.
-pub fn reply(head: &[u8], healthy: bool, render: impl Fn(Document) -> String) -> Vec<u8> {
+pub(crate) fn reply(head: &[u8], healthy: bool, render: impl Fn(Document) -> String) -> Vec<u8> {
     let (method, route) = route(head);
     let a = answer(route, head, healthy, render);
     let body: &[u8] = match method {

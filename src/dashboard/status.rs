@@ -19,7 +19,7 @@ use std::net::SocketAddr;
 use std::time::Instant;
 
 /// The status document's fixed part and the server's start time.
-pub struct StatusDocument {
+pub(crate) struct StatusDocument {
     fixed: Vec<(String, Value)>,
     started: Instant,
 }
@@ -28,7 +28,7 @@ impl StatusDocument {
     /// A status document whose fixed members are `fixed` (topology, plan, program,
     /// listen addresses, policy: what `steerd check --json` prints) and whose uptime
     /// counts from now.
-    pub fn new(fixed: Vec<(String, Value)>) -> StatusDocument {
+    pub(crate) fn new(fixed: Vec<(String, Value)>) -> StatusDocument {
         StatusDocument {
             fixed,
             started: Instant::now(),
@@ -50,7 +50,7 @@ impl StatusDocument {
 
     /// The document now. `workers` and `counters` pair up by position, and with the
     /// workers of `history`.
-    pub fn render<'a>(
+    pub(crate) fn render<'a>(
         &self,
         workers: &[WorkerPlan],
         counters: impl Iterator<Item = &'a WorkerCounters>,

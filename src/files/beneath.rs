@@ -30,7 +30,7 @@ static OPENAT2: AtomicU8 = AtomicU8::new(UNKNOWN);
 
 /// Opens `rel` under `root` with `flags`: `openat2(resolve)` where the kernel has it,
 /// the symlink-refusing walk ([`walk`]) where it answers `ENOSYS`.
-pub fn open(
+pub(crate) fn open(
     root: BorrowedFd<'_>,
     rel: &CStr,
     flags: OFlags,
@@ -66,7 +66,7 @@ not followed";
 /// Opens the normalised relative path `rel` under `root` one segment at a time, never
 /// following a symlink. A segment that is empty, `.` or `..` is refused (the caller
 /// guarantees there is none): `NOENT` for the first two, `XDEV` (escape) for `..`.
-pub fn walk(root: BorrowedFd<'_>, rel: &[u8], flags: OFlags) -> Result<OwnedFd, Errno> {
+pub(crate) fn walk(root: BorrowedFd<'_>, rel: &[u8], flags: OFlags) -> Result<OwnedFd, Errno> {
     let (dirs, last) = match memchr::memrchr(b'/', rel) {
         Some(i) => (&rel[..i], &rel[i + 1..]),
         None => (&b""[..], rel),

@@ -110,7 +110,7 @@ pub enum Served {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CacheStats {
     /// Lookups answered from memory.
-    pub hits: u64,
+    pub(crate) hits: u64,
     /// Files read into the arena.
     pub loads: u64,
     /// Revalidations (re-resolve and compare).
@@ -191,7 +191,7 @@ impl FileCache {
     }
 
     /// How this cache describes files.
-    pub fn options(&self) -> &FileOptions {
+    pub(crate) fn options(&self) -> &FileOptions {
         &self.options
     }
 
@@ -366,7 +366,7 @@ impl FileCache {
     /// Closes unpinned descriptor entries that went unused for [`IDLE_INTERVALS`]
     /// revalidation periods, or for one period if their file has no link left. Called
     /// by the loop about once a second; `fstat`s only entries unused for a period.
-    pub fn sweep(&mut self, now_ms: u64) {
+    pub(crate) fn sweep(&mut self, now_ms: u64) {
         let period = self.revalidate_ms;
         for e in &mut self.entries {
             let Some(file) = e.file.as_ref() else {

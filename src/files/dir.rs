@@ -35,11 +35,11 @@ pub(crate) struct DirMeta {
     pub(crate) ino: u64,
     /// Modification time, Unix seconds (changes when an entry is added, removed or
     /// renamed; not when a file's contents change).
-    pub mtime: i64,
+    pub(crate) mtime: i64,
     /// Modification time, nanoseconds part.
     pub(crate) mtime_nsec: u32,
     /// `st_size` of the directory.
-    pub size: u64,
+    pub(crate) size: u64,
 }
 
 /// What an entry is listed as: directories sort first and link with a trailing `/`.
@@ -55,11 +55,11 @@ pub(crate) enum Kind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct EntryMeta {
     /// Directory or file.
-    pub kind: Kind,
+    pub(crate) kind: Kind,
     /// Bytes (of the file a symlink leads to, for a symlink).
-    pub size: u64,
+    pub(crate) size: u64,
     /// Modification time, Unix seconds.
-    pub mtime: i64,
+    pub(crate) mtime: i64,
 }
 
 /// Opens the directory at request path `path` for a listing: `None` when it is hidden

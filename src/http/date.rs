@@ -223,7 +223,7 @@ pub(crate) struct DateCache {
 
 impl DateCache {
     /// A cache showing `now` (Unix seconds).
-    pub fn new(now: i64) -> DateCache {
+    pub(crate) fn new(now: i64) -> DateCache {
         DateCache {
             secs: now,
             text: format_imf(now),
@@ -239,12 +239,12 @@ impl DateCache {
     }
 
     /// The IMF-fixdate text of the cached second.
-    pub fn text(&self) -> &[u8; IMF_LEN] {
+    pub(crate) fn text(&self) -> &[u8; IMF_LEN] {
         &self.text
     }
 
     /// The cached second.
-    pub fn secs(&self) -> i64 {
+    pub(crate) fn secs(&self) -> i64 {
         self.secs
     }
 }

@@ -46,7 +46,7 @@ impl Coding {
     pub const ALL: [Coding; 3] = [Coding::Br, Coding::Zstd, Coding::Gzip];
 
     /// The token sent in `Content-Encoding` (and spelled in `--precompressed`).
-    pub const fn token(self) -> &'static str {
+    pub(crate) const fn token(self) -> &'static str {
         match self {
             Coding::Br => "br",
             Coding::Zstd => "zstd",
@@ -55,7 +55,7 @@ impl Coding {
     }
 
     /// The file name suffix of the sidecar.
-    pub const fn suffix(self) -> &'static str {
+    pub(crate) const fn suffix(self) -> &'static str {
         match self {
             Coding::Br => ".br",
             Coding::Zstd => ".zst",
@@ -99,7 +99,7 @@ impl CodingSet {
     }
 
     /// Whether the set is empty.
-    pub const fn is_empty(self) -> bool {
+    pub(crate) const fn is_empty(self) -> bool {
         self.0 == 0
     }
 }
@@ -201,11 +201,6 @@ impl AcceptEncoding {
             };
             self.weights[slot].get_or_insert(weight);
         }
-    }
-
-    /// Whether any `Accept-Encoding` line was seen.
-    pub fn present(&self) -> bool {
-        self.present
     }
 
     /// The representation to send, given the `--precompressed` order and the file's

@@ -69,7 +69,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// The status code this kind is answered with.
-    pub const fn status(self) -> u16 {
+    pub(crate) const fn status(self) -> u16 {
         match self {
             Self::TargetTooLong => 414,
             Self::TooManyFields | Self::HeadTooLarge => 431,
@@ -80,7 +80,7 @@ impl ErrorKind {
     }
 
     /// A short, static reason for logs and the error page body.
-    pub const fn reason(self) -> &'static str {
+    pub(crate) const fn reason(self) -> &'static str {
         match self {
             Self::BadMethod => "invalid method token",
             Self::UnknownMethod => "method not implemented",
@@ -119,7 +119,7 @@ pub struct ParseError {
 
 impl ParseError {
     /// An error that closes the connection (syntax, framing, limits).
-    pub const fn closing(kind: ErrorKind) -> Self {
+    pub(crate) const fn closing(kind: ErrorKind) -> Self {
         Self {
             kind,
             may_keep: false,

@@ -49,7 +49,7 @@ pub(crate) struct Codings {
 impl Codings {
     /// Adds one Transfer-Encoding field line. Codings compare exactly, case-insensitively
     /// (`xchunked`, `chunked;x=1` and `\xa0chunked` are other codings, never chunked).
-    pub fn add(&mut self, value: &[u8]) -> Result<(), ErrorKind> {
+    pub(crate) fn add(&mut self, value: &[u8]) -> Result<(), ErrorKind> {
         self.present = true;
         for coding in list_elements(value) {
             if self.chunked {
@@ -67,13 +67,13 @@ impl Codings {
     }
 
     /// Whether any Transfer-Encoding line was seen.
-    pub fn present(&self) -> bool {
+    pub(crate) fn present(&self) -> bool {
         self.present
     }
 
     /// The verdict once every line is in: `Ok(true)` for a chunked body, `Ok(false)` for
     /// no Transfer-Encoding at all.
-    pub fn chunked(&self) -> Result<bool, ErrorKind> {
+    pub(crate) fn chunked(&self) -> Result<bool, ErrorKind> {
         match (self.present, self.chunked, self.other) {
             (false, _, _) => Ok(false),
             (true, false, _) => Err(ErrorKind::BadTransferEncoding),
@@ -87,9 +87,9 @@ impl Codings {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct ConnectionOptions {
     /// `close` was listed.
-    pub close: bool,
+    pub(crate) close: bool,
     /// `keep-alive` was listed (meaningful for HTTP/1.0).
-    pub keep_alive: bool,
+    pub(crate) keep_alive: bool,
 }
 
 impl ConnectionOptions {
@@ -97,7 +97,7 @@ impl ConnectionOptions {
     /// exactly one of the two options (nearly every client's) is decided inline by one
     /// folded compare; any other value is walked as a list out of line.
     #[inline(always)]
-    pub fn add(&mut self, value: &[u8]) {
+    pub(crate) fn add(&mut self, value: &[u8]) {
         if self.add_option(value) {
             return;
         }

@@ -28,7 +28,7 @@ pub(crate) struct Span(u32);
 impl Span {
     /// The span of `part`, a slice of the buffer that starts at address `base`.
     #[inline(always)]
-    pub fn of(base: usize, part: &[u8]) -> Span {
+    pub(crate) fn of(base: usize, part: &[u8]) -> Span {
         let start = part.as_ptr() as usize - base;
         if start + part.len() > usize::from(u16::MAX) {
             // Unreachable for a head within MAX_HEAD; absent rather than a panic.

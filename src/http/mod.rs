@@ -24,21 +24,22 @@
 //! and `docs/parser.md` for the strict profile and every deliberate difference from
 //! httparse.
 
-pub mod error;
-pub mod fields;
-pub mod known;
-pub mod parse;
-pub mod path;
-pub mod request;
-pub mod scan;
-pub mod tables;
+pub(crate) mod error;
+pub(crate) mod fields;
+pub(crate) mod known;
+pub(crate) mod parse;
+pub(crate) mod path;
+pub(crate) mod request;
+pub(crate) mod scan;
+pub(crate) mod tables;
 
 pub use error::{ErrorKind, ParseError};
-pub use parse::{parse_head, Fields, Head, Header, Status, MAX_FIELDS, MAX_HEAD, MAX_TARGET};
+pub use parse::{parse_head, Fields, Head, Header, Status, MAX_FIELDS};
+pub(crate) use parse::{MAX_HEAD, MAX_TARGET};
 pub use request::{parse_request, Body, Method, Request};
 pub use scan::find_head_end;
 
-pub mod accept;
+pub(crate) mod accept;
 pub mod conditional;
 pub mod date;
 pub mod encoding;

@@ -24,9 +24,9 @@ use arrayvec::ArrayVec;
 
 /// Longest request-target accepted; longer gives 414. RFC 9112 §3 asks for request
 /// lines of at least 8000 octets.
-pub const MAX_TARGET: usize = 8192;
+pub(crate) const MAX_TARGET: usize = 8192;
 /// Longest head accepted (request line, fields, blank line); longer gives 431.
-pub const MAX_HEAD: usize = 16 * 1024;
+pub(crate) const MAX_HEAD: usize = 16 * 1024;
 /// Most field lines accepted; more gives 431.
 pub const MAX_FIELDS: usize = 100;
 /// Longest method token; a longer one is not a method we know (RFC 9112 §3: 501).
@@ -61,7 +61,7 @@ pub struct Head<'b> {
     pub method: &'b [u8],
     /// The method is `GET` (known from the request line's fast path, so the semantic
     /// layer need not compare the token again).
-    pub get: bool,
+    pub(crate) get: bool,
     /// The request-target, every byte in [`super::tables::TARGET`].
     pub target: &'b [u8],
     /// Bytes of `target` before its first "?" (all of it when there is none).

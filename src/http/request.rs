@@ -160,7 +160,7 @@ pub struct Request<'b, 'p> {
 
 impl<'b> Request<'b, '_> {
     /// The request-target exactly as sent.
-    pub fn target(&self) -> &'b [u8] {
+    pub(crate) fn target(&self) -> &'b [u8] {
         self.target.get(self.buf).unwrap_or_default()
     }
 
@@ -227,7 +227,7 @@ impl<'b> Request<'b, '_> {
     /// Whether `Range`, `If-Range` or any validator came (`If-Match`, `If-None-Match`,
     /// `If-Modified-Since`, `If-Unmodified-Since`): without them a file's answer is its
     /// full 200, decided without reading any of them.
-    pub fn conditional(&self) -> bool {
+    pub(crate) fn conditional(&self) -> bool {
         let (first, last) = (Raw::Range as usize, Raw::IfUnmodifiedSince as usize);
         self.raw[first..=last].iter().any(|s| s.present())
     }

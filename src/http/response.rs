@@ -52,47 +52,47 @@ pub(crate) enum ContentRange {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ResponseHead<'a> {
     /// Status code (one of [`reason`]'s).
-    pub status: u16,
+    pub(crate) status: u16,
     /// IMF-fixdate text of now.
-    pub date: &'a [u8; IMF_LEN],
+    pub(crate) date: &'a [u8; IMF_LEN],
     /// `Content-Type` value.
-    pub content_type: Option<&'a [u8]>,
+    pub(crate) content_type: Option<&'a [u8]>,
     /// `Content-Length` value (absent on 304).
     pub(crate) content_length: Option<u64>,
     /// `Last-Modified` value (IMF-fixdate text).
-    pub last_modified: Option<&'a [u8; IMF_LEN]>,
+    pub(crate) last_modified: Option<&'a [u8; IMF_LEN]>,
     /// `ETag` value, quotes included.
-    pub etag: Option<&'a [u8]>,
+    pub(crate) etag: Option<&'a [u8]>,
     /// Send `Accept-Ranges: bytes`.
     pub(crate) accept_ranges: bool,
     /// The file lines of a full 200, already rendered by [`write_file_lines`] (a cached
     /// file's): written in place of `Content-Type` .. `Accept-Ranges`, which are then
     /// ignored.
-    pub file_lines: Option<&'a [u8]>,
+    pub(crate) file_lines: Option<&'a [u8]>,
     /// `Content-Range` value.
     pub(crate) content_range: Option<ContentRange>,
     /// `Location`: decoded path (percent-encoded on output) and raw query (without `?`).
-    pub location: Option<(&'a [u8], Option<&'a [u8]>)>,
+    pub(crate) location: Option<(&'a [u8], Option<&'a [u8]>)>,
     /// Send `Allow: GET, HEAD` (405).
-    pub allow: bool,
+    pub(crate) allow: bool,
     /// `Content-Encoding` of a pre-compressed representation.
     pub(crate) content_encoding: Option<Coding>,
     /// Send `Vary: Accept-Encoding` (the file has more than one representation).
-    pub vary: bool,
+    pub(crate) vary: bool,
     /// Lines only some responses carry (a directory listing's `Transfer-Encoding`,
     /// `Vary: Accept` and policy), each CRLF-terminated.
-    pub lines: &'a [u8],
+    pub(crate) lines: &'a [u8],
     /// A `Cache-Control` line, CRLF included.
     pub(crate) cache_control: Option<&'a [u8]>,
     /// The operator's extra lines, each CRLF-terminated.
-    pub extra: &'a [u8],
+    pub(crate) extra: &'a [u8],
     /// The `--cors` origin lines for this request (`site::cors`), each CRLF-terminated.
-    pub cors: &'a [u8],
+    pub(crate) cors: &'a [u8],
     /// A 401's `WWW-Authenticate` or a 429's `Retry-After` line, CRLF-terminated.
-    pub challenge: &'a [u8],
+    pub(crate) challenge: &'a [u8],
     /// A CORS preflight's answer: [`PREFLIGHT_LINES`], then `Access-Control-Allow-Headers`
     /// with this value unless it is empty.
-    pub preflight: Option<&'a [u8]>,
+    pub(crate) preflight: Option<&'a [u8]>,
     /// The `Connection` field.
     pub(crate) persist: Persist,
 }
@@ -121,7 +121,7 @@ pub(crate) const HEAD_BASE_MAX: usize = 420;
 
 impl<'a> ResponseHead<'a> {
     /// A head with only the status, date and persistence set.
-    pub fn new(status: u16, date: &'a [u8; IMF_LEN], persist: Persist) -> ResponseHead<'a> {
+    pub(crate) fn new(status: u16, date: &'a [u8; IMF_LEN], persist: Persist) -> ResponseHead<'a> {
         ResponseHead {
             status,
             date,
@@ -148,7 +148,7 @@ impl<'a> ResponseHead<'a> {
 }
 
 /// The reason phrase of every status steerd sends.
-pub fn reason(status: u16) -> &'static str {
+pub(crate) fn reason(status: u16) -> &'static str {
     match status {
         100 => "Continue",
         200 => "OK",
@@ -229,10 +229,10 @@ pub(crate) const PREFLIGHT_LINES: &[u8] =
     b"Access-Control-Allow-Methods: GET, HEAD\r\nAccess-Control-Max-Age: 7200\r\n";
 
 /// The media type of [`error_body`].
-pub const HTML: &[u8] = b"text/html; charset=utf-8";
+pub(crate) const HTML: &[u8] = b"text/html; charset=utf-8";
 
 /// A cursor over a fixed buffer that remembers whether anything failed to fit.
-pub struct Writer<'b> {
+pub(crate) struct Writer<'b> {
     buf: &'b mut [u8],
     len: usize,
     overflow: bool,
@@ -240,7 +240,7 @@ pub struct Writer<'b> {
 
 impl<'b> Writer<'b> {
     /// An empty writer over `buf`.
-    pub fn new(buf: &'b mut [u8]) -> Writer<'b> {
+    pub(crate) fn new(buf: &'b mut [u8]) -> Writer<'b> {
         Writer {
             buf,
             len: 0,
@@ -251,7 +251,7 @@ impl<'b> Writer<'b> {
     /// Appends bytes (or records the overflow). Always inlined: most pieces are
     /// constants, whose copies then compile to a few moves instead of a `memmove` call.
     #[inline(always)]
-    pub fn put(&mut self, b: &[u8]) -> &mut Self {
+    pub(crate) fn put(&mut self, b: &[u8]) -> &mut Self {
         match self.buf.get_mut(self.len..self.len + b.len()) {
             Some(dst) => {
                 dst.copy_from_slice(b);
@@ -263,7 +263,7 @@ impl<'b> Writer<'b> {
     }
 
     /// Appends a decimal number, its digits written in place.
-    pub fn num(&mut self, mut v: u64) -> &mut Self {
+    pub(crate) fn num(&mut self, mut v: u64) -> &mut Self {
         let digits = v.checked_ilog10().map_or(1, |d| d as usize + 1);
         let Some(dst) = self.buf.get_mut(self.len..self.len + digits) else {
             self.overflow = true;
@@ -278,12 +278,12 @@ impl<'b> Writer<'b> {
     }
 
     /// Bytes written, or `None` if something did not fit.
-    pub fn finish(&self) -> Option<usize> {
+    pub(crate) fn finish(&self) -> Option<usize> {
         (!self.overflow).then_some(self.len)
     }
 
     /// Bytes written so far (what fit), whether or not something was left out.
-    pub fn written(&self) -> usize {
+    pub(crate) fn written(&self) -> usize {
         self.len
     }
 }

@@ -16,11 +16,11 @@ use std::net::SocketAddr;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Offered {
     /// Its name from `LISTEN_FDNAMES`.
-    pub name: String,
+    pub(crate) name: String,
     /// Its bound address.
-    pub addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
     /// Whether it has `SO_REUSEPORT`.
-    pub reuseport: bool,
+    pub(crate) reuseport: bool,
 }
 
 /// The groups to make: each address with the indexes (into the offered list) of the
@@ -98,7 +98,7 @@ pub(crate) fn no_reuseport(name: &str, addr: SocketAddr) -> SeatError {
 
 /// Why the passed sockets cannot be seated in the planned groups; each names the socket.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SeatError {
+pub(crate) enum SeatError {
     /// A passed socket without `SO_REUSEPORT`: no listener can join it.
     NoReuseport {
         /// Its name (`LISTEN_FDNAMES`).

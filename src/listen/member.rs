@@ -23,11 +23,11 @@ use std::os::fd::{AsFd, BorrowedFd};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Membership {
     /// `IPV6_V6ONLY` (always true for an IPv4 address, where it does not apply).
-    pub v6only: bool,
+    pub(crate) v6only: bool,
     /// The interface of `SO_BINDTODEVICE`, empty for none.
-    pub device: Vec<u8>,
+    pub(crate) device: Vec<u8>,
     /// The socket's owner (the inode's uid, the creator's fsuid).
-    pub uid: u32,
+    pub(crate) uid: u32,
 }
 
 /// Why a passed socket's group cannot get members made beside it.
@@ -68,7 +68,7 @@ impl core::fmt::Display for MemberError {
 impl Membership {
     /// What steerd gives the members of a group it makes whole: `IPV6_V6ONLY`, no
     /// device, owned by this process.
-    pub fn made() -> Membership {
+    pub(crate) fn made() -> Membership {
         Membership {
             v6only: true,
             device: Vec::new(),
@@ -77,7 +77,7 @@ impl Membership {
     }
 
     /// Reads a listener's membership options.
-    pub fn of(fd: BorrowedFd<'_>, addr: SocketAddr) -> Result<Membership, MemberError> {
+    pub(crate) fn of(fd: BorrowedFd<'_>, addr: SocketAddr) -> Result<Membership, MemberError> {
         use rustix::net::sockopt;
         let v6only = match addr {
             SocketAddr::V4(_) => true,
@@ -127,7 +127,7 @@ impl Membership {
     }
 
     /// `v6only=0`, `v6only=1` and `device=NAME` as `check` prints them.
-    pub fn describe(&self, addr: SocketAddr) -> String {
+    pub(crate) fn describe(&self, addr: SocketAddr) -> String {
         let mut s = match addr {
             SocketAddr::V4(_) => String::from("ipv4"),
             SocketAddr::V6(_) => format!("v6only={}", u8::from(self.v6only)),

@@ -41,7 +41,7 @@ pub(crate) enum Format {
 
 impl Format {
     /// The `Content-Type` value.
-    pub fn media_type(self) -> &'static [u8] {
+    pub(crate) fn media_type(self) -> &'static [u8] {
         match self {
             Format::Html => b"text/html; charset=utf-8",
             Format::Json => b"application/json",
@@ -49,7 +49,7 @@ impl Format {
     }
 
     /// The token that ends the representation's ETag.
-    pub fn token(self) -> &'static [u8] {
+    pub(crate) fn token(self) -> &'static [u8] {
         match self {
             Format::Html => b"html",
             Format::Json => b"json",
@@ -81,7 +81,7 @@ td+td{font-size:.8em}td+td+td{white-space:normal}}";
 
 /// The page's beginning (through the header row and, below the root, the parent's
 /// row), or the array's `[`.
-pub fn start(w: &mut Writer<'_>, format: Format, path: &[u8]) {
+pub(super) fn start(w: &mut Writer<'_>, format: Format, path: &[u8]) {
     if format == Format::Json {
         w.put(b"[");
         return;
@@ -103,7 +103,13 @@ pub fn start(w: &mut Writer<'_>, format: Format, path: &[u8]) {
 }
 
 /// One entry: a table row, or an object of the array (`first`: no comma before it).
-pub fn entry(w: &mut Writer<'_>, format: Format, first: bool, name: &[u8], meta: &EntryMeta) {
+pub(super) fn entry(
+    w: &mut Writer<'_>,
+    format: Format,
+    first: bool,
+    name: &[u8],
+    meta: &EntryMeta,
+) {
     let dir = meta.kind == Kind::Dir;
     match format {
         Format::Html => {
@@ -154,7 +160,7 @@ pub fn entry(w: &mut Writer<'_>, format: Format, first: bool, name: &[u8], meta:
 }
 
 /// The page's end, or the array's `]`.
-pub fn end(w: &mut Writer<'_>, format: Format) {
+pub(super) fn end(w: &mut Writer<'_>, format: Format) {
     match format {
         Format::Html => w.put(b"</tbody>\n</table>\n</body></html>\n"),
         Format::Json => w.put(b"\n]\n"),

@@ -48,7 +48,7 @@ const KEPT: u8 = 0x80;
 /// passed over eight bytes at a time instead of folded byte by byte. The oracle is
 /// the plain definition, in the tests.
 #[inline(never)]
-pub fn order(a: (Kind, &[u8]), b: (Kind, &[u8])) -> Ordering {
+pub(super) fn order(a: (Kind, &[u8]), b: (Kind, &[u8])) -> Ordering {
     a.0.cmp(&b.0).then_with(|| {
         let same = common_prefix(a.1, b.1);
         let (x, y) = (&a.1[same..], &b.1[same..]);
@@ -118,7 +118,7 @@ pub(crate) struct Selection {
 impl Selection {
     /// An arena of `names` bytes and `entries` records; allocated once, at start. At
     /// least two of the longest records fit either way, so a halving always makes room.
-    pub fn new(names: usize, entries: usize) -> Selection {
+    pub(super) fn new(names: usize, entries: usize) -> Selection {
         Selection {
             names: vec![0; names.max(2 * (RECORD_HEAD + NAME_MAX))].into_boxed_slice(),
             used: 0,
@@ -130,7 +130,7 @@ impl Selection {
     }
 
     /// A new listing: the first pass starts at the beginning of the order.
-    pub fn reset(&mut self) {
+    pub(super) fn reset(&mut self) {
         self.after = None;
         self.clear();
     }
@@ -151,7 +151,7 @@ impl Selection {
     }
 
     /// Whether an entry belongs in this pass's batch: after the cursor, before the bound.
-    pub fn wants(&self, kind: Kind, name: &[u8]) -> bool {
+    pub(super) fn wants(&self, kind: Kind, name: &[u8]) -> bool {
         let e = (kind, name);
         let after = self
             .after
@@ -211,12 +211,12 @@ impl Selection {
     }
 
     /// Entries in the batch.
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.count
     }
 
     /// Entry `i` of the batch (sorted once [`Selection::end_pass`] ran).
-    pub fn get(&self, i: usize) -> (Kind, &[u8]) {
+    pub(super) fn get(&self, i: usize) -> (Kind, &[u8]) {
         match self.index[..self.count].get(i) {
             Some(&at) => record(&self.names, at),
             None => (Kind::File, &[]),

@@ -26,7 +26,7 @@ pub(crate) struct LogClock {
 
 impl LogClock {
     /// The timestamps of the second `date` shows.
-    pub fn new(date: &DateCache) -> LogClock {
+    pub(crate) fn new(date: &DateCache) -> LogClock {
         let mut c = LogClock {
             secs: date.secs(),
             clf: [0; CLF_LEN],

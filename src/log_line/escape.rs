@@ -98,7 +98,7 @@ fn unicode_escape(b: u8, out: &mut Writer<'_>) {
 }
 
 /// `src` as the body of a JSON string (no quotes), at most `budget` output bytes.
-pub fn json(src: &[u8], out: &mut Writer<'_>, budget: usize) {
+pub(crate) fn json(src: &[u8], out: &mut Writer<'_>, budget: usize) {
     let mut left = budget;
     for chunk in src.utf8_chunks() {
         for c in chunk.valid().chars() {

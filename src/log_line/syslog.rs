@@ -13,7 +13,7 @@ use crate::http::response::Writer;
 /// Facility daemon, severity informational.
 pub(crate) const PRI: &[u8] = b"<30>";
 /// The tag that names us in the system log.
-pub const TAG: &[u8] = b"steerd";
+pub(crate) const TAG: &[u8] = b"steerd";
 /// Longest frame head: PRI, time, tag, pid, punctuation.
 pub(crate) const HEAD_MAX: usize = 4 + 15 + 1 + 6 + 1 + 10 + 3;
 

@@ -49,19 +49,19 @@ const TICK: Duration = Duration::from_millis(100);
 
 /// What bring-up made and the supervisor uses.
 pub(crate) struct Shared<'a> {
-    pub cfg: &'a Serving,
-    pub plan: &'a Plan,
-    pub listeners: &'a Listeners,
-    pub counters: &'a SharedCounters,
+    pub(crate) cfg: &'a Serving,
+    pub(crate) plan: &'a Plan,
+    pub(crate) listeners: &'a Listeners,
+    pub(crate) counters: &'a SharedCounters,
     /// The metrics listener and the status document it serves.
-    pub metrics: Option<(&'a OwnedFd, &'a StatusDocument)>,
+    pub(crate) metrics: Option<(&'a OwnedFd, &'a StatusDocument)>,
     /// The workers' readiness pipe: (read end, write end).
-    pub ready: (OwnedFd, OwnedFd),
+    pub(crate) ready: (OwnedFd, OwnedFd),
     /// The CPUs the master runs on between its other moves (its pin, if any).
-    pub home: &'a sys::AffinityMask,
+    pub(crate) home: &'a sys::AffinityMask,
     /// The users of `--basic-auth` as last read (at start, then at each HUP that
     /// passed its checks): what every worker started from now on serves with.
-    pub auth: Option<Credentials>,
+    pub(crate) auth: Option<Credentials>,
 }
 
 /// One worker slot: the process serving plan entry `index`, its predecessor during a

@@ -16,7 +16,7 @@
 //! [`BATCH`] entries a call, so a large spike costs a few short sweeps, not one long one.
 
 /// Free-stack entries one call releases at most (a `madvise` per run of adjacent slots).
-pub const BATCH: usize = 2048;
+pub(super) const BATCH: usize = 2048;
 
 /// The free stack's bookkeeping between rounds.
 #[derive(Debug)]
@@ -32,7 +32,7 @@ pub(crate) struct GiveBack {
 
 impl GiveBack {
     /// Rounds every `period_ms`; `free` entries are on the stack at start (none touched).
-    pub fn new(period_ms: u64, free: usize, now_ms: u64) -> GiveBack {
+    pub(super) fn new(period_ms: u64, free: usize, now_ms: u64) -> GiveBack {
         GiveBack {
             period_ms,
             low: free,
@@ -43,13 +43,13 @@ impl GiveBack {
 
     /// A slot was taken from the stack, which is now `len` entries high.
     #[inline]
-    pub fn taken(&mut self, len: usize) {
+    pub(super) fn taken(&mut self, len: usize) {
         self.low = self.low.min(len);
         self.released = self.released.min(len);
     }
 
     /// Entries at the stack's bottom whose slots are released.
-    pub fn released(&self) -> usize {
+    pub(super) fn released(&self) -> usize {
         self.released
     }
 
@@ -62,7 +62,12 @@ impl GiveBack {
 
     /// When due, hands `release` the runs `(first slot, count)` of cold entries of `free`
     /// not yet released (at most [`BATCH`] entries this call). True when a round ended.
-    pub fn run(&mut self, now_ms: u64, free: &[u32], mut release: impl FnMut(u32, u32)) -> bool {
+    pub(super) fn run(
+        &mut self,
+        now_ms: u64,
+        free: &[u32],
+        mut release: impl FnMut(u32, u32),
+    ) -> bool {
         if now_ms < self.due_ms {
             return false;
         }

@@ -91,7 +91,7 @@ pub(crate) struct PerAddr {
 impl PerAddr {
     /// Counts for a table of `slots` slots, admitting `limit` connections an address.
     #[cfg(test)]
-    pub fn new(slots: usize, limit: u32) -> PerAddr {
+    pub(super) fn new(slots: usize, limit: u32) -> PerAddr {
         let mut p = PerAddr::growing(slots, limit);
         for _ in 0..slots {
             p.add_slot();
@@ -101,7 +101,7 @@ impl PerAddr {
 
     /// [`PerAddr::new`] with room for `slots` slots and none yet ([`PerAddr::add_slot`]
     /// adds them, as the loop's table grows).
-    pub fn growing(slots: usize, limit: u32) -> PerAddr {
+    pub(super) fn growing(slots: usize, limit: u32) -> PerAddr {
         let size = (slots * 2).next_power_of_two().max(2);
         PerAddr {
             limit: limit.max(1),
@@ -128,7 +128,7 @@ impl PerAddr {
 
     /// Drops the slots from `len` on (all uncounted: the table shrank) and gives their
     /// pages back; the room stays reserved.
-    pub fn truncate(&mut self, len: usize) {
+    pub(super) fn truncate(&mut self, len: usize) {
         self.links.truncate(len);
         crate::sys::release_spare(&mut self.links);
     }
@@ -139,12 +139,12 @@ impl PerAddr {
     }
 
     /// Connections `key` holds.
-    pub fn count(&self, key: AddrKey) -> u32 {
+    pub(super) fn count(&self, key: AddrKey) -> u32 {
         self.find(key).map_or(0, |a| self.addrs[a as usize].count)
     }
 
     /// Counts `slot` (free until now) under `key`.
-    pub fn add(&mut self, slot: u32, key: AddrKey) {
+    pub(super) fn add(&mut self, slot: u32, key: AddrKey) {
         if self.links.get(slot as usize).is_none_or(|l| l.addr != NIL) {
             return;
         }
@@ -173,7 +173,7 @@ impl PerAddr {
     }
 
     /// Stops counting `slot` (nothing if it was not counted).
-    pub fn remove(&mut self, slot: u32) {
+    pub(super) fn remove(&mut self, slot: u32) {
         let Some(&link) = self.links.get(slot as usize) else {
             return;
         };
@@ -213,7 +213,7 @@ impl PerAddr {
     }
 
     /// The slots of an address holding the most connections, oldest first.
-    pub fn busiest(&self) -> impl Iterator<Item = u32> + '_ {
+    pub(crate) fn busiest(&self) -> impl Iterator<Item = u32> + '_ {
         let first = match self.by_count.get(self.top as usize) {
             Some(&a) if self.top > 0 && a != NIL => self.addrs[a as usize].first,
             _ => NIL,

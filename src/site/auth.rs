@@ -32,7 +32,7 @@ pub(crate) const RETRY_AFTER_MAX: usize = b"Retry-After: 4294967295\r\n".len();
 
 /// What a request has shown the `--basic-auth` rule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Admission {
+pub(crate) enum Admission {
     /// No credentials checked (none, wrong ones, or a skipped path that needed none):
     /// only the paths `--basic-auth-skip` exempts.
     WithoutCredentials,
@@ -42,9 +42,9 @@ pub enum Admission {
 
 /// The `--basic-auth` rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BasicAuth {
+pub(crate) struct BasicAuth {
     /// The htpasswd file.
-    pub file: PathBuf,
+    pub(crate) file: PathBuf,
     /// `WWW-Authenticate: Basic realm="REALM", charset="UTF-8"` and its CRLF.
     challenge: Box<[u8]>,
     /// `--basic-auth-skip`: paths served without credentials.
@@ -54,7 +54,7 @@ pub struct BasicAuth {
 impl BasicAuth {
     /// The rule for `file`, with `realm` (checked by [`check_realm`]) and the exempt
     /// paths.
-    pub fn new(file: PathBuf, realm: &str, skip: Vec<Glob>) -> BasicAuth {
+    pub(crate) fn new(file: PathBuf, realm: &str, skip: Vec<Glob>) -> BasicAuth {
         let line = format!("WWW-Authenticate: Basic realm=\"{realm}\", charset=\"UTF-8\"\r\n");
         BasicAuth {
             file,
@@ -64,18 +64,18 @@ impl BasicAuth {
     }
 
     /// The challenge line of a 401.
-    pub fn challenge(&self) -> &[u8] {
+    pub(crate) fn challenge(&self) -> &[u8] {
         &self.challenge
     }
 
     /// True when `path` is served without credentials.
-    pub fn skips(&self, path: &[u8]) -> bool {
+    pub(crate) fn skips(&self, path: &[u8]) -> bool {
         self.skip.iter().any(|g| g.matches(path))
     }
 
     /// True when a request that showed `admission` may be served `path` (its own, or
     /// one it is answered with instead).
-    pub fn admits(&self, admission: Admission, path: &[u8]) -> bool {
+    pub(crate) fn admits(&self, admission: Admission, path: &[u8]) -> bool {
         admission == Admission::User || self.skips(path)
     }
 

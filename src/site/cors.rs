@@ -33,7 +33,7 @@ const VARY: &[u8] = b"Vary: Origin\r\n";
 
 /// The `--cors` rule, with its lines rendered.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Cors {
+pub(crate) struct Cors {
     /// `*` was given.
     any: bool,
     /// Each listed origin with its lines.
@@ -49,7 +49,7 @@ struct Listed {
 
 /// What a request's fields make of the rule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CorsAnswer<'a> {
+pub(crate) enum CorsAnswer<'a> {
     /// Not configured: nothing to add.
     Off,
     /// Lines every response to this request carries (CRLF-terminated each).
@@ -65,7 +65,7 @@ pub enum CorsAnswer<'a> {
 
 impl<'a> CorsAnswer<'a> {
     /// The origin lines every response to the request carries (none when off).
-    pub fn lines(self) -> &'a [u8] {
+    pub(crate) fn lines(self) -> &'a [u8] {
         match self {
             CorsAnswer::Off => b"",
             CorsAnswer::Lines(lines) | CorsAnswer::Preflight { lines, .. } => lines,
@@ -73,7 +73,7 @@ impl<'a> CorsAnswer<'a> {
     }
 
     /// For a preflight, the `Access-Control-Request-Headers` to echo (empty: none).
-    pub fn preflight(self) -> Option<&'a [u8]> {
+    pub(crate) fn preflight(self) -> Option<&'a [u8]> {
         match self {
             CorsAnswer::Preflight { headers, .. } => Some(headers.unwrap_or(b"")),
             _ => None,
@@ -83,7 +83,7 @@ impl<'a> CorsAnswer<'a> {
 
 impl Cors {
     /// Adds one `--cors` value: `*`, or an origin `scheme://host[:port]` (RFC 6454 §6.2).
-    pub fn add(&mut self, value: &str) -> Result<(), &'static str> {
+    pub(crate) fn add(&mut self, value: &str) -> Result<(), &'static str> {
         if value == "*" {
             self.any = true;
             return Ok(());
@@ -123,7 +123,7 @@ impl Cors {
 
     /// The answer for a request with `method_is_options`, its `Origin` and, for a
     /// preflight, `Access-Control-Request-Method` and `-Headers`.
-    pub fn answer<'a>(
+    pub(crate) fn answer<'a>(
         &'a self,
         method_is_options: bool,
         origin: Option<&[u8]>,

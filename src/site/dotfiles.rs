@@ -16,7 +16,7 @@
 
 /// The `--dotfiles` rule.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Dotfiles {
+pub(crate) enum Dotfiles {
     /// Paths with a segment beginning with `.` are 404 (the default).
     #[default]
     Deny,
@@ -29,7 +29,7 @@ const WELL_KNOWN: &[u8] = b"/.well-known";
 
 impl Dotfiles {
     /// `deny` or `allow`.
-    pub fn parse(value: &str) -> Result<Dotfiles, &'static str> {
+    pub(crate) fn parse(value: &str) -> Result<Dotfiles, &'static str> {
         match value {
             "deny" => Ok(Dotfiles::Deny),
             "allow" => Ok(Dotfiles::Allow),

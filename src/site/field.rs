@@ -37,13 +37,13 @@ pub(crate) const OWN_FIELDS: [&str; 17] = [
 
 /// One validated `Name: value` line, CRLF included.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HeaderLine {
+pub(crate) struct HeaderLine {
     line: Box<[u8]>,
 }
 
 impl HeaderLine {
     /// Validates `Name: value` (`--header`).
-    pub fn parse(text: &str) -> Result<HeaderLine, &'static str> {
+    pub(crate) fn parse(text: &str) -> Result<HeaderLine, &'static str> {
         let (name, value) = text.split_once(':').ok_or("expected 'Name: value'")?;
         if name.is_empty() || !name.bytes().all(|b| TOKEN[usize::from(b)]) {
             return Err("the name is not a field name (RFC 9110 token)");
@@ -67,7 +67,7 @@ impl HeaderLine {
     }
 
     /// The line as sent, CRLF included.
-    pub fn as_bytes(&self) -> &[u8] {
+    pub(crate) fn as_bytes(&self) -> &[u8] {
         &self.line
     }
 }

@@ -16,7 +16,7 @@
 
 /// A validated pattern, split into segments once.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Glob {
+pub(crate) struct Glob {
     /// The pattern's segments; an unanchored pattern starts with `**`.
     segments: Vec<Box<[u8]>>,
 }
@@ -26,7 +26,7 @@ const ANY_SEGMENTS: &[u8] = b"**";
 impl Glob {
     /// Validates and splits `text`: non-empty, printable ASCII or UTF-8 (no controls, no
     /// spaces).
-    pub fn parse(text: &str) -> Result<Glob, &'static str> {
+    pub(crate) fn parse(text: &str) -> Result<Glob, &'static str> {
         if text.is_empty() {
             return Err("the pattern is empty");
         }
@@ -46,7 +46,7 @@ impl Glob {
     }
 
     /// Whether `path` (starting with `/`) matches.
-    pub fn matches(&self, path: &[u8]) -> bool {
+    pub(crate) fn matches(&self, path: &[u8]) -> bool {
         let path = path.strip_prefix(b"/").unwrap_or(path);
         let mut segs = Segments::new(path);
         let mut at = 0;

@@ -19,7 +19,7 @@
 //! integer, the whole extension only when the keys are equal. No allocation, no copy.
 //! Against the linear walk it replaced: `cargo bench --bench mime_lookup`.
 
-pub mod file;
+pub(crate) mod file;
 mod table;
 
 use crate::http::tables::{FIELD_VALUE, TOKEN};
@@ -40,17 +40,17 @@ pub fn builtin() -> &'static [(&'static [u8], &'static [u8])] {
 
 /// One `--mime EXT=TYPE`, validated.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MimeOverride {
+pub(crate) struct MimeOverride {
     /// The extension, lowercase, without its dot.
-    pub ext: String,
+    pub(crate) ext: String,
     /// The `Content-Type` value.
-    pub media_type: String,
+    pub(crate) media_type: String,
 }
 
 impl MimeOverride {
     /// Parses `EXT=TYPE`: EXT is a token without `.` (a leading `.` is dropped), TYPE is
     /// `type/subtype` (tokens) with optional `; parameter`s (RFC 9110 §8.3.1).
-    pub fn parse(text: &str) -> Result<MimeOverride, &'static str> {
+    pub(crate) fn parse(text: &str) -> Result<MimeOverride, &'static str> {
         let (ext, media_type) = text.split_once('=').ok_or("expected EXT=TYPE")?;
         let ext = ext.strip_prefix('.').unwrap_or(ext);
         if ext.is_empty() || ext.contains('.') || !is_token(ext.as_bytes()) {
@@ -81,13 +81,13 @@ fn is_token(s: &[u8]) -> bool {
 
 /// A type too long for a response head beside the operator's lines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TooLong {
+pub(crate) struct TooLong {
     /// Bytes of the type.
-    pub len: usize,
+    pub(crate) len: usize,
     /// Bytes a type may have (`site::type_room`).
-    pub room: usize,
+    pub(crate) room: usize,
     /// Bytes of the `--header` and `--cache-control` lines beside it.
-    pub lines: usize,
+    pub(crate) lines: usize,
 }
 
 impl fmt::Display for TooLong {
@@ -165,7 +165,7 @@ struct Entry {
 /// An operator's table, owned: every extension once, sorted in lowercase, with its type.
 /// Two allocations whatever its size (the text and the entries).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TypeTable {
+pub(crate) struct TypeTable {
     text: Box<[u8]>,
     entries: Box<[Entry]>,
 }
@@ -210,23 +210,19 @@ impl TypeTable {
     }
 
     /// Bytes of its longest type (0 when empty).
-    pub fn longest(&self) -> usize {
+    pub(crate) fn longest(&self) -> usize {
         let lens = self.entries.iter().map(|e| e.media_type.len as usize);
         lens.max().unwrap_or(0)
     }
 
     /// Extensions it holds.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
 
-    /// It holds no extension.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
     /// A copy that lives as long as the process (two allocations, never freed).
-    pub fn leak(&self) -> StaticTable {
+    pub(crate) fn leak(&self) -> StaticTable {
         if self.entries.is_empty() {
             return StaticTable::EMPTY;
         }
@@ -239,7 +235,7 @@ impl TypeTable {
 
 /// A [`TypeTable`] made `'static`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct StaticTable {
+pub(crate) struct StaticTable {
     text: &'static [u8],
     entries: &'static [Entry],
 }
@@ -252,13 +248,14 @@ impl Default for StaticTable {
 
 impl StaticTable {
     /// No extension.
-    pub const EMPTY: StaticTable = StaticTable {
+    pub(crate) const EMPTY: StaticTable = StaticTable {
         text: &[],
         entries: &[],
     };
 
     /// The type of `ext` (any case), if the table has it.
-    pub fn get(&self, ext: &[u8]) -> Option<&'static [u8]> {
+    #[cfg(test)]
+    pub(crate) fn get(&self, ext: &[u8]) -> Option<&'static [u8]> {
         self.get_keyed(ext, fold_key(ext))
     }
 
@@ -290,14 +287,14 @@ fn builtin_type(ext: &[u8], key: u64) -> Option<&'static [u8]> {
 /// The operator's media types, owned: `--mime` (the last one of an extension winning)
 /// and the `--mime-types` file as last read (empty until read).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct MediaTypes {
+pub(crate) struct MediaTypes {
     flags: TypeTable,
     file: TypeTable,
 }
 
 impl MediaTypes {
     /// The `--mime` overrides, in command-line order (a later one of an extension wins).
-    pub fn new(overrides: &[MimeOverride]) -> MediaTypes {
+    pub(crate) fn new(overrides: &[MimeOverride]) -> MediaTypes {
         let last_first = overrides
             .iter()
             .rev()
@@ -315,13 +312,13 @@ impl MediaTypes {
     }
 
     /// Bytes of the longest type a lookup can give.
-    pub fn longest(&self) -> usize {
+    pub(crate) fn longest(&self) -> usize {
         self.flags.longest().max(self.file.longest()).max(LONGEST)
     }
 
     /// The serving form, made `'static` once per serving loop (it allocates; see the
     /// module doc).
-    pub fn leak(&self) -> Types {
+    pub(crate) fn leak(&self) -> Types {
         Types {
             flags: self.flags.leak(),
             file: self.file.leak(),
@@ -332,7 +329,7 @@ impl MediaTypes {
 /// The media-type lookup a loop serves with: `--mime`, then the file, then the
 /// built-in table.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Types {
+pub(crate) struct Types {
     flags: StaticTable,
     file: StaticTable,
 }
@@ -345,7 +342,7 @@ impl Types {
     };
 
     /// The `Content-Type` for `path` (only the last segment's extension counts).
-    pub fn for_path(&self, path: &[u8]) -> &'static [u8] {
+    pub(crate) fn for_path(&self, path: &[u8]) -> &'static [u8] {
         // From the end to the first `.` or `/`: only the extension is read, where
         // searching the whole path for its last `/` and then for the last `.` read it all.
         let Some(at) = path.iter().rposition(|&b| b == b'.' || b == b'/') else {

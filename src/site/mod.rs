@@ -12,11 +12,11 @@
 //! check's business, reading the `--mime-types` file `preflight::media_types`' (at start
 //! and at each reload), and serving them the responder's.
 
-pub mod auth;
-pub mod cors;
-pub mod dotfiles;
-pub mod field;
-pub mod glob;
+pub(crate) mod auth;
+pub(crate) mod cors;
+pub(crate) mod dotfiles;
+pub(crate) mod field;
+pub(crate) mod glob;
 pub mod mime;
 
 use crate::http::encoding::Precompressed;
@@ -29,29 +29,29 @@ use std::path::PathBuf;
 pub struct SiteRules {
     /// Media types: `--mime`, and the `--mime-types` file once read (the built-in table
     /// is behind both).
-    pub types: mime::MediaTypes,
+    pub(crate) types: mime::MediaTypes,
     /// `--mime-types FILE`: read at start and again by each reload.
-    pub mime_types: Option<PathBuf>,
+    pub(crate) mime_types: Option<PathBuf>,
     /// Sidecar codings looked for (`--precompressed`).
-    pub precompressed: Precompressed,
+    pub(crate) precompressed: Precompressed,
     /// Every `--header` line, concatenated (CRLF-terminated each).
-    pub headers: Box<[u8]>,
+    pub(crate) headers: Box<[u8]>,
     /// `--cache-control` rules, in order (the first match wins).
     pub(crate) cache_rules: Vec<CacheRule>,
     /// `--error-page CODE=PATH`: status and request path of its page.
     pub(crate) error_pages: Vec<(u16, Box<[u8]>)>,
     /// `--fallback PATH`: the request path answered for a path that does not exist.
-    pub fallback: Option<Box<[u8]>>,
+    pub(crate) fallback: Option<Box<[u8]>>,
     /// `--fallback-skip`: extensions (lowercase, no dot) that never fall back.
     pub(crate) fallback_skip: Vec<Box<[u8]>>,
     /// `--dotfiles`: whether paths with a segment beginning with `.` are served.
-    pub dotfiles: dotfiles::Dotfiles,
+    pub(crate) dotfiles: dotfiles::Dotfiles,
     /// `--cors`: the origins that may read the site, with their lines.
-    pub cors: cors::Cors,
+    pub(crate) cors: cors::Cors,
     /// `--basic-auth`: the htpasswd file, the challenge, the exempt paths.
-    pub auth: Option<auth::BasicAuth>,
+    pub(crate) auth: Option<auth::BasicAuth>,
     /// `--list-dirs`: a directory without `index.html` is answered with its listing.
-    pub list_dirs: bool,
+    pub(crate) list_dirs: bool,
 }
 
 impl SiteRules {
@@ -85,7 +85,7 @@ impl SiteRules {
 
     /// The pages that must be regular files under the root: each `--error-page`'s and
     /// the fallback, with the flag that names them.
-    pub fn pages(&self) -> impl Iterator<Item = (&'static str, &[u8])> {
+    pub(crate) fn pages(&self) -> impl Iterator<Item = (&'static str, &[u8])> {
         let errors = self.error_pages.iter().map(|(_, p)| ("--error-page", &**p));
         let fallback = self.fallback.iter().map(|p| ("--fallback", &**p));
         errors.chain(fallback)
@@ -126,12 +126,12 @@ pub(crate) struct CacheRule {
     /// Which request paths it covers.
     pub(crate) glob: Glob,
     /// The `Cache-Control` line it adds.
-    pub line: HeaderLine,
+    pub(crate) line: HeaderLine,
 }
 
 impl CacheRule {
     /// Splits `PATTERN=VALUE` at the first `=` and validates both sides.
-    pub fn parse(text: &str) -> Result<CacheRule, &'static str> {
+    pub(crate) fn parse(text: &str) -> Result<CacheRule, &'static str> {
         let (pattern, value) = text.split_once('=').ok_or("expected PATTERN=VALUE")?;
         Ok(CacheRule {
             glob: Glob::parse(pattern)?,

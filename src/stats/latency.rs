@@ -36,10 +36,10 @@ pub(crate) const BUCKETS: usize = BOUNDS_MS.len() + 1;
 /// One worker's histogram. All atomics, `#[repr(C)]`: it lives in the shared mapping.
 #[repr(C)]
 #[derive(Debug, Default)]
-pub struct Latency {
+pub(crate) struct Latency {
     /// Responses per bucket, not cumulative: bucket `i` counts durations above
     /// `BOUNDS_MS[i - 1]` and at most `BOUNDS_MS[i]`; the last, those above every bound.
-    pub buckets: [AtomicU64; BUCKETS],
+    pub(crate) buckets: [AtomicU64; BUCKETS],
     /// The durations' sum, in milliseconds.
     pub(crate) sum_ms: AtomicU64,
 }
@@ -47,7 +47,7 @@ pub struct Latency {
 impl Latency {
     /// Counts one response that took `ms` milliseconds.
     #[inline]
-    pub fn record(&self, ms: u64) {
+    pub(crate) fn record(&self, ms: u64) {
         let i = BOUNDS_MS
             .iter()
             .position(|&b| ms <= b)
@@ -59,13 +59,13 @@ impl Latency {
     }
 
     /// The per-bucket counts now.
-    pub fn counts(&self) -> [u64; BUCKETS] {
+    pub(crate) fn counts(&self) -> [u64; BUCKETS] {
         self.buckets.each_ref().map(|b| b.load(Relaxed))
     }
 
     /// The sum of two histograms (a worker slot's two generations); a missing one is
     /// empty.
-    pub fn merged(a: Option<&Latency>, b: Option<&Latency>) -> Latency {
+    pub(crate) fn merged(a: Option<&Latency>, b: Option<&Latency>) -> Latency {
         let load = |l: Option<&Latency>| {
             l.map_or(([0; BUCKETS], 0), |l| (l.counts(), l.sum_ms.load(Relaxed)))
         };

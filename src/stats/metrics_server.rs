@@ -65,7 +65,7 @@ enum Step {
 
 /// The open metrics connections, oldest first.
 #[derive(Default)]
-pub struct Responder {
+pub(crate) struct Responder {
     clients: Vec<Client>,
 }
 
@@ -95,19 +95,21 @@ impl Responder {
     }
 
     /// Number of open metrics connections.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.clients.len()
     }
 
     /// True with no open metrics connection.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.clients.is_empty()
     }
 
     /// Accepts what is waiting, moves every client as far as its socket allows, drops
     /// the finished and the late. Never blocks. Returns the first accept error (other
     /// than "nothing waiting"), after serving the clients it has.
-    pub fn service(
+    pub(crate) fn service(
         &mut self,
         listener: BorrowedFd<'_>,
         now: Instant,

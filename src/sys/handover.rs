@@ -63,7 +63,7 @@ pub(crate) fn place_fds(fds: &[RawFd], first: RawFd) -> io::Result<()> {
 ///
 /// `argv` and `env` are NUL-terminated C strings; the pointer arrays given to the kernel
 /// end with a null pointer, as execve(2) requires.
-pub fn exec(path: &CStr, argv: &[CString], env: &[CString]) -> io::Error {
+pub(crate) fn exec(path: &CStr, argv: &[CString], env: &[CString]) -> io::Error {
     let mut args: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     args.push(core::ptr::null());
     let mut vars: Vec<*const libc::c_char> = env.iter().map(|e| e.as_ptr()).collect();

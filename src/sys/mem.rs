@@ -16,7 +16,7 @@ use std::io;
 /// Implement it only for `#[repr(C)]` types made of atomic integers (and padding): zero
 /// bytes must be a valid value, and every mutation must go through an atomic, because other
 /// processes write the same pages.
-pub unsafe trait SharedZeroed: Sync {}
+pub(crate) unsafe trait SharedZeroed: Sync {}
 
 /// `n` blocks of `T` in one `MAP_SHARED | MAP_ANONYMOUS` mapping, made before fork so the
 /// parent and every child see the same pages (the per-worker counters).
@@ -33,7 +33,7 @@ impl<T: SharedZeroed> SharedBlocks<T> {
     ///
     /// Pages are first touched by whoever writes them first (a worker, after pinning), so a
     /// page-aligned block lands on its writer's node. See mmap(2).
-    pub fn new(n: usize) -> io::Result<SharedBlocks<T>> {
+    pub(crate) fn new(n: usize) -> io::Result<SharedBlocks<T>> {
         let bytes = Self::bytes(n).ok_or_else(|| io::Error::other("counter mapping too large"))?;
         // SAFETY: a fresh anonymous mapping at an address the kernel picks aliases no
         // existing Rust memory.
@@ -55,7 +55,7 @@ impl<T: SharedZeroed> SharedBlocks<T> {
     }
 
     /// Every block, in order.
-    pub fn blocks(&self) -> &[T] {
+    pub(crate) fn blocks(&self) -> &[T] {
         // SAFETY: `ptr` is page-aligned (mmap); `T`'s alignment is at most a page for every
         // implementor (the counters block is exactly one page); the mapping holds `len`
         // blocks and lives until drop; zero bytes are a valid `T` and `T` is only mutated
@@ -77,7 +77,7 @@ impl<T: SharedZeroed> Drop for SharedBlocks<T> {
 /// vector the kernel gave the process, so it works in a worker whose privileges were
 /// dropped (rustix's `page_size` may read `/proc/self/auxv` there, which a process made
 /// non-dumpable by `setuid` cannot read, and then panics). 4096 if it says nothing usable.
-pub fn page_size() -> usize {
+pub(crate) fn page_size() -> usize {
     // SAFETY: sysconf takes a plain integer and reads no memory of ours.
     let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     usize::try_from(n)
@@ -92,7 +92,7 @@ pub fn page_size() -> usize {
 /// element of a table, would fault in a whole huge page (2 MiB on x86-64, on
 /// riscv64 and on LPAE armv7), and khugepaged could later fold touched pages into more:
 /// the memory a connection costs would depend on the host's setting. See prctl(2).
-pub fn base_pages_only() -> io::Result<()> {
+pub(crate) fn base_pages_only() -> io::Result<()> {
     rustix::thread::disable_transparent_huge_pages(true).map_err(io::Error::from)
 }
 
@@ -110,7 +110,7 @@ pub(crate) struct ZeroedArena {
 impl ZeroedArena {
     /// `mmap(NULL, len, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE)` —
     /// `len` zero bytes, nothing resident yet. See mmap(2).
-    pub fn new(len: usize) -> io::Result<ZeroedArena> {
+    pub(crate) fn new(len: usize) -> io::Result<ZeroedArena> {
         let len = len.max(1);
         // SAFETY: a fresh anonymous mapping at an address the kernel picks aliases no
         // existing Rust memory.
@@ -131,7 +131,7 @@ impl ZeroedArena {
     /// (`madvise(MADV_DONTNEED)`): they read as zero bytes again, as at creation, and are
     /// resident only once written again. Pages `range` only partly covers stay. See
     /// madvise(2).
-    pub fn release(&mut self, range: core::ops::Range<usize>) {
+    pub(crate) fn release(&mut self, range: core::ops::Range<usize>) {
         let page = page_size();
         let start = range.start.next_multiple_of(page);
         let end = range.end.min(self.len) / page * page;

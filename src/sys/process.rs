@@ -10,11 +10,11 @@ use std::os::fd::RawFd;
 
 /// The kernel's affinity mask (`cpu_set_t`) as rustix holds it, named apart from the
 /// crate's own `cpuset::CpuSet` (the sets steerd reasons about).
-pub use rustix::thread::CpuSet as AffinityMask;
+pub(crate) use rustix::thread::CpuSet as AffinityMask;
 
 /// What `fork` returned, seen from one side.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Forked {
+pub(crate) enum Forked {
     /// We are the new process.
     Child,
     /// We are the parent; this is the child's pid.
@@ -27,7 +27,7 @@ pub enum Forked {
 /// (the master is one) so no lock held by another thread is copied locked. The child must
 /// not return into code that expects to be the parent: it runs the worker and ends with
 /// [`exit_now`]. See fork(2).
-pub fn fork() -> io::Result<Forked> {
+pub(crate) fn fork() -> io::Result<Forked> {
     // SAFETY: fork takes no pointers; the only memory effect is the copy of the address
     // space, and the master calls it with no other thread running.
     let pid = unsafe { libc::fork() };
@@ -45,7 +45,7 @@ pub fn fork() -> io::Result<Forked> {
 ///
 /// A forked worker uses it so that nothing copied from the parent (buffered stdio, a test
 /// harness) runs twice. See _exit(2).
-pub fn exit_now(status: i32) -> ! {
+pub(crate) fn exit_now(status: i32) -> ! {
     // SAFETY: _exit takes an integer and never returns; it touches no Rust-owned memory.
     unsafe { libc::_exit(status) }
 }
@@ -56,7 +56,7 @@ pub fn exit_now(status: i32) -> ! {
 /// The child never drops that copied state (it ends in [`exit_now`]), so the fd number is
 /// closed exactly once in this process. The caller must not use the fd afterwards.
 /// See close(2).
-pub fn close_inherited(fd: RawFd) {
+pub(crate) fn close_inherited(fd: RawFd) {
     // SAFETY: the fd belongs to state the child copied at fork and never drops or uses
     // again (callers pass only other workers' listeners and the metrics socket).
     unsafe { libc::close(fd) };
@@ -67,7 +67,7 @@ pub fn close_inherited(fd: RawFd) {
 ///
 /// glibc's wrappers apply each change to every thread of the process. See setgroups(2),
 /// setuid(2); credentials(7).
-pub fn become_user(uid: u32, gid: u32, groups: &[u32]) -> io::Result<()> {
+pub(crate) fn become_user(uid: u32, gid: u32, groups: &[u32]) -> io::Result<()> {
     let gids: Vec<libc::gid_t> = groups.to_vec();
     // SAFETY: `gids` points to `gids.len()` initialised gid_t values that outlive the call.
     if unsafe { libc::setgroups(gids.len(), gids.as_ptr()) } != 0 {
@@ -89,7 +89,7 @@ pub fn become_user(uid: u32, gid: u32, groups: &[u32]) -> io::Result<()> {
 /// Per thread, not per process: a thread started later inherits the mask. The move happens
 /// at the next scheduling point; callers that need to be on the CPU now check with
 /// `sched_getcpu`. See sched_setaffinity(2).
-pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
+pub(crate) fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     let mut set = AffinityMask::new();
     if cpu >= AffinityMask::MAX_CPU {
         return Err(io::Error::other(format!(
@@ -102,13 +102,13 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
 
 /// `sched_setaffinity(0, set)` — run the calling thread on any CPU of `set`.
 /// See sched_setaffinity(2).
-pub fn pin_to_set(set: &AffinityMask) -> io::Result<()> {
+pub(crate) fn pin_to_set(set: &AffinityMask) -> io::Result<()> {
     rustix::thread::sched_setaffinity(None, set).map_err(io::Error::from)
 }
 
 /// `sched_getaffinity(0)` — the CPUs the calling thread may run on now.
 /// See sched_getaffinity(2).
-pub fn affinity() -> io::Result<AffinityMask> {
+pub(crate) fn affinity() -> io::Result<AffinityMask> {
     rustix::thread::sched_getaffinity(None).map_err(io::Error::from)
 }
 

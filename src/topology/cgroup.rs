@@ -13,11 +13,11 @@ use std::path::{Component, Path, PathBuf};
 
 /// The cgroup's restrictions.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// The effective cpuset, if a cpuset controller is found.
-    pub cpuset: Option<CpuSet>,
+    pub(crate) cpuset: Option<CpuSet>,
     /// The tightest quota on the way from the cgroup up to its hierarchy's root.
-    pub quota: Option<Quota>,
+    pub(crate) quota: Option<Quota>,
 }
 
 /// The affinity mask: the kernel's (live), the status file's (proc tree) or none.

@@ -59,7 +59,7 @@ pub struct Cpu {
     /// Its NUMA node.
     pub node: NodeId,
     /// `physical_package_id` (display only).
-    pub package: Option<u32>,
+    pub(crate) package: Option<u32>,
     /// `die_id` (absent on arm64 and older kernels).
     pub die: Option<u32>,
     /// `cluster_id` (absent on older kernels).
@@ -105,7 +105,7 @@ pub struct Topology {
     /// The tightest CPU bandwidth limit of the process's cgroups, if any.
     pub quota: Option<Quota>,
     /// The NIC of the listen address, when it is a real interface ([`attach_nic`]).
-    pub nic: Option<Nic>,
+    pub(crate) nic: Option<Nic>,
 }
 
 impl Topology {

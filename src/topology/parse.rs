@@ -140,7 +140,7 @@ pub struct CgroupLine {
     /// 0 for the unified (v2) hierarchy.
     pub(crate) hierarchy: u32,
     /// Controllers bound to a v1 hierarchy (`cpu,cpuacct`); empty for v2.
-    pub controllers: Vec<String>,
+    pub(crate) controllers: Vec<String>,
     /// The cgroup's path relative to its hierarchy's root.
     pub path: String,
 }
@@ -177,7 +177,7 @@ pub fn parse_proc_cgroup(text: &str) -> Vec<CgroupLine> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Mount {
     /// The directory of the mounted filesystem that is the mount's root (field 4).
-    pub root: String,
+    pub(crate) root: String,
     /// Where it is mounted (field 5), octal escapes decoded.
     pub(crate) mount_point: String,
     /// Filesystem type (`cgroup`, `cgroup2`).
@@ -241,11 +241,11 @@ fn unescape_octal(s: &str) -> String {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Route {
     /// Interface name.
-    pub interface: String,
+    pub(crate) interface: String,
     /// Destination network.
     pub(crate) destination: Ipv4Addr,
     /// Network mask.
-    pub mask: Ipv4Addr,
+    pub(crate) mask: Ipv4Addr,
 }
 
 /// Parses `/proc/net/route` (hex fields in host byte order of a little-endian dump; the

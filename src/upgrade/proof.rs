@@ -30,7 +30,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 /// How long each stage may take.
-pub const DEADLINE: Duration = Duration::from_secs(15);
+pub(crate) const DEADLINE: Duration = Duration::from_secs(15);
 /// At most this much of the child's standard error is kept for the one line.
 const SAID_MAX: usize = 2048;
 /// Longer lines than this are not the answer (and are not kept whole for matching).
@@ -38,7 +38,7 @@ const LINE_MAX: usize = 256;
 
 /// What the binary is asked to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stage {
+pub(crate) enum Stage {
     /// `check`, answering the handshake.
     Check,
     /// `serve` as a trial with the listeners passed.
@@ -65,7 +65,7 @@ impl Stage {
 
 /// One stage of the proof, in flight.
 #[derive(Debug)]
-pub struct Proof {
+pub(crate) struct Proof {
     stage: Stage,
     pid: Pid,
     stderr: OwnedFd,
@@ -81,7 +81,7 @@ pub struct Proof {
 
 /// Where a proof stands.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Still running.
     Waiting,
     /// It answered and exited 0.
@@ -106,7 +106,7 @@ pub(crate) fn check_argv(argv: &[OsString]) -> Vec<OsString> {
 }
 
 /// Starts `launch.exe check …` with the handshake asked for.
-pub fn start(launch: &Launch) -> io::Result<Proof> {
+pub(crate) fn start(launch: &Launch) -> io::Result<Proof> {
     let mut env = own_environment()?;
     env.push(cstr(format!("{PROBE_VAR}={PROTOCOL}").into())?);
     let argv = check_argv(&launch.argv);
@@ -115,7 +115,7 @@ pub fn start(launch: &Launch) -> io::Result<Proof> {
 
 /// Starts `launch.exe` with its own arguments as a trial, `fds` (descriptor and name)
 /// passed as a re-exec passes them, no workers, and no service-manager socket.
-pub fn trial(launch: &Launch, fds: &[(BorrowedFd<'_>, &str)]) -> io::Result<Proof> {
+pub(crate) fn trial(launch: &Launch, fds: &[(BorrowedFd<'_>, &str)]) -> io::Result<Proof> {
     let env = || {
         let mut env = super::environment(fds, &[])?;
         env.retain(|kv| !kv.to_bytes().starts_with(b"NOTIFY_SOCKET="));
@@ -215,22 +215,22 @@ fn child(start: Start<'_>, env: impl FnOnce() -> io::Result<Vec<CString>>) -> ! 
 
 impl Proof {
     /// The stage this child is in.
-    pub fn stage(&self) -> Stage {
+    pub(crate) fn stage(&self) -> Stage {
         self.stage
     }
 
     /// The captured standard error, for the master's `poll`.
-    pub fn fd(&self) -> BorrowedFd<'_> {
+    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
         self.stderr.as_fd()
     }
 
     /// When the child's time is up.
-    pub fn deadline(&self) -> Instant {
+    pub(crate) fn deadline(&self) -> Instant {
         self.deadline
     }
 
     /// The supervisor reaped `pid`: true (and the status kept) when it is this child.
-    pub fn exited(&mut self, pid: Pid, status: WaitStatus) -> bool {
+    pub(crate) fn exited(&mut self, pid: Pid, status: WaitStatus) -> bool {
         let ours = pid == self.pid;
         if ours {
             self.status = Some(status);
@@ -239,7 +239,7 @@ impl Proof {
     }
 
     /// Reads what the child said so far and judges it.
-    pub fn poll(&mut self, now: Instant) -> Verdict {
+    pub(crate) fn poll(&mut self, now: Instant) -> Verdict {
         self.drain();
         match self.status {
             None if now < self.deadline => Verdict::Waiting,

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// A running stand-in mirror.
-pub struct Mirror {
+pub(super) struct Mirror {
     pub url: String,
     pub dir: PathBuf,
     counts: Arc<Counts>,
@@ -28,7 +28,7 @@ struct Counts {
 
 impl Mirror {
     /// Builds the archive in `dir` and serves it; `Err` names the tool that is missing.
-    pub fn start(dir: &Path) -> Result<Mirror, String> {
+    pub(super) fn start(dir: &Path) -> Result<Mirror, String> {
         for tool in ["dpkg-deb", "gpg", "sha256sum", "apt-get"] {
             if !on_path(tool) {
                 return Err(format!("{tool} is not installed"));
@@ -61,17 +61,17 @@ impl Mirror {
     }
 
     /// The archive's public key, for `STEERD_DEB_KEYRING`.
-    pub fn key(&self) -> PathBuf {
+    pub(super) fn key(&self) -> PathBuf {
         self.dir.join("key.gpg")
     }
 
     /// Requests answered so far (503s included).
-    pub fn served(&self) -> usize {
+    pub(super) fn served(&self) -> usize {
         self.counts.served.load(Ordering::SeqCst)
     }
 
     /// The next `n` requests are answered 503 Service Unavailable.
-    pub fn refuse_next(&self, n: usize) {
+    pub(super) fn refuse_next(&self, n: usize) {
         self.counts.refuse_first.store(n, Ordering::SeqCst);
     }
 }
@@ -136,7 +136,7 @@ fn decode(path: &str) -> String {
 }
 
 /// True when `tool` is a command on PATH.
-pub fn on_path(tool: &str) -> bool {
+pub(super) fn on_path(tool: &str) -> bool {
     Command::new("sh")
         .args(["-c", &format!("command -v {tool}")])
         .output()

@@ -18,13 +18,19 @@ fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
-/// `pub mod NAME;` lines of `src/lib.rs`, in order.
+/// The `mod NAME;` lines of `src/lib.rs`, whatever their visibility (`mod`, `pub mod`,
+/// `pub(crate) mod`), in order.
 fn declared_modules() -> Vec<String> {
     let lib = std::fs::read_to_string(src().join("lib.rs")).expect("src/lib.rs");
     lib.lines()
-        .filter_map(|l| l.trim().strip_prefix("pub mod "))
-        .filter_map(|l| l.strip_suffix(';'))
-        .map(String::from)
+        .filter_map(|l| {
+            let words: Vec<&str> = l.trim().strip_suffix(';')?.split_whitespace().collect();
+            match words[..] {
+                ["mod", name] => Some(name.to_string()),
+                [vis, "mod", name] if vis.starts_with("pub") => Some(name.to_string()),
+                _ => None,
+            }
+        })
         .collect()
 }
 
@@ -125,6 +131,13 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
 #[test]
 fn the_checker_sees_imports() {
     let g = graph();
+    // Private modules count as much as public ones.
+    assert!(g["conn"].contains("http"), "{:?}", g["conn"]);
+    assert!(
+        g.contains_key("sys") && g.contains_key("master"),
+        "{:?}",
+        g.keys()
+    );
     assert!(g["plan"].contains("topology"), "{:?}", g["plan"]);
     assert!(g["master"].contains("worker"), "{:?}", g["master"]);
     assert!(g["cmd"].contains("args"), "{:?}", g["cmd"]);

@@ -11,7 +11,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The allocator; counts go to one process-wide counter.
-pub struct Counting;
+pub(crate) struct Counting;
 
 static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
 static EVERY_THREAD: AtomicBool = AtomicBool::new(false);
@@ -21,17 +21,17 @@ thread_local! {
 }
 
 /// Counts (or stops counting) the allocations of the calling thread.
-pub fn watch_this_thread(on: bool) {
+pub(crate) fn watch_this_thread(on: bool) {
     WATCHED.with(|w| w.set(on));
 }
 
 /// Counts (or stops counting) the allocations of every thread of the process.
-pub fn watch_every_thread(on: bool) {
+pub(crate) fn watch_every_thread(on: bool) {
     EVERY_THREAD.store(on, Ordering::SeqCst);
 }
 
 /// Allocations counted so far.
-pub fn allocations() -> u64 {
+pub(crate) fn allocations() -> u64 {
     ALLOCATIONS.load(Ordering::SeqCst)
 }
 

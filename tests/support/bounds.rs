@@ -9,12 +9,12 @@
 //! refusals, the counters).
 
 /// True when the bounds are asserted (`STEERD_LATENCY_BOUNDS=1`).
-pub fn asserted() -> bool {
+pub(crate) fn asserted() -> bool {
     std::env::var("STEERD_LATENCY_BOUNDS").as_deref() == Ok("1")
 }
 
 /// Asserts `holds` when benchmarking; otherwise says what was measured.
-pub fn latency_bound(test: &str, holds: bool, what: &str) {
+pub(crate) fn latency_bound(test: &str, holds: bool, what: &str) {
     if asserted() {
         assert!(holds, "{test}: latency bound: {what}");
     } else {

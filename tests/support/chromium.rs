@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 const DEADLINE: Duration = Duration::from_secs(90);
 
 /// The Chromium binary, or `None` after printing why `test` is skipped.
-pub fn chromium(test: &str) -> Option<&'static str> {
+pub(crate) fn chromium(test: &str) -> Option<&'static str> {
     let found = Command::new("chromium")
         .arg("--version")
         .stdout(Stdio::null())
@@ -27,7 +27,7 @@ pub fn chromium(test: &str) -> Option<&'static str> {
 }
 
 /// What one page load left.
-pub struct Loaded {
+pub(crate) struct Loaded {
     /// The serialized DOM (`--dump-dom`), or empty for a screenshot.
     pub dom: String,
     /// Chromium's log, with the page's console messages (`INFO:CONSOLE`).
@@ -36,7 +36,7 @@ pub struct Loaded {
 
 impl Loaded {
     /// Uncaught script errors the console reported.
-    pub fn script_errors(&self) -> Vec<&str> {
+    pub(crate) fn script_errors(&self) -> Vec<&str> {
         self.log
             .lines()
             .filter(|l| l.contains(":CONSOLE") && l.contains("\"Uncaught"))
@@ -47,7 +47,7 @@ impl Loaded {
 /// Opens `url` in a `width` x `height` window, lets the page run for `budget_ms` of
 /// virtual time (timers fire without waiting; network waits are real), then either dumps
 /// the DOM or, with `screenshot`, writes a PNG there.
-pub fn load(
+pub(crate) fn load(
     url: &str,
     (width, height): (u32, u32),
     budget_ms: u32,
@@ -111,14 +111,14 @@ fn unique() -> u64 {
 }
 
 /// The value of attribute `name` in the start tag `tag` (`data-req="12"` -> `12`).
-pub fn attr<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
+pub(crate) fn attr<'a>(tag: &'a str, name: &str) -> Option<&'a str> {
     let key = format!(" {name}=\"");
     let from = tag.find(&key)? + key.len();
     tag[from..].split('"').next()
 }
 
 /// Every start tag of the DOM text that contains `needle` (`class="cpu"`).
-pub fn tags_with<'a>(dom: &'a str, needle: &str) -> Vec<&'a str> {
+pub(crate) fn tags_with<'a>(dom: &'a str, needle: &str) -> Vec<&'a str> {
     dom.split('<')
         .filter(|t| !t.starts_with('/'))
         .map(|t| t.split('>').next().unwrap_or(""))
@@ -127,7 +127,7 @@ pub fn tags_with<'a>(dom: &'a str, needle: &str) -> Vec<&'a str> {
 }
 
 /// A `file://` URL for `path`.
-pub fn file_url(path: &Path) -> String {
+pub(crate) fn file_url(path: &Path) -> String {
     let abs: PathBuf = std::fs::canonicalize(path).expect("path exists");
     format!("file://{}", abs.display())
 }

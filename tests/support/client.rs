@@ -8,27 +8,27 @@ use std::time::Duration;
 
 /// One parsed response.
 #[derive(Debug, Clone)]
-pub struct Response {
+pub(crate) struct Response {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
 }
 
 impl Response {
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
 
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
     }
 }
 
 /// Reads one response from `r`; `head_only` for a HEAD request or a 304.
-pub fn read_response(r: &mut impl BufRead, head_only: bool) -> std::io::Result<Response> {
+pub(crate) fn read_response(r: &mut impl BufRead, head_only: bool) -> std::io::Result<Response> {
     let mut line = String::new();
     if r.read_line(&mut line)? == 0 {
         return Err(std::io::Error::new(
@@ -77,7 +77,7 @@ pub fn read_response(r: &mut impl BufRead, head_only: bool) -> std::io::Result<R
 
 /// A chunked body (RFC 9112 §7.1), strictly: hex sizes without extensions, CRLF after
 /// each chunk, no trailers.
-pub fn read_chunked(r: &mut impl BufRead) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_chunked(r: &mut impl BufRead) -> std::io::Result<Vec<u8>> {
     let bad = |what: &str| std::io::Error::other(format!("bad chunked body: {what}"));
     let mut body = Vec::new();
     let mut line = String::new();
@@ -104,13 +104,13 @@ pub fn read_chunked(r: &mut impl BufRead) -> std::io::Result<Vec<u8>> {
 }
 
 /// Sends `req` on a new connection and reads one response; no read waits over 10 s.
-pub fn exchange(addr: SocketAddr, req: &str) -> Response {
+pub(crate) fn exchange(addr: SocketAddr, req: &str) -> Response {
     exchange_within(addr, req, Duration::from_secs(10))
 }
 
 /// [`exchange`] with reads that may wait up to `timeout` each (a response that may be
 /// slow to come, such as a listing of 100,000 entries under an emulator).
-pub fn exchange_within(addr: SocketAddr, req: &str, timeout: Duration) -> Response {
+pub(crate) fn exchange_within(addr: SocketAddr, req: &str, timeout: Duration) -> Response {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(timeout)).unwrap();
     s.write_all(req.as_bytes()).unwrap();
@@ -119,7 +119,7 @@ pub fn exchange_within(addr: SocketAddr, req: &str, timeout: Duration) -> Respon
 }
 
 /// `GET path` with Host and `Connection: close`, plus extra header lines.
-pub fn get(addr: SocketAddr, path: &str, extra: &str) -> Response {
+pub(crate) fn get(addr: SocketAddr, path: &str, extra: &str) -> Response {
     exchange(
         addr,
         &format!("GET {path} HTTP/1.1\r\nHost: t\r\n{extra}Connection: close\r\n\r\n"),
@@ -127,7 +127,7 @@ pub fn get(addr: SocketAddr, path: &str, extra: &str) -> Response {
 }
 
 /// Whether the peer closed: a read returns EOF (or a reset) within the timeout.
-pub fn closed_within(s: &mut TcpStream, t: Duration) -> bool {
+pub(crate) fn closed_within(s: &mut TcpStream, t: Duration) -> bool {
     s.set_read_timeout(Some(t)).unwrap();
     let mut b = [0u8; 4096];
     loop {

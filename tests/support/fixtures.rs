@@ -12,7 +12,7 @@ use steerd::plan::{self, Plan};
 use steerd::topology::{self, Topology};
 
 /// The fixture tree `name` (a sysfs root, or a `NAME.proc` proc root).
-pub fn fixture(name: &str) -> PathBuf {
+pub(crate) fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/sys")
         .join(name)
@@ -20,7 +20,7 @@ pub fn fixture(name: &str) -> PathBuf {
 
 /// One captured tree of `tests/data/sys/`.
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Fixture {
+pub(crate) struct Fixture {
     /// The folder's name.
     pub name: String,
     /// The sysfs root, `tests/data/sys/NAME`.
@@ -30,7 +30,7 @@ pub struct Fixture {
 }
 
 /// Every captured tree in `tests/data/sys/`, by name.
-pub fn all() -> Vec<Fixture> {
+pub(crate) fn all() -> Vec<Fixture> {
     let dir = fixture("");
     let mut out: Vec<Fixture> = std::fs::read_dir(&dir)
         .expect("tests/data/sys")
@@ -53,22 +53,22 @@ pub fn all() -> Vec<Fixture> {
 }
 
 /// The name of every captured tree, sorted.
-pub fn names() -> Vec<String> {
+pub(crate) fn names() -> Vec<String> {
     all().into_iter().map(|f| f.name).collect()
 }
 
 /// The topology of fixture `name` read alone (no proc root).
-pub fn topo(name: &str) -> Topology {
+pub(crate) fn topo(name: &str) -> Topology {
     topology::read(&fixture(name), &PathBuf::from("/proc")).0
 }
 
 /// Serve options from flags, as the command line gives them.
-pub fn serve(flags: &[&str]) -> ServeArgs {
+pub(crate) fn serve(flags: &[&str]) -> ServeArgs {
     let v: Vec<String> = flags.iter().map(|s| s.to_string()).collect();
     args::parse_serve(&v).unwrap()
 }
 
 /// The plan for `flags` on `t`.
-pub fn make_on(t: &Topology, flags: &[&str]) -> Plan {
+pub(crate) fn make_on(t: &Topology, flags: &[&str]) -> Plan {
     plan::make(&serve(flags), t).unwrap()
 }

@@ -7,7 +7,7 @@
 /// A copy of some bytes placed so that they end exactly where a `PROT_NONE` page begins:
 /// any read one byte past the end faults. Used by the parser tests: a scan that
 /// reads past its input crashes the test instead of passing by luck.
-pub struct GuardedBuf {
+pub(crate) struct GuardedBuf {
     map: *mut core::ffi::c_void,
     map_len: usize,
     start: usize,
@@ -17,7 +17,7 @@ pub struct GuardedBuf {
 impl GuardedBuf {
     /// `mmap` readable pages plus one more, copy `bytes` to the end of the readable part,
     /// then `mprotect(PROT_NONE)` the last page (mmap(2), mprotect(2)).
-    pub fn new(bytes: &[u8]) -> rustix::io::Result<Self> {
+    pub(crate) fn new(bytes: &[u8]) -> rustix::io::Result<Self> {
         use rustix::mm::{mmap_anonymous, mprotect, MapFlags, MprotectFlags, ProtFlags};
         let page = rustix::param::page_size();
         let readable = bytes.len().div_ceil(page).max(1) * page;
@@ -57,7 +57,7 @@ impl GuardedBuf {
     }
 
     /// The bytes, ending right before the guard page.
-    pub fn as_slice(&self) -> &[u8] {
+    pub(crate) fn as_slice(&self) -> &[u8] {
         // SAFETY: `start..start + len` lies in the readable part of our live mapping,
         // initialised by `new`, and nothing writes to it while `self` is borrowed.
         unsafe { core::slice::from_raw_parts(self.map.cast::<u8>().add(self.start), self.len) }

@@ -10,19 +10,19 @@
 use steerd::http::{parse_request, Body, Fields, ParseError, Request, Status, MAX_FIELDS};
 
 /// One line of a vector file.
-pub struct Case {
+pub(crate) struct Case {
     pub line: usize,
     pub expect: String,
     pub input: Vec<u8>,
 }
 
 impl Case {
-    pub fn is_ok(&self) -> bool {
+    pub(crate) fn is_ok(&self) -> bool {
         self.expect.starts_with("ok")
     }
 }
 
-pub fn load(name: &str) -> Vec<Case> {
+pub(crate) fn load(name: &str) -> Vec<Case> {
     let path = format!("{}/tests/data/http/{name}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let mut cases = Vec::new();
@@ -43,7 +43,7 @@ pub fn load(name: &str) -> Vec<Case> {
     cases
 }
 
-pub fn all_cases() -> Vec<Case> {
+pub(crate) fn all_cases() -> Vec<Case> {
     let mut all = load("requests.txt");
     all.extend(load("smuggling.txt"));
     all
@@ -77,13 +77,13 @@ fn unescape(s: &str) -> Vec<u8> {
 }
 
 /// Parses `buf` with full-size slots and path buffer and renders the outcome.
-pub fn outcome(buf: &[u8]) -> String {
+pub(crate) fn outcome(buf: &[u8]) -> String {
     let mut slots = Fields::<MAX_FIELDS>::new();
     let mut path = [0u8; 8192];
     render(parse_request(buf, &mut slots, &mut path))
 }
 
-pub fn render(result: Result<Status<Request<'_, '_>>, ParseError>) -> String {
+pub(crate) fn render(result: Result<Status<Request<'_, '_>>, ParseError>) -> String {
     match result {
         Ok(Status::Partial) => "partial".to_string(),
         Ok(Status::Complete(r)) => describe(&r),
@@ -113,7 +113,7 @@ fn opt(b: Option<&[u8]>) -> String {
 }
 
 /// Every fact about a request, as `key=value` words; a vector names the ones it checks.
-pub fn describe(r: &Request<'_, '_>) -> String {
+pub(crate) fn describe(r: &Request<'_, '_>) -> String {
     let body = match r.body {
         Body::None => "none".to_string(),
         Body::Length(n) => format!("len:{n}"),
@@ -142,7 +142,7 @@ pub fn describe(r: &Request<'_, '_>) -> String {
 
 /// Whether an outcome satisfies a vector's EXPECT: same words for errors; for `ok`,
 /// every stated `key=value` is among the outcome's facts.
-pub fn satisfies(outcome: &str, expect: &str) -> bool {
+pub(crate) fn satisfies(outcome: &str, expect: &str) -> bool {
     if !expect.starts_with("ok") {
         return outcome == expect;
     }

@@ -15,13 +15,13 @@ use steerd::serve_loop::{self, Control, LoopConfig, Tuning};
 use steerd::stats::WorkerCounters;
 
 /// A temporary site: files inside `root`, a secret beside it.
-pub struct Site {
+pub(crate) struct Site {
     pub base: PathBuf,
     pub root: PathBuf,
 }
 
 impl Site {
-    pub fn new(name: &str) -> Site {
+    pub(crate) fn new(name: &str) -> Site {
         let base = std::env::temp_dir().join(format!("steerd-serve-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&base);
         let root = base.join("root");
@@ -41,7 +41,7 @@ impl Site {
         Site { base, root }
     }
 
-    pub fn big(&self) -> Vec<u8> {
+    pub(crate) fn big(&self) -> Vec<u8> {
         std::fs::read(self.root.join("big.bin")).unwrap()
     }
 }
@@ -52,7 +52,7 @@ impl Drop for Site {
     }
 }
 
-pub fn open_root(root: &Path) -> OwnedFd {
+pub(crate) fn open_root(root: &Path) -> OwnedFd {
     use rustix::fs::{Mode, OFlags};
     rustix::fs::open(
         root,
@@ -62,7 +62,7 @@ pub fn open_root(root: &Path) -> OwnedFd {
     .unwrap()
 }
 
-pub fn config(root: &Path) -> LoopConfig {
+pub(crate) fn config(root: &Path) -> LoopConfig {
     LoopConfig {
         worker: 0,
         cpu: CpuId::new(0).unwrap(),
@@ -82,7 +82,7 @@ pub fn config(root: &Path) -> LoopConfig {
 }
 
 /// The serve loop in a thread of the test process.
-pub struct InProc {
+pub(crate) struct InProc {
     pub addr: SocketAddr,
     pub counters: Arc<WorkerCounters>,
     /// What the control callback returns next: 0 run, 1 graceful stop, 2 stop now,
@@ -94,12 +94,12 @@ pub struct InProc {
 }
 
 impl InProc {
-    pub fn start(cfg: LoopConfig, tuning: Tuning) -> InProc {
+    pub(crate) fn start(cfg: LoopConfig, tuning: Tuning) -> InProc {
         InProc::start_marked(cfg, tuning, || {})
     }
 
     /// As [`InProc::start`], running `mark` first on the server thread.
-    pub fn start_marked(cfg: LoopConfig, tuning: Tuning, mark: fn()) -> InProc {
+    pub(crate) fn start_marked(cfg: LoopConfig, tuning: Tuning, mark: fn()) -> InProc {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap();
@@ -137,7 +137,7 @@ impl InProc {
 
     /// Sets the control value and waits (bounded) until the loop has acted on it: two
     /// polls later, the turn that read it is over.
-    pub fn set_control(&self, value: u8) {
+    pub(crate) fn set_control(&self, value: u8) {
         self.control.store(value, Ordering::Relaxed);
         let seen = self.polls.load(Ordering::Relaxed);
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -147,7 +147,7 @@ impl InProc {
         }
     }
 
-    pub fn connect(&self) -> TcpStream {
+    pub(crate) fn connect(&self) -> TcpStream {
         let s = TcpStream::connect(self.addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         s
@@ -156,7 +156,7 @@ impl InProc {
 
 impl InProc {
     /// Waits for the loop to return (after a stop), with a bound.
-    pub fn join_within(&mut self, t: Duration) -> bool {
+    pub(crate) fn join_within(&mut self, t: Duration) -> bool {
         let deadline = Instant::now() + t;
         while Instant::now() < deadline {
             if self.thread.as_ref().is_none_or(|h| h.is_finished()) {

@@ -23,28 +23,28 @@
 
 #![allow(dead_code)]
 
-pub mod alloc;
-pub mod bounds;
-pub mod chromium;
-pub mod client;
-pub mod fixtures;
-pub mod guard;
-pub mod http_cases;
-pub mod in_process;
-pub mod responder;
-pub mod serial;
-pub mod server;
-pub mod skip;
+pub(crate) mod alloc;
+pub(crate) mod bounds;
+pub(crate) mod chromium;
+pub(crate) mod client;
+pub(crate) mod fixtures;
+pub(crate) mod guard;
+pub(crate) mod http_cases;
+pub(crate) mod in_process;
+pub(crate) mod responder;
+pub(crate) mod serial;
+pub(crate) mod server;
+pub(crate) mod skip;
 
 /// A loopback TCP port that was free a moment ago (bound to port 0, then closed).
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind port 0");
     l.local_addr().expect("local address").port()
 }
 
 /// The cargo target directory: `CARGO_TARGET_DIR` when set (relative to the repository,
 /// where cargo runs the tests, when relative), else `target/` in the repository.
-pub fn target_dir() -> std::path::PathBuf {
+pub(crate) fn target_dir() -> std::path::PathBuf {
     let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     match std::env::var_os("CARGO_TARGET_DIR") {
         Some(dir) => repo.join(dir),

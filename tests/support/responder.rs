@@ -5,7 +5,7 @@ use std::io::Read;
 use std::process::{Child, Command, Stdio};
 
 /// A responder process; dropping it kills and reaps it.
-pub struct Responder {
+pub(crate) struct Responder {
     child: Child,
     /// The port it printed in `responder: listening on 127.0.0.1:PORT`.
     pub port: u16,
@@ -14,7 +14,7 @@ pub struct Responder {
 impl Responder {
     /// The process id, for reading its `/proc` entries.
     #[allow(dead_code)]
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 }
@@ -27,7 +27,7 @@ impl Drop for Responder {
 }
 
 /// `steerd bench responder --listen 127.0.0.1:0 --cpus 0 EXTRA...`, not started.
-pub fn command(extra: &[&str]) -> Command {
+pub(crate) fn command(extra: &[&str]) -> Command {
     let mut cmd = Command::new(super::server::binary());
     cmd.args([
         "bench",
@@ -42,7 +42,7 @@ pub fn command(extra: &[&str]) -> Command {
 }
 
 /// Starts [`command`]`(extra)` and waits for its address line.
-pub fn responder(extra: &[&str]) -> Responder {
+pub(crate) fn responder(extra: &[&str]) -> Responder {
     let mut child = command(extra)
         .stdout(Stdio::piped())
         .spawn()

@@ -11,6 +11,6 @@ static MEASURING: Mutex<()> = Mutex::new(());
 
 /// Held for the body of a test that measures time or load; a test that failed while
 /// holding it does not stop the others (the poison is ignored).
-pub fn exclusive() -> MutexGuard<'static, ()> {
+pub(crate) fn exclusive() -> MutexGuard<'static, ()> {
     MEASURING.lock().unwrap_or_else(|e| e.into_inner())
 }

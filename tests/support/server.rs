@@ -15,16 +15,16 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// How long any startup or state change may take on a loaded 2-CPU machine.
-pub const PATIENCE: Duration = Duration::from_secs(20);
+pub(crate) const PATIENCE: Duration = Duration::from_secs(20);
 
 /// The binary under test.
-pub fn binary() -> &'static str {
+pub(crate) fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_steerd")
 }
 
 /// Runs `steerd ARGS` to its end with `stdin` as its standard input, and collects its
 /// status and both outputs.
-pub fn run_steerd(args: &[&str], stdin: &[u8]) -> Output {
+pub(crate) fn run_steerd(args: &[&str], stdin: &[u8]) -> Output {
     let mut child = Command::new(binary())
         .args(args)
         .stdin(Stdio::piped())
@@ -47,7 +47,7 @@ struct Lines {
 }
 
 /// A running `steerd serve`.
-pub struct Server {
+pub(crate) struct Server {
     child: Option<Child>,
     lines: Arc<Lines>,
     /// The first `listening on` address.
@@ -63,7 +63,7 @@ pub struct Server {
 impl Server {
     /// Starts `steerd serve ROOT --listen 127.0.0.1:0 --metrics 127.0.0.1:0 EXTRA...`
     /// serving a fresh directory with `index.html`, and waits for every worker to report.
-    pub fn start(extra: &[&str]) -> Server {
+    pub(crate) fn start(extra: &[&str]) -> Server {
         let root = TempDir::new("serve");
         std::fs::write(root.path().join("index.html"), b"hello from steerd\n").unwrap();
         let mut args: Vec<String> = vec!["serve".into(), root.path().display().to_string()];
@@ -81,12 +81,12 @@ impl Server {
 
     /// Spawns `cmd` (which runs steerd serve, possibly through a wrapper that execs it)
     /// and waits for its startup lines.
-    pub fn spawn(cmd: &mut Command) -> Server {
+    pub(crate) fn spawn(cmd: &mut Command) -> Server {
         Server::spawn_with_stdout(cmd, Stdio::null())
     }
 
     /// [`Server::spawn`] with the server's standard output going to `stdout`.
-    pub fn spawn_with_stdout(cmd: &mut Command, stdout: impl Into<Stdio>) -> Server {
+    pub(crate) fn spawn_with_stdout(cmd: &mut Command, stdout: impl Into<Stdio>) -> Server {
         let mut child = cmd
             .stdin(Stdio::null())
             .stdout(stdout)
@@ -126,7 +126,7 @@ impl Server {
 
     /// Starts `steerd serve ROOT --listen 127.0.0.1:0 ARGS...` on an existing tree,
     /// optionally through a wrapper command (e.g. `prlimit --nofile=64:64`) that execs it.
-    pub fn start_in(root: &Path, args: &[&str], wrapper: &[&str]) -> Server {
+    pub(crate) fn start_in(root: &Path, args: &[&str], wrapper: &[&str]) -> Server {
         let mut cmd = match wrapper.split_first() {
             Some((w, rest)) => {
                 let mut c = Command::new(w);
@@ -143,19 +143,19 @@ impl Server {
     }
 
     /// A fresh connection to the first address, with a bounded read timeout.
-    pub fn connect(&self) -> TcpStream {
+    pub(crate) fn connect(&self) -> TcpStream {
         let s = TcpStream::connect(self.addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         s
     }
 
     /// `http://ADDR/path`.
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.addr, path)
     }
 
     /// The sum over workers of a Prometheus series (needs `--metrics`).
-    pub fn metric(&self, name: &str) -> u64 {
+    pub(crate) fn metric(&self, name: &str) -> u64 {
         self.metrics()
             .iter()
             .filter(|(k, _)| k.starts_with(name) && k[name.len()..].starts_with('{'))
@@ -164,7 +164,7 @@ impl Server {
     }
 
     /// Every pid of the server: the master and its children.
-    pub fn pids(&self) -> Vec<u32> {
+    pub(crate) fn pids(&self) -> Vec<u32> {
         let mut out = vec![self.pid];
         let children = format!("/proc/{0}/task/{0}/children", self.pid);
         if let Ok(text) = std::fs::read_to_string(children) {
@@ -177,7 +177,7 @@ impl Server {
     }
 
     /// User + system CPU time of the server's processes, in clock ticks.
-    pub fn cpu_ticks(&self) -> u64 {
+    pub(crate) fn cpu_ticks(&self) -> u64 {
         self.pids()
             .iter()
             .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).ok())
@@ -191,7 +191,7 @@ impl Server {
     }
 
     /// Every `listening on` address, in `--listen` order.
-    pub fn addrs(&self) -> Vec<SocketAddr> {
+    pub(crate) fn addrs(&self) -> Vec<SocketAddr> {
         self.lines()
             .iter()
             .filter(|l| l.contains("listening on "))
@@ -200,22 +200,22 @@ impl Server {
     }
 
     /// Every stderr line so far.
-    pub fn lines(&self) -> Vec<String> {
+    pub(crate) fn lines(&self) -> Vec<String> {
         self.lines.lines.lock().unwrap().clone()
     }
 
     /// The first line matching `pred`, if any yet.
-    pub fn find_line(&self, pred: impl Fn(&str) -> bool) -> Option<String> {
+    pub(crate) fn find_line(&self, pred: impl Fn(&str) -> bool) -> Option<String> {
         self.lines().into_iter().find(|l| pred(l))
     }
 
     /// Waits (bounded) for a line matching `pred` and returns it.
-    pub fn wait_line(&self, pred: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn wait_line(&self, pred: impl Fn(&str) -> bool) -> String {
         self.wait_lines(&pred, 1).pop().expect("one line")
     }
 
     /// Waits (bounded) until `n` lines match `pred`; returns them.
-    pub fn wait_lines(&self, pred: impl Fn(&str) -> bool, n: usize) -> Vec<String> {
+    pub(crate) fn wait_lines(&self, pred: impl Fn(&str) -> bool, n: usize) -> Vec<String> {
         let deadline = Instant::now() + PATIENCE;
         let mut guard = self.lines.lines.lock().unwrap();
         loop {
@@ -239,7 +239,7 @@ impl Server {
     }
 
     /// Workers in the plan, from `worker I cpu C node N` lines: (index, cpu).
-    pub fn plan(&self) -> Vec<(usize, usize)> {
+    pub(crate) fn plan(&self) -> Vec<(usize, usize)> {
         let lines = self.lines();
         // The plan of the current program image: an upgrade re-executes the master,
         // which prints its plan again.
@@ -268,7 +268,7 @@ impl Server {
     }
 
     /// The policy in force, from the `policy X, ...` line.
-    pub fn policy(&self) -> String {
+    pub(crate) fn policy(&self) -> String {
         let line = self.wait_line(|l| l.starts_with("steerd: policy "));
         line["steerd: policy ".len()..]
             .split(',')
@@ -278,7 +278,7 @@ impl Server {
     }
 
     /// The newest pid reported for worker `index` (`worker I pid P running on cpu C`).
-    pub fn worker_pid(&self, index: usize) -> u32 {
+    pub(crate) fn worker_pid(&self, index: usize) -> u32 {
         let prefix = format!("steerd: worker {index} pid ");
         let line = self
             .lines()
@@ -296,13 +296,13 @@ impl Server {
 
     /// Waits (bounded) until `/health` on the metrics address answers 200: every worker's
     /// loop is built (its root and access log open) and serving, not just started.
-    pub fn wait_healthy(&self) {
+    pub(crate) fn wait_healthy(&self) {
         let m = self.metrics.expect("--metrics");
         wait_until("every worker serves", || get(m, "/health").0 == 200);
     }
 
     /// The newest pid of every planned worker, in plan order.
-    pub fn worker_pids(&self) -> Vec<u32> {
+    pub(crate) fn worker_pids(&self) -> Vec<u32> {
         self.plan()
             .iter()
             .map(|&(i, _)| self.worker_pid(i))
@@ -310,12 +310,12 @@ impl Server {
     }
 
     /// Sends `sig` to the master.
-    pub fn signal(&self, sig: i32) {
+    pub(crate) fn signal(&self, sig: i32) {
         send_signal(self.pid, sig);
     }
 
     /// Waits (bounded) for the master to exit and returns its status.
-    pub fn wait_exit(&mut self, within: Duration) -> ExitStatus {
+    pub(crate) fn wait_exit(&mut self, within: Duration) -> ExitStatus {
         let child = self.child.as_mut().expect("still owned");
         let deadline = Instant::now() + within;
         loop {
@@ -332,7 +332,7 @@ impl Server {
     }
 
     /// Current `/metrics` samples, `series -> value`.
-    pub fn metrics(&self) -> HashMap<String, u64> {
+    pub(crate) fn metrics(&self) -> HashMap<String, u64> {
         let addr = self.metrics.expect("--metrics");
         let (status, body) = get(addr, "/metrics");
         assert_eq!(status, 200, "{body}");
@@ -340,7 +340,7 @@ impl Server {
     }
 
     /// `steerd_connections_accepted_total` (or another family) for each worker index.
-    pub fn per_worker(&self, family: &str) -> Vec<u64> {
+    pub(crate) fn per_worker(&self, family: &str) -> Vec<u64> {
         let m = self.metrics();
         self.plan()
             .iter()
@@ -370,7 +370,7 @@ impl Drop for Server {
 
 /// Waits (bounded) for a `worker INDEX pid P running` line with a pid other than `old`
 /// (the replacement after a death or a HUP) and returns that pid.
-pub fn wait_for_new_pid(server: &Server, index: usize, old: u32) -> u32 {
+pub(crate) fn wait_for_new_pid(server: &Server, index: usize, old: u32) -> u32 {
     let prefix = format!("steerd: worker {index} pid ");
     let line = server.wait_line(|l| {
         l.starts_with(&prefix)
@@ -386,14 +386,14 @@ pub fn wait_for_new_pid(server: &Server, index: usize, old: u32) -> u32 {
 }
 
 /// `kill(pid, sig)`.
-pub fn send_signal(pid: u32, sig: i32) {
+pub(crate) fn send_signal(pid: u32, sig: i32) {
     let pid = rustix::process::Pid::from_raw(pid as i32).expect("pid");
     let sig = rustix::process::Signal::from_named_raw(sig).expect("signal");
     let _ = rustix::process::kill_process(pid, sig);
 }
 
 /// The children of `pid` (from `/proc/PID/task/PID/children`).
-pub fn children(pid: u32) -> Vec<u32> {
+pub(crate) fn children(pid: u32) -> Vec<u32> {
     std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
         .unwrap_or_default()
         .split_whitespace()
@@ -402,7 +402,7 @@ pub fn children(pid: u32) -> Vec<u32> {
 }
 
 /// True while `/proc/PID` exists and is not a zombie.
-pub fn alive(pid: u32) -> bool {
+pub(crate) fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => !stat
             .rsplit(')')
@@ -416,7 +416,7 @@ pub fn alive(pid: u32) -> bool {
 
 /// What the process is doing, for a failure's message: its state and the kernel's
 /// `wchan` and `syscall` (proc(5)); under user-mode QEMU these are the emulator's.
-pub fn doing(pid: u32) -> String {
+pub(crate) fn doing(pid: u32) -> String {
     let read = |f: &str| {
         std::fs::read_to_string(format!("/proc/{pid}/{f}"))
             .map_or_else(|e| format!("({e})"), |t| t.trim().to_string())
@@ -437,7 +437,7 @@ pub fn doing(pid: u32) -> String {
 }
 
 /// A field of `/proc/PID/status`, such as `Cpus_allowed_list`.
-pub fn status_field(pid: u32, field: &str) -> String {
+pub(crate) fn status_field(pid: u32, field: &str) -> String {
     let text = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
     text.lines()
         .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
@@ -450,13 +450,13 @@ fn after<'a>(line: &'a str, marker: &str) -> &'a str {
 }
 
 /// `series value` lines of the Prometheus text format, comments skipped; integers only.
-pub fn parse_metrics(body: &str) -> HashMap<String, u64> {
+pub(crate) fn parse_metrics(body: &str) -> HashMap<String, u64> {
     samples_as(body).collect()
 }
 
 /// `series value` lines of the Prometheus text format with any number as value (floats
 /// such as `_sum` and `process_start_time_seconds`), in the order served.
-pub fn parse_samples(body: &str) -> Vec<(String, f64)> {
+pub(crate) fn parse_samples(body: &str) -> Vec<(String, f64)> {
     samples_as(body).collect()
 }
 
@@ -471,19 +471,19 @@ fn samples_as<T: std::str::FromStr>(body: &str) -> impl Iterator<Item = (String,
 }
 
 /// One `GET path` with `Connection: close` on a fresh connection: (status, body).
-pub fn get(addr: SocketAddr, path: &str) -> (u16, String) {
+pub(crate) fn get(addr: SocketAddr, path: &str) -> (u16, String) {
     try_get(addr, path).unwrap_or_else(|e| panic!("GET {path} from {addr}: {e}"))
 }
 
 /// [`get`], with the error (no connection, or no whole answer within [`PATIENCE`]).
-pub fn try_get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
+pub(crate) fn try_get(addr: SocketAddr, path: &str) -> std::io::Result<(u16, String)> {
     let mut s = TcpStream::connect_timeout(&addr, PATIENCE)?;
     s.set_read_timeout(Some(PATIENCE))?;
     try_request(&mut s, path)
 }
 
 /// Writes `GET path` with `Connection: close` on `s` and reads the whole response.
-pub fn request(s: &mut TcpStream, path: &str) -> (u16, String) {
+pub(crate) fn request(s: &mut TcpStream, path: &str) -> (u16, String) {
     try_request(s, path).unwrap_or_else(|e| panic!("GET {path}: {e}"))
 }
 
@@ -498,7 +498,7 @@ fn try_request(s: &mut TcpStream, path: &str) -> std::io::Result<(u16, String)> 
 }
 
 /// Reads until the peer closes; (status, body). Panics on a reset.
-pub fn read_response(s: &mut TcpStream) -> (u16, String) {
+pub(crate) fn read_response(s: &mut TcpStream) -> (u16, String) {
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).expect("read response");
     parse_response(&raw)
@@ -516,7 +516,7 @@ fn parse_response(raw: &[u8]) -> (u16, String) {
 }
 
 /// The CPUs this test process may use.
-pub fn allowed_cpus() -> Vec<usize> {
+pub(crate) fn allowed_cpus() -> Vec<usize> {
     let set = rustix::thread::sched_getaffinity(None).expect("affinity");
     (0..rustix::thread::CpuSet::MAX_CPU)
         .filter(|&c| set.is_set(c))
@@ -524,7 +524,7 @@ pub fn allowed_cpus() -> Vec<usize> {
 }
 
 /// The first two allowed CPUs, or `None` after printing why the test skips.
-pub fn two_cpus() -> Option<(usize, usize)> {
+pub(crate) fn two_cpus() -> Option<(usize, usize)> {
     match allowed_cpus()[..] {
         [a, b, ..] => Some((a, b)),
         _ => {
@@ -538,14 +538,14 @@ pub fn two_cpus() -> Option<(usize, usize)> {
 }
 
 /// Pins the calling thread to `cpu`.
-pub fn pin_thread(cpu: usize) {
+pub(crate) fn pin_thread(cpu: usize) {
     let mut set = rustix::thread::CpuSet::new();
     set.set(cpu);
     rustix::thread::sched_setaffinity(None, &set).expect("pin the client thread");
 }
 
 /// Runs `f` on a fresh thread pinned to `cpu` and returns its result.
-pub fn on_cpu<T: Send + 'static>(cpu: usize, f: impl FnOnce() -> T + Send + 'static) -> T {
+pub(crate) fn on_cpu<T: Send + 'static>(cpu: usize, f: impl FnOnce() -> T + Send + 'static) -> T {
     std::thread::spawn(move || {
         pin_thread(cpu);
         f()
@@ -555,22 +555,22 @@ pub fn on_cpu<T: Send + 'static>(cpu: usize, f: impl FnOnce() -> T + Send + 'sta
 }
 
 /// True when running as root (uid 0).
-pub fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
 
 /// True when this run can start steerd with `--user nobody`: it is root, and the system
 /// has a user `nobody`.
-pub fn can_become_nobody() -> bool {
+pub(crate) fn can_become_nobody() -> bool {
     is_root() && std::fs::read_to_string("/etc/passwd").is_ok_and(|p| p.contains("\nnobody:"))
 }
 
 /// A directory removed on drop.
-pub struct TempDir(PathBuf);
+pub(crate) struct TempDir(PathBuf);
 
 impl TempDir {
     /// A fresh directory under the system temp dir, world-readable.
-    pub fn new(tag: &str) -> TempDir {
+    pub(crate) fn new(tag: &str) -> TempDir {
         use std::sync::atomic::{AtomicU32, Ordering};
         static N: AtomicU32 = AtomicU32::new(0);
         let n = N.fetch_add(1, Ordering::Relaxed);
@@ -583,7 +583,7 @@ impl TempDir {
     }
 
     /// Its path.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.0
     }
 }
@@ -598,7 +598,7 @@ impl Drop for TempDir {
 /// process to attach a one-instruction program with `SO_ATTACH_REUSEPORT_CBPF` to a fresh
 /// `SO_REUSEPORT` socket. User-mode QEMU (7.2) does not translate that option and answers
 /// `ENOPROTOOPT`, as does a kernel built without it; the server then falls back to the hash.
-pub fn cbpf_refused() -> Option<&'static str> {
+pub(crate) fn cbpf_refused() -> Option<&'static str> {
     static ANSWER: std::sync::OnceLock<Option<&'static str>> = std::sync::OnceLock::new();
     *ANSWER.get_or_init(|| {
         use rustix::net::{socket, sockopt, AddressFamily, SocketType};
@@ -621,7 +621,7 @@ pub fn cbpf_refused() -> Option<&'static str> {
 
 /// True (after printing `skipped NAME: why`) when the test `name` asserts steering and
 /// the kernel here refuses the steering program ([`cbpf_refused`]).
-pub fn skip_without_steering(name: &str) -> bool {
+pub(crate) fn skip_without_steering(name: &str) -> bool {
     let refused = cbpf_refused();
     if let Some(why) = refused {
         crate::support::skip::skip_or_fail(name, why);
@@ -630,7 +630,7 @@ pub fn skip_without_steering(name: &str) -> bool {
 }
 
 /// Polls `cond` every 20 ms for at most [`PATIENCE`]; fails naming `what`.
-pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+pub(crate) fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + PATIENCE;
     while !cond() {
         assert!(Instant::now() < deadline, "timed out waiting until {what}");
@@ -640,7 +640,7 @@ pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
 
 /// Runs `cmd` (stderr captured) until it exits, bounded by [`PATIENCE`] (then killed and
 /// failed): the exit code and stderr.
-pub fn run_to_exit(cmd: &mut Command) -> (i32, String) {
+pub(crate) fn run_to_exit(cmd: &mut Command) -> (i32, String) {
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -664,7 +664,7 @@ pub fn run_to_exit(cmd: &mut Command) -> (i32, String) {
 }
 
 /// The sum over every series of metric `family` (such as `steerd_connections_open`).
-pub fn family_sum(metrics: &HashMap<String, u64>, family: &str) -> u64 {
+pub(crate) fn family_sum(metrics: &HashMap<String, u64>, family: &str) -> u64 {
     let prefix = format!("{family}{{");
     metrics
         .iter()
@@ -676,7 +676,7 @@ pub fn family_sum(metrics: &HashMap<String, u64>, family: &str) -> u64 {
 /// `steerd ARGS` started as systemd's socket activation would, with `fd` passed as its
 /// one socket (`sh -c 'LISTEN_PID=$$ … exec steerd ARGS 3<&FD'`: the shell's pid is
 /// steerd's after `exec`, and the redirection puts the socket at descriptor 3).
-pub fn with_socket(fd: &std::os::fd::OwnedFd, args: &str) -> Command {
+pub(crate) fn with_socket(fd: &std::os::fd::OwnedFd, args: &str) -> Command {
     use std::os::fd::AsRawFd;
     let script = format!(
         "LISTEN_PID=$$ LISTEN_FDS=1 LISTEN_FDNAMES=http exec {} {args} 3<&{}",

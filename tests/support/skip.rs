@@ -15,13 +15,13 @@
 use std::io::Write;
 
 /// True when this run is under CI (`CI=true`, as `.ci/run` and most CI systems set it).
-pub fn under_ci() -> bool {
+pub(crate) fn under_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
 }
 
 /// Says that the test `name` (or a part of it, see the module doc) cannot run its check
 /// (`why`); panics under CI unless the test is on `STEERD_ALLOW_SKIP`.
-pub fn skip_or_fail(name: &str, why: &str) {
+pub(crate) fn skip_or_fail(name: &str, why: &str) {
     let first = name.split_whitespace().next().unwrap_or(name);
     let running = this_test();
     let allowed = std::env::var("STEERD_ALLOW_SKIP").is_ok_and(|list| {
@@ -54,7 +54,7 @@ fn record(line: &str) {
 
 /// The name of the test running on this thread (libtest names the thread after the test;
 /// the last path segment is what `STEERD_ALLOW_SKIP` lists).
-pub fn this_test() -> String {
+pub(crate) fn this_test() -> String {
     let thread = std::thread::current();
     let path = thread.name().unwrap_or("unnamed");
     path.rsplit("::").next().unwrap_or(path).to_string()

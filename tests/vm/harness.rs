@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// What came back from one guest.
-pub struct Guest {
+pub(super) struct Guest {
     /// The snippet's exit status.
     pub status: i32,
     /// Stdout lines by section: a line `== NAME` starts section NAME; lines before the
@@ -29,7 +29,7 @@ pub struct Guest {
 
 impl Guest {
     /// The lines of section `name`, or a panic naming what the guest printed instead.
-    pub fn section(&self, name: &str) -> &[String] {
+    pub(super) fn section(&self, name: &str) -> &[String] {
         match self.sections.get(name) {
             Some(lines) => lines,
             None => panic!(
@@ -104,11 +104,11 @@ fn missing(arch: Arch) -> Option<String> {
 
 /// What the host does while a guest runs: it is given the file the guest's stdout grows
 /// in and a flag that turns true once the guest has stopped, and must return soon after.
-pub type During<'a> = &'a (dyn Fn(&Path, &AtomicBool) + Sync);
+pub(super) type During<'a> = &'a (dyn Fn(&Path, &AtomicBool) + Sync);
 
 /// More for one boot: `scripts/vm/run.sh` arguments, and a host side run alongside.
 #[derive(Default)]
-pub struct Extra<'a> {
+pub(super) struct Extra<'a> {
     pub args: Vec<String>,
     pub during: Option<During<'a>>,
 }
@@ -116,12 +116,12 @@ pub struct Extra<'a> {
 /// Boots `layout`, runs `snippet` in the guest with steerd and `guest.sh` in its working
 /// directory, and returns what it printed; `None` (after one line on stdout) when the
 /// test has to be skipped here.
-pub fn boot(test: &str, layout: &Layout, snippet: &str, timeout: Duration) -> Option<Guest> {
+pub(super) fn boot(test: &str, layout: &Layout, snippet: &str, timeout: Duration) -> Option<Guest> {
     boot_with(test, layout, snippet, timeout, &Extra::default())
 }
 
 /// [`boot`] with `extra`.
-pub fn boot_with(
+pub(super) fn boot_with(
     test: &str,
     layout: &Layout,
     snippet: &str,

@@ -11,7 +11,7 @@ use steerd::cpuset::CpuSet;
 
 /// Guest architecture.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Arch {
+pub(super) enum Arch {
     X86_64,
     Arm64,
     /// 32-bit ARM (armv7, hard float).
@@ -22,7 +22,7 @@ pub enum Arch {
 }
 
 impl Arch {
-    pub fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             Arch::X86_64 => "x86_64",
             Arch::Arm64 => "arm64",
@@ -32,7 +32,7 @@ impl Arch {
         }
     }
 
-    pub fn qemu(self) -> &'static str {
+    pub(super) fn qemu(self) -> &'static str {
         match self {
             Arch::X86_64 => "qemu-system-x86_64",
             Arch::Arm64 => "qemu-system-aarch64",
@@ -44,7 +44,7 @@ impl Arch {
 }
 
 /// One preset of `scripts/vm/run.sh`.
-pub struct Layout {
+pub(super) struct Layout {
     pub arch: Arch,
     pub preset: &'static str,
     pub cpus: usize,
@@ -68,7 +68,7 @@ const KUNPENG_SLIT: &[&[u32]] = &[
     &[22, 24, 12, 10],
 ];
 
-pub const X86_KUNPENG: Layout = Layout {
+pub(super) const X86_KUNPENG: Layout = Layout {
     arch: Arch::X86_64,
     preset: "kunpeng920-2x2",
     cpus: 8,
@@ -80,7 +80,7 @@ pub const X86_KUNPENG: Layout = Layout {
     tcg: "multi",
 };
 
-pub const X86_XEON: Layout = Layout {
+pub(super) const X86_XEON: Layout = Layout {
     arch: Arch::X86_64,
     preset: "xeon-2s-smt",
     cpus: 8,
@@ -92,7 +92,7 @@ pub const X86_XEON: Layout = Layout {
     tcg: "multi",
 };
 
-pub const X86_NUMA4_SMT32: Layout = Layout {
+pub(super) const X86_NUMA4_SMT32: Layout = Layout {
     arch: Arch::X86_64,
     preset: "numa4-smt32",
     cpus: 32,
@@ -104,7 +104,7 @@ pub const X86_NUMA4_SMT32: Layout = Layout {
     tcg: "multi",
 };
 
-pub const ARM64_KUNPENG: Layout = Layout {
+pub(super) const ARM64_KUNPENG: Layout = Layout {
     arch: Arch::Arm64,
     preset: "kunpeng920-2x2",
     cpus: 16,
@@ -118,7 +118,7 @@ pub const ARM64_KUNPENG: Layout = Layout {
 
 /// Four 32-bit ARM CPUs in one socket. 32-bit ARM kernels have no NUMA: no node
 /// directory, and steerd assumes one node of every CPU.
-pub const ARM_VIRT_4: Layout = Layout {
+pub(super) const ARM_VIRT_4: Layout = Layout {
     arch: Arch::Arm,
     preset: "virt-4",
     cpus: 4,
@@ -134,7 +134,7 @@ pub const ARM_VIRT_4: Layout = Layout {
 /// Four big-endian s390x CPUs (s390-ccw-virtio). The Debian 12 kernel has no NUMA node
 /// directory there, and reports each CPU as its own package (QEMU 7.2 gives the guest no
 /// CPU topology to read).
-pub const S390X_CCW_4: Layout = Layout {
+pub(super) const S390X_CCW_4: Layout = Layout {
     arch: Arch::S390x,
     preset: "ccw-4",
     cpus: 4,
@@ -148,7 +148,7 @@ pub const S390X_CCW_4: Layout = Layout {
 
 /// Four RISC-V harts (virt), one socket: the Debian 13 kernel shows one NUMA node and
 /// the socket as one cluster.
-pub const RISCV64_VIRT_4: Layout = Layout {
+pub(super) const RISCV64_VIRT_4: Layout = Layout {
     arch: Arch::Riscv64,
     preset: "virt-4",
     cpus: 4,
@@ -167,7 +167,7 @@ fn group(cpu: usize, size: usize) -> Vec<usize> {
 }
 
 /// The CPUs of a cpulist as numbers.
-pub fn cpus(list: &str) -> Vec<usize> {
+pub(super) fn cpus(list: &str) -> Vec<usize> {
     match CpuSet::parse_list(list.trim()) {
         Ok(set) => set.iter().map(|c| c.get()).collect(),
         Err(e) => panic!("bad cpulist {list:?}: {e}"),
@@ -175,32 +175,32 @@ pub fn cpus(list: &str) -> Vec<usize> {
 }
 
 impl Layout {
-    pub fn nodes(&self) -> usize {
+    pub(super) fn nodes(&self) -> usize {
         self.cpus / self.cpus_per_node
     }
 
-    pub fn node_of(&self, cpu: usize) -> usize {
+    pub(super) fn node_of(&self, cpu: usize) -> usize {
         cpu / self.cpus_per_node
     }
 
-    pub fn node_cpus(&self, node: usize) -> Vec<usize> {
+    pub(super) fn node_cpus(&self, node: usize) -> Vec<usize> {
         group(node * self.cpus_per_node, self.cpus_per_node)
     }
 
-    pub fn siblings(&self, cpu: usize) -> Vec<usize> {
+    pub(super) fn siblings(&self, cpu: usize) -> Vec<usize> {
         group(cpu, self.threads_per_core)
     }
 
-    pub fn package(&self, cpu: usize) -> Vec<usize> {
+    pub(super) fn package(&self, cpu: usize) -> Vec<usize> {
         group(cpu, self.cpus_per_package)
     }
 
-    pub fn cluster(&self, cpu: usize) -> Option<Vec<usize>> {
+    pub(super) fn cluster(&self, cpu: usize) -> Option<Vec<usize>> {
         self.cpus_per_cluster.map(|size| group(cpu, size))
     }
 
     /// Checks the guest's `sys_layout` lines against this layout.
-    pub fn check_sys(&self, lines: &[String]) {
+    pub(super) fn check_sys(&self, lines: &[String]) {
         let node_lines: Vec<_> = lines.iter().filter(|l| l.starts_with("node ")).collect();
         assert_eq!(node_lines.len(), self.nodes(), "node count in {lines:#?}");
         for (n, line) in node_lines.iter().enumerate() {
@@ -230,7 +230,7 @@ impl Layout {
     }
 }
 
-pub const ARM64_KUNPENG_32: Layout = Layout {
+pub(super) const ARM64_KUNPENG_32: Layout = Layout {
     arch: Arch::Arm64,
     preset: "kunpeng920-32",
     cpus: 32,

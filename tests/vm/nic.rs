@@ -36,7 +36,7 @@ const TAP: &str = "steerd0";
 const PRIME: u32 = 256;
 
 /// What the NIC part of a guest does.
-pub struct NicPlan {
+pub(super) struct NicPlan {
     /// Queue pairs of the NIC (`--nic TAP,QUEUES,NODE`).
     pub queues: usize,
     /// The NUMA node of the PCI expander bridge the NIC sits behind; `None`: on the root
@@ -62,7 +62,7 @@ impl NicPlan {
     /// `queues` queue pairs on `node`; 256 connections with `--steer cpu`, 128 with
     /// `hash`, then the interrupts on CPU 1 (node 0 in every layout) and 64 with `cpu`,
     /// 128 with `numa`.
-    pub fn usual(queues: usize, node: Option<usize>) -> NicPlan {
+    pub(super) fn usual(queues: usize, node: Option<usize>) -> NicPlan {
         NicPlan {
             queues,
             node,
@@ -75,7 +75,7 @@ impl NicPlan {
     }
 
     /// The `scripts/vm/run.sh` arguments for this NIC.
-    pub fn run_args(&self, ns: &NicHost) -> Vec<String> {
+    pub(super) fn run_args(&self, ns: &NicHost) -> Vec<String> {
         let node = self.node.map(|n| format!(",{n}")).unwrap_or_default();
         let nic = format!("{TAP},{}{node}", self.queues);
         ["--nic", &nic, "--netns", &ns.name]
@@ -84,7 +84,7 @@ impl NicPlan {
     }
 
     /// The guest side; each section starts with `== nic...`.
-    pub fn snippet(&self) -> String {
+    pub(super) fn snippet(&self) -> String {
         format!(
             "echo '== nic'; nic_up; nic_prime prime {PRIME}; nic_facts
 echo '== nic-check'; steerd check --listen $NIC_ADDR:$PORT --json
@@ -122,7 +122,7 @@ LISTEN=
 /// The host side: a network namespace of our own holding a multi-queue tap device with
 /// the address `HOST_IP`; QEMU runs in it. Dropping it deletes the namespace, and with
 /// it the tap.
-pub struct NicHost {
+pub(super) struct NicHost {
     name: String,
     /// One line per step the host took, for the checks and the failure messages.
     pub log: Mutex<Vec<String>>,
@@ -131,7 +131,7 @@ pub struct NicHost {
 impl NicHost {
     /// Creates the namespace and the tap, or says why it cannot (not root, no `ip`, no
     /// `/dev/net/tun`, no multi-queue tap support).
-    pub fn create() -> Result<NicHost, String> {
+    pub(super) fn create() -> Result<NicHost, String> {
         if !rustix::process::geteuid().is_root() {
             return Err("a tap device in a network namespace needs root".into());
         }
@@ -200,7 +200,7 @@ impl NicHost {
     /// The host's part while the guest runs: for each step, waits for the guest's
     /// `ready NAME` on its stdout (`live`), then sends what the step asks for. Stops at
     /// the first step the guest never gets to. Everything is bounded in count and time.
-    pub fn drive(&self, plan: &NicPlan, live: &Path, stopped: &AtomicBool) {
+    pub(super) fn drive(&self, plan: &NicPlan, live: &Path, stopped: &AtomicBool) {
         // a second boot of the same guest starts the log afresh
         self.log.lock().unwrap_or_else(|p| p.into_inner()).clear();
         if let Err(e) = self.enter() {
@@ -456,11 +456,11 @@ impl Round {
 /// receive interrupts (`--steer cpu`), in percentage points: a connection raised 3 to 5
 /// receive interrupts (NAPI may take several packets per interrupt), so the count per
 /// connection varies a little from queue to queue. Measured: at most 1.9 points.
-pub const SPLIT_TOLERANCE_PCT: f64 = 4.0;
+pub(super) const SPLIT_TOLERANCE_PCT: f64 = 4.0;
 
 /// The NIC part of one guest, checked. Prints one line per round (the figures of
 /// docs/placement.md).
-pub fn check(
+pub(super) fn check(
     sections: &dyn Fn(&str) -> Vec<String>,
     host: &NicHost,
     plan: &NicPlan,

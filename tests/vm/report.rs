@@ -9,7 +9,7 @@ use super::layout::Layout;
 use serde_json::Value;
 
 /// Parses the lines of one section as one JSON document.
-pub fn parse(lines: &[String]) -> Result<Value, String> {
+pub(super) fn parse(lines: &[String]) -> Result<Value, String> {
     serde_json::from_str(&lines.join("\n"))
         .map_err(|e| format!("not JSON ({e}):\n{}", lines.join("\n")))
 }
@@ -44,7 +44,7 @@ fn partition(layout: &Layout, size: usize) -> Vec<Vec<usize>> {
 }
 
 /// `steerd topo --json` (or the same keys of `check --json`) describes `layout`.
-pub fn check_topology(json: &Value, layout: &Layout) -> Result<(), String> {
+pub(super) fn check_topology(json: &Value, layout: &Layout) -> Result<(), String> {
     let all: Vec<usize> = (0..layout.cpus).collect();
     want("online", ids(&json["online"]), all.clone())?;
     want("allowed", ids(&json["allowed"]), all)?;
@@ -82,7 +82,7 @@ pub fn check_topology(json: &Value, layout: &Layout) -> Result<(), String> {
 
 /// `steerd check --json` with default options: one worker per CPU, in node order, the
 /// master on the first worker's node, every CPU mapped to its own worker.
-pub fn check_default_plan(json: &Value, layout: &Layout) -> Result<(), String> {
+pub(super) fn check_default_plan(json: &Value, layout: &Layout) -> Result<(), String> {
     check_topology(json, layout)?;
     let all: Vec<usize> = (0..layout.cpus).collect();
     want("policy", json["policy"].as_str(), "cpu")?;
@@ -134,7 +134,11 @@ pub fn check_default_plan(json: &Value, layout: &Layout) -> Result<(), String> {
 
 /// `steerd check --json --workers N` with one worker per cluster wanted: the workers sit
 /// in N distinct clusters (the layout's), spread before doubling up.
-pub fn check_cluster_spread(json: &Value, layout: &Layout, workers: usize) -> Result<(), String> {
+pub(super) fn check_cluster_spread(
+    json: &Value,
+    layout: &Layout,
+    workers: usize,
+) -> Result<(), String> {
     let size = layout.cpus_per_cluster.ok_or("layout has no clusters")?;
     let cpus = ids(&json["worker_cpus"]).ok_or("no worker_cpus")?;
     want("worker count", Some(cpus.len()), workers)?;
@@ -151,7 +155,7 @@ pub fn check_cluster_spread(json: &Value, layout: &Layout, workers: usize) -> Re
 /// `huge_pages` of guest.sh: "thp MODE", then "PID KB" for the master and each worker.
 /// Every process holds 0 kB of transparent huge pages (`prctl(PR_SET_THP_DISABLE)`, see
 /// `sys::base_pages_only`), whatever the kernel's mode; returns the mode.
-pub fn check_no_huge_pages(lines: &[String]) -> Result<String, String> {
+pub(super) fn check_no_huge_pages(lines: &[String]) -> Result<String, String> {
     let mode = lines
         .first()
         .and_then(|l| l.strip_prefix("thp "))

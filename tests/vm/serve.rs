@@ -10,13 +10,13 @@ use super::layout::{cpus, Layout};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One worker process as `/proc` shows it.
-pub struct Worker {
+pub(super) struct Worker {
     pub pid: u32,
     pub allowed: Vec<usize>,
 }
 
 /// One serve run.
-pub struct Run {
+pub(super) struct Run {
     /// The section name, for messages.
     pub name: String,
     pub lines: Vec<String>,
@@ -40,7 +40,7 @@ fn num<T: std::str::FromStr>(word: &str, line: &str) -> T {
 }
 
 impl Run {
-    pub fn parse(name: &str, lines: &[String]) -> Run {
+    pub(super) fn parse(name: &str, lines: &[String]) -> Run {
         let mut run = Run {
             name: name.to_string(),
             lines: lines.to_vec(),
@@ -95,7 +95,7 @@ impl Run {
     }
 
     /// The workers' CPUs; each worker must be allowed on exactly one CPU.
-    pub fn worker_cpus(&self) -> Result<BTreeSet<usize>, String> {
+    pub(super) fn worker_cpus(&self) -> Result<BTreeSet<usize>, String> {
         let mut set = BTreeSet::new();
         for w in &self.workers {
             if w.allowed.len() != 1 {
@@ -109,7 +109,7 @@ impl Run {
     }
 
     /// One worker on each of `expected`, pinned there and nowhere else.
-    pub fn check_one_worker_per_cpu(&self, expected: &[usize]) -> Result<(), String> {
+    pub(super) fn check_one_worker_per_cpu(&self, expected: &[usize]) -> Result<(), String> {
         let got: Vec<usize> = self.worker_cpus()?.into_iter().collect();
         if got != expected {
             return self.fail(&format!("workers on CPUs {got:?}, expected {expected:?}"));
@@ -118,7 +118,7 @@ impl Run {
     }
 
     /// The master may run only on CPUs of the first worker's node, inside `allowed`.
-    pub fn check_master(&self, layout: &Layout, allowed: &[usize]) -> Result<(), String> {
+    pub(super) fn check_master(&self, layout: &Layout, allowed: &[usize]) -> Result<(), String> {
         let Some(first) = self.first_worker_cpu else {
             return self.fail("no `worker 0 cpu` startup line");
         };
@@ -166,7 +166,7 @@ impl Run {
     /// `--steer cpu`: a client CPU that has a worker is served by that worker, 100% local;
     /// one without a worker by a worker of its own node, or of the nearest node that has
     /// workers.
-    pub fn check_cpu_steering(
+    pub(super) fn check_cpu_steering(
         &self,
         layout: &Layout,
         clients: &[usize],
@@ -194,7 +194,7 @@ impl Run {
     /// `--steer numa`: each client's connections stay on workers of its node (or the
     /// nearest node with workers), and each node's connections are spread over more than
     /// one of its workers when it has several.
-    pub fn check_numa_steering(
+    pub(super) fn check_numa_steering(
         &self,
         layout: &Layout,
         clients: &[usize],
@@ -225,7 +225,7 @@ impl Run {
     }
 
     /// The worker on `cpu` was killed and a new process took its place on that CPU.
-    pub fn check_respawn(&self, cpu: usize) -> Result<(), String> {
+    pub(super) fn check_respawn(&self, cpu: usize) -> Result<(), String> {
         match self.respawns.iter().find(|r| r.0 == cpu) {
             Some((_, old, new, list)) if new != "none" && new != old && cpus(list) == [cpu] => {
                 Ok(())
@@ -235,7 +235,7 @@ impl Run {
     }
 
     /// The master exited 0 on SIGTERM.
-    pub fn check_stopped(&self) -> Result<(), String> {
+    pub(super) fn check_stopped(&self) -> Result<(), String> {
         if !self.lines.iter().any(|l| l == "stopped 0") {
             return self.fail("the master did not exit 0 on SIGTERM");
         }
@@ -245,7 +245,7 @@ impl Run {
 
 impl Run {
     /// One line for the test log: where the connections landed.
-    pub fn summary(&self, layout: &Layout) -> String {
+    pub(super) fn summary(&self, layout: &Layout) -> String {
         let total: u64 = self.accepted.values().sum();
         let same_cpu: u64 = self
             .accepted

@@ -10,33 +10,33 @@ use asm_bpf::Insn;
 use std::path::{Path, PathBuf};
 
 /// xorshift64*: deterministic, good enough to spread test cases.
-pub struct Rng(pub u64);
+pub(crate) struct Rng(pub u64);
 
 #[allow(dead_code)]
 impl Rng {
-    pub fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
 
-    pub fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
 
     /// One element of `items`.
-    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+    pub(crate) fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
         &items[self.below(items.len() as u64) as usize]
     }
 
     /// True with probability `num / den`.
-    pub fn chance(&mut self, num: u64, den: u64) -> bool {
+    pub(crate) fn chance(&mut self, num: u64, den: u64) -> bool {
         self.below(den) < num
     }
 
     /// A k value that is often small, sometimes an edge, sometimes anything.
-    pub fn k(&mut self) -> u32 {
+    pub(crate) fn k(&mut self) -> u32 {
         match self.below(4) {
             0 => self.below(16) as u32,
             1 => *self.pick(&[0, 1, 0xffff, 0x10000, 0xffff_ffff, 0xffff_f000, 0xfff0_0000]),
@@ -47,7 +47,7 @@ impl Rng {
 }
 
 /// One checker test case.
-pub struct Vector {
+pub(crate) struct Vector {
     /// What the case shows (the data file's last column).
     pub name: String,
     /// The program.
@@ -57,7 +57,7 @@ pub struct Vector {
 }
 
 /// Every checker vector: `tests/data/check_vectors.txt`, then [`long_vectors`].
-pub fn check_vectors() -> Vec<Vector> {
+pub(crate) fn check_vectors() -> Vec<Vector> {
     let text = include_str!("../data/check_vectors.txt");
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -91,7 +91,7 @@ fn vector(name: &str, prog: Vec<Insn>, expect: Option<&str>) -> Vector {
 }
 
 /// Programs at the limits, and one using every allowed opcode.
-pub fn long_vectors() -> Vec<Vector> {
+pub(crate) fn long_vectors() -> Vec<Vector> {
     let rets = |n: usize| vec![ret_k(0); n];
     let with_first = |first: Insn, n: usize| {
         let mut p = rets(n);
@@ -139,7 +139,7 @@ pub fn long_vectors() -> Vec<Vector> {
 }
 
 /// A program the kernel accepts that contains each of the 49 allowed opcodes.
-pub fn every_opcode() -> Vec<Insn> {
+pub(crate) fn every_opcode() -> Vec<Insn> {
     let mut prog = vec![Insn::stmt(BPF_ST, 0)];
     for &code in ALLOWED_OPCODES.iter() {
         let k = match code {
@@ -155,7 +155,7 @@ pub fn every_opcode() -> Vec<Insn> {
 
 /// The number in environment variable `name`, or `default`: lets a randomized test be
 /// replayed with another seed or widened without editing it.
-pub fn env_u64(name: &str, default: u64) -> u64 {
+pub(crate) fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
         .and_then(|v| v.parse().ok())
@@ -166,7 +166,7 @@ pub fn env_u64(name: &str, default: u64) -> u64 {
 /// of the program, scratch indexes around 16, ancillary offsets around the table,
 /// divisions and shifts at their limits, mostly a final `ret`. Lengths are mostly
 /// short, sometimes hundreds, rarely at the 4096 limit (and sometimes 0 or 4097).
-pub fn random_program(rng: &mut Rng) -> Vec<Insn> {
+pub(crate) fn random_program(rng: &mut Rng) -> Vec<Insn> {
     if rng.chance(1, 2) {
         return mutated_valid_program(rng);
     }
@@ -316,19 +316,19 @@ fn nudge(rng: &mut Rng, mut insn: Insn) -> Insn {
 }
 
 /// A path under `tests/data/`.
-pub fn data(sub: &str) -> PathBuf {
+pub(crate) fn data(sub: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
         .join(sub)
 }
 
 /// A data file's text.
-pub fn read(path: &Path) -> String {
+pub(crate) fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// The source escapes of the one-line vector files: \n \t \r \\ \xHH.
-pub fn unescape(s: &str) -> Vec<u8> {
+pub(crate) fn unescape(s: &str) -> Vec<u8> {
     let b = s.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -353,7 +353,7 @@ pub fn unescape(s: &str) -> Vec<u8> {
 }
 
 /// The `SOURCE ==> EXPECTED` lines of a vector file.
-pub fn cases(file: &str) -> Vec<(Vec<u8>, String)> {
+pub(crate) fn cases(file: &str) -> Vec<(Vec<u8>, String)> {
     let text = read(&data(file));
     let cases: Vec<_> = text
         .lines()
@@ -370,7 +370,7 @@ pub fn cases(file: &str) -> Vec<(Vec<u8>, String)> {
 /// Says that the running test did not run its check (`why`), by the steerd tests' rule
 /// (`tests/support/skip.rs`, included below): `skipped NAME: WHY` past the harness's
 /// capture, and under CI (`CI=true`) a failure unless `.ci/allowed-skips` names the test.
-pub fn skipped(why: &str) {
+pub(crate) fn skipped(why: &str) {
     skip::skip_or_fail(&skip::this_test(), why);
 }
 

@@ -112,7 +112,7 @@ fn mean_split(rs: &[RunFigures]) -> String {
 }
 
 /// Everything as one JSON object on one line (for scripts).
-pub fn json(spec: &AbSpec, runs: &[Vec<RunFigures>; 2], syscalls: &[Traced]) -> String {
+pub(super) fn json(spec: &AbSpec, runs: &[Vec<RunFigures>; 2], syscalls: &[Traced]) -> String {
     let mut rows = Vec::new();
     for (side, rs) in runs.iter().enumerate() {
         for (i, r) in rs.iter().enumerate() {

@@ -14,16 +14,16 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A server this harness started, in its own process group.
-pub struct Server {
+pub(super) struct Server {
     child: Child,
     /// The first process, whose PID is also the group's id.
-    pub pid: u32,
+    pub(crate) pid: u32,
     log: std::path::PathBuf,
 }
 
 impl Server {
     /// Starts `argv` and waits (10 s at most) until `addr` accepts a connection.
-    pub fn start(argv: &[String], addr: SocketAddr) -> Result<Server, BenchError> {
+    pub(super) fn start(argv: &[String], addr: SocketAddr) -> Result<Server, BenchError> {
         use std::os::unix::process::CommandExt;
         let log = std::env::temp_dir().join(format!("steerd-ab-{}-server.log", std::process::id()));
         let unwritable = |e| BenchError::File(log.clone(), e);
@@ -69,7 +69,7 @@ impl Server {
 
     /// SIGTERM to the server's first process (a master stops its own workers, as nginx
     /// and steerd do); SIGKILL to the whole group if anything in it is alive 5 s later.
-    pub fn stop(&mut self) {
+    pub(super) fn stop(&mut self) {
         use rustix::process::{kill_process, kill_process_group, Pid, Signal};
         let Some(pgid) = Pid::from_raw(self.pid as i32) else {
             return;

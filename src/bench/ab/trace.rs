@@ -18,7 +18,7 @@ pub(crate) struct Tracer {
 
 impl Tracer {
     /// Starts strace on every process of the tree under `root`.
-    pub fn attach(root: u32) -> Result<Tracer, BenchError> {
+    pub(super) fn attach(root: u32) -> Result<Tracer, BenchError> {
         let out =
             std::env::temp_dir().join(format!("steerd-ab-strace-{}-{root}", std::process::id()));
         let mut cmd = Command::new("strace");
@@ -38,7 +38,7 @@ impl Tracer {
     }
 
     /// SIGINT makes strace detach and write its summary.
-    pub fn finish(mut self) -> Result<String, BenchError> {
+    pub(super) fn finish(mut self) -> Result<String, BenchError> {
         if let Some(pid) = rustix::process::Pid::from_raw(self.child.id() as i32) {
             let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
         }
@@ -53,14 +53,14 @@ impl Tracer {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Traced {
     /// Responses of the traced run.
-    pub requests: u64,
+    pub(crate) requests: u64,
     /// strace's total and per-call counts, when it printed a summary.
-    pub summary: Option<(u64, Vec<(String, u64)>)>,
+    pub(crate) summary: Option<(u64, Vec<(String, u64)>)>,
 }
 
 impl Traced {
     /// Calls per request: the total, and each call of at least 0.01, most first.
-    pub fn per_request(&self) -> Option<(f64, Vec<(String, f64)>)> {
+    pub(super) fn per_request(&self) -> Option<(f64, Vec<(String, f64)>)> {
         let (total, rows) = self.summary.as_ref()?;
         let n = self.requests.max(1) as f64;
         let mut per: Vec<(String, f64)> = rows
@@ -73,7 +73,7 @@ impl Traced {
     }
 
     /// The line printed after the rounds.
-    pub fn text(&self, side: &str) -> String {
+    pub(super) fn text(&self, side: &str) -> String {
         match self.per_request() {
             None => format!("syscalls {side}: strace gave no summary"),
             Some((total, per)) => {

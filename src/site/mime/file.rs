@@ -29,16 +29,16 @@ const CHARSET: &[u8] = b"; charset=utf-8";
 
 /// A line of the file that cannot be used: its number (from 1) and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LineError {
+pub(crate) struct LineError {
     /// The line's number, counted from 1.
-    pub line: usize,
+    pub(crate) line: usize,
     /// What is wrong with it.
-    pub kind: LineErrorKind,
+    pub(crate) kind: LineErrorKind,
 }
 
 /// What is wrong with a line.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum LineErrorKind {
+pub(crate) enum LineErrorKind {
     /// Its first word is not `type/subtype`.
     NotAType(String),
     /// One of its extensions is not a token.
@@ -65,7 +65,7 @@ impl fmt::Display for LineError {
 
 /// Parses the whole file; `room` is the longest type a response head has room for and
 /// `lines` the bytes of the operator's lines beside it (for the message).
-pub fn parse(text: &[u8], room: usize, lines: usize) -> Result<TypeTable, LineError> {
+pub(crate) fn parse(text: &[u8], room: usize, lines: usize) -> Result<TypeTable, LineError> {
     let mut pairs: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     for (i, line) in text.split(|&b| b == b'\n').enumerate() {
         let fail = |kind| LineError { line: i + 1, kind };

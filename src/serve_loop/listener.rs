@@ -45,18 +45,18 @@ pub(super) enum Event {
 
 /// The worker's listener, what it waits for, and how it accepts.
 pub(super) struct Listener<'a> {
-    pub fd: BorrowedFd<'a>,
+    pub(super) fd: BorrowedFd<'a>,
     /// Written only by [`Listener::step`].
     awaits: Awaits,
     /// Most connections accepted per listener event (`Tuning::accept_batch`).
-    pub batch: usize,
+    pub(super) batch: usize,
     /// How long accepting pauses (`Tuning::accept_pause`, in ms).
-    pub pause_ms: u64,
+    pub(super) pause_ms: u64,
 }
 
 impl<'a> Listener<'a> {
     /// A listener registered with epoll, awaiting connections.
-    pub fn new(fd: BorrowedFd<'a>, batch: usize, pause_ms: u64) -> Listener<'a> {
+    pub(super) fn new(fd: BorrowedFd<'a>, batch: usize, pause_ms: u64) -> Listener<'a> {
         Listener {
             fd,
             awaits: Awaits::Connections,
@@ -65,19 +65,19 @@ impl<'a> Listener<'a> {
         }
     }
 
-    pub fn awaits(&self) -> Awaits {
+    pub(super) fn awaits(&self) -> Awaits {
         self.awaits
     }
 
     /// Whether the connections from here on are drained (every response says
     /// `Connection: close`): mirrored into `conn::Ctx::draining`.
-    pub fn draining(&self) -> bool {
+    pub(super) fn draining(&self) -> bool {
         matches!(self.awaits, Awaits::Stop | Awaits::Nothing)
     }
 
     /// The transition function: the listener's next state on `event`, and its epoll
     /// interest kept in step.
-    pub fn step(&mut self, event: Event, poller: &Poller) {
+    pub(super) fn step(&mut self, event: Event, poller: &Poller) {
         use Awaits::*;
         self.awaits = match (self.awaits, event) {
             // Nothing is never left: the socket is no longer this loop's.

@@ -25,13 +25,13 @@ use std::os::fd::OwnedFd;
 /// One entry of the table: the connection's protocol state, and what the loop keeps
 /// about it (the connection never sees these).
 pub(super) struct Slot {
-    pub conn: Conn,
+    pub(super) conn: Conn,
     /// Incremented on each reuse of the slot (the epoll token carries it).
-    pub generation: u32,
+    pub(super) generation: u32,
     /// Registered with epoll.
-    pub registered: bool,
+    pub(super) registered: bool,
     /// On the ready list (after a [`Next::Yield`]).
-    pub queued: bool,
+    pub(super) queued: bool,
     /// Free, and its arena region given back ([`super::give_back`]).
     released: bool,
 }
@@ -48,7 +48,7 @@ impl Slot {
     }
 
     /// A freshly accepted socket in this slot, under a new generation.
-    pub fn open(&mut self, fd: OwnedFd, arrival: Arrival) {
+    pub(super) fn open(&mut self, fd: OwnedFd, arrival: Arrival) {
         self.generation = self.generation.wrapping_add(1);
         self.registered = false;
         self.queued = false;
@@ -57,7 +57,7 @@ impl Slot {
     }
 
     /// The token epoll and the ready list carry for this slot's connection.
-    pub fn token(&self, slot: u32) -> Token {
+    pub(super) fn token(&self, slot: u32) -> Token {
         Token {
             slot,
             generation: self.generation,
@@ -94,7 +94,7 @@ impl Table {
     /// Room for `max_slots` slots of `slot_bytes` each (none in use); free slots give
     /// their pages back after one to two `give_back_ms` (the first round `now_ms` plus
     /// one period).
-    pub fn new(
+    pub(super) fn new(
         max_slots: usize,
         slot_bytes: usize,
         give_back_ms: u64,
@@ -117,19 +117,19 @@ impl Table {
     }
 
     /// Slots in the table (in use or free): every slot index is below this.
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.slots.len()
     }
 
     /// A free slot or room to add one.
-    pub fn has_room(&self) -> bool {
+    pub(super) fn has_room(&self) -> bool {
         !self.free.is_empty() || self.slots.len() < self.max_slots
     }
 
     /// The free slot freed last, or a new one while the table is under its ceiling
     /// (`grow` then adds the companion tables' entries for it).
     #[inline]
-    pub fn take(&mut self, grow: impl FnOnce()) -> Option<u32> {
+    pub(super) fn take(&mut self, grow: impl FnOnce()) -> Option<u32> {
         if let Some(slot) = self.free.pop() {
             self.cold.taken(self.free.len());
             return Some(slot);
@@ -152,21 +152,21 @@ impl Table {
     }
 
     /// Puts back a slot just taken whose socket never opened in it.
-    pub fn put_back(&mut self, slot: u32) {
+    pub(super) fn put_back(&mut self, slot: u32) {
         self.free.push(slot);
     }
 
-    pub fn slot(&self, slot: u32) -> &Slot {
+    pub(super) fn slot(&self, slot: u32) -> &Slot {
         &self.slots[slot as usize]
     }
 
-    pub fn slot_mut(&mut self, slot: u32) -> &mut Slot {
+    pub(super) fn slot_mut(&mut self, slot: u32) -> &mut Slot {
         &mut self.slots[slot as usize]
     }
 
     /// The connection `token` names, if it is still the slot's (not closed, not reused).
     #[inline]
-    pub fn live(&mut self, token: Token) -> Option<&mut Conn> {
+    pub(super) fn live(&mut self, token: Token) -> Option<&mut Conn> {
         self.slots
             .get_mut(token.slot as usize)
             .filter(|s| s.generation == token.generation && !s.conn.is_free())
@@ -174,7 +174,7 @@ impl Table {
     }
 
     /// Whether `token` is a live connection still waiting on the ready list.
-    pub fn is_queued(&self, token: Token) -> bool {
+    pub(super) fn is_queued(&self, token: Token) -> bool {
         self.slots
             .get(token.slot as usize)
             .is_some_and(|s| s.queued && s.generation == token.generation && s.conn.fd().is_some())
@@ -182,7 +182,7 @@ impl Table {
 
     /// Slot `slot`'s connection and its region of the arena (its response-head area,
     /// then its receive area).
-    pub fn held(&mut self, slot: u32) -> (&mut Conn, &mut [u8]) {
+    pub(super) fn held(&mut self, slot: u32) -> (&mut Conn, &mut [u8]) {
         let i = slot as usize;
         let region = &mut self.arena.as_mut_slice()[i * self.stride..][..self.slot_bytes];
         (&mut self.slots[i].conn, region)
@@ -192,7 +192,7 @@ impl Table {
     /// its region's pages if the connection holds nothing there any more. Returns what
     /// the connection waits for next, and its slot (to register or queue it).
     #[inline]
-    pub fn advance(
+    pub(super) fn advance(
         &mut self,
         slot: u32,
         ctx: &mut Ctx<'_>,
@@ -216,7 +216,7 @@ impl Table {
     /// Closes `slot`'s connection (a response being written is cut short, its deadline
     /// disarmed, its pages given back) and frees the slot; false if it held none. The
     /// generation stays, so old tokens remain stale.
-    pub fn release(&mut self, slot: u32, ctx: &mut Ctx<'_>) -> bool {
+    pub(super) fn release(&mut self, slot: u32, ctx: &mut Ctx<'_>) -> bool {
         let Some(s) = self.slots.get_mut(slot as usize) else {
             return false;
         };
@@ -243,7 +243,7 @@ impl Table {
     /// ([`super::give_back`]); at the end of a round, drops the released slots at the
     /// table's end. Some(new length) when the table shrank: the caller truncates its
     /// companion tables to it.
-    pub fn give_back(&mut self, now_ms: u64) -> Option<usize> {
+    pub(super) fn give_back(&mut self, now_ms: u64) -> Option<usize> {
         let (arena, stride, slots) = (&mut self.arena, self.stride, &mut self.slots);
         let ended = self.cold.run(now_ms, &self.free, |first, n| {
             let start = first as usize * stride;

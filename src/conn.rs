@@ -1,12 +1,26 @@
 //! The connection state machine: one enum named after what the connection waits for, and
 //! one transition function, [`advance`], that moves it as far as the socket allows.
 //!
+//! Names: one thing each, in identifiers and comments here and in `conn/`:
+//! - the *head* is a request's head (request line and fields; the parser's
+//!   `find_head_end`, [`MAX_HEAD`]), never the response's;
+//! - the *preamble* is a response's status line and header fields (`http::response`
+//!   builds it from a `ResponseHead` with `write_head`; its size limits keep the
+//!   `HEAD_` names there and in `SiteRules::head_area`);
+//! - the *preamble area* is where a preamble is built and held: the front of the working
+//!   area and of each slot's region;
+//! - the *spill* is the worker's area for a preamble too long for the preamble area
+//!   (only a 301 with a long target, [`SPILL_CAP`]); a *spilled* preamble is then moved
+//!   to the back of the receive area (`logged::spill_at`) and sent from there;
+//! - *sent* counts the preamble's bytes written (`Preamble::sent`), *body_sent* the
+//!   body's.
+//!
 //! Input: a connection slot (its socket, its state, and its page-aligned region of the
-//! loop's arena), the loop's working area (laid out as a region is: a response-head area
+//! loop's arena), the loop's working area (laid out as a region is: a preamble area
 //! of 1 KiB, more with long operator lines (see [`IN_CAP`]), then a 16 KiB receive area;
-//! one per loop, where every call reads its requests and builds its heads, while a
+//! one per loop, where every call reads its requests and builds its preambles, while a
 //! slot's own region receives only what outlives a call: a head in pieces, a pipelined
-//! rest, an unsent head, the request bytes a pending log line reads; `held.rs`),
+//! rest, an unsent preamble, the request bytes a pending log line reads; `held.rs`),
 //! readiness hints from epoll, and the worker's shared
 //! [`Ctx`] (root, file cache, cached Date, counters, access log, deadlines). Output: bytes
 //! written to the socket, and a [`Next`] telling the loop to park the slot or close it.
@@ -29,15 +43,15 @@
 //!   the connection ends before that (cut short), with the body bytes really written; the
 //!   request's bytes stay in the receive area until then (`logged.rs`).
 //!
-//! The response in flight is one value inside `Awaiting::Send` (`response.rs`: its
-//! head's place and bytes sent, the body with its cache pin, how the connection goes on,
+//! The response in flight is one value inside `Awaiting::Send` (`in_flight.rs`: its
+//! preamble's length, spill and bytes sent, the body with its cache pin, how the connection goes on,
 //! the request's unread body and head), as hyper's `Writing::Body(Encoder)` carries its
 //! encoder; a body still to discard exists only as `Awaiting::Body { left }`. Planning
 //! builds that value: a `Responder` (`record.rs`) whose methods are the response kinds
 //! (`respond.rs` picks one, `file.rs`, `listing.rs`, `auth.rs` hold the rest) writes the
-//! head into the working area's head area, which start-up sized for the largest head
-//! (`SiteRules::head_area`); a head that did not fit would be a 500 that closes, never a
-//! body without its head.
+//! preamble into the working area's preamble area, which start-up sized for the largest
+//! preamble (`SiteRules::head_area`); a preamble that did not fit would be a 500 that
+//! closes, never a body without its preamble.
 //!
 //! Fairness: one call of [`advance`] answers at most [`REQUEST_BUDGET`] requests,
 //! moves at most about [`BYTE_BUDGET`] bytes and does at most about a millisecond of a
@@ -48,8 +62,8 @@
 //! the worker in one call while every other connection of the worker waits.
 //!
 //! Syscalls, the figure this design is judged on: a request that arrives whole costs one
-//! `read`; its response one `send` (head + cached small body from the file cache, or
-//! head + static error page, copied behind the head into one buffer; a `sendmsg` of the
+//! `read`; its response one `send` (preamble + cached small body from the file cache, or
+//! preamble + static error page, copied behind the preamble into one buffer; a `sendmsg` of the
 //! two when the body does not fit there) or `send(MSG_MORE)` + `sendfile` for an
 //! uncached file. A read
 //! shorter than the space offered means the socket was drained (a new edge will come),
@@ -58,11 +72,11 @@
 mod auth;
 mod file;
 mod held;
+mod in_flight;
 mod listing;
 mod logged;
 mod record;
 mod respond;
-mod response;
 
 use crate::access_log::AccessLog;
 use crate::client_addr::{parse_proxy_header, Walk};
@@ -77,34 +91,34 @@ use crate::stats::WorkerCounters;
 use crate::timers::{Kind, Timers};
 use core::sync::atomic::Ordering::Relaxed;
 pub(crate) use held::Areas;
-use response::{After, Outgoing, Response};
+use in_flight::{After, Outgoing, Response};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::io::{Errno, IoSlice};
 use rustix::net::{SendAncillaryBuffer, SendFlags, Shutdown};
 use std::net::IpAddr;
 
 /// Bytes of the receive area of a slot (the parser's head limit): the last bytes of the
-/// slot. The response-head area is the rest, in front of it: as large as the worker's
+/// slot. The preamble area is the rest, in front of it: as large as the worker's
 /// site rules need (`SiteRules::head_area`: 1 KiB, up to [`HEAD_AREA_MAX`] with long
 /// `--header` lines), the same for every slot of a worker.
 pub(crate) const IN_CAP: usize = MAX_HEAD;
 
-/// Bytes of arena per connection slot with a response-head area of `head_area` bytes.
-pub(crate) const fn slot_bytes(head_area: usize) -> usize {
-    head_area + IN_CAP
+/// Bytes of arena per connection slot with a preamble area of `preamble_area` bytes.
+pub(crate) const fn slot_bytes(preamble_area: usize) -> usize {
+    preamble_area + IN_CAP
 }
 
-/// Where a slot's receive area starts in its arena region (the head area is in front).
+/// Where a slot's receive area starts in its arena region (the preamble area is in front).
 fn receive_at(buf: &[u8]) -> usize {
     buf.len().saturating_sub(IN_CAP)
 }
 
-/// A slot's arena region split into its response-head area and its receive area.
+/// A slot's arena region split into its preamble area and its receive area.
 fn areas(buf: &mut [u8]) -> (&mut [u8], &mut [u8]) {
     buf.split_at_mut(receive_at(buf))
 }
 
-/// Bytes of the worker's spill area for a response head too long for a slot's head area:
+/// Bytes of the worker's spill, for a preamble too long for a slot's preamble area:
 /// only a 301 whose `Location` repeats a long target (at most [`MAX_TARGET`] + 1 bytes,
 /// since the target's bytes are all `pchar` and re-encode to no more bytes than they came
 /// from). It is copied to the back of the receive area (`logged::spill_at`), which
@@ -360,7 +374,8 @@ pub(crate) struct Scratch {
     pub(crate) path: Box<[u8; MAX_TARGET]>,
     /// NUL-terminated relative path for `openat2`.
     pub(crate) open: Box<[u8; PATH_MAX + 1]>,
-    /// A response head too long for the head area, until it is moved to the slot.
+    /// The spill: a preamble too long for the preamble area, until it is moved to the
+    /// back of the receive area.
     pub(crate) spill: Box<[u8; SPILL_CAP]>,
     /// The request path of a pre-compressed sidecar (the decoded path plus
     /// `index.html` and a suffix).
@@ -533,11 +548,11 @@ fn transition(
                         // until its response is finished (the log reads it).
                         ctx.timers.disarm(slot);
                         if let Awaiting::Send(r) = &c.awaiting {
-                            if r.head.spilled {
+                            if r.preamble.spilled {
                                 // The connection closes after this answer: the receive
-                                // area holds the head instead of further input.
+                                // area holds the spilled preamble instead of further input.
                                 c.in_len = 0;
-                                let (at, len) = (logged::spill_at(r), r.head.len);
+                                let (at, len) = (logged::spill_at(r), r.preamble.len);
                                 inb[at..at + len].copy_from_slice(&s.spill[..len]);
                             }
                         }
@@ -603,12 +618,12 @@ fn transition(
                 if !c.writable {
                     return Next::Park;
                 }
-                let head_area: &mut [u8] = if r.head.spilled {
+                let preamble_at: &mut [u8] = if r.preamble.spilled {
                     &mut inb[logged::spill_at(r)..]
                 } else {
                     out
                 };
-                match send_some(fd, r, head_area, ctx, &mut budget) {
+                match send_some(fd, r, preamble_at, ctx, &mut budget) {
                     Sent::Done => {
                         if finish_response(slot, c, fd, inb, ctx) == Next::Close {
                             return Next::Close;
@@ -803,25 +818,26 @@ fn send_some(
         if let Some(stop) = next_listing_piece(&mut r.body, ctx, &mut budget.work) {
             return stop;
         }
-        let head = &out[r.head.sent..r.head.len];
+        let preamble = &out[r.preamble.sent..r.preamble.len];
         let result = match &mut r.body {
-            Outgoing::File { fd: file, at, end } => send_file(fd, head, file.as_fd(), at, *end),
+            Outgoing::File { fd: file, at, end } => send_file(fd, preamble, file.as_fd(), at, *end),
             Outgoing::CachedFile { index, at, end } => match ctx.cache.file(*index) {
-                Some(file) => send_file(fd, head, file, at, *end),
+                Some(file) => send_file(fd, preamble, file, at, *end),
                 None => return Sent::Failed,
             },
             _ => {
                 let body = body_rest(&r.body, ctx);
-                if head.is_empty() && body.is_empty() {
+                if preamble.is_empty() && body.is_empty() {
                     return Sent::Done;
                 }
-                // The spilled head shares the receive area: nothing is copied behind it.
-                let room = if r.head.spilled {
-                    r.head.len
+                // A spilled preamble shares the receive area: nothing is copied behind it.
+                let room = if r.preamble.spilled {
+                    r.preamble.len
                 } else {
                     out.len()
                 };
-                send_in_memory(fd, &mut out[..room], r.head.sent, r.head.len, body).map(Some)
+                send_in_memory(fd, &mut out[..room], r.preamble.sent, r.preamble.len, body)
+                    .map(Some)
             }
         };
         match result {
@@ -846,46 +862,47 @@ fn send_some(
 }
 
 /// One step of a response whose body is in memory (a cached small file, an error page):
-/// the unsent head `area[sent..head_end]`, then `body`. When the body fits behind the head
-/// in `area` it is copied there and the two leave in one `send` of one buffer, which costs
-/// the kernel less than a `sendmsg` importing a message header and an iovec (the head is
-/// about 230 bytes, the area 1 KiB); otherwise `sendmsg` with both.
+/// the unsent preamble `area[sent..preamble_end]`, then `body`. When the body fits
+/// behind the preamble in `area` it is copied there and the two leave in one `send` of
+/// one buffer, which costs the kernel less than a `sendmsg` importing a message header
+/// and an iovec (the preamble is about 230 bytes, the area 1 KiB); otherwise `sendmsg`
+/// with both.
 fn send_in_memory(
     sock: BorrowedFd<'_>,
     area: &mut [u8],
     sent: usize,
-    head_end: usize,
+    preamble_end: usize,
     body: &[u8],
 ) -> rustix::io::Result<usize> {
-    if sent == head_end {
+    if sent == preamble_end {
         return rustix::net::send(sock, body, SendFlags::NOSIGNAL);
     }
-    let end = head_end + body.len();
-    if let Some(behind) = area.get_mut(head_end..end) {
+    let end = preamble_end + body.len();
+    if let Some(behind) = area.get_mut(preamble_end..end) {
         behind.copy_from_slice(body);
         return rustix::net::send(sock, &area[sent..end], SendFlags::NOSIGNAL);
     }
-    let iov = [IoSlice::new(&area[sent..head_end]), IoSlice::new(body)];
+    let iov = [IoSlice::new(&area[sent..preamble_end]), IoSlice::new(body)];
     let mut control = SendAncillaryBuffer::default();
     rustix::net::sendmsg(sock, &iov, &mut control, SendFlags::NOSIGNAL)
 }
 
-/// One step of a file response: the head (with `MSG_MORE` while body bytes follow), else
-/// one `sendfile` from `at` (which the kernel advances). `None`: nothing left.
+/// One step of a file response: the preamble (with `MSG_MORE` while body bytes follow),
+/// else one `sendfile` from `at` (which the kernel advances). `None`: nothing left.
 fn send_file(
     sock: BorrowedFd<'_>,
-    head: &[u8],
+    preamble: &[u8],
     file: BorrowedFd<'_>,
     at: &mut u64,
     end: u64,
 ) -> rustix::io::Result<Option<usize>> {
-    if !head.is_empty() {
+    if !preamble.is_empty() {
         let more = if *at < end {
             SendFlags::MORE
         } else {
             SendFlags::empty()
         };
-        return rustix::net::send(sock, head, more | SendFlags::NOSIGNAL).map(Some);
+        return rustix::net::send(sock, preamble, more | SendFlags::NOSIGNAL).map(Some);
     }
     if *at >= end {
         return Ok(None);
@@ -1160,10 +1177,10 @@ mod tests {
         assert!(!f.conn.take_spent_pages(false), "once");
     }
 
-    /// A head the socket did not take waits in the slot's region, and the next call sends
-    /// it from there (other connections have used the working area meanwhile).
+    /// A preamble the socket did not take waits in the slot's region, and the next call
+    /// sends it from there (other connections have used the working area meanwhile).
     #[test]
-    fn a_head_the_socket_did_not_take_waits_in_the_slot() {
+    fn a_preamble_the_socket_did_not_take_waits_in_the_slot() {
         let mut f = fixture("unsent");
         let mut filled = 0usize;
         for _ in 0..4096 {
@@ -1177,7 +1194,7 @@ mod tests {
             .unwrap();
         assert_eq!(f.step(), Next::Park);
         assert!(
-            f.response().head.sent < f.response().head.len,
+            f.response().preamble.sent < f.response().preamble.len,
             "socket full"
         );
         assert!(
@@ -1242,7 +1259,7 @@ mod tests {
         while let Ok(n) = f.peer.read(&mut b) {
             total += n;
         }
-        assert!(total > 8 << 20, "head and the whole body: {total}");
+        assert!(total > 8 << 20, "preamble and the whole body: {total}");
         assert!(
             matches!(f.conn.awaiting, Awaiting::Head),
             "{:?}",
@@ -1328,7 +1345,7 @@ mod tests {
     }
 
     /// The joined `send` and the two-part `sendmsg` put the same bytes on the wire, and
-    /// a head already sent leaves only the body.
+    /// a preamble already sent leaves only the body.
     #[test]
     fn in_memory_body_joined_or_not_sends_the_same_bytes() {
         let cases: [(usize, usize, &[u8]); 3] =
@@ -1345,11 +1362,11 @@ mod tests {
         }
     }
 
-    /// A head larger than the head area (which the start-up check rules out: here the
-    /// rules carry more `--header` bytes than the fixture's area was sized for) is a 500
-    /// that closes, never a body without its head.
+    /// A preamble larger than the preamble area (which the start-up check rules out: here
+    /// the rules carry more `--header` bytes than the fixture's area was sized for) is a
+    /// 500 that closes, never a body without its preamble.
     #[test]
-    fn a_head_that_does_not_fit_is_a_500_that_closes() {
+    fn a_preamble_that_does_not_fit_is_a_500_that_closes() {
         let mut f = fixture("overflow");
         let line = format!(
             "X-Long: {}\r\n",

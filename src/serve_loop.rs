@@ -16,7 +16,7 @@
 //!
 //! Memory: everything is allocated in [`run`] before the first `epoll_wait` (after the
 //! worker pinned itself, so first touch puts it on the worker's node): the connection
-//! table (`max_conns` slots), one arena of `max_conns × conn::slot_bytes(head area)`
+//! table (`max_conns` slots), one arena of `max_conns × conn::slot_bytes(preamble area)`
 //! rounded up to whole pages a slot (17 KiB of a 20 KiB stride: a 1 KiB response-head area
 //! and a 16 KiB receive area; the head area grows in KiB steps, to 6 KiB at most, only
 //! when the operator's `--header` and `--cache-control` lines need it, and then every

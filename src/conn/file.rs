@@ -22,8 +22,8 @@
 //! the first `--cache-control` rule matching the path served (the fallback's path for a
 //! fallback). Errors carry neither.
 
+use super::in_flight::Outgoing;
 use super::record::{Bufs, Place, Responder};
-use super::response::Outgoing;
 use super::Ctx;
 use crate::files::cache::Served;
 use crate::files::{sidecar_path, FileMeta, Lookup, PATH_MAX};
@@ -86,7 +86,7 @@ impl Responder<'_, '_> {
                 Conditions::Failed => return self.error_answer(412, vary, None, b""),
                 Conditions::NotModified => {
                     h.status = 304;
-                    return self.answer(&h, Place::Area, Outgoing::Nothing);
+                    return self.answer(&h, Place::PreambleArea, Outgoing::Nothing);
                 }
                 Conditions::Unsatisfiable => return self.error_answer(416, vary, Some(size), b""),
                 Conditions::Full => (0, size),
@@ -116,13 +116,13 @@ impl Responder<'_, '_> {
             (Source::Cached(index), None, 200) => self.ctx.cache.file_lines(*index),
             _ => None,
         };
-        // The head borrows the cache's rendered lines: written before the plan.
+        // The `ResponseHead` borrows the cache's rendered lines: written before the plan.
         let (status, written) = (h.status, write_head(self.out, &h));
         let body = match req.method {
             Method::Head => Outgoing::Nothing,
             _ => outgoing(self.ctx, src, first, end),
         };
-        self.answer_written(status, written, Place::Area, body);
+        self.answer_written(status, written, Place::PreambleArea, body);
     }
 
     /// An error answer to a parsed request: the `--error-page` for `status` when one is
@@ -162,7 +162,7 @@ impl Responder<'_, '_> {
         h.vary = vary;
         h.cors = self.line.cors;
         h.challenge = challenge;
-        self.answer(&h, Place::Area, body);
+        self.answer(&h, Place::PreambleArea, body);
     }
 
     /// [`Responder::error_answer`] for a request that did not reach a file.

@@ -3,20 +3,20 @@
 //!
 //! Input: the connection's state, the slot's region (in the loop's arena) and the
 //! loop's working area (`work`, one per loop, laid out as a slot's region is:
-//! response-head area, then receive area). Output: the bytes the call needs copied into
+//! preamble area, then receive area). Output: the bytes the call needs copied into
 //! `work` before it ([`load`]) and the bytes the next call needs copied back into the
 //! slot's region after it ([`store`]). It does not read or write the socket.
 //!
-//! A call reads requests into `work` and builds response heads there, so a request that
+//! A call reads requests into `work` and builds preambles there, so a request that
 //! arrives whole and is answered whole touches no page of its slot: an idle keep-alive
 //! connection costs its `Conn` and nothing more. What must outlive the call is copied to
 //! the slot, each part at the offset it had in `work` (so the log's spans, `logged.rs`,
-//! and a head's `sent` count stay true in either place):
+//! and a preamble's `sent` count stay true in either place):
 //! - the buffered input `inb[..in_len]`: a head (or PROXY header) that did not arrive
 //!   whole, a pipelined rest, and, while a response is in flight with a log line
 //!   pending, the request's bytes that line reads (without a log line they are skipped:
 //!   nothing reads them before `finish_response` drops them);
-//! - the unsent rest of a response head, in the head area or, spilled, at the back of
+//! - the unsent rest of a preamble, in the preamble area or, spilled, at the back of
 //!   the receive area (`logged::spill_at`).
 //!
 //! A body being discarded, a linger and an idle connection hold nothing. When anything is
@@ -41,10 +41,10 @@ pub(crate) struct Areas<'a> {
 }
 
 /// The parts of a slot's region that hold something `c` needs later: its buffered
-/// input, and its unsent response head (each range empty when there is none).
+/// input, and its unsent preamble (each range empty when there is none).
 fn in_use(c: &Conn, region: &[u8]) -> [Range<usize>; 2] {
     let inb = receive_at(region);
-    let (input, head) = match &c.awaiting {
+    let (input, preamble) = match &c.awaiting {
         Awaiting::Send(r) => {
             let end = match c.pending {
                 Some(_) => c.in_len.max(r.answered).min(logged::spill_at(r)),
@@ -54,15 +54,15 @@ fn in_use(c: &Conn, region: &[u8]) -> [Range<usize>; 2] {
                 Some(_) => 0,
                 None => r.answered.min(end),
             };
-            let at = match r.head.spilled {
+            let at = match r.preamble.spilled {
                 true => inb + logged::spill_at(r),
                 false => 0,
             };
-            (start..end, at + r.head.sent..at + r.head.len)
+            (start..end, at + r.preamble.sent..at + r.preamble.len)
         }
         _ => (0..c.in_len, 0..0),
     };
-    [inb + input.start..inb + input.end, head]
+    [inb + input.start..inb + input.end, preamble]
 }
 
 /// Copies what the slot holds for `c` into the working area, before a call. Only the

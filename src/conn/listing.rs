@@ -20,15 +20,15 @@
 //!   If-Unmodified-Since (412); If-None-Match, else If-Modified-Since (304). Range is
 //!   ignored: the body has no length to range over.
 //! - Framing: HTTP/1.1 `Transfer-Encoding: chunked`; HTTP/1.0 has none, so its GET closes
-//!   after the body (`Connection: close`). HEAD sends the GET's head without a body and
+//!   after the body (`Connection: close`). HEAD sends the GET's preamble without a body and
 //!   takes no listing slot; neither does a 304.
 //! - Policy: the page has no script and says so to the browser:
 //!   `Content-Security-Policy: default-src 'none'; style-src 'unsafe-inline'` (names are
 //!   chosen by whoever can write the tree).
 //! - A GET with every listing slot of the worker taken is answered 503.
 
+use super::in_flight::{After, Outgoing};
 use super::record::{Place, Responder};
-use super::response::{After, Outgoing};
 use crate::files::dir::{open_dir, DirMeta};
 use crate::http::accept::prefers_json;
 use crate::http::conditional::{not_modified, precondition_fails};
@@ -59,7 +59,7 @@ macro_rules! policy {
 /// `Cache-Control` of a listing no operator rule covers.
 pub(super) const NO_CACHE: &[u8] = b"Cache-Control: no-cache\r\n";
 
-/// The lines of a listing's head (`chunked`: only on a 200 that will have a body).
+/// The lines of a listing's preamble (`chunked`: only on a 200 that will have a body).
 fn lines(format: Format, chunked: bool) -> &'static [u8] {
     let all: &'static str = match (format, chunked) {
         (Format::Html, true) => concat!(chunked!(), vary!(), policy!()),
@@ -146,7 +146,7 @@ impl Responder<'_, '_> {
             h.status = 304;
             h.content_type = None;
             h.lines = lines(format, false);
-            self.answer(&h, Place::Area, Outgoing::Nothing);
+            self.answer(&h, Place::PreambleArea, Outgoing::Nothing);
             return true;
         }
         // HTTP/1.0 has no chunks: the close ends a GET's body.
@@ -157,7 +157,7 @@ impl Responder<'_, '_> {
         h.persist = self.after.persist();
         h.lines = lines(format, chunked);
         if req.method == Method::Head {
-            self.answer(&h, Place::Area, Outgoing::Nothing);
+            self.answer(&h, Place::PreambleArea, Outgoing::Nothing);
             return true;
         }
         let spec = Spec {
@@ -177,7 +177,7 @@ impl Responder<'_, '_> {
             end: 0,
             last: false,
         };
-        self.answer(&h, Place::Area, body);
+        self.answer(&h, Place::PreambleArea, body);
         true
     }
 }
@@ -187,10 +187,10 @@ mod tests {
     use super::*;
     use crate::http::response::{write_head, HEAD_BASE_MAX, HEAD_CAP};
 
-    /// The largest listing head fits the head area every worker has beside the
+    /// The largest listing preamble fits the preamble area every worker has beside the
     /// operator's lines (which the area is sized for on top).
     #[test]
-    fn the_largest_listing_head_fits_the_smallest_head_area() {
+    fn the_largest_listing_preamble_fits_the_smallest_preamble_area() {
         let meta = DirMeta {
             ino: u64::MAX,
             mtime: i64::MIN,

@@ -8,16 +8,16 @@
 //! clock: no clock read here). No allocation: the request's bytes stay at the front of
 //! the receive area until its response is finished (the next head is not parsed before
 //! that anyway), so only offsets into that area are kept, not copies (between calls the
-//! bytes wait at the same offsets in the slot's own region, `held.rs`). A response head
-//! spilled into the receive area sits at its back
-//! ([`spill_at`]); a field reaching past its start is cut there.
+//! bytes wait at the same offsets in the slot's own region, `held.rs`). A spilled
+//! preamble sits at the back of the receive area ([`spill_at`]); a field reaching past
+//! its start is cut there.
 //!
 //! The client is the connection's own (the peer, or what its PROXY header said), or, for
 //! a trusted peer without `--proxy-protocol`, the one `X-Forwarded-For` names (its last
 //! address, or with `--real-ip-recursive` the first from the right that is not a trusted
 //! proxy: `client_addr::forwarded`).
 
-use super::response::Response;
+use super::in_flight::Response;
 use super::{Awaiting, Conn, Ctx, IN_CAP};
 use crate::auth::basic::{self, DECODED_MAX};
 use crate::client_addr::forwarded_for;
@@ -27,12 +27,12 @@ use crate::log_line::{Record, RequestLine};
 use core::sync::atomic::Ordering::Relaxed;
 use std::net::IpAddr;
 
-/// Where the head of `r`, when spilled (too long for the head area), starts in the
-/// receive area: at its back, so the request in front of it, which the log reads, keeps
-/// all the room the head leaves; the end of the area when nothing is spilled.
+/// Where the preamble of `r`, when spilled (too long for the preamble area), starts in
+/// the receive area: at its back, so the request in front of it, which the log reads,
+/// keeps all the room the preamble leaves; the end of the area when nothing is spilled.
 pub(crate) fn spill_at(r: &Response) -> usize {
-    match r.head.spilled {
-        true => IN_CAP.saturating_sub(r.head.len),
+    match r.preamble.spilled {
+        true => IN_CAP.saturating_sub(r.preamble.len),
         false => IN_CAP,
     }
 }

@@ -1,4 +1,4 @@
-//! One request to one response plan: status, head bytes in the head area, body
+//! One request to one response plan: status, preamble in the preamble area, body
 //! source, and what follows (keep-alive, close, linger).
 //!
 //! Input: the buffered bytes (a complete head, or enough to refuse one), the worker's
@@ -23,9 +23,9 @@
 //! read.
 
 use super::file::Source;
+use super::in_flight::{After, Outgoing, Preamble};
 use super::logged::LoggedRequest;
 use super::record::{Line, Place, Responder};
-use super::response::{After, Head, Outgoing};
 use super::{Conn, Ctx, Scratch, IN_CAP};
 use crate::files::cache::Served;
 use crate::files::Lookup;
@@ -51,7 +51,7 @@ fn unparsed(inb: &[u8]) -> Line<'_> {
             fields: &[],
             accepted: None,
         },
-        head: first.starts_with(b"HEAD "),
+        head_method: first.starts_with(b"HEAD "),
         cors: b"",
     }
 }
@@ -134,7 +134,7 @@ fn line_of<'r>(
             fields,
             accepted: None,
         },
-        head: req.method == Method::Head,
+        head_method: req.method == Method::Head,
         cors,
     }
 }
@@ -250,19 +250,19 @@ fn serve(r: &mut Responder<'_, '_>, req: &Request<'_, '_>, preflight: Option<&[u
 impl Responder<'_, '_> {
     /// 204 to a CORS preflight: the origin lines, the methods, the requested headers
     /// echoed (`echo`, unless empty), the max age and the operator's `--header` lines.
-    /// Its head fits the head area: `SiteRules::head_bytes` counts the longest one.
+    /// Its preamble fits the preamble area: `SiteRules::head_bytes` counts the longest one.
     fn preflight(&mut self, echo: &[u8]) {
         let date = *self.ctx.date.text();
         let mut h = ResponseHead::new(204, &date, self.after.persist());
         h.extra = &self.ctx.site.headers;
         h.cors = self.line.cors;
         h.preflight = Some(echo);
-        self.answer(&h, Place::Area, Outgoing::Nothing);
+        self.answer(&h, Place::PreambleArea, Outgoing::Nothing);
     }
 
     /// 301 to the same path with a trailing slash, query kept. A `Location` too long for
-    /// the head area (a path of more than about 800 bytes) is written to the worker's
-    /// spill area, which the transition moves to the receive area; the connection then
+    /// the preamble area (a path of more than about 800 bytes) is written to the worker's
+    /// spill, which the transition moves to the receive area; the connection then
     /// closes, since that area can no longer hold the pipelined input.
     fn redirect(&mut self, req: &Request<'_, '_>) {
         let date = *self.ctx.date.text();
@@ -275,7 +275,7 @@ impl Responder<'_, '_> {
         h.cors = self.line.cors;
         let body = Outgoing::Static(page, 0);
         if let Some(len) = write_head(self.out, &h) {
-            return self.plan(301, Head::unsent(len, false), body);
+            return self.plan(301, Preamble::unsent(len, false), body);
         }
         self.after = After::Close { linger: true };
         h.persist = self.after.persist();

@@ -1,12 +1,14 @@
 //! The response in flight: one value, carried by `Awaiting::Send` from the moment it is
 //! planned (`record.rs`) until its last byte is written (`conn::finish_response`) or the
-//! connection is abandoned.
+//! connection is abandoned. (`http::response` is the wire format; this is the state.)
 //!
-//! Input: what the planner decided (the head's length and place, the body's source, how
-//! the connection goes on, the request's unread body and head). Output: what the send
-//! loop asks of it (the next bytes, whether all is written) and what the end of the
-//! response needs (the log line's parts, the next state). No I/O; the cache pin and a
-//! listing's slot are taken and given back through the worker's `Ctx`.
+//! Input: what the planner decided (the preamble's length and whether it spilled, the
+//! body's source, how the connection goes on, the request's unread body and the length
+//! of its head). Output: what the send loop asks of it (the next bytes, whether all is
+//! written) and what the end of the response needs (the log line's parts, the next
+//! state). No I/O; the cache pin and a listing's slot are taken and given back through
+//! the worker's `Ctx`. The names (preamble, preamble area, spill, sent) are the ones
+//! `conn`'s module doc defines.
 
 use super::Ctx;
 use crate::files::cache::FileCache;
@@ -14,7 +16,7 @@ use crate::http::response::Persist;
 use rustix::fd::OwnedFd;
 
 /// How the connection goes on after the response: the one value from which both the
-/// head's `Connection` field ([`After::persist`]) and the loop's next step are derived.
+/// preamble's `Connection` field ([`After::persist`]) and the loop's next step are derived.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum After {
     /// Wait for the next request; `minor` is the request's HTTP minor version (1.0 says
@@ -40,7 +42,7 @@ impl After {
         }
     }
 
-    /// The head's `Connection` field.
+    /// The preamble's `Connection` field.
     pub(crate) fn persist(self) -> Persist {
         match self {
             After::KeepAlive { minor: 0 } => Persist::KeepAlive,
@@ -121,22 +123,23 @@ impl Outgoing {
     }
 }
 
-/// The response head: `len` bytes in the head area, or, `spilled`, at the back of
-/// its receive area (a 301 too long for the head area, see `conn::SPILL_CAP`).
+/// The preamble (status line and header fields): `len` bytes in the preamble area, or,
+/// `spilled`, at the back of the receive area (a 301 too long for the preamble area, see
+/// `conn::SPILL_CAP`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Head {
-    /// Bytes of the head.
+pub(super) struct Preamble {
+    /// Bytes of the preamble.
     pub(crate) len: usize,
-    /// Bytes of it written.
+    /// Bytes of it written: the preamble's sent count.
     pub(crate) sent: usize,
-    /// It lives at the back of the receive area.
+    /// It was spilled: it lives at the back of the receive area.
     pub(crate) spilled: bool,
 }
 
-impl Head {
-    /// A head of `len` bytes, none of them written yet.
-    pub(super) fn unsent(len: usize, spilled: bool) -> Head {
-        Head {
+impl Preamble {
+    /// A preamble of `len` bytes, none of them written yet.
+    pub(super) fn unsent(len: usize, spilled: bool) -> Preamble {
+        Preamble {
             len,
             sent: 0,
             spilled,
@@ -147,8 +150,8 @@ impl Head {
 /// The response being written.
 #[derive(Debug)]
 pub(super) struct Response {
-    /// Its head and how much of it is written.
-    pub(crate) head: Head,
+    /// Its preamble and how much of it is written.
+    pub(crate) preamble: Preamble,
     /// What remains of its body.
     pub(crate) body: Outgoing,
     /// The body's cache entry is pinned (a paused cached body must not change).
@@ -160,8 +163,8 @@ pub(super) struct Response {
     /// Body bytes the request still owes: discarded before the next head when the
     /// connection persists (`Awaiting::Body`), else they make the close linger.
     pub(crate) owed: u64,
-    /// Bytes of the answered head, dropped from the receive area once the response is
-    /// finished (the log reads them until then).
+    /// Bytes of the answered request's head, dropped from the receive area once the
+    /// response is finished (the log reads them until then).
     pub(crate) answered: usize,
     /// The turn clock (`Ctx::now_ms`) when it was planned: its response time runs from
     /// there (`stats::latency`).
@@ -169,16 +172,16 @@ pub(super) struct Response {
 }
 
 impl Response {
-    /// Whether the head and the body are all written.
+    /// Whether the preamble and the body are all written.
     pub(super) fn done(&self) -> bool {
-        self.head.sent >= self.head.len && self.body.done()
+        self.preamble.sent >= self.preamble.len && self.body.done()
     }
 
-    /// Accounts `n` written bytes: head first, then the body (`sendfile` moves a file
+    /// Accounts `n` written bytes: preamble first, then the body (`sendfile` moves a file
     /// body's offset itself; the body bytes are counted here for every kind).
     pub(crate) fn advance(&mut self, mut n: usize) {
-        let h = n.min(self.head.len - self.head.sent);
-        self.head.sent += h;
+        let h = n.min(self.preamble.len - self.preamble.sent);
+        self.preamble.sent += h;
         n -= h;
         self.body_sent += n as u64;
         match &mut self.body {

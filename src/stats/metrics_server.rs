@@ -338,7 +338,7 @@ mod tests {
         };
         // Serviced until the arrival is taken (its slot made by closing `gone`), however
         // slowly the machine (or an emulator) hands it over; bounded.
-        let mut admit = |r: &mut Responder, gone: &TcpStream| {
+        let admit = |r: &mut Responder, gone: &TcpStream| {
             let deadline = Instant::now() + Duration::from_secs(10);
             loop {
                 std::thread::sleep(Duration::from_millis(20));

@@ -25,10 +25,11 @@ fn scratch(test: &str) -> PathBuf {
     dir
 }
 
-/// The mirror for `test`, or `None` after the skip line.
-fn mirror(test: &str, dir: &Path) -> Option<Mirror> {
+/// The test's own empty directory and its mirror, or `None` after the skip line.
+fn mirror(test: &str) -> Option<(PathBuf, Mirror)> {
+    let dir = scratch(test);
     match Mirror::start(&dir.join("archive")) {
-        Ok(m) => Some(m),
+        Ok(m) => Some((dir, m)),
         Err(why) => {
             skip_or_fail(test, &why);
             None
@@ -97,8 +98,7 @@ fn broken_host_sources(dir: &Path, mirror: &Mirror) -> PathBuf {
 #[test]
 fn the_kernel_fetch_takes_its_suite_past_broken_ones_in_the_hosts_sources() {
     let test = "the_kernel_fetch_takes_its_suite_past_broken_ones_in_the_hosts_sources";
-    let dir = scratch(test);
-    let Some(mirror) = mirror(test, &dir) else {
+    let Some((dir, mirror)) = mirror(test) else {
         return;
     };
     let host = broken_host_sources(&dir, &mirror);
@@ -142,8 +142,7 @@ fn the_kernel_fetch_takes_its_suite_past_broken_ones_in_the_hosts_sources() {
 #[test]
 fn a_bad_index_fails_after_three_tries_in_one_line_naming_what_where_and_why() {
     let test = "a_bad_index_fails_after_three_tries_in_one_line_naming_what_where_and_why";
-    let dir = scratch(test);
-    let Some(mirror) = mirror(test, &dir) else {
+    let Some((dir, mirror)) = mirror(test) else {
         return;
     };
     let state = format!("{}/apt", dir.display());
@@ -178,8 +177,7 @@ fn a_bad_index_fails_after_three_tries_in_one_line_naming_what_where_and_why() {
 #[test]
 fn a_mirror_away_for_a_moment_is_tried_again() {
     let test = "a_mirror_away_for_a_moment_is_tried_again";
-    let dir = scratch(test);
-    let Some(mirror) = mirror(test, &dir) else {
+    let Some((dir, mirror)) = mirror(test) else {
         return;
     };
     mirror.refuse_next(2);
@@ -202,8 +200,7 @@ fn a_mirror_away_for_a_moment_is_tried_again() {
 #[test]
 fn a_truncated_cached_kernel_is_fetched_again_and_a_whole_one_is_not() {
     let test = "a_truncated_cached_kernel_is_fetched_again_and_a_whole_one_is_not";
-    let dir = scratch(test);
-    let Some(mirror) = mirror(test, &dir) else {
+    let Some((dir, mirror)) = mirror(test) else {
         return;
     };
     let cache = dir.join("cache");

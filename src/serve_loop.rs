@@ -422,6 +422,7 @@ impl<'a> Loop<'a> {
             self.drive_ready();
             self.expire();
             self.sweep();
+            self.ctx.cache.hash_turn(self.ctx.now_ms);
             self.maybe_resume();
             self.ctx.log.tick(&self.ctx.date, self.ctx.now_ms);
             let dropped = self.ctx.log.take_dropped();
@@ -477,6 +478,10 @@ impl<'a> Loop<'a> {
         }
         if let Some(end) = grace_end {
             until = until.min(end);
+        }
+        // A large file's content hash goes on at once, or when its slice is read in.
+        if let Some(at) = self.ctx.cache.hash_wake() {
+            until = until.min(at);
         }
         // Connections that yielded are driven again at once, after polling the others.
         if !self.ready.is_empty() {

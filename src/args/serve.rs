@@ -278,6 +278,12 @@ pub(crate) const FLAGS: &[Flag<Apply>] = &[
         Apply::Site,
     ),
     value(
+        "--etag content|mtime\n\
+         content (default): ETag from a hash of the bytes, the same\n\
+         everywhere; mtime: from mtime and size",
+        Apply::Site,
+    ),
+    value(
         "--dotfiles deny|allow\n\
          deny (default): paths with a segment beginning with . are\n\
          404, as missing files (/.well-known/ is served)",

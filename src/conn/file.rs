@@ -65,15 +65,15 @@ impl Responder<'_, '_> {
             Choice::NotAcceptable => return self.error_answer(406, vary, None, b""),
         };
         let etag = match coding {
-            Some(coding) => rep.etag.coded(coding),
+            Some(coding) => rep.etag.map(|t| t.coded(coding)),
             None => rep.etag,
         };
-        let etag = etag.as_bytes();
+        let etag = etag.as_ref().map(|t| t.as_bytes());
         let date = *self.ctx.date.text();
         let site = self.ctx.site;
         let mut h = ResponseHead::new(200, &date, self.after.persist());
-        h.last_modified = Some(&rep.last_modified);
-        h.etag = Some(etag);
+        h.last_modified = rep.last_modified.as_ref();
+        h.etag = etag;
         h.vary = vary;
         h.content_encoding = coding;
         h.cache_control = crate::site::cache_control(&site.cache_rules, path);
@@ -82,7 +82,7 @@ impl Responder<'_, '_> {
         let size = rep.size;
         // No validator and no Range (the usual request): the full 200, nothing to evaluate.
         let (first, end) = if req.conditional() {
-            match evaluate_conditions(req, etag, rep.mtime, size) {
+            match evaluate_conditions(req, etag, rep.modified(), size) {
                 Conditions::Failed => return self.error_answer(412, vary, None, b""),
                 Conditions::NotModified => {
                     h.status = 304;
@@ -103,7 +103,7 @@ impl Responder<'_, '_> {
         } else {
             // The oracle of the shortcut: without those fields the full evaluation says Full.
             debug_assert!(matches!(
-                evaluate_conditions(req, etag, rep.mtime, size),
+                evaluate_conditions(req, etag, rep.modified(), size),
                 Conditions::Full
             ));
             (0, size)
@@ -192,7 +192,12 @@ enum Conditions {
 
 /// If-Match, else If-Unmodified-Since (412); then If-None-Match, else If-Modified-Since
 /// (304); then Range (GET only) subject to If-Range, over `size` bytes.
-fn evaluate_conditions(req: &Request<'_, '_>, etag: &[u8], mtime: i64, size: u64) -> Conditions {
+fn evaluate_conditions(
+    req: &Request<'_, '_>,
+    etag: Option<&[u8]>,
+    mtime: Option<i64>,
+    size: u64,
+) -> Conditions {
     if precondition_fails(req.if_match(), req.if_unmodified_since(), etag, mtime) {
         return Conditions::Failed;
     }

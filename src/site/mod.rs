@@ -3,8 +3,8 @@
 //! pages (`--error-page`), the single-page-app fallback (`--fallback`,
 //! `--fallback-skip`), media types (`--mime`, `--mime-types`), the sidecars looked for
 //! (`--precompressed`), whether dotfiles are served (`--dotfiles`), which origins may
-//! read the site (`--cors`), who may (`--basic-auth`) and whether directories are listed
-//! (`--list-dirs`).
+//! read the site (`--cors`), who may (`--basic-auth`), whether directories are listed
+//! (`--list-dirs`) and what validators are made of (`--etag`, `SOURCE_DATE_EPOCH`).
 //!
 //! Stage: values validated once from the command line (stage 1) and gathered into
 //! [`SiteRules`], then read by the responder for every request without allocating.
@@ -18,6 +18,7 @@ pub(crate) mod dotfiles;
 pub(crate) mod field;
 pub(crate) mod glob;
 pub mod mime;
+pub(crate) mod validators;
 
 use crate::http::encoding::Precompressed;
 use field::HeaderLine;
@@ -52,6 +53,8 @@ pub struct SiteRules {
     pub(crate) auth: Option<auth::BasicAuth>,
     /// `--list-dirs`: a directory without `index.html` is answered with its listing.
     pub(crate) list_dirs: bool,
+    /// `--etag`, and `SOURCE_DATE_EPOCH`: what validators are made of.
+    pub(crate) validators: validators::Validators,
 }
 
 impl SiteRules {

@@ -11,7 +11,7 @@
 //! changed file keeps its tag must be negligible (128 bits kept); and the crate already
 //! has SHA-256 of its own (`crypt::sha2`, FIPS 180-4 vectors), so the tag costs no new
 //! code and anyone can compute it: `sha256sum FILE | cut -c1-32`. It is slower than a
-//! non-cryptographic hash (about 200-400 MB/s here), which matters little: it runs once
+//! non-cryptographic hash, which matters little: it runs once
 //! per version of a file, never per request.
 //!
 //! A large file is read in slices with `preadv2(RWF_NOWAIT)` (`sys::pread_nowait`), so

@@ -16,3 +16,4 @@ mod mime_limit;
 mod mime_types;
 mod multihost;
 mod send_buffer;
+mod validators;

@@ -720,6 +720,8 @@ mod tests {
             "--mime" => "md=text/markdown",
             "--dotfiles" => "allow",
             "--etag" => "mtime",
+            "--compress" => "off",
+            "--compress-types" => "text/*",
             "--mime-types" => "/etc/mime.types",
             "--cors" => "https://app.example",
             "--basic-auth" => "/etc/steerd/htpasswd",

@@ -915,7 +915,15 @@ fn send_file(
 fn body_rest<'c>(body: &Outgoing, ctx: &'c Ctx<'_>) -> &'c [u8] {
     let piece = match *body {
         Outgoing::Static(b, at) => return b.get(at..).unwrap_or(&[]),
-        Outgoing::Cached { index, at, end } => ctx.cache.body(index).get(at..end),
+        Outgoing::Cached {
+            index,
+            at,
+            end,
+            gzip,
+        } => match gzip {
+            true => ctx.cache.gzip_body(index).get(at..end),
+            false => ctx.cache.body(index).get(at..end),
+        },
         Outgoing::Listing { index, at, end, .. } => ctx.listings.bytes(index).get(at..end),
         _ => None,
     };

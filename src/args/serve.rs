@@ -278,6 +278,17 @@ pub(crate) const FLAGS: &[Flag<Apply>] = &[
         Apply::Site,
     ),
     value(
+        "--compress gzip|off\n\
+         gzip (default): compress text, JSON, JS, SVG, XML, wasm once\n\
+         per file version when accepted and no sidecar serves it",
+        Apply::Site,
+    ),
+    value(
+        "--compress-types LIST\n\
+         media types compressed (type/subtype or type/*, comma-separated)",
+        Apply::Site,
+    ),
+    value(
         "--etag content|mtime\n\
          content (default): ETag from a hash of the bytes, the same\n\
          everywhere; mtime: from mtime and size",

@@ -1,6 +1,7 @@
 //! Stage 1, the everyday-serving flags: `--precompressed`, `--header`, `--cache-control`,
 //! `--error-page`, `--fallback`, `--fallback-skip`, `--mime`, `--mime-types`, `--dotfiles`,
-//! `--cors`, `--basic-auth` with `--basic-auth-realm` and `--basic-auth-skip`, `--etag`
+//! `--cors`, `--basic-auth` with `--basic-auth-realm` and `--basic-auth-skip`, `--compress`,
+//! `--compress-types`, `--etag`
 //! (with `SOURCE_DATE_EPOCH` from the environment, `args::parse_serve_in`), and the
 //! switch `--list-dirs`.
 //!
@@ -14,6 +15,7 @@ use super::{flag_error, ArgsError};
 use crate::http::encoding::Precompressed;
 use crate::http::response::{error_body, head_area};
 use crate::site::auth::{check_realm, BasicAuth, DEFAULT_REALM};
+use crate::site::compress::Compress;
 use crate::site::cors::Cors;
 use crate::site::dotfiles::Dotfiles;
 use crate::site::field::HeaderLine;
@@ -58,6 +60,8 @@ pub struct SiteArgs {
     pub(crate) etag: EtagMode,
     /// `SOURCE_DATE_EPOCH` from the server's environment.
     pub(crate) source_date_epoch: Option<i64>,
+    /// `--compress gzip|off` (default `gzip`) and `--compress-types LIST`.
+    pub(crate) compress: Compress,
 }
 
 impl SiteArgs {
@@ -76,6 +80,8 @@ impl SiteArgs {
             "--mime" => self.mime.push(MimeOverride::parse(value).map_err(named)?),
             "--dotfiles" => self.dotfiles = Dotfiles::parse(value).map_err(named)?,
             "--etag" => self.etag = EtagMode::parse(value).map_err(named)?,
+            "--compress" => self.compress.gzip = Compress::parse_mode(value).map_err(named)?,
+            "--compress-types" => self.compress.set_types(value).map_err(named)?,
             "--cors" => self.cors.add(value).map_err(named)?,
             "--mime-types" if value.is_empty() => return Err(named("expected a file")),
             "--mime-types" => self.mime_types = Some(PathBuf::from(value)),
@@ -201,6 +207,7 @@ impl SiteArgs {
                 etag: self.etag,
                 source_date_epoch: self.source_date_epoch,
             },
+            compress: self.compress.clone(),
         }
     }
 }

@@ -37,6 +37,8 @@ use rustix::fd::OwnedFd;
 /// Where a body's bytes come from.
 pub(super) enum Source {
     Cached(u32),
+    /// A cache entry's gzip bytes, compressed once (`files::cache::compress`).
+    CachedGzip(u32),
     File(OwnedFd),
 }
 
@@ -49,12 +51,36 @@ impl Responder<'_, '_> {
         meta: &FileMeta,
         src: Source,
     ) {
-        let vary = !meta.sidecars.is_empty();
-        let order = self.ctx.cache.options().precompressed;
-        // The representation: the file itself or a sidecar, described by its own metadata.
+        // Compressed by us: a cached small file of a compressible type, whose gzip
+        // sidecar (if any) keeps priority.
+        let ours = match src {
+            Source::Cached(index) if self.compressible(index, meta) => Some(index),
+            _ => None,
+        };
+        let mut usable = meta.sidecars;
+        let mut order = self.ctx.cache.options().precompressed;
+        if ours.is_some() {
+            (usable, order) = (usable.with(Coding::Gzip), order.with_gzip());
+        }
+        let vary = !usable.is_empty();
+        // The representation: the file itself, a sidecar or our gzip bytes, described by
+        // its own metadata.
         let side: FileMeta;
-        let (rep, src, coding) = match req.accept_encoding().choose(&order, meta.sidecars) {
+        let (rep, src, coding) = match req.accept_encoding().choose(&order, usable) {
             Choice::Identity => (meta, src, None),
+            Choice::Coded(Coding::Gzip) if !meta.sidecars.contains(Coding::Gzip) => {
+                match ours.and_then(|i| Some((i, self.ctx.cache.gzip(i)?))) {
+                    Some((index, len)) => {
+                        side = FileMeta {
+                            size: len as u64,
+                            ..*meta
+                        };
+                        (&side, Source::CachedGzip(index), Some(Coding::Gzip))
+                    }
+                    // Not ready yet (now queued): the identity bytes meanwhile.
+                    None => (meta, src, None),
+                }
+            }
             Choice::Coded(coding) => match sidecar(self.ctx, &mut self.bufs, path, coding) {
                 Some((m, s)) => {
                     side = m;
@@ -123,6 +149,16 @@ impl Responder<'_, '_> {
             _ => outgoing(self.ctx, src, first, end),
         };
         self.answer_written(status, written, Place::PreambleArea, body);
+    }
+
+    /// Whether cache entry `index` (holding `meta`'s file) is sent gzip-compressed by
+    /// us to a client that prefers it: `--compress gzip`, a type of `--compress-types`,
+    /// at least 1 KiB, bytes in memory, and not found not to shrink.
+    fn compressible(&self, index: u32, meta: &FileMeta) -> bool {
+        let cache = &self.ctx.cache;
+        meta.size >= crate::files::cache::COMPRESS_MIN
+            && !cache.gzip_refused(index)
+            && self.ctx.site.compress.wants(meta.mime)
     }
 
     /// An error answer to a parsed request: the `--error-page` for `status` when one is
@@ -253,6 +289,13 @@ fn outgoing(ctx: &Ctx<'_>, src: Source, first: u64, end: u64) -> Outgoing {
             index,
             at: first as usize,
             end: end as usize,
+            gzip: false,
+        },
+        Source::CachedGzip(index) => Outgoing::Cached {
+            index,
+            at: first as usize,
+            end: end as usize,
+            gzip: true,
         },
         Source::File(fd) => Outgoing::File { fd, at: first, end },
     }

@@ -50,10 +50,13 @@
 //! entry is never reloaded or replaced, so the bytes (or the descriptor) under a paused
 //! write do not change.
 
+mod compress;
+
 use super::content_tag::{self, Hashing, Step};
 use super::{open, probe, FileMeta, FileOptions, Lookup, Probe, PATH_MAX};
 use crate::http::response::write_file_lines;
 use crate::site::validators::EtagMode;
+pub(crate) use compress::{Gz, MIN_SIZE as COMPRESS_MIN};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
 
@@ -111,6 +114,10 @@ struct Entry {
     lines_len: usize,
     /// A descriptor entry's content hash in progress (`--etag content`).
     hashing: Option<Hashing>,
+    /// The value of `stats.loads` when this entry's file was stored (its version).
+    loaded: u64,
+    /// Its compressed representation ([`compress`]).
+    gz: Gz,
 }
 
 /// The result of a cached lookup.
@@ -131,6 +138,8 @@ pub struct CacheStats {
     pub loads: u64,
     /// Revalidations (re-resolve and compare).
     pub revalidations: u64,
+    /// Files compressed (gzip bytes made, [`compress`]).
+    pub(crate) compressions: u64,
 }
 
 /// One worker's small-file cache.
@@ -144,6 +153,8 @@ pub struct FileCache {
     options: FileOptions,
     /// When [`FileCache::hash_turn`] has work: now, or when a slice it waits for is read.
     hash_wake: Option<u64>,
+    /// Compressed representations ([`compress`]).
+    gz: compress::Compressor,
     /// Running counters.
     pub stats: CacheStats,
 }
@@ -190,6 +201,8 @@ impl FileCache {
                 pins: 0,
                 lines_len: 0,
                 hashing: None,
+                loaded: 0,
+                gz: Gz::Untried,
             })
             .collect();
         FileCache {
@@ -200,6 +213,7 @@ impl FileCache {
             revalidate_ms: cfg.revalidate.as_millis() as u64,
             options: FileOptions::default(),
             hash_wake: None,
+            gz: compress::Compressor::default(),
             stats: CacheStats::default(),
         }
     }
@@ -387,6 +401,7 @@ impl FileCache {
         e.checked_ms = now_ms;
         e.used_ms = now_ms;
         self.stats.loads += 1;
+        e.loaded = self.stats.loads;
         Served::Hit(index)
     }
 }
@@ -493,6 +508,7 @@ impl Entry {
         self.meta = None;
         self.file = None;
         self.hashing = None;
+        self.gz = Gz::Untried;
         self.key_len = 0;
     }
 }

@@ -4,7 +4,8 @@
 //! `--fallback-skip`), media types (`--mime`, `--mime-types`), the sidecars looked for
 //! (`--precompressed`), whether dotfiles are served (`--dotfiles`), which origins may
 //! read the site (`--cors`), who may (`--basic-auth`), whether directories are listed
-//! (`--list-dirs`) and what validators are made of (`--etag`, `SOURCE_DATE_EPOCH`).
+//! (`--list-dirs`), what validators are made of (`--etag`, `SOURCE_DATE_EPOCH`) and what
+//! is compressed (`--compress`, `--compress-types`).
 //!
 //! Stage: values validated once from the command line (stage 1) and gathered into
 //! [`SiteRules`], then read by the responder for every request without allocating.
@@ -13,6 +14,7 @@
 //! and at each reload), and serving them the responder's.
 
 pub(crate) mod auth;
+pub(crate) mod compress;
 pub(crate) mod cors;
 pub(crate) mod dotfiles;
 pub(crate) mod field;
@@ -55,6 +57,8 @@ pub struct SiteRules {
     pub(crate) list_dirs: bool,
     /// `--etag`, and `SOURCE_DATE_EPOCH`: what validators are made of.
     pub(crate) validators: validators::Validators,
+    /// `--compress`, `--compress-types`: what is sent gzip-compressed without a sidecar.
+    pub(crate) compress: compress::Compress,
 }
 
 impl SiteRules {

@@ -123,7 +123,7 @@ fn no_allocation_per_request_after_warm_up() {
 }
 
 /// Requests per [`site_round`].
-const SITE_PER_ROUND: usize = 23;
+const SITE_PER_ROUND: usize = 27;
 
 /// Entries of the listed directory: names long enough that a listing takes several
 /// passes of a [`LISTING_NAMES`] arena and many pieces of output.
@@ -138,12 +138,18 @@ fn long_name() -> String {
     format!("{}.js", "l".repeat(200))
 }
 
-/// Twenty-three requests on one connection exercising every everyday-serving option.
+/// Twenty-seven requests on one connection exercising every everyday-serving option,
+/// gzip compressed once by the server included (`/site.css`: compressed in the warm-up,
+/// then sent from memory whole, as a range, as a 304 and to a HEAD).
 fn site_round(addr: std::net::SocketAddr, buf: &mut [u8]) {
     let long = long_name();
     let reqs = format!(
         "GET /app.js HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\n\r\n\
          GET /app.js HTTP/1.1\r\nHost: t\r\nAccept-Encoding: br;q=0.5, zstd\r\n\r\n\
+         GET /site.css HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\n\r\n\
+         GET /site.css HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\nRange: bytes=3-9\r\n\r\n\
+         GET /site.css HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\nIf-None-Match: *\r\n\r\n\
+         HEAD /site.css HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip, br\r\n\r\n\
          GET /app.js HTTP/1.1\r\nHost: t\r\n\r\n\
          GET /app.js HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\nRange: bytes=0-1\r\n\r\n\
          GET /app.js HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\nIf-None-Match: *\r\n\r\n\
@@ -188,6 +194,7 @@ fn no_allocation_per_request_with_every_site_option() {
     std::fs::write(r.join(format!("{}.gz", long_name())), "gz").unwrap();
     std::fs::write(r.join("404.html"), "custom 404").unwrap();
     std::fs::write(r.join("a.md"), "# md").unwrap();
+    std::fs::write(r.join("site.css"), "body { margin: 0 }\n".repeat(200)).unwrap();
     std::fs::write(r.join(".env"), "SECRET").unwrap();
     std::fs::create_dir(r.join("listed")).unwrap();
     for i in 0..LISTED {
@@ -248,6 +255,15 @@ fn no_allocation_per_request_with_every_site_option() {
     ] {
         assert!(log.contains(status), "{status} missing from the log");
     }
+    // The gzip bytes were what the measured rounds sent: under the file's 3,800.
+    let css = "\"GET /site.css HTTP/1.1\" 200 ";
+    let sizes = log
+        .lines()
+        .filter_map(|l| l.split_once(css)?.1.split(' ').next());
+    let gzipped = sizes
+        .filter(|n| n.parse::<u32>().is_ok_and(|n| n < 3800))
+        .count();
+    assert!(gzipped >= rounds, "{gzipped} gzip answers of /site.css");
     for listing in [
         "\"GET /listed/ HTTP/1.1\" 200 ",
         "\"HEAD /empty-dir/ HTTP/1.1\" 200 ",

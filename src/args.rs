@@ -722,6 +722,7 @@ mod tests {
             "--etag" => "mtime",
             "--compress" => "off",
             "--compress-types" => "text/*",
+            "--compress-cache" => "/var/cache/steerd",
             "--mime-types" => "/etc/mime.types",
             "--cors" => "https://app.example",
             "--basic-auth" => "/etc/steerd/htpasswd",

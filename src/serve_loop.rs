@@ -209,8 +209,14 @@ const MAX_WAIT_MS: u64 = 500;
 /// arena under `--compress gzip`.
 fn file_cache(cfg: CacheConfig, site: &SiteRules) -> FileCache {
     let cache = FileCache::new(cfg).with_options(FileOptions::serving(site));
+    // Checked at start and by each reload (`preflight::compress_cache`): a directory
+    // gone since is no large-file compression, not a worker that cannot start.
+    use rustix::fs::OFlags;
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let dir = site.compress.cache_dir.as_ref();
+    let dir = dir.and_then(|d| rustix::fs::open(d, flags, rustix::fs::Mode::empty()).ok());
     match site.compress.gzip {
-        true => cache.with_compression(),
+        true => cache.with_compression(dir),
         false => cache,
     }
 }
@@ -433,7 +439,7 @@ impl<'a> Loop<'a> {
             self.expire();
             self.sweep();
             self.ctx.cache.hash_turn(self.ctx.now_ms);
-            if self.ctx.cache.compress_turn() {
+            if self.ctx.cache.compress_turn(self.ctx.now_ms) {
                 self.ctx.counters.compressions.fetch_add(1, Relaxed);
             }
             self.maybe_resume();
@@ -497,8 +503,8 @@ impl<'a> Loop<'a> {
             until = until.min(at);
         }
         // So is a compression (a slice a turn).
-        if self.ctx.cache.compress_pending() {
-            until = now;
+        if let Some(at) = self.ctx.cache.compress_wake() {
+            until = until.min(at.max(now));
         }
         // Connections that yielded are driven again at once, after polling the others.
         if !self.ready.is_empty() {

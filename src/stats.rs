@@ -234,7 +234,7 @@ const FAMILIES: [Family; 13] = [
     Family {
         name: "steerd_compressions_total",
         kind: "counter",
-        help: "Files compressed into gzip bytes kept in memory (once per file version).",
+        help: "Files compressed into gzip bytes, once per file version (memory or --compress-cache).",
         read: |c| load(&c.compressions),
     },
     Family {

@@ -289,6 +289,12 @@ pub(crate) const FLAGS: &[Flag<Apply>] = &[
         Apply::Site,
     ),
     value(
+        "--compress-cache DIR\n\
+         keep gzip of files over 64 KiB as DIR/<content hash>.gz (else\n\
+         they go uncompressed); needs --etag content",
+        Apply::Site,
+    ),
+    value(
         "--etag content|mtime\n\
          content (default): ETag from a hash of the bytes, the same\n\
          everywhere; mtime: from mtime and size",

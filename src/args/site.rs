@@ -1,7 +1,7 @@
 //! Stage 1, the everyday-serving flags: `--precompressed`, `--header`, `--cache-control`,
 //! `--error-page`, `--fallback`, `--fallback-skip`, `--mime`, `--mime-types`, `--dotfiles`,
 //! `--cors`, `--basic-auth` with `--basic-auth-realm` and `--basic-auth-skip`, `--compress`,
-//! `--compress-types`, `--etag`
+//! `--compress-types`, `--compress-cache`, `--etag`
 //! (with `SOURCE_DATE_EPOCH` from the environment, `args::parse_serve_in`), and the
 //! switch `--list-dirs`.
 //!
@@ -82,6 +82,8 @@ impl SiteArgs {
             "--etag" => self.etag = EtagMode::parse(value).map_err(named)?,
             "--compress" => self.compress.gzip = Compress::parse_mode(value).map_err(named)?,
             "--compress-types" => self.compress.set_types(value).map_err(named)?,
+            "--compress-cache" if value.is_empty() => return Err(named("expected a directory")),
+            "--compress-cache" => self.compress.cache_dir = Some(PathBuf::from(value)),
             "--cors" => self.cors.add(value).map_err(named)?,
             "--mime-types" if value.is_empty() => return Err(named("expected a file")),
             "--mime-types" => self.mime_types = Some(PathBuf::from(value)),

@@ -153,7 +153,7 @@ impl Responder<'_, '_> {
 
     /// Whether cache entry `index` (holding `meta`'s file) is sent gzip-compressed by
     /// us to a client that prefers it: `--compress gzip`, a type of `--compress-types`,
-    /// at least 1 KiB, bytes in memory, and not found not to shrink.
+    /// at least 1 KiB, in memory or with `--compress-cache`, and not found not to shrink.
     fn compressible(&self, index: u32, meta: &FileMeta) -> bool {
         let cache = &self.ctx.cache;
         meta.size >= crate::files::cache::COMPRESS_MIN
@@ -284,6 +284,13 @@ fn outgoing(ctx: &Ctx<'_>, src: Source, first: u64, end: u64) -> Outgoing {
             index,
             at: first,
             end,
+            gzip: false,
+        },
+        Source::CachedGzip(index) if ctx.cache.gzip_file(index).is_some() => Outgoing::CachedFile {
+            index,
+            at: first,
+            end,
+            gzip: true,
         },
         Source::Cached(index) => Outgoing::Cached {
             index,

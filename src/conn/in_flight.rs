@@ -70,7 +70,8 @@ pub(crate) enum Outgoing {
         /// The entry's gzip bytes rather than the file's (`files::cache::compress`).
         gzip: bool,
     },
-    /// Bytes `at..end` of a file-cache entry's open file, by `sendfile`.
+    /// Bytes `at..end` of a file-cache entry's open file (or its `.gz` in
+    /// `--compress-cache DIR`), by `sendfile`.
     CachedFile {
         /// Entry index.
         index: u32,
@@ -78,6 +79,8 @@ pub(crate) enum Outgoing {
         at: u64,
         /// End (exclusive).
         end: u64,
+        /// The entry's `.gz` rather than its file.
+        gzip: bool,
     },
     /// Bytes `at..end` of an open file, by `sendfile`.
     File {

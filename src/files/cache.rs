@@ -51,6 +51,7 @@
 //! write do not change.
 
 mod compress;
+mod gz_file;
 
 use super::content_tag::{self, Hashing, Step};
 use super::{open, probe, FileMeta, FileOptions, Lookup, Probe, PATH_MAX};
@@ -118,6 +119,8 @@ struct Entry {
     loaded: u64,
     /// Its compressed representation ([`compress`]).
     gz: Gz,
+    /// A descriptor entry's `.gz` in `--compress-cache DIR`, when ready.
+    gz_fd: Option<OwnedFd>,
 }
 
 /// The result of a cached lookup.
@@ -203,6 +206,7 @@ impl FileCache {
                 hashing: None,
                 loaded: 0,
                 gz: Gz::Untried,
+                gz_fd: None,
             })
             .collect();
         FileCache {
@@ -509,6 +513,7 @@ impl Entry {
         self.file = None;
         self.hashing = None;
         self.gz = Gz::Untried;
+        self.gz_fd = None;
         self.key_len = 0;
     }
 }

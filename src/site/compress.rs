@@ -1,5 +1,6 @@
-//! `--compress gzip|off` and `--compress-types LIST`: which files are sent gzip-compressed
-//! when no sidecar serves the request (compressed once per file version, `files::cache`).
+//! `--compress gzip|off`, `--compress-types LIST` and `--compress-cache DIR`: which files
+//! are sent gzip-compressed when no sidecar serves the request (compressed once per file
+//! version, `files::cache`), and where large files' gzip bytes are kept.
 //!
 //! Input: the flags' values. Output: a [`Compress`] the responder asks, per file, whether
 //! its media type is compressible. No I/O, no allocation after parsing.
@@ -34,6 +35,8 @@ pub(crate) struct Compress {
     pub(crate) gzip: bool,
     /// `--compress-types`: media types, lowercase, `type/*` for a whole type.
     types: Vec<Box<[u8]>>,
+    /// `--compress-cache DIR`: where large files' `.gz` are written.
+    pub(crate) cache_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for Compress {
@@ -41,6 +44,7 @@ impl Default for Compress {
         Compress {
             gzip: true,
             types: parse_types(DEFAULT_TYPES).unwrap_or_default(),
+            cache_dir: None,
         }
     }
 }

@@ -217,3 +217,61 @@ fn sidecars_win_and_images_tiny_files_and_incompressible_text_stay_identity() {
         "PNG is never compressed"
     );
 }
+
+/// A 2 MB script under `--compress-cache DIR`: hashed, then compressed once into
+/// `DIR/<content hash>.gz` (written anonymously and linked whole) and answered 50 times
+/// from it by `sendfile`, each answer decoding to the file; a second server over the
+/// same directory serves that file without compressing again.
+#[test]
+fn a_2_mb_script_is_answered_50_times_from_one_compression_in_the_cache_dir() {
+    let (site, js) = site_with_script("gz-2mb", 2_000_000);
+    let dir = site.base.join("gz-cache");
+    std::fs::create_dir(&dir).unwrap();
+    let cache = dir.to_str().unwrap();
+    let srv = serve(&site.root, &["--compress-cache", cache]);
+    let first = first_gzip(&srv, "/app.js");
+    assert_eq!(gunzip(&first.body), js);
+    let tag = first.header("etag").unwrap().to_string();
+    let plain = get(srv.addr, "/app.js", "");
+    let plain_tag = plain.header("etag").expect("hashed by now");
+    assert_eq!(tag, format!("{}-gzip\"", &plain_tag[..plain_tag.len() - 1]));
+    for _ in 0..50 {
+        let r = get(srv.addr, "/app.js", GZ);
+        assert_eq!(r.header("content-encoding"), Some("gzip"));
+        assert_eq!(r.body, first.body, "one compression, the same bytes");
+    }
+    assert_eq!(srv.metric("steerd_compressions_total"), 1);
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, [format!("{}.gz", &plain_tag[1..33])]);
+    let part = get(srv.addr, "/app.js", &format!("{GZ}Range: bytes=-100\r\n"));
+    assert_eq!(part.status, 206);
+    assert_eq!(part.body, &first.body[first.body.len() - 100..]);
+    let again = serve(&site.root, &["--compress-cache", cache]);
+    let r = first_gzip(&again, "/app.js");
+    assert_eq!(r.header("etag"), Some(tag.as_str()));
+    assert_eq!(r.body, first.body);
+    assert_eq!(again.metric("steerd_compressions_total"), 0);
+}
+
+/// A `--compress-cache` that is not a writable directory is refused at start.
+#[test]
+fn a_compress_cache_that_is_no_directory_is_refused() {
+    let site = Site::new("gz-bad-cache");
+    let file = site.root.join("hello.txt");
+    let out = Command::new(support::server::binary())
+        .arg("serve")
+        .arg(&site.root)
+        .args(["--listen", "127.0.0.1:0", "--compress-cache"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("--compress-cache") && err.contains("hello.txt"),
+        "{err}"
+    );
+}

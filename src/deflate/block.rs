@@ -143,7 +143,9 @@ impl Block {
         }
     }
 
-    /// The block's symbols and its end under `codes` (lengths and codes filled).
+    /// The block's symbols and its end under `codes` (lengths and codes filled). Out of
+    /// line: the fixed and the dynamic block share one copy.
+    #[inline(never)]
     fn huffman(&mut self, c: &Codes, out: &mut Vec<u8>) {
         let bits = &mut self.bits;
         for &sym in &self.syms[..self.n.min(self.syms.len())] {
@@ -263,18 +265,20 @@ impl Codes {
 
     /// Bits of the symbols' codes alone (no extra bits, no header).
     fn cost(&self, lit: &[u32; 286], dist: &[u32; 30]) -> u64 {
-        let l: u64 = lit
-            .iter()
-            .zip(&self.lit_len)
-            .map(|(&f, &n)| f as u64 * n as u64)
-            .sum();
-        let d: u64 = dist
-            .iter()
-            .zip(&self.dist_len)
-            .map(|(&f, &n)| f as u64 * n as u64)
-            .sum();
-        l + d
+        weighted(lit, &self.lit_len) + weighted(dist, &self.dist_len)
     }
+}
+
+/// Sum of frequency times code length: a block holds at most 16 K symbols of at most
+/// 15 bits each, so `u32` cannot overflow. Out of line: both codes of both block
+/// kinds share one copy.
+#[inline(never)]
+fn weighted(freq: &[u32], lens: &[u8]) -> u64 {
+    let mut sum = 0u32;
+    for (&f, &l) in freq.iter().zip(lens) {
+        sum = sum.wrapping_add(f.wrapping_mul(l as u32));
+    }
+    sum as u64
 }
 
 /// A dynamic block's header: the two codes' lengths, run-length coded, and the

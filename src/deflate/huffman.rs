@@ -113,7 +113,7 @@ fn depth_counts(keys: &[u32], limit: u8, count: &mut [u16; 16]) {
     while kraft > 1 << limit {
         // Take one leaf off the deepest level and hang it, with a leaf from the deepest
         // level above that has one, one level lower: the sum drops by one deepest unit.
-        count[limit] -= 1;
+        count[limit] = count[limit].saturating_sub(1);
         if let Some(l) = (1..limit).rev().find(|&l| count[l] > 0) {
             count[l] -= 1;
             count[l + 1] += 2;

@@ -183,7 +183,9 @@ impl Matcher {
         let mut found = None;
         while cur > limit && cur < self.pos {
             let cand = self.window.get(cur..cur + max)?;
-            if cand[best] == scan[best] && cand[0] == scan[0] && cand[1] == scan[1] {
+            // The two bytes that would make it longer than the best first, as zlib does.
+            let ends = |s: &[u8]| [s[best - 1], s[best]];
+            if ends(cand) == ends(scan) && cand[..2] == scan[..2] {
                 let len = common_prefix(cand, scan);
                 if len > best {
                     best = len;

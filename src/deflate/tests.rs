@@ -188,3 +188,74 @@ fn copies_across_writes_match_one_write() {
     e.finish(&mut out);
     assert!(out == whole);
 }
+
+/// Runs the system's `gzip` with `args` on `input`; None (after the skip line) when it
+/// cannot be run.
+fn system_gzip(args: &[&str], input: &[u8]) -> Option<Vec<u8>> {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let child = Command::new("gzip")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn();
+    let Ok(mut child) = child else {
+        crate::test_skip::skip_or_fail(&crate::test_skip::this_test(), "no gzip on PATH");
+        return None;
+    };
+    let mut stdin = child.stdin.take()?;
+    let feed = input.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&feed));
+    let out = child.wait_with_output().expect("gzip runs");
+    writer
+        .join()
+        .expect("writer")
+        .expect("gzip reads its input");
+    assert!(out.status.success(), "gzip {args:?}: {}", out.status);
+    Some(out.stdout)
+}
+
+/// Text of the repository itself: the example site and the docs.
+fn text_files() -> Vec<(String, Vec<u8>)> {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let names = [
+        "site/index.html",
+        "site/app.js",
+        "site/style.css",
+        "README.md",
+        "docs/design.md",
+        "docs/serving.md",
+        "src/http/parse.rs",
+    ];
+    names
+        .iter()
+        .map(|n| {
+            (
+                n.to_string(),
+                std::fs::read(format!("{root}/{n}")).expect(n),
+            )
+        })
+        .collect()
+}
+
+/// The system's `gzip -d` reads what we write, and for text our output is within 115%
+/// of `gzip -6`'s (the bound).
+#[test]
+fn system_gzip_decodes_and_sizes_compare() {
+    for (name, data) in text_files() {
+        let ours = round_trip(&data);
+        let Some(decoded) = system_gzip(&["-d", "-c"], &ours) else {
+            return;
+        };
+        assert!(decoded == data, "{name}: gzip -d gives other bytes");
+        let Some(theirs) = system_gzip(&["-6", "-n", "-c"], &data) else {
+            return;
+        };
+        assert!(
+            ours.len() * 100 <= theirs.len() * 115,
+            "{name}: {} bytes against gzip -6's {}",
+            ours.len(),
+            theirs.len()
+        );
+    }
+}

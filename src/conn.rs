@@ -821,7 +821,12 @@ fn send_some(
         let preamble = &out[r.preamble.sent..r.preamble.len];
         let result = match &mut r.body {
             Outgoing::File { fd: file, at, end } => send_file(fd, preamble, file.as_fd(), at, *end),
-            Outgoing::CachedFile { index, at, end } => match ctx.cache.file(*index) {
+            Outgoing::CachedFile {
+                index,
+                at,
+                end,
+                gzip,
+            } => match gzip_or_file(ctx, *index, *gzip) {
                 Some(file) => send_file(fd, preamble, file, at, *end),
                 None => return Sent::Failed,
             },
@@ -911,11 +916,27 @@ fn send_file(
     rustix::fs::sendfile(sock, file, Some(at), count).map(Some)
 }
 
+/// A cached entry's open file, or its `.gz` in `--compress-cache DIR`.
+fn gzip_or_file<'c>(ctx: &'c Ctx<'_>, index: u32, gzip: bool) -> Option<BorrowedFd<'c>> {
+    match gzip {
+        true => ctx.cache.gzip_file(index),
+        false => ctx.cache.file(index),
+    }
+}
+
 /// The unsent part of an in-memory body (for a listing, of its current piece).
 fn body_rest<'c>(body: &Outgoing, ctx: &'c Ctx<'_>) -> &'c [u8] {
     let piece = match *body {
         Outgoing::Static(b, at) => return b.get(at..).unwrap_or(&[]),
-        Outgoing::Cached { index, at, end } => ctx.cache.body(index).get(at..end),
+        Outgoing::Cached {
+            index,
+            at,
+            end,
+            gzip,
+        } => match gzip {
+            true => ctx.cache.gzip_body(index).get(at..end),
+            false => ctx.cache.body(index).get(at..end),
+        },
         Outgoing::Listing { index, at, end, .. } => ctx.listings.bytes(index).get(at..end),
         _ => None,
     };

@@ -3,6 +3,7 @@
 mod basic_auth;
 mod basic_auth_file;
 mod binary;
+mod compress;
 mod cors;
 mod dotfiles;
 mod drain;
@@ -16,3 +17,4 @@ mod mime_limit;
 mod mime_types;
 mod multihost;
 mod send_buffer;
+mod validators;

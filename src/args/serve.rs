@@ -7,7 +7,8 @@
 //! `args/logging.rs`, `args/listen.rs` and `args/site.rs`; each names its flag and value.
 
 use super::flag::{lookup, rendered, row, rows, split_inline, Flag, Seen, Takes};
-use super::logging::LogFlags;
+use super::logging::{LogFlag, LogFlags};
+use super::site::SiteFlag;
 use super::{
     err, flag_error, listen, parse_addr, parse_cpus, parse_master_cpu, parse_secs, parse_size,
     parse_slots, parse_steer, parse_user, parse_workers, ArgsError, ServeArgs, DEFAULT_LISTEN,
@@ -59,12 +60,10 @@ pub(crate) enum Apply {
     ShutdownTimeout,
     /// `--metrics`.
     Metrics,
-    /// The access log and client address flags (`args/logging.rs`).
-    Log,
-    /// The everyday-serving flags (`args/site.rs`); a bad one is collected, not fatal.
-    Site,
-    /// `--list-dirs`.
-    ListDirs,
+    /// An access log or client address flag (`args/logging.rs`).
+    Log(LogFlag),
+    /// An everyday-serving flag (`args/site.rs`); a bad one is collected, not fatal.
+    Site(SiteFlag),
     /// `--sysfs`.
     Sysfs,
     /// `--procfs`.
@@ -95,11 +94,10 @@ fn apply(d: &mut Draft<'_>, to: Apply, flag: &str, v: &str) -> Result<(), ArgsEr
         Apply::SendBuffer => out.send_buffer = Some(parse_size(flag, v)?),
         Apply::ShutdownTimeout => out.shutdown_timeout = parse_secs(flag, v)?,
         Apply::Metrics => out.metrics = Some(parse_addr(flag, v)?),
-        Apply::Log => d.logging.set(flag, v)?,
-        Apply::Site => d
+        Apply::Log(to) => d.logging.set(to, flag, v)?,
+        Apply::Site(to) => d
             .site_errors
-            .extend(out.site.set(flag, v).err().map(|e| e.message)),
-        Apply::ListDirs => out.site.list_dirs = true,
+            .extend(out.site.apply(to, flag, v).err().map(|e| e.message)),
         Apply::Sysfs => out.roots.sysfs = PathBuf::from(v),
         Apply::Procfs => out.roots.procfs = PathBuf::from(v),
     }
@@ -199,34 +197,34 @@ pub(crate) const FLAGS: &[Flag<Apply>] = &[
     value(
         "--access-log PATH|-|syslog|off\n\
          access log: a file, standard output or /dev/log (default off)",
-        Apply::Log,
+        Apply::Log(LogFlag::AccessLog),
     ),
     value(
         "--log-format FORMAT\n\
          combined, common or json (default combined)",
-        Apply::Log,
+        Apply::Log(LogFlag::LogFormat),
     ),
     value(
         "--syslog-socket PATH\n\
          the socket of --access-log syslog (default /dev/log)",
-        Apply::Log,
+        Apply::Log(LogFlag::SyslogSocket),
     ),
     repeated(
         "--real-ip-from CIDR\n\
          trusted proxy network; repeatable: the client is the last\n\
          X-Forwarded-For address (or the PROXY header's)",
-        Apply::Log,
+        Apply::Log(LogFlag::RealIpFrom),
     ),
     switch(
         "--real-ip-recursive\n\
          the client is the first X-Forwarded-For address from the\n\
          right not in --real-ip-from (a chain of proxies)",
-        Apply::Log,
+        Apply::Log(LogFlag::RealIpRecursive),
     ),
     switch(
         "--proxy-protocol\n\
          connections begin with a PROXY v1/v2 header (needs --real-ip-from)",
-        Apply::Log,
+        Apply::Log(LogFlag::ProxyProtocol),
     ),
     value(
         "--metrics ADDR:PORT\n\
@@ -237,82 +235,82 @@ pub(crate) const FLAGS: &[Flag<Apply>] = &[
     value(
         "--precompressed LIST|off\n\
          serve F.br, F.zst, F.gz for F when accepted (default br,zstd,gzip)",
-        Apply::Site,
+        Apply::Site(SiteFlag::Precompressed),
     ),
     repeated(
         "--header 'NAME: VALUE'\n\
          add to every 2xx, 3xx and 304 response; repeatable",
-        Apply::Site,
+        Apply::Site(SiteFlag::Header),
     ),
     repeated(
         "--cache-control PAT=VAL\n\
          Cache-Control for paths matching PAT (* in a segment, **\n\
          across; first match wins); repeatable",
-        Apply::Site,
+        Apply::Site(SiteFlag::CacheControl),
     ),
     repeated(
         "--error-page CODE=PATH\n\
          body of error CODE from the file PATH under ROOT; repeatable",
-        Apply::Site,
+        Apply::Site(SiteFlag::ErrorPage),
     ),
     value(
         "--fallback PATH\n\
          answer paths that do not exist with PATH, status 200 (SPA)",
-        Apply::Site,
+        Apply::Site(SiteFlag::Fallback),
     ),
     value(
         "--fallback-skip LIST\n\
          extensions that still get 404, such as css,js,png",
-        Apply::Site,
+        Apply::Site(SiteFlag::FallbackSkip),
     ),
     repeated(
         "--mime EXT=TYPE\n\
          media type of .EXT (over --mime-types and the built-in\n\
          table); repeatable",
-        Apply::Site,
+        Apply::Site(SiteFlag::Mime),
     ),
     value(
         "--mime-types FILE\n\
          media types from FILE, /etc/mime.types format (over the\n\
          built-in table; read again by HUP)",
-        Apply::Site,
+        Apply::Site(SiteFlag::MimeTypes),
     ),
     value(
         "--dotfiles deny|allow\n\
          deny (default): paths with a segment beginning with . are\n\
          404, as missing files (/.well-known/ is served)",
-        Apply::Site,
+        Apply::Site(SiteFlag::Dotfiles),
     ),
     repeated(
         "--cors ORIGIN|*\n\
          browsers on ORIGIN (https://app.example) may read the site:\n\
          Access-Control-Allow-Origin, preflights for GET/HEAD\n\
          answered 204; repeatable",
-        Apply::Site,
+        Apply::Site(SiteFlag::Cors),
     ),
     value(
         "--basic-auth FILE\n\
          every request needs a user and password of the htpasswd FILE\n\
          (bcrypt or SHA-crypt hashes; reread on HUP), else 401;\n\
          the password travels in clear: serve through TLS",
-        Apply::Site,
+        Apply::Site(SiteFlag::BasicAuth),
     ),
     value(
         "--basic-auth-realm REALM\n\
          the realm the browser shows (default steerd)",
-        Apply::Site,
+        Apply::Site(SiteFlag::BasicAuthRealm),
     ),
     repeated(
         "--basic-auth-skip GLOB\n\
          paths served without credentials, as --cache-control\n\
          patterns (/favicon.ico); repeatable",
-        Apply::Site,
+        Apply::Site(SiteFlag::BasicAuthSkip),
     ),
     switch(
         "--list-dirs\n\
          a directory without index.html gets a listing: HTML, or\n\
          JSON when Accept prefers application/json (default off: 404)",
-        Apply::ListDirs,
+        Apply::Site(SiteFlag::ListDirs),
     ),
     value(
         "--sysfs DIR\n\

@@ -3,7 +3,8 @@
 //! `--cors`, `--basic-auth` with `--basic-auth-realm` and `--basic-auth-skip`, and the
 //! switch `--list-dirs`.
 //!
-//! Input: one flag and its value at a time (routed by the table of `args/serve.rs`). Output: a
+//! Input: one flag and its value at a time, routed by its [`SiteFlag`] tag in the table
+//! of `args/serve.rs` (no flag is matched by name here). Output: a
 //! validated [`SiteArgs`], and from it the worker's [`SiteRules`]. Syntax only: whether
 //! the pages exist under the root, what the `--mime-types` file says and the htpasswd
 //! file are checked by `steerd check` and at start (`cmd::preflight`). Every refusal names the flag and the
@@ -20,6 +21,40 @@ use crate::site::glob::Glob;
 use crate::site::mime::{self, MediaTypes, MimeOverride, TooLong};
 use crate::site::{type_room, CacheRule, SiteRules};
 use std::path::PathBuf;
+
+/// Which of these flags a serve table entry is (`args/serve.rs`): the table names each
+/// flag once, and this tag routes its value to [`SiteArgs::apply`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SiteFlag {
+    /// `--precompressed`
+    Precompressed,
+    /// `--header`
+    Header,
+    /// `--cache-control`
+    CacheControl,
+    /// `--error-page`
+    ErrorPage,
+    /// `--fallback`
+    Fallback,
+    /// `--fallback-skip`
+    FallbackSkip,
+    /// `--mime`
+    Mime,
+    /// `--mime-types`
+    MimeTypes,
+    /// `--dotfiles`
+    Dotfiles,
+    /// `--cors`
+    Cors,
+    /// `--basic-auth`
+    BasicAuth,
+    /// `--basic-auth-realm`
+    BasicAuthRealm,
+    /// `--basic-auth-skip`
+    BasicAuthSkip,
+    /// `--list-dirs`
+    ListDirs,
+}
 
 /// The everyday-serving options of `serve` (and `check`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -50,38 +85,52 @@ pub struct SiteArgs {
     pub(crate) basic_auth_realm: Option<String>,
     /// `--basic-auth-skip GLOB`, in order.
     pub(crate) basic_auth_skip: Vec<Glob>,
-    /// `--list-dirs` (a switch: `args::parse_serve` sets it).
+    /// `--list-dirs`.
     pub list_dirs: bool,
 }
 
 impl SiteArgs {
-    /// Applies one of its flags (routed here by `args/serve.rs`'s table) with its value.
+    /// Applies the serve flag spelled `flag` (one of this file's; see [`SiteFlag`]) with
+    /// its value, found through the one flag table (`args/serve.rs`).
     pub fn set(&mut self, flag: &str, value: &str) -> Result<(), ArgsError> {
+        match super::flag::lookup(super::serve::FLAGS, flag).map(|f| f.apply) {
+            Some(super::serve::Apply::Site(to)) => self.apply(to, flag, value),
+            _ => Err(flag_error(format!("unknown flag {flag:?} (see --help)"))),
+        }
+    }
+
+    /// Applies the flag `to` (spelled `flag`) with its value (empty for a switch), as
+    /// the serve table routes it here.
+    pub(crate) fn apply(&mut self, to: SiteFlag, flag: &str, value: &str) -> Result<(), ArgsError> {
         let named = |why: &str| flag_error(format!("{flag} {value:?}: {why}"));
-        match flag {
-            "--precompressed" => self.precompressed = Precompressed::parse(value).map_err(named)?,
-            "--header" => self.headers.push(HeaderLine::parse(value).map_err(named)?),
-            "--cache-control" => self
+        match to {
+            SiteFlag::Precompressed => {
+                self.precompressed = Precompressed::parse(value).map_err(named)?
+            }
+            SiteFlag::Header => self.headers.push(HeaderLine::parse(value).map_err(named)?),
+            SiteFlag::CacheControl => self
                 .cache_rules
                 .push(CacheRule::parse(value).map_err(named)?),
-            "--error-page" => self.error_pages.push(error_page(value).map_err(named)?),
-            "--fallback" => self.fallback = Some(request_path(value).map_err(named)?),
-            "--fallback-skip" => self.fallback_skip = extensions(value).map_err(named)?,
-            "--mime" => self.mime.push(MimeOverride::parse(value).map_err(named)?),
-            "--dotfiles" => self.dotfiles = Dotfiles::parse(value).map_err(named)?,
-            "--cors" => self.cors.add(value).map_err(named)?,
-            "--mime-types" if value.is_empty() => return Err(named("expected a file")),
-            "--mime-types" => self.mime_types = Some(PathBuf::from(value)),
-            "--basic-auth" if value.is_empty() => return Err(named("expected an htpasswd file")),
-            "--basic-auth" => self.basic_auth = Some(PathBuf::from(value)),
-            "--basic-auth-realm" => {
+            SiteFlag::ErrorPage => self.error_pages.push(error_page(value).map_err(named)?),
+            SiteFlag::Fallback => self.fallback = Some(request_path(value).map_err(named)?),
+            SiteFlag::FallbackSkip => self.fallback_skip = extensions(value).map_err(named)?,
+            SiteFlag::Mime => self.mime.push(MimeOverride::parse(value).map_err(named)?),
+            SiteFlag::Dotfiles => self.dotfiles = Dotfiles::parse(value).map_err(named)?,
+            SiteFlag::Cors => self.cors.add(value).map_err(named)?,
+            SiteFlag::MimeTypes if value.is_empty() => return Err(named("expected a file")),
+            SiteFlag::MimeTypes => self.mime_types = Some(PathBuf::from(value)),
+            SiteFlag::BasicAuth if value.is_empty() => {
+                return Err(named("expected an htpasswd file"))
+            }
+            SiteFlag::BasicAuth => self.basic_auth = Some(PathBuf::from(value)),
+            SiteFlag::BasicAuthRealm => {
                 check_realm(value).map_err(named)?;
                 self.basic_auth_realm = Some(value.to_string());
             }
-            "--basic-auth-skip" => self
+            SiteFlag::BasicAuthSkip => self
                 .basic_auth_skip
                 .push(Glob::parse(value).map_err(named)?),
-            _ => return Err(flag_error(format!("unknown flag {flag:?} (see --help)"))),
+            SiteFlag::ListDirs => self.list_dirs = true,
         }
         Ok(())
     }

@@ -716,6 +716,9 @@ mod tests {
             "--basic-auth" => "/etc/steerd/htpasswd",
             "--basic-auth-realm" => "Team docs",
             "--basic-auth-skip" => "/favicon.ico",
+            "--redirect" => "/old/** /new/$1 308",
+            "--rewrite" => "/app/** /app/index.html",
+            "--try-ext" => "html",
             n if n.ends_with("-timeout") => "1",
             _ => "",
         };
@@ -733,7 +736,13 @@ mod tests {
             if f.name() == "--syslog-socket" {
                 once.extend(["--access-log".into(), "syslog".into()]);
             }
-            if f.name() == "--proxy-protocol" || f.name() == "--real-ip-recursive" {
+            if [
+                "--proxy-protocol",
+                "--real-ip-recursive",
+                "--https-redirect",
+            ]
+            .contains(&f.name())
+            {
                 once.extend(["--real-ip-from".into(), "10.0.0.0/8".into()]);
             }
             if f.name().starts_with("--basic-auth-") {

@@ -306,6 +306,32 @@ pub(crate) const FLAGS: &[Flag<Apply>] = &[
          patterns (/favicon.ico); repeatable",
         Apply::Site(SiteFlag::BasicAuthSkip),
     ),
+    repeated(
+        "--redirect 'FROM TO [CODE]'\n\
+         FROM (as --cache-control patterns; each * and ** captures,\n\
+         $1..$9 in TO) gets CODE (301, 302, 303, 307, 308; default\n\
+         301) to TO, a path or http(s):// URL, query kept unless TO\n\
+         has one; with --rewrite one list, first match wins; repeatable",
+        Apply::Site(SiteFlag::Redirect),
+    ),
+    repeated(
+        "--rewrite 'FROM TO'\n\
+         FROM is answered by the file at TO under ROOT (captures as\n\
+         --redirect's); repeatable",
+        Apply::Site(SiteFlag::Rewrite),
+    ),
+    repeated(
+        "--try-ext EXT\n\
+         a missing PATH is answered by PATH.EXT (/about by about.html);\n\
+         repeatable, tried in order",
+        Apply::Site(SiteFlag::TryExt),
+    ),
+    switch(
+        "--https-redirect\n\
+         308 to https://HOST/PATH when a --real-ip-from proxy says the\n\
+         request came over http (X-Forwarded-Proto, PROXY v2)",
+        Apply::Site(SiteFlag::HttpsRedirect),
+    ),
     switch(
         "--list-dirs\n\
          a directory without index.html gets a listing: HTML, or\n\
@@ -401,6 +427,12 @@ impl Draft<'_> {
             .per_addr
             .unwrap_or_else(|| crate::config::default_conns_per_addr(out.max_conns));
         out.logging = self.logging.finish()?;
+        if out.site.https_redirect && out.logging.real_ip_from.is_empty() {
+            return err(
+                "--https-redirect needs --real-ip-from: X-Forwarded-Proto and the PROXY \
+                 header are believed only from the proxies it names",
+            );
+        }
         if out.listen.is_empty() {
             out.listen.push(
                 DEFAULT_LISTEN

@@ -19,6 +19,7 @@ use crate::site::dotfiles::Dotfiles;
 use crate::site::field::HeaderLine;
 use crate::site::glob::Glob;
 use crate::site::mime::{self, MediaTypes, MimeOverride, TooLong};
+use crate::site::rules::Rule;
 use crate::site::{type_room, CacheRule, SiteRules};
 use std::path::PathBuf;
 
@@ -54,6 +55,14 @@ pub(crate) enum SiteFlag {
     BasicAuthSkip,
     /// `--list-dirs`
     ListDirs,
+    /// `--redirect`
+    Redirect,
+    /// `--rewrite`
+    Rewrite,
+    /// `--try-ext`
+    TryExt,
+    /// `--https-redirect`
+    HttpsRedirect,
 }
 
 /// The everyday-serving options of `serve` (and `check`).
@@ -87,6 +96,15 @@ pub struct SiteArgs {
     pub(crate) basic_auth_skip: Vec<Glob>,
     /// `--list-dirs`.
     pub list_dirs: bool,
+    /// `--redirect` and `--rewrite`, in the order given.
+    pub(crate) rules: Vec<Rule>,
+    /// `--try-ext EXT`, in order: extensions, without their dot.
+    pub(crate) try_ext: Vec<String>,
+    /// `--https-redirect`.
+    pub(crate) https_redirect: bool,
+    /// Where the next rule comes from, when not from a flag (`FILE:LINE`, set by the
+    /// configuration file's reader).
+    pub(crate) rule_source: Option<String>,
 }
 
 impl SiteArgs {
@@ -131,6 +149,17 @@ impl SiteArgs {
                 .basic_auth_skip
                 .push(Glob::parse(value).map_err(named)?),
             SiteFlag::ListDirs => self.list_dirs = true,
+            SiteFlag::Redirect | SiteFlag::Rewrite => {
+                let source = match &self.rule_source {
+                    Some(at) => at.clone(),
+                    None => format!("{flag} {value}"),
+                };
+                let redirect = to == SiteFlag::Redirect;
+                let rule = Rule::parse(value, redirect, &source).map_err(|e| named(&e))?;
+                self.rules.push(rule);
+            }
+            SiteFlag::TryExt => self.try_ext.push(extension(value).map_err(named)?),
+            SiteFlag::HttpsRedirect => self.https_redirect = true,
         }
         Ok(())
     }
@@ -239,6 +268,9 @@ impl SiteArgs {
             cors: self.cors.clone(),
             auth: self.auth(),
             list_dirs: self.list_dirs,
+            rules: self.rules.clone(),
+            try_ext: self.try_ext.iter().map(|e| bytes(e)).collect(),
+            https_redirect: self.https_redirect,
         }
     }
 }
@@ -278,18 +310,20 @@ fn request_path(value: &str) -> Result<String, &'static str> {
 
 /// `ext,ext,...`: extensions (a leading `.` is dropped), lowercase.
 fn extensions(value: &str) -> Result<Vec<String>, &'static str> {
-    value
-        .split(',')
-        .map(|e| {
-            let e = e.strip_prefix('.').unwrap_or(e);
-            let plain = !e.is_empty()
-                && e.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-            plain
-                .then(|| e.to_ascii_lowercase())
-                .ok_or("expected extensions such as css,js,png")
-        })
-        .collect()
+    let one = |e| extension(e).map(|e| e.to_ascii_lowercase());
+    let all: Result<Vec<String>, _> = value.split(',').map(one).collect();
+    all.map_err(|_| "expected extensions such as css,js,png")
+}
+
+/// One extension (a leading `.` is dropped): letters, digits, `_` and `-`.
+fn extension(value: &str) -> Result<String, &'static str> {
+    let e = value.strip_prefix('.').unwrap_or(value);
+    let plain = !e.is_empty()
+        && e.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    plain
+        .then(|| e.to_string())
+        .ok_or("expected an extension such as html")
 }
 
 #[cfg(test)]

@@ -101,6 +101,12 @@ impl Glob {
         self.wildcards
     }
 
+    /// Whether every path matches (every segment is `**`).
+    #[allow(dead_code)] // `check`'s shadowing warning, next
+    pub(crate) fn matches_everything(&self) -> bool {
+        self.segments.iter().all(|s| **s == *ANY_SEGMENTS)
+    }
+
     /// Whether `path` (starting with `/`) matches.
     pub(crate) fn matches(&self, path: &[u8]) -> bool {
         self.captures(path, &mut Captures::default())

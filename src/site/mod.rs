@@ -3,8 +3,10 @@
 //! pages (`--error-page`), the single-page-app fallback (`--fallback`,
 //! `--fallback-skip`), media types (`--mime`, `--mime-types`), the sidecars looked for
 //! (`--precompressed`), whether dotfiles are served (`--dotfiles`), which origins may
-//! read the site (`--cors`), who may (`--basic-auth`) and whether directories are listed
-//! (`--list-dirs`).
+//! read the site (`--cors`), who may (`--basic-auth`), whether directories are listed
+//! (`--list-dirs`), the redirect and rewrite rules (`--redirect`, `--rewrite`), the
+//! extensions tried for a missing path (`--try-ext`) and the HTTPS redirect behind a proxy
+//! (`--https-redirect`).
 //!
 //! Stage: values validated once from the command line (stage 1) and gathered into
 //! [`SiteRules`], then read by the responder for every request without allocating.
@@ -18,6 +20,7 @@ pub(crate) mod dotfiles;
 pub(crate) mod field;
 pub(crate) mod glob;
 pub mod mime;
+pub(crate) mod rules;
 
 use crate::http::encoding::Precompressed;
 use field::HeaderLine;
@@ -52,6 +55,12 @@ pub struct SiteRules {
     pub(crate) auth: Option<auth::BasicAuth>,
     /// `--list-dirs`: a directory without `index.html` is answered with its listing.
     pub(crate) list_dirs: bool,
+    /// `--redirect` and `--rewrite`, in order (the first match answers).
+    pub(crate) rules: Vec<rules::Rule>,
+    /// `--try-ext`: extensions (no dot) tried, in order, for a path that does not exist.
+    pub(crate) try_ext: Vec<Box<[u8]>>,
+    /// `--https-redirect`: a request a trusted proxy says came over plain HTTP gets 308.
+    pub(crate) https_redirect: bool,
 }
 
 impl SiteRules {

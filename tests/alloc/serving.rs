@@ -123,7 +123,7 @@ fn no_allocation_per_request_after_warm_up() {
 }
 
 /// Requests per [`site_round`].
-const SITE_PER_ROUND: usize = 23;
+const SITE_PER_ROUND: usize = 27;
 
 /// Entries of the listed directory: names long enough that a listing takes several
 /// passes of a [`LISTING_NAMES`] arena and many pieces of output.
@@ -138,7 +138,8 @@ fn long_name() -> String {
     format!("{}.js", "l".repeat(200))
 }
 
-/// Twenty-three requests on one connection exercising every everyday-serving option.
+/// Twenty-seven requests on one connection exercising every everyday-serving option
+/// (the rules too: two redirects with captures, a rewrite, a `--try-ext` hit).
 fn site_round(addr: std::net::SocketAddr, buf: &mut [u8]) {
     let long = long_name();
     let reqs = format!(
@@ -165,6 +166,10 @@ fn site_round(addr: std::net::SocketAddr, buf: &mut [u8]) {
          GET /listed/ HTTP/1.1\r\nHost: t\r\nAccept: application/json\r\n\r\n\
          HEAD /empty-dir/ HTTP/1.1\r\nHost: t\r\n\r\n\
          GET /empty-dir/ HTTP/1.1\r\nHost: t\r\nIf-None-Match: *\r\n\r\n\
+         GET /old/a/b%20c?q=1 HTTP/1.1\r\nHost: t\r\n\r\n\
+         GET /go/x HTTP/1.1\r\nHost: t\r\n\r\n\
+         GET /spa/deep/x HTTP/1.1\r\nHost: t\r\n\r\n\
+         GET /hello HTTP/1.1\r\nHost: t\r\n\r\n\
          GET /app.js HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n"
     );
     let mut s = TcpStream::connect(addr).unwrap();
@@ -214,6 +219,10 @@ fn no_allocation_per_request_with_every_site_option() {
         ("--mime", "md=text/markdown"),
         ("--cors", "http://a.test"),
         ("--dotfiles", "deny"),
+        ("--redirect", "/old/** /new/$1"),
+        ("--redirect", "/go/* https://ex.test/$1?k 308"),
+        ("--rewrite", "/spa/** /hello.txt"),
+        ("--try-ext", "txt"),
     ] {
         flags.set(flag, value).unwrap();
     }
@@ -244,11 +253,13 @@ fn no_allocation_per_request_with_every_site_option() {
     let log = std::fs::read_to_string(site.base.join("access.log")).unwrap();
     assert_eq!(log.lines().count(), (rounds + 3) * SITE_PER_ROUND);
     for status in [
-        " 200 ", " 204 ", " 206 ", " 304 ", " 404 ", " 405 ", " 406 ", " 416 ",
+        " 200 ", " 204 ", " 206 ", " 301 ", " 304 ", " 308 ", " 404 ", " 405 ", " 406 ", " 416 ",
     ] {
         assert!(log.contains(status), "{status} missing from the log");
     }
     for listing in [
+        "\"GET /spa/deep/x HTTP/1.1\" 200 ",
+        "\"GET /hello HTTP/1.1\" 200 ",
         "\"GET /listed/ HTTP/1.1\" 200 ",
         "\"HEAD /empty-dir/ HTTP/1.1\" 200 ",
         "\"GET /empty-dir/ HTTP/1.1\" 304 ",

@@ -15,4 +15,5 @@ mod list_dirs;
 mod mime_limit;
 mod mime_types;
 mod multihost;
+mod rules;
 mod send_buffer;

@@ -14,7 +14,7 @@ use support::server::{run_steerd, Server, TempDir};
 /// A small site: pages moved from `/old/`, an SPA under `/app/`, clean URLs, a secret.
 fn site(tag: &str) -> TempDir {
     let dir = TempDir::new(tag);
-    for (path, body) in [
+    dir.write_all(&[
         ("index.html", "home\n"),
         ("about.html", "about page\n"),
         ("docs/intro.html", "intro\n"),
@@ -23,11 +23,7 @@ fn site(tag: &str) -> TempDir {
         ("app/main.js", "js\n"),
         ("new/page.html", "new page\n"),
         (".env", "SECRET=1\n"),
-    ] {
-        let file = dir.path().join(path);
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(file, body).unwrap();
-    }
+    ]);
     dir
 }
 

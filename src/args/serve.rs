@@ -68,6 +68,8 @@ pub(crate) enum Apply {
     Sysfs,
     /// `--procfs`.
     Procfs,
+    /// `--config`: read before the tokens are (`args/file.rs`); here only kept.
+    Config,
 }
 
 /// Applies `flag` (as spelled) with its value (empty for a switch) to the draft.
@@ -100,8 +102,26 @@ fn apply(d: &mut Draft<'_>, to: Apply, flag: &str, v: &str) -> Result<(), ArgsEr
             .extend(out.site.apply(to, flag, v).err().map(|e| e.message)),
         Apply::Sysfs => out.roots.sysfs = PathBuf::from(v),
         Apply::Procfs => out.roots.procfs = PathBuf::from(v),
+        Apply::Config if v.is_empty() => return err(format!("{flag}: empty path")),
+        Apply::Config => out.config = Some(PathBuf::from(v)),
     }
     Ok(())
+}
+
+/// Whether `flag` (spelled `spelled`) takes `v`, on its own: what a configuration file's
+/// line is checked with before the whole set is (`args/file.rs`).
+pub(crate) fn check_value(
+    flag: &Flag<Apply>,
+    spelled: &str,
+    v: &str,
+    hosts: &dyn Fn() -> Option<String>,
+) -> Result<(), ArgsError> {
+    let mut d = Draft::new(hosts);
+    apply(&mut d, flag.apply, spelled, v)?;
+    match d.site_errors.is_empty() {
+        true => Ok(()),
+        false => Err(flag_error(d.site_errors.join("\n"))),
+    }
 }
 
 const fn value(text: &'static str, apply: Apply) -> Flag<Apply> {
@@ -339,6 +359,13 @@ pub(crate) const FLAGS: &[Flag<Apply>] = &[
         Apply::Site(SiteFlag::ListDirs),
     ),
     value(
+        "--config FILE\n\
+         settings from FILE, one NAME VALUE a line (NAME: a flag's\n\
+         name without --; root DIR for ROOT); flags and variables\n\
+         win over it; reread by HUP",
+        Apply::Config,
+    ),
+    value(
         "--sysfs DIR\n\
          read the kernel's files from elsewhere (for tests)",
         Apply::Sysfs,
@@ -371,22 +398,51 @@ pub(crate) fn help() -> &'static str {
     })
 }
 
+impl<'a> Draft<'a> {
+    fn new(hosts: &'a dyn Fn() -> Option<String>) -> Self {
+        Draft {
+            out: ServeArgs::default(),
+            logging: LogFlags::default(),
+            site_errors: Vec::new(),
+            per_addr: None,
+            hosts,
+        }
+    }
+}
+
+/// Serve tokens and where the configuration file's came from.
+pub(crate) struct Tokens<'a> {
+    /// The tokens: the file's first, then the environment's, then the command line.
+    pub(crate) words: &'a [String],
+    /// The `FILE:LINE` of each of the first `at.len()` words (the file's).
+    pub(crate) at: &'a [String],
+    /// The file's `root DIR`, used when no ROOT is given.
+    pub(crate) root: Option<&'a str>,
+}
+
 /// Parses serve tokens, wherever they came from.
 pub(crate) fn parse_tokens(
     args: &[String],
     hosts: &dyn Fn() -> Option<String>,
 ) -> Result<ServeArgs, ArgsError> {
-    let mut d = Draft {
-        out: ServeArgs::default(),
-        logging: LogFlags::default(),
-        site_errors: Vec::new(),
-        per_addr: None,
-        hosts,
+    let t = Tokens {
+        words: args,
+        at: &[],
+        root: None,
     };
+    parse_sourced(&t, hosts)
+}
+
+/// [`parse_tokens`], with the rules of the file's lines named by their `FILE:LINE`.
+pub(crate) fn parse_sourced(
+    t: &Tokens<'_>,
+    hosts: &dyn Fn() -> Option<String>,
+) -> Result<ServeArgs, ArgsError> {
+    let mut d = Draft::new(hosts);
     let mut root: Option<PathBuf> = None;
     let mut seen = Seen::default();
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
+    let mut it = t.words.iter().enumerate();
+    while let Some((i, arg)) = it.next() {
         let (word, inline) = split_inline(arg);
         let Some(flag) = lookup(FLAGS, word) else {
             if word.starts_with('-') {
@@ -407,13 +463,15 @@ pub(crate) fn parse_tokens(
             (Takes::Switch, _) => "",
             (_, Some(v)) => v,
             (_, None) => match it.next() {
-                Some(v) => v.as_str(),
+                Some((_, v)) => v.as_str(),
                 None => return err(format!("{word} needs a value")),
             },
         };
+        d.out.site.rule_source = t.at.get(i).cloned();
         apply(&mut d, flag.apply, word, value)?;
     }
-    d.finish(root)
+    d.out.site.rule_source = None;
+    d.finish(root.or_else(|| t.root.map(PathBuf::from)))
 }
 
 impl Draft<'_> {

@@ -75,12 +75,18 @@ fn steerd_vars() -> Result<Vec<(String, String)>, args::ArgsError> {
     Ok(vars)
 }
 
+/// The text of a configuration file, or why it cannot be read.
+fn read_config(path: &str) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| e.to_string())
+}
+
 /// Runs the command line (without the program name) and returns the exit status.
 pub fn run(argv: &[String]) -> i32 {
     let outside = |vars| args::Outside {
         vars,
         hosts: &hosts,
         is_dir: &is_dir,
+        read: &read_config,
     };
     let command = match steerd_vars().and_then(|vars| args::parse_in(argv, &outside(vars))) {
         Ok(c) => c,

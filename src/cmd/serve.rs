@@ -13,8 +13,10 @@ use crate::args::{ServeArgs, SteerPolicy};
 use crate::dashboard::status::StatusDocument;
 use crate::master;
 
-/// Runs `steerd serve` and returns the exit status.
-pub(crate) fn main(mut args: ServeArgs) -> Result<i32, Failure> {
+/// Runs `steerd serve` and returns the exit status; `argv` is the command line it was
+/// parsed from, parsed again (with the file) by a HUP when `--config` is given.
+pub(crate) fn main(mut args: ServeArgs, argv: &[String]) -> Result<i32, Failure> {
+    let first = args.clone();
     // A master re-executed by an upgrade starts with every signal at its default
     // (`upgrade.rs`): counted from here, a HUP sent meanwhile does not end it.
     if crate::inherit::reexec_is_ours() {
@@ -53,6 +55,44 @@ pub(crate) fn main(mut args: ServeArgs) -> Result<i32, Failure> {
     serving.site.types = crate::preflight::media_types(&serving.site)
         .map_err(|p| Failure::new(p.stage, p.message))?;
     let insns = program.as_ref().map(|p| p.insns.as_slice());
-    master::run(&serving, &plan, insns, status).map_err(|e| Failure::new(e.stage(), e))?;
+    let again = || reread(argv, &first);
+    let reread: Option<crate::config::Reread<'_>> = first.config.is_some().then_some(&again);
+    master::run(&serving, &plan, insns, status, reread).map_err(|e| Failure::new(e.stage(), e))?;
     Ok(0)
+}
+
+/// The configuration a HUP serves next: the command line parsed again with the
+/// variables and the file as they are now. A setting only new listeners or a new
+/// master could apply (`listen`, `workers`, `cpus`, `steer`, `master-cpu`, `user`,
+/// `metrics`, `send-buffer`, `max-conns`) is refused by name when it changed: stop and
+/// start the server (or upgrade it with USR2) for those.
+fn reread(argv: &[String], first: &ServeArgs) -> Result<crate::config::Serving, String> {
+    let args = match super::parse(argv) {
+        Ok(crate::args::Command::Serve(args)) => args,
+        Ok(_) => return Err("the command line no longer means serve".into()),
+        Err(e) => return Err(e.message),
+    };
+    let fixed = [
+        ("listen", args.listen != first.listen),
+        ("workers", args.workers != first.workers),
+        ("cpus", args.cpus != first.cpus),
+        ("steer", args.steer != first.steer),
+        ("master-cpu", args.master_cpu != first.master_cpu),
+        ("user", args.user != first.user),
+        ("metrics", args.metrics != first.metrics),
+        ("send-buffer", args.send_buffer != first.send_buffer),
+        ("max-conns", args.max_conns != first.max_conns),
+    ];
+    let changed: Vec<&str> = fixed.iter().filter(|(_, c)| *c).map(|(n, _)| *n).collect();
+    if !changed.is_empty() {
+        return Err(format!(
+            "{} changed: a HUP cannot apply {} (restart, or upgrade with USR2)",
+            changed.join(", "),
+            if changed.len() == 1 { "it" } else { "them" }
+        ));
+    }
+    if let Some(p) = super::preflight::problems(&args).first() {
+        return Err(format!("{}: {}", p.stage, p.message));
+    }
+    Ok(crate::plan::serving(args))
 }

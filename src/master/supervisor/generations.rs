@@ -114,7 +114,16 @@ impl Supervisor<'_> {
         if !signals::arrived(libc::SIGHUP, &mut self.seen.hup) {
             return;
         }
-        let cfg = &self.cfg;
+        let reread = self.s.reread.map(|read| read());
+        let mut cfg = match reread {
+            Some(Ok(cfg)) => cfg,
+            Some(Err(e)) => {
+                crate::say!("reload: {e}; keeping the running workers");
+                self.notifier.status(&format!("reload refused: {e}"));
+                return;
+            }
+            None => self.cfg.clone(),
+        };
         let log = &cfg.logging.access_log;
         let checked = crate::preflight::worker_files(&cfg.root, &cfg.site, log)
             .and_then(|users| crate::preflight::media_types(&cfg.site).map(|types| (users, types)));
@@ -122,7 +131,8 @@ impl Supervisor<'_> {
             // The new generation serves the files as they are now; the old keeps its own.
             Ok((users, types)) => {
                 self.s.auth = users;
-                self.cfg.site.types = types;
+                cfg.site.types = types;
+                self.cfg = cfg;
             }
             Err(p) => {
                 crate::say!("reload: {p}; keeping the running workers");

@@ -40,6 +40,8 @@ pub(crate) enum Command {
         serve: ServeArgs,
         /// Print JSON instead of text.
         json: bool,
+        /// `--explain PATH`: print what would answer PATH instead.
+        explain: Option<String>,
     },
     /// `steerd topo [--sysfs DIR] [--json]`
     Topo {
@@ -1040,7 +1042,7 @@ mod tests {
 
     #[test]
     fn check_and_topo() {
-        let Command::Check { serve, json } = parse(&argv("check --json --workers 3")).unwrap()
+        let Command::Check { serve, json, .. } = parse(&argv("check --json --workers 3")).unwrap()
         else {
             panic!()
         };

@@ -392,7 +392,8 @@ pub(crate) fn help() -> &'static str {
             "\n\
              Every flag may also come from the environment: STEERD_ and its name in capitals with\n\
              - as _ (STEERD_LISTEN=:8080, STEERD_ACCESS_LOG=-); repeatables comma-separated (\\, for a\n\
-             comma in a value), switches 1 or 0. A flag on the command line wins.\n",
+             comma in a value), switches 1 or 0. A flag on the command line wins over its\n\
+             variable, a variable over the --config file, the file over the defaults.\n",
         );
         text
     })

@@ -11,6 +11,7 @@ pub(crate) mod bpf;
 pub(crate) mod bpf_exec;
 pub mod bpf_input;
 pub(crate) mod check;
+pub(crate) mod explain;
 pub(crate) mod preflight;
 pub(crate) mod prepare;
 pub(crate) mod probe;
@@ -122,7 +123,12 @@ fn dispatch(command: Command, argv: &[String]) -> Result<i32, Failure> {
         }
         Command::Bpf(cmd) => bpf::main(cmd),
         Command::Topo { roots, json } => topo::main(&roots, json),
-        Command::Check { serve, json } => check::main(serve, json),
+        Command::Check {
+            serve,
+            explain: Some(path),
+            ..
+        } => explain::main(&serve, &path),
+        Command::Check { serve, json, .. } => check::main(serve, json),
         Command::Serve(args) => serve::main(args, argv),
         Command::Bench(command) => crate::bench::main(command).map_err(|usage| Failure {
             stage: "bench",

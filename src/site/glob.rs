@@ -102,7 +102,6 @@ impl Glob {
     }
 
     /// Whether every path matches (every segment is `**`).
-    #[allow(dead_code)] // `check`'s shadowing warning, next
     pub(crate) fn matches_everything(&self) -> bool {
         self.segments.iter().all(|s| **s == *ANY_SEGMENTS)
     }

@@ -48,6 +48,8 @@ pub(crate) struct Rule {
     pub(crate) action: Action,
     /// Where the rule was given: `--redirect`, `--rewrite`, or `FILE:LINE`.
     pub(crate) source: Box<str>,
+    /// FROM as given.
+    pub(crate) from_text: Box<str>,
 }
 
 /// The bytes a captured byte is written as in a `Location`: itself when it is an RFC 3986
@@ -80,6 +82,7 @@ impl Rule {
             own_query: to.contains('?'),
             action,
             source: source.into(),
+            from_text: words[0].into(),
         })
     }
 
@@ -88,8 +91,22 @@ impl Rule {
         self.from.captures(path, caps)
     }
 
+    /// A path FROM matches: each wildcard taking `a` (`/old/**` gives `/old/a`).
+    pub(crate) fn sample_path(&self) -> String {
+        let from = self.from_text.replace("**", "a").replace('*', "a");
+        match from.starts_with('/') {
+            true => from,
+            false => format!("/{from}"),
+        }
+    }
+
+    /// FROM when it names one path (anchored, no wildcard).
+    pub(crate) fn literal_from(&self) -> Option<&str> {
+        let literal = self.from_text.starts_with('/') && !self.from_text.contains('*');
+        literal.then_some(&*self.from_text)
+    }
+
     /// Whether the rule matches every path (FROM is `**` or `/**`).
-    #[allow(dead_code)] // `check`'s shadowing warning, next
     pub(crate) fn always_matches(&self) -> bool {
         self.from.matches_everything()
     }

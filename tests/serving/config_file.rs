@@ -180,3 +180,87 @@ fn hup_serves_the_changed_file_and_keeps_serving_through_a_broken_one() {
     assert!(line.ends_with("keeping the running workers"), "{line}");
     assert_eq!(srv.worker_pids(), serving);
 }
+
+/// A file whose rules show every warning `check` gives about rules.
+const WARNED: &str = "header X-Frame-Options: DENY\n\
+                      cache-control **/*.html=no-cache\n\
+                      redirect /old/** /new/$1\n\
+                      redirect /a /b 302\n\
+                      redirect /b /a 302\n\
+                      rewrite /app/** /app/index.html\n\
+                      redirect /app/x /never\n\
+                      try-ext html\n";
+
+#[test]
+fn check_warns_of_shadowed_rules_loops_and_files() {
+    let (dir, conf) = site_with("conf-warn", WARNED);
+    dir.write_all(&[("www/old/page.html", "old\n")]);
+    let c = conf.display();
+    let out = run_steerd(&["check", "--config", conf.to_str().unwrap()], b"");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    for line in [
+        format!("steerd: warning: rules: {c}:8 (/app/x) never matches: {c}:7 (/app/**) answers every path it would"),
+        format!("steerd: warning: rules: a redirect loop: {c}:5 (/a) -> {c}:6 (/b)"),
+        format!("steerd: warning: rules: {c}:4 (/old/**) shadows the file /old/page.html: the rule answers instead"),
+    ] {
+        assert!(err.lines().any(|l| l == line), "{line}\nin\n{err}");
+    }
+    assert!(
+        !err.contains("shadows the file /app/index.html"),
+        "a rewrite to itself: {err}"
+    );
+}
+
+#[test]
+fn check_explains_what_answers_a_path() {
+    let (_dir, conf) = site_with("conf-explain", WARNED);
+    let c = conf.display();
+    let explain = |path: &str| {
+        let out = run_steerd(
+            &[
+                "check",
+                "--config",
+                conf.to_str().unwrap(),
+                "--explain",
+                path,
+            ],
+            b"",
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(
+        explain("/old/x.html?q=1"),
+        format!(
+            "path: /old/x.html\nrule: {c}:4 (redirect /old/**)\n\
+             answer: 301, Location: /new/x.html?q=1\nheader: X-Frame-Options: DENY\n"
+        )
+    );
+    assert_eq!(
+        explain("/app/settings"),
+        format!(
+            "path: /app/settings\nrule: {c}:7 (rewrite /app/** to /app/index.html)\n\
+             file: /app/index.html (text/html; charset=utf-8, 10 bytes)\nanswer: 200\n\
+             header: X-Frame-Options: DENY\ncache-control: Cache-Control: no-cache\n"
+        )
+    );
+    assert!(explain("/about").contains("rule: none\ntry-ext: /about.html\nfile: /about.html"));
+    assert_eq!(
+        explain("/nothing"),
+        "path: /nothing\nrule: none\nanswer: 404\n"
+    );
+    let flag = run_steerd(
+        &["check", "--redirect", "/x /y 307", "--explain", "/x"],
+        b"",
+    );
+    let text = String::from_utf8_lossy(&flag.stdout);
+    assert!(
+        text.contains("rule: --redirect /x /y 307 (redirect /x)\nanswer: 307, Location: /y\n"),
+        "{text}"
+    );
+}

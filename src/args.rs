@@ -340,6 +340,26 @@ fn parse_serve_or_help(
     parse_serve_in(args, outside).map(wrap)
 }
 
+/// Parses serve options with the configuration file `name` holding `text` (for the
+/// fuzz target and tests: the file is handed in, not read).
+pub fn parse_serve_with_file(
+    args: &[String],
+    name: &str,
+    text: &str,
+) -> Result<ServeArgs, ArgsError> {
+    let read = |path: &str| match path == name {
+        true => Ok(text.to_string()),
+        false => Err("no such file".to_string()),
+    };
+    let mut all = vec!["--config".to_string(), name.to_string()];
+    all.extend_from_slice(args);
+    let outside = Outside {
+        read: &read,
+        ..Outside::none()
+    };
+    parse_serve_in(&all, &outside)
+}
+
 /// Parses serve options (everything but the subcommand word), with nothing from outside.
 pub fn parse_serve(args: &[String]) -> Result<ServeArgs, ArgsError> {
     parse_serve_in(args, &Outside::none())

@@ -38,11 +38,11 @@ const NO_CAPTURE: u8 = u8::MAX;
 
 /// The spans of the path each wildcard took (`start..end` byte offsets), in pattern order.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Captures([(usize, usize); CAPTURES]);
+pub struct Captures([(usize, usize); CAPTURES]);
 
 impl Captures {
     /// The bytes of `path` capture `n` (0-based) took; empty for one that took nothing.
-    pub(crate) fn get<'p>(&self, path: &'p [u8], n: usize) -> &'p [u8] {
+    pub fn get<'p>(&self, path: &'p [u8], n: usize) -> &'p [u8] {
         let (a, b) = self.0.get(n).copied().unwrap_or((0, 0));
         path.get(a..b).unwrap_or(b"")
     }

@@ -20,7 +20,7 @@ pub(crate) mod dotfiles;
 pub(crate) mod field;
 pub(crate) mod glob;
 pub mod mime;
-pub(crate) mod rules;
+pub mod rules;
 
 use crate::http::encoding::Precompressed;
 use field::HeaderLine;

@@ -15,11 +15,12 @@
 //! the root, dotfiles, sidecars); a literal TO that leaves the root (a `.` or `..`
 //! segment) is refused here; what captures bring in is held to the root by `openat2`.
 
-use super::glob::{Captures, Glob};
+pub use super::glob::Captures;
+use super::glob::Glob;
 
 /// What a matching rule does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Action {
+pub enum Action {
     /// Answer with this status (301, 302, 303, 307, 308) and a `Location`.
     Redirect(u16),
     /// Answer with the file at the target path.
@@ -37,7 +38,7 @@ enum Part {
 
 /// One rule, validated.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Rule {
+pub struct Rule {
     /// FROM.
     from: Glob,
     /// TO, split.
@@ -45,7 +46,7 @@ pub(crate) struct Rule {
     /// TO has a `?`: the request's query is not appended.
     own_query: bool,
     /// Redirect or rewrite.
-    pub(crate) action: Action,
+    pub action: Action,
     /// Where the rule was given: `--redirect`, `--rewrite`, or `FILE:LINE`.
     pub(crate) source: Box<str>,
     /// FROM as given.
@@ -60,7 +61,7 @@ fn plain_in_location(b: u8) -> bool {
 
 impl Rule {
     /// Parses `FROM TO [CODE]` (`redirect`) or `FROM TO` (a rewrite), given at `source`.
-    pub(crate) fn parse(text: &str, redirect: bool, source: &str) -> Result<Rule, String> {
+    pub fn parse(text: &str, redirect: bool, source: &str) -> Result<Rule, String> {
         let words: Vec<&str> = text.split_whitespace().collect();
         let (from, to, code) = match (redirect, &words[..]) {
             (true, &[f, t]) => (f, t, 301),
@@ -87,7 +88,7 @@ impl Rule {
     }
 
     /// Whether the rule matches `path`, with the captures in `caps`.
-    pub(crate) fn matches(&self, path: &[u8], caps: &mut Captures) -> bool {
+    pub fn matches(&self, path: &[u8], caps: &mut Captures) -> bool {
         self.from.captures(path, caps)
     }
 
@@ -114,7 +115,7 @@ impl Rule {
     /// Writes the target for `path` (its captures in `caps`) and `query` into `out`: a
     /// redirect's `Location` value, or a rewrite's request path. `None` when it does not
     /// fit.
-    pub(crate) fn write_target(
+    pub fn write_target(
         &self,
         path: &[u8],
         caps: &Captures,

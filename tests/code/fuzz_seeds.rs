@@ -10,12 +10,16 @@
 mod assemble;
 #[path = "../../fuzz/props/check_and_run.rs"]
 mod check_and_run;
+#[path = "../../fuzz/props/config_file.rs"]
+mod config_file;
 #[path = "../../fuzz/props/file_answer.rs"]
 mod file_answer;
 #[path = "../../fuzz/props/parse_request.rs"]
 mod parse_request;
 #[path = "../../fuzz/props/proxy_header.rs"]
 mod proxy_header;
+#[path = "../../fuzz/props/rules.rs"]
+mod rules;
 #[path = "../../fuzz/props/topology.rs"]
 mod topology;
 
@@ -62,6 +66,16 @@ fn assemble_seeds_hold() {
 #[test]
 fn check_and_run_seeds_hold() {
     seeds("check_and_run", check_and_run::holds);
+}
+
+#[test]
+fn config_file_seeds_hold() {
+    seeds("config_file", config_file::holds);
+}
+
+#[test]
+fn rules_seeds_hold() {
+    seeds("rules", rules::holds);
 }
 
 #[test]

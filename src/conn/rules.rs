@@ -165,8 +165,7 @@ fn https_target(host: &[u8], path: &[u8], query: Option<&[u8]>, out: &mut [u8]) 
     w.put(host)?;
     path.iter().try_for_each(|&b| w.encoded(b))?;
     if let Some(q) = query {
-        w.put(b"?")?;
-        w.put(q)?;
+        w.query(q)?;
     }
     Some(w.len())
 }

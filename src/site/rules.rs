@@ -136,8 +136,7 @@ impl Rule {
             }
         }
         if let (true, Some(q), false) = (encode, query, self.own_query) {
-            w.put(b"?")?;
-            w.put(q)?;
+            w.query(q)?;
         }
         Some(w.len)
     }
@@ -170,9 +169,27 @@ impl<'a> Out<'a> {
 
     /// Writes `b` as itself when a `Location` path may hold it, else as `%XX`.
     pub(crate) fn encoded(&mut self, b: u8) -> Option<()> {
-        if plain_in_location(b) {
-            return self.put(&[b]);
+        match plain_in_location(b) {
+            true => self.put(&[b]),
+            false => self.percent(b),
         }
+    }
+
+    /// Writes `?` and a request's raw query: as it came, but for any byte that is not
+    /// visible ASCII, and `#`, which are `%XX` (the parser admits none of them; this
+    /// keeps a `Location` line whole whatever it is given).
+    pub(crate) fn query(&mut self, q: &[u8]) -> Option<()> {
+        self.put(b"?")?;
+        for &b in q {
+            match b.is_ascii_graphic() && b != b'#' {
+                true => self.put(&[b])?,
+                false => self.percent(b)?,
+            }
+        }
+        Some(())
+    }
+
+    fn percent(&mut self, b: u8) -> Option<()> {
         const HEX: &[u8; 16] = b"0123456789ABCDEF";
         self.put(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]])
     }

@@ -122,27 +122,10 @@ fn cidr(flag: &str, v: &str) -> Result<Cidr, ArgsError> {
 mod tests {
     use super::*;
 
-    use crate::args::flag::{lookup, Takes};
-    use crate::args::serve::{Apply, FLAGS};
-
-    /// The flags as the serve table routes them (its entry says whether one is a switch).
+    /// The flags as the serve parser routes them (through the one table).
     fn parse(flags: &[&str]) -> Result<Logging, ArgsError> {
-        let mut f = LogFlags::default();
-        let mut it = flags.iter();
-        while let Some(flag) = it.next() {
-            let entry = lookup(FLAGS, flag).expect("a serve flag");
-            let Apply::Log(to) = entry.apply else {
-                panic!("{flag} is no logging flag")
-            };
-            let v = match entry.takes {
-                Takes::Switch => "",
-                _ => it
-                    .next()
-                    .map_or_else(|| err(format!("{flag} needs a value")), Ok)?,
-            };
-            f.set(to, flag, v)?;
-        }
-        f.finish()
+        let args: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
+        crate::args::parse_serve(&args).map(|s| s.logging)
     }
 
     #[test]

@@ -108,6 +108,17 @@ fn apply(d: &mut Draft<'_>, to: Apply, flag: &str, v: &str) -> Result<(), ArgsEr
     Ok(())
 }
 
+impl super::site::SiteArgs {
+    /// Applies the serve flag spelled `flag` (one of `args/site.rs`'s; see [`SiteFlag`])
+    /// with its value, found through the one flag table, [`FLAGS`].
+    pub fn set(&mut self, flag: &str, value: &str) -> Result<(), ArgsError> {
+        match lookup(FLAGS, flag).map(|f| f.apply) {
+            Some(Apply::Site(to)) => self.apply(to, flag, value),
+            _ => err(format!("unknown flag {flag:?} (see --help)")),
+        }
+    }
+}
+
 /// Whether `flag` (spelled `spelled`) takes `v`, on its own: what a configuration file's
 /// line is checked with before the whole set is (`args/file.rs`).
 pub(crate) fn check_value(

@@ -108,15 +108,6 @@ pub struct SiteArgs {
 }
 
 impl SiteArgs {
-    /// Applies the serve flag spelled `flag` (one of this file's; see [`SiteFlag`]) with
-    /// its value, found through the one flag table (`args/serve.rs`).
-    pub fn set(&mut self, flag: &str, value: &str) -> Result<(), ArgsError> {
-        match super::flag::lookup(super::serve::FLAGS, flag).map(|f| f.apply) {
-            Some(super::serve::Apply::Site(to)) => self.apply(to, flag, value),
-            _ => Err(flag_error(format!("unknown flag {flag:?} (see --help)"))),
-        }
-    }
-
     /// Applies the flag `to` (spelled `flag`) with its value (empty for a switch), as
     /// the serve table routes it here.
     pub(crate) fn apply(&mut self, to: SiteFlag, flag: &str, value: &str) -> Result<(), ArgsError> {

@@ -264,3 +264,48 @@ fn check_explains_what_answers_a_path() {
         "{text}"
     );
 }
+
+/// The example file of docs/serving.md ("A typical site") is one `check` accepts, with
+/// its root and log moved to a test directory.
+#[test]
+fn the_documented_example_file_passes_check() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/serving.md"))
+            .unwrap();
+    let start = doc
+        .find("# /etc/steerd/site.conf\n")
+        .expect("the example in docs/serving.md");
+    let text = &doc[start..start + doc[start..].find("```").unwrap()];
+    let dir = TempDir::new("conf-doc");
+    dir.write_all(&[
+        ("www/404.html", "gone\n"),
+        ("www/app/index.html", "shell\n"),
+    ]);
+    let (www, log) = (dir.path().join("www"), dir.path().join("access.log"));
+    let text = text
+        .replace("/srv/www", www.to_str().unwrap())
+        .replace("/var/log/steerd/access.log", log.to_str().unwrap())
+        .replace("127.0.0.1:8080", "127.0.0.1:0");
+    let conf = dir.path().join("site.conf");
+    std::fs::write(&conf, &text).unwrap();
+    let out = run_steerd(&["check", "--config", conf.to_str().unwrap()], b"");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}\n{err}");
+    let explain = run_steerd(
+        &[
+            "check",
+            "--config",
+            conf.to_str().unwrap(),
+            "--explain",
+            "/blog/2019/hello.html",
+        ],
+        b"",
+    );
+    let said = String::from_utf8_lossy(&explain.stdout);
+    assert!(
+        said.contains(
+            "site.conf:12 (redirect /blog/*/*.html)\nanswer: 301, Location: /posts/hello\n"
+        ),
+        "{said}"
+    );
+}

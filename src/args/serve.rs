@@ -72,7 +72,9 @@ pub(crate) enum Apply {
     Config,
 }
 
-/// Applies `flag` (as spelled) with its value (empty for a switch) to the draft.
+/// Applies `flag` (as spelled) with its value (empty for a switch) to the draft. Out of
+/// line: the parser and [`check_value`] share one copy.
+#[inline(never)]
 fn apply(d: &mut Draft<'_>, to: Apply, flag: &str, v: &str) -> Result<(), ArgsError> {
     let out = &mut d.out;
     match to {

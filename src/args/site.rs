@@ -110,6 +110,7 @@ pub struct SiteArgs {
 impl SiteArgs {
     /// Applies the flag `to` (spelled `flag`) with its value (empty for a switch), as
     /// the serve table routes it here.
+    #[inline(never)]
     pub(crate) fn apply(&mut self, to: SiteFlag, flag: &str, value: &str) -> Result<(), ArgsError> {
         let named = |why: &str| flag_error(format!("{flag} {value:?}: {why}"));
         match to {

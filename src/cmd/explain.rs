@@ -24,6 +24,7 @@ use std::path::Path;
 const WALK_MAX: usize = 20_000;
 
 /// Prints what would answer `target` and returns the exit status.
+#[inline(never)]
 pub(crate) fn main(args: &ServeArgs, target: &str) -> Result<i32, Failure> {
     let mut site = args.site.rules();
     site.types =
@@ -136,20 +137,44 @@ fn target_of(rule: &Rule, path: &str, caps: &Captures, query: Option<&[u8]>) -> 
 
 /// What `check` warns about the rules of `site` served from `root`: rules that never
 /// match, redirect loops, shadowed files.
+#[inline(never)]
 pub(crate) fn rule_warnings(site: &SiteRules, root: &Path) -> Vec<String> {
     let rules = &site.rules;
+    if rules.is_empty() {
+        return Vec::new();
+    }
     let mut out = Vec::new();
+    let mut caps = Captures::default();
+    let files = tree(root);
     for (j, rule) in rules.iter().enumerate() {
+        let mut line = format!("rules: {}", name(rule));
         if let Some(earlier) = rules[..j].iter().find(|e| shadows(e, rule)) {
+            line += " never matches: ";
+            line += &name(earlier);
+            out.push(line + " answers every path it would");
+            continue;
+        }
+        if let Some(cycle) = redirect_loop(rules, j) {
+            out.push(format!("{line} is in a redirect loop: {cycle}"));
+        }
+        // A file the rule answers with itself (a rewrite to it) is not shadowed.
+        let mut mine = files.iter().filter(|p| {
+            let ruled = first_match(rules, p.as_bytes(), &mut caps);
+            ruled.is_some_and(|r| core::ptr::eq(r, rule)) && target_of(rule, p, &caps, None) != **p
+        });
+        if let Some(first) = mine.next() {
+            let more = mine.count();
             out.push(format!(
-                "rules: {} ({}) never matches: {} ({}) answers every path it would",
-                rule.source, rule.from_text, earlier.source, earlier.from_text
+                "{line} shadows the file {first} (and {more} more): the rule answers instead"
             ));
         }
     }
-    out.extend(loops(rules));
-    out.extend(shadowed_files(rules, root));
     out
+}
+
+/// `SOURCE (FROM)`.
+fn name(rule: &Rule) -> String {
+    format!("{} ({})", rule.source, rule.from_text)
 }
 
 /// Whether `earlier` answers every path `later` matches: it matches every path, has
@@ -163,86 +188,36 @@ fn shadows(earlier: &Rule, later: &Rule) -> bool {
             .is_some_and(|p| earlier.matches(p.as_bytes(), &mut caps))
 }
 
-/// Redirect loops: from each redirect's sample path (`Rule::sample_path`), the chain of
-/// redirects to paths on this server, until it leaves the rules or comes back.
-fn loops(rules: &[Rule]) -> Vec<String> {
-    let mut found: Vec<Vec<usize>> = Vec::new();
+/// The loop rule `start` begins, when its redirects come back to it: followed from its
+/// sample path (`Rule::sample_path`) through the redirects to paths on this server; named
+/// once, by the loop's first rule.
+fn redirect_loop(rules: &[Rule], start: usize) -> Option<String> {
     let mut caps = Captures::default();
-    for start in 0..rules.len() {
-        let mut path = rules[start].sample_path();
-        let mut chain: Vec<(usize, String)> = Vec::new();
-        for _ in 0..=rules.len().min(16) {
-            let Some(rule) = first_match(rules, path.as_bytes(), &mut caps) else {
-                break;
-            };
-            let i = rules
-                .iter()
-                .position(|r| core::ptr::eq(r, rule))
-                .unwrap_or(0);
-            if !matches!(rule.action, Action::Redirect(_)) {
-                break;
-            }
-            if let Some(at) = chain.iter().position(|(_, p)| *p == path) {
-                let mut cycle: Vec<usize> = chain[at..].iter().map(|(r, _)| *r).collect();
-                cycle.sort_unstable();
-                cycle.dedup();
-                if !found.contains(&cycle) {
-                    found.push(cycle);
-                }
-                break;
-            }
-            let to = target_of(rule, &path, &caps, None);
-            chain.push((i, path));
-            if !to.starts_with('/') {
-                break;
-            }
-            path = to;
+    let mut path = rules[start].sample_path();
+    let mut chain = String::new();
+    for _ in 0..rules.len().min(16) {
+        let rule = first_match(rules, path.as_bytes(), &mut caps)?;
+        let i = rules.iter().position(|r| core::ptr::eq(r, rule))?;
+        if i < start || !matches!(rule.action, Action::Redirect(_)) {
+            return None;
+        }
+        if i == start && !chain.is_empty() {
+            return Some(chain + " -> " + &name(rule));
+        }
+        if !chain.is_empty() {
+            chain += " -> ";
+        }
+        chain += &name(rule);
+        path = target_of(rule, &path, &caps, None);
+        if !path.starts_with('/') {
+            return None;
         }
     }
-    let name = |i: &usize| format!("{} ({})", rules[*i].source, rules[*i].from_text);
-    found
-        .iter()
-        .map(|c| {
-            format!(
-                "rules: a redirect loop: {}",
-                c.iter().map(name).collect::<Vec<_>>().join(" -> ")
-            )
-        })
-        .collect()
-}
-
-/// The files under `root` each rule answers instead (rules come before files): one
-/// warning per rule, with the first such file and how many there are.
-fn shadowed_files(rules: &[Rule], root: &Path) -> Vec<String> {
-    if rules.is_empty() {
-        return Vec::new();
-    }
-    let paths = tree(root);
-    let mut caps = Captures::default();
-    let mut out = Vec::new();
-    for rule in rules {
-        // A file the rule answers with itself (a rewrite to it) is not shadowed.
-        let answers = |p: &&String| {
-            let ruled = first_match(rules, p.as_bytes(), &mut caps);
-            ruled.is_some_and(|r| core::ptr::eq(r, rule)) && target_of(rule, p, &caps, None) != **p
-        };
-        let mine: Vec<&String> = paths.iter().filter(answers).collect();
-        if let Some(first) = mine.first() {
-            let more = match mine.len() {
-                1 => String::new(),
-                n => format!(" and {} more", n - 1),
-            };
-            out.push(format!(
-                "rules: {} ({}) shadows the file {first}{more}: the rule answers instead",
-                rule.source, rule.from_text
-            ));
-        }
-    }
-    out
+    None
 }
 
 /// The request paths of the regular files under `root` (dot-names skipped), at most
-/// [`WALK_MAX`] entries looked at.
+/// [`WALK_MAX`] entries looked at, in the order the directories list them.
 fn tree(root: &Path) -> Vec<String> {
     let mut out = Vec::new();
     let mut dirs = vec![(root.to_path_buf(), String::new())];
@@ -268,6 +243,5 @@ fn tree(root: &Path) -> Vec<String> {
             }
         }
     }
-    out.sort();
     out
 }

@@ -83,6 +83,7 @@ fn read_config(path: &str) -> Result<String, String> {
 
 /// Parses the command line (without the program name) with the process's variables
 /// and files: at start, and again for a HUP with `--config` (`serve.rs`).
+#[inline(never)]
 fn parse(argv: &[String]) -> Result<Command, args::ArgsError> {
     let outside = |vars| args::Outside {
         vars,

@@ -35,11 +35,19 @@ pub(super) enum Ruled<'p> {
 impl Responder<'_, '_> {
     /// The first `--redirect`/`--rewrite` matching the request: a redirect is answered
     /// here, a rewrite's path is written into `area`.
+    #[inline]
     pub(super) fn rules<'p>(&mut self, req: &Request<'_, '_>, area: &'p mut [u8]) -> Ruled<'p> {
-        let site = self.ctx.site;
-        if site.rules.is_empty() {
-            return Ruled::None;
+        match self.ctx.site.rules.is_empty() {
+            true => Ruled::None,
+            false => self.first_rule(req, area),
         }
+    }
+
+    /// [`Responder::rules`] with rules configured; out of line, so a site without rules
+    /// carries none of it in the request path.
+    #[inline(never)]
+    fn first_rule<'p>(&mut self, req: &Request<'_, '_>, area: &'p mut [u8]) -> Ruled<'p> {
+        let site = self.ctx.site;
         let mut caps = Captures::default();
         let Some(rule) = rules::first_match(&site.rules, req.path, &mut caps) else {
             return Ruled::None;
@@ -68,10 +76,15 @@ impl Responder<'_, '_> {
 
     /// `--https-redirect`: 308 to `https://HOST/PATH?QUERY` when a trusted proxy says the
     /// request came over plain HTTP; `false` (nothing planned) otherwise.
+    #[inline]
     pub(super) fn https_redirect(&mut self, req: &Request<'_, '_>) -> bool {
-        if !self.ctx.site.https_redirect || !(self.c.forwarded || self.c.proxied_plain) {
-            return false;
-        }
+        let asked = self.ctx.site.https_redirect && (self.c.forwarded || self.c.proxied_plain);
+        asked && self.https_redirect_asked(req)
+    }
+
+    /// [`Responder::https_redirect`] once it may apply; out of line.
+    #[inline(never)]
+    fn https_redirect_asked(&mut self, req: &Request<'_, '_>) -> bool {
         let fields = self.line.log.fields;
         let field = |name: &[u8]| {
             (fields.iter().find(|h| h.name.eq_ignore_ascii_case(name))).map(|h| h.value)
@@ -94,6 +107,7 @@ impl Responder<'_, '_> {
 
     /// `--try-ext`: the first `PATH.EXT` that exists for a `path` that does not (not for
     /// a directory's path), written into `area`, with its lookup.
+    #[inline(never)]
     pub(super) fn try_ext<'p>(
         &mut self,
         path: &[u8],
@@ -123,6 +137,7 @@ impl Responder<'_, '_> {
     /// A redirect with `status` whose `Location` line is the first `len` bytes of the
     /// sidecar area. One too long for the preamble area goes to the spill, and the
     /// connection then closes (as the trailing-slash 301 does).
+    #[inline(never)]
     fn located(&mut self, status: u16, len: usize) {
         let date = *self.ctx.date.text();
         let page = error_body(status);

@@ -201,8 +201,10 @@ fn check_warns_of_shadowed_rules_loops_and_files() {
     assert!(out.status.success(), "{err}");
     for line in [
         format!("steerd: warning: rules: {c}:8 (/app/x) never matches: {c}:7 (/app/**) answers every path it would"),
-        format!("steerd: warning: rules: a redirect loop: {c}:5 (/a) -> {c}:6 (/b)"),
-        format!("steerd: warning: rules: {c}:4 (/old/**) shadows the file /old/page.html: the rule answers instead"),
+        format!(
+            "steerd: warning: rules: {c}:5 (/a) is in a redirect loop: {c}:5 (/a) -> {c}:6 (/b) -> {c}:5 (/a)"
+        ),
+        format!("steerd: warning: rules: {c}:4 (/old/**) shadows the file /old/page.html (and 0 more): the rule answers instead"),
     ] {
         assert!(err.lines().any(|l| l == line), "{line}\nin\n{err}");
     }

@@ -261,6 +261,7 @@ impl SiteArgs {
             auth: self.auth(),
             list_dirs: self.list_dirs,
             rules: self.rules.clone(),
+            rule_filter: crate::site::rules::Prefilter::of(&self.rules),
             try_ext: self.try_ext.iter().map(|e| bytes(e)).collect(),
             https_redirect: self.https_redirect,
         }

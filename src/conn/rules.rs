@@ -37,9 +37,9 @@ impl Responder<'_, '_> {
     /// here, a rewrite's path is written into `area`.
     #[inline]
     pub(super) fn rules<'p>(&mut self, req: &Request<'_, '_>, area: &'p mut [u8]) -> Ruled<'p> {
-        match self.ctx.site.rules.is_empty() {
-            true => Ruled::None,
-            false => self.first_rule(req, area),
+        match self.ctx.site.rule_filter.may_match(req.path) {
+            false => Ruled::None,
+            true => self.first_rule(req, area),
         }
     }
 

@@ -102,6 +102,11 @@ impl Glob {
         })
     }
 
+    /// The literal prefix and suffix every matching path has (see [`Glob::may_match`]).
+    pub(crate) fn literal_ends(&self) -> (&[u8], &[u8]) {
+        (&self.prefix, &self.suffix)
+    }
+
     /// A cheap necessary condition: `path` begins with the pattern's literal prefix and
     /// ends with its last segment's literal tail. Most paths a site's rules do not
     /// concern fail it in a byte compare or two, before any segment is looked at.

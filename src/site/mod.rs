@@ -57,6 +57,8 @@ pub struct SiteRules {
     pub(crate) list_dirs: bool,
     /// `--redirect` and `--rewrite`, in order (the first match answers).
     pub(crate) rules: Vec<rules::Rule>,
+    /// Which request paths some rule may match (`rules::Prefilter`).
+    pub(crate) rule_filter: rules::Prefilter,
     /// `--try-ext`: extensions (no dot) tried, in order, for a path that does not exist.
     pub(crate) try_ext: Vec<Box<[u8]>>,
     /// `--https-redirect`: a request a trusted proxy says came over plain HTTP gets 308.

@@ -19,6 +19,9 @@
 //! - `responder-keep-alive`, `responder-close`: the same clients against
 //!   `steerd bench responder` (one CPU), the floor: a canned answer, no parsing.
 //!
+//! With `STEERD_BENCH_RULES=N`, the site has N `--redirect`/`--rewrite` rules that no
+//! request matches (the cost of rules to a request they do not concern).
+//!
 //! Run: `cargo bench --bench serve_path -- WORKLOAD REQUESTS` prints the wall time per
 //! request (noise on this machine; the script reads callgrind's counts instead).
 //!
@@ -103,6 +106,21 @@ impl Drop for Root {
     }
 }
 
+/// `n` redirect and rewrite rules none of the workloads' paths matches, in the mix
+/// docs/benchmarks.md measures: anchored `**`, anchored `*`, unanchored `*.ext`.
+fn rules(root: &Path, n: usize) -> steerd::site::SiteRules {
+    let mut args = vec![root.to_str().unwrap().to_string()];
+    for i in 0..n {
+        let (flag, rule) = match i % 5 {
+            0 | 1 => ("--redirect", format!("/old{i}/** /new{i}/$1 301")),
+            2 | 3 => ("--rewrite", format!("/app{i}/*/* /app{i}/index.html")),
+            _ => ("--redirect", format!("*.ext{i} /moved/$1.html 308")),
+        };
+        args.extend([flag.to_string(), rule]);
+    }
+    steerd::args::parse_serve(&args).unwrap().site.rules()
+}
+
 fn config(root: &Path, workload: Workload) -> LoopConfig {
     use rustix::fs::{Mode, OFlags};
     let dir = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
@@ -131,6 +149,12 @@ fn config(root: &Path, workload: Workload) -> LoopConfig {
         let parsed = steerd::args::parse_serve(&args).unwrap();
         site = parsed.site.rules();
         logging = parsed.logging;
+    }
+    if let Some(n) = std::env::var("STEERD_BENCH_RULES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+    {
+        site = rules(root, n);
     }
     LoopConfig {
         worker: 0,

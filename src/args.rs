@@ -11,6 +11,7 @@ pub mod bench;
 pub(crate) mod bpf;
 pub(crate) mod duration;
 pub(crate) mod env;
+pub(crate) mod file;
 pub(crate) mod flag;
 pub(crate) mod inspect;
 pub(crate) mod listen;
@@ -39,6 +40,8 @@ pub(crate) enum Command {
         serve: ServeArgs,
         /// Print JSON instead of text.
         json: bool,
+        /// `--explain PATH`: print what would answer PATH instead.
+        explain: Option<String>,
     },
     /// `steerd topo [--sysfs DIR] [--json]`
     Topo {
@@ -69,6 +72,8 @@ pub(crate) struct Outside<'a> {
     /// Whether a word names a directory: a first word that is no subcommand but close
     /// to one is refused as a mistyped subcommand only when it is not a directory.
     pub(crate) is_dir: &'a dyn Fn(&str) -> bool,
+    /// The text of a configuration file (`--config`), or why it cannot be read.
+    pub(crate) read: &'a dyn Fn(&str) -> Result<String, String>,
 }
 
 fn no_hosts() -> Option<String> {
@@ -79,6 +84,10 @@ fn no_dir(_: &str) -> bool {
     false
 }
 
+fn no_file(_: &str) -> Result<String, String> {
+    Err("no files here".into())
+}
+
 impl Outside<'static> {
     /// Nothing from outside: no variables, no `/etc/hosts`, no directories.
     pub(crate) fn none() -> Outside<'static> {
@@ -86,6 +95,7 @@ impl Outside<'static> {
             vars: Vec::new(),
             hosts: &no_hosts,
             is_dir: &no_dir,
+            read: &no_file,
         }
     }
 }
@@ -173,6 +183,9 @@ pub struct ServeArgs {
     pub roots: Roots,
     /// Everyday-serving options (`args/site.rs`).
     pub site: site::SiteArgs,
+    /// `--config FILE` (or `STEERD_CONFIG`): the file the settings were read from, and
+    /// are read again from on HUP.
+    pub config: Option<PathBuf>,
 }
 
 impl Default for ServeArgs {
@@ -198,6 +211,7 @@ impl Default for ServeArgs {
             metrics: None,
             roots: Roots::default(),
             site: site::SiteArgs::default(),
+            config: None,
         }
     }
 }
@@ -330,6 +344,26 @@ fn parse_serve_or_help(
     parse_serve_in(args, outside).map(wrap)
 }
 
+/// Parses serve options with the configuration file `name` holding `text` (for the
+/// fuzz target and tests: the file is handed in, not read).
+pub fn parse_serve_with_file(
+    args: &[String],
+    name: &str,
+    text: &str,
+) -> Result<ServeArgs, ArgsError> {
+    let read = |path: &str| match path == name {
+        true => Ok(text.to_string()),
+        false => Err("no such file".to_string()),
+    };
+    let mut all = vec!["--config".to_string(), name.to_string()];
+    all.extend_from_slice(args);
+    let outside = Outside {
+        read: &read,
+        ..Outside::none()
+    };
+    parse_serve_in(&all, &outside)
+}
+
 /// Parses serve options (everything but the subcommand word), with nothing from outside.
 pub fn parse_serve(args: &[String]) -> Result<ServeArgs, ArgsError> {
     parse_serve_in(args, &Outside::none())
@@ -343,9 +377,25 @@ pub(crate) fn parse_serve_in(
     outside: &Outside<'_>,
 ) -> Result<ServeArgs, ArgsError> {
     let from_env = env::tokens(&outside.vars, args)?;
-    let mut all: Vec<String> = from_env.iter().map(|t| t.token.clone()).collect();
+    let env_words = from_env.iter().map(|t| t.token.as_str());
+    let given: Vec<&str> = env_words.chain(args.iter().map(String::as_str)).collect();
+    let from_file = match config_file(&given) {
+        Some(path) => {
+            let text = (outside.read)(&path).or_else(|why| err(format!("{path}: {why}")))?;
+            file::tokens(&path, &text, &given, outside.hosts)?
+        }
+        None => file::FromFile::default(),
+    };
+    let mut all: Vec<String> = from_file.tokens.iter().map(|t| t.token.clone()).collect();
+    all.extend(from_env.iter().map(|t| t.token.clone()));
     all.extend_from_slice(args);
-    let mut out = match serve::parse_tokens(&all, outside.hosts) {
+    let at: Vec<String> = from_file.tokens.iter().map(|t| t.at.clone()).collect();
+    let tokens = serve::Tokens {
+        words: &all,
+        at: &at,
+        root: from_file.root.as_ref().map(|(dir, _)| dir.as_str()),
+    };
+    let mut out = match serve::parse_sourced(&tokens, outside.hosts) {
         Ok(out) => out,
         Err(mut e) => {
             // A variable whose value alone is refused the same way is named.
@@ -370,13 +420,29 @@ pub(crate) fn parse_serve_in(
         .filter_map(|f| {
             if args.iter().any(|a| f.is(a)) {
                 Some((f.name(), env::Origin::CommandLine))
-            } else {
-                let t = from_env.iter().find(|t| f.is(&t.token))?;
+            } else if let Some(t) = from_env.iter().find(|t| f.is(&t.token)) {
                 Some((f.name(), env::Origin::Environment(t.var.clone())))
+            } else {
+                let t = from_file.tokens.iter().find(|t| f.is(&t.token))?;
+                Some((f.name(), env::Origin::File(t.at.clone())))
             }
         })
         .collect();
     Ok(out)
+}
+
+/// The `--config` (or `STEERD_CONFIG`) among the command line's and environment's
+/// tokens, found through the flag table.
+fn config_file(given: &[&str]) -> Option<String> {
+    let is_config = |w: &str| {
+        let (word, _) = flag::split_inline(w);
+        flag::lookup(serve::FLAGS, word).is_some_and(|f| f.apply == serve::Apply::Config)
+    };
+    let at = given.iter().position(|w| is_config(w))?;
+    match flag::split_inline(given[at]) {
+        (_, Some(v)) => Some(v.to_string()),
+        (_, None) => given.get(at + 1).map(|v| v.to_string()),
+    }
 }
 
 fn parse_addr(flag: &str, v: &str) -> Result<SocketAddr, ArgsError> {
@@ -621,6 +687,7 @@ mod tests {
             vars: Vec::new(),
             hosts: &no_hosts,
             is_dir: if dir { &|_: &str| true } else { &no_dir },
+            read: &no_file,
         };
         for (word, like) in [
             ("serv", "serve"),
@@ -693,6 +760,63 @@ mod tests {
         );
     }
 
+    #[test]
+    fn the_file_fills_what_flags_and_variables_do_not_give() {
+        let read = |path: &str| match path {
+            "site.conf" => Ok("root /srv/www\nworkers 3\nmax-conns 64\nheader A: 1\n\
+                               redirect /old/** /new/$1\nlist-dirs\n"
+                .to_string()),
+            _ => Err("No such file or directory (os error 2)".to_string()),
+        };
+        let outside = Outside {
+            vars: vec![("STEERD_MAX_CONNS".into(), "32".into())],
+            read: &read,
+            ..Outside::none()
+        };
+        let Command::Check { serve: s, .. } =
+            parse_in(&argv("check --config site.conf -w 2"), &outside).unwrap()
+        else {
+            panic!("not check")
+        };
+        assert_eq!(s.root, PathBuf::from("/srv/www"));
+        assert_eq!(s.workers, Workers::Count(2), "the command line wins");
+        assert_eq!(s.max_conns, 32, "the environment wins");
+        assert_eq!(s.site.headers.len(), 1);
+        assert!(s.site.list_dirs);
+        assert_eq!(&*s.site.rules[0].source, "site.conf:5");
+        assert_eq!(s.config, Some(PathBuf::from("site.conf")));
+        use env::Origin;
+        let origin = |name: &str| s.origins.iter().find(|(n, _)| *n == name).map(|o| &o.1);
+        assert_eq!(origin("--workers"), Some(&Origin::CommandLine));
+        assert_eq!(
+            origin("--max-conns"),
+            Some(&Origin::Environment("STEERD_MAX_CONNS".into()))
+        );
+        assert_eq!(
+            origin("--header"),
+            Some(&Origin::File("site.conf:4".into()))
+        );
+        let Command::Serve(s) = parse_in(&argv("/elsewhere --config=site.conf"), &outside).unwrap()
+        else {
+            panic!("not serve")
+        };
+        assert_eq!(s.root, PathBuf::from("/elsewhere"), "ROOT wins over root");
+        let e = parse_in(&argv("--config nope.conf"), &outside).unwrap_err();
+        assert_eq!(
+            e.message,
+            "nope.conf: No such file or directory (os error 2)"
+        );
+        let vars = Outside {
+            vars: vec![("STEERD_CONFIG".into(), "site.conf".into())],
+            read: &read,
+            ..Outside::none()
+        };
+        let Command::Serve(s) = parse_in(&[], &vars).unwrap() else {
+            panic!("not serve")
+        };
+        assert_eq!(s.workers, Workers::Count(3), "STEERD_CONFIG names the file");
+    }
+
     /// The flag table, the parser and `--help` agree: every flag of the table is in the
     /// help and parses; every flag the help shows is in the table; only repeatables
     /// repeat.
@@ -728,6 +852,10 @@ mod tests {
             "--basic-auth" => "/etc/steerd/htpasswd",
             "--basic-auth-realm" => "Team docs",
             "--basic-auth-skip" => "/favicon.ico",
+            "--redirect" => "/old/** /new/$1 308",
+            "--rewrite" => "/app/** /app/index.html",
+            "--try-ext" => "html",
+            "--config" => "site.conf",
             n if n.ends_with("-timeout") => "1",
             _ => "",
         };
@@ -745,12 +873,24 @@ mod tests {
             if f.name() == "--syslog-socket" {
                 once.extend(["--access-log".into(), "syslog".into()]);
             }
-            if f.name() == "--proxy-protocol" || f.name() == "--real-ip-recursive" {
+            if [
+                "--proxy-protocol",
+                "--real-ip-recursive",
+                "--https-redirect",
+            ]
+            .contains(&f.name())
+            {
                 once.extend(["--real-ip-from".into(), "10.0.0.0/8".into()]);
             }
             if f.name().starts_with("--basic-auth-") {
                 once.extend(["--basic-auth".into(), "/x".into()]);
             }
+            let empty = |_: &str| Ok(String::new());
+            let outside = Outside {
+                read: &empty,
+                ..Outside::none()
+            };
+            let parse_serve = |a: &[String]| parse_serve_in(a, &outside);
             parse_serve(&once).unwrap_or_else(|e| panic!("{}: {e}", f.name()));
             let mut twice = once.clone();
             twice.extend(
@@ -934,7 +1074,7 @@ mod tests {
 
     #[test]
     fn check_and_topo() {
-        let Command::Check { serve, json } = parse(&argv("check --json --workers 3")).unwrap()
+        let Command::Check { serve, json, .. } = parse(&argv("check --json --workers 3")).unwrap()
         else {
             panic!()
         };

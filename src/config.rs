@@ -98,3 +98,8 @@ pub(crate) struct Serving {
     /// Headers, cache rules, error pages, fallback, media types, sidecars.
     pub(crate) site: SiteRules,
 }
+
+/// Reads the configuration again (`--config`, for a HUP): the next generation's
+/// [`Serving`], or one line naming `FILE:LINE` (or the setting) and what is wrong. Made
+/// by `cmd/serve.rs`, which alone may parse flags; the master only calls it.
+pub(crate) type Reread<'a> = &'a dyn Fn() -> Result<Serving, String>;

@@ -77,6 +77,7 @@ mod listing;
 mod logged;
 mod record;
 mod respond;
+mod rules;
 
 use crate::access_log::AccessLog;
 use crate::client_addr::{parse_proxy_header, Walk};
@@ -171,6 +172,9 @@ pub(crate) struct Conn {
     client: Option<IpAddr>,
     /// The peer is a trusted proxy whose `X-Forwarded-For` names the client.
     forwarded: bool,
+    /// The connection's PROXY v2 header said the client came without TLS
+    /// (`--https-redirect`).
+    proxied_plain: bool,
     /// The connection arrived on the worker's own CPU.
     local: bool,
     /// What the log line of the response in flight will say (beside the response rather
@@ -197,6 +201,7 @@ impl Conn {
             peer_shut: false,
             client: None,
             forwarded: false,
+            proxied_plain: false,
             local: false,
             pending: None,
             started_us: 0,
@@ -380,20 +385,22 @@ pub(crate) struct Scratch {
     /// The request path of a pre-compressed sidecar (the decoded path plus
     /// `index.html` and a suffix).
     pub(crate) sidecar: Box<[u8; SIDECAR_CAP]>,
+    /// The paths the rules name: a `--rewrite` target, then a `--try-ext` candidate.
+    pub(crate) rewrite: Box<[u8; 2 * SIDECAR_CAP]>,
 }
 
 /// Bytes of a sidecar's request path: the longest decoded path, `index.html`, `.zst`.
 const SIDECAR_CAP: usize = MAX_TARGET + 16;
 
 impl Scratch {
-    /// The parser's path area, and the areas one answer may use.
-    fn split(&mut self) -> (&mut [u8], record::Bufs<'_>) {
+    /// The parser's path area, the rules' path area, and the areas one answer may use.
+    fn split(&mut self) -> (&mut [u8], &mut [u8], record::Bufs<'_>) {
         let bufs = record::Bufs {
             open: &mut self.open,
             spill: &mut self.spill[..],
             sidecar: &mut self.sidecar[..],
         };
-        (&mut self.path[..], bufs)
+        (&mut self.path[..], &mut self.rewrite[..], bufs)
     }
 
     /// Allocated once per worker.
@@ -403,6 +410,7 @@ impl Scratch {
             open: Box::new([0; PATH_MAX + 1]),
             spill: Box::new([0; SPILL_CAP]),
             sidecar: Box::new([0; SIDECAR_CAP]),
+            rewrite: Box::new([0; 2 * SIDECAR_CAP]),
         }
     }
 }
@@ -513,6 +521,7 @@ fn transition(
                             if let Some(source) = h.source {
                                 c.client = Some(source.ip());
                             }
+                            c.proxied_plain = h.tls == Some(false);
                             consume(c, inb, h.len);
                             c.awaiting = Awaiting::Head;
                             continue;

@@ -14,7 +14,8 @@
 //! json      {"time":"2026-12-01T00:16:22Z","client":"127.0.0.1","request":"GET /a HTTP/1.1",
 //!            "status":200,"body_bytes":1234,"referer":"http://r/","user_agent":"curl/8",
 //!            "worker":0,"cpu":2,"local":true,"duration_us":85,"cut_short":false,
-//!            "user":null}   (one line)
+//!            "user":null}   (one line; `"rule":"FILE:LINE"` after `user` when a
+//!            `--redirect` or `--rewrite` answered)
 //! ```
 //!
 //! The bytes are those of the body actually written (nginx's `$body_bytes_sent`: `0`
@@ -78,6 +79,9 @@ pub(crate) struct Record<'a> {
     pub(crate) user_agent: Option<&'a [u8]>,
     /// The user `--basic-auth` accepted for this request, if any.
     pub(crate) user: Option<&'a [u8]>,
+    /// Where the `--redirect` or `--rewrite` that answered was given (json only, and only
+    /// when one did: `"rule":"site.conf:12"`).
+    pub(crate) rule: Option<&'a [u8]>,
     /// The worker's index.
     pub(crate) worker: u32,
     /// The CPU the worker runs on.

@@ -13,7 +13,9 @@
 //! whose default would end the process is ignored (`signals::ignored`).
 //! TERM, INT: fast stop. QUIT: graceful stop (new connections refused at once, responses
 //! in flight finish up to `--shutdown-timeout`, then the master kills what is left).
-//! HUP: after checking the root, the error pages and fallback, and the log as the workers
+//! HUP: with `--config`, after reading the file again (a file that does not parse, or
+//! changes a setting only new listeners could apply, is refused with one line and the
+//! running workers keep serving), and after checking the root, the error pages and fallback, and the log as the workers
 //! will open them (the start-up checks, `preflight.rs`), and reading the `--mime-types`
 //! file again, start fresh workers on the same listeners; each old worker retires
 //! (drains, see `serve_loop::Loop::drain`) once its successor serves. USR2: binary
@@ -131,6 +133,7 @@ pub(crate) fn run(
     plan: &Plan,
     program: Option<&[asm_bpf::Insn]>,
     status: Option<StatusDocument>,
+    reread: Option<crate::config::Reread<'_>>,
 ) -> Result<(), MasterError> {
     signals::install().map_err(MasterError::Signals)?;
     // Before any worker exists: each inherits it. A hint, as madvise's are: where it is
@@ -200,6 +203,7 @@ pub(crate) fn run(
         ready: pipe,
         home: &home,
         auth,
+        reread,
     };
     let mut sup = Supervisor::new(shared, notifier, launch, upgrade_pipe);
     sup.take_over(&taken_over);

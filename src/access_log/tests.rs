@@ -26,6 +26,7 @@ fn rec(target: &'static [u8]) -> Record<'static> {
         referer: None,
         user_agent: Some(b"t"),
         user: None,
+        rule: None,
         worker: 0,
         cpu: 0,
         local: true,

@@ -29,6 +29,8 @@ pub enum Origin {
     CommandLine,
     /// This environment variable.
     Environment(String),
+    /// This line of the configuration file (`FILE:LINE`).
+    File(String),
 }
 
 /// One token made from a variable: `--flag=value` (or `--flag` for a switch).

@@ -3,7 +3,7 @@
 //!
 //! Input: the arguments after the subcommand. Output: a [`Command`]. No syscalls.
 
-use super::flag::{lookup, rendered, usage_words, wants_help, Flag, Seen, Takes};
+use super::flag::{lookup, rendered, split_inline, usage_words, wants_help, Flag, Seen, Takes};
 use super::{err, parse_serve_in, ArgsError, Command, Outside, Roots};
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -30,7 +30,10 @@ pub(crate) const TOPO_FLAGS: &[Flag<TopoApply>] = &[
 ];
 
 /// Every flag of `check` besides the serve flags (`args/serve.rs`).
-pub(crate) const CHECK_FLAGS: &[Flag<()>] = &[Flag::new("--json", Takes::Switch, ())];
+pub(crate) const CHECK_FLAGS: &[Flag<()>] = &[
+    Flag::new("--json", Takes::Switch, ()),
+    Flag::new("--explain PATH", Takes::Value, ()),
+];
 
 /// `steerd topo --help`, its usage line from [`TOPO_FLAGS`].
 pub(crate) fn topo_help() -> &'static str {
@@ -52,7 +55,9 @@ pub(crate) fn check_help() -> &'static str {
         format!(
             "USAGE: steerd check [serve options]{}\n\n\
              Prints the topology, the plan (workers, master CPU, CPU -> listener map) and the steering\n\
-             program as bpf_asm text and bytecode. It binds and listens on nothing.\n",
+             program as bpf_asm text and bytecode. It binds and listens on nothing.\n\
+             With --explain PATH, prints instead what would answer PATH (with ?QUERY): the rule\n\
+             and where it was given, the file or redirect target, the headers and Cache-Control.\n",
             usage_words(CHECK_FLAGS)
         )
     })
@@ -65,14 +70,30 @@ pub(crate) fn parse_check(args: &[String], outside: &Outside<'_>) -> Result<Comm
     }
     let mut seen = Seen::default();
     let mut rest = Vec::with_capacity(args.len());
-    for a in args {
-        match lookup(CHECK_FLAGS, a) {
-            Some(f) => seen.note(f).or_else(|t| err(t.to_string()))?,
-            None => rest.push(a.clone()),
+    let (mut json, mut explain) = (false, None);
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let (word, inline) = split_inline(a);
+        let Some(f) = lookup(CHECK_FLAGS, word) else {
+            rest.push(a.clone());
+            continue;
+        };
+        seen.note(f).or_else(|t| err(t.to_string()))?;
+        match (f.takes, inline) {
+            (Takes::Switch, _) => json = true,
+            (_, Some(v)) => explain = Some(v.to_string()),
+            (_, None) => match it.next() {
+                Some(v) => explain = Some(v.clone()),
+                None => return err(format!("{word} needs a value")),
+            },
         }
     }
+    if explain.as_deref().is_some_and(|p| !p.starts_with('/')) {
+        return err("--explain PATH: a request path, beginning with /");
+    }
     Ok(Command::Check {
-        json: rest.len() < args.len(),
+        json,
+        explain,
         serve: parse_serve_in(&rest, outside)?,
     })
 }

@@ -3,7 +3,8 @@
 //! `--syslog-socket PATH`, `--real-ip-from CIDR` (repeatable), `--real-ip-recursive`,
 //! `--proxy-protocol`.
 //!
-//! Input: flags and their values as the serve parser meets them. Output: a validated
+//! Input: flags and their values as the serve parser meets them, routed by their
+//! [`LogFlag`] tag in the table of `args/serve.rs` (no flag is matched by name here). Output: a validated
 //! [`Logging`]. No syscalls: whether the log can be opened (as `--user`) is checked by
 //! the master before it binds. `syslog` sends to `/dev/log` unless `--syslog-socket`
 //! names another datagram socket (a chroot's, a container's, a test's); a file that is
@@ -14,6 +15,24 @@ use crate::config::{Cidr, CidrError, LogFormat, LogTarget, Logging, DEV_LOG};
 use std::net::IpAddr;
 use std::path::PathBuf;
 
+/// Which of these flags a serve table entry is (`args/serve.rs`): the table names each
+/// flag once, and this tag routes its value here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LogFlag {
+    /// `--access-log`
+    AccessLog,
+    /// `--log-format`
+    LogFormat,
+    /// `--syslog-socket`
+    SyslogSocket,
+    /// `--real-ip-from`
+    RealIpFrom,
+    /// `--real-ip-recursive`
+    RealIpRecursive,
+    /// `--proxy-protocol`
+    ProxyProtocol,
+}
+
 /// The flags as they arrive (the syslog socket may come after `--access-log syslog`).
 #[derive(Debug, Default)]
 pub(crate) struct LogFlags {
@@ -22,18 +41,17 @@ pub(crate) struct LogFlags {
 }
 
 impl LogFlags {
-    /// Applies `flag` with its value (empty for the switches), as `args/serve.rs`'s
-    /// table routes it here.
-    pub(crate) fn set(&mut self, flag: &str, v: &str) -> Result<(), ArgsError> {
-        match flag {
-            "--access-log" => self.args.access_log = target(v)?,
-            "--log-format" => self.args.log_format = format(v)?,
-            "--syslog-socket" if v.is_empty() => return err("--syslog-socket: empty path"),
-            "--syslog-socket" => self.syslog_socket = Some(PathBuf::from(v)),
-            "--real-ip-from" => self.args.real_ip_from.push(cidr(v)?),
-            "--real-ip-recursive" => self.args.real_ip_recursive = true,
-            "--proxy-protocol" => self.args.proxy_protocol = true,
-            _ => return err(format!("unknown flag {flag:?} (see --help)")),
+    /// Applies the flag `to` (spelled `flag`) with its value (empty for the switches), as
+    /// `args/serve.rs`'s table routes it here.
+    pub(crate) fn set(&mut self, to: LogFlag, flag: &str, v: &str) -> Result<(), ArgsError> {
+        match to {
+            LogFlag::AccessLog => self.args.access_log = target(flag, v)?,
+            LogFlag::LogFormat => self.args.log_format = format(flag, v)?,
+            LogFlag::SyslogSocket if v.is_empty() => return err(format!("{flag}: empty path")),
+            LogFlag::SyslogSocket => self.syslog_socket = Some(PathBuf::from(v)),
+            LogFlag::RealIpFrom => self.args.real_ip_from.push(cidr(flag, v)?),
+            LogFlag::RealIpRecursive => self.args.real_ip_recursive = true,
+            LogFlag::ProxyProtocol => self.args.proxy_protocol = true,
         }
         Ok(())
     }
@@ -68,30 +86,28 @@ impl LogFlags {
     }
 }
 
-fn target(v: &str) -> Result<LogTarget, ArgsError> {
+fn target(flag: &str, v: &str) -> Result<LogTarget, ArgsError> {
     Ok(match v {
         "off" => LogTarget::Off,
         "-" => LogTarget::Stdout,
         "syslog" => LogTarget::Syslog(PathBuf::from(DEV_LOG)),
-        "" => return err("--access-log: empty path (use off to disable)"),
+        "" => return err(format!("{flag}: empty path (use off to disable)")),
         path => LogTarget::File(PathBuf::from(path)),
     })
 }
 
-fn format(v: &str) -> Result<LogFormat, ArgsError> {
+fn format(flag: &str, v: &str) -> Result<LogFormat, ArgsError> {
     match LogFormat::ALL.into_iter().find(|f| f.name() == v) {
         Some(f) => Ok(f),
-        None => err(format!(
-            "--log-format {v:?}: expected combined, common or json"
-        )),
+        None => err(format!("{flag} {v:?}: expected combined, common or json")),
     }
 }
 
 /// `ADDR/LEN` or a bare `ADDR` (one host).
-fn cidr(v: &str) -> Result<Cidr, ArgsError> {
+fn cidr(flag: &str, v: &str) -> Result<Cidr, ArgsError> {
     let addr = v.split_once('/').map_or(v, |(a, _)| a);
     let Ok(ip) = addr.parse::<IpAddr>() else {
-        return err(format!("--real-ip-from {v:?}: not an IPv4 or IPv6 address"));
+        return err(format!("{flag} {v:?}: not an IPv4 or IPv6 address"));
     };
     let len = match v.split_once('/') {
         None => Some(if ip.is_ipv4() { 32 } else { 128 }),
@@ -99,27 +115,17 @@ fn cidr(v: &str) -> Result<Cidr, ArgsError> {
         Some(_) => None,
     };
     let net = len.ok_or(CidrError::Prefix).and_then(|l| Cidr::new(ip, l));
-    net.or_else(|e| err(format!("--real-ip-from {v:?}: {e}")))
+    net.or_else(|e| err(format!("{flag} {v:?}: {e}")))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The flags as the serve parser routes them (through the one table).
     fn parse(flags: &[&str]) -> Result<Logging, ArgsError> {
-        let mut f = LogFlags::default();
-        let mut it = flags.iter();
-        while let Some(flag) = it.next() {
-            let switch = matches!(*flag, "--real-ip-recursive" | "--proxy-protocol");
-            let v = match switch {
-                true => "",
-                false => it
-                    .next()
-                    .map_or_else(|| err(format!("{flag} needs a value")), Ok)?,
-            };
-            f.set(flag, v)?;
-        }
-        f.finish()
+        let args: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
+        crate::args::parse_serve(&args).map(|s| s.logging)
     }
 
     #[test]

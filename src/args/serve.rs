@@ -7,7 +7,8 @@
 //! `args/logging.rs`, `args/listen.rs` and `args/site.rs`; each names its flag and value.
 
 use super::flag::{lookup, rendered, row, rows, split_inline, Flag, Seen, Takes};
-use super::logging::LogFlags;
+use super::logging::{LogFlag, LogFlags};
+use super::site::SiteFlag;
 use super::{
     err, flag_error, listen, parse_addr, parse_cpus, parse_master_cpu, parse_secs, parse_size,
     parse_slots, parse_steer, parse_user, parse_workers, ArgsError, ServeArgs, DEFAULT_LISTEN,
@@ -59,19 +60,21 @@ pub(crate) enum Apply {
     ShutdownTimeout,
     /// `--metrics`.
     Metrics,
-    /// The access log and client address flags (`args/logging.rs`).
-    Log,
-    /// The everyday-serving flags (`args/site.rs`); a bad one is collected, not fatal.
-    Site,
-    /// `--list-dirs`.
-    ListDirs,
+    /// An access log or client address flag (`args/logging.rs`).
+    Log(LogFlag),
+    /// An everyday-serving flag (`args/site.rs`); a bad one is collected, not fatal.
+    Site(SiteFlag),
     /// `--sysfs`.
     Sysfs,
     /// `--procfs`.
     Procfs,
+    /// `--config`: read before the tokens are (`args/file.rs`); here only kept.
+    Config,
 }
 
-/// Applies `flag` (as spelled) with its value (empty for a switch) to the draft.
+/// Applies `flag` (as spelled) with its value (empty for a switch) to the draft. Out of
+/// line: the parser and [`check_value`] share one copy.
+#[inline(never)]
 fn apply(d: &mut Draft<'_>, to: Apply, flag: &str, v: &str) -> Result<(), ArgsError> {
     let out = &mut d.out;
     match to {
@@ -95,15 +98,43 @@ fn apply(d: &mut Draft<'_>, to: Apply, flag: &str, v: &str) -> Result<(), ArgsEr
         Apply::SendBuffer => out.send_buffer = Some(parse_size(flag, v)?),
         Apply::ShutdownTimeout => out.shutdown_timeout = parse_secs(flag, v)?,
         Apply::Metrics => out.metrics = Some(parse_addr(flag, v)?),
-        Apply::Log => d.logging.set(flag, v)?,
-        Apply::Site => d
+        Apply::Log(to) => d.logging.set(to, flag, v)?,
+        Apply::Site(to) => d
             .site_errors
-            .extend(out.site.set(flag, v).err().map(|e| e.message)),
-        Apply::ListDirs => out.site.list_dirs = true,
+            .extend(out.site.apply(to, flag, v).err().map(|e| e.message)),
         Apply::Sysfs => out.roots.sysfs = PathBuf::from(v),
         Apply::Procfs => out.roots.procfs = PathBuf::from(v),
+        Apply::Config if v.is_empty() => return err(format!("{flag}: empty path")),
+        Apply::Config => out.config = Some(PathBuf::from(v)),
     }
     Ok(())
+}
+
+impl super::site::SiteArgs {
+    /// Applies the serve flag spelled `flag` (one of `args/site.rs`'s; see [`SiteFlag`])
+    /// with its value, found through the one flag table, [`FLAGS`].
+    pub fn set(&mut self, flag: &str, value: &str) -> Result<(), ArgsError> {
+        match lookup(FLAGS, flag).map(|f| f.apply) {
+            Some(Apply::Site(to)) => self.apply(to, flag, value),
+            _ => err(format!("unknown flag {flag:?} (see --help)")),
+        }
+    }
+}
+
+/// Whether `flag` (spelled `spelled`) takes `v`, on its own: what a configuration file's
+/// line is checked with before the whole set is (`args/file.rs`).
+pub(crate) fn check_value(
+    flag: &Flag<Apply>,
+    spelled: &str,
+    v: &str,
+    hosts: &dyn Fn() -> Option<String>,
+) -> Result<(), ArgsError> {
+    let mut d = Draft::new(hosts);
+    apply(&mut d, flag.apply, spelled, v)?;
+    match d.site_errors.is_empty() {
+        true => Ok(()),
+        false => Err(flag_error(d.site_errors.join("\n"))),
+    }
 }
 
 const fn value(text: &'static str, apply: Apply) -> Flag<Apply> {
@@ -199,34 +230,34 @@ pub(crate) const FLAGS: &[Flag<Apply>] = &[
     value(
         "--access-log PATH|-|syslog|off\n\
          access log: a file, standard output or /dev/log (default off)",
-        Apply::Log,
+        Apply::Log(LogFlag::AccessLog),
     ),
     value(
         "--log-format FORMAT\n\
          combined, common or json (default combined)",
-        Apply::Log,
+        Apply::Log(LogFlag::LogFormat),
     ),
     value(
         "--syslog-socket PATH\n\
          the socket of --access-log syslog (default /dev/log)",
-        Apply::Log,
+        Apply::Log(LogFlag::SyslogSocket),
     ),
     repeated(
         "--real-ip-from CIDR\n\
          trusted proxy network; repeatable: the client is the last\n\
          X-Forwarded-For address (or the PROXY header's)",
-        Apply::Log,
+        Apply::Log(LogFlag::RealIpFrom),
     ),
     switch(
         "--real-ip-recursive\n\
          the client is the first X-Forwarded-For address from the\n\
          right not in --real-ip-from (a chain of proxies)",
-        Apply::Log,
+        Apply::Log(LogFlag::RealIpRecursive),
     ),
     switch(
         "--proxy-protocol\n\
          connections begin with a PROXY v1/v2 header (needs --real-ip-from)",
-        Apply::Log,
+        Apply::Log(LogFlag::ProxyProtocol),
     ),
     value(
         "--metrics ADDR:PORT\n\
@@ -237,105 +268,138 @@ pub(crate) const FLAGS: &[Flag<Apply>] = &[
     value(
         "--precompressed LIST|off\n\
          serve F.br, F.zst, F.gz for F when accepted (default br,zstd,gzip)",
-        Apply::Site,
+        Apply::Site(SiteFlag::Precompressed),
     ),
     repeated(
         "--header 'NAME: VALUE'\n\
          add to every 2xx, 3xx and 304 response; repeatable",
-        Apply::Site,
+        Apply::Site(SiteFlag::Header),
     ),
     repeated(
         "--cache-control PAT=VAL\n\
          Cache-Control for paths matching PAT (* in a segment, **\n\
          across; first match wins); repeatable",
-        Apply::Site,
+        Apply::Site(SiteFlag::CacheControl),
     ),
     repeated(
         "--error-page CODE=PATH\n\
          body of error CODE from the file PATH under ROOT; repeatable",
-        Apply::Site,
+        Apply::Site(SiteFlag::ErrorPage),
     ),
     value(
         "--fallback PATH\n\
          answer paths that do not exist with PATH, status 200 (SPA)",
-        Apply::Site,
+        Apply::Site(SiteFlag::Fallback),
     ),
     value(
         "--fallback-skip LIST\n\
          extensions that still get 404, such as css,js,png",
-        Apply::Site,
+        Apply::Site(SiteFlag::FallbackSkip),
     ),
     repeated(
         "--mime EXT=TYPE\n\
          media type of .EXT (over --mime-types and the built-in\n\
          table); repeatable",
-        Apply::Site,
+        Apply::Site(SiteFlag::Mime),
     ),
     value(
         "--mime-types FILE\n\
          media types from FILE, /etc/mime.types format (over the\n\
          built-in table; read again by HUP)",
-        Apply::Site,
+        Apply::Site(SiteFlag::MimeTypes),
     ),
     value(
         "--compress gzip|off\n\
          gzip (default): compress text, JSON, JS, SVG, XML, wasm once\n\
          per file version when accepted and no sidecar serves it",
-        Apply::Site,
+        Apply::Site(SiteFlag::Compress),
     ),
     value(
         "--compress-types LIST\n\
          media types compressed (type/subtype or type/*, comma-separated)",
-        Apply::Site,
+        Apply::Site(SiteFlag::CompressTypes),
     ),
     value(
         "--compress-cache DIR\n\
          keep gzip of files over 64 KiB as DIR/<content hash>.gz (else\n\
          they go uncompressed); needs --etag content",
-        Apply::Site,
+        Apply::Site(SiteFlag::CompressCache),
     ),
     value(
         "--etag content|mtime\n\
          content (default): ETag from a hash of the bytes, the same\n\
          everywhere; mtime: from mtime and size",
-        Apply::Site,
+        Apply::Site(SiteFlag::Etag),
     ),
     value(
         "--dotfiles deny|allow\n\
          deny (default): paths with a segment beginning with . are\n\
          404, as missing files (/.well-known/ is served)",
-        Apply::Site,
+        Apply::Site(SiteFlag::Dotfiles),
     ),
     repeated(
         "--cors ORIGIN|*\n\
          browsers on ORIGIN (https://app.example) may read the site:\n\
          Access-Control-Allow-Origin, preflights for GET/HEAD\n\
          answered 204; repeatable",
-        Apply::Site,
+        Apply::Site(SiteFlag::Cors),
     ),
     value(
         "--basic-auth FILE\n\
          every request needs a user and password of the htpasswd FILE\n\
          (bcrypt or SHA-crypt hashes; reread on HUP), else 401;\n\
          the password travels in clear: serve through TLS",
-        Apply::Site,
+        Apply::Site(SiteFlag::BasicAuth),
     ),
     value(
         "--basic-auth-realm REALM\n\
          the realm the browser shows (default steerd)",
-        Apply::Site,
+        Apply::Site(SiteFlag::BasicAuthRealm),
     ),
     repeated(
         "--basic-auth-skip GLOB\n\
          paths served without credentials, as --cache-control\n\
          patterns (/favicon.ico); repeatable",
-        Apply::Site,
+        Apply::Site(SiteFlag::BasicAuthSkip),
+    ),
+    repeated(
+        "--redirect 'FROM TO [CODE]'\n\
+         FROM (as --cache-control patterns; each * and ** captures,\n\
+         $1..$9 in TO) gets CODE (301, 302, 303, 307, 308; default\n\
+         301) to TO, a path or http(s):// URL, query kept unless TO\n\
+         has one; with --rewrite one list, first match wins; repeatable",
+        Apply::Site(SiteFlag::Redirect),
+    ),
+    repeated(
+        "--rewrite 'FROM TO'\n\
+         FROM is answered by the file at TO under ROOT (captures as\n\
+         --redirect's); repeatable",
+        Apply::Site(SiteFlag::Rewrite),
+    ),
+    repeated(
+        "--try-ext EXT\n\
+         a missing PATH is answered by PATH.EXT (/about by about.html);\n\
+         repeatable, tried in order",
+        Apply::Site(SiteFlag::TryExt),
+    ),
+    switch(
+        "--https-redirect\n\
+         308 to https://HOST/PATH when a --real-ip-from proxy says the\n\
+         request came over http (X-Forwarded-Proto, PROXY v2)",
+        Apply::Site(SiteFlag::HttpsRedirect),
     ),
     switch(
         "--list-dirs\n\
          a directory without index.html gets a listing: HTML, or\n\
          JSON when Accept prefers application/json (default off: 404)",
-        Apply::ListDirs,
+        Apply::Site(SiteFlag::ListDirs),
+    ),
+    value(
+        "--config FILE\n\
+         settings from FILE, one NAME VALUE a line (NAME: a flag's\n\
+         name without --; root DIR for ROOT); flags and variables\n\
+         win over it; reread by HUP",
+        Apply::Config,
     ),
     value(
         "--sysfs DIR\n\
@@ -364,10 +428,33 @@ pub(crate) fn help() -> &'static str {
             "\n\
              Every flag may also come from the environment: STEERD_ and its name in capitals with\n\
              - as _ (STEERD_LISTEN=:8080, STEERD_ACCESS_LOG=-); repeatables comma-separated (\\, for a\n\
-             comma in a value), switches 1 or 0. A flag on the command line wins.\n",
+             comma in a value), switches 1 or 0. A flag on the command line wins over its\n\
+             variable, a variable over the --config file, the file over the defaults.\n",
         );
         text
     })
+}
+
+impl<'a> Draft<'a> {
+    fn new(hosts: &'a dyn Fn() -> Option<String>) -> Self {
+        Draft {
+            out: ServeArgs::default(),
+            logging: LogFlags::default(),
+            site_errors: Vec::new(),
+            per_addr: None,
+            hosts,
+        }
+    }
+}
+
+/// Serve tokens and where the configuration file's came from.
+pub(crate) struct Tokens<'a> {
+    /// The tokens: the file's first, then the environment's, then the command line.
+    pub(crate) words: &'a [String],
+    /// The `FILE:LINE` of each of the first `at.len()` words (the file's).
+    pub(crate) at: &'a [String],
+    /// The file's `root DIR`, used when no ROOT is given.
+    pub(crate) root: Option<&'a str>,
 }
 
 /// Parses serve tokens, wherever they came from.
@@ -375,17 +462,24 @@ pub(crate) fn parse_tokens(
     args: &[String],
     hosts: &dyn Fn() -> Option<String>,
 ) -> Result<ServeArgs, ArgsError> {
-    let mut d = Draft {
-        out: ServeArgs::default(),
-        logging: LogFlags::default(),
-        site_errors: Vec::new(),
-        per_addr: None,
-        hosts,
+    let t = Tokens {
+        words: args,
+        at: &[],
+        root: None,
     };
+    parse_sourced(&t, hosts)
+}
+
+/// [`parse_tokens`], with the rules of the file's lines named by their `FILE:LINE`.
+pub(crate) fn parse_sourced(
+    t: &Tokens<'_>,
+    hosts: &dyn Fn() -> Option<String>,
+) -> Result<ServeArgs, ArgsError> {
+    let mut d = Draft::new(hosts);
     let mut root: Option<PathBuf> = None;
     let mut seen = Seen::default();
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
+    let mut it = t.words.iter().enumerate();
+    while let Some((i, arg)) = it.next() {
         let (word, inline) = split_inline(arg);
         let Some(flag) = lookup(FLAGS, word) else {
             if word.starts_with('-') {
@@ -406,13 +500,15 @@ pub(crate) fn parse_tokens(
             (Takes::Switch, _) => "",
             (_, Some(v)) => v,
             (_, None) => match it.next() {
-                Some(v) => v.as_str(),
+                Some((_, v)) => v.as_str(),
                 None => return err(format!("{word} needs a value")),
             },
         };
+        d.out.site.rule_source = t.at.get(i).cloned();
         apply(&mut d, flag.apply, word, value)?;
     }
-    d.finish(root)
+    d.out.site.rule_source = None;
+    d.finish(root.or_else(|| t.root.map(PathBuf::from)))
 }
 
 impl Draft<'_> {
@@ -426,6 +522,12 @@ impl Draft<'_> {
             .per_addr
             .unwrap_or_else(|| crate::config::default_conns_per_addr(out.max_conns));
         out.logging = self.logging.finish()?;
+        if out.site.https_redirect && out.logging.real_ip_from.is_empty() {
+            return err(
+                "--https-redirect needs --real-ip-from: X-Forwarded-Proto and the PROXY \
+                 header are believed only from the proxies it names",
+            );
+        }
         if out.listen.is_empty() {
             out.listen.push(
                 DEFAULT_LISTEN

@@ -5,7 +5,8 @@
 //! (with `SOURCE_DATE_EPOCH` from the environment, `args::parse_serve_in`), and the
 //! switch `--list-dirs`.
 //!
-//! Input: one flag and its value at a time (routed by the table of `args/serve.rs`). Output: a
+//! Input: one flag and its value at a time, routed by its [`SiteFlag`] tag in the table
+//! of `args/serve.rs` (no flag is matched by name here). Output: a
 //! validated [`SiteArgs`], and from it the worker's [`SiteRules`]. Syntax only: whether
 //! the pages exist under the root, what the `--mime-types` file says and the htpasswd
 //! file are checked by `steerd check` and at start (`cmd::preflight`). Every refusal names the flag and the
@@ -22,8 +23,59 @@ use crate::site::field::HeaderLine;
 use crate::site::glob::Glob;
 use crate::site::mime::{self, MediaTypes, MimeOverride, TooLong};
 use crate::site::validators::{EtagMode, Validators};
+use crate::site::rules::Rule;
 use crate::site::{type_room, CacheRule, SiteRules};
 use std::path::PathBuf;
+
+/// Which of these flags a serve table entry is (`args/serve.rs`): the table names each
+/// flag once, and this tag routes its value to [`SiteArgs::apply`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SiteFlag {
+    /// `--precompressed`
+    Precompressed,
+    /// `--header`
+    Header,
+    /// `--cache-control`
+    CacheControl,
+    /// `--error-page`
+    ErrorPage,
+    /// `--fallback`
+    Fallback,
+    /// `--fallback-skip`
+    FallbackSkip,
+    /// `--mime`
+    Mime,
+    /// `--mime-types`
+    MimeTypes,
+    /// `--dotfiles`
+    Dotfiles,
+    /// `--cors`
+    Cors,
+    /// `--basic-auth`
+    BasicAuth,
+    /// `--basic-auth-realm`
+    BasicAuthRealm,
+    /// `--basic-auth-skip`
+    BasicAuthSkip,
+    /// `--list-dirs`
+    ListDirs,
+    /// `--redirect`
+    Redirect,
+    /// `--rewrite`
+    Rewrite,
+    /// `--try-ext`
+    TryExt,
+    /// `--https-redirect`
+    HttpsRedirect,
+    /// `--etag`
+    Etag,
+    /// `--compress`
+    Compress,
+    /// `--compress-types`
+    CompressTypes,
+    /// `--compress-cache`
+    CompressCache,
+}
 
 /// The everyday-serving options of `serve` (and `check`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -54,7 +106,7 @@ pub struct SiteArgs {
     pub(crate) basic_auth_realm: Option<String>,
     /// `--basic-auth-skip GLOB`, in order.
     pub(crate) basic_auth_skip: Vec<Glob>,
-    /// `--list-dirs` (a switch: `args::parse_serve` sets it).
+    /// `--list-dirs`.
     pub list_dirs: bool,
     /// `--etag content|mtime` (default `content`).
     pub(crate) etag: EtagMode,
@@ -62,41 +114,69 @@ pub struct SiteArgs {
     pub(crate) source_date_epoch: Option<i64>,
     /// `--compress gzip|off` (default `gzip`) and `--compress-types LIST`.
     pub(crate) compress: Compress,
+    /// `--redirect` and `--rewrite`, in the order given.
+    pub(crate) rules: Vec<Rule>,
+    /// `--try-ext EXT`, in order: extensions, without their dot.
+    pub(crate) try_ext: Vec<String>,
+    /// `--https-redirect`.
+    pub(crate) https_redirect: bool,
+    /// Where the next rule comes from, when not from a flag (`FILE:LINE`, set by the
+    /// configuration file's reader).
+    pub(crate) rule_source: Option<String>,
 }
 
 impl SiteArgs {
-    /// Applies one of its flags (routed here by `args/serve.rs`'s table) with its value.
-    pub fn set(&mut self, flag: &str, value: &str) -> Result<(), ArgsError> {
+    /// Applies the flag `to` (spelled `flag`) with its value (empty for a switch), as
+    /// the serve table routes it here.
+    #[inline(never)]
+    pub(crate) fn apply(&mut self, to: SiteFlag, flag: &str, value: &str) -> Result<(), ArgsError> {
         let named = |why: &str| flag_error(format!("{flag} {value:?}: {why}"));
-        match flag {
-            "--precompressed" => self.precompressed = Precompressed::parse(value).map_err(named)?,
-            "--header" => self.headers.push(HeaderLine::parse(value).map_err(named)?),
-            "--cache-control" => self
+        match to {
+            SiteFlag::Precompressed => {
+                self.precompressed = Precompressed::parse(value).map_err(named)?
+            }
+            SiteFlag::Header => self.headers.push(HeaderLine::parse(value).map_err(named)?),
+            SiteFlag::CacheControl => self
                 .cache_rules
                 .push(CacheRule::parse(value).map_err(named)?),
-            "--error-page" => self.error_pages.push(error_page(value).map_err(named)?),
-            "--fallback" => self.fallback = Some(request_path(value).map_err(named)?),
-            "--fallback-skip" => self.fallback_skip = extensions(value).map_err(named)?,
-            "--mime" => self.mime.push(MimeOverride::parse(value).map_err(named)?),
-            "--dotfiles" => self.dotfiles = Dotfiles::parse(value).map_err(named)?,
-            "--etag" => self.etag = EtagMode::parse(value).map_err(named)?,
-            "--compress" => self.compress.gzip = Compress::parse_mode(value).map_err(named)?,
-            "--compress-types" => self.compress.set_types(value).map_err(named)?,
-            "--compress-cache" if value.is_empty() => return Err(named("expected a directory")),
-            "--compress-cache" => self.compress.cache_dir = Some(PathBuf::from(value)),
-            "--cors" => self.cors.add(value).map_err(named)?,
-            "--mime-types" if value.is_empty() => return Err(named("expected a file")),
-            "--mime-types" => self.mime_types = Some(PathBuf::from(value)),
-            "--basic-auth" if value.is_empty() => return Err(named("expected an htpasswd file")),
-            "--basic-auth" => self.basic_auth = Some(PathBuf::from(value)),
-            "--basic-auth-realm" => {
+            SiteFlag::ErrorPage => self.error_pages.push(error_page(value).map_err(named)?),
+            SiteFlag::Fallback => self.fallback = Some(request_path(value).map_err(named)?),
+            SiteFlag::FallbackSkip => self.fallback_skip = extensions(value).map_err(named)?,
+            SiteFlag::Mime => self.mime.push(MimeOverride::parse(value).map_err(named)?),
+            SiteFlag::Dotfiles => self.dotfiles = Dotfiles::parse(value).map_err(named)?,
+            SiteFlag::Etag => self.etag = EtagMode::parse(value).map_err(named)?,
+            SiteFlag::Compress => self.compress.gzip = Compress::parse_mode(value).map_err(named)?,
+            SiteFlag::CompressTypes => self.compress.set_types(value).map_err(named)?,
+            SiteFlag::CompressCache if value.is_empty() => {
+                return Err(named("expected a directory"))
+            }
+            SiteFlag::CompressCache => self.compress.cache_dir = Some(PathBuf::from(value)),
+            SiteFlag::Cors => self.cors.add(value).map_err(named)?,
+            SiteFlag::MimeTypes if value.is_empty() => return Err(named("expected a file")),
+            SiteFlag::MimeTypes => self.mime_types = Some(PathBuf::from(value)),
+            SiteFlag::BasicAuth if value.is_empty() => {
+                return Err(named("expected an htpasswd file"))
+            }
+            SiteFlag::BasicAuth => self.basic_auth = Some(PathBuf::from(value)),
+            SiteFlag::BasicAuthRealm => {
                 check_realm(value).map_err(named)?;
                 self.basic_auth_realm = Some(value.to_string());
             }
-            "--basic-auth-skip" => self
+            SiteFlag::BasicAuthSkip => self
                 .basic_auth_skip
                 .push(Glob::parse(value).map_err(named)?),
-            _ => return Err(flag_error(format!("unknown flag {flag:?} (see --help)"))),
+            SiteFlag::ListDirs => self.list_dirs = true,
+            SiteFlag::Redirect | SiteFlag::Rewrite => {
+                let source = match &self.rule_source {
+                    Some(at) => at.clone(),
+                    None => format!("{flag} {value}"),
+                };
+                let redirect = to == SiteFlag::Redirect;
+                let rule = Rule::parse(value, redirect, &source).map_err(|e| named(&e))?;
+                self.rules.push(rule);
+            }
+            SiteFlag::TryExt => self.try_ext.push(extension(value).map_err(named)?),
+            SiteFlag::HttpsRedirect => self.https_redirect = true,
         }
         Ok(())
     }
@@ -210,6 +290,10 @@ impl SiteArgs {
                 source_date_epoch: self.source_date_epoch,
             },
             compress: self.compress.clone(),
+            rules: self.rules.clone(),
+            rule_filter: crate::site::rules::Prefilter::of(&self.rules),
+            try_ext: self.try_ext.iter().map(|e| bytes(e)).collect(),
+            https_redirect: self.https_redirect,
         }
     }
 }
@@ -249,18 +333,20 @@ fn request_path(value: &str) -> Result<String, &'static str> {
 
 /// `ext,ext,...`: extensions (a leading `.` is dropped), lowercase.
 fn extensions(value: &str) -> Result<Vec<String>, &'static str> {
-    value
-        .split(',')
-        .map(|e| {
-            let e = e.strip_prefix('.').unwrap_or(e);
-            let plain = !e.is_empty()
-                && e.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-            plain
-                .then(|| e.to_ascii_lowercase())
-                .ok_or("expected extensions such as css,js,png")
-        })
-        .collect()
+    let one = |e| extension(e).map(|e| e.to_ascii_lowercase());
+    let all: Result<Vec<String>, _> = value.split(',').map(one).collect();
+    all.map_err(|_| "expected extensions such as css,js,png")
+}
+
+/// One extension (a leading `.` is dropped): letters, digits, `_` and `-`.
+fn extension(value: &str) -> Result<String, &'static str> {
+    let e = value.strip_prefix('.').unwrap_or(value);
+    let plain = !e.is_empty()
+        && e.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    plain
+        .then(|| e.to_string())
+        .ok_or("expected an extension such as html")
 }
 
 #[cfg(test)]

@@ -29,7 +29,8 @@
 //! specification allows. An address block shorter than its family needs is refused.
 //! When the family and transport are both given, the TLVs after the addresses are walked
 //! for framing (each must end within the header) and skipped, whatever their type (a
-//! receiver that does not verify CRC32C may ignore it); with UNSPEC the block's layout is
+//! receiver that does not verify CRC32C may ignore it), noting only whether
+//! `PP2_TYPE_SSL` says the client came over TLS (for `--https-redirect`); with UNSPEC the block's layout is
 //! unknown and it is skipped unread. A header longer than [`V2_MAX`] bytes is refused as
 //! soon as its length is known.
 
@@ -55,6 +56,10 @@ pub struct ProxyHeader {
     /// The original client's address and port; `None`: use the connection's own
     /// endpoints (LOCAL, `UNKNOWN`, and the families this server does not relay).
     pub(crate) source: Option<SocketAddr>,
+    /// Whether the client reached the proxy over TLS, when the header says: a version 2
+    /// PROXY header whose TLVs were read says so by its `PP2_TYPE_SSL` TLV (0x20) with
+    /// the `PP2_CLIENT_SSL` bit (0x01); `None` for version 1, LOCAL and UNSPEC.
+    pub(crate) tls: Option<bool>,
 }
 
 /// Why a connection's first bytes are not a valid PROXY header.
@@ -135,6 +140,7 @@ fn v1(buf: &[u8]) -> Result<Status<ProxyHeader>, ProxyError> {
     Ok(Status::Complete(ProxyHeader {
         len: lf + 1,
         source,
+        tls: None,
     }))
 }
 
@@ -228,9 +234,10 @@ fn v2(buf: &[u8]) -> Result<Status<ProxyHeader>, ProxyError> {
         return Ok(Status::Partial);
     }
     let block = &buf[V2_FIXED..len];
-    if let Some(a) = addr_len {
-        v2_tlvs(&block[a..])?;
-    }
+    let tls = match addr_len {
+        Some(a) => Some(v2_tlvs(&block[a..])?),
+        None => None,
+    };
     let source = match (proxy, fam) {
         (true, 0x11) => Some(SocketAddr::new(
             IpAddr::V4(Ipv4Addr::from(take::<4>(block, 0))),
@@ -242,7 +249,7 @@ fn v2(buf: &[u8]) -> Result<Status<ProxyHeader>, ProxyError> {
         )),
         _ => None,
     };
-    Ok(Status::Complete(ProxyHeader { len, source }))
+    Ok(Status::Complete(ProxyHeader { len, source, tls }))
 }
 
 /// Address bytes of a family/transport byte (already checked valid): source and
@@ -267,17 +274,26 @@ fn take<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
 }
 
 /// Walks the type-length-value vectors: each is a type byte, a big-endian length and
-/// that many bytes, and the last must end exactly at the end of the header.
-fn v2_tlvs(mut rest: &[u8]) -> Result<(), ProxyError> {
+/// that many bytes, and the last must end exactly at the end of the header. Returns
+/// whether a `PP2_TYPE_SSL` TLV says the client connected over TLS.
+fn v2_tlvs(mut rest: &[u8]) -> Result<bool, ProxyError> {
+    let mut tls = false;
     while !rest.is_empty() {
         if rest.len() < 3 {
             return Err(ProxyError::V2Tlv);
         }
         let end = 3 + usize::from(u16::from_be_bytes([rest[1], rest[2]]));
-        rest = rest.get(end..).ok_or(ProxyError::V2Tlv)?;
+        let tlv = rest.get(..end).ok_or(ProxyError::V2Tlv)?;
+        tls |= tlv[0] == PP2_TYPE_SSL && tlv.get(3).is_some_and(|c| c & PP2_CLIENT_SSL != 0);
+        rest = &rest[end..];
     }
-    Ok(())
+    Ok(tls)
 }
+
+/// The TLV of a connection the proxy received over SSL/TLS, and the bit of its first
+/// byte (`client`) saying the client used it.
+const PP2_TYPE_SSL: u8 = 0x20;
+const PP2_CLIENT_SSL: u8 = 0x01;
 
 #[cfg(test)]
 mod tests;

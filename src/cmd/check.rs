@@ -184,6 +184,7 @@ fn sources(args: &ServeArgs) -> Value {
     let origin = |name: &str| match args.origins.iter().find(|(n, _)| *n == name) {
         Some((_, Origin::CommandLine)) => "command line".to_string(),
         Some((_, Origin::Environment(var))) => format!("environment {var}"),
+        Some((_, Origin::File(at))) => format!("file {at}"),
         None => "default".to_string(),
     };
     Value::Obj(

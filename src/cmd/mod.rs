@@ -11,6 +11,7 @@ pub(crate) mod bpf;
 pub(crate) mod bpf_exec;
 pub mod bpf_input;
 pub(crate) mod check;
+pub(crate) mod explain;
 pub(crate) mod preflight;
 pub(crate) mod prepare;
 pub(crate) mod probe;
@@ -77,21 +78,34 @@ fn steerd_vars() -> Result<Vec<(String, String)>, args::ArgsError> {
     Ok(vars)
 }
 
-/// Runs the command line (without the program name) and returns the exit status.
-pub fn run(argv: &[String]) -> i32 {
+/// The text of a configuration file, or why it cannot be read.
+fn read_config(path: &str) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| e.to_string())
+}
+
+/// Parses the command line (without the program name) with the process's variables
+/// and files: at start, and again for a HUP with `--config` (`serve.rs`).
+#[inline(never)]
+fn parse(argv: &[String]) -> Result<Command, args::ArgsError> {
     let outside = |vars| args::Outside {
         vars,
         hosts: &hosts,
         is_dir: &is_dir,
+        read: &read_config,
     };
-    let command = match steerd_vars().and_then(|vars| args::parse_in(argv, &outside(vars))) {
+    steerd_vars().and_then(|vars| args::parse_in(argv, &outside(vars)))
+}
+
+/// Runs the command line (without the program name) and returns the exit status.
+pub fn run(argv: &[String]) -> i32 {
+    let command = match parse(argv) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("{e}");
             return 2;
         }
     };
-    match dispatch(command) {
+    match dispatch(command, argv) {
         Ok(status) => status,
         Err(f) => {
             eprintln!("{f}");
@@ -100,7 +114,7 @@ pub fn run(argv: &[String]) -> i32 {
     }
 }
 
-fn dispatch(command: Command) -> Result<i32, Failure> {
+fn dispatch(command: Command, argv: &[String]) -> Result<i32, Failure> {
     match command {
         Command::Help(text) => {
             print!("{text}");
@@ -112,8 +126,13 @@ fn dispatch(command: Command) -> Result<i32, Failure> {
         }
         Command::Bpf(cmd) => bpf::main(cmd),
         Command::Topo { roots, json } => topo::main(&roots, json),
-        Command::Check { serve, json } => check::main(serve, json),
-        Command::Serve(args) => serve::main(args),
+        Command::Check {
+            serve,
+            explain: Some(path),
+            ..
+        } => explain::main(&serve, &path),
+        Command::Check { serve, json, .. } => check::main(serve, json),
+        Command::Serve(args) => serve::main(args, argv),
         Command::Bench(command) => crate::bench::main(command).map_err(|usage| Failure {
             stage: "bench",
             message: usage.to_string(),

@@ -91,7 +91,14 @@ pub(crate) fn problems(args: &ServeArgs) -> Vec<Failure> {
 /// it is a user, but which group it falls in. One line, `site: --basic-auth FILE: ...`.
 pub(crate) fn warnings(args: &ServeArgs) -> Vec<String> {
     let site = args.site.rules();
-    let (Some(rule), Ok(Some(users))) = (&site.auth, crate::preflight::credentials(&site)) else {
+    let mut found = super::explain::rule_warnings(&site, &args.root);
+    found.extend(hash_costs(&site));
+    found
+}
+
+/// Hashes of different costs in the `--basic-auth` file.
+fn hash_costs(site: &crate::site::SiteRules) -> Vec<String> {
+    let (Some(rule), Ok(Some(users))) = (&site.auth, crate::preflight::credentials(site)) else {
         return Vec::new();
     };
     let costs = users.costs();

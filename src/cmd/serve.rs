@@ -13,8 +13,10 @@ use crate::args::{ServeArgs, SteerPolicy};
 use crate::dashboard::status::StatusDocument;
 use crate::master;
 
-/// Runs `steerd serve` and returns the exit status.
-pub(crate) fn main(mut args: ServeArgs) -> Result<i32, Failure> {
+/// Runs `steerd serve` and returns the exit status; `argv` is the command line it was
+/// parsed from, parsed again (with the file) by a HUP when `--config` is given.
+pub(crate) fn main(mut args: ServeArgs, argv: &[String]) -> Result<i32, Failure> {
+    let first = Fixed::of(&args);
     // A master re-executed by an upgrade starts with every signal at its default
     // (`upgrade.rs`): counted from here, a HUP sent meanwhile does not end it.
     if crate::inherit::reexec_is_ours() {
@@ -48,11 +50,90 @@ pub(crate) fn main(mut args: ServeArgs) -> Result<i32, Failure> {
         let members = super::check::check_members(&args, &topo, &warnings, &plan, program.as_ref());
         StatusDocument::new(members)
     });
+    let args_config = args.config.is_some();
     let mut serving = crate::plan::serving(args);
     // Read again for serving: the file `check` read above may have changed since.
     serving.site.types = crate::preflight::media_types(&serving.site)
         .map_err(|p| Failure::new(p.stage, p.message))?;
     let insns = program.as_ref().map(|p| p.insns.as_slice());
-    master::run(&serving, &plan, insns, status).map_err(|e| Failure::new(e.stage(), e))?;
+    let again = || reread(argv, &first);
+    let reread: Option<crate::config::Reread<'_>> = args_config.then_some(&again);
+    master::run(&serving, &plan, insns, status, reread).map_err(|e| Failure::new(e.stage(), e))?;
     Ok(0)
+}
+
+/// The settings a HUP cannot change: only new listeners or a new master could apply
+/// them.
+#[derive(PartialEq)]
+struct Fixed {
+    listen: Vec<std::net::SocketAddr>,
+    workers: crate::args::Workers,
+    cpus: Option<crate::cpuset::CpuSet>,
+    steer: SteerPolicy,
+    master_cpu: crate::args::MasterCpu,
+    user: Option<crate::args::UserSpec>,
+    metrics: Option<std::net::SocketAddr>,
+    send_buffer: Option<u32>,
+    max_conns: u32,
+}
+
+impl Fixed {
+    fn of(a: &ServeArgs) -> Fixed {
+        Fixed {
+            listen: a.listen.clone(),
+            workers: a.workers,
+            cpus: a.cpus.clone(),
+            steer: a.steer,
+            master_cpu: a.master_cpu,
+            user: a.user.clone(),
+            metrics: a.metrics,
+            send_buffer: a.send_buffer,
+            max_conns: a.max_conns,
+        }
+    }
+
+    /// The names of the settings that differ in `now`.
+    fn changed(&self, now: &Fixed) -> Vec<&'static str> {
+        let differs = [
+            ("listen", self.listen != now.listen),
+            ("workers", self.workers != now.workers),
+            ("cpus", self.cpus != now.cpus),
+            ("steer", self.steer != now.steer),
+            ("master-cpu", self.master_cpu != now.master_cpu),
+            ("user", self.user != now.user),
+            ("metrics", self.metrics != now.metrics),
+            ("send-buffer", self.send_buffer != now.send_buffer),
+            ("max-conns", self.max_conns != now.max_conns),
+        ];
+        differs
+            .iter()
+            .filter(|(_, d)| *d)
+            .map(|(n, _)| *n)
+            .collect()
+    }
+}
+
+/// The configuration a HUP serves next: the command line parsed again with the
+/// variables and the file as they are now. A setting only new listeners or a new
+/// master could apply ([`Fixed`]) is refused by name when it changed: stop and start
+/// the server (or upgrade it with USR2) for those.
+#[inline(never)]
+fn reread(argv: &[String], first: &Fixed) -> Result<crate::config::Serving, String> {
+    let args = match super::parse(argv) {
+        Ok(crate::args::Command::Serve(args)) => args,
+        Ok(_) => return Err("the command line no longer means serve".into()),
+        Err(e) => return Err(e.message),
+    };
+    let changed = first.changed(&Fixed::of(&args));
+    if !changed.is_empty() {
+        let them = if changed.len() == 1 { "it" } else { "them" };
+        return Err(format!(
+            "{} changed: a HUP cannot apply {them} (restart, or upgrade with USR2)",
+            changed.join(", ")
+        ));
+    }
+    if let Some(p) = super::preflight::problems(&args).first() {
+        return Err(format!("{}: {}", p.stage, p.message));
+    }
+    Ok(crate::plan::serving(args))
 }

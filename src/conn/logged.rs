@@ -93,6 +93,8 @@ pub(crate) struct Pending {
     /// The `Authorization` value `--basic-auth` accepted.
     accepted: Option<Span>,
     client: Option<IpAddr>,
+    /// The index of the rule that answered, in `SiteRules::rules`.
+    rule: Option<u16>,
 }
 
 /// The request of a response being planned, as the log shows it: slices of `area` (the
@@ -107,6 +109,8 @@ pub(crate) struct LoggedRequest<'a> {
     pub(crate) fields: &'a [Header<'a>],
     /// The `Authorization` value `--basic-auth` accepted (the log shows its user).
     pub(crate) accepted: Option<&'a [u8]>,
+    /// The index of the `--redirect`/`--rewrite` that answered.
+    pub(crate) rule: Option<u16>,
 }
 
 fn field<'a>(fields: &[Header<'a>], name: &[u8]) -> Option<&'a [u8]> {
@@ -163,6 +167,7 @@ fn remember(c: &mut Conn, ctx: &Ctx<'_>, status: u16, req: &LoggedRequest<'_>) {
         user_agent: field(req.fields, b"user-agent").map(span),
         accepted: req.accepted.map(span),
         client: forwarded.or(c.client),
+        rule: req.rule,
     });
 }
 
@@ -215,6 +220,9 @@ fn write_line(c: &mut Conn, inb: &[u8], ctx: &mut Ctx<'_>, cut_short: bool) {
         referer: p.referer.map(|s| s.get(area)),
         user_agent: p.user_agent.map(|s| s.get(area)),
         user: None,
+        rule: (p.rule)
+            .and_then(|i| ctx.site.rules.get(usize::from(i)))
+            .map(|r| r.source.as_bytes()),
         worker: ctx.worker,
         cpu: ctx.cpu,
         local: c.local,

@@ -26,6 +26,7 @@ use super::file::Source;
 use super::in_flight::{After, Outgoing, Preamble};
 use super::logged::LoggedRequest;
 use super::record::{Line, Place, Responder};
+use super::rules::Ruled;
 use super::{Conn, Ctx, Scratch, IN_CAP};
 use crate::files::cache::Served;
 use crate::files::Lookup;
@@ -50,6 +51,7 @@ fn unparsed(inb: &[u8]) -> Line<'_> {
             line: RequestLine::Raw(&first[..first.len().min(RAW_LINE_MAX)]),
             fields: &[],
             accepted: None,
+            rule: None,
         },
         head_method: first.starts_with(b"HEAD "),
         cors: b"",
@@ -65,7 +67,7 @@ pub(super) fn request(
     s: &mut Scratch,
 ) -> bool {
     let mut fields = Fields::<MAX_FIELDS>::new();
-    let (path, bufs) = s.split();
+    let (path, rewrite, bufs) = s.split();
     match parse_request(inb, &mut fields, path) {
         Ok(Status::Complete(req)) => {
             let cors = cors_answer(&ctx.site.cors, &req, &fields[..req.fields]);
@@ -78,7 +80,7 @@ pub(super) fn request(
                 r.error_page(413);
             } else {
                 r.answered = req.head_len;
-                serve(&mut r, &req, cors.preflight());
+                serve(&mut r, &req, cors.preflight(), rewrite);
             }
         }
         Ok(Status::Partial) if inb.len() < IN_CAP => return false,
@@ -133,6 +135,7 @@ fn line_of<'r>(
             },
             fields,
             accepted: None,
+            rule: None,
         },
         head_method: req.method == Method::Head,
         cors,
@@ -178,13 +181,18 @@ pub(super) fn timed_out(
     ctx: &mut Ctx<'_>,
     s: &mut Scratch,
 ) {
-    let (_, bufs) = s.split();
+    let (_, _, bufs) = s.split();
     Responder::new(c, out, ctx, bufs, unparsed(inb)).error_page(408);
 }
 
 /// A parsed request: method check, body handling, lookup (or the fallback), then the
 /// file answer.
-fn serve(r: &mut Responder<'_, '_>, req: &Request<'_, '_>, preflight: Option<&[u8]>) {
+fn serve(
+    r: &mut Responder<'_, '_>,
+    req: &Request<'_, '_>,
+    preflight: Option<&[u8]>,
+    rewrite: &mut [u8],
+) {
     let has_body = req.body != Body::None;
     // Expect: 100-continue with a body we will not read: answer and close rather than
     // wait for a body the client may never send (RFC 9110 §10.1.1).
@@ -203,6 +211,10 @@ fn serve(r: &mut Responder<'_, '_>, req: &Request<'_, '_>, preflight: Option<&[u
         // A CORS preflight `--cors` allows: 204.
         return r.preflight(echo);
     }
+    // Before credentials are asked for: they would travel in clear.
+    if r.https_redirect(req) {
+        return;
+    }
     if r.refused_by_auth(req) {
         return;
     }
@@ -211,7 +223,14 @@ fn serve(r: &mut Responder<'_, '_>, req: &Request<'_, '_>, preflight: Option<&[u
     }
     r.after = After::keep_if(keep, req.minor);
     let site = r.ctx.site;
-    let mut path = req.path;
+    let (rewritten, tried) = rewrite.split_at_mut(rewrite.len() / 2);
+    let mut path = match r.rules(req, rewritten) {
+        Ruled::Answered => return,
+        // A page its own request would not be let in to is not sent in its place.
+        Ruled::Path(p) if p.is_empty() || !site.admits(r.admitted, p) => return r.error_page(404),
+        Ruled::Path(p) => p,
+        Ruled::None => req.path,
+    };
     let mut found = r
         .ctx
         .cache
@@ -219,9 +238,14 @@ fn serve(r: &mut Responder<'_, '_>, req: &Request<'_, '_>, preflight: Option<&[u
     // The fallback rule is looked at only for a path that is not there; under
     // `--list-dirs` a directory without index.html is there, as its listing.
     if matches!(found, Served::Miss(Lookup::Status(404))) {
-        if site.list_dirs && r.listing(req) {
+        if site.list_dirs && path == req.path && r.listing(req) {
             return;
         }
+        if let Some((p, f)) = r.try_ext(path, tried) {
+            (path, found) = (p, f);
+        }
+    }
+    if matches!(found, Served::Miss(Lookup::Status(404))) {
         if let Some(fallback) = site.fallback_for(req.path) {
             // A page its own request would not be let in to is not sent in its place.
             if !site.admits(r.admitted, fallback) {

@@ -155,7 +155,11 @@ pub(crate) fn reason(status: u16) -> &'static str {
         204 => "No Content",
         206 => "Partial Content",
         301 => "Moved Permanently",
+        302 => "Found",
+        303 => "See Other",
         304 => "Not Modified",
+        307 => "Temporary Redirect",
+        308 => "Permanent Redirect",
         400 => "Bad Request",
         401 => "Unauthorized",
         403 => "Forbidden",
@@ -200,6 +204,10 @@ macro_rules! page {
 pub(crate) fn error_body(status: u16) -> &'static [u8] {
     match status {
         301 => page!("301", "Moved Permanently"),
+        302 => page!("302", "Found"),
+        303 => page!("303", "See Other"),
+        307 => page!("307", "Temporary Redirect"),
+        308 => page!("308", "Permanent Redirect"),
         400 => page!("400", "Bad Request"),
         401 => page!("401", "Unauthorized"),
         403 => page!("403", "Forbidden"),

@@ -49,6 +49,10 @@ pub(super) fn write(rec: &Record<'_>, clock: &LogClock, out: &mut Writer<'_>) {
     out.put(bool_text(rec.cut_short));
     out.put(b",\"user\":");
     string_or_null(rec.user, out);
+    if let Some(rule) = rec.rule {
+        out.put(b",\"rule\":");
+        string_or_null(Some(rule), out);
+    }
     out.put(b"}");
 }
 

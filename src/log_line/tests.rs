@@ -21,6 +21,7 @@ fn record() -> Record<'static> {
         referer: Some(b"http://r/"),
         user_agent: Some(b"curl/8"),
         user: None,
+        rule: None,
         worker: 3,
         cpu: 5,
         local: true,
@@ -233,4 +234,21 @@ fn addresses_are_written_as_core_fmt_writes_them() {
         let want = format!("{ip} - - [");
         assert!(line(LogFormat::Common, &rec).starts_with(&want), "{text}");
     }
+}
+
+/// The rule that answered is `rule` in `json`, after `user`, only when one did; the
+/// other formats do not show it.
+#[test]
+fn json_names_the_rule_that_answered() {
+    let ruled = Record {
+        rule: Some(b"site.conf:3"),
+        ..record()
+    };
+    let text = line(LogFormat::Json, &ruled);
+    assert!(
+        text.contains(",\"user\":null,\"rule\":\"site.conf:3\"}"),
+        "{text}"
+    );
+    assert!(!line(LogFormat::Json, &record()).contains("rule"));
+    assert!(!line(LogFormat::Combined, &ruled).contains("site.conf"));
 }

@@ -62,6 +62,8 @@ pub(crate) struct Shared<'a> {
     /// The users of `--basic-auth` as last read (at start, then at each HUP that
     /// passed its checks): what every worker started from now on serves with.
     pub(crate) auth: Option<Credentials>,
+    /// With `--config`: reads the configuration again for a HUP (`cmd/serve.rs`).
+    pub(crate) reread: Option<crate::config::Reread<'a>>,
 }
 
 /// One worker slot: the process serving plan entry `index`, its predecessor during a

@@ -1,7 +1,12 @@
-//! Path globs for `--cache-control PATTERN=VALUE`.
+//! Path globs for `--cache-control PATTERN=VALUE`, `--basic-auth-skip`, and the FROM of
+//! `--redirect` and `--rewrite`.
 //!
 //! Input: a pattern from the command line (validated once by [`Glob::parse`]) and a
-//! decoded request path (starts with `/`). Output: whether the path matches. Matching
+//! decoded request path (starts with `/`). Output: whether the path matches, and
+//! ([`Glob::captures`]) what each written `*` and `**` took, in pattern order (the first
+//! [`CAPTURES`] of them; the implicit `**/` of an unanchored pattern takes nothing). Each
+//! wildcard takes as little as the match allows, but the last `**` or `*` tried, which
+//! takes what is left (`/a/**` on `/a/b/c` takes `b/c`). Matching
 //! allocates nothing and takes time proportional to at most pattern length × path length
 //! (one backtracking point per wildcard kind, never exponential), whatever the path.
 //!
@@ -19,6 +24,37 @@
 pub(crate) struct Glob {
     /// The pattern's segments; an unanchored pattern starts with `**`.
     segments: Vec<Box<[u8]>>,
+    /// The capture number of each segment's first wildcard ([`NO_CAPTURE`] for the
+    /// implicit `**`).
+    first: Vec<u8>,
+    /// Written wildcards in the whole pattern.
+    wildcards: usize,
+    /// Bytes every matching path begins with, and ends with ([`Glob::may_match`]).
+    prefix: Box<[u8]>,
+    suffix: Box<[u8]>,
+}
+
+/// How many wildcards' spans [`Captures`] keeps: `$1`..`$9`.
+pub(crate) const CAPTURES: usize = 9;
+
+const NO_CAPTURE: u8 = u8::MAX;
+
+/// The spans of the path each wildcard took (`start..end` byte offsets), in pattern order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Captures([(usize, usize); CAPTURES]);
+
+impl Captures {
+    /// The bytes of `path` capture `n` (0-based) took; empty for one that took nothing.
+    pub fn get<'p>(&self, path: &'p [u8], n: usize) -> &'p [u8] {
+        let (a, b) = self.0.get(n).copied().unwrap_or((0, 0));
+        path.get(a..b).unwrap_or(b"")
+    }
+
+    fn set(&mut self, n: u8, span: (usize, usize)) {
+        if let Some(slot) = self.0.get_mut(usize::from(n)) {
+            *slot = span;
+        }
+    }
 }
 
 const ANY_SEGMENTS: &[u8] = b"**";
@@ -38,47 +74,128 @@ impl Glob {
             None => (false, text),
         };
         let implicit = (!anchored).then(|| Box::from(ANY_SEGMENTS));
-        let segments = implicit
+        let segments: Vec<Box<[u8]>> = implicit
             .into_iter()
             .chain(rest.split('/').map(|s| Box::from(s.as_bytes())))
             .collect();
-        Ok(Glob { segments })
+        let mut wildcards = 0;
+        let first = (segments.iter().enumerate())
+            .map(|(i, seg)| {
+                if i == 0 && !anchored {
+                    return NO_CAPTURE;
+                }
+                let n = wildcards;
+                wildcards += match **seg == *ANY_SEGMENTS {
+                    true => 1,
+                    false => seg.iter().filter(|&&b| b == b'*').count(),
+                };
+                u8::try_from(n).unwrap_or(NO_CAPTURE)
+            })
+            .collect();
+        let (prefix, suffix) = literal_ends(text, anchored);
+        Ok(Glob {
+            segments,
+            first,
+            wildcards,
+            prefix: prefix.as_bytes().into(),
+            suffix: suffix.into_bytes().into(),
+        })
+    }
+
+    /// The literal prefix and suffix every matching path has (see [`Glob::may_match`]).
+    pub(crate) fn literal_ends(&self) -> (&[u8], &[u8]) {
+        (&self.prefix, &self.suffix)
+    }
+
+    /// A cheap necessary condition: `path` begins with the pattern's literal prefix and
+    /// ends with its last segment's literal tail. Most paths a site's rules do not
+    /// concern fail it in a byte compare or two, before any segment is looked at.
+    fn may_match(&self, path: &[u8]) -> bool {
+        path.starts_with(&self.prefix) && path.ends_with(&self.suffix)
+    }
+
+    /// How many `*` and `**` the pattern has (the implicit `**/` not counted).
+    pub(crate) fn wildcards(&self) -> usize {
+        self.wildcards
+    }
+
+    /// Whether every path matches (every segment is `**`).
+    pub(crate) fn matches_everything(&self) -> bool {
+        self.segments.iter().all(|s| **s == *ANY_SEGMENTS)
     }
 
     /// Whether `path` (starting with `/`) matches.
     pub(crate) fn matches(&self, path: &[u8]) -> bool {
-        let path = path.strip_prefix(b"/").unwrap_or(path);
-        let mut segs = Segments::new(path);
+        self.captures(path, &mut Captures::default())
+    }
+
+    /// Whether `path` (starting with `/`) matches, with what each wildcard took in
+    /// `caps` (offsets into `path`) when it does.
+    pub(crate) fn captures(&self, path: &[u8], caps: &mut Captures) -> bool {
+        if !self.may_match(path) {
+            return false;
+        }
+        let base = usize::from(path.first() == Some(&b'/'));
+        let mut segs = Segments::new(&path[base..]);
+        let at_byte = |s: &Segments| s.at.map_or(path.len(), |a| a + base);
         let mut at = 0;
         // Where to resume when a literal segment fails: the pattern index after the last
-        // `**`, and the path position it has absorbed up to.
-        let mut resume: Option<(usize, Segments)> = None;
+        // `**`, the path position it has absorbed up to, and where its span begins.
+        let mut resume: Option<(usize, Segments, usize)> = None;
         loop {
             if self.segments.get(at).is_some_and(|s| **s == *ANY_SEGMENTS) {
+                let from = at_byte(&segs);
+                caps.set(self.first[at], (from, from));
                 at += 1;
-                resume = Some((at, segs));
+                resume = Some((at, segs, from));
                 continue;
             }
             let Some(seg) = segs.peek() else { break };
-            if self
-                .segments
-                .get(at)
-                .is_some_and(|p| segment_matches(p, seg))
+            let start = at_byte(&segs);
+            if (self.segments.get(at))
+                .is_some_and(|p| segment_matches(p, seg, (start, self.first[at]), caps))
             {
                 at += 1;
                 segs.advance();
                 continue;
             }
             // A `**` absorbs one more segment and the rest of the pattern is tried again.
-            let Some((after, mut absorbed)) = resume else {
+            let Some((after, mut absorbed, from)) = resume else {
                 return false;
             };
             absorbed.advance();
-            resume = Some((after, absorbed));
+            let end = absorbed.at.map_or(path.len(), |a| a + base - 1);
+            caps.set(self.first[after - 1], (from, end));
+            resume = Some((after, absorbed, from));
             (at, segs) = (after, absorbed);
         }
+        let end = path.len();
+        let rest = at..self.segments.len();
+        rest.filter(|&i| *self.segments[i] == *ANY_SEGMENTS)
+            .for_each(|i| caps.set(self.first[i], (end, end)));
         self.segments[at..].iter().all(|s| **s == *ANY_SEGMENTS)
     }
+}
+
+/// The literal ends of a pattern: for an anchored one, its bytes before the first `*`
+/// (without the `/` before a `**` segment, which may match no segment: `/a/**` matches
+/// `/a`); and the tail its last segment fixes, unless that segment is `**`: the bytes
+/// after its last `*`, or the whole segment with the `/` before it. The path's last
+/// segment is always matched by the pattern's last segment that is not `**`, so both
+/// are necessary.
+fn literal_ends(text: &str, anchored: bool) -> (&str, String) {
+    let star = text.find('*').unwrap_or(text.len());
+    let mut prefix = if anchored { &text[..star] } else { "" };
+    if text[star..].starts_with("**") && prefix.ends_with('/') {
+        prefix = &prefix[..prefix.len() - 1];
+    }
+    let last = text.rsplit('/').next().unwrap_or(text);
+    let suffix = match last.rfind('*') {
+        _ if last == "**" => String::new(),
+        Some(i) => last[i + 1..].to_string(),
+        None => format!("/{last}"),
+    };
+    (prefix, suffix)
 }
 
 /// The segments of a path without its leading `/` (`a/b/` is `a`, `b`, ``), one at a
@@ -109,14 +226,25 @@ impl<'a> Segments<'a> {
 
 /// One segment against one pattern segment where `*` matches any run of bytes: the
 /// classic two-pointer match that backtracks only to the last `*` (linear in practice,
-/// at most pattern × segment).
-fn segment_matches(pattern: &[u8], seg: &[u8]) -> bool {
+/// at most pattern × segment). `(offset, first)`: where the segment begins in the path,
+/// and the capture number of the pattern segment's first `*`.
+fn segment_matches(
+    pattern: &[u8],
+    seg: &[u8],
+    (offset, first): (usize, u8),
+    caps: &mut Captures,
+) -> bool {
     let (mut p, mut s) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
+    // The last `*`: the pattern index after it, where its span begins, the bytes it has
+    // taken, and its capture number.
+    let mut star: Option<(usize, usize, usize, u8)> = None;
+    let mut next = first;
     while s < seg.len() {
         match pattern.get(p) {
             Some(b'*') => {
-                star = Some((p + 1, s));
+                caps.set(next, (offset + s, offset + s));
+                star = Some((p + 1, s, s, next));
+                next = next.saturating_add(1);
                 p += 1;
             }
             Some(&b) if b == seg[s] => {
@@ -124,13 +252,19 @@ fn segment_matches(pattern: &[u8], seg: &[u8]) -> bool {
                 s += 1;
             }
             _ => match star {
-                Some((after, taken)) => {
-                    star = Some((after, taken + 1));
+                Some((after, from, taken, n)) => {
+                    caps.set(n, (offset + from, offset + taken + 1));
+                    star = Some((after, from, taken + 1, n));
+                    next = n.saturating_add(1);
                     (p, s) = (after, taken + 1);
                 }
                 None => return false,
             },
         }
+    }
+    for _ in pattern[p..].iter().filter(|&&b| b == b'*') {
+        caps.set(next, (offset + s, offset + s));
+        next = next.saturating_add(1);
     }
     pattern[p..].iter().all(|&b| b == b'*')
 }
@@ -219,6 +353,15 @@ mod tests {
             "/a/**/**/b",
             "a**b",
             "/a//b",
+            // The literal ends (`Glob::may_match`) against the oracle.
+            "/a/*",
+            "/a/**/b",
+            "/a/",
+            "/",
+            "b",
+            "/ab*",
+            "*a/",
+            "/a*/b*a",
         ];
         let alphabet = ["", "a", "b", "ab", "ba", "aa", "aba"];
         let mut paths = vec![];
@@ -236,6 +379,35 @@ mod tests {
                 m(p, path);
             }
         }
+    }
+
+    fn caps(pattern: &str, path: &str) -> Option<Vec<String>> {
+        let g = Glob::parse(pattern).unwrap();
+        let mut c = Captures::default();
+        g.captures(path.as_bytes(), &mut c).then(|| {
+            (0..g.wildcards())
+                .map(|n| String::from_utf8_lossy(c.get(path.as_bytes(), n)).into_owned())
+                .collect()
+        })
+    }
+
+    #[test]
+    fn wildcards_capture_in_pattern_order() {
+        assert_eq!(caps("/old/**", "/old/a/b.html").unwrap(), ["a/b.html"]);
+        assert_eq!(caps("/old/**", "/old").unwrap(), [""]);
+        assert_eq!(caps("/old/**", "/old/").unwrap(), [""]);
+        assert_eq!(
+            caps("/blog/*/*.html", "/blog/2024/post.html").unwrap(),
+            ["2024", "post"]
+        );
+        assert_eq!(caps("/a/**/z/*", "/a/b/c/z/q").unwrap(), ["b/c", "q"]);
+        assert_eq!(caps("/a/**/z", "/a/z").unwrap(), [""]);
+        assert_eq!(caps("/x*y*", "/xAAyBB").unwrap(), ["AA", "BB"]);
+        assert_eq!(caps("/*a*", "/bab").unwrap(), ["b", "b"]);
+        assert_eq!(caps("*.php", "/a/b/x.php").unwrap(), ["x"]);
+        assert_eq!(caps("/**/*.php", "/a/b/x.php").unwrap(), ["a/b", "x"]);
+        assert_eq!(caps("/**/*.php", "/x.php").unwrap(), ["", "x"]);
+        assert_eq!(caps("/docs/*", "/docs/a/b"), None);
     }
 
     #[test]

@@ -4,8 +4,10 @@
 //! `--fallback-skip`), media types (`--mime`, `--mime-types`), the sidecars looked for
 //! (`--precompressed`), whether dotfiles are served (`--dotfiles`), which origins may
 //! read the site (`--cors`), who may (`--basic-auth`), whether directories are listed
-//! (`--list-dirs`), what validators are made of (`--etag`, `SOURCE_DATE_EPOCH`) and what
-//! is compressed (`--compress`, `--compress-types`).
+//! (`--list-dirs`), what validators are made of (`--etag`, `SOURCE_DATE_EPOCH`), what
+//! is compressed (`--compress`, `--compress-types`), the redirect and rewrite rules
+//! (`--redirect`, `--rewrite`), the extensions tried for a missing path (`--try-ext`) and
+//! the HTTPS redirect behind a proxy (`--https-redirect`).
 //!
 //! Stage: values validated once from the command line (stage 1) and gathered into
 //! [`SiteRules`], then read by the responder for every request without allocating.
@@ -21,6 +23,7 @@ pub(crate) mod field;
 pub(crate) mod glob;
 pub mod mime;
 pub(crate) mod validators;
+pub mod rules;
 
 use crate::http::encoding::Precompressed;
 use field::HeaderLine;
@@ -59,6 +62,14 @@ pub struct SiteRules {
     pub(crate) validators: validators::Validators,
     /// `--compress`, `--compress-types`: what is sent gzip-compressed without a sidecar.
     pub(crate) compress: compress::Compress,
+    /// `--redirect` and `--rewrite`, in order (the first match answers).
+    pub(crate) rules: Vec<rules::Rule>,
+    /// Which request paths some rule may match (`rules::Prefilter`).
+    pub(crate) rule_filter: rules::Prefilter,
+    /// `--try-ext`: extensions (no dot) tried, in order, for a path that does not exist.
+    pub(crate) try_ext: Vec<Box<[u8]>>,
+    /// `--https-redirect`: a request a trusted proxy says came over plain HTTP gets 308.
+    pub(crate) https_redirect: bool,
 }
 
 impl SiteRules {

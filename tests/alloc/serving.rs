@@ -123,7 +123,7 @@ fn no_allocation_per_request_after_warm_up() {
 }
 
 /// Requests per [`site_round`].
-const SITE_PER_ROUND: usize = 29;
+const SITE_PER_ROUND: usize = 33;
 
 /// Entries of the listed directory: names long enough that a listing takes several
 /// passes of a [`LISTING_NAMES`] arena and many pieces of output.
@@ -138,11 +138,12 @@ fn long_name() -> String {
     format!("{}.js", "l".repeat(200))
 }
 
-/// Twenty-nine requests on one connection exercising every everyday-serving option,
+/// Thirty-three requests on one connection exercising every everyday-serving option,
 /// gzip compressed once by the server included (`/site.css`: compressed in the warm-up,
 /// then sent from memory whole, as a range, as a 304 and to a HEAD; `/bundle.js`, over
 /// the cache's memory limit: hashed and compressed into `--compress-cache` in the
-/// warm-up, then sent from its `.gz` whole and as a range).
+/// warm-up, then sent from its `.gz` whole and as a range), and the rules (two redirects
+/// with captures, a rewrite, a `--try-ext` hit).
 fn site_round(addr: std::net::SocketAddr, buf: &mut [u8]) {
     let long = long_name();
     let reqs = format!(
@@ -175,6 +176,10 @@ fn site_round(addr: std::net::SocketAddr, buf: &mut [u8]) {
          GET /listed/ HTTP/1.1\r\nHost: t\r\nAccept: application/json\r\n\r\n\
          HEAD /empty-dir/ HTTP/1.1\r\nHost: t\r\n\r\n\
          GET /empty-dir/ HTTP/1.1\r\nHost: t\r\nIf-None-Match: *\r\n\r\n\
+         GET /old/a/b%20c?q=1 HTTP/1.1\r\nHost: t\r\n\r\n\
+         GET /go/x HTTP/1.1\r\nHost: t\r\n\r\n\
+         GET /spa/deep/x HTTP/1.1\r\nHost: t\r\n\r\n\
+         GET /hello HTTP/1.1\r\nHost: t\r\n\r\n\
          GET /app.js HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n"
     );
     let mut s = TcpStream::connect(addr).unwrap();
@@ -229,6 +234,10 @@ fn no_allocation_per_request_with_every_site_option() {
         ("--cors", "http://a.test"),
         ("--dotfiles", "deny"),
         ("--compress-cache", &gz_cache),
+        ("--redirect", "/old/** /new/$1"),
+        ("--redirect", "/go/* https://ex.test/$1?k 308"),
+        ("--rewrite", "/spa/** /hello.txt"),
+        ("--try-ext", "txt"),
     ] {
         flags.set(flag, value).unwrap();
     }
@@ -259,7 +268,7 @@ fn no_allocation_per_request_with_every_site_option() {
     let log = std::fs::read_to_string(site.base.join("access.log")).unwrap();
     assert_eq!(log.lines().count(), (rounds + 3) * SITE_PER_ROUND);
     for status in [
-        " 200 ", " 204 ", " 206 ", " 304 ", " 404 ", " 405 ", " 406 ", " 416 ",
+        " 200 ", " 204 ", " 206 ", " 301 ", " 304 ", " 308 ", " 404 ", " 405 ", " 406 ", " 416 ",
     ] {
         assert!(log.contains(status), "{status} missing from the log");
     }
@@ -269,6 +278,8 @@ fn no_allocation_per_request_with_every_site_option() {
         assert!(gzipped >= rounds, "{gzipped} gzip answers of {path}");
     }
     for listing in [
+        "\"GET /spa/deep/x HTTP/1.1\" 200 ",
+        "\"GET /hello HTTP/1.1\" 200 ",
         "\"GET /listed/ HTTP/1.1\" 200 ",
         "\"HEAD /empty-dir/ HTTP/1.1\" 200 ",
         "\"GET /empty-dir/ HTTP/1.1\" 304 ",

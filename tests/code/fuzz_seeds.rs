@@ -10,6 +10,8 @@
 mod assemble;
 #[path = "../../fuzz/props/check_and_run.rs"]
 mod check_and_run;
+#[path = "../../fuzz/props/config_file.rs"]
+mod config_file;
 #[path = "../../fuzz/props/deflate.rs"]
 mod deflate;
 #[path = "../../fuzz/props/file_answer.rs"]
@@ -18,6 +20,8 @@ mod file_answer;
 mod parse_request;
 #[path = "../../fuzz/props/proxy_header.rs"]
 mod proxy_header;
+#[path = "../../fuzz/props/rules.rs"]
+mod rules;
 #[path = "../../fuzz/props/topology.rs"]
 mod topology;
 
@@ -69,6 +73,16 @@ fn check_and_run_seeds_hold() {
 #[test]
 fn deflate_seeds_hold() {
     seeds("deflate", deflate::holds);
+}
+
+#[test]
+fn config_file_seeds_hold() {
+    seeds("config_file", config_file::holds);
+}
+
+#[test]
+fn rules_seeds_hold() {
+    seeds("rules", rules::holds);
 }
 
 #[test]

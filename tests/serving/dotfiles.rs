@@ -12,8 +12,7 @@ use support::server::*;
 /// A project directory as people run `steerd serve .` in: secrets beside the site.
 fn project(tag: &str) -> TempDir {
     let dir = TempDir::new(tag);
-    let root = dir.path();
-    for (path, body) in [
+    dir.write_all(&[
         ("index.html", "home\n"),
         ("404.html", "custom not found\n"),
         ("app.html", "single page app\n"),
@@ -24,11 +23,7 @@ fn project(tag: &str) -> TempDir {
         ("sub/page.html", "sub page\n"),
         (".well-known/security.txt", "Contact: mailto:a@b\n"),
         (".well-known/.private", "no\n"),
-    ] {
-        let file = root.join(path);
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(file, body).unwrap();
-    }
+    ]);
     dir
 }
 

@@ -586,6 +586,15 @@ impl TempDir {
     pub(crate) fn path(&self) -> &Path {
         &self.0
     }
+
+    /// Writes each `(path, body)` under it, making the directories on the way.
+    pub(crate) fn write_all(&self, files: &[(&str, &str)]) {
+        for (path, body) in files {
+            let file = self.0.join(path);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, body).unwrap();
+        }
+    }
 }
 
 impl Drop for TempDir {

@@ -145,9 +145,14 @@ fn parse(b: &[u8]) -> Result<Status<ProxyHeader>, ProxyError> {
 fn valid_headers_whole_followed_and_cut_at_every_byte() {
     for (h, want) in valid() {
         let want = want.map(|s| s.parse::<SocketAddr>().unwrap());
+        let tls = match parse(&h) {
+            Ok(Status::Complete(p)) => p.tls,
+            _ => None,
+        };
         let whole = ProxyHeader {
             len: h.len(),
             source: want,
+            tls,
         };
         assert_eq!(parse(&h), Ok(Status::Complete(whole)), "{:?}", h);
         let followed = [&h[..], b"GET / HTTP/1.1\r\n\r\n"].concat();
@@ -197,4 +202,26 @@ fn errors_are_described() {
     for (_, e) in invalid() {
         assert!(!e.what().is_empty());
     }
+}
+
+/// Version 2 over TCP says whether the client came over TLS (the SSL TLV with its
+/// client bit); version 1 cannot say.
+#[test]
+fn v2_says_whether_the_client_came_over_tls() {
+    let v2 = |tlvs: &[u8]| {
+        let mut h = b"\r\n\r\n\0\r\nQUIT\n\x21\x11".to_vec();
+        h.extend_from_slice(&(12 + tlvs.len() as u16).to_be_bytes());
+        h.extend_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2, 0x30, 0x39, 0, 80]);
+        h.extend_from_slice(tlvs);
+        match parse(&h) {
+            Ok(Status::Complete(p)) => p.tls,
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(v2(b""), Some(false));
+    assert_eq!(v2(&[0x20, 0, 5, 0x01, 0, 0, 0, 0]), Some(true));
+    assert_eq!(v2(&[0x20, 0, 5, 0x00, 0, 0, 0, 0]), Some(false));
+    assert_eq!(v2(&[0x04, 0, 1, 0x01]), Some(false));
+    let v1 = parse(b"PROXY TCP4 10.0.0.1 10.0.0.2 1 2\r\n");
+    assert!(matches!(v1, Ok(Status::Complete(p)) if p.tls.is_none()));
 }

@@ -104,7 +104,15 @@ impl Supervisor<'_> {
                 .all(|s| (s.pid.is_some() && s.serving) || s.predecessor.is_some())
     }
 
-    /// HUP: if the root, the site's pages, the `--basic-auth` file and the log open as a
+    /// A reload refused: one line saying why; the running workers serve on.
+    fn refuse_reload(&mut self, why: &dyn core::fmt::Display) {
+        crate::say!("reload: {why}; keeping the running workers");
+        self.notifier.status(&format!("reload refused: {why}"));
+    }
+
+    /// HUP: with `--config`, the configuration read again (`Shared::reread`; refused in
+    /// one line if it does not parse or changes a listener setting); then, if the root,
+    /// the site's pages, the `--basic-auth` file and the log open as a
     /// worker will open them (`preflight::worker_files`, the start-up checks) and the
     /// `--mime-types` file reads and parses (`preflight::media_types`), a successor for
     /// every slot, serving the types and the users as read now; each predecessor retires
@@ -114,7 +122,13 @@ impl Supervisor<'_> {
         if !signals::arrived(libc::SIGHUP, &mut self.seen.hup) {
             return;
         }
-        let cfg = &self.cfg;
+        // With `--config`: the file as it is now (the running workers keep the old).
+        let fresh = match self.s.reread.map(|read| read()) {
+            Some(Ok(cfg)) => Some(cfg),
+            Some(Err(e)) => return self.refuse_reload(&e),
+            None => None,
+        };
+        let cfg = fresh.as_ref().unwrap_or(&self.cfg);
         let log = &cfg.logging.access_log;
         let checked = crate::preflight::worker_files(&cfg.root, &cfg.site, log)
             .and_then(|users| crate::preflight::media_types(&cfg.site).map(|types| (users, types)));
@@ -122,13 +136,12 @@ impl Supervisor<'_> {
             // The new generation serves the files as they are now; the old keeps its own.
             Ok((users, types)) => {
                 self.s.auth = users;
+                if let Some(cfg) = fresh {
+                    self.cfg = cfg;
+                }
                 self.cfg.site.types = types;
             }
-            Err(p) => {
-                crate::say!("reload: {p}; keeping the running workers");
-                self.notifier.status(&format!("reload refused: {p}"));
-                return;
-            }
+            Err(p) => return self.refuse_reload(&p),
         }
         crate::say!("reload: starting new workers, stopping the old ones gracefully");
         self.notifier.reloading("reloading");

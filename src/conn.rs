@@ -80,6 +80,7 @@ mod respond;
 
 use crate::access_log::AccessLog;
 use crate::client_addr::{parse_proxy_header, Walk};
+use crate::disk::{Disk, Done, Ready};
 use crate::files::cache::FileCache;
 use crate::files::PATH_MAX;
 use crate::http::date::DateCache;
@@ -253,6 +254,15 @@ impl Conn {
         matches!(self.awaiting, Awaiting::Send(_))
     }
 
+    /// A read off the loop completed: `true` if it was for this connection's response,
+    /// which the loop then drives again (its pages are in).
+    pub(crate) fn disk_done(&mut self, d: &Done) -> bool {
+        match &mut self.awaiting {
+            Awaiting::Send(r) => crate::disk::landed(&mut r.pages, d),
+            _ => false,
+        }
+    }
+
     /// Waiting between requests with nothing buffered (a graceful stop may close it).
     pub(crate) fn idle(&self) -> bool {
         matches!(self.awaiting, Awaiting::Head) && self.in_len == 0
@@ -366,6 +376,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) auth: Option<crate::auth::Gate>,
     /// Directory listings in progress (`--list-dirs`; no slots without it).
     pub(crate) listings: Listings,
+    /// File reads that would wait for the disk, handed to I/O threads (`crate::disk`).
+    pub(crate) disk: Disk,
 }
 
 /// Scratch space for one request at a time (decoded path, path to open).
@@ -615,8 +627,26 @@ fn transition(
             // Send space: write until done or the socket is full (send deadline re-armed
             // on progress).
             Awaiting::Send(ref mut r) => {
+                if r.awaits_disk() {
+                    return Next::Park;
+                }
                 if !c.writable {
                     return Next::Park;
+                }
+                match ensure_pages(slot, r, ctx) {
+                    Ready::Send => {}
+                    Ready::Reading => {
+                        // The read's completion drives the slot again (`Conn::disk_done`).
+                        r.pin_if_cached(&mut ctx.cache);
+                        if ctx.timers.kind(slot) != Some(Kind::Send) {
+                            ctx.timers.arm(slot, Kind::Send, ctx.now_ms);
+                        }
+                        return Next::Park;
+                    }
+                    Ready::Busy => {
+                        r.pin_if_cached(&mut ctx.cache);
+                        return Next::Yield;
+                    }
                 }
                 let preamble_at: &mut [u8] = if r.preamble.spilled {
                     &mut inb[logged::spill_at(r)..]
@@ -641,6 +671,8 @@ fn transition(
                         r.pin_if_cached(&mut ctx.cache);
                         return Next::Yield;
                     }
+                    // Sent up to the pages known cached: look at the next ones.
+                    Sent::Uncertain => {}
                     Sent::Failed => return Next::Close,
                 }
             }
@@ -743,6 +775,7 @@ fn finish_response(
     let Awaiting::Send(r) = &mut c.awaiting else {
         return Next::Close;
     };
+    note_resident(r, ctx);
     r.release(ctx);
     let (after, owed, answered) = (r.after, r.owed, r.answered);
     logged::end(c, inb, ctx, false);
@@ -799,6 +832,8 @@ enum Sent {
     },
     /// The byte budget is spent and the response is not finished.
     Yield,
+    /// A file body is sent up to the pages known cached (`Pages::resident`).
+    Uncertain,
     Failed,
 }
 
@@ -819,10 +854,13 @@ fn send_some(
             return stop;
         }
         let preamble = &out[r.preamble.sent..r.preamble.len];
+        let limit = r.pages.resident;
         let result = match &mut r.body {
-            Outgoing::File { fd: file, at, end } => send_file(fd, preamble, file.as_fd(), at, *end),
+            Outgoing::File { fd: file, at, end } => {
+                send_file(fd, preamble, file.as_fd(), at, (*end, limit))
+            }
             Outgoing::CachedFile { index, at, end } => match ctx.cache.file(*index) {
-                Some(file) => send_file(fd, preamble, file, at, *end),
+                Some(file) => send_file(fd, preamble, file, at, (*end, limit)),
                 None => return Sent::Failed,
             },
             _ => {
@@ -842,7 +880,12 @@ fn send_some(
         };
         match result {
             Ok(None) => return Sent::Done,
-            Ok(Some(0)) => return Sent::Failed,
+            Ok(Some(0))
+                if r.preamble.sent < r.preamble.len || r.pages.resident > file_at(&r.body) =>
+            {
+                return Sent::Failed
+            }
+            Ok(Some(0)) => return Sent::Uncertain,
             Ok(Some(n)) => {
                 progressed = true;
                 budget.spend_bytes(n);
@@ -888,13 +931,14 @@ fn send_in_memory(
 }
 
 /// One step of a file response: the preamble (with `MSG_MORE` while body bytes follow),
-/// else one `sendfile` from `at` (which the kernel advances). `None`: nothing left.
+/// else one `sendfile` from `at` (which the kernel advances) up to `limit`, the end of
+/// the pages known cached (`Some(0)` when `at` is there). `None`: nothing left.
 fn send_file(
     sock: BorrowedFd<'_>,
     preamble: &[u8],
     file: BorrowedFd<'_>,
     at: &mut u64,
-    end: u64,
+    (end, limit): (u64, u64),
 ) -> rustix::io::Result<Option<usize>> {
     if !preamble.is_empty() {
         let more = if *at < end {
@@ -907,8 +951,57 @@ fn send_file(
     if *at >= end {
         return Ok(None);
     }
-    let count = (end - *at).min(SENDFILE_CHUNK as u64) as usize;
+    if *at >= limit {
+        return Ok(Some(0));
+    }
+    let count = (end.min(limit) - *at).min(SENDFILE_CHUNK as u64) as usize;
     rustix::fs::sendfile(sock, file, Some(at), count).map(Some)
+}
+
+/// The offset a file body is sent from (0 for other bodies).
+fn file_at(body: &Outgoing) -> u64 {
+    match *body {
+        Outgoing::File { at, .. } | Outgoing::CachedFile { at, .. } => at,
+        _ => 0,
+    }
+}
+
+/// Before a file body is sent from its offset: its pages there are cached (maybe after
+/// reading them off the loop, `crate::disk`). A cache entry whose file was lately sent
+/// whole from cached pages is trusted for a revalidation period without probing, so a
+/// cached hit costs the syscalls it always did (`FileCache::resident`).
+fn ensure_pages(slot: u32, r: &mut Response, ctx: &mut Ctx<'_>) -> Ready {
+    let (file, at, end) = match &r.body {
+        Outgoing::File { fd, at, end } => (fd.as_fd(), *at, *end),
+        Outgoing::CachedFile { index, at, end } => {
+            let fresh = *at >= r.pages.resident && !r.pages.waited;
+            if fresh && ctx.cache.resident(*index, ctx.now_ms) {
+                r.pages.trust(*end);
+                return Ready::Send;
+            }
+            match ctx.cache.file(*index) {
+                Some(file) => (file, *at, *end),
+                None => return Ready::Send,
+            }
+        }
+        _ => return Ready::Send,
+    };
+    if at >= end {
+        return Ready::Send;
+    }
+    ctx.disk.ensure(&mut r.pages, file, (at, end), slot)
+}
+
+/// A cache entry's file just sent whole, every page probed and found cached: the cache
+/// trusts its pages for a while (`ensure_pages`).
+fn note_resident(r: &Response, ctx: &mut Ctx<'_>) {
+    let Outgoing::CachedFile { index, .. } = r.body else {
+        return;
+    };
+    let whole = ctx.cache.meta(index).is_some_and(|m| m.size == r.body_sent);
+    if whole && r.pages.all_probed_cached() {
+        ctx.cache.mark_resident(index, ctx.now_ms);
+    }
 }
 
 /// The unsent part of an in-memory body (for a listing, of its current piece).
@@ -1072,6 +1165,7 @@ mod tests {
                 forwarded: Walk::LastHop,
                 auth: None,
                 listings: Listings::new(0),
+                disk: crate::disk::Disk::new().unwrap(),
             };
             let out = run(self, &mut ctx);
             self.cache = Some(ctx.cache);

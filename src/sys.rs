@@ -9,9 +9,11 @@
 //! By concern: [`process`] (fork, `_exit`, affinity, privilege drop), [`signal`] (handlers
 //! that only count, the mask around fork), [`mem`] (the shared counter mapping, the
 //! connection arena), [`socket`] (`TCP_DEFER_ACCEPT`, the reuseport BPF attach),
-//! [`handover`] (descriptors passed across `execve`: adopting, placing, exec). The calls
+//! [`handover`] (descriptors passed across `execve`: adopting, placing, exec), [`file`]
+//! (a read that never waits for the disk). The calls
 //! are re-exported here so callers write `sys::fork`.
 
+pub(crate) mod file;
 pub(crate) mod handover;
 pub(crate) mod mem;
 pub(crate) mod process;

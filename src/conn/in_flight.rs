@@ -11,6 +11,7 @@
 //! `conn`'s module doc defines.
 
 use super::Ctx;
+use crate::disk::Pages;
 use crate::files::cache::FileCache;
 use crate::http::response::Persist;
 use rustix::fd::OwnedFd;
@@ -169,9 +170,21 @@ pub(super) struct Response {
     /// The turn clock (`Ctx::now_ms`) when it was planned: its response time runs from
     /// there (`stats::latency`).
     pub(crate) planned_ms: u64,
+    /// How far a file body's pages are known cached (`crate::disk`).
+    pub(crate) pages: Pages,
 }
 
 impl Response {
+    /// A file body waits for its next pages to be read off the loop.
+    pub(super) fn awaits_disk(&self) -> bool {
+        match self.body {
+            Outgoing::File { at, .. } | Outgoing::CachedFile { at, .. } => {
+                self.pages.is_reading() && at >= self.pages.resident
+            }
+            _ => false,
+        }
+    }
+
     /// Whether the preamble and the body are all written.
     pub(super) fn done(&self) -> bool {
         self.preamble.sent >= self.preamble.len && self.body.done()

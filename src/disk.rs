@@ -1,0 +1,319 @@
+//! Disk reads off the loop: a worker's I/O threads (nginx's `aio threads`).
+//!
+//! Stage: beside the connection state machine. Input: a file body about to be sent
+//! (`conn`), and completions from the threads. Output: how far the body's pages are known
+//! to be in the page cache ([`Pages::resident`]), which bounds every `sendfile` the loop
+//! makes, so that a `sendfile` never waits for the disk.
+//!
+//! How: before sending past `resident`, [`Disk::ensure`] asks the page cache with
+//! `preadv2(RWF_NOWAIT)` (`sys::file::pread_nowait`) into a [`PROBE`] buffer: a hit
+//! moves `resident` by what it returned (the same `sendfile` then follows); a miss hands a
+//! window of [`WINDOW`] bytes to the worker's [`THREADS`] I/O threads, which `pread` it
+//! (bringing its pages into the page cache) and say so on a completion queue and an
+//! eventfd in the loop's epoll; the connection waits for that ([`Ready::Reading`]) and
+//! resumes on [`Disk::take_done`]. A body that once waited then keeps one window read
+//! ahead of the socket (one read per connection at a time: readahead bounded by
+//! [`WINDOW`] a connection and [`QUEUE`] reads a worker).
+//!
+//! Bounds: at most [`QUEUE`] reads outstanding a worker (beyond, [`Ready::Busy`]: the
+//! connection yields and asks again next turn); each thread owns a [`READ_BUF`] buffer
+//! and a [`STACK`] stack; the threads start at the first miss, so after the worker pinned
+//! itself (they inherit its CPU), and never for a worker whose files stay cached. A read
+//! that fails completes with what it got; the connection then `sendfile`s as before and
+//! meets the error there. Limits: `RWF_NOWAIT` unsupported (`EOPNOTSUPP`, before Linux
+//! 4.14) or threads that cannot start: the body is sent as before, waiting on the loop.
+//! Pages evicted between the read and the `sendfile` are read again on the loop.
+//!
+//! It does not decide what to send, and never touches a socket.
+
+use crate::sys::file::pread_nowait;
+use rustix::event::{eventfd, EventfdFlags};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::io::Errno;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// I/O threads a worker starts at its first miss.
+pub(crate) const THREADS: usize = 2;
+/// Reads a worker has outstanding at most (queued or being read).
+pub(crate) const QUEUE: usize = 64;
+/// Bytes one hand-off reads: what a connection's reading runs ahead of its socket.
+pub(crate) const WINDOW: u64 = 512 << 10;
+/// Bytes a thread reads per `pread` (its buffer).
+pub(crate) const READ_BUF: usize = 128 << 10;
+/// An I/O thread's stack.
+pub(crate) const STACK: usize = 64 << 10;
+/// Bytes one `RWF_NOWAIT` probe asks for (the loop's buffer).
+pub(crate) const PROBE: usize = 128 << 10;
+
+/// What a file body knows of its pages (part of the response in flight).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Pages {
+    /// Offset up to which the pages are known cached: `sendfile` goes no further.
+    pub(crate) resident: u64,
+    /// The hand-off being read for it (its sequence number), if any.
+    reading: Option<u32>,
+    /// It waited for the disk once (it reads ahead from then on).
+    pub(crate) waited: bool,
+    /// `resident` came from the file cache's word, not from probes.
+    pub(crate) trusted: bool,
+}
+
+impl Pages {
+    /// Trusts the whole body to be cached (a cache entry found wholly cached lately).
+    pub(crate) fn trust(&mut self, end: u64) {
+        self.resident = end;
+        self.trusted = true;
+    }
+
+    /// A read for it is under way.
+    pub(crate) fn is_reading(&self) -> bool {
+        self.reading.is_some()
+    }
+
+    /// Every byte sent was probed and found cached, none waited for.
+    pub(crate) fn all_probed_cached(&self) -> bool {
+        !self.waited && !self.trusted && self.reading.is_none()
+    }
+}
+
+/// What [`Disk::ensure`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Ready {
+    /// The pages at the body's offset are cached: send up to [`Pages::resident`].
+    Send,
+    /// They are being read: wait for the completion.
+    Reading,
+    /// They are not cached and every read slot is taken: ask again next turn.
+    Busy,
+}
+
+/// One window to read, owned by the thread that reads it.
+struct Job {
+    seq: u32,
+    slot: u32,
+    file: OwnedFd,
+    at: u64,
+    len: u64,
+    queued: Instant,
+}
+
+/// A window read: `got` bytes from `at` are in the page cache now.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Done {
+    seq: u32,
+    /// The connection slot that asked.
+    pub(crate) slot: u32,
+    at: u64,
+    got: u64,
+    /// Microseconds from the hand-off to the end of the read.
+    pub(crate) waited_us: u64,
+}
+
+/// The threads' side, started at the first miss.
+struct Pool {
+    jobs: SyncSender<Job>,
+    done: Receiver<Done>,
+}
+
+/// A worker's disk reads: the probe buffer, the eventfd and (once started) the pool.
+pub(crate) struct Disk {
+    wake: Arc<OwnedFd>,
+    pool: Option<Pool>,
+    /// The threads could not start: bodies are sent as before.
+    failed: bool,
+    outstanding: usize,
+    next_seq: u32,
+    probe: Box<[u8]>,
+}
+
+impl Disk {
+    /// The eventfd the loop polls and the probe buffer; no thread yet.
+    pub(crate) fn new() -> rustix::io::Result<Disk> {
+        let wake = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?;
+        Ok(Disk {
+            wake: Arc::new(wake),
+            pool: None,
+            failed: false,
+            outstanding: 0,
+            next_seq: 0,
+            probe: vec![0; PROBE].into_boxed_slice(),
+        })
+    }
+
+    /// The eventfd that becomes readable when reads complete.
+    pub(crate) fn wake_fd(&self) -> BorrowedFd<'_> {
+        self.wake.as_fd()
+    }
+
+    /// Makes sure the body's pages at `at` are cached before it is sent from there
+    /// (`end`: the body's end), handing a read to the threads on a miss; a body that
+    /// already waited once reads its next window ahead while it sends.
+    pub(crate) fn ensure(
+        &mut self,
+        p: &mut Pages,
+        file: BorrowedFd<'_>,
+        span: (u64, u64),
+        slot: u32,
+    ) -> Ready {
+        let (at, end) = span;
+        if at >= p.resident {
+            if p.reading.is_some() {
+                return Ready::Reading;
+            }
+            let want = (end - at).min(PROBE as u64) as usize;
+            match pread_nowait(file, &mut self.probe[..want], at) {
+                Ok(n) if n > 0 => p.resident = at + n as u64,
+                Err(Errno::AGAIN) => return self.hand_off(p, file, at, end, slot),
+                // The end of the file, an error, or no `RWF_NOWAIT`: `sendfile` decides.
+                _ => p.resident = end,
+            }
+        }
+        let ahead = p.resident - at;
+        if p.waited && p.reading.is_none() && p.resident < end && ahead <= WINDOW / 2 {
+            let _ = self.hand_off(p, file, p.resident, end, slot);
+        }
+        Ready::Send
+    }
+
+    /// Queues the window at `at` for the threads: [`Ready::Reading`], or
+    /// [`Ready::Busy`] when the queue is full. Without threads the body is sent as before.
+    fn hand_off(
+        &mut self,
+        p: &mut Pages,
+        file: BorrowedFd<'_>,
+        at: u64,
+        end: u64,
+        slot: u32,
+    ) -> Ready {
+        if self.outstanding >= QUEUE {
+            return Ready::Busy;
+        }
+        let seq = self.next_seq;
+        let dup = rustix::io::fcntl_dupfd_cloexec(file, 0);
+        let (Some(pool), Ok(file)) = (self.pool(), dup) else {
+            p.resident = end;
+            return Ready::Send;
+        };
+        let job = Job {
+            seq,
+            slot,
+            file,
+            at,
+            len: (end - at).min(WINDOW),
+            queued: Instant::now(),
+        };
+        match pool.jobs.try_send(job) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => return Ready::Busy,
+            Err(TrySendError::Disconnected(_)) => {
+                p.resident = end;
+                return Ready::Send;
+            }
+        }
+        self.next_seq = seq.wrapping_add(1);
+        self.outstanding += 1;
+        p.reading = Some(seq);
+        p.waited = true;
+        Ready::Reading
+    }
+
+    /// The pool, started at the first call (`None` if it could not start).
+    fn pool(&mut self) -> Option<&Pool> {
+        if self.pool.is_none() && !self.failed {
+            self.pool = start(&self.wake);
+            self.failed = self.pool.is_none();
+        }
+        self.pool.as_ref()
+    }
+
+    /// The next completed read, if any (the eventfd is reset first, so a completion
+    /// after the last one taken here wakes the loop again).
+    pub(crate) fn take_done(&mut self) -> Option<Done> {
+        let pool = self.pool.as_ref()?;
+        let done = pool.done.try_recv().ok()?;
+        self.outstanding = self.outstanding.saturating_sub(1);
+        Some(done)
+    }
+
+    /// Resets the eventfd (before draining the completions).
+    pub(crate) fn reset_wake(&self) {
+        let mut v = [0u8; 8];
+        let _ = rustix::io::read(&*self.wake, &mut v);
+    }
+}
+
+/// Applies a completion to the body it was for: `true` if it was (a stale one, for a
+/// connection since closed or a response since finished, is ignored).
+pub(crate) fn landed(p: &mut Pages, d: &Done) -> bool {
+    if p.reading != Some(d.seq) {
+        return false;
+    }
+    p.reading = None;
+    if d.got == 0 {
+        // Nothing read (an error, the file shrank): `sendfile` meets it.
+        p.resident = u64::MAX;
+    } else if d.at <= p.resident {
+        p.resident = p.resident.max(d.at + d.got);
+    }
+    true
+}
+
+/// Starts the threads (each with a bounded stack); `None` if none could start.
+fn start(wake: &Arc<OwnedFd>) -> Option<Pool> {
+    let (jobs, rx) = sync_channel::<Job>(QUEUE);
+    let (tx, done) = sync_channel::<Done>(QUEUE);
+    let rx = Arc::new(Mutex::new(rx));
+    let mut started = 0;
+    for i in 0..THREADS {
+        let (rx, tx, wake) = (Arc::clone(&rx), tx.clone(), Arc::clone(wake));
+        let spawned = std::thread::Builder::new()
+            .name(format!("steerd-io{i}"))
+            .stack_size(STACK)
+            .spawn(move || serve(&rx, &tx, &wake));
+        started += usize::from(spawned.is_ok());
+    }
+    (started > 0).then_some(Pool { jobs, done })
+}
+
+/// An I/O thread: read each window it is given, report it, wake the loop; ends when the
+/// loop's side is dropped.
+fn serve(jobs: &Mutex<Receiver<Job>>, done: &SyncSender<Done>, wake: &OwnedFd) {
+    let mut buf = vec![0u8; READ_BUF];
+    loop {
+        let next = match jobs.lock() {
+            Ok(rx) => rx.recv(),
+            Err(_) => return,
+        };
+        let Ok(job) = next else { return };
+        let got = read_window(job.file.as_fd(), &mut buf, job.at, job.len);
+        let report = Done {
+            seq: job.seq,
+            slot: job.slot,
+            at: job.at,
+            got,
+            waited_us: job.queued.elapsed().as_micros() as u64,
+        };
+        drop(job);
+        if done.send(report).is_err() {
+            return;
+        }
+        let _ = rustix::io::write(wake, &1u64.to_ne_bytes());
+    }
+}
+
+/// Reads `len` bytes from `at` (to bring them into the page cache); the bytes read.
+fn read_window(file: BorrowedFd<'_>, buf: &mut [u8], at: u64, len: u64) -> u64 {
+    let mut got = 0;
+    while got < len {
+        let want = (len - got).min(buf.len() as u64) as usize;
+        match rustix::io::pread(file, &mut buf[..want], at + got) {
+            Ok(0) => break,
+            Ok(n) => got += n as u64,
+            Err(Errno::INTR) => {}
+            Err(_) => break,
+        }
+    }
+    got
+}

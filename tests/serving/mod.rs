@@ -3,6 +3,7 @@
 mod basic_auth;
 mod basic_auth_file;
 mod binary;
+mod cold_disk;
 mod cors;
 mod dotfiles;
 mod drain;

@@ -15,7 +15,8 @@
 # io.max) that limits reads from that disk to RATE_MB, removed after. While DOWNLOADS
 # clients each download one large file, a second client asks for a 13-byte cached file
 # every 20 ms on one keep-alive connection. Printed: the small file's p50/p99/max in ms
-# over the downloads, and each download's rate in MB/s with its share of the throttle.
+# over the downloads, and each download's rate in MB/s with its share of the throttle;
+# on stderr, the reads steerd handed to its I/O threads and their mean wait (/metrics).
 # Needs root (the cgroup), python3, and nginx-light for the comparison.
 set -euo pipefail
 BIN=$(realpath "${1:-${CARGO_TARGET_DIR:-target}/release/steerd}")
@@ -128,6 +129,15 @@ run_server() {
     sleep 0.05
   done
   measure "$label" "$port"
+  if [ "$label" = steerd ]; then
+    python3 - "$MPORT" <<'PY' >&2
+import sys, urllib.request
+text = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/metrics").read().decode()
+get = lambda n: sum(float(l.rsplit(" ", 1)[1]) for l in text.splitlines() if l.startswith(n + "{"))
+n, s = get("steerd_disk_read_wait_seconds_count"), get("steerd_disk_read_wait_seconds_sum")
+print(f"cold-disk: steerd handed off {n:.0f} reads, mean wait {1000 * s / max(n, 1):.1f} ms")
+PY
+  fi
   kill "$SERVER" 2>/dev/null || true
   wait "$SERVER" 2>/dev/null || true
   SERVER=""
@@ -138,7 +148,9 @@ echo "cold-disk: $DOWNLOADS x ${SIZE_MB} MB cold, disk $DEV throttled to $RATE_M
 echo "| server | small p50 ms | p99 ms | max ms | requests | download MB/s | share of fair |"
 echo "|---|---|---|---|---|---|---|"
 PORT=$(free_port)
-run_server steerd "$PORT" "$BIN" serve "$DIR/www" --listen "127.0.0.1:$PORT" --workers 1
+MPORT=$(free_port)
+run_server steerd "$PORT" "$BIN" serve "$DIR/www" --listen "127.0.0.1:$PORT" --workers 1 \
+  --metrics "127.0.0.1:$MPORT"
 if command -v nginx >/dev/null; then
   PORT=$(free_port)
   mkdir -p "$DIR/nginx"

@@ -80,7 +80,7 @@ mod respond;
 
 use crate::access_log::AccessLog;
 use crate::client_addr::{parse_proxy_header, Walk};
-use crate::disk::{Disk, Done, Ready};
+use crate::disk::{Disk, Done, Ready, Span};
 use crate::files::cache::FileCache;
 use crate::files::PATH_MAX;
 use crate::http::date::DateCache;
@@ -132,6 +132,11 @@ const SENDFILE_CHUNK: usize = 1 << 20;
 pub(crate) const REQUEST_BUDGET: u32 = 16;
 /// Bytes one [`advance`] sends (or reads and discards) before it yields.
 pub(crate) const BYTE_BUDGET: u64 = 2 << 20;
+
+/// A connection slot's size is part of what an idle connection costs
+/// (`scripts/conn-memory.sh`): reading a file off the loop (`crate::disk`) added no byte.
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(core::mem::size_of::<Conn>() <= 216);
 
 /// What a connection is waiting for.
 #[derive(Debug)]
@@ -258,7 +263,10 @@ impl Conn {
     /// which the loop then drives again (its pages are in).
     pub(crate) fn disk_done(&mut self, d: &Done) -> bool {
         match &mut self.awaiting {
-            Awaiting::Send(r) => crate::disk::landed(&mut r.pages, d),
+            Awaiting::Send(r) => match r.body.cached_mut() {
+                Some(cached) => crate::disk::landed(&mut r.pages, cached, d),
+                None => false,
+            },
             _ => false,
         }
     }
@@ -633,7 +641,11 @@ fn transition(
                 if !c.writable {
                     return Next::Park;
                 }
-                match ensure_pages(slot, r, ctx) {
+                let ready = match r.body.needs_pages() {
+                    true => ensure_pages(slot, r, ctx),
+                    false => Ready::Send,
+                };
+                match ready {
                     Ready::Send => {}
                     Ready::Reading => {
                         // The read's completion drives the slot again (`Conn::disk_done`).
@@ -854,13 +866,20 @@ fn send_some(
             return stop;
         }
         let preamble = &out[r.preamble.sent..r.preamble.len];
-        let limit = r.pages.resident;
         let result = match &mut r.body {
-            Outgoing::File { fd: file, at, end } => {
-                send_file(fd, preamble, file.as_fd(), at, (*end, limit))
-            }
-            Outgoing::CachedFile { index, at, end } => match ctx.cache.file(*index) {
-                Some(file) => send_file(fd, preamble, file, at, (*end, limit)),
+            Outgoing::File {
+                fd: file,
+                at,
+                end,
+                cached,
+            } => send_file(fd, preamble, file.as_fd(), at, (*end, *cached)),
+            Outgoing::CachedFile {
+                index,
+                at,
+                end,
+                cached,
+            } => match ctx.cache.file(*index) {
+                Some(file) => send_file(fd, preamble, file, at, (*end, *cached)),
                 None => return Sent::Failed,
             },
             _ => {
@@ -880,9 +899,7 @@ fn send_some(
         };
         match result {
             Ok(None) => return Sent::Done,
-            Ok(Some(0))
-                if r.preamble.sent < r.preamble.len || r.pages.resident > file_at(&r.body) =>
-            {
+            Ok(Some(0)) if r.preamble.sent < r.preamble.len || !r.body.needs_pages() => {
                 return Sent::Failed
             }
             Ok(Some(0)) => return Sent::Uncertain,
@@ -958,38 +975,38 @@ fn send_file(
     rustix::fs::sendfile(sock, file, Some(at), count).map(Some)
 }
 
-/// The offset a file body is sent from (0 for other bodies).
-fn file_at(body: &Outgoing) -> u64 {
-    match *body {
-        Outgoing::File { at, .. } | Outgoing::CachedFile { at, .. } => at,
-        _ => 0,
-    }
-}
-
 /// Before a file body is sent from its offset: its pages there are cached (maybe after
 /// reading them off the loop, `crate::disk`). A cache entry whose file was lately sent
 /// whole from cached pages is trusted for a revalidation period without probing, so a
 /// cached hit costs the syscalls it always did (`FileCache::resident`).
 fn ensure_pages(slot: u32, r: &mut Response, ctx: &mut Ctx<'_>) -> Ready {
-    let (file, at, end) = match &r.body {
-        Outgoing::File { fd, at, end } => (fd.as_fd(), *at, *end),
-        Outgoing::CachedFile { index, at, end } => {
-            let fresh = *at >= r.pages.resident && !r.pages.waited;
-            if fresh && ctx.cache.resident(*index, ctx.now_ms) {
-                r.pages.trust(*end);
+    let pages = &mut r.pages;
+    let (file, at, end, cached) = match r.body {
+        Outgoing::File {
+            ref fd,
+            at,
+            end,
+            ref mut cached,
+        } => (fd.as_fd(), at, end, cached),
+        Outgoing::CachedFile {
+            index,
+            at,
+            end,
+            ref mut cached,
+        } => {
+            if !pages.waited() && ctx.cache.resident(index, ctx.now_ms) {
+                *cached = end;
+                pages.trust();
                 return Ready::Send;
             }
-            match ctx.cache.file(*index) {
-                Some(file) => (file, *at, *end),
+            match ctx.cache.file(index) {
+                Some(file) => (file, at, end, cached),
                 None => return Ready::Send,
             }
         }
         _ => return Ready::Send,
     };
-    if at >= end {
-        return Ready::Send;
-    }
-    ctx.disk.ensure(&mut r.pages, file, (at, end), slot)
+    ctx.disk.ensure(pages, cached, Span { file, at, end }, slot)
 }
 
 /// A cache entry's file just sent whole, every page probed and found cached: the cache

@@ -47,35 +47,57 @@ pub(crate) const STACK: usize = 64 << 10;
 /// Bytes one `RWF_NOWAIT` probe asks for (the loop's buffer).
 pub(crate) const PROBE: usize = 128 << 10;
 
-/// What a file body knows of its pages (part of the response in flight).
+/// What a file body's reading went through, beside the offset up to which its pages are
+/// known cached (`cached`, kept in the body itself: `sendfile` goes no further). Four
+/// bytes, so that the response in flight, and with it every connection slot, stays the
+/// size it was: the sequence number of the read under way (0: none), then two flags.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Pages {
-    /// Offset up to which the pages are known cached: `sendfile` goes no further.
-    pub(crate) resident: u64,
-    /// The hand-off being read for it (its sequence number), if any.
-    reading: Option<u32>,
-    /// It waited for the disk once (it reads ahead from then on).
-    pub(crate) waited: bool,
-    /// `resident` came from the file cache's word, not from probes.
-    pub(crate) trusted: bool,
-}
+pub(crate) struct Pages(u32);
+
+/// [`Pages`]: the body waited for the disk once (it reads ahead from then on).
+const WAITED: u32 = 1 << 30;
+/// [`Pages`]: `cached` came from the file cache's word, not from probes.
+const TRUSTED: u32 = 1 << 31;
+/// [`Pages`]: the bits of the sequence number.
+const SEQ: u32 = WAITED - 1;
 
 impl Pages {
-    /// Trusts the whole body to be cached (a cache entry found wholly cached lately).
-    pub(crate) fn trust(&mut self, end: u64) {
-        self.resident = end;
-        self.trusted = true;
+    /// Notes that the body was trusted to be cached whole (a cache entry found wholly
+    /// cached lately, `FileCache::resident`).
+    pub(crate) fn trust(&mut self) {
+        self.0 |= TRUSTED;
+    }
+
+    /// The sequence number of the read under way, if any.
+    fn reading(self) -> Option<u32> {
+        Some(self.0 & SEQ).filter(|&s| s != 0)
     }
 
     /// A read for it is under way.
-    pub(crate) fn is_reading(&self) -> bool {
-        self.reading.is_some()
+    pub(crate) fn is_reading(self) -> bool {
+        self.reading().is_some()
+    }
+
+    /// It waited for the disk once.
+    pub(crate) fn waited(self) -> bool {
+        self.0 & WAITED != 0
     }
 
     /// Every byte sent was probed and found cached, none waited for.
-    pub(crate) fn all_probed_cached(&self) -> bool {
-        !self.waited && !self.trusted && self.reading.is_none()
+    pub(crate) fn all_probed_cached(self) -> bool {
+        self.0 == 0
     }
+}
+
+/// A file body about to be sent: the file, the next offset, the end.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Span<'a> {
+    /// The file.
+    pub(crate) file: BorrowedFd<'a>,
+    /// The next byte to send.
+    pub(crate) at: u64,
+    /// The body's end (exclusive).
+    pub(crate) end: u64,
 }
 
 /// What [`Disk::ensure`] found.
@@ -137,7 +159,7 @@ impl Disk {
             pool: None,
             failed: false,
             outstanding: 0,
-            next_seq: 0,
+            next_seq: 1,
             probe: vec![0; PROBE].into_boxed_slice(),
         })
     }
@@ -147,75 +169,68 @@ impl Disk {
         self.wake.as_fd()
     }
 
-    /// Makes sure the body's pages at `at` are cached before it is sent from there
-    /// (`end`: the body's end), handing a read to the threads on a miss; a body that
-    /// already waited once reads its next window ahead while it sends.
+    /// Makes sure the body's pages at `s.at` are cached before it is sent from there
+    /// (`cached`: how far they are known to be, moved here), handing a read to the
+    /// threads on a miss; a body that already waited once reads its next window ahead
+    /// while it sends.
     pub(crate) fn ensure(
         &mut self,
         p: &mut Pages,
-        file: BorrowedFd<'_>,
-        span: (u64, u64),
+        cached: &mut u64,
+        s: Span<'_>,
         slot: u32,
     ) -> Ready {
-        let (at, end) = span;
-        if at >= p.resident {
-            if p.reading.is_some() {
+        if s.at >= *cached {
+            if p.is_reading() {
                 return Ready::Reading;
             }
-            let want = (end - at).min(PROBE as u64) as usize;
-            match pread_nowait(file, &mut self.probe[..want], at) {
-                Ok(n) if n > 0 => p.resident = at + n as u64,
-                Err(Errno::AGAIN) => return self.hand_off(p, file, at, end, slot),
+            let want = (s.end - s.at).min(PROBE as u64) as usize;
+            match pread_nowait(s.file, &mut self.probe[..want], s.at) {
+                Ok(n) if n > 0 => *cached = s.at + n as u64,
+                Err(Errno::AGAIN) => return self.hand_off(p, cached, s, slot),
                 // The end of the file, an error, or no `RWF_NOWAIT`: `sendfile` decides.
-                _ => p.resident = end,
+                _ => *cached = s.end,
             }
         }
-        let ahead = p.resident - at;
-        if p.waited && p.reading.is_none() && p.resident < end && ahead <= WINDOW / 2 {
-            let _ = self.hand_off(p, file, p.resident, end, slot);
+        let ahead = *cached - s.at;
+        if p.waited() && !p.is_reading() && *cached < s.end && ahead <= WINDOW / 2 {
+            let next = Span { at: *cached, ..s };
+            let _ = self.hand_off(p, cached, next, slot);
         }
         Ready::Send
     }
 
-    /// Queues the window at `at` for the threads: [`Ready::Reading`], or
+    /// Queues the window at `s.at` for the threads: [`Ready::Reading`], or
     /// [`Ready::Busy`] when the queue is full. Without threads the body is sent as before.
-    fn hand_off(
-        &mut self,
-        p: &mut Pages,
-        file: BorrowedFd<'_>,
-        at: u64,
-        end: u64,
-        slot: u32,
-    ) -> Ready {
+    fn hand_off(&mut self, p: &mut Pages, cached: &mut u64, s: Span<'_>, slot: u32) -> Ready {
         if self.outstanding >= QUEUE {
             return Ready::Busy;
         }
         let seq = self.next_seq;
-        let dup = rustix::io::fcntl_dupfd_cloexec(file, 0);
+        let dup = rustix::io::fcntl_dupfd_cloexec(s.file, 0);
         let (Some(pool), Ok(file)) = (self.pool(), dup) else {
-            p.resident = end;
+            *cached = s.end;
             return Ready::Send;
         };
         let job = Job {
             seq,
             slot,
             file,
-            at,
-            len: (end - at).min(WINDOW),
+            at: s.at,
+            len: (s.end - s.at).min(WINDOW),
             queued: Instant::now(),
         };
         match pool.jobs.try_send(job) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => return Ready::Busy,
             Err(TrySendError::Disconnected(_)) => {
-                p.resident = end;
+                *cached = s.end;
                 return Ready::Send;
             }
         }
-        self.next_seq = seq.wrapping_add(1);
+        self.next_seq = next_seq(seq);
         self.outstanding += 1;
-        p.reading = Some(seq);
-        p.waited = true;
+        p.0 = seq | WAITED | (p.0 & TRUSTED);
         Ready::Reading
     }
 
@@ -244,20 +259,26 @@ impl Disk {
     }
 }
 
-/// Applies a completion to the body it was for: `true` if it was (a stale one, for a
-/// connection since closed or a response since finished, is ignored).
-pub(crate) fn landed(p: &mut Pages, d: &Done) -> bool {
-    if p.reading != Some(d.seq) {
+/// Applies a completion to the body it was for (`cached` as in [`Disk::ensure`]): `true`
+/// if it was (a stale one, for a connection since closed or a response since finished,
+/// is ignored).
+pub(crate) fn landed(p: &mut Pages, cached: &mut u64, d: &Done) -> bool {
+    if p.reading() != Some(d.seq) {
         return false;
     }
-    p.reading = None;
+    p.0 &= !SEQ;
     if d.got == 0 {
         // Nothing read (an error, the file shrank): `sendfile` meets it.
-        p.resident = u64::MAX;
-    } else if d.at <= p.resident {
-        p.resident = p.resident.max(d.at + d.got);
+        *cached = u64::MAX;
+    } else if d.at <= *cached {
+        *cached = (*cached).max(d.at + d.got);
     }
     true
+}
+
+/// The sequence number after `seq`: they run through 1..=SEQ (0 is "none").
+fn next_seq(seq: u32) -> u32 {
+    seq % SEQ + 1
 }
 
 /// Starts the threads (each with a bounded stack); `None` if none could start.
@@ -316,4 +337,74 @@ fn read_window(file: BorrowedFd<'_>, buf: &mut [u8], at: u64, len: u64) -> u64 {
         }
     }
     got
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn done(seq: u32, at: u64, got: u64) -> Done {
+        Done {
+            seq,
+            slot: 0,
+            at,
+            got,
+            waited_us: 0,
+        }
+    }
+
+    #[test]
+    fn a_completion_moves_the_cached_offset_only_for_its_own_read() {
+        let mut p = Pages(7 | WAITED);
+        let mut cached = 100;
+        assert!(p.is_reading() && p.waited());
+        assert!(
+            !landed(&mut p, &mut cached, &done(6, 100, 50)),
+            "another read's"
+        );
+        assert_eq!(cached, 100);
+        assert!(landed(&mut p, &mut cached, &done(7, 100, 50)));
+        assert_eq!((cached, p.is_reading(), p.waited()), (150, false, true));
+        assert!(!landed(&mut p, &mut cached, &done(7, 100, 80)), "only once");
+    }
+
+    #[test]
+    fn a_read_that_got_nothing_lets_sendfile_meet_the_error() {
+        let mut p = Pages(3 | WAITED);
+        let mut cached = 0;
+        assert!(landed(&mut p, &mut cached, &done(3, 0, 0)));
+        assert_eq!(cached, u64::MAX);
+    }
+
+    #[test]
+    fn sequence_numbers_skip_zero_and_keep_off_the_flags() {
+        assert_eq!(next_seq(1), 2);
+        assert_eq!(next_seq(SEQ), 1);
+        assert_eq!(next_seq(SEQ) & (WAITED | TRUSTED), 0);
+        assert!(Pages::default().all_probed_cached());
+        let mut p = Pages::default();
+        p.trust();
+        assert!(!p.all_probed_cached() && !p.is_reading() && !p.waited());
+    }
+
+    #[test]
+    fn a_cached_file_is_sent_up_to_what_the_probe_returned() {
+        let path = std::env::temp_dir().join(format!("steerd-disk-{}", std::process::id()));
+        std::fs::write(&path, vec![7u8; PROBE + 4096]).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let mut disk = Disk::new().unwrap();
+        let (mut p, mut cached) = (Pages::default(), 0);
+        let span = Span {
+            file: file.as_fd(),
+            at: 0,
+            end: (PROBE + 4096) as u64,
+        };
+        match disk.ensure(&mut p, &mut cached, span, 0) {
+            // Just written: cached, unless the file system has no `RWF_NOWAIT`.
+            Ready::Send => assert!(cached == PROBE as u64 || cached == span.end),
+            other => panic!("a cached file was {other:?}"),
+        }
+        assert!(disk.pool.is_none(), "no thread for a cached file");
+        let _ = std::fs::remove_file(&path);
+    }
 }

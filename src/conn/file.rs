@@ -243,12 +243,18 @@ fn outgoing(ctx: &Ctx<'_>, src: Source, first: u64, end: u64) -> Outgoing {
             index,
             at: first,
             end,
+            cached: 0,
         },
         Source::Cached(index) => Outgoing::Cached {
             index,
             at: first as usize,
             end: end as usize,
         },
-        Source::File(fd) => Outgoing::File { fd, at: first, end },
+        Source::File(fd) => Outgoing::File {
+            fd,
+            at: first,
+            end,
+            cached: 0,
+        },
     }
 }

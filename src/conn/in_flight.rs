@@ -77,6 +77,8 @@ pub(crate) enum Outgoing {
         at: u64,
         /// End (exclusive).
         end: u64,
+        /// Its pages are known cached up to here (`crate::disk`).
+        cached: u64,
     },
     /// Bytes `at..end` of an open file, by `sendfile`.
     File {
@@ -86,6 +88,8 @@ pub(crate) enum Outgoing {
         at: u64,
         /// End (exclusive).
         end: u64,
+        /// Its pages are known cached up to here (`crate::disk`).
+        cached: u64,
     },
     /// A directory listing (`--list-dirs`), produced piece by piece into its listing
     /// slot's buffer (`crate::listing`) as the socket takes the previous piece.
@@ -112,6 +116,27 @@ impl Outgoing {
             Outgoing::Cached { at, end, .. } => at >= end,
             Outgoing::CachedFile { at, end, .. } | Outgoing::File { at, end, .. } => at >= end,
             Outgoing::Listing { at, end, last, .. } => last && at >= end,
+        }
+    }
+
+    /// A file body whose next bytes are not known to be cached.
+    pub(super) fn needs_pages(&self) -> bool {
+        match *self {
+            Outgoing::File {
+                at, end, cached, ..
+            }
+            | Outgoing::CachedFile {
+                at, end, cached, ..
+            } => at < end && at >= cached,
+            _ => false,
+        }
+    }
+
+    /// How far a file body's pages are known cached (`None`: not a file body).
+    pub(super) fn cached_mut(&mut self) -> Option<&mut u64> {
+        match self {
+            Outgoing::File { cached, .. } | Outgoing::CachedFile { cached, .. } => Some(cached),
+            _ => None,
         }
     }
 
@@ -170,19 +195,14 @@ pub(super) struct Response {
     /// The turn clock (`Ctx::now_ms`) when it was planned: its response time runs from
     /// there (`stats::latency`).
     pub(crate) planned_ms: u64,
-    /// How far a file body's pages are known cached (`crate::disk`).
+    /// What a file body's reading went through (`crate::disk`).
     pub(crate) pages: Pages,
 }
 
 impl Response {
     /// A file body waits for its next pages to be read off the loop.
     pub(super) fn awaits_disk(&self) -> bool {
-        match self.body {
-            Outgoing::File { at, .. } | Outgoing::CachedFile { at, .. } => {
-                self.pages.is_reading() && at >= self.pages.resident
-            }
-            _ => false,
-        }
+        self.pages.is_reading() && self.body.needs_pages()
     }
 
     /// Whether the preamble and the body are all written.

@@ -2,15 +2,16 @@
 //!
 //! Stage: beside the connection state machine. Input: a file body about to be sent
 //! (`conn`), and completions from the threads. Output: how far the body's pages are known
-//! to be in the page cache ([`Pages::resident`]), which bounds every `sendfile` the loop
-//! makes, so that a `sendfile` never waits for the disk.
+//! to be in the page cache (the body's `cached` offset), which bounds every `sendfile`
+//! the loop makes, so that a `sendfile` never waits for the disk.
 //!
-//! How: before sending past `resident`, [`Disk::ensure`] asks the page cache with
+//! How: before sending past `cached`, [`Disk::ensure`] asks the page cache with
 //! `preadv2(RWF_NOWAIT)` (`sys::file::pread_nowait`) into a [`PROBE`] buffer: a hit
-//! moves `resident` by what it returned (the same `sendfile` then follows); a miss hands a
+//! moves `cached` by what it returned (the same `sendfile` then follows); a miss hands a
 //! window of [`WINDOW`] bytes to the worker's [`THREADS`] I/O threads, which `pread` it
-//! (bringing its pages into the page cache) and say so on a completion queue and an
-//! eventfd in the loop's epoll; the connection waits for that ([`Ready::Reading`]) and
+//! (bringing its pages into the page cache) and say so on a completion list and an
+//! eventfd in the loop's epoll (the two lists are `Mutex`es over fixed `ArrayVec`s, a
+//! `Condvar` wakes the threads: no allocation after the threads start); the connection waits for that ([`Ready::Reading`]) and
 //! resumes on [`Disk::take_done`]. A body that once waited then keeps one window read
 //! ahead of the socket (one read per connection at a time: readahead bounded by
 //! [`WINDOW`] a connection and [`QUEUE`] reads a worker).
@@ -27,11 +28,11 @@
 //! It does not decide what to send, and never touches a socket.
 
 use crate::sys::file::pread_nowait;
+use arrayvec::ArrayVec;
 use rustix::event::{eventfd, EventfdFlags};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::io::Errno;
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
 /// I/O threads a worker starts at its first miss.
@@ -133,16 +134,31 @@ pub(crate) struct Done {
     pub(crate) waited_us: u64,
 }
 
-/// The threads' side, started at the first miss.
+/// What the loop and its threads share: the reads to do (oldest first), the reads done,
+/// and the eventfd that tells the loop. Each list holds at most [`QUEUE`] entries
+/// because at most that many reads are outstanding (`Disk::outstanding`).
 struct Pool {
-    jobs: SyncSender<Job>,
-    done: Receiver<Done>,
+    jobs: Mutex<Jobs>,
+    more: Condvar,
+    done: Mutex<ArrayVec<Done, QUEUE>>,
+    wake: Arc<OwnedFd>,
+}
+
+/// The reads waiting for a thread; `closed` once the loop is gone (the threads end).
+struct Jobs {
+    queue: ArrayVec<Job, QUEUE>,
+    closed: bool,
+}
+
+/// Locks `m`; a poisoned lock (a thread cannot panic here, but if one did) is used as is.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A worker's disk reads: the probe buffer, the eventfd and (once started) the pool.
 pub(crate) struct Disk {
     wake: Arc<OwnedFd>,
-    pool: Option<Pool>,
+    pool: Option<Arc<Pool>>,
     /// The threads could not start: bodies are sent as before.
     failed: bool,
     outstanding: usize,
@@ -220,14 +236,10 @@ impl Disk {
             len: (s.end - s.at).min(WINDOW),
             queued: Instant::now(),
         };
-        match pool.jobs.try_send(job) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_)) => return Ready::Busy,
-            Err(TrySendError::Disconnected(_)) => {
-                *cached = s.end;
-                return Ready::Send;
-            }
+        if lock(&pool.jobs).queue.try_push(job).is_err() {
+            return Ready::Busy;
         }
+        pool.more.notify_one();
         self.next_seq = next_seq(seq);
         self.outstanding += 1;
         p.0 = seq | WAITED | (p.0 & TRUSTED);
@@ -235,7 +247,7 @@ impl Disk {
     }
 
     /// The pool, started at the first call (`None` if it could not start).
-    fn pool(&mut self) -> Option<&Pool> {
+    fn pool(&mut self) -> Option<&Arc<Pool>> {
         if self.pool.is_none() && !self.failed {
             self.pool = start(&self.wake);
             self.failed = self.pool.is_none();
@@ -247,7 +259,7 @@ impl Disk {
     /// after the last one taken here wakes the loop again).
     pub(crate) fn take_done(&mut self) -> Option<Done> {
         let pool = self.pool.as_ref()?;
-        let done = pool.done.try_recv().ok()?;
+        let done = lock(&pool.done).pop()?;
         self.outstanding = self.outstanding.saturating_sub(1);
         Some(done)
     }
@@ -281,33 +293,44 @@ fn next_seq(seq: u32) -> u32 {
     seq % SEQ + 1
 }
 
+impl Drop for Disk {
+    /// Tells the threads to end once their current read is done.
+    fn drop(&mut self) {
+        if let Some(pool) = &self.pool {
+            lock(&pool.jobs).closed = true;
+            pool.more.notify_all();
+        }
+    }
+}
+
 /// Starts the threads (each with a bounded stack); `None` if none could start.
-fn start(wake: &Arc<OwnedFd>) -> Option<Pool> {
-    let (jobs, rx) = sync_channel::<Job>(QUEUE);
-    let (tx, done) = sync_channel::<Done>(QUEUE);
-    let rx = Arc::new(Mutex::new(rx));
+fn start(wake: &Arc<OwnedFd>) -> Option<Arc<Pool>> {
+    let pool = Arc::new(Pool {
+        jobs: Mutex::new(Jobs {
+            queue: ArrayVec::new(),
+            closed: false,
+        }),
+        more: Condvar::new(),
+        done: Mutex::new(ArrayVec::new()),
+        wake: Arc::clone(wake),
+    });
     let mut started = 0;
-    for i in 0..THREADS {
-        let (rx, tx, wake) = (Arc::clone(&rx), tx.clone(), Arc::clone(wake));
+    for _ in 0..THREADS {
+        let shared = Arc::clone(&pool);
         let spawned = std::thread::Builder::new()
-            .name(format!("steerd-io{i}"))
+            .name("steerd-io".into())
             .stack_size(STACK)
-            .spawn(move || serve(&rx, &tx, &wake));
+            .spawn(move || serve(&shared));
         started += usize::from(spawned.is_ok());
     }
-    (started > 0).then_some(Pool { jobs, done })
+    (started > 0).then_some(pool)
 }
 
 /// An I/O thread: read each window it is given, report it, wake the loop; ends when the
 /// loop's side is dropped.
-fn serve(jobs: &Mutex<Receiver<Job>>, done: &SyncSender<Done>, wake: &OwnedFd) {
+fn serve(pool: &Pool) {
     let mut buf = vec![0u8; READ_BUF];
-    loop {
-        let next = match jobs.lock() {
-            Ok(rx) => rx.recv(),
-            Err(_) => return,
-        };
-        let Ok(job) = next else { return };
+    while let Some(job) = next_job(pool) {
         let got = read_window(job.file.as_fd(), &mut buf, job.at, job.len);
         let report = Done {
             seq: job.seq,
@@ -317,10 +340,23 @@ fn serve(jobs: &Mutex<Receiver<Job>>, done: &SyncSender<Done>, wake: &OwnedFd) {
             waited_us: job.queued.elapsed().as_micros() as u64,
         };
         drop(job);
-        if done.send(report).is_err() {
-            return;
+        // Room is certain: no more than `QUEUE` reads are outstanding.
+        let _ = lock(&pool.done).try_push(report);
+        let _ = rustix::io::write(&*pool.wake, &1u64.to_ne_bytes());
+    }
+}
+
+/// The oldest read waiting, once there is one; `None` when the loop is gone.
+fn next_job(pool: &Pool) -> Option<Job> {
+    let mut jobs = lock(&pool.jobs);
+    loop {
+        if jobs.closed {
+            return None;
         }
-        let _ = rustix::io::write(wake, &1u64.to_ne_bytes());
+        if !jobs.queue.is_empty() {
+            return Some(jobs.queue.remove(0));
+        }
+        jobs = pool.more.wait(jobs).unwrap_or_else(|e| e.into_inner());
     }
 }
 

@@ -655,9 +655,10 @@ fn transition(
                         }
                         return Next::Park;
                     }
+                    // No room for a read: the loop drives it again when there is.
                     Ready::Busy => {
                         r.pin_if_cached(&mut ctx.cache);
-                        return Next::Yield;
+                        return Next::Park;
                     }
                 }
                 let preamble_at: &mut [u8] = if r.preamble.spilled {
@@ -1182,7 +1183,7 @@ mod tests {
                 forwarded: Walk::LastHop,
                 auth: None,
                 listings: Listings::new(0),
-                disk: crate::disk::Disk::new().unwrap(),
+                disk: crate::disk::Disk::new(1).unwrap(),
             };
             let out = run(self, &mut ctx);
             self.cache = Some(ctx.cache);

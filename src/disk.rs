@@ -17,7 +17,8 @@
 //! [`WINDOW`] a connection and [`QUEUE`] reads a worker).
 //!
 //! Bounds: at most [`QUEUE`] reads outstanding a worker (beyond, [`Ready::Busy`]: the
-//! connection yields and asks again next turn); each thread owns a [`READ_BUF`] buffer
+//! connection parks, its slot on a waiting list of one entry per slot at most, and the
+//! loop drives it again as completions make room, [`Disk::next_waiting`]); each thread owns a [`READ_BUF`] buffer
 //! and a [`STACK`] stack; the threads start at the first miss, so after the worker pinned
 //! itself (they inherit its CPU), and never for a worker whose files stay cached. A read
 //! that fails completes with what it got; the connection then `sendfile`s as before and
@@ -108,7 +109,8 @@ pub(crate) enum Ready {
     Send,
     /// They are being read: wait for the completion.
     Reading,
-    /// They are not cached and every read slot is taken: ask again next turn.
+    /// They are not cached and every read slot is taken: wait for room
+    /// ([`Disk::next_waiting`] gives the slot back).
     Busy,
 }
 
@@ -164,11 +166,15 @@ pub(crate) struct Disk {
     outstanding: usize,
     next_seq: u32,
     probe: Box<[u8]>,
+    /// Connection slots that found no room for a read, oldest first (each once; the
+    /// capacity, one per slot, is reserved at start).
+    waiting: Vec<u32>,
 }
 
 impl Disk {
-    /// The eventfd the loop polls and the probe buffer; no thread yet.
-    pub(crate) fn new() -> rustix::io::Result<Disk> {
+    /// The eventfd the loop polls, the probe buffer and room on the waiting list for
+    /// `slots` connections; no thread yet.
+    pub(crate) fn new(slots: usize) -> rustix::io::Result<Disk> {
         let wake = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?;
         Ok(Disk {
             wake: Arc::new(wake),
@@ -177,6 +183,7 @@ impl Disk {
             outstanding: 0,
             next_seq: 1,
             probe: vec![0; PROBE].into_boxed_slice(),
+            waiting: Vec::with_capacity(slots),
         })
     }
 
@@ -220,7 +227,7 @@ impl Disk {
     /// [`Ready::Busy`] when the queue is full. Without threads the body is sent as before.
     fn hand_off(&mut self, p: &mut Pages, cached: &mut u64, s: Span<'_>, slot: u32) -> Ready {
         if self.outstanding >= QUEUE {
-            return Ready::Busy;
+            return self.wait_for_room(slot);
         }
         let seq = self.next_seq;
         let dup = rustix::io::fcntl_dupfd_cloexec(s.file, 0);
@@ -237,13 +244,31 @@ impl Disk {
             queued: Instant::now(),
         };
         if lock(&pool.jobs).queue.try_push(job).is_err() {
-            return Ready::Busy;
+            return self.wait_for_room(slot);
         }
         pool.more.notify_one();
         self.next_seq = next_seq(seq);
         self.outstanding += 1;
         p.0 = seq | WAITED | (p.0 & TRUSTED);
         Ready::Reading
+    }
+
+    /// Puts `slot` on the waiting list (once): [`Ready::Busy`].
+    fn wait_for_room(&mut self, slot: u32) -> Ready {
+        let room = self.waiting.len() < self.waiting.capacity();
+        if room && !self.waiting.contains(&slot) {
+            self.waiting.push(slot);
+        }
+        Ready::Busy
+    }
+
+    /// A slot that waited for room for a read, oldest first, while there is room: the
+    /// loop drives it again (a slot closed since just finds nothing to read).
+    pub(crate) fn next_waiting(&mut self) -> Option<u32> {
+        if self.outstanding >= QUEUE || self.waiting.is_empty() {
+            return None;
+        }
+        Some(self.waiting.remove(0))
     }
 
     /// The pool, started at the first call (`None` if it could not start).
@@ -428,7 +453,7 @@ mod tests {
         let path = std::env::temp_dir().join(format!("steerd-disk-{}", std::process::id()));
         std::fs::write(&path, vec![7u8; PROBE + 4096]).unwrap();
         let file = std::fs::File::open(&path).unwrap();
-        let mut disk = Disk::new().unwrap();
+        let mut disk = Disk::new(1).unwrap();
         let (mut p, mut cached) = (Pages::default(), 0);
         let span = Span {
             file: file.as_fd(),

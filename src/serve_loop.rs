@@ -357,7 +357,7 @@ impl<'a> Loop<'a> {
                 tuning.listing_names,
                 crate::listing::BATCH_ENTRIES,
             ),
-            disk: Disk::new().map_err(setup("eventfd"))?,
+            disk: Disk::new(n).map_err(setup("eventfd"))?,
         };
         poller
             .add_wake(ctx.disk.wake_fd(), Token::DISK)
@@ -510,8 +510,9 @@ impl<'a> Loop<'a> {
         self.drive(token.slot);
     }
 
-    /// Reads handed to the I/O threads completed: count them, and drive each connection
-    /// whose response waited for one (a completion for a slot closed since is dropped).
+    /// Reads handed to the I/O threads completed: count them, drive each connection
+    /// whose response waited for one (a completion for a slot closed since is dropped),
+    /// then those that waited for room for a read, while there is room.
     fn disk_done(&mut self) {
         self.ctx.disk.reset_wake();
         while let Some(done) = self.ctx.disk.take_done() {
@@ -521,6 +522,15 @@ impl<'a> Loop<'a> {
             let slot = done.slot;
             if (slot as usize) < self.table.len() && self.table.slot_mut(slot).conn.disk_done(&done)
             {
+                self.drive(slot);
+            }
+        }
+        // Each waiting slot once at most: one that finds no room again waits again.
+        for _ in 0..self.table.len() {
+            let Some(slot) = self.ctx.disk.next_waiting() else {
+                break;
+            };
+            if (slot as usize) < self.table.len() {
                 self.drive(slot);
             }
         }

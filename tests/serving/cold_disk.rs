@@ -4,9 +4,11 @@
 //! a second connection to the same single worker is answered promptly.
 //!
 //! The bound is relative to the throttle as measured by the download itself: every small
-//! answer comes within the time the throttled disk takes to read [`BOUND_BYTES`]. A loop
-//! that `sendfile`s from a cold file waits for its reads (up to a 1 MiB chunk a call) and
-//! misses it by a wide margin; a loop that reads off the loop answers in milliseconds.
+//! answer comes within the time the throttled disk takes to read [`BOUND_BYTES`], plus
+//! four times the slowest of the small answers measured before the download (what the
+//! machine's own load costs them). A loop that `sendfile`s from a cold file waits for its
+//! reads (up to a 1 MiB chunk a call) and misses it by a wide margin (main: 3.9 s, the
+//! whole download); a loop that reads off the loop answers in milliseconds.
 //! `scripts/cold-disk.sh` is the benchmark with figures; this test only tells the two
 //! apart.
 //!
@@ -179,7 +181,11 @@ fn a_cold_download_through_a_throttled_disk_leaves_the_worker_answering() {
             .expect("moving the server into the cgroup");
     }
     let mut keep = server.connect();
-    small(&mut keep); // cached now, and the connection open
+    let mut before = Duration::ZERO;
+    for _ in 0..10 {
+        before = before.max(small(&mut keep)); // the first one fills the cache
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let big = download(&server, "/big.bin");
     let mut waits = Vec::new();
     while !big.is_finished() && waits.len() < 2000 {
@@ -193,12 +199,20 @@ fn a_cold_download_through_a_throttled_disk_leaves_the_worker_answering() {
     );
     // The disk's rate as the download saw it, and the time it takes to read the bound.
     let rate = bytes as f64 / took.as_secs_f64();
-    let bound = Duration::from_secs_f64(BOUND_BYTES as f64 / rate);
+    let disk = Duration::from_secs_f64(BOUND_BYTES as f64 / rate);
+    let bound = disk + before * 4;
     let worst = waits.iter().max().copied().unwrap_or_default();
+    eprintln!(
+        "cold_disk: {} small answers, the slowest {worst:?} (before the download {before:?}), \
+         download {:.0} KB/s",
+        waits.len(),
+        rate / 1e3
+    );
     assert!(
         worst < bound,
         "a small answer took {worst:?} while a cold file downloaded at {:.0} KB/s: more than \
-         the {bound:?} the disk takes to read {} KiB ({} answers)",
+         the {disk:?} the disk takes to read {} KiB plus 4 x {before:?}, the slowest before \
+         the download ({} answers)",
         rate / 1e3,
         BOUND_BYTES >> 10,
         waits.len()

@@ -65,7 +65,10 @@
 //! `read`; its response one `send` (preamble + cached small body from the file cache, or
 //! preamble + static error page, copied behind the preamble into one buffer; a `sendmsg` of the
 //! two when the body does not fit there) or `send(MSG_MORE)` + `sendfile` for an
-//! uncached file. A read
+//! uncached file, of pages known to be in the page cache: a page-cache miss is read by
+//! the worker's I/O threads off the loop while the connection waits in `Send`
+//! (`crate::disk`; a descriptor-cache entry lately sent whole from cached pages costs no
+//! probe, a hit costs no extra call). A read
 //! shorter than the space offered means the socket was drained (a new edge will come),
 //! so no extra read that would return `EAGAIN` is made.
 
@@ -263,10 +266,12 @@ impl Conn {
     /// which the loop then drives again (its pages are in).
     pub(crate) fn disk_done(&mut self, d: &Done) -> bool {
         match &mut self.awaiting {
-            Awaiting::Send(r) => match r.body.cached_mut() {
-                Some(cached) => crate::disk::landed(&mut r.pages, cached, d),
-                None => false,
-            },
+            Awaiting::Send(r) => {
+                // A listing's directory read has no offset to move.
+                let mut none = 0;
+                let cached = r.body.cached_mut().unwrap_or(&mut none);
+                crate::disk::landed(&mut r.pages, cached, d)
+            }
             _ => false,
         }
     }
@@ -641,7 +646,7 @@ fn transition(
                 if !c.writable {
                     return Next::Park;
                 }
-                let ready = match r.body.needs_pages() {
+                let ready = match r.must_read() {
                     true => ensure_pages(slot, r, ctx),
                     false => Ready::Send,
                 };
@@ -977,7 +982,8 @@ fn send_file(
 }
 
 /// Before a file body is sent from its offset: its pages there are cached (maybe after
-/// reading them off the loop, `crate::disk`). A cache entry whose file was lately sent
+/// reading them off the loop, `crate::disk`); before a listing's first piece, its
+/// directory was read off the loop. A cache entry whose file was lately sent
 /// whole from cached pages is trusted for a revalidation period without probing, so a
 /// cached hit costs the syscalls it always did (`FileCache::resident`).
 fn ensure_pages(slot: u32, r: &mut Response, ctx: &mut Ctx<'_>) -> Ready {
@@ -1005,6 +1011,7 @@ fn ensure_pages(slot: u32, r: &mut Response, ctx: &mut Ctx<'_>) -> Ready {
                 None => return Ready::Send,
             }
         }
+        Outgoing::Listing { ref dir, .. } => return ctx.disk.warm_dir(pages, dir.as_fd(), slot),
         _ => return Ready::Send,
     };
     ctx.disk.ensure(pages, cached, Span { file, at, end }, slot)

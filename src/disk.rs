@@ -30,8 +30,10 @@
 
 use crate::sys::file::pread_nowait;
 use arrayvec::ArrayVec;
+use core::mem::MaybeUninit;
 use rustix::event::{eventfd, EventfdFlags};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::fs::{AtFlags, Mode, OFlags, RawDir};
 use rustix::io::Errno;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
@@ -119,9 +121,18 @@ struct Job {
     seq: u32,
     slot: u32,
     file: OwnedFd,
-    at: u64,
-    len: u64,
+    work: Work,
     queued: Instant,
+}
+
+/// What a thread does with a job's file.
+#[derive(Clone, Copy, Debug)]
+enum Work {
+    /// Read `len` bytes from `at` into the page cache.
+    Window { at: u64, len: u64 },
+    /// Read a directory's entries and `fstatat` each (a listing's first piece then finds
+    /// them cached, `crate::listing`).
+    Dir,
 }
 
 /// A window read: `got` bytes from `at` are in the page cache now.
@@ -226,31 +237,57 @@ impl Disk {
     /// Queues the window at `s.at` for the threads: [`Ready::Reading`], or
     /// [`Ready::Busy`] when the queue is full. Without threads the body is sent as before.
     fn hand_off(&mut self, p: &mut Pages, cached: &mut u64, s: Span<'_>, slot: u32) -> Ready {
+        let len = (s.end - s.at).min(WINDOW);
+        let work = Work::Window { at: s.at, len };
+        self.submit(p, s.file, work, slot).unwrap_or_else(|| {
+            *cached = s.end;
+            Ready::Send
+        })
+    }
+
+    /// Before a directory listing's first piece: its entries and their inodes are read
+    /// by a thread, so that the listing's `getdents64` and `fstatat`s on the loop find them
+    /// cached (once a listing; without threads it is listed as before).
+    pub(crate) fn warm_dir(&mut self, p: &mut Pages, dir: BorrowedFd<'_>, slot: u32) -> Ready {
+        if p.is_reading() {
+            return Ready::Reading;
+        }
+        self.submit(p, dir, Work::Dir, slot).unwrap_or_else(|| {
+            p.0 |= WAITED;
+            Ready::Send
+        })
+    }
+
+    /// Queues `work` on `file` for the threads: [`Ready::Reading`], or [`Ready::Busy`]
+    /// when there is no room; `None` when no thread can take it.
+    fn submit(
+        &mut self,
+        p: &mut Pages,
+        file: BorrowedFd<'_>,
+        work: Work,
+        slot: u32,
+    ) -> Option<Ready> {
         if self.outstanding >= QUEUE {
-            return self.wait_for_room(slot);
+            return Some(self.wait_for_room(slot));
         }
         let seq = self.next_seq;
-        let dup = rustix::io::fcntl_dupfd_cloexec(s.file, 0);
-        let (Some(pool), Ok(file)) = (self.pool(), dup) else {
-            *cached = s.end;
-            return Ready::Send;
-        };
+        let dup = rustix::io::fcntl_dupfd_cloexec(file, 0).ok()?;
+        let pool = self.pool()?;
         let job = Job {
             seq,
             slot,
-            file,
-            at: s.at,
-            len: (s.end - s.at).min(WINDOW),
+            file: dup,
+            work,
             queued: Instant::now(),
         };
         if lock(&pool.jobs).queue.try_push(job).is_err() {
-            return self.wait_for_room(slot);
+            return Some(self.wait_for_room(slot));
         }
         pool.more.notify_one();
         self.next_seq = next_seq(seq);
         self.outstanding += 1;
         p.0 = seq | WAITED | (p.0 & TRUSTED);
-        Ready::Reading
+        Some(Ready::Reading)
     }
 
     /// Puts `slot` on the waiting list (once): [`Ready::Busy`].
@@ -354,13 +391,16 @@ fn start(wake: &Arc<OwnedFd>) -> Option<Arc<Pool>> {
 /// An I/O thread: read each window it is given, report it, wake the loop; ends when the
 /// loop's side is dropped.
 fn serve(pool: &Pool) {
-    let mut buf = vec![0u8; READ_BUF];
+    let mut buf = vec![MaybeUninit::<u8>::uninit(); READ_BUF];
     while let Some(job) = next_job(pool) {
-        let got = read_window(job.file.as_fd(), &mut buf, job.at, job.len);
+        let (at, got) = match job.work {
+            Work::Window { at, len } => (at, read_window(job.file.as_fd(), &mut buf, at, len)),
+            Work::Dir => (0, read_dir(job.file.as_fd(), &mut buf)),
+        };
         let report = Done {
             seq: job.seq,
             slot: job.slot,
-            at: job.at,
+            at,
             got,
             waited_us: job.queued.elapsed().as_micros() as u64,
         };
@@ -386,18 +426,38 @@ fn next_job(pool: &Pool) -> Option<Job> {
 }
 
 /// Reads `len` bytes from `at` (to bring them into the page cache); the bytes read.
-fn read_window(file: BorrowedFd<'_>, buf: &mut [u8], at: u64, len: u64) -> u64 {
+fn read_window(file: BorrowedFd<'_>, buf: &mut [MaybeUninit<u8>], at: u64, len: u64) -> u64 {
     let mut got = 0;
     while got < len {
         let want = (len - got).min(buf.len() as u64) as usize;
         match rustix::io::pread(file, &mut buf[..want], at + got) {
-            Ok(0) => break,
-            Ok(n) => got += n as u64,
+            Ok(([], _)) => break,
+            Ok((read, _)) => got += read.len() as u64,
             Err(Errno::INTR) => {}
             Err(_) => break,
         }
     }
     got
+}
+
+/// Reads every entry of the directory `dir` (through a description of its own, so the
+/// listing's offset is not moved) and `fstatat`s each, bringing both into the kernel's
+/// caches; 1 plus the entries seen, 0 if it could not be opened.
+fn read_dir(dir: BorrowedFd<'_>, buf: &mut [MaybeUninit<u8>]) -> u64 {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let Ok(own) = rustix::fs::openat(dir, c".", flags, Mode::empty()) else {
+        return 0;
+    };
+    let mut entries = RawDir::new(own.as_fd(), buf);
+    let mut seen = 1;
+    while let Some(Ok(entry)) = entries.next() {
+        let name = entry.file_name();
+        if name != c"." && name != c".." {
+            let _ = rustix::fs::statat(own.as_fd(), name, AtFlags::SYMLINK_NOFOLLOW);
+            seen += 1;
+        }
+    }
+    seen
 }
 
 #[cfg(test)]
@@ -446,6 +506,28 @@ mod tests {
         let mut p = Pages::default();
         p.trust();
         assert!(!p.all_probed_cached() && !p.is_reading() && !p.waited());
+    }
+
+    #[test]
+    fn a_directory_is_read_whole_without_moving_the_listing_offset() {
+        let dir = std::env::temp_dir().join(format!("steerd-disk-dir-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for i in 0..300 {
+            std::fs::write(dir.join(format!("entry-{i:03}")), b"x").unwrap();
+        }
+        let fd = std::fs::File::open(&dir).unwrap();
+        let mut buf = vec![MaybeUninit::uninit(); 4096];
+        assert_eq!(read_dir(fd.as_fd(), &mut buf), 301, "one plus every entry");
+        let mut again = RawDir::new(fd.as_fd(), &mut buf);
+        let mut names = 0;
+        while let Some(Ok(_)) = again.next() {
+            names += 1;
+        }
+        assert_eq!(
+            names, 302,
+            "the listing's own offset still at the start (with . and ..)"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -132,6 +132,20 @@ impl Outgoing {
         }
     }
 
+    /// A directory listing that has not produced its first piece (its directory is read
+    /// off the loop first, `crate::disk`).
+    pub(super) fn listing_unstarted(&self) -> bool {
+        matches!(
+            *self,
+            Outgoing::Listing {
+                at: 0,
+                end: 0,
+                last: false,
+                ..
+            }
+        )
+    }
+
     /// How far a file body's pages are known cached (`None`: not a file body).
     pub(super) fn cached_mut(&mut self) -> Option<&mut u64> {
         match self {
@@ -200,9 +214,16 @@ pub(super) struct Response {
 }
 
 impl Response {
-    /// A file body waits for its next pages to be read off the loop.
+    /// Something must be read off the loop before the body is sent further: a file
+    /// body's next pages, or a listing's directory (once).
+    pub(super) fn must_read(&self) -> bool {
+        self.body.needs_pages() || (self.body.listing_unstarted() && !self.pages.waited())
+    }
+
+    /// A file body waits for its next pages to be read off the loop (a listing, for its
+    /// directory).
     pub(super) fn awaits_disk(&self) -> bool {
-        self.pages.is_reading() && self.body.needs_pages()
+        self.pages.is_reading() && (self.body.needs_pages() || self.body.listing_unstarted())
     }
 
     /// Whether the preamble and the body are all written.

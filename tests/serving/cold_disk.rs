@@ -150,36 +150,51 @@ fn small(s: &mut TcpStream) -> Duration {
     start.elapsed()
 }
 
-#[test]
-fn a_cold_download_through_a_throttled_disk_leaves_the_worker_answering() {
-    let name = "a_cold_download_through_a_throttled_disk_leaves_the_worker_answering";
+/// One worker serving `small.txt` and the cold files `names` ([`SIZE`] bytes each), run
+/// inside a read throttle of [`RATE`] on their disk; or, said by `skip_or_fail`, why not.
+fn cold_server(name: &str, names: &[&str]) -> Option<(Server, Throttle)> {
     if !is_root() {
-        return skip_or_fail(name, "needs root for a blkio cgroup");
+        skip_or_fail(name, "needs root for a blkio cgroup");
+        return None;
     }
     // The temp dir may be a tmpfs; the target dir is on a disk.
     let root = TempDir::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")), "cold");
     std::fs::write(root.path().join("small.txt"), b"small\n").unwrap();
     let dev = match disk_of(root.path()) {
         Ok(dev) => dev,
-        Err(why) => return skip_or_fail(name, &why),
+        Err(why) => {
+            skip_or_fail(name, &why);
+            return None;
+        }
     };
-    if !write_cold(&root.path().join("big.bin"), SIZE) {
-        return skip_or_fail(name, "posix_fadvise(DONTNEED) left the file's pages cached");
+    if !names.iter().all(|n| write_cold(&root.path().join(n), SIZE)) {
+        skip_or_fail(name, "posix_fadvise(DONTNEED) left the file's pages cached");
+        return None;
     }
     let throttle = match Throttle::new(&dev, RATE) {
         Ok(t) => t,
-        Err(why) => return skip_or_fail(name, &why),
+        Err(why) => {
+            skip_or_fail(name, &why);
+            return None;
+        }
     };
-    let server = Server::start_in(
-        root.path(),
-        &["--workers", "1", "--metrics", "127.0.0.1:0"],
-        &[],
-    );
+    let args = ["--workers", "1", "--metrics", "127.0.0.1:0"];
+    let mut server = Server::start_in(root.path(), &args, &[]);
+    server.root = Some(root);
     for pid in std::iter::once(server.pid).chain(server.worker_pids()) {
         throttle
             .enter(pid)
             .expect("moving the server into the cgroup");
     }
+    Some((server, throttle))
+}
+
+#[test]
+fn a_cold_download_through_a_throttled_disk_leaves_the_worker_answering() {
+    let name = "a_cold_download_through_a_throttled_disk_leaves_the_worker_answering";
+    let Some((server, throttle)) = cold_server(name, &["big.bin"]) else {
+        return;
+    };
     let mut keep = server.connect();
     let mut before = Duration::ZERO;
     for _ in 0..10 {
@@ -228,6 +243,59 @@ fn a_cold_download_through_a_throttled_disk_leaves_the_worker_answering() {
         "no read was handed off (steerd_disk_read_wait_seconds_count)"
     );
     drop(keep);
+    drop(server);
+    drop(throttle);
+}
+
+/// The body of a whole `200` response to a download, or a panic saying what came.
+fn body_of(all: &[u8]) -> &[u8] {
+    let at = all.windows(4).position(|w| w == b"\r\n\r\n");
+    let at = at.unwrap_or_else(|| panic!("no head in {} bytes", all.len()));
+    assert!(all.starts_with(b"HTTP/1.1 200 "), "{:?}", &all[..at]);
+    &all[at + 4..]
+}
+
+/// Downloads `path` on a fresh connection, then `signal`s the master while the download
+/// waits for the disk; the whole body.
+fn download_across(server: &Server, path: &str, signal: i32) -> Vec<u8> {
+    let mut s = server.connect();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut all = vec![0u8; 64 << 10];
+    let first = s.read(&mut all).expect("the download's first bytes");
+    all.truncate(first);
+    server.signal(signal);
+    s.read_to_end(&mut all).expect("the rest of the download");
+    all
+}
+
+#[test]
+fn a_reload_and_a_graceful_stop_let_a_download_waiting_on_the_disk_finish() {
+    let name = "a_reload_and_a_graceful_stop_let_a_download_waiting_on_the_disk_finish";
+    let Some((mut server, throttle)) = cold_server(name, &["a.bin", "b.bin"]) else {
+        return;
+    };
+    let root = server.root.as_ref().unwrap().path().to_path_buf();
+    // HUP: the old worker retires and drains, its download goes on to the end; then QUIT:
+    // the server stops once the download it was reading for is sent whole.
+    let steps = [
+        ("a.bin", rustix::process::Signal::HUP, "a reload"),
+        ("b.bin", rustix::process::Signal::QUIT, "a graceful stop"),
+    ];
+    for (file, signal, what) in steps {
+        let all = download_across(&server, &format!("/{file}"), signal.as_raw());
+        let want = std::fs::read(root.join(file)).unwrap();
+        assert!(
+            body_of(&all) == want,
+            "{file} across {what}: {} bytes",
+            all.len()
+        );
+    }
+    assert!(server.wait_exit(Duration::from_secs(30)).success());
     drop(server);
     drop(throttle);
 }

@@ -23,7 +23,8 @@
 //! itself (they inherit its CPU), and never for a worker whose files stay cached. A read
 //! that fails completes with what it got; the connection then `sendfile`s as before and
 //! meets the error there. Limits: `RWF_NOWAIT` unsupported (`EOPNOTSUPP`, before Linux
-//! 4.14) or threads that cannot start: the body is sent as before, waiting on the loop.
+//! 4.14; `ENOSYS` without `preadv2`, then never asked again) or threads that cannot
+//! start: the body is sent as before, waiting on the loop.
 //! Pages evicted between the read and the `sendfile` are read again on the loop.
 //!
 //! It does not decide what to send, and never touches a socket.
@@ -174,6 +175,8 @@ pub(crate) struct Disk {
     pool: Option<Arc<Pool>>,
     /// The threads could not start: bodies are sent as before.
     failed: bool,
+    /// The kernel (or an emulator) has no `preadv2`: bodies are sent as before.
+    no_preadv2: bool,
     outstanding: usize,
     next_seq: u32,
     probe: Box<[u8]>,
@@ -191,6 +194,7 @@ impl Disk {
             wake: Arc::new(wake),
             pool: None,
             failed: false,
+            no_preadv2: false,
             outstanding: 0,
             next_seq: 1,
             probe: vec![0; PROBE].into_boxed_slice(),
@@ -218,10 +222,18 @@ impl Disk {
             if p.is_reading() {
                 return Ready::Reading;
             }
+            if self.no_preadv2 {
+                *cached = s.end;
+                return Ready::Send;
+            }
             let want = (s.end - s.at).min(PROBE as u64) as usize;
             match pread_nowait(s.file, &mut self.probe[..want], s.at) {
                 Ok(n) if n > 0 => *cached = s.at + n as u64,
                 Err(Errno::AGAIN) => return self.hand_off(p, cached, s, slot),
+                Err(Errno::NOSYS) => {
+                    self.no_preadv2 = true;
+                    *cached = s.end;
+                }
                 // The end of the file, an error, or no `RWF_NOWAIT`: `sendfile` decides.
                 _ => *cached = s.end,
             }

@@ -441,9 +441,11 @@ fn read_exact_at(fd: BorrowedFd<'_>, dst: &mut [u8]) -> bool {
     while done < dst.len() {
         let at = done as u64;
         let read = match crate::sys::file::pread_nowait(fd, &mut dst[done..], at) {
-            // A file system without `RWF_NOWAIT`: read as before.
-            Err(rustix::io::Errno::OPNOTSUPP) => rustix::io::pread(fd, &mut dst[done..], at),
-            other => other,
+            Err(rustix::io::Errno::AGAIN) => return false,
+            // No `RWF_NOWAIT` here (a file system without it, a kernel or an emulator
+            // without `preadv2`): read as before.
+            Err(_) => rustix::io::pread(fd, &mut dst[done..], at),
+            read => read,
         };
         match read {
             Ok(0) => return false,

@@ -53,6 +53,10 @@ vm:
 bench-parser:
     cargo bench --bench parser
 
+# Our gzip encoder against gzip -1 and gzip -6: size and MB/s on the site and a corpus.
+compress-bench:
+    scripts/compress-bench.sh
+
 # The CI subset built for aarch64 and run under qemu-aarch64-static; `just test-arm64
 # --workspace` for the whole suite.
 test-arm64 *ARGS:

@@ -62,7 +62,7 @@ pub(crate) enum Command {
 /// What stage 1 may learn from outside the command line, handed in by the caller so that
 /// parsing stays free of syscalls.
 pub(crate) struct Outside<'a> {
-    /// The process's `STEERD_*` variables (`args/env.rs`).
+    /// The process's `STEERD_*` variables (`args/env.rs`) and `SOURCE_DATE_EPOCH`.
     pub(crate) vars: Vec<(String, String)>,
     /// The text of `/etc/hosts`; called only when a `--listen` value names a host.
     pub(crate) hosts: &'a dyn Fn() -> Option<String>,
@@ -205,6 +205,10 @@ impl Default for ServeArgs {
 /// Default connection slots per worker: 10,240 keeps 10,000 concurrent connections
 /// servable even when every one of them is steered to a single worker.
 pub(crate) const DEFAULT_MAX_CONNS: u32 = 10_240;
+
+/// The variable that names the date a reproducible build gave every file: an mtime equal
+/// to it is unknown (`site::validators`).
+pub(crate) const SOURCE_DATE_EPOCH: &str = "SOURCE_DATE_EPOCH";
 pub(crate) use crate::config::DEFAULT_LISTEN;
 
 /// A flag or value that cannot be used: printed as `steerd: STAGE: MESSAGE` (one such
@@ -357,6 +361,10 @@ pub(crate) fn parse_serve_in(
             return Err(e);
         }
     };
+    if let Some((k, v)) = outside.vars.iter().find(|(k, _)| k == SOURCE_DATE_EPOCH) {
+        let epoch = crate::site::validators::parse_source_date_epoch(v);
+        out.site.source_date_epoch = Some(epoch.or_else(|why| err(format!("{k} {v:?}: {why}")))?);
+    }
     out.origins = serve::FLAGS
         .iter()
         .filter_map(|f| {
@@ -711,6 +719,10 @@ mod tests {
             "--fallback-skip" => "css",
             "--mime" => "md=text/markdown",
             "--dotfiles" => "allow",
+            "--etag" => "mtime",
+            "--compress" => "off",
+            "--compress-types" => "text/*",
+            "--compress-cache" => "/var/cache/steerd",
             "--mime-types" => "/etc/mime.types",
             "--cors" => "https://app.example",
             "--basic-auth" => "/etc/steerd/htpasswd",

@@ -883,8 +883,9 @@ fn send_some(
                 index,
                 at,
                 end,
+                gzip,
                 cached,
-            } => match ctx.cache.file(*index) {
+            } => match gzip_or_file(&ctx.cache, *index, *gzip) {
                 Some(file) => send_file(fd, preamble, file, at, (*end, *cached)),
                 None => return Sent::Failed,
             },
@@ -999,14 +1000,16 @@ fn ensure_pages(slot: u32, r: &mut Response, ctx: &mut Ctx<'_>) -> Ready {
             index,
             at,
             end,
+            gzip,
             ref mut cached,
         } => {
-            if !pages.waited() && ctx.cache.resident(index, ctx.now_ms) {
+            // The trust is the identity file's (a `.gz` is always probed).
+            if !gzip && !pages.waited() && ctx.cache.resident(index, ctx.now_ms) {
                 *cached = end;
                 pages.trust();
                 return Ready::Send;
             }
-            match ctx.cache.file(index) {
+            match gzip_or_file(&ctx.cache, index, gzip) {
                 Some(file) => (file, at, end, cached),
                 None => return Ready::Send,
             }
@@ -1020,7 +1023,10 @@ fn ensure_pages(slot: u32, r: &mut Response, ctx: &mut Ctx<'_>) -> Ready {
 /// A cache entry's file just sent whole, every page probed and found cached: the cache
 /// trusts its pages for a while (`ensure_pages`).
 fn note_resident(r: &Response, ctx: &mut Ctx<'_>) {
-    let Outgoing::CachedFile { index, .. } = r.body else {
+    let Outgoing::CachedFile {
+        index, gzip: false, ..
+    } = r.body
+    else {
         return;
     };
     let whole = ctx.cache.meta(index).is_some_and(|m| m.size == r.body_sent);
@@ -1029,11 +1035,27 @@ fn note_resident(r: &Response, ctx: &mut Ctx<'_>) {
     }
 }
 
+/// A cached entry's open file, or its `.gz` in `--compress-cache DIR`.
+fn gzip_or_file(cache: &FileCache, index: u32, gzip: bool) -> Option<BorrowedFd<'_>> {
+    match gzip {
+        true => cache.gzip_file(index),
+        false => cache.file(index),
+    }
+}
+
 /// The unsent part of an in-memory body (for a listing, of its current piece).
 fn body_rest<'c>(body: &Outgoing, ctx: &'c Ctx<'_>) -> &'c [u8] {
     let piece = match *body {
         Outgoing::Static(b, at) => return b.get(at..).unwrap_or(&[]),
-        Outgoing::Cached { index, at, end } => ctx.cache.body(index).get(at..end),
+        Outgoing::Cached {
+            index,
+            at,
+            end,
+            gzip,
+        } => match gzip {
+            true => ctx.cache.gzip_body(index).get(at..end),
+            false => ctx.cache.body(index).get(at..end),
+        },
         Outgoing::Listing { index, at, end, .. } => ctx.listings.bytes(index).get(at..end),
         _ => None,
     };

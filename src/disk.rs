@@ -6,7 +6,7 @@
 //! the loop makes, so that a `sendfile` never waits for the disk.
 //!
 //! How: before sending past `cached`, [`Disk::ensure`] asks the page cache with
-//! `preadv2(RWF_NOWAIT)` (`sys::file::pread_nowait`) into a [`PROBE`] buffer: a hit
+//! `preadv2(RWF_NOWAIT)` (`sys::pread_nowait`) into a [`PROBE`] buffer: a hit
 //! moves `cached` by what it returned (the same `sendfile` then follows); a miss hands a
 //! window of [`WINDOW`] bytes to the worker's [`THREADS`] I/O threads, which `pread` it
 //! (bringing its pages into the page cache) and say so on a completion list and an
@@ -29,7 +29,7 @@
 //!
 //! It does not decide what to send, and never touches a socket.
 
-use crate::sys::file::pread_nowait;
+use crate::sys::pread_nowait;
 use arrayvec::ArrayVec;
 use core::mem::MaybeUninit;
 use rustix::event::{eventfd, EventfdFlags};

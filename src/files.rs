@@ -41,12 +41,14 @@
 
 pub mod beneath;
 pub mod cache;
+pub(crate) mod content_tag;
 pub(crate) mod dir;
 
 use crate::http::date::{format_imf, IMF_LEN};
 use crate::http::encoding::{Coding, CodingSet, Precompressed};
 use crate::site::dotfiles::Dotfiles;
 use crate::site::mime::Types;
+use crate::site::validators::{EtagMode, Validators};
 use crate::site::SiteRules;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{FileType, OFlags, ResolveFlags};
@@ -65,6 +67,8 @@ pub struct FileOptions {
     pub(crate) precompressed: Precompressed,
     /// Whether dotfiles are served (`--dotfiles`): a hidden path is a missing file.
     pub(crate) dotfiles: Dotfiles,
+    /// What validators are made of (`--etag`, `SOURCE_DATE_EPOCH`).
+    pub(crate) validators: Validators,
 }
 
 impl FileOptions {
@@ -76,6 +80,7 @@ impl FileOptions {
             types: rules.types.leak(),
             precompressed: rules.precompressed,
             dotfiles: rules.dotfiles,
+            validators: rules.validators,
         }
     }
 
@@ -92,8 +97,10 @@ impl FileOptions {
 /// coding of at most four letters with its `-`.
 const ETAG_CAP: usize = 2 + 16 + 1 + 8 + 1 + 16 + 5;
 
-/// A strong ETag's text: `"<mtime seconds hex>.<mtime nanoseconds hex>-<size hex>"`, and
-/// for a sidecar representation `-<coding>` before the closing quote.
+/// A strong ETag's text: under `--etag content` (the default) `"<32 hex digits>"`, the
+/// first 16 bytes of the SHA-256 of the bytes ([`content_tag`]); under `--etag mtime`
+/// `"<mtime seconds hex>.<mtime nanoseconds hex>-<size hex>"`; and for a sidecar
+/// representation `-<coding>` before the closing quote.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ETag {
     buf: [u8; ETAG_CAP],
@@ -113,6 +120,24 @@ impl ETag {
         w.hex(u64::from(nsec));
         w.put(b'-');
         w.hex(size);
+        w.put(b'"');
+        let len = w.len as u8;
+        ETag { buf, len }
+    }
+
+    /// The tag of bytes whose SHA-256 is `digest`: its first 16 bytes in lowercase hex,
+    /// what `sha256sum | cut -c1-32` prints.
+    pub(crate) fn content(digest: &[u8; 32]) -> ETag {
+        let mut buf = [0u8; ETAG_CAP];
+        let mut w = HexWriter {
+            buf: &mut buf,
+            len: 0,
+        };
+        w.put(b'"');
+        for &b in &digest[..16] {
+            w.put(b"0123456789abcdef"[usize::from(b >> 4)]);
+            w.put(b"0123456789abcdef"[usize::from(b & 15)]);
+        }
         w.put(b'"');
         let len = w.len as u8;
         ETag { buf, len }
@@ -172,10 +197,14 @@ pub struct FileMeta {
     pub(crate) mtime_nsec: u32,
     /// Inode number (to notice a file replaced by rename).
     pub(crate) ino: u64,
-    /// Strong validator.
-    pub etag: ETag,
-    /// `Last-Modified` text.
-    pub last_modified: [u8; IMF_LEN],
+    /// Status change time, seconds and nanoseconds (to notice a change in place that
+    /// keeps size and mtime: a write or a rename always moves it).
+    pub(crate) ctime: (i64, u32),
+    /// Strong validator; `None` while the content hash is not known (`--etag content`:
+    /// the file cache computes it, [`content_tag`]).
+    pub etag: Option<ETag>,
+    /// `Last-Modified` text; `None` when the date is unknown ([`Validators::date_known`]).
+    pub last_modified: Option<[u8; IMF_LEN]>,
     /// `Content-Type` value.
     pub mime: &'static [u8],
     /// The usable pre-compressed sidecars (empty until [`probe`] or [`open`] looks).
@@ -183,11 +212,22 @@ pub struct FileMeta {
 }
 
 impl FileMeta {
-    /// Whether two metadata snapshots describe the same file contents (by inode, mtime
-    /// and size: the revalidation rule of the cache).
+    /// Whether two metadata snapshots describe the same file contents (by inode, mtime,
+    /// ctime and size: the revalidation rule of the cache).
     pub(crate) fn same_file(&self, other: &FileMeta) -> bool {
-        (self.ino, self.mtime, self.mtime_nsec, self.size)
-            == (other.ino, other.mtime, other.mtime_nsec, other.size)
+        (self.ino, self.mtime, self.mtime_nsec, self.ctime, self.size)
+            == (
+                other.ino,
+                other.mtime,
+                other.mtime_nsec,
+                other.ctime,
+                other.size,
+            )
+    }
+
+    /// The modification time conditionals compare, `None` when the date is unknown.
+    pub(crate) fn modified(&self) -> Option<i64> {
+        self.last_modified.map(|_| self.mtime)
     }
 }
 
@@ -258,33 +298,40 @@ pub(crate) fn sidecar_path<'o>(path: &[u8], coding: Coding, out: &'o mut [u8]) -
     Some(place)
 }
 
-/// Metadata of an open file, from `fstat` (media type from the built-in table).
+/// Metadata of an open file, from `fstat` (media type from the built-in table, the
+/// default validators).
 pub(crate) fn meta_of(fd: BorrowedFd<'_>, path: &[u8]) -> Result<(FileType, FileMeta), Errno> {
-    meta_with(fd, path, &Types::BUILTIN)
+    meta_with(fd, path, &FileOptions::default())
 }
 
-/// Metadata of an open file, from `fstat`, its media type from `types`.
+/// Metadata of an open file, from `fstat`, its media type and validators as `opts` say.
+/// Under `--etag content` the ETag is left unknown: the bytes are not read here.
 fn meta_with(
     fd: BorrowedFd<'_>,
     path: &[u8],
-    types: &Types,
+    opts: &FileOptions,
 ) -> Result<(FileType, FileMeta), Errno> {
     let st = rustix::fs::fstat(fd)?;
     #[allow(clippy::unnecessary_cast)] // the field widths differ between architectures
-    let (mtime, nsec, size, ino) = (
+    let (mtime, nsec, size, ino, ctime) = (
         st.st_mtime as i64,
         st.st_mtime_nsec as u32,
         st.st_size.max(0) as u64,
         st.st_ino as u64,
+        (st.st_ctime as i64, st.st_ctime_nsec as u32),
     );
+    let v = &opts.validators;
     let meta = FileMeta {
         size,
         mtime,
         mtime_nsec: nsec,
         ino,
-        etag: ETag::new(mtime, nsec, size),
-        last_modified: format_imf(mtime),
-        mime: types.for_path(if path.ends_with(b"/") { INDEX } else { path }),
+        ctime,
+        etag: (v.etag == EtagMode::Mtime).then(|| ETag::new(mtime, nsec, size)),
+        last_modified: v.date_known(mtime).then(|| format_imf(mtime)),
+        mime: opts
+            .types
+            .for_path(if path.ends_with(b"/") { INDEX } else { path }),
         sidecars: CodingSet::EMPTY,
     };
     Ok((FileType::from_raw_mode(st.st_mode as _), meta))
@@ -324,7 +371,7 @@ pub(crate) fn probe(
         Ok(fd) => fd,
         Err(e) => return Probe::Other(Lookup::Status(errno_status(e))),
     };
-    match meta_with(node.as_fd(), path, &opts.types) {
+    match meta_with(node.as_fd(), path, opts) {
         Ok((FileType::RegularFile, mut meta)) => {
             drop(node);
             meta.sidecars = usable_sidecars(root, path, &meta, opts, scratch);
@@ -390,7 +437,7 @@ pub fn open(
         Ok(fd) => fd,
         Err(e) => return Lookup::Status(errno_status(e)),
     };
-    match meta_with(fd.as_fd(), path, &opts.types) {
+    match meta_with(fd.as_fd(), path, opts) {
         Ok((FileType::RegularFile, meta)) => Lookup::File(fd, FileMeta { sidecars, ..meta }),
         Ok(_) => Lookup::Status(404),
         Err(e) => Lookup::Status(errno_status(e)),

@@ -68,6 +68,9 @@ mod json;
 
 mod svg;
 
+// gzip of our own (LZ77, Huffman codes, CRC-32): what `--compress gzip` sends.
+pub mod deflate;
+
 // Password hashes (bcrypt, SHA-crypt) and the keyed hash of remembered credentials.
 pub mod crypt;
 

@@ -151,6 +151,7 @@ pub(crate) fn worker_files(
     log: &LogTarget,
 ) -> Result<Option<Credentials>, Problem> {
     let users = site_files(root_dir, site)?;
+    compress_cache(site)?;
     dest::check(log).map_err(|e| Problem {
         stage: "access-log",
         message: match log {
@@ -159,6 +160,28 @@ pub(crate) fn worker_files(
         },
     })?;
     Ok(users)
+}
+
+/// `--compress-cache DIR` must be a directory in which this process can make an
+/// anonymous file (`O_TMPFILE`: a file system that has it, write permission), as the
+/// workers will; the file made to check is never linked, so nothing is left behind.
+pub(crate) fn compress_cache(site: &SiteRules) -> Result<(), Problem> {
+    let Some(dir) = &site.compress.cache_dir else {
+        return Ok(());
+    };
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let tmp = OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC;
+    rustix::fs::open(dir, flags, Mode::empty())
+        .and_then(|d| rustix::fs::openat(&d, c".", tmp, Mode::from_raw_mode(0o600)))
+        .map(drop)
+        .map_err(|e| Problem {
+            stage: "site",
+            message: format!(
+                "--compress-cache {}: {} (a writable directory on a file system with O_TMPFILE)",
+                dir.display(),
+                std::io::Error::from(e)
+            ),
+        })
 }
 
 /// The media types to serve with: `site.types` with the `--mime-types` file (if any)

@@ -206,6 +206,22 @@ impl Default for Tuning {
 
 /// Longest sleep, so the control callback is polled even with no signal to this thread.
 const MAX_WAIT_MS: u64 = 500;
+/// The worker's file cache, describing files as the site says, with its compressed
+/// arena under `--compress gzip`.
+fn file_cache(cfg: CacheConfig, site: &SiteRules) -> FileCache {
+    let cache = FileCache::new(cfg).with_options(FileOptions::serving(site));
+    // Checked at start and by each reload (`preflight::compress_cache`): a directory
+    // gone since is no large-file compression, not a worker that cannot start.
+    use rustix::fs::OFlags;
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let dir = site.compress.cache_dir.as_ref();
+    let dir = dir.and_then(|d| rustix::fs::open(d, flags, rustix::fs::Mode::empty()).ok());
+    match site.compress.gzip {
+        true => cache.with_compression(dir),
+        false => cache,
+    }
+}
+
 /// Period of the file cache's sweep.
 const SWEEP_MS: u64 = 1000;
 /// Slots are indexed by u32 and `u32::MAX` is the listener's token.
@@ -333,7 +349,7 @@ impl<'a> Loop<'a> {
         ];
         let ctx = Ctx {
             root: cfg.root.as_fd(),
-            cache: FileCache::new(tuning.cache).with_options(FileOptions::serving(&cfg.site)),
+            cache: file_cache(tuning.cache, &cfg.site),
             date,
             now_ms: now,
             counters,
@@ -427,6 +443,10 @@ impl<'a> Loop<'a> {
             self.drive_ready();
             self.expire();
             self.sweep();
+            self.ctx.cache.hash_turn(self.ctx.now_ms);
+            if self.ctx.cache.compress_turn(self.ctx.now_ms) {
+                self.ctx.counters.compressions.fetch_add(1, Relaxed);
+            }
             self.maybe_resume();
             self.ctx.log.tick(&self.ctx.date, self.ctx.now_ms);
             let dropped = self.ctx.log.take_dropped();
@@ -482,6 +502,14 @@ impl<'a> Loop<'a> {
         }
         if let Some(end) = grace_end {
             until = until.min(end);
+        }
+        // A large file's content hash goes on at once, or when its slice is read in.
+        if let Some(at) = self.ctx.cache.hash_wake() {
+            until = until.min(at);
+        }
+        // So is a compression (a slice a turn).
+        if let Some(at) = self.ctx.cache.compress_wake() {
+            until = until.min(at.max(now));
         }
         // Connections that yielded are driven again at once, after polling the others.
         if !self.ready.is_empty() {

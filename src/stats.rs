@@ -64,6 +64,8 @@ pub struct WorkerCounters {
     pub(crate) disk_reads: AtomicU64,
     /// Their waits summed, from the hand-off to the end of the read, in microseconds.
     pub(crate) disk_wait_us: AtomicU64,
+    /// Files compressed once into the cache's gzip bytes (`--compress gzip`).
+    pub(crate) compressions: AtomicU64,
     /// Response time of the responses finished whole ([`latency`]).
     pub(crate) latency: Latency,
     /// Requests refused by `--basic-auth`, by `auth::Reason` (its `index`).
@@ -96,6 +98,7 @@ pub(crate) fn merged(a: Option<&WorkerCounters>, b: Option<&WorkerCounters>) -> 
         listing_passes: sum(|c| &c.listing_passes),
         disk_reads: sum(|c| &c.disk_reads),
         disk_wait_us: sum(|c| &c.disk_wait_us),
+        compressions: sum(|c| &c.compressions),
         latency: Latency::merged(a.map(|c| &c.latency), b.map(|c| &c.latency)),
         auth_failures: core::array::from_fn(|k| {
             AtomicU64::new(
@@ -120,7 +123,7 @@ pub(crate) struct PageCounters {
 /// Number of `u64` atomics in [`WorkerCounters`]. The mapping relies on zero bytes being a
 /// valid block, true only while every field is an atomic integer with no padding: this
 /// size check fails to compile if a field of another kind is added.
-const COUNTER_WORDS: usize = 19 + crate::auth::REASONS + latency::BUCKETS + 1;
+const COUNTER_WORDS: usize = 20 + crate::auth::REASONS + latency::BUCKETS + 1;
 const _: () = assert!(core::mem::size_of::<WorkerCounters>() == COUNTER_WORDS * 8);
 const _: () = assert!(core::mem::size_of::<PageCounters>() == 4096);
 
@@ -167,7 +170,7 @@ fn load(c: &AtomicU64) -> u64 {
     c.load(Ordering::Relaxed)
 }
 
-const FAMILIES: [Family; 12] = [
+const FAMILIES: [Family; 13] = [
     Family {
         name: "steerd_connections_accepted_total",
         kind: "counter",
@@ -233,6 +236,12 @@ const FAMILIES: [Family; 12] = [
         kind: "counter",
         help: "Connections closed at accept: their address held --max-conns-per-addr slots.",
         read: |c| load(&c.per_addr_refused),
+    },
+    Family {
+        name: "steerd_compressions_total",
+        kind: "counter",
+        help: "Files compressed into gzip bytes, once per file version (memory or --compress-cache).",
+        read: |c| load(&c.compressions),
     },
     Family {
         name: "steerd_listing_passes_total",

@@ -9,17 +9,18 @@
 //! By concern: [`process`] (fork, `_exit`, affinity, privilege drop), [`signal`] (handlers
 //! that only count, the mask around fork), [`mem`] (the shared counter mapping, the
 //! connection arena), [`socket`] (`TCP_DEFER_ACCEPT`, the reuseport BPF attach),
-//! [`handover`] (descriptors passed across `execve`: adopting, placing, exec), [`file`]
-//! (a read that never waits for the disk). The calls
+//! [`handover`] (descriptors passed across `execve`: adopting, placing, exec), [`file_read`]
+//! (reads that never wait for the disk). The calls
 //! are re-exported here so callers write `sys::fork`.
 
-pub(crate) mod file;
+pub(crate) mod file_read;
 pub(crate) mod handover;
 pub(crate) mod mem;
 pub(crate) mod process;
 pub(crate) mod signal;
 pub(crate) mod socket;
 
+pub(crate) use file_read::{pread_nowait, will_need};
 pub(crate) use mem::{base_pages_only, release_spare, SharedBlocks, SharedZeroed, ZeroedArena};
 pub(crate) use process::{
     affinity, become_user, close_inherited, exit_now, fork, pin_to_cpu, pin_to_set, AffinityMask,

@@ -278,6 +278,29 @@ pub(crate) const FLAGS: &[Flag<Apply>] = &[
         Apply::Site,
     ),
     value(
+        "--compress gzip|off\n\
+         gzip (default): compress text, JSON, JS, SVG, XML, wasm once\n\
+         per file version when accepted and no sidecar serves it",
+        Apply::Site,
+    ),
+    value(
+        "--compress-types LIST\n\
+         media types compressed (type/subtype or type/*, comma-separated)",
+        Apply::Site,
+    ),
+    value(
+        "--compress-cache DIR\n\
+         keep gzip of files over 64 KiB as DIR/<content hash>.gz (else\n\
+         they go uncompressed); needs --etag content",
+        Apply::Site,
+    ),
+    value(
+        "--etag content|mtime\n\
+         content (default): ETag from a hash of the bytes, the same\n\
+         everywhere; mtime: from mtime and size",
+        Apply::Site,
+    ),
+    value(
         "--dotfiles deny|allow\n\
          deny (default): paths with a segment beginning with . are\n\
          404, as missing files (/.well-known/ is served)",

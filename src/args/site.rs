@@ -1,6 +1,8 @@
 //! Stage 1, the everyday-serving flags: `--precompressed`, `--header`, `--cache-control`,
 //! `--error-page`, `--fallback`, `--fallback-skip`, `--mime`, `--mime-types`, `--dotfiles`,
-//! `--cors`, `--basic-auth` with `--basic-auth-realm` and `--basic-auth-skip`, and the
+//! `--cors`, `--basic-auth` with `--basic-auth-realm` and `--basic-auth-skip`, `--compress`,
+//! `--compress-types`, `--compress-cache`, `--etag`
+//! (with `SOURCE_DATE_EPOCH` from the environment, `args::parse_serve_in`), and the
 //! switch `--list-dirs`.
 //!
 //! Input: one flag and its value at a time (routed by the table of `args/serve.rs`). Output: a
@@ -13,11 +15,13 @@ use super::{flag_error, ArgsError};
 use crate::http::encoding::Precompressed;
 use crate::http::response::{error_body, head_area};
 use crate::site::auth::{check_realm, BasicAuth, DEFAULT_REALM};
+use crate::site::compress::Compress;
 use crate::site::cors::Cors;
 use crate::site::dotfiles::Dotfiles;
 use crate::site::field::HeaderLine;
 use crate::site::glob::Glob;
 use crate::site::mime::{self, MediaTypes, MimeOverride, TooLong};
+use crate::site::validators::{EtagMode, Validators};
 use crate::site::{type_room, CacheRule, SiteRules};
 use std::path::PathBuf;
 
@@ -52,6 +56,12 @@ pub struct SiteArgs {
     pub(crate) basic_auth_skip: Vec<Glob>,
     /// `--list-dirs` (a switch: `args::parse_serve` sets it).
     pub list_dirs: bool,
+    /// `--etag content|mtime` (default `content`).
+    pub(crate) etag: EtagMode,
+    /// `SOURCE_DATE_EPOCH` from the server's environment.
+    pub(crate) source_date_epoch: Option<i64>,
+    /// `--compress gzip|off` (default `gzip`) and `--compress-types LIST`.
+    pub(crate) compress: Compress,
 }
 
 impl SiteArgs {
@@ -69,6 +79,11 @@ impl SiteArgs {
             "--fallback-skip" => self.fallback_skip = extensions(value).map_err(named)?,
             "--mime" => self.mime.push(MimeOverride::parse(value).map_err(named)?),
             "--dotfiles" => self.dotfiles = Dotfiles::parse(value).map_err(named)?,
+            "--etag" => self.etag = EtagMode::parse(value).map_err(named)?,
+            "--compress" => self.compress.gzip = Compress::parse_mode(value).map_err(named)?,
+            "--compress-types" => self.compress.set_types(value).map_err(named)?,
+            "--compress-cache" if value.is_empty() => return Err(named("expected a directory")),
+            "--compress-cache" => self.compress.cache_dir = Some(PathBuf::from(value)),
             "--cors" => self.cors.add(value).map_err(named)?,
             "--mime-types" if value.is_empty() => return Err(named("expected a file")),
             "--mime-types" => self.mime_types = Some(PathBuf::from(value)),
@@ -190,6 +205,11 @@ impl SiteArgs {
             cors: self.cors.clone(),
             auth: self.auth(),
             list_dirs: self.list_dirs,
+            validators: Validators {
+                etag: self.etag,
+                source_date_epoch: self.source_date_epoch,
+            },
+            compress: self.compress.clone(),
         }
     }
 }

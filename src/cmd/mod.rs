@@ -54,11 +54,13 @@ fn is_dir(word: &str) -> bool {
     std::path::Path::new(word).is_dir()
 }
 
-/// The process's `STEERD_*` variables; one that is not UTF-8 is an error naming it.
+/// The process's `STEERD_*` variables and `SOURCE_DATE_EPOCH` (`site::validators`); one
+/// that is not UTF-8 is an error naming it.
 fn steerd_vars() -> Result<Vec<(String, String)>, args::ArgsError> {
     let mut vars = Vec::new();
     for (k, v) in std::env::vars_os() {
-        let Some(k) = k.to_str().filter(|k| k.starts_with("STEERD_")) else {
+        let ours = |k: &&str| k.starts_with("STEERD_") || *k == args::SOURCE_DATE_EPOCH;
+        let Some(k) = k.to_str().filter(ours) else {
             continue;
         };
         match v.into_string() {

@@ -35,6 +35,9 @@ pub(crate) fn problems(args: &ServeArgs) -> Vec<Failure> {
     if let Err(p) = crate::preflight::credentials(&site) {
         found.push(Failure::new(p.stage, p.message));
     }
+    if let Err(p) = crate::preflight::compress_cache(&site) {
+        found.push(Failure::new(p.stage, p.message));
+    }
     let files_checked = found.is_empty();
     let user = args.user.as_ref().map(crate::user::lookup);
     let log = &args.logging.access_log;

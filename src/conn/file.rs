@@ -37,6 +37,8 @@ use rustix::fd::OwnedFd;
 /// Where a body's bytes come from.
 pub(super) enum Source {
     Cached(u32),
+    /// A cache entry's gzip bytes, compressed once (`files::cache::compress`).
+    CachedGzip(u32),
     File(OwnedFd),
 }
 
@@ -49,12 +51,36 @@ impl Responder<'_, '_> {
         meta: &FileMeta,
         src: Source,
     ) {
-        let vary = !meta.sidecars.is_empty();
-        let order = self.ctx.cache.options().precompressed;
-        // The representation: the file itself or a sidecar, described by its own metadata.
+        // Compressed by us: a cached small file of a compressible type, whose gzip
+        // sidecar (if any) keeps priority.
+        let ours = match src {
+            Source::Cached(index) if self.compressible(index, meta) => Some(index),
+            _ => None,
+        };
+        let mut usable = meta.sidecars;
+        let mut order = self.ctx.cache.options().precompressed;
+        if ours.is_some() {
+            (usable, order) = (usable.with(Coding::Gzip), order.with_gzip());
+        }
+        let vary = !usable.is_empty();
+        // The representation: the file itself, a sidecar or our gzip bytes, described by
+        // its own metadata.
         let side: FileMeta;
-        let (rep, src, coding) = match req.accept_encoding().choose(&order, meta.sidecars) {
+        let (rep, src, coding) = match req.accept_encoding().choose(&order, usable) {
             Choice::Identity => (meta, src, None),
+            Choice::Coded(Coding::Gzip) if !meta.sidecars.contains(Coding::Gzip) => {
+                match ours.and_then(|i| Some((i, self.ctx.cache.gzip(i)?))) {
+                    Some((index, len)) => {
+                        side = FileMeta {
+                            size: len as u64,
+                            ..*meta
+                        };
+                        (&side, Source::CachedGzip(index), Some(Coding::Gzip))
+                    }
+                    // Not ready yet (now queued): the identity bytes meanwhile.
+                    None => (meta, src, None),
+                }
+            }
             Choice::Coded(coding) => match sidecar(self.ctx, &mut self.bufs, path, coding) {
                 Some((m, s)) => {
                     side = m;
@@ -65,15 +91,15 @@ impl Responder<'_, '_> {
             Choice::NotAcceptable => return self.error_answer(406, vary, None, b""),
         };
         let etag = match coding {
-            Some(coding) => rep.etag.coded(coding),
+            Some(coding) => rep.etag.map(|t| t.coded(coding)),
             None => rep.etag,
         };
-        let etag = etag.as_bytes();
+        let etag = etag.as_ref().map(|t| t.as_bytes());
         let date = *self.ctx.date.text();
         let site = self.ctx.site;
         let mut h = ResponseHead::new(200, &date, self.after.persist());
-        h.last_modified = Some(&rep.last_modified);
-        h.etag = Some(etag);
+        h.last_modified = rep.last_modified.as_ref();
+        h.etag = etag;
         h.vary = vary;
         h.content_encoding = coding;
         h.cache_control = crate::site::cache_control(&site.cache_rules, path);
@@ -82,7 +108,7 @@ impl Responder<'_, '_> {
         let size = rep.size;
         // No validator and no Range (the usual request): the full 200, nothing to evaluate.
         let (first, end) = if req.conditional() {
-            match evaluate_conditions(req, etag, rep.mtime, size) {
+            match evaluate_conditions(req, etag, rep.modified(), size) {
                 Conditions::Failed => return self.error_answer(412, vary, None, b""),
                 Conditions::NotModified => {
                     h.status = 304;
@@ -103,7 +129,7 @@ impl Responder<'_, '_> {
         } else {
             // The oracle of the shortcut: without those fields the full evaluation says Full.
             debug_assert!(matches!(
-                evaluate_conditions(req, etag, rep.mtime, size),
+                evaluate_conditions(req, etag, rep.modified(), size),
                 Conditions::Full
             ));
             (0, size)
@@ -123,6 +149,16 @@ impl Responder<'_, '_> {
             _ => outgoing(self.ctx, src, first, end),
         };
         self.answer_written(status, written, Place::PreambleArea, body);
+    }
+
+    /// Whether cache entry `index` (holding `meta`'s file) is sent gzip-compressed by
+    /// us to a client that prefers it: `--compress gzip`, a type of `--compress-types`,
+    /// at least 1 KiB, in memory or with `--compress-cache`, and not found not to shrink.
+    fn compressible(&self, index: u32, meta: &FileMeta) -> bool {
+        let cache = &self.ctx.cache;
+        meta.size >= crate::files::cache::COMPRESS_MIN
+            && !cache.gzip_refused(index)
+            && self.ctx.site.compress.wants(meta.mime)
     }
 
     /// An error answer to a parsed request: the `--error-page` for `status` when one is
@@ -192,7 +228,12 @@ enum Conditions {
 
 /// If-Match, else If-Unmodified-Since (412); then If-None-Match, else If-Modified-Since
 /// (304); then Range (GET only) subject to If-Range, over `size` bytes.
-fn evaluate_conditions(req: &Request<'_, '_>, etag: &[u8], mtime: i64, size: u64) -> Conditions {
+fn evaluate_conditions(
+    req: &Request<'_, '_>,
+    etag: Option<&[u8]>,
+    mtime: Option<i64>,
+    size: u64,
+) -> Conditions {
     if precondition_fails(req.if_match(), req.if_unmodified_since(), etag, mtime) {
         return Conditions::Failed;
     }
@@ -243,12 +284,27 @@ fn outgoing(ctx: &Ctx<'_>, src: Source, first: u64, end: u64) -> Outgoing {
             index,
             at: first,
             end,
+            gzip: false,
+            cached: 0,
+        },
+        Source::CachedGzip(index) if ctx.cache.gzip_file(index).is_some() => Outgoing::CachedFile {
+            index,
+            at: first,
+            end,
+            gzip: true,
             cached: 0,
         },
         Source::Cached(index) => Outgoing::Cached {
             index,
             at: first as usize,
             end: end as usize,
+            gzip: false,
+        },
+        Source::CachedGzip(index) => Outgoing::Cached {
+            index,
+            at: first as usize,
+            end: end as usize,
+            gzip: true,
         },
         Source::File(fd) => Outgoing::File {
             fd,

@@ -60,7 +60,7 @@ pub(crate) enum Outgoing {
     Nothing,
     /// A static page (error bodies); `at` bytes already sent.
     Static(&'static [u8], usize),
-    /// Bytes `at..end` of a file-cache entry held in memory.
+    /// Bytes `at..end` of a file-cache entry held in memory, or of its gzip bytes.
     Cached {
         /// Entry index.
         index: u32,
@@ -68,8 +68,11 @@ pub(crate) enum Outgoing {
         at: usize,
         /// End (exclusive).
         end: usize,
+        /// The entry's gzip bytes rather than the file's (`files::cache::compress`).
+        gzip: bool,
     },
-    /// Bytes `at..end` of a file-cache entry's open file, by `sendfile`.
+    /// Bytes `at..end` of a file-cache entry's open file (or its `.gz` in
+    /// `--compress-cache DIR`), by `sendfile`.
     CachedFile {
         /// Entry index.
         index: u32,
@@ -77,6 +80,8 @@ pub(crate) enum Outgoing {
         at: u64,
         /// End (exclusive).
         end: u64,
+        /// The entry's `.gz` rather than its file.
+        gzip: bool,
         /// Its pages are known cached up to here (`crate::disk`).
         cached: u64,
     },

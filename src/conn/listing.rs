@@ -127,7 +127,12 @@ impl Responder<'_, '_> {
         };
         let tag = Tag::new(&meta, format, site.dotfiles);
         let etag = tag.as_bytes();
-        if precondition_fails(req.if_match(), req.if_unmodified_since(), etag, meta.mtime) {
+        if precondition_fails(
+            req.if_match(),
+            req.if_unmodified_since(),
+            Some(etag),
+            Some(meta.mtime),
+        ) {
             self.error_page(412);
             return true;
         }
@@ -142,7 +147,7 @@ impl Responder<'_, '_> {
         h.extra = &site.headers;
         h.cors = self.line.cors;
         let (since, none_match) = (req.if_modified_since(), req.if_none_match());
-        if not_modified(none_match, since, etag, meta.mtime) {
+        if not_modified(none_match, since, Some(etag), Some(meta.mtime)) {
             h.status = 304;
             h.content_type = None;
             h.lines = lines(format, false);

@@ -11,11 +11,19 @@
 //! Policy: direct-mapped by a hash of the path (a collision replaces the older entry).
 //! An entry is served without any syscall for `revalidate` after it was last checked;
 //! then the next request re-resolves the path without opening it (`openat2(O_PATH)` +
-//! `fstat` + `close`, [`probe`]) and compares inode, mtime and size; only a changed file
-//! is opened again. **Staleness a user can see:** a changed, replaced or deleted
+//! `fstat` + `close`, [`probe`]) and compares inode, mtime, ctime and size; only a changed
+//! file is opened again. **Staleness a user can see:** a changed, replaced or deleted
 //! file may still be served from a worker's cache for up to `revalidate` (1 s by default)
-//! after the change, each worker independently; a change that keeps inode, mtime and size
-//! identical is not noticed at all (as with any mtime-based cache).
+//! after the change, each worker independently. A change in place that keeps size and
+//! mtime (a build tool that normalizes mtimes) still moves the ctime, which no one but
+//! the kernel sets, so it is noticed at the same recheck.
+//!
+//! Content ETags (`--etag content`, [`super::content_tag`]): a file stored in the arena is
+//! hashed when it is loaded; a descriptor entry is hashed in slices by
+//! [`FileCache::hash_turn`], which the loop calls once a turn (at most [`HASH_TURN_BYTES`]
+//! a call, read through the entry's unused arena room), and is served without an ETag
+//! until its hash is known. When the last slice is hashed the file is `fstat`ed again: a
+//! file changed meanwhile gets no tag (its next revalidation loads it afresh).
 //!
 //! Larger files are cached as an **open descriptor** with their metadata (nginx's
 //! `open_file_cache`): a hit then costs no `openat2`, `fstat` or `close`, only the
@@ -42,13 +50,23 @@
 //! entry is never reloaded or replaced, so the bytes (or the descriptor) under a paused
 //! write do not change.
 
+mod compress;
+mod gz_file;
+
+use super::content_tag::{self, Hashing, Step};
 use super::{open, probe, FileMeta, FileOptions, Lookup, Probe, PATH_MAX};
 use crate::http::response::write_file_lines;
+use crate::site::validators::EtagMode;
+pub(crate) use compress::{Gz, MIN_SIZE as COMPRESS_MIN};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
 
 /// Revalidation periods a descriptor entry may go unused before the sweep closes it.
 pub(crate) const IDLE_INTERVALS: u64 = 3;
+
+/// Bytes a call of [`FileCache::hash_turn`] hashes at most (about a millisecond of
+/// SHA-256), so a large file never holds the loop for long.
+pub(crate) const HASH_TURN_BYTES: usize = 256 * 1024;
 
 /// Longest path the cache keys on; longer paths are served uncached.
 pub(crate) const KEY_MAX: usize = 192;
@@ -98,6 +116,14 @@ struct Entry {
     resident_ms: u64,
     /// Length of the file lines of a full 200 of `meta`; 0 when they did not fit.
     lines_len: usize,
+    /// A descriptor entry's content hash in progress (`--etag content`).
+    hashing: Option<Hashing>,
+    /// The value of `stats.loads` when this entry's file was stored (its version).
+    loaded: u64,
+    /// Its compressed representation ([`compress`]).
+    gz: Gz,
+    /// A descriptor entry's `.gz` in `--compress-cache DIR`, when ready.
+    gz_fd: Option<OwnedFd>,
 }
 
 /// The result of a cached lookup.
@@ -118,6 +144,8 @@ pub struct CacheStats {
     pub loads: u64,
     /// Revalidations (re-resolve and compare).
     pub revalidations: u64,
+    /// Files compressed (gzip bytes made, [`compress`]).
+    pub(crate) compressions: u64,
 }
 
 /// One worker's small-file cache.
@@ -129,6 +157,10 @@ pub struct FileCache {
     file_max: usize,
     revalidate_ms: u64,
     options: FileOptions,
+    /// When [`FileCache::hash_turn`] has work: now, or when a slice it waits for is read.
+    hash_wake: Option<u64>,
+    /// Compressed representations ([`compress`]).
+    gz: compress::Compressor,
     /// Running counters.
     pub stats: CacheStats,
 }
@@ -175,6 +207,10 @@ impl FileCache {
                 pins: 0,
                 resident_ms: 0,
                 lines_len: 0,
+                hashing: None,
+                loaded: 0,
+                gz: Gz::Untried,
+                gz_fd: None,
             })
             .collect();
         FileCache {
@@ -184,6 +220,8 @@ impl FileCache {
             file_max: cfg.file_max as usize,
             revalidate_ms: cfg.revalidate.as_millis() as u64,
             options: FileOptions::default(),
+            hash_wake: None,
+            gz: compress::Compressor::default(),
             stats: CacheStats::default(),
         }
     }
@@ -362,13 +400,22 @@ impl FileCache {
             return Served::Miss(Lookup::File(fd, meta));
         }
         e.forget();
+        let mut meta = meta;
+        let content = self.options.validators.etag == EtagMode::Content;
         if meta.size > file_max as u64 {
             e.file = Some(fd);
+            if content {
+                e.hashing = Some(Hashing::new(meta.size));
+                self.hash_wake = Some(now_ms);
+            }
         } else {
             let start = index as usize * file_max;
             let dst = &mut self.arena[start..start + meta.size as usize];
             if !read_exact_at(fd.as_fd(), dst) {
                 return Served::Miss(Lookup::File(fd, meta));
+            }
+            if content {
+                meta.etag = Some(content_tag::of_bytes(dst));
             }
         }
         let (key, lines) = text_mut(&mut self.arena[self.text_at..], index);
@@ -379,11 +426,86 @@ impl FileCache {
         e.checked_ms = now_ms;
         e.used_ms = now_ms;
         self.stats.loads += 1;
+        e.loaded = self.stats.loads;
         Served::Hit(index)
     }
 }
 
 impl FileCache {
+    /// When the loop should call [`FileCache::hash_turn`] next (ms), if it has work.
+    pub(crate) fn hash_wake(&self) -> Option<u64> {
+        self.hash_wake
+    }
+
+    /// Hashes slices of descriptor entries whose content tag is not known yet, at most
+    /// [`HASH_TURN_BYTES`] in all; a slice the page cache does not hold is asked for and
+    /// left for a later call. Called by the loop once a turn while [`FileCache::hash_wake`]
+    /// is due.
+    pub(crate) fn hash_turn(&mut self, now_ms: u64) {
+        if self.hash_wake.is_none_or(|at| at > now_ms) {
+            return;
+        }
+        let (mut budget, mut wake) = (HASH_TURN_BYTES, None::<u64>);
+        for index in 0..self.entries.len() {
+            if self.entries[index].hashing.is_none() {
+                continue;
+            }
+            let at = if budget == 0 {
+                Some(now_ms)
+            } else {
+                self.hash_entry(index, now_ms, &mut budget)
+            };
+            wake = match (wake, at) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        self.hash_wake = wake;
+    }
+
+    /// Steps entry `index`'s hash while `budget` lasts; when it needs another call.
+    fn hash_entry(&mut self, index: usize, now_ms: u64, budget: &mut usize) -> Option<u64> {
+        let room = &mut self.arena[index * self.file_max..][..self.file_max];
+        let e = &mut self.entries[index];
+        let (Some(fd), Some(h)) = (e.file.as_ref(), e.hashing.as_mut()) else {
+            e.hashing = None;
+            return None;
+        };
+        let slice = room.len().min(*budget);
+        loop {
+            match h.step(fd.as_fd(), &mut room[..slice], now_ms) {
+                Step::More if *budget > slice => *budget -= slice,
+                Step::More => {
+                    *budget = 0;
+                    return Some(now_ms);
+                }
+                Step::Wait(at) => return Some(at),
+                Step::Done(tag) => break self.tag_known(index, tag),
+                Step::Failed => break,
+            }
+        }
+        self.entries[index].hashing = None;
+        None
+    }
+
+    /// Entry `index`'s hash is done: its tag, and its lines again, unless the file
+    /// changed while it was read.
+    fn tag_known(&mut self, index: usize, tag: super::ETag) {
+        let e = &mut self.entries[index];
+        let (Some(fd), Some(meta)) = (e.file.as_ref(), e.meta.as_mut()) else {
+            return;
+        };
+        let unchanged = super::meta_of(fd.as_fd(), b"")
+            .is_ok_and(|(_, now)| now.ctime == meta.ctime && now.size == meta.size);
+        if !unchanged {
+            return;
+        }
+        meta.etag = Some(tag);
+        let meta = *meta;
+        let (_, lines) = text_mut(&mut self.arena[self.text_at..], index as u32);
+        e.lines_len = render_lines(lines, &meta);
+    }
+
     /// Closes unpinned descriptor entries that went unused for [`IDLE_INTERVALS`]
     /// revalidation periods, or for one period if their file has no link left. Called
     /// by the loop about once a second; `fstat`s only entries unused for a period.
@@ -410,6 +532,9 @@ impl Entry {
     fn forget(&mut self) {
         self.meta = None;
         self.file = None;
+        self.hashing = None;
+        self.gz = Gz::Untried;
+        self.gz_fd = None;
         self.key_len = 0;
         self.resident_ms = 0;
     }
@@ -428,8 +553,8 @@ fn text_mut(all: &mut [u8], index: u32) -> (&mut [u8], &mut [u8]) {
 
 /// Renders `meta`'s file lines into `out`; their length, 0 when they do not fit.
 fn render_lines(out: &mut [u8], meta: &FileMeta) -> usize {
-    let etag = meta.etag.as_bytes();
-    write_file_lines(out, meta.mime, meta.size, &meta.last_modified, etag).unwrap_or(0)
+    let etag = meta.etag.as_ref().map(|t| t.as_bytes());
+    write_file_lines(out, meta.mime, meta.size, meta.last_modified.as_ref(), etag).unwrap_or(0)
 }
 
 /// Fills `dst` from the page cache (`preadv2(RWF_NOWAIT)`); false on an error, a file
@@ -440,7 +565,7 @@ fn read_exact_at(fd: BorrowedFd<'_>, dst: &mut [u8]) -> bool {
     let mut done = 0;
     while done < dst.len() {
         let at = done as u64;
-        let read = match crate::sys::file::pread_nowait(fd, &mut dst[done..], at) {
+        let read = match crate::sys::pread_nowait(fd, &mut dst[done..], at) {
             Err(rustix::io::Errno::AGAIN) => return false,
             // No `RWF_NOWAIT` here (a file system without it, a kernel or an emulator
             // without `preadv2`): read as before.

@@ -148,6 +148,16 @@ impl Precompressed {
         Ok(list)
     }
 
+    /// This order with gzip last when it is not listed (the order of a file that may be
+    /// sent compressed by the server as well as from its sidecars).
+    pub(crate) fn with_gzip(mut self) -> Precompressed {
+        if !self.iter().any(|c| c == Coding::Gzip) {
+            self.order[usize::from(self.len)] = Coding::Gzip;
+            self.len += 1;
+        }
+        self
+    }
+
     /// The codings in order.
     pub fn iter(&self) -> impl Iterator<Item = Coding> + '_ {
         self.order[..usize::from(self.len)].iter().copied()

@@ -345,12 +345,18 @@ pub fn write_file_lines(
     out: &mut [u8],
     content_type: &[u8],
     len: u64,
-    last_modified: &[u8; IMF_LEN],
-    etag: &[u8],
+    last_modified: Option<&[u8; IMF_LEN]>,
+    etag: Option<&[u8]>,
 ) -> Option<usize> {
     let mut w = Writer::new(out);
-    let (mime, lm) = (Some(content_type), Some(last_modified));
-    put_file_lines(&mut w, mime, Some(len), lm, Some(etag), true);
+    put_file_lines(
+        &mut w,
+        Some(content_type),
+        Some(len),
+        last_modified,
+        etag,
+        true,
+    );
     w.finish()
 }
 
@@ -498,7 +504,8 @@ mod tests {
     #[test]
     fn rendered_file_lines_give_the_same_head() {
         let mut lines = [0u8; 256];
-        let n = write_file_lines(&mut lines, b"text/css", 77, DATE, b"\"a-b\"").unwrap();
+        let n =
+            write_file_lines(&mut lines, b"text/css", 77, Some(DATE), Some(b"\"a-b\"")).unwrap();
         for persist in [Persist::Implicit, Persist::KeepAlive, Persist::Close] {
             let mut h = ResponseHead::new(200, DATE, persist);
             h.content_type = Some(b"text/css");
@@ -513,7 +520,7 @@ mod tests {
             assert_eq!(head_text(&h), formatted);
         }
         assert_eq!(
-            write_file_lines(&mut [0u8; 40], b"text/css", 77, DATE, b"x"),
+            write_file_lines(&mut [0u8; 40], b"text/css", 77, Some(DATE), Some(b"x")),
             None
         );
     }

@@ -3,8 +3,9 @@
 //! pages (`--error-page`), the single-page-app fallback (`--fallback`,
 //! `--fallback-skip`), media types (`--mime`, `--mime-types`), the sidecars looked for
 //! (`--precompressed`), whether dotfiles are served (`--dotfiles`), which origins may
-//! read the site (`--cors`), who may (`--basic-auth`) and whether directories are listed
-//! (`--list-dirs`).
+//! read the site (`--cors`), who may (`--basic-auth`), whether directories are listed
+//! (`--list-dirs`), what validators are made of (`--etag`, `SOURCE_DATE_EPOCH`) and what
+//! is compressed (`--compress`, `--compress-types`).
 //!
 //! Stage: values validated once from the command line (stage 1) and gathered into
 //! [`SiteRules`], then read by the responder for every request without allocating.
@@ -13,11 +14,13 @@
 //! and at each reload), and serving them the responder's.
 
 pub(crate) mod auth;
+pub(crate) mod compress;
 pub(crate) mod cors;
 pub(crate) mod dotfiles;
 pub(crate) mod field;
 pub(crate) mod glob;
 pub mod mime;
+pub(crate) mod validators;
 
 use crate::http::encoding::Precompressed;
 use field::HeaderLine;
@@ -52,6 +55,10 @@ pub struct SiteRules {
     pub(crate) auth: Option<auth::BasicAuth>,
     /// `--list-dirs`: a directory without `index.html` is answered with its listing.
     pub(crate) list_dirs: bool,
+    /// `--etag`, and `SOURCE_DATE_EPOCH`: what validators are made of.
+    pub(crate) validators: validators::Validators,
+    /// `--compress`, `--compress-types`: what is sent gzip-compressed without a sidecar.
+    pub(crate) compress: compress::Compress,
 }
 
 impl SiteRules {

@@ -123,7 +123,7 @@ fn no_allocation_per_request_after_warm_up() {
 }
 
 /// Requests per [`site_round`].
-const SITE_PER_ROUND: usize = 23;
+const SITE_PER_ROUND: usize = 29;
 
 /// Entries of the listed directory: names long enough that a listing takes several
 /// passes of a [`LISTING_NAMES`] arena and many pieces of output.
@@ -138,12 +138,22 @@ fn long_name() -> String {
     format!("{}.js", "l".repeat(200))
 }
 
-/// Twenty-three requests on one connection exercising every everyday-serving option.
+/// Twenty-nine requests on one connection exercising every everyday-serving option,
+/// gzip compressed once by the server included (`/site.css`: compressed in the warm-up,
+/// then sent from memory whole, as a range, as a 304 and to a HEAD; `/bundle.js`, over
+/// the cache's memory limit: hashed and compressed into `--compress-cache` in the
+/// warm-up, then sent from its `.gz` whole and as a range).
 fn site_round(addr: std::net::SocketAddr, buf: &mut [u8]) {
     let long = long_name();
     let reqs = format!(
         "GET /app.js HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\n\r\n\
          GET /app.js HTTP/1.1\r\nHost: t\r\nAccept-Encoding: br;q=0.5, zstd\r\n\r\n\
+         GET /site.css HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\n\r\n\
+         GET /site.css HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\nRange: bytes=3-9\r\n\r\n\
+         GET /site.css HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\nIf-None-Match: *\r\n\r\n\
+         HEAD /site.css HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip, br\r\n\r\n\
+         GET /bundle.js HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\n\r\n\
+         GET /bundle.js HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\nRange: bytes=5-\r\n\r\n\
          GET /app.js HTTP/1.1\r\nHost: t\r\n\r\n\
          GET /app.js HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\nRange: bytes=0-1\r\n\r\n\
          GET /app.js HTTP/1.1\r\nHost: t\r\nAccept-Encoding: gzip\r\nIf-None-Match: *\r\n\r\n\
@@ -188,6 +198,10 @@ fn no_allocation_per_request_with_every_site_option() {
     std::fs::write(r.join(format!("{}.gz", long_name())), "gz").unwrap();
     std::fs::write(r.join("404.html"), "custom 404").unwrap();
     std::fs::write(r.join("a.md"), "# md").unwrap();
+    std::fs::write(r.join("site.css"), "body { margin: 0 }\n".repeat(200)).unwrap();
+    std::fs::write(r.join("bundle.js"), "let a = b + c;\n".repeat(10_000)).unwrap();
+    std::fs::create_dir(site.base.join("gz")).unwrap();
+    let gz_cache = site.base.join("gz").display().to_string();
     std::fs::write(r.join(".env"), "SECRET").unwrap();
     std::fs::create_dir(r.join("listed")).unwrap();
     for i in 0..LISTED {
@@ -214,6 +228,7 @@ fn no_allocation_per_request_with_every_site_option() {
         ("--mime", "md=text/markdown"),
         ("--cors", "http://a.test"),
         ("--dotfiles", "deny"),
+        ("--compress-cache", &gz_cache),
     ] {
         flags.set(flag, value).unwrap();
     }
@@ -248,6 +263,11 @@ fn no_allocation_per_request_with_every_site_option() {
     ] {
         assert!(log.contains(status), "{status} missing from the log");
     }
+    // The gzip bytes were what the measured rounds sent: fewer than the files' bytes.
+    for (path, identity) in [("/site.css", 3_800), ("/bundle.js", 150_000)] {
+        let gzipped = answers_under(&log, path, identity);
+        assert!(gzipped >= rounds, "{gzipped} gzip answers of {path}");
+    }
     for listing in [
         "\"GET /listed/ HTTP/1.1\" 200 ",
         "\"HEAD /empty-dir/ HTTP/1.1\" 200 ",
@@ -255,6 +275,18 @@ fn no_allocation_per_request_with_every_site_option() {
     ] {
         assert!(log.contains(listing), "{listing} missing from the log");
     }
+}
+
+/// How many 200s of `GET path` the combined-format `log` shows with fewer than `bytes`
+/// bytes of body.
+fn answers_under(log: &str, path: &str, bytes: u32) -> usize {
+    let request = format!("\"GET {path} HTTP/1.1\" 200 ");
+    let sizes = log
+        .lines()
+        .filter_map(|l| l.split_once(&request)?.1.split(' ').next());
+    sizes
+        .filter(|n| n.parse::<u32>().is_ok_and(|n| n < bytes))
+        .count()
 }
 
 /// Requests per [`auth_round`].

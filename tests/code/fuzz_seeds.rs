@@ -10,6 +10,8 @@
 mod assemble;
 #[path = "../../fuzz/props/check_and_run.rs"]
 mod check_and_run;
+#[path = "../../fuzz/props/deflate.rs"]
+mod deflate;
 #[path = "../../fuzz/props/file_answer.rs"]
 mod file_answer;
 #[path = "../../fuzz/props/parse_request.rs"]
@@ -62,6 +64,11 @@ fn assemble_seeds_hold() {
 #[test]
 fn check_and_run_seeds_hold() {
     seeds("check_and_run", check_and_run::holds);
+}
+
+#[test]
+fn deflate_seeds_hold() {
+    seeds("deflate", deflate::holds);
 }
 
 #[test]

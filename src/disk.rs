@@ -6,26 +6,29 @@
 //! the loop makes, so that a `sendfile` never waits for the disk.
 //!
 //! How: before sending past `cached`, [`Disk::ensure`] asks the page cache with
-//! `preadv2(RWF_NOWAIT)` (`sys::pread_nowait`) into a [`PROBE`] buffer: a hit
-//! moves `cached` by what it returned (the same `sendfile` then follows); a miss hands a
-//! window of [`WINDOW`] bytes to the worker's [`THREADS`] I/O threads, which `pread` it
-//! (bringing its pages into the page cache) and say so on a completion list and an
-//! eventfd in the loop's epoll (the two lists are `Mutex`es over fixed `ArrayVec`s, a
-//! `Condvar` wakes the threads: no allocation after the threads start); the connection waits for that ([`Ready::Reading`]) and
-//! resumes on [`Disk::take_done`]. A body that once waited then keeps one window read
-//! ahead of the socket (one read per connection at a time: readahead bounded by
-//! [`WINDOW`] a connection and [`QUEUE`] reads a worker).
+//! `preadv2(RWF_NOWAIT)` (`sys::pread_nowait`) into a [`PROBE`] buffer: a hit moves
+//! `cached` by what it returned (the same `sendfile` then follows); a miss hands a window
+//! of [`WINDOW`] bytes to the worker's [`THREADS`] I/O threads, which `pread` it (bringing
+//! its pages into the page cache) and say so on a completion list and an eventfd in the
+//! loop's epoll. The two lists are `Mutex`es over fixed `ArrayVec`s and a `Condvar` wakes
+//! the threads: nothing is allocated after the threads start. The connection waits for
+//! its read ([`Ready::Reading`]) and resumes on [`Disk::take_done`]. A body that once
+//! waited then keeps one window read ahead of the socket. A directory listing has its
+//! directory read whole by a thread before its first piece ([`Disk::warm_dir`]).
 //!
-//! Bounds: at most [`QUEUE`] reads outstanding a worker (beyond, [`Ready::Busy`]: the
-//! connection parks, its slot on a waiting list of one entry per slot at most, and the
-//! loop drives it again as completions make room, [`Disk::next_waiting`]); each thread owns a [`READ_BUF`] buffer
-//! and a [`STACK`] stack; the threads start at the first miss, so after the worker pinned
-//! itself (they inherit its CPU), and never for a worker whose files stay cached. A read
-//! that fails completes with what it got; the connection then `sendfile`s as before and
-//! meets the error there. Limits: `RWF_NOWAIT` unsupported (`EOPNOTSUPP`, before Linux
-//! 4.14; `ENOSYS` without `preadv2`, then never asked again) or threads that cannot
-//! start: the body is sent as before, waiting on the loop.
-//! Pages evicted between the read and the `sendfile` are read again on the loop.
+//! Bounds: one read a connection at a time, so readahead is at most [`WINDOW`] a
+//! connection, and at most [`QUEUE`] reads outstanding a worker (beyond, [`Ready::Busy`]:
+//! the connection parks, its slot on a waiting list of one entry a slot at most, and the
+//! loop drives it again as completions make room, [`Disk::next_waiting`]); each thread
+//! owns a [`READ_BUF`] buffer and a [`STACK`] stack. The threads start at the first miss,
+//! so after the worker pinned itself (they inherit its CPU), and never for a worker whose
+//! files stay cached. A read that fails completes with what it got; the connection then
+//! `sendfile`s as before and meets the error there.
+//!
+//! Limits: `RWF_NOWAIT` unsupported (`EOPNOTSUPP`, before Linux 4.14; `ENOSYS` without
+//! `preadv2`, then never asked again) or threads that cannot start: the body is sent as
+//! before, waiting on the loop. Pages evicted between the read and the `sendfile` are
+//! read again on the loop.
 //!
 //! It does not decide what to send, and never touches a socket.
 

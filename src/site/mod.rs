@@ -22,8 +22,8 @@ pub(crate) mod dotfiles;
 pub(crate) mod field;
 pub(crate) mod glob;
 pub mod mime;
-pub(crate) mod validators;
 pub mod rules;
+pub(crate) mod validators;
 
 use crate::http::encoding::Precompressed;
 use field::HeaderLine;

@@ -69,6 +69,7 @@
 //! shorter than the space offered means the socket was drained (a new edge will come),
 //! so no extra read that would return `EAGAIN` is made.
 
+mod admit;
 mod auth;
 mod file;
 mod held;
@@ -177,6 +178,8 @@ pub(crate) struct Conn {
     proxied_plain: bool,
     /// The connection arrived on the worker's own CPU.
     local: bool,
+    /// The `--max-rate` its socket is paced at (0: none; `admit.rs`).
+    pacing: u32,
     /// What the log line of the response in flight will say (beside the response rather
     /// than in it: with the log off, planning never writes it).
     pending: Option<logged::Pending>,
@@ -203,6 +206,7 @@ impl Conn {
             forwarded: false,
             proxied_plain: false,
             local: false,
+            pacing: 0,
             pending: None,
             started_us: 0,
             in_len: 0,
@@ -371,6 +375,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) auth: Option<crate::auth::Gate>,
     /// Directory listings in progress (`--list-dirs`; no slots without it).
     pub(crate) listings: Listings,
+    /// `--rate-limit`: this loop's buckets (none without the flag).
+    pub(crate) rate: Option<crate::client_addr::rate::RateTable>,
 }
 
 /// Scratch space for one request at a time (decoded path, path to open).
@@ -1102,6 +1108,7 @@ mod tests {
                 forwarded: Walk::LastHop,
                 auth: None,
                 listings: Listings::new(0),
+                rate: None,
             };
             let out = run(self, &mut ctx);
             self.cache = Some(ctx.cache);

@@ -66,6 +66,7 @@ use crate::access_log::AccessLog;
 use crate::auth::budget::Limits;
 use crate::auth::gate::random_key;
 use crate::auth::{Credentials, Gate};
+use crate::client_addr::rate::RateTable;
 use crate::client_addr::Walk;
 use crate::config::{Cidr, Logging, Timeouts};
 use crate::conn::{self, Arrival, Ctx, Next, Readiness, Scratch};
@@ -74,6 +75,7 @@ use crate::files::cache::{CacheConfig, FileCache};
 use crate::files::FileOptions;
 use crate::http::date::DateCache;
 use crate::listing::Listings;
+use crate::site::access::AccessList;
 use crate::site::SiteRules;
 use crate::timers::{Kind, Timers};
 use core::sync::atomic::Ordering::Relaxed;
@@ -294,6 +296,8 @@ struct Admission<'a> {
     trusted: &'a [Cidr],
     /// `--proxy-protocol`.
     proxy_protocol: bool,
+    /// `--allow` and `--deny` (the defaults'; before any Host is known).
+    access: &'a AccessList,
     /// The slots each client address holds (`--max-conns-per-addr`).
     per_addr: PerAddr,
 }
@@ -372,6 +376,7 @@ impl<'a> Loop<'a> {
                 tuning.listing_names,
                 crate::listing::BATCH_ENTRIES,
             ),
+            rate: (cfg.site.rate_limit > 0).then(|| RateTable::new(per_addr::seed())),
         };
         Ok(Loop {
             listener: Listener::new(listener, tuning.accept_batch, ms(tuning.accept_pause)),
@@ -385,6 +390,7 @@ impl<'a> Loop<'a> {
                 cpu: cfg.cpu.get() as u32,
                 trusted: &cfg.logging.real_ip_from,
                 proxy_protocol: cfg.logging.proxy_protocol,
+                access: &cfg.site.access,
                 per_addr: PerAddr::growing(n, cfg.max_conns_per_addr),
             },
             open: 0,
@@ -547,6 +553,12 @@ impl<'a> Loop<'a> {
                 Ok((fd, addr)) => {
                     let peer = addr.and_then(|a| std::net::SocketAddr::try_from(a).ok());
                     let peer = peer.map(|a| a.ip());
+                    if peer.is_some_and(|ip| !self.admission.access.admits(ip)) {
+                        // `--allow`/`--deny`: closed before a byte is read, no slot taken.
+                        self.ctx.counters.access_refused.fetch_add(1, Relaxed);
+                        drop(fd);
+                        continue;
+                    }
                     // A trusted proxy (`--real-ip-from`) carries many clients: not limited.
                     let trusted =
                         peer.is_some_and(|ip| Cidr::any_contains(self.admission.trusted, ip));

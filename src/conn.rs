@@ -180,6 +180,8 @@ pub(crate) struct Conn {
     local: bool,
     /// The `--max-rate` its socket is paced at (0: none; `admit.rs`).
     pacing: u32,
+    /// The `--max-rate` the site answering the last request asked for.
+    pace_wanted: u32,
     /// What the log line of the response in flight will say (beside the response rather
     /// than in it: with the log off, planning never writes it).
     pending: Option<logged::Pending>,
@@ -207,6 +209,7 @@ impl Conn {
             proxied_plain: false,
             local: false,
             pacing: 0,
+            pace_wanted: 0,
             pending: None,
             started_us: 0,
             in_len: 0,
@@ -558,6 +561,7 @@ fn transition(
                         return Next::Yield;
                     }
                     if respond::request(c, out, &inb[..c.in_len], ctx, s) {
+                        admit::paced(c, fd);
                         budget.requests -= 1;
                         // Answered: no deadline until it waits again. The head stays
                         // until its response is finished (the log reads it).

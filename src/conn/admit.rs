@@ -15,8 +15,10 @@
 //! because the site that answers may have lists of its own.
 
 use super::record::Responder;
+use super::Conn;
 use crate::client_addr::{forwarded_for, AddrKey};
 use crate::http::response::Writer;
+use rustix::fd::BorrowedFd;
 
 impl Responder<'_, '_> {
     /// Answers 403 or 429 when the request's client may not be served now; `false` to
@@ -53,18 +55,22 @@ impl Responder<'_, '_> {
         true
     }
 
-    /// `SO_MAX_PACING_RATE` at `rate` bytes a second (0: none) when the connection is
-    /// not paced so already: one call per connection, none without `--max-rate`.
+    /// Asks for the answering site's `--max-rate` (0: none); [`paced`] applies it.
     fn pace(&mut self, rate: u32) {
-        if self.c.pacing == rate {
-            return;
-        }
-        let Some(fd) = self.c.fd.as_ref() else {
-            return;
-        };
-        let value = if rate == 0 { u32::MAX } else { rate };
-        // A refusal (not TCP, an old kernel) leaves the response unpaced, not refused.
-        let _ = crate::sys::socket::set_max_pacing_rate(rustix::fd::AsFd::as_fd(fd), value);
-        self.c.pacing = rate;
+        self.c.pace_wanted = rate;
     }
+}
+
+/// `SO_MAX_PACING_RATE` on `fd` at the rate the last request's site asked for, when the
+/// connection is not paced so already: one call per connection with `--max-rate`, none
+/// without. Called once a response is planned, before a byte of it is sent.
+pub(super) fn paced(c: &mut Conn, fd: BorrowedFd<'_>) {
+    if c.pacing == c.pace_wanted {
+        return;
+    }
+    let rate = c.pace_wanted;
+    let value = if rate == 0 { u32::MAX } else { rate };
+    // A refusal (not TCP, an old kernel) leaves the response unpaced, not refused.
+    let _ = crate::sys::socket::set_max_pacing_rate(fd, value);
+    c.pacing = rate;
 }

@@ -264,3 +264,68 @@ fn max_rate_paces_a_download() {
     let at_rate = Duration::from_secs_f64(body.len() as f64 / (200.0 * 1024.0));
     assert!(took >= at_rate / 2, "1 MiB at 200k took only {took:?}");
 }
+
+/// Moves this thread (only) into a network namespace of its own, with `lo` up and
+/// `addrs` on it; `Err` says why not (not root, no `ip`).
+fn own_netns(addrs: &[&str]) -> Result<(), String> {
+    use rustix::thread::UnshareFlags;
+    // SAFETY: NEWNET alone changes this thread's network namespace; no descriptor table
+    // is unshared, so no descriptor of another thread becomes unusable here.
+    #[allow(unsafe_code)]
+    unsafe { rustix::thread::unshare_unsafe(UnshareFlags::NEWNET) }
+        .map_err(|e| format!("unshare(CLONE_NEWNET): {e}"))?;
+    let ip = |args: &[&str]| {
+        let out = std::process::Command::new("ip").args(args).output();
+        match out {
+            Ok(o) if o.status.success() => Ok(()),
+            Ok(o) => Err(format!(
+                "ip {args:?}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            )),
+            Err(e) => Err(format!("ip: {e}")),
+        }
+    };
+    ip(&["link", "set", "lo", "up"])?;
+    for a in addrs {
+        ip(&["-6", "addr", "add", a, "dev", "lo", "nodad"])?;
+    }
+    Ok(())
+}
+
+#[test]
+fn allow_and_deny_ipv6_sources_in_a_network_namespace() {
+    let name = "allow_and_deny_ipv6_sources_in_a_network_namespace";
+    // A namespace belongs to the thread that made it, and to the processes it spawns.
+    let outcome = std::thread::spawn(|| {
+        own_netns(&["2001:db8::2/128", "fd00::5/128", "fd00::6/128"])?;
+        let dir = site("access-v6");
+        let srv = serve(
+            &dir,
+            &[
+                "--listen", "[::1]:0", "--allow", "private", "--deny", "fd00::5",
+            ],
+        );
+        let to = *srv
+            .addrs()
+            .iter()
+            .find(|a| a.is_ipv6())
+            .expect("[::1] listener");
+        let from = |s: &str| status_from(s.parse().unwrap(), to);
+        Ok::<_, String>([
+            ("::1", from("::1")),
+            ("fd00::6", from("fd00::6")),
+            ("fd00::5", from("fd00::5")),
+            ("2001:db8::2", from("2001:db8::2")),
+        ])
+    })
+    .join()
+    .expect("the namespace thread");
+    let seen = match outcome {
+        Ok(seen) => seen,
+        Err(why) => return support::skip::skip_or_fail(name, &why),
+    };
+    let want = [200, 200, 0, 0];
+    for ((src, got), want) in seen.iter().zip(want) {
+        assert_eq!(*got, want, "from {src}: {seen:?}");
+    }
+}

@@ -63,8 +63,13 @@ fn still_open(s: &TcpStream) -> bool {
 /// One `/health` probe on a fresh connection, request sent right after connect: the
 /// status, or why there was none.
 fn probe(addr: SocketAddr) -> Result<u16, String> {
-    let mut s = TcpStream::connect_timeout(&addr, PROBE_TIMEOUT).map_err(|e| e.to_string())?;
+    let s = TcpStream::connect_timeout(&addr, PROBE_TIMEOUT).map_err(|e| e.to_string())?;
     s.set_read_timeout(Some(PROBE_TIMEOUT)).unwrap();
+    health(s)
+}
+
+/// Sends `/health` on `s` and reads the status of the answer.
+fn health(mut s: TcpStream) -> Result<u16, String> {
     s.write_all(b"GET /health HTTP/1.1\r\nHost: probe\r\nConnection: close\r\n\r\n")
         .map_err(|e| e.to_string())?;
     let mut text = String::new();
@@ -156,14 +161,7 @@ fn probe_from(src: Ipv4Addr, to: SocketAddr) -> Result<u16, String> {
     }
     rustix::net::bind(&fd, &SocketAddrV4::new(src, 0)).map_err(|e| e.to_string())?;
     rustix::net::connect(&fd, &to).map_err(|e| e.to_string())?;
-    let mut s = TcpStream::from(fd);
-    s.write_all(b"GET /health HTTP/1.1\r\nHost: probe\r\nConnection: close\r\n\r\n")
-        .map_err(|e| e.to_string())?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).map_err(|e| e.to_string())?;
-    text.get(9..12)
-        .and_then(|c| c.parse().ok())
-        .ok_or_else(|| format!("no status line: {text:?}"))
+    health(TcpStream::from(fd))
 }
 
 #[test]

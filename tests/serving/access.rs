@@ -329,3 +329,59 @@ fn allow_and_deny_ipv6_sources_in_a_network_namespace() {
         assert_eq!(*got, want, "from {src}: {seen:?}");
     }
 }
+
+#[test]
+fn behind_a_trusted_proxy_each_client_has_its_own_bucket() {
+    let dir = site("access-rate-xff");
+    let srv = serve(&dir, &["--rate-limit", "2", "--real-ip-from", "127.0.0.1"]);
+    let statuses = |xff: &str| -> Vec<u16> { (0..3).map(|_| forwarded(&srv, xff)).collect() };
+    assert_eq!(
+        statuses("192.0.2.1"),
+        [200, 200, 429],
+        "the client, not the proxy"
+    );
+    assert_eq!(
+        statuses("192.0.2.2"),
+        [200, 200, 429],
+        "another client of the proxy"
+    );
+}
+
+#[test]
+fn check_explains_whether_an_address_is_let_in() {
+    let dir = site("access-explain");
+    let file = dir.path().join("site.conf");
+    std::fs::write(&file, "allow private\ndeny 10.1.0.0/16\n").unwrap();
+    let conf = file.display().to_string();
+    let explain = |addr: &str| {
+        let out =
+            support::server::run_steerd(&["check", "--config", &conf, "--explain-addr", addr], b"");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let at = |line: u32| format!("{conf}:{line}");
+    assert_eq!(
+        explain("10.1.2.3"),
+        format!(
+            "address: 10.1.2.3\naccess: refused by deny 10.1.0.0/16 ({})\n",
+            at(2)
+        )
+    );
+    assert_eq!(
+        explain("fd00::1"),
+        format!(
+            "address: fd00::1\naccess: admitted by allow fc00::/7 ({})\n",
+            at(1)
+        )
+    );
+    assert!(explain("203.0.113.5").contains("access: refused: in no --allow network"));
+    let bad = support::server::run_steerd(&["check", "--explain-addr", "nope"], b"");
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        !bad.status.success() && err.contains("--explain-addr \"nope\""),
+        "{err}"
+    );
+    let open = support::server::run_steerd(&["check", "--explain-addr", "203.0.113.5"], b"");
+    let text = String::from_utf8_lossy(&open.stdout);
+    assert!(text.contains("admitted (no --allow given)"), "{text}");
+}

@@ -24,6 +24,7 @@ use crate::site::dotfiles::Dotfiles;
 use crate::site::field::HeaderLine;
 use crate::site::glob::Glob;
 use crate::site::mime::{self, MediaTypes, MimeOverride, TooLong};
+use crate::site::net::CidrError;
 use crate::site::rules::Rule;
 use crate::site::validators::{EtagMode, Validators};
 use crate::site::{type_room, CacheRule, SiteRules};
@@ -199,7 +200,12 @@ impl SiteArgs {
                     SiteFlag::Allow => l.allow(value, &given),
                     _ => l.deny(value, &given),
                 };
-                added.map_err(|e| named(&e.to_string()))?
+                added.map_err(|e| match (to, e) {
+                    (SiteFlag::Allow, CidrError::Address) => {
+                        named("expected a network (10.0.0.0/8, fd00::/8), private or loopback")
+                    }
+                    _ => named(&e.to_string()),
+                })?
             }
             SiteFlag::RateLimit => self.rate_limit = rate_limit(value).map_err(named)?,
             SiteFlag::MaxRate => self.max_rate = super::parse_size(flag, value)?,

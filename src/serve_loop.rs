@@ -39,6 +39,9 @@
 //! full table pause accepting for [`Tuning::accept_pause`] (the listener's interest is cleared,
 //! so a level-triggered listener cannot spin the CPU), counted in `accept_pauses`; the
 //! queued connections wait in the kernel's backlog and are served after the pause.
+//! Address lists (`--allow`, `--deny`: the defaults, `site::access`): a peer they refuse
+//! is closed as it is accepted, before a byte is read and before any slot is taken,
+//! counted in `access_refused`; a proxy's clients are checked per request (`conn`).
 //! Fairness (`--max-conns-per-addr`, [`per_addr`]): a connection from an address (an
 //! IPv4 address, an IPv6 /64) that already holds its limit of this loop's slots is
 //! closed at once, before a byte is read, and counted in `per_addr_refused`; it never

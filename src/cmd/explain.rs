@@ -1,4 +1,4 @@
-//! `steerd check --explain PATH`, and what `check` warns about the rules.
+//! `steerd check --explain PATH` and `--explain-addr ADDR`, and what `check` warns about the rules.
 //!
 //! Input: validated [`ServeArgs`] (their site rules compiled as a worker compiles them)
 //! and, for `--explain`, a request path with an optional `?QUERY`, taken as decoded.
@@ -13,25 +13,49 @@
 use super::Failure;
 use crate::args::ServeArgs;
 use crate::files::{self, FileOptions, Lookup, PATH_MAX};
+use crate::site::access::{AccessList, Verdict};
 use crate::site::glob::Captures;
 use crate::site::rules::{first_match, Action, Rule};
 use crate::site::SiteRules;
 use rustix::fd::{AsFd, BorrowedFd};
 use std::fmt::Write as _;
+use std::net::IpAddr;
 use std::path::Path;
 
 /// Most entries of the root's tree `check` looks at for files a rule shadows.
 const WALK_MAX: usize = 20_000;
 
-/// Prints what would answer `target` and returns the exit status.
+/// Prints what would answer `target` and whether a client at `addr` is let in; returns
+/// the exit status.
 #[inline(never)]
-pub(crate) fn main(args: &ServeArgs, target: &str) -> Result<i32, Failure> {
+pub(crate) fn main(
+    args: &ServeArgs,
+    target: Option<&str>,
+    addr: Option<IpAddr>,
+) -> Result<i32, Failure> {
     let mut site = args.site.rules();
+    if let Some(ip) = addr {
+        print!("{}", explain_addr(&site.access, ip));
+    }
+    let Some(target) = target else {
+        return Ok(0);
+    };
     site.types =
         crate::preflight::media_types(&site).map_err(|p| Failure::new(p.stage, p.message))?;
     let root = crate::preflight::root(&args.root).map_err(|e| Failure::new("root", e))?;
     print!("{}", explain(&site, root.as_fd(), target));
     Ok(0)
+}
+
+/// Whether `--allow` and `--deny` let a client at `ip` in, and which entry says so.
+fn explain_addr(list: &AccessList, ip: IpAddr) -> String {
+    let verdict = match list.verdict(ip) {
+        Verdict::Admitted(None) => "admitted (no --allow given)".to_string(),
+        Verdict::Admitted(Some(e)) => format!("admitted by allow {} ({})", e.net, e.given),
+        Verdict::Denied(e) => format!("refused by deny {} ({})", e.net, e.given),
+        Verdict::NotAllowed => "refused: in no --allow network".to_string(),
+    };
+    format!("address: {ip}\naccess: {verdict}\n")
 }
 
 /// The explanation of `target` (`PATH[?QUERY]`) against `site` served from `root`.

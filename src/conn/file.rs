@@ -90,11 +90,16 @@ impl Responder<'_, '_> {
             },
             Choice::NotAcceptable => return self.error_answer(406, vary, None, b""),
         };
+        // The identity's tag is borrowed, not copied (a request's instructions count).
+        let coded;
         let etag = match coding {
-            Some(coding) => rep.etag.map(|t| t.coded(coding)),
-            None => rep.etag,
+            Some(coding) => {
+                coded = rep.etag.map(|t| t.coded(coding));
+                coded.as_ref()
+            }
+            None => rep.etag.as_ref(),
         };
-        let etag = etag.as_ref().map(|t| t.as_bytes());
+        let etag = etag.map(|t| t.as_bytes());
         let date = *self.ctx.date.text();
         let site = self.ctx.site;
         let mut h = ResponseHead::new(200, &date, self.after.persist());

@@ -13,6 +13,7 @@ pub(crate) mod duration;
 pub(crate) mod env;
 pub(crate) mod file;
 pub(crate) mod flag;
+pub(crate) mod hosts;
 pub(crate) mod inspect;
 pub(crate) mod listen;
 pub(crate) mod logging;
@@ -186,6 +187,10 @@ pub struct ServeArgs {
     /// `--config FILE` (or `STEERD_CONFIG`): the file the settings were read from, and
     /// are read again from on HUP.
     pub config: Option<PathBuf>,
+    /// The virtual hosts: the file's host blocks, then `--host`, in order.
+    pub hosts: Vec<hosts::HostArgs>,
+    /// `--allowed-host`, lowercase.
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Default for ServeArgs {
@@ -212,6 +217,8 @@ impl Default for ServeArgs {
             roots: Roots::default(),
             site: site::SiteArgs::default(),
             config: None,
+            hosts: Vec::new(),
+            allowed_hosts: Vec::new(),
         }
     }
 }
@@ -415,6 +422,17 @@ pub(crate) fn parse_serve_in(
         let epoch = crate::site::validators::parse_source_date_epoch(v);
         out.site.source_date_epoch = Some(epoch.or_else(|why| err(format!("{k} {v:?}: {why}")))?);
     }
+    let path = config_file(&given).unwrap_or_default();
+    let from_blocks: Result<Vec<_>, _> = (from_file.hosts.iter())
+        .map(|b| hosts::from_block(&path, b, &out.site, &out.root))
+        .collect();
+    let flagged = core::mem::take(&mut out.hosts);
+    out.hosts = from_blocks?;
+    for mut h in flagged {
+        h.site.source_date_epoch = out.site.source_date_epoch;
+        out.hosts.push(h);
+    }
+    hosts::check(&out)?;
     out.origins = serve::FLAGS
         .iter()
         .filter_map(|f| {

@@ -72,6 +72,7 @@
 mod auth;
 mod file;
 mod held;
+pub(crate) mod hosts;
 mod in_flight;
 mod listing;
 mod logged;
@@ -188,6 +189,8 @@ pub(crate) struct Conn {
     scanned: usize,
     /// The slot's region was written since its pages were last given back (`held.rs`).
     held: bool,
+    /// The host its request is served for (`hosts.rs`; 0 without hosts).
+    host: u16,
 }
 
 impl Conn {
@@ -208,6 +211,7 @@ impl Conn {
             in_len: 0,
             scanned: 0,
             held: false,
+            host: 0,
         }
     }
 
@@ -231,6 +235,7 @@ impl Conn {
     /// Releases everything the slot holds (the socket closes when dropped).
     pub(crate) fn release(&mut self, ctx: &mut Ctx<'_>) {
         if let Awaiting::Send(r) = &mut self.awaiting {
+            ctx.enter(self.host);
             r.release(ctx);
         }
         *self = Conn::free();
@@ -305,6 +310,7 @@ pub(crate) struct Arrival {
 /// went out. `buf` is the slot's arena region.
 pub(crate) fn abandon(c: &mut Conn, buf: &[u8], ctx: &mut Ctx<'_>) {
     if let Awaiting::Send(r) = &mut c.awaiting {
+        ctx.enter(c.host);
         r.release(ctx);
         logged::end(c, &buf[receive_at(buf)..], ctx, true);
         // The slot is released next; until then it has no response to end again.
@@ -327,6 +333,7 @@ pub(crate) fn header_timeout(
     if c.fd.is_none() {
         return false;
     }
+    ctx.enter(c.host);
     if matches!(c.awaiting, Awaiting::Proxy) {
         ctx.counters.proxy_refused.fetch_add(1, Relaxed);
         return false;
@@ -371,6 +378,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) auth: Option<crate::auth::Gate>,
     /// Directory listings in progress (`--list-dirs`; no slots without it).
     pub(crate) listings: Listings,
+    /// The hosts; `root`, `site` and `cache` above are the one in place (`hosts.rs`).
+    pub(crate) hosts: hosts::Hosts<'a>,
 }
 
 /// Scratch space for one request at a time (decoded path, path to open).
@@ -490,6 +499,7 @@ pub(crate) fn advance(
     let Some(sock) = c.fd.take() else {
         return Next::Close;
     };
+    ctx.enter(c.host);
     held::load(c, &mut mem);
     let next = transition(slot, c, sock.as_fd(), mem.work.as_mut_slice(), ctx, s);
     held::store(c, &mut mem);
@@ -1087,7 +1097,9 @@ mod tests {
                 headers: self.headers.clone(),
                 ..SiteRules::default()
             };
+            let more = hosts::LoopHosts::default();
             let mut ctx = Ctx {
+                hosts: hosts::Hosts::new((root.as_fd(), &rules), &more, &|_| unreachable!()),
                 root: root.as_fd(),
                 cache: self.cache.take().expect("cache"),
                 date: DateCache::new(0),

@@ -68,6 +68,7 @@ use crate::auth::gate::random_key;
 use crate::auth::{Credentials, Gate};
 use crate::client_addr::Walk;
 use crate::config::{Cidr, Logging, Timeouts};
+pub use crate::conn::hosts::LoopHosts;
 use crate::conn::{self, Arrival, Ctx, Next, Readiness, Scratch};
 use crate::event::{Poller, Ready, Token};
 use crate::files::cache::{CacheConfig, FileCache};
@@ -137,6 +138,8 @@ pub struct LoopConfig {
     pub logging: Logging,
     /// The operator's rules for responses (everyday serving).
     pub site: SiteRules,
+    /// The virtual hosts: `root` and `site` above are host 0, these the rest.
+    pub hosts: LoopHosts,
     /// The users of `--basic-auth` (read by the master; `None` without the flag).
     pub auth: Option<Credentials>,
 }
@@ -218,6 +221,17 @@ fn file_cache(cfg: CacheConfig, site: &SiteRules) -> FileCache {
     match site.compress.gzip {
         true => cache.with_compression(dir),
         false => cache,
+    }
+}
+
+/// Each host's share of the file cache: the entries divided among the hosts, at least
+/// 32 each (or all of them, when fewer), so the hosts together hold about what one site
+/// would.
+fn host_caches(cfg: CacheConfig, hosts: usize) -> CacheConfig {
+    let share = cfg.entries / u32::try_from(hosts.max(1)).unwrap_or(u32::MAX);
+    CacheConfig {
+        entries: share.max(cfg.entries.min(32)),
+        ..cfg
     }
 }
 
@@ -327,7 +341,8 @@ impl<'a> Loop<'a> {
     ) -> Result<Loop<'a>, LoopError> {
         let slots = cfg.max_conns.clamp(1, MAX_SLOTS);
         let n = slots as usize;
-        let slot_bytes = conn::slot_bytes(cfg.site.head_area());
+        let sites = || core::iter::once(&cfg.site).chain(cfg.hosts.others.iter().map(|(_, s)| s));
+        let slot_bytes = conn::slot_bytes(sites().map(SiteRules::head_area).max().unwrap_or(0));
         let poller = Poller::new(tuning.events).map_err(setup("epoll_create1"))?;
         poller
             .add_listener(listener)
@@ -346,9 +361,13 @@ impl<'a> Loop<'a> {
             ms(cfg.timeouts.send),
             ms(tuning.linger),
         ];
+        let caches = host_caches(tuning.cache, 1 + cfg.hosts.others.len());
         let ctx = Ctx {
             root: cfg.root.as_fd(),
-            cache: file_cache(tuning.cache, &cfg.site),
+            cache: file_cache(caches, &cfg.site),
+            hosts: conn::hosts::Hosts::new((cfg.root.as_fd(), &cfg.site), &cfg.hosts, &|site| {
+                file_cache(caches, site)
+            }),
             date,
             now_ms: now,
             counters,
@@ -364,7 +383,7 @@ impl<'a> Loop<'a> {
             },
             auth: gate(cfg, &tuning, now)?,
             listings: Listings::with_arena(
-                if cfg.site.list_dirs {
+                if sites().any(|s| s.list_dirs) {
                     tuning.listings
                 } else {
                     0
@@ -438,10 +457,15 @@ impl<'a> Loop<'a> {
             self.drive_ready();
             self.expire();
             self.sweep();
-            self.ctx.cache.hash_turn(self.ctx.now_ms);
-            if self.ctx.cache.compress_turn(self.ctx.now_ms) {
-                self.ctx.counters.compressions.fetch_add(1, Relaxed);
-            }
+            let (now, mut compressed) = (self.ctx.now_ms, 0);
+            self.ctx.each_cache(|c| {
+                c.hash_turn(now);
+                compressed += u64::from(c.compress_turn(now));
+            });
+            self.ctx
+                .counters
+                .compressions
+                .fetch_add(compressed, Relaxed);
             self.maybe_resume();
             self.ctx.log.tick(&self.ctx.date, self.ctx.now_ms);
             let dropped = self.ctx.log.take_dropped();
@@ -461,7 +485,8 @@ impl<'a> Loop<'a> {
     /// for a while.
     fn sweep(&mut self) {
         if self.ctx.now_ms >= self.sweep_at {
-            self.ctx.cache.sweep(self.ctx.now_ms);
+            let now = self.ctx.now_ms;
+            self.ctx.each_cache(|c| c.sweep(now));
             self.give_back();
             self.sweep_at = self.ctx.now_ms + SWEEP_MS;
         }
@@ -499,13 +524,15 @@ impl<'a> Loop<'a> {
             until = until.min(end);
         }
         // A large file's content hash goes on at once, or when its slice is read in.
-        if let Some(at) = self.ctx.cache.hash_wake() {
-            until = until.min(at);
-        }
-        // So is a compression (a slice a turn).
-        if let Some(at) = self.ctx.cache.compress_wake() {
-            until = until.min(at.max(now));
-        }
+        self.ctx.each_cache_ref(|c| {
+            if let Some(at) = c.hash_wake() {
+                until = until.min(at);
+            }
+            // So is a compression (a slice a turn).
+            if let Some(at) = c.compress_wake() {
+                until = until.min(at.max(now));
+            }
+        });
         // Connections that yielded are driven again at once, after polling the others.
         if !self.ready.is_empty() {
             until = now;
@@ -827,6 +854,7 @@ mod tests {
             },
             logging: Logging::default(),
             site: SiteRules::default(),
+            hosts: LoopHosts::default(),
             auth: None,
         }
     }

@@ -18,9 +18,10 @@
 //! names `FILE:LINE`; what only the whole set shows (`--proxy-protocol` without
 //! `--real-ip-from`) is checked with the command line's flags, as it is for flags.
 //!
-//! The file is read as [`Block`]s: the lines before any `host` line are the defaults.
-//! Host blocks (a line `host NAME...` opening a block of site settings) are the next
-//! step; a `host` line is refused until then, naming its line.
+//! The file is read as [`Block`]s: the lines before any `host` line are the defaults; a
+//! line `host NAME [NAME...]` opens a host block, which runs to the next `host` line and
+//! holds `root` and site settings ([`FileHost`], made into a host by `args/hosts.rs`
+//! once the defaults are known). A single-valued setting once a block.
 
 use super::flag::{lookup, Takes};
 use super::serve::{check_value, Apply, FLAGS};
@@ -37,11 +38,13 @@ pub(crate) struct Setting<'t> {
     pub(crate) value: &'t str,
 }
 
-/// The lines of one block: the defaults (no `hosts`), or, later, one host's.
+/// The lines of one block: the defaults (no `hosts`), or one host's.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Block<'t> {
     /// The names of a host block's `host` line; empty for the defaults.
-    pub(crate) hosts: Vec<&'t str>,
+    pub(crate) hosts: Vec<String>,
+    /// The line of its `host` line (0 for the defaults).
+    pub(crate) line: usize,
     /// Its settings, in file order.
     pub(crate) settings: Vec<Setting<'t>>,
 }
@@ -62,6 +65,20 @@ pub(crate) struct FromFile {
     pub(crate) tokens: Vec<FileToken>,
     /// `root DIR`, with its `FILE:LINE`.
     pub(crate) root: Option<(String, String)>,
+    /// The host blocks, in file order.
+    pub(crate) hosts: Vec<FileHost>,
+}
+
+/// A host block as read: its names, the line of its `host` line, its settings (line,
+/// NAME, VALUE), each checked on its own.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct FileHost {
+    /// The names, lowercase.
+    pub(crate) names: Vec<String>,
+    /// The line of `host`.
+    pub(crate) line: usize,
+    /// Its settings, in file order.
+    pub(crate) settings: Vec<(usize, String, String)>,
 }
 
 /// An error at `FILE:LINE`, as the one line steerd prints.
@@ -82,7 +99,14 @@ pub(crate) fn blocks<'t>(file: &str, text: &'t str) -> Result<Vec<Block<'t>>, Ar
         }
         let (name, value) = line.split_once([' ', '\t']).unwrap_or((line, ""));
         if name == "host" {
-            return Err(at_line(file, i + 1, "host blocks are not supported yet"));
+            let names = super::hosts::names(value.split_ascii_whitespace())
+                .map_err(|why| at_line(file, i + 1, format!("host {why}")))?;
+            out.push(Block {
+                hosts: names,
+                line: i + 1,
+                settings: Vec::new(),
+            });
+            continue;
         }
         let setting = Setting {
             line: i + 1,
@@ -105,8 +129,11 @@ pub(crate) fn tokens(
 ) -> Result<FromFile, ArgsError> {
     let blocks = blocks(file, text)?;
     let mut out = FromFile::default();
+    for b in blocks.iter().skip(1) {
+        out.hosts.push(host_block(file, b, hosts)?);
+    }
     let mut seen: Vec<(&str, usize)> = Vec::new();
-    for s in blocks.iter().flat_map(|b| &b.settings) {
+    for s in &blocks[0].settings {
         let at = format!("{file}:{}", s.line);
         let fail = |what: String| at_line(file, s.line, what);
         if s.name == "root" {
@@ -147,6 +174,41 @@ pub(crate) fn tokens(
         if !given.iter().any(|g| flag.is(g)) {
             out.tokens.push(FileToken { token, at });
         }
+    }
+    Ok(out)
+}
+
+/// A host block's lines, each checked on its own (`root` and single values once).
+fn host_block(
+    file: &str,
+    b: &Block<'_>,
+    hosts: &dyn Fn() -> Option<String>,
+) -> Result<FileHost, ArgsError> {
+    let mut out = FileHost {
+        names: b.hosts.clone(),
+        line: b.line,
+        settings: Vec::new(),
+    };
+    for s in &b.settings {
+        let fail = |what: String| at_line(file, s.line, what);
+        let long = format!("--{}", s.name);
+        let flag = lookup(FLAGS, &long).filter(|f| f.name() == long);
+        let single = s.name == "root" || flag.is_some_and(|f| f.takes != Takes::Repeated);
+        if let Some((l, ..)) = out.settings.iter().find(|(_, n, _)| single && n == s.name) {
+            return Err(fail(format!(
+                "a second value for {} in this host block (first at {file}:{l})",
+                s.name
+            )));
+        }
+        match (flag, s.value) {
+            (_, "") if s.name == "root" => return Err(fail("root needs a directory".into())),
+            (Some(f), v) if f.takes != Takes::Switch && !v.is_empty() => {
+                check_value(f, &long, v, hosts).map_err(|e| fail(e.message))?
+            }
+            _ => {}
+        }
+        out.settings
+            .push((s.line, s.name.to_string(), s.value.to_string()));
     }
     Ok(out)
 }
@@ -222,9 +284,15 @@ mod tests {
                 "config other.conf\n",
                 "site.conf:1: a file cannot name another",
             ),
+            ("host a.test:80\n", "site.conf:1: host \"a.test:80\""),
+            ("host\n", "site.conf:1: host expected at least one name"),
             (
-                "host a.test\n",
-                "site.conf:1: host blocks are not supported yet",
+                "host a.test\nfallback /a\nfallback /b\n",
+                "site.conf:3: a second value for fallback in this host block",
+            ),
+            (
+                "host a.test\nheader nope\n",
+                "site.conf:2: --header \"nope\"",
             ),
             ("header A:\u{1}b\n", "site.conf:1: a control character"),
         ] {

@@ -22,8 +22,8 @@ use crate::site::dotfiles::Dotfiles;
 use crate::site::field::HeaderLine;
 use crate::site::glob::Glob;
 use crate::site::mime::{self, MediaTypes, MimeOverride, TooLong};
-use crate::site::validators::{EtagMode, Validators};
 use crate::site::rules::Rule;
+use crate::site::validators::{EtagMode, Validators};
 use crate::site::{type_room, CacheRule, SiteRules};
 use std::path::PathBuf;
 
@@ -145,7 +145,9 @@ impl SiteArgs {
             SiteFlag::Mime => self.mime.push(MimeOverride::parse(value).map_err(named)?),
             SiteFlag::Dotfiles => self.dotfiles = Dotfiles::parse(value).map_err(named)?,
             SiteFlag::Etag => self.etag = EtagMode::parse(value).map_err(named)?,
-            SiteFlag::Compress => self.compress.gzip = Compress::parse_mode(value).map_err(named)?,
+            SiteFlag::Compress => {
+                self.compress.gzip = Compress::parse_mode(value).map_err(named)?
+            }
             SiteFlag::CompressTypes => self.compress.set_types(value).map_err(named)?,
             SiteFlag::CompressCache if value.is_empty() => {
                 return Err(named("expected a directory"))

@@ -22,6 +22,7 @@ fn record() -> Record<'static> {
         user_agent: Some(b"curl/8"),
         user: None,
         rule: None,
+        host: None,
         worker: 3,
         cpu: 5,
         local: true,
@@ -242,6 +243,7 @@ fn addresses_are_written_as_core_fmt_writes_them() {
 fn json_names_the_rule_that_answered() {
     let ruled = Record {
         rule: Some(b"site.conf:3"),
+        host: Some(b"a.test"),
         ..record()
     };
     let text = line(LogFormat::Json, &ruled);

@@ -21,9 +21,10 @@ pub(crate) mod cors;
 pub(crate) mod dotfiles;
 pub(crate) mod field;
 pub(crate) mod glob;
+pub(crate) mod hosts;
 pub mod mime;
-pub(crate) mod validators;
 pub mod rules;
+pub(crate) mod validators;
 
 use crate::http::encoding::Precompressed;
 use field::HeaderLine;

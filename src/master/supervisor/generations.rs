@@ -128,21 +128,23 @@ impl Supervisor<'_> {
             Some(Err(e)) => return self.refuse_reload(&e),
             None => None,
         };
-        let cfg = fresh.as_ref().unwrap_or(&self.cfg);
-        let log = &cfg.logging.access_log;
-        let checked = crate::preflight::worker_files(&cfg.root, &cfg.site, log)
-            .and_then(|users| crate::preflight::media_types(&cfg.site).map(|types| (users, types)));
-        match checked {
-            // The new generation serves the files as they are now; the old keeps its own.
-            Ok((users, types)) => {
-                self.s.auth = users;
-                if let Some(cfg) = fresh {
-                    self.cfg = cfg;
+        let mut cfg = fresh.unwrap_or_else(|| self.cfg.clone());
+        let log = cfg.logging.access_log.clone();
+        let mut users = None;
+        for (root, site) in cfg.sites_mut() {
+            let checked = crate::preflight::worker_files(root, site, &log)
+                .and_then(|u| crate::preflight::media_types(site).map(|types| (u, types)));
+            match checked {
+                // The new generation serves the files as they are now; the old keeps its own.
+                Ok((u, types)) => {
+                    users = users.or(u);
+                    site.types = types;
                 }
-                self.cfg.site.types = types;
+                Err(p) => return self.refuse_reload(&p),
             }
-            Err(p) => return self.refuse_reload(&p),
         }
+        self.s.auth = users;
+        self.cfg = cfg;
         crate::say!("reload: starting new workers, stopping the old ones gracefully");
         self.notifier.reloading("reloading");
         self.announced = false;

@@ -29,6 +29,21 @@ pub struct LoopHosts {
     pub(crate) others: Vec<(OwnedFd, SiteRules)>,
 }
 
+impl LoopHosts {
+    /// Hosts named `names` (one list a host, host 0 first: the loop's own root and
+    /// rules), the rest served from `others`.
+    pub fn named(names: &[Vec<String>], others: Vec<(OwnedFd, SiteRules)>) -> LoopHosts {
+        LoopHosts {
+            table: HostTable::new(names, &[], &[]),
+            names: names
+                .iter()
+                .map(|n| n.first().map_or("", |n| n).into())
+                .collect(),
+            others,
+        }
+    }
+}
+
 /// The hosts as the connections see them.
 pub(crate) struct Hosts<'a> {
     /// Which host answers a name.

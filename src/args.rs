@@ -424,7 +424,7 @@ pub(crate) fn parse_serve_in(
     }
     let path = config_file(&given).unwrap_or_default();
     let from_blocks: Result<Vec<_>, _> = (from_file.hosts.iter())
-        .map(|b| hosts::from_block(&path, b, &out.site, &out.root))
+        .map(|b| file::from_block(&path, b, &out.site, &out.root))
         .collect();
     let flagged = core::mem::take(&mut out.hosts);
     out.hosts = from_blocks?;
@@ -874,6 +874,8 @@ mod tests {
             "--rewrite" => "/app/** /app/index.html",
             "--try-ext" => "html",
             "--config" => "site.conf",
+            "--host" => "a.test=/srv/a",
+            "--allowed-host" => "nas.test",
             n if n.ends_with("-timeout") => "1",
             _ => "",
         };
@@ -920,6 +922,9 @@ mod tests {
             match f.takes {
                 flag::Takes::Repeated if f.name() == "--listen" => {
                     assert!(second.unwrap_err().message.contains("given twice"))
+                }
+                flag::Takes::Repeated if f.name() == "--host" => {
+                    assert!(second.unwrap_err().message.contains("already given"))
                 }
                 flag::Takes::Repeated => assert!(second.is_ok(), "{} repeats", f.name()),
                 _ => assert!(second.is_err(), "{} refuses a second use", f.name()),

@@ -20,12 +20,15 @@
 //!
 //! The file is read as [`Block`]s: the lines before any `host` line are the defaults; a
 //! line `host NAME [NAME...]` opens a host block, which runs to the next `host` line and
-//! holds `root` and site settings ([`FileHost`], made into a host by `args/hosts.rs`
+//! holds `root` and site settings (`args::hosts::FileHost`, made into a host by `args/hosts.rs`
 //! once the defaults are known). A single-valued setting once a block.
 
 use super::flag::{lookup, Takes};
+use super::hosts::{FileHost, HostArgs};
 use super::serve::{check_value, Apply, FLAGS};
+use super::site::SiteArgs;
 use super::ArgsError;
+use std::path::{Path, PathBuf};
 
 /// One setting line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,18 +70,6 @@ pub(crate) struct FromFile {
     pub(crate) root: Option<(String, String)>,
     /// The host blocks, in file order.
     pub(crate) hosts: Vec<FileHost>,
-}
-
-/// A host block as read: its names, the line of its `host` line, its settings (line,
-/// NAME, VALUE), each checked on its own.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct FileHost {
-    /// The names, lowercase.
-    pub(crate) names: Vec<String>,
-    /// The line of `host`.
-    pub(crate) line: usize,
-    /// Its settings, in file order.
-    pub(crate) settings: Vec<(usize, String, String)>,
 }
 
 /// An error at `FILE:LINE`, as the one line steerd prints.
@@ -177,6 +168,71 @@ pub(crate) fn tokens(
     }
     Ok(out)
 }
+
+/// The host of a file's block: the `defaults` with the block's lines on top; a block
+/// without `root` serves ROOT (`root`).
+pub(crate) fn from_block(
+    file: &str,
+    block: &FileHost,
+    defaults: &SiteArgs,
+    root: &Path,
+) -> Result<HostArgs, ArgsError> {
+    let at = |line: usize, what: String| at_line(file, line, what);
+    let mut host = HostArgs {
+        names: block.names.clone(),
+        root: root.to_path_buf(),
+        site: defaults.clone(),
+        source: format!("{file}:{}", block.line),
+    };
+    for (line, name, value) in &block.settings {
+        if name == "root" {
+            host.root = PathBuf::from(value);
+            continue;
+        }
+        let long = format!("--{name}");
+        let flag = lookup(FLAGS, &long).filter(|f| f.name() == long);
+        let Some((flag, Apply::Site(to))) = flag.map(|f| (f, f.apply)) else {
+            return Err(at(
+                *line,
+                format!("{name} is not a site setting: it cannot go in a host block"),
+            ));
+        };
+        if PER_PROCESS.contains(&name.as_str()) {
+            return Err(at(
+                *line,
+                format!("{name} is one for the whole server: set it outside host blocks"),
+            ));
+        }
+        match (flag.takes, value.is_empty()) {
+            (Takes::Switch, false) => {
+                return Err(at(*line, format!("{name} is a switch: its name alone")))
+            }
+            (Takes::Value | Takes::Repeated, true) => {
+                return Err(at(*line, format!("{name} needs a value")))
+            }
+            _ => {}
+        }
+        host.site.rule_source = Some(format!("{file}:{line}"));
+        host.site
+            .apply(to, &long, value)
+            .map_err(|e| at(*line, e.message))?;
+    }
+    host.site.rule_source = None;
+    host.site
+        .validate()
+        .map_err(|e| at(block.line, e.message))?;
+    Ok(host)
+}
+
+/// Site settings read once for the whole server, so not per host yet: the htpasswd
+/// users are read by the master for the one file, the media types file likewise.
+const PER_PROCESS: &[&str] = &[
+    "basic-auth",
+    "basic-auth-realm",
+    "basic-auth-skip",
+    "mime-types",
+    "compress-cache",
+];
 
 /// A host block's lines, each checked on its own (`root` and single values once).
 fn host_block(

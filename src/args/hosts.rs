@@ -1,21 +1,32 @@
-//! Stage 1, virtual hosts: `--host 'NAME[,NAME...]=ROOT'`, the configuration file's host
-//! blocks (`host NAME [NAME...]`, read by `args/file.rs`), and `--allowed-host NAME`.
+//! Stage 1, virtual hosts: `--host 'NAME[,NAME...]=ROOT'`, `--allowed-host NAME`, and
+//! what a host is once configured ([`HostArgs`]; the configuration file's host blocks,
+//! `host NAME [NAME...]`, are read into [`FileHost`] and made into hosts by
+//! `args/file.rs`).
 //!
-//! Input: a `--host` value, or a block's lines with their `FILE:LINE`, and the defaults
-//! (the site settings outside any block, from the file, the environment and the command
-//! line). Output: one [`HostArgs`] a host: its names, its root and its site settings, which
-//! start as the defaults and take the block's lines on top: a single-valued setting
-//! replaces the default's, a repeatable one extends the defaults' list (after them). The
-//! checks of the whole set (a name given twice, `--allowed-host` beside hosts) are here
-//! too. No I/O: whether each root exists is `steerd check`'s and the start's business.
+//! Input: a `--host` or `--allowed-host` value, or a `host` line's names. Output: the
+//! names (checked, lowercase) and root; a host's site settings start as the defaults
+//! (the settings outside any block, from the file, the environment and the command
+//! line) and take its own lines on top: a single-valued setting replaces the default's,
+//! a repeatable one extends the defaults' list, after them. The checks of the whole set
+//! (a name given twice, `--allowed-host` beside hosts) are here too. No I/O: whether each
+//! root exists is `steerd check`'s and the start's business.
 
-use super::file::FileHost;
-use super::flag::{lookup, Takes};
-use super::serve::{Apply, FLAGS};
 use super::site::SiteArgs;
 use super::{flag_error, ArgsError, ServeArgs};
 use crate::site::hosts::check_name;
 use std::path::PathBuf;
+
+/// A host block as read: its names, the line of its `host` line, its settings (line,
+/// NAME, VALUE), each checked on its own.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct FileHost {
+    /// The names, lowercase.
+    pub(crate) names: Vec<String>,
+    /// The line of `host`.
+    pub(crate) line: usize,
+    /// Its settings, in file order.
+    pub(crate) settings: Vec<(usize, String, String)>,
+}
 
 /// One virtual host, as configured.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,71 +77,6 @@ pub(crate) fn parse_allowed(flag: &str, v: &str) -> Result<String, ArgsError> {
         Err(why) => Err(flag_error(format!("{flag} {v:?}: {why}"))),
     }
 }
-
-/// The host of a file's block: the `defaults` with the block's lines on top; a block
-/// without `root` serves ROOT (`root`).
-pub(crate) fn from_block(
-    file: &str,
-    block: &FileHost,
-    defaults: &SiteArgs,
-    root: &std::path::Path,
-) -> Result<HostArgs, ArgsError> {
-    let at = |line: usize, what: String| flag_error(format!("{file}:{line}: {what}"));
-    let mut host = HostArgs {
-        names: block.names.clone(),
-        root: root.to_path_buf(),
-        site: defaults.clone(),
-        source: format!("{file}:{}", block.line),
-    };
-    for (line, name, value) in &block.settings {
-        if name == "root" {
-            host.root = PathBuf::from(value);
-            continue;
-        }
-        let long = format!("--{name}");
-        let flag = lookup(FLAGS, &long).filter(|f| f.name() == long);
-        let Some((flag, Apply::Site(to))) = flag.map(|f| (f, f.apply)) else {
-            return Err(at(
-                *line,
-                format!("{name} is not a site setting: it cannot go in a host block"),
-            ));
-        };
-        if PER_PROCESS.contains(&name.as_str()) {
-            return Err(at(
-                *line,
-                format!("{name} is one for the whole server: set it outside host blocks"),
-            ));
-        }
-        match (flag.takes, value.is_empty()) {
-            (Takes::Switch, false) => {
-                return Err(at(*line, format!("{name} is a switch: its name alone")))
-            }
-            (Takes::Value | Takes::Repeated, true) => {
-                return Err(at(*line, format!("{name} needs a value")))
-            }
-            _ => {}
-        }
-        host.site.rule_source = Some(format!("{file}:{line}"));
-        host.site
-            .apply(to, &long, value)
-            .map_err(|e| at(*line, e.message))?;
-    }
-    host.site.rule_source = None;
-    host.site
-        .validate()
-        .map_err(|e| at(block.line, e.message))?;
-    Ok(host)
-}
-
-/// Site settings read once for the whole server, so not per host yet: the htpasswd
-/// users are read by the master for the one file, the media types file likewise.
-const PER_PROCESS: &[&str] = &[
-    "basic-auth",
-    "basic-auth-realm",
-    "basic-auth-skip",
-    "mime-types",
-    "compress-cache",
-];
 
 /// The checks of the whole set: every name once, `--allowed-host` only without hosts.
 pub(crate) fn check(out: &ServeArgs) -> Result<(), ArgsError> {

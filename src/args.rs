@@ -43,6 +43,8 @@ pub(crate) enum Command {
         json: bool,
         /// `--explain PATH`: print what would answer PATH instead.
         explain: Option<String>,
+        /// `--explain-host NAME`: the host the explained request names.
+        explain_host: Option<String>,
     },
     /// `steerd topo [--sysfs DIR] [--json]`
     Topo {

@@ -33,6 +33,7 @@ pub(crate) const TOPO_FLAGS: &[Flag<TopoApply>] = &[
 pub(crate) const CHECK_FLAGS: &[Flag<()>] = &[
     Flag::new("--json", Takes::Switch, ()),
     Flag::new("--explain PATH", Takes::Value, ()),
+    Flag::new("--explain-host NAME", Takes::Value, ()),
 ];
 
 /// `steerd topo --help`, its usage line from [`TOPO_FLAGS`].
@@ -57,7 +58,8 @@ pub(crate) fn check_help() -> &'static str {
              Prints the topology, the plan (workers, master CPU, CPU -> listener map) and the steering\n\
              program as bpf_asm text and bytecode. It binds and listens on nothing.\n\
              With --explain PATH, prints instead what would answer PATH (with ?QUERY): the rule\n\
-             and where it was given, the file or redirect target, the headers and Cache-Control.\n",
+             and where it was given, the file or redirect target, the headers and Cache-Control;\n\
+             with --explain-host NAME, for a request naming that host (and which host answers).\n",
             usage_words(CHECK_FLAGS)
         )
     })
@@ -70,7 +72,7 @@ pub(crate) fn parse_check(args: &[String], outside: &Outside<'_>) -> Result<Comm
     }
     let mut seen = Seen::default();
     let mut rest = Vec::with_capacity(args.len());
-    let (mut json, mut explain) = (false, None);
+    let (mut json, mut explain, mut explain_host) = (false, None, None);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let (word, inline) = split_inline(a);
@@ -79,21 +81,30 @@ pub(crate) fn parse_check(args: &[String], outside: &Outside<'_>) -> Result<Comm
             continue;
         };
         seen.note(f).or_else(|t| err(t.to_string()))?;
-        match (f.takes, inline) {
-            (Takes::Switch, _) => json = true,
-            (_, Some(v)) => explain = Some(v.to_string()),
+        let value = match (f.takes, inline) {
+            (Takes::Switch, _) => String::new(),
+            (_, Some(v)) => v.to_string(),
             (_, None) => match it.next() {
-                Some(v) => explain = Some(v.clone()),
+                Some(v) => v.clone(),
                 None => return err(format!("{word} needs a value")),
             },
+        };
+        match f.name() {
+            "--json" => json = true,
+            "--explain" => explain = Some(value),
+            _ => explain_host = Some(value),
         }
     }
     if explain.as_deref().is_some_and(|p| !p.starts_with('/')) {
         return err("--explain PATH: a request path, beginning with /");
     }
+    if explain_host.is_some() && explain.is_none() {
+        return err("--explain-host NAME needs --explain PATH (the request it names a host for)");
+    }
     Ok(Command::Check {
         json,
         explain,
+        explain_host,
         serve: parse_serve_in(&rest, outside)?,
     })
 }

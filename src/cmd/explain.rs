@@ -1,8 +1,9 @@
 //! `steerd check --explain PATH`, and what `check` warns about the rules.
 //!
 //! Input: validated [`ServeArgs`] (their site rules compiled as a worker compiles them)
-//! and, for `--explain`, a request path with an optional `?QUERY`, taken as decoded.
-//! Output: the explanation on standard output (the rule and its source, the redirect
+//! and, for `--explain`, a request path with an optional `?QUERY`, taken as decoded, and
+//! the host it names (`--explain-host`). Output: the explanation on standard output (with
+//! hosts, the host that answers, its names and where it was given, or the 421; the rule and its source, the redirect
 //! target or the file that answers, the header lines and the `Cache-Control` line that
 //! apply), and [`rule_warnings`]: a rule that can never match because an earlier one
 //! answers whatever it would, a redirect loop between rules, a rule that shadows files
@@ -14,6 +15,7 @@ use super::Failure;
 use crate::args::ServeArgs;
 use crate::files::{self, FileOptions, Lookup, PATH_MAX};
 use crate::site::glob::Captures;
+use crate::site::hosts::HostTable;
 use crate::site::rules::{first_match, Action, Rule};
 use crate::site::SiteRules;
 use rustix::fd::{AsFd, BorrowedFd};
@@ -23,13 +25,32 @@ use std::path::Path;
 /// Most entries of the root's tree `check` looks at for files a rule shadows.
 const WALK_MAX: usize = 20_000;
 
-/// Prints what would answer `target` and returns the exit status.
+/// Prints what would answer `target` for a request naming `host` (none: a request
+/// without a Host) and returns the exit status.
 #[inline(never)]
-pub(crate) fn main(args: &ServeArgs, target: &str) -> Result<i32, Failure> {
-    let mut site = args.site.rules();
+pub(crate) fn main(args: &ServeArgs, target: &str, host: Option<&str>) -> Result<i32, Failure> {
+    let names: Vec<Vec<String>> = args.hosts.iter().map(|h| h.names.clone()).collect();
+    let table = HostTable::new(&names, &args.allowed_hosts, &args.listen);
+    let picked = table.pick(host.map(str::as_bytes));
+    let (site_args, root) = match (picked, args.hosts.is_empty()) {
+        (None, _) => {
+            println!(
+                "host: none answers {}\nanswer: 421",
+                host.unwrap_or("a request without Host")
+            );
+            return Ok(0);
+        }
+        (Some(_), true) => (&args.site, &args.root),
+        (Some(i), false) => {
+            let h = &args.hosts[usize::from(i)];
+            println!("host: {} ({})", h.names.join(" "), h.source);
+            (&h.site, &h.root)
+        }
+    };
+    let mut site = site_args.rules();
     site.types =
         crate::preflight::media_types(&site).map_err(|p| Failure::new(p.stage, p.message))?;
-    let root = crate::preflight::root(&args.root).map_err(|e| Failure::new("root", e))?;
+    let root = crate::preflight::root(root).map_err(|e| Failure::new("root", e))?;
     print!("{}", explain(&site, root.as_fd(), target));
     Ok(0)
 }

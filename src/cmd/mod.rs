@@ -129,8 +129,9 @@ fn dispatch(command: Command, argv: &[String]) -> Result<i32, Failure> {
         Command::Check {
             serve,
             explain: Some(path),
+            explain_host,
             ..
-        } => explain::main(&serve, &path),
+        } => explain::main(&serve, &path, explain_host.as_deref()),
         Command::Check { serve, json, .. } => check::main(serve, json),
         Command::Serve(args) => serve::main(args, argv),
         Command::Bench(command) => crate::bench::main(command).map_err(|usage| Failure {

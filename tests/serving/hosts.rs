@@ -296,3 +296,53 @@ fn check_refuses_bad_host_blocks_with_file_and_line() {
         "{err}"
     );
 }
+
+#[test]
+fn check_explain_names_the_host_that_answers() {
+    let dir = two_roots("hosts-explain");
+    let file = conf(
+        &dir,
+        &format!(
+            "host a.test www.a.test\nroot {}\nredirect /old /same.txt 302\n\
+             host b.test\nroot {}\n",
+            path_of(&dir, "a"),
+            path_of(&dir, "b")
+        ),
+    );
+    let f = file.to_str().unwrap();
+    let explain = |host: &str, path: &str| {
+        let out = run_steerd(
+            &[
+                "check",
+                "--config",
+                f,
+                "--explain",
+                path,
+                "--explain-host",
+                host,
+            ],
+            b"",
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let a = explain("WWW.a.test:8080", "/old");
+    assert!(
+        a.starts_with(&format!("host: a.test www.a.test ({f}:1)\n")),
+        "{a}"
+    );
+    assert!(a.contains(&format!("rule: {f}:3 (redirect /old)")), "{a}");
+    let b = explain("b.test", "/same.txt");
+    assert!(b.starts_with(&format!("host: b.test ({f}:4)\n")), "{b}");
+    assert!(
+        b.contains("rule: none") && b.contains("file: /same.txt (text/plain"),
+        "{b}"
+    );
+    assert!(b.contains(" 15 bytes)"), "b's own file: {b}");
+    let c = explain("c.test", "/same.txt");
+    assert_eq!(c, "host: none answers c.test\nanswer: 421\n");
+}

@@ -11,6 +11,10 @@
 
 use std::net::{IpAddr, SocketAddr};
 
+/// Most hosts a configuration may have: each has five response counters in every
+/// worker's block of shared counters (`stats`).
+pub(crate) const HOSTS_COUNTED: usize = 64;
+
 /// The names and what answers them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct HostTable {

@@ -1000,7 +1000,14 @@ mod tests {
             &file_sample,
             &[],
         );
-        let check = |a: &[String]| parse(&[&["check".to_string()], a].concat()).map(drop);
+        // `--explain-host` names the host of an `--explain` request: given with one.
+        let check = |a: &[String]| {
+            let mut all = [&["check".to_string()], a].concat();
+            if a.iter().any(|w| w == "--explain-host") && !a.iter().any(|w| w == "--explain") {
+                all.extend(["--explain".to_string(), "/".to_string()]);
+            }
+            parse(&all).map(drop)
+        };
         let (table, help) = (inspect::CHECK_FLAGS, inspect::check_help());
         walk(table, help, &[], &check, &file_sample, &[]);
         let probe_ = |a: &[String]| probe::parse(a).map(drop);

@@ -65,7 +65,10 @@
 //! `read`; its response one `send` (preamble + cached small body from the file cache, or
 //! preamble + static error page, copied behind the preamble into one buffer; a `sendmsg` of the
 //! two when the body does not fit there) or `send(MSG_MORE)` + `sendfile` for an
-//! uncached file. A read
+//! uncached file, of pages known to be in the page cache: a page-cache miss is read by
+//! the worker's I/O threads off the loop while the connection waits in `Send`
+//! (`crate::disk`; a descriptor-cache entry lately sent whole from cached pages costs no
+//! probe, a hit costs no extra call). A read
 //! shorter than the space offered means the socket was drained (a new edge will come),
 //! so no extra read that would return `EAGAIN` is made.
 
@@ -82,6 +85,7 @@ mod rules;
 
 use crate::access_log::AccessLog;
 use crate::client_addr::{parse_proxy_header, Walk};
+use crate::disk::{Disk, Done, Ready, Span};
 use crate::files::cache::FileCache;
 use crate::files::PATH_MAX;
 use crate::http::date::DateCache;
@@ -133,6 +137,11 @@ const SENDFILE_CHUNK: usize = 1 << 20;
 pub(crate) const REQUEST_BUDGET: u32 = 16;
 /// Bytes one [`advance`] sends (or reads and discards) before it yields.
 pub(crate) const BYTE_BUDGET: u64 = 2 << 20;
+
+/// A connection slot's size is part of what an idle connection costs
+/// (`scripts/conn-memory.sh`): reading a file off the loop (`crate::disk`) added no byte.
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(core::mem::size_of::<Conn>() <= 216);
 
 /// What a connection is waiting for.
 #[derive(Debug)]
@@ -263,6 +272,20 @@ impl Conn {
         matches!(self.awaiting, Awaiting::Send(_))
     }
 
+    /// A read off the loop completed: `true` if it was for this connection's response,
+    /// which the loop then drives again (its pages are in).
+    pub(crate) fn disk_done(&mut self, d: &Done) -> bool {
+        match &mut self.awaiting {
+            Awaiting::Send(r) => {
+                // A listing's directory read has no offset to move.
+                let mut none = 0;
+                let cached = r.body.cached_mut().unwrap_or(&mut none);
+                crate::disk::landed(&mut r.pages, cached, d)
+            }
+            _ => false,
+        }
+    }
+
     /// Waiting between requests with nothing buffered (a graceful stop may close it).
     pub(crate) fn idle(&self) -> bool {
         matches!(self.awaiting, Awaiting::Head) && self.in_len == 0
@@ -378,6 +401,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) auth: Option<crate::auth::Gate>,
     /// Directory listings in progress (`--list-dirs`; no slots without it).
     pub(crate) listings: Listings,
+    /// File reads that would wait for the disk, handed to I/O threads (`crate::disk`).
+    pub(crate) disk: Disk,
     /// The hosts; `root`, `site` and `cache` above are the one in place (`hosts.rs`).
     pub(crate) hosts: hosts::Hosts<'a>,
 }
@@ -634,8 +659,31 @@ fn transition(
             // Send space: write until done or the socket is full (send deadline re-armed
             // on progress).
             Awaiting::Send(ref mut r) => {
+                if r.awaits_disk() {
+                    return Next::Park;
+                }
                 if !c.writable {
                     return Next::Park;
+                }
+                let ready = match r.must_read() {
+                    true => ensure_pages(slot, r, ctx),
+                    false => Ready::Send,
+                };
+                match ready {
+                    Ready::Send => {}
+                    Ready::Reading => {
+                        // The read's completion drives the slot again (`Conn::disk_done`).
+                        r.pin_if_cached(&mut ctx.cache);
+                        if ctx.timers.kind(slot) != Some(Kind::Send) {
+                            ctx.timers.arm(slot, Kind::Send, ctx.now_ms);
+                        }
+                        return Next::Park;
+                    }
+                    // No room for a read: the loop drives it again when there is.
+                    Ready::Busy => {
+                        r.pin_if_cached(&mut ctx.cache);
+                        return Next::Park;
+                    }
                 }
                 let preamble_at: &mut [u8] = if r.preamble.spilled {
                     &mut inb[logged::spill_at(r)..]
@@ -660,6 +708,8 @@ fn transition(
                         r.pin_if_cached(&mut ctx.cache);
                         return Next::Yield;
                     }
+                    // Sent up to the pages known cached: look at the next ones.
+                    Sent::Uncertain => {}
                     Sent::Failed => return Next::Close,
                 }
             }
@@ -762,6 +812,7 @@ fn finish_response(
     let Awaiting::Send(r) = &mut c.awaiting else {
         return Next::Close;
     };
+    note_resident(r, ctx);
     r.release(ctx);
     let (after, owed, answered) = (r.after, r.owed, r.answered);
     logged::end(c, inb, ctx, false);
@@ -818,6 +869,8 @@ enum Sent {
     },
     /// The byte budget is spent and the response is not finished.
     Yield,
+    /// A file body is sent up to the pages known cached (`Pages::resident`).
+    Uncertain,
     Failed,
 }
 
@@ -839,14 +892,20 @@ fn send_some(
         }
         let preamble = &out[r.preamble.sent..r.preamble.len];
         let result = match &mut r.body {
-            Outgoing::File { fd: file, at, end } => send_file(fd, preamble, file.as_fd(), at, *end),
+            Outgoing::File {
+                fd: file,
+                at,
+                end,
+                cached,
+            } => send_file(fd, preamble, file.as_fd(), at, (*end, *cached)),
             Outgoing::CachedFile {
                 index,
                 at,
                 end,
                 gzip,
-            } => match gzip_or_file(ctx, *index, *gzip) {
-                Some(file) => send_file(fd, preamble, file, at, *end),
+                cached,
+            } => match gzip_or_file(&ctx.cache, *index, *gzip) {
+                Some(file) => send_file(fd, preamble, file, at, (*end, *cached)),
                 None => return Sent::Failed,
             },
             _ => {
@@ -866,7 +925,10 @@ fn send_some(
         };
         match result {
             Ok(None) => return Sent::Done,
-            Ok(Some(0)) => return Sent::Failed,
+            Ok(Some(0)) if r.preamble.sent < r.preamble.len || !r.body.needs_pages() => {
+                return Sent::Failed
+            }
+            Ok(Some(0)) => return Sent::Uncertain,
             Ok(Some(n)) => {
                 progressed = true;
                 budget.spend_bytes(n);
@@ -912,13 +974,14 @@ fn send_in_memory(
 }
 
 /// One step of a file response: the preamble (with `MSG_MORE` while body bytes follow),
-/// else one `sendfile` from `at` (which the kernel advances). `None`: nothing left.
+/// else one `sendfile` from `at` (which the kernel advances) up to `limit`, the end of
+/// the pages known cached (`Some(0)` when `at` is there). `None`: nothing left.
 fn send_file(
     sock: BorrowedFd<'_>,
     preamble: &[u8],
     file: BorrowedFd<'_>,
     at: &mut u64,
-    end: u64,
+    (end, limit): (u64, u64),
 ) -> rustix::io::Result<Option<usize>> {
     if !preamble.is_empty() {
         let more = if *at < end {
@@ -931,15 +994,71 @@ fn send_file(
     if *at >= end {
         return Ok(None);
     }
-    let count = (end - *at).min(SENDFILE_CHUNK as u64) as usize;
+    if *at >= limit {
+        return Ok(Some(0));
+    }
+    let count = (end.min(limit) - *at).min(SENDFILE_CHUNK as u64) as usize;
     rustix::fs::sendfile(sock, file, Some(at), count).map(Some)
 }
 
+/// Before a file body is sent from its offset: its pages there are cached (maybe after
+/// reading them off the loop, `crate::disk`); before a listing's first piece, its
+/// directory was read off the loop. A cache entry whose file was lately sent
+/// whole from cached pages is trusted for a revalidation period without probing, so a
+/// cached hit costs the syscalls it always did (`FileCache::resident`).
+fn ensure_pages(slot: u32, r: &mut Response, ctx: &mut Ctx<'_>) -> Ready {
+    let pages = &mut r.pages;
+    let (file, at, end, cached) = match r.body {
+        Outgoing::File {
+            ref fd,
+            at,
+            end,
+            ref mut cached,
+        } => (fd.as_fd(), at, end, cached),
+        Outgoing::CachedFile {
+            index,
+            at,
+            end,
+            gzip,
+            ref mut cached,
+        } => {
+            // The trust is the identity file's (a `.gz` is always probed).
+            if !gzip && !pages.waited() && ctx.cache.resident(index, ctx.now_ms) {
+                *cached = end;
+                pages.trust();
+                return Ready::Send;
+            }
+            match gzip_or_file(&ctx.cache, index, gzip) {
+                Some(file) => (file, at, end, cached),
+                None => return Ready::Send,
+            }
+        }
+        Outgoing::Listing { ref dir, .. } => return ctx.disk.warm_dir(pages, dir.as_fd(), slot),
+        _ => return Ready::Send,
+    };
+    ctx.disk.ensure(pages, cached, Span { file, at, end }, slot)
+}
+
+/// A cache entry's file just sent whole, every page probed and found cached: the cache
+/// trusts its pages for a while (`ensure_pages`).
+fn note_resident(r: &Response, ctx: &mut Ctx<'_>) {
+    let Outgoing::CachedFile {
+        index, gzip: false, ..
+    } = r.body
+    else {
+        return;
+    };
+    let whole = ctx.cache.meta(index).is_some_and(|m| m.size == r.body_sent);
+    if whole && r.pages.all_probed_cached() {
+        ctx.cache.mark_resident(index, ctx.now_ms);
+    }
+}
+
 /// A cached entry's open file, or its `.gz` in `--compress-cache DIR`.
-fn gzip_or_file<'c>(ctx: &'c Ctx<'_>, index: u32, gzip: bool) -> Option<BorrowedFd<'c>> {
+fn gzip_or_file(cache: &FileCache, index: u32, gzip: bool) -> Option<BorrowedFd<'_>> {
     match gzip {
-        true => ctx.cache.gzip_file(index),
-        false => ctx.cache.file(index),
+        true => cache.gzip_file(index),
+        false => cache.file(index),
     }
 }
 
@@ -1114,6 +1233,7 @@ mod tests {
                 forwarded: Walk::LastHop,
                 auth: None,
                 listings: Listings::new(0),
+                disk: crate::disk::Disk::new(1).unwrap(),
             };
             let out = run(self, &mut ctx);
             self.cache = Some(ctx.cache);

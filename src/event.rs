@@ -36,6 +36,13 @@ impl Token {
         generation: u32::MAX,
     };
 
+    /// The token of the eventfd the worker's I/O threads signal (`crate::disk`): like
+    /// the listener's, no slot can have it.
+    pub(crate) const DISK: Token = Token {
+        slot: u32::MAX - 1,
+        generation: u32::MAX,
+    };
+
     fn pack(self) -> u64 {
         (u64::from(self.generation) << 32) | u64::from(self.slot)
     }
@@ -98,6 +105,17 @@ impl Poller {
     pub(crate) fn add_listener(&self, fd: impl AsFd) -> rustix::io::Result<()> {
         let data = EventData::new_u64(Token::LISTENER.pack());
         epoll::add(&self.epoll, fd, data, EventFlags::IN)
+    }
+
+    /// `epoll_ctl(ADD)` an eventfd under `token`, level-triggered input (it is read
+    /// empty before the completions are taken, so none is missed).
+    pub(crate) fn add_wake(&self, fd: impl AsFd, token: Token) -> rustix::io::Result<()> {
+        epoll::add(
+            &self.epoll,
+            fd,
+            EventData::new_u64(token.pack()),
+            EventFlags::IN,
+        )
     }
 
     /// `epoll_ctl(MOD)` the listener: watch it (`true`) or not (`false`) without removing it.

@@ -17,7 +17,8 @@
 //! Serving + Plan + program ---------> master: fork, pin, supervise -> worker -> serve_loop
 //! serve_loop: event (epoll), timers, access_log (log_line) -> conn (state machine,
 //!         client_addr for PROXY headers and X-Forwarded-For)
-//!         -> http (parser, response) and files (openat2 under the root, sendfile)
+//!         -> http (parser, response) and files (openat2 under the root, sendfile
+//!         of pages found cached; a miss read off the loop by disk's I/O threads)
 //!         and listing (`--list-dirs`: directories in sorted batches, fixed memory)
 //! every stage ----------------------> stats (shared counters) -> metrics, check output,
 //!                                     dashboard (page, status.json)
@@ -116,6 +117,9 @@ mod access_log;
 
 // Counters shared by master and workers; the metrics text and its server.
 pub mod stats;
+
+// Reads that would wait for the disk, done by the worker's I/O threads off the loop.
+mod disk;
 
 // One connection's protocol state machine.
 mod conn;

@@ -70,6 +70,7 @@ use crate::client_addr::Walk;
 use crate::config::{Cidr, Logging, Timeouts};
 pub use crate::conn::hosts::LoopHosts;
 use crate::conn::{self, Arrival, Ctx, Next, Readiness, Scratch};
+use crate::disk::Disk;
 use crate::event::{Poller, Ready, Token};
 use crate::files::cache::{CacheConfig, FileCache};
 use crate::files::FileOptions;
@@ -391,7 +392,11 @@ impl<'a> Loop<'a> {
                 tuning.listing_names,
                 crate::listing::BATCH_ENTRIES,
             ),
+            disk: Disk::new(n).map_err(setup("eventfd"))?,
         };
+        poller
+            .add_wake(ctx.disk.wake_fd(), Token::DISK)
+            .map_err(setup("epoll_ctl(eventfd)"))?;
         Ok(Loop {
             listener: Listener::new(listener, tuning.accept_batch, ms(tuning.accept_pause)),
             poller,
@@ -545,6 +550,9 @@ impl<'a> Loop<'a> {
         if token == Token::LISTENER {
             return self.accept_batch(self.listener.batch);
         }
+        if token == Token::DISK {
+            return self.disk_done();
+        }
         let Some(conn) = self.table.live(token) else {
             self.ctx.counters.stale_events.fetch_add(1, Relaxed);
             return;
@@ -555,6 +563,32 @@ impl<'a> Loop<'a> {
             peer_shut: ready.peer_shut || ready.hangup,
         });
         self.drive(token.slot);
+    }
+
+    /// Reads handed to the I/O threads completed: count them, drive each connection
+    /// whose response waited for one (a completion for a slot closed since is dropped),
+    /// then those that waited for room for a read, while there is room.
+    fn disk_done(&mut self) {
+        self.ctx.disk.reset_wake();
+        while let Some(done) = self.ctx.disk.take_done() {
+            let counters = self.ctx.counters;
+            counters.disk_reads.fetch_add(1, Relaxed);
+            counters.disk_wait_us.fetch_add(done.waited_us, Relaxed);
+            let slot = done.slot;
+            if (slot as usize) < self.table.len() && self.table.slot_mut(slot).conn.disk_done(&done)
+            {
+                self.drive(slot);
+            }
+        }
+        // Each waiting slot once at most: one that finds no room again waits again.
+        for _ in 0..self.table.len() {
+            let Some(slot) = self.ctx.disk.next_waiting() else {
+                break;
+            };
+            if (slot as usize) < self.table.len() {
+                self.drive(slot);
+            }
+        }
     }
 
     /// Accepts up to `limit` connections while the listener awaits them.

@@ -61,6 +61,10 @@ pub struct WorkerCounters {
     /// Passes of directory listings over their directory (`listing`): each reads every
     /// entry with `getdents64`, so this is the work listings did.
     pub(crate) listing_passes: AtomicU64,
+    /// File reads handed to the worker's I/O threads (a page-cache miss, `disk`).
+    pub(crate) disk_reads: AtomicU64,
+    /// Their waits summed, from the hand-off to the end of the read, in microseconds.
+    pub(crate) disk_wait_us: AtomicU64,
     /// Files compressed once into the cache's gzip bytes (`--compress gzip`).
     pub(crate) compressions: AtomicU64,
     /// Response time of the responses finished whole ([`latency`]).
@@ -107,6 +111,8 @@ pub(crate) fn merged(a: Option<&WorkerCounters>, b: Option<&WorkerCounters>) -> 
         log_lines_dropped: sum(|c| &c.log_lines_dropped),
         per_addr_refused: sum(|c| &c.per_addr_refused),
         listing_passes: sum(|c| &c.listing_passes),
+        disk_reads: sum(|c| &c.disk_reads),
+        disk_wait_us: sum(|c| &c.disk_wait_us),
         compressions: sum(|c| &c.compressions),
         latency: Latency::merged(a.map(|c| &c.latency), b.map(|c| &c.latency)),
         auth_failures: core::array::from_fn(|k| {
@@ -138,7 +144,7 @@ pub(crate) struct PageCounters {
 /// Number of `u64` atomics in [`WorkerCounters`]. The mapping relies on zero bytes being a
 /// valid block, true only while every field is an atomic integer with no padding: this
 /// size check fails to compile if a field of another kind is added.
-const COUNTER_WORDS: usize = 18 + crate::auth::REASONS + latency::BUCKETS + 1 + 5 * HOSTS_COUNTED;
+const COUNTER_WORDS: usize = 20 + crate::auth::REASONS + latency::BUCKETS + 1 + 5 * HOSTS_COUNTED;
 const _: () = assert!(core::mem::size_of::<WorkerCounters>() == COUNTER_WORDS * 8);
 const _: () = assert!(core::mem::size_of::<PageCounters>() == 4096);
 
@@ -299,6 +305,7 @@ pub(crate) fn render<'a>(
         family(&mut out, f, pairs());
     }
     latency::render(&mut out, pairs().map(|(w, c)| (w, &c.latency)));
+    disk_waits(&mut out, pairs());
     let _ = write!(
         out,
         "# HELP steerd_auth_failures_total Requests refused by --basic-auth, by reason.\n\
@@ -339,6 +346,28 @@ fn responses(out: &mut String, w: &WorkerPlan, c: &WorkerCounters, hosts: &[Box<
             series(Some(name), k, load(&counts[k]));
         }
         series(Some(""), k, load(&c.responses[k]).saturating_sub(answered));
+    }
+}
+
+/// `steerd_disk_read_wait_seconds`: a summary (sum and count) of the reads handed off.
+fn disk_waits<'a>(
+    out: &mut String,
+    pairs: impl Iterator<Item = (&'a WorkerPlan, &'a WorkerCounters)>,
+) {
+    const NAME: &str = "steerd_disk_read_wait_seconds";
+    let _ = write!(
+        out,
+        "# HELP {NAME} File reads handed to I/O threads on a page-cache miss, and their \
+         wait from hand-off to the end of the read.\n# TYPE {NAME} summary\n"
+    );
+    for (w, c) in pairs {
+        let us = load(&c.disk_wait_us);
+        let _ = write!(out, "{NAME}_sum{{");
+        labels(out, w);
+        let _ = writeln!(out, "}} {}.{:06}", us / 1_000_000, us % 1_000_000);
+        let _ = write!(out, "{NAME}_count{{");
+        labels(out, w);
+        let _ = writeln!(out, "}} {}", load(&c.disk_reads));
     }
 }
 

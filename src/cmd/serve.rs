@@ -66,7 +66,6 @@ pub(crate) fn main(mut args: ServeArgs, argv: &[String]) -> Result<i32, Failure>
 
 /// The settings a HUP cannot change: only new listeners or a new master could apply
 /// them.
-#[derive(PartialEq)]
 struct Fixed {
     listen: Vec<std::net::SocketAddr>,
     workers: crate::args::Workers,

@@ -285,12 +285,14 @@ fn outgoing(ctx: &Ctx<'_>, src: Source, first: u64, end: u64) -> Outgoing {
             at: first,
             end,
             gzip: false,
+            cached: 0,
         },
         Source::CachedGzip(index) if ctx.cache.gzip_file(index).is_some() => Outgoing::CachedFile {
             index,
             at: first,
             end,
             gzip: true,
+            cached: 0,
         },
         Source::Cached(index) => Outgoing::Cached {
             index,
@@ -304,6 +306,11 @@ fn outgoing(ctx: &Ctx<'_>, src: Source, first: u64, end: u64) -> Outgoing {
             end: end as usize,
             gzip: true,
         },
-        Source::File(fd) => Outgoing::File { fd, at: first, end },
+        Source::File(fd) => Outgoing::File {
+            fd,
+            at: first,
+            end,
+            cached: 0,
+        },
     }
 }

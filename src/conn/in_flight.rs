@@ -11,6 +11,7 @@
 //! `conn`'s module doc defines.
 
 use super::Ctx;
+use crate::disk::Pages;
 use crate::files::cache::FileCache;
 use crate::http::response::Persist;
 use rustix::fd::OwnedFd;
@@ -81,6 +82,8 @@ pub(crate) enum Outgoing {
         end: u64,
         /// The entry's `.gz` rather than its file.
         gzip: bool,
+        /// Its pages are known cached up to here (`crate::disk`).
+        cached: u64,
     },
     /// Bytes `at..end` of an open file, by `sendfile`.
     File {
@@ -90,6 +93,8 @@ pub(crate) enum Outgoing {
         at: u64,
         /// End (exclusive).
         end: u64,
+        /// Its pages are known cached up to here (`crate::disk`).
+        cached: u64,
     },
     /// A directory listing (`--list-dirs`), produced piece by piece into its listing
     /// slot's buffer (`crate::listing`) as the socket takes the previous piece.
@@ -116,6 +121,41 @@ impl Outgoing {
             Outgoing::Cached { at, end, .. } => at >= end,
             Outgoing::CachedFile { at, end, .. } | Outgoing::File { at, end, .. } => at >= end,
             Outgoing::Listing { at, end, last, .. } => last && at >= end,
+        }
+    }
+
+    /// A file body whose next bytes are not known to be cached.
+    pub(super) fn needs_pages(&self) -> bool {
+        match *self {
+            Outgoing::File {
+                at, end, cached, ..
+            }
+            | Outgoing::CachedFile {
+                at, end, cached, ..
+            } => at < end && at >= cached,
+            _ => false,
+        }
+    }
+
+    /// A directory listing that has not produced its first piece (its directory is read
+    /// off the loop first, `crate::disk`).
+    pub(super) fn listing_unstarted(&self) -> bool {
+        matches!(
+            *self,
+            Outgoing::Listing {
+                at: 0,
+                end: 0,
+                last: false,
+                ..
+            }
+        )
+    }
+
+    /// How far a file body's pages are known cached (`None`: not a file body).
+    pub(super) fn cached_mut(&mut self) -> Option<&mut u64> {
+        match self {
+            Outgoing::File { cached, .. } | Outgoing::CachedFile { cached, .. } => Some(cached),
+            _ => None,
         }
     }
 
@@ -174,9 +214,23 @@ pub(super) struct Response {
     /// The turn clock (`Ctx::now_ms`) when it was planned: its response time runs from
     /// there (`stats::latency`).
     pub(crate) planned_ms: u64,
+    /// What a file body's reading went through (`crate::disk`).
+    pub(crate) pages: Pages,
 }
 
 impl Response {
+    /// Something must be read off the loop before the body is sent further: a file
+    /// body's next pages, or a listing's directory (once).
+    pub(super) fn must_read(&self) -> bool {
+        self.body.needs_pages() || (self.body.listing_unstarted() && !self.pages.waited())
+    }
+
+    /// A file body waits for its next pages to be read off the loop (a listing, for its
+    /// directory).
+    pub(super) fn awaits_disk(&self) -> bool {
+        self.pages.is_reading() && (self.body.needs_pages() || self.body.listing_unstarted())
+    }
+
     /// Whether the preamble and the body are all written.
     pub(super) fn done(&self) -> bool {
         self.preamble.sent >= self.preamble.len && self.body.done()

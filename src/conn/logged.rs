@@ -24,6 +24,7 @@ use crate::client_addr::forwarded_for;
 use crate::config::LogFormat;
 use crate::http::Header;
 use crate::log_line::{Record, RequestLine};
+use core::num::NonZeroU16;
 use core::sync::atomic::Ordering::Relaxed;
 use std::net::IpAddr;
 
@@ -93,8 +94,10 @@ pub(crate) struct Pending {
     /// The `Authorization` value `--basic-auth` accepted.
     accepted: Option<Span>,
     client: Option<IpAddr>,
-    /// The index of the rule that answered, in `SiteRules::rules`.
-    rule: Option<u16>,
+    /// One more than the index of the rule that answered, in `SiteRules::rules` (two
+    /// bytes where `Option<u16>` takes four: a connection slot's size is held,
+    /// `conn.rs`).
+    rule: Option<NonZeroU16>,
 }
 
 /// The request of a response being planned, as the log shows it: slices of `area` (the
@@ -167,7 +170,7 @@ fn remember(c: &mut Conn, ctx: &Ctx<'_>, status: u16, req: &LoggedRequest<'_>) {
         user_agent: field(req.fields, b"user-agent").map(span),
         accepted: req.accepted.map(span),
         client: forwarded.or(c.client),
-        rule: req.rule,
+        rule: req.rule.and_then(|i| NonZeroU16::new(i.wrapping_add(1))),
     });
 }
 
@@ -221,7 +224,7 @@ fn write_line(c: &mut Conn, inb: &[u8], ctx: &mut Ctx<'_>, cut_short: bool) {
         user_agent: p.user_agent.map(|s| s.get(area)),
         user: None,
         rule: (p.rule)
-            .and_then(|i| ctx.site.rules.get(usize::from(i)))
+            .and_then(|i| ctx.site.rules.get(usize::from(i.get() - 1)))
             .map(|r| r.source.as_bytes()),
         host: (ctx.hosts.names.get(usize::from(c.host))).map(|n| n.as_bytes()),
         worker: ctx.worker,

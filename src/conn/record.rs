@@ -11,6 +11,7 @@
 use super::in_flight::{After, Outgoing, Preamble, Response};
 use super::logged::{self, LoggedRequest};
 use super::{Awaiting, Conn, Ctx};
+use crate::disk::Pages;
 use crate::files::PATH_MAX;
 use crate::http::response::{error_body, write_error_head, write_head, ResponseHead};
 use crate::site::auth::Admission;
@@ -185,6 +186,7 @@ impl<'a, 'w> Responder<'a, 'w> {
             owed: self.owed,
             answered: self.answered,
             planned_ms: self.ctx.now_ms,
+            pages: Pages::default(),
         });
         if self.line.head_method {
             if let Awaiting::Send(r) = &mut self.c.awaiting {

@@ -111,6 +111,9 @@ struct Entry {
     /// Last hit (for the sweep of unused descriptors).
     used_ms: u64,
     pins: u32,
+    /// When its file was last sent whole from pages found cached (0: never): trusted to
+    /// stay so for a revalidation period ([`FileCache::resident`]).
+    resident_ms: u64,
     /// Length of the file lines of a full 200 of `meta`; 0 when they did not fit.
     lines_len: usize,
     /// A descriptor entry's content hash in progress (`--etag content`).
@@ -202,6 +205,7 @@ impl FileCache {
                 checked_ms: 0,
                 used_ms: 0,
                 pins: 0,
+                resident_ms: 0,
                 lines_len: 0,
                 hashing: None,
                 loaded: 0,
@@ -276,6 +280,23 @@ impl FileCache {
     pub fn unpin(&mut self, index: u32) {
         if let Some(e) = self.entries.get_mut(index as usize) {
             e.pins = e.pins.saturating_sub(1);
+        }
+    }
+
+    /// Entry `index`'s file was sent whole from cached pages within the last
+    /// revalidation period: its pages are trusted to be cached without asking the kernel
+    /// (`conn::ensure_pages`). Pages evicted within that period are read on the loop.
+    pub(crate) fn resident(&self, index: u32, now_ms: u64) -> bool {
+        let e = self.entries.get(index as usize);
+        e.is_some_and(|e| {
+            e.resident_ms > 0 && now_ms.saturating_sub(e.resident_ms) < self.revalidate_ms
+        })
+    }
+
+    /// Notes that entry `index`'s file was just sent whole from pages found cached.
+    pub(crate) fn mark_resident(&mut self, index: u32, now_ms: u64) {
+        if let Some(e) = self.entries.get_mut(index as usize) {
+            e.resident_ms = now_ms.max(1);
         }
     }
 
@@ -515,6 +536,7 @@ impl Entry {
         self.gz = Gz::Untried;
         self.gz_fd = None;
         self.key_len = 0;
+        self.resident_ms = 0;
     }
 }
 
@@ -535,14 +557,24 @@ fn render_lines(out: &mut [u8], meta: &FileMeta) -> usize {
     write_file_lines(out, meta.mime, meta.size, meta.last_modified.as_ref(), etag).unwrap_or(0)
 }
 
-/// `pread` until `dst` is full; false on an error or a file that shrank.
+/// Fills `dst` from the page cache (`preadv2(RWF_NOWAIT)`); false on an error, a file
+/// that shrank, or a page not cached: the loop never waits for the disk here, and the
+/// file is then sent as an uncached one (its read goes off the loop, `crate::disk`),
+/// to be stored by a later request once its pages are in.
 fn read_exact_at(fd: BorrowedFd<'_>, dst: &mut [u8]) -> bool {
     let mut done = 0;
     while done < dst.len() {
-        match rustix::io::pread(fd, &mut dst[done..], done as u64) {
+        let at = done as u64;
+        let read = match crate::sys::pread_nowait(fd, &mut dst[done..], at) {
+            Err(rustix::io::Errno::AGAIN) => return false,
+            // No `RWF_NOWAIT` here (a file system without it, a kernel or an emulator
+            // without `preadv2`): read as before.
+            Err(_) => rustix::io::pread(fd, &mut dst[done..], at),
+            read => read,
+        };
+        match read {
             Ok(0) => return false,
             Ok(n) => done += n,
-            Err(rustix::io::Errno::INTR) => {}
             Err(_) => return false,
         }
     }

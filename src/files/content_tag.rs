@@ -17,8 +17,9 @@
 //! A large file is read in slices with `preadv2(RWF_NOWAIT)` (`sys::pread_nowait`), so
 //! a slice the page cache does not hold is never waited for: it is asked for with
 //! `posix_fadvise(WILLNEED)` and read again [`RETRY_MS`] later. On a file system that
-//! refuses `RWF_NOWAIT` (`EOPNOTSUPP`) the slice is read with a plain `pread`, as the
-//! cache reads small files today.
+//! refuses `RWF_NOWAIT` (`EOPNOTSUPP`), or with no `preadv2` at all (`ENOSYS`: a kernel
+//! before 4.6, user-mode QEMU 7.2), the slice is read with a plain `pread`, as the cache
+//! reads small files then.
 
 use super::ETag;
 use crate::crypt::sha2::Sha256;
@@ -85,7 +86,7 @@ impl Hashing {
         }
         let slice = &mut buf[..want];
         let read = match crate::sys::pread_nowait(fd, slice, self.at) {
-            Err(Errno::OPNOTSUPP) => rustix::io::pread(fd, &mut *slice, self.at),
+            Err(Errno::OPNOTSUPP | Errno::NOSYS) => rustix::io::pread(fd, &mut *slice, self.at),
             other => other,
         };
         match read {

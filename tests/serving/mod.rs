@@ -3,6 +3,7 @@
 mod basic_auth;
 mod basic_auth_file;
 mod binary;
+mod cold_disk;
 mod compress;
 mod config_file;
 mod cors;

@@ -571,10 +571,15 @@ pub(crate) struct TempDir(PathBuf);
 impl TempDir {
     /// A fresh directory under the system temp dir, world-readable.
     pub(crate) fn new(tag: &str) -> TempDir {
+        TempDir::new_in(&std::env::temp_dir(), tag)
+    }
+
+    /// A fresh directory under `parent`, world-readable.
+    pub(crate) fn new_in(parent: &Path, tag: &str) -> TempDir {
         use std::sync::atomic::{AtomicU32, Ordering};
         static N: AtomicU32 = AtomicU32::new(0);
         let n = N.fetch_add(1, Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("steerd-{tag}-{}-{n}", std::process::id()));
+        let dir = parent.join(format!("steerd-{tag}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("temp dir");
         use std::os::unix::fs::PermissionsExt;

@@ -225,7 +225,7 @@ impl FileCache {
         };
         let room = &mut self.arena[job.index as usize * self.file_max..][..want];
         let read = match crate::sys::pread_nowait(file.as_fd(), room, job.fed) {
-            Err(Errno::OPNOTSUPP) => rustix::io::pread(file, &mut *room, job.fed),
+            Err(Errno::OPNOTSUPP | Errno::NOSYS) => rustix::io::pread(file, &mut *room, job.fed),
             other => other,
         };
         match read {

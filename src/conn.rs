@@ -198,7 +198,8 @@ pub(crate) struct Conn {
     scanned: usize,
     /// The slot's region was written since its pages were last given back (`held.rs`).
     held: bool,
-    /// The host its request is served for (`hosts.rs`; 0 without hosts).
+    /// The host its request is served for (`hosts.rs`): none until a request names one
+    /// (a new connection does not move the host in place), 0 without hosts.
     host: u16,
 }
 
@@ -220,7 +221,7 @@ impl Conn {
             in_len: 0,
             scanned: 0,
             held: false,
-            host: 0,
+            host: hosts::NONE,
         }
     }
 

@@ -15,7 +15,8 @@ use crate::site::hosts::HostTable;
 use crate::site::SiteRules;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
-/// The host of a request no host answers (421): entering it changes nothing.
+/// The host of a connection whose request has named none yet, or none that answers (a
+/// 421): entering it changes nothing.
 pub(crate) const NONE: u16 = u16::MAX;
 
 /// What the loop serves besides its first root and rules.

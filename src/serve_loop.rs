@@ -463,7 +463,7 @@ impl<'a> Loop<'a> {
             self.expire();
             self.sweep();
             let (now, mut compressed) = (self.ctx.now_ms, 0);
-            self.ctx.each_cache(|c| {
+            self.ctx.busy_caches(|c| {
                 c.hash_turn(now);
                 compressed += u64::from(c.compress_turn(now));
             });
@@ -529,7 +529,7 @@ impl<'a> Loop<'a> {
             until = until.min(end);
         }
         // A large file's content hash goes on at once, or when its slice is read in.
-        self.ctx.each_cache_ref(|c| {
+        self.ctx.busy_caches_ref(|c| {
             if let Some(at) = c.hash_wake() {
                 until = until.min(at);
             }

@@ -57,6 +57,14 @@ pub(crate) struct Hosts<'a> {
     parked: Vec<Option<FileCache>>,
     /// The host in place.
     current: u16,
+    /// A parked cache may have hashing or compression under way (it had when parked):
+    /// only then does a loop turn visit the parked caches.
+    parked_busy: bool,
+}
+
+/// Whether `c` has hashing or compression under way (work a loop turn moves on).
+fn busy(c: &FileCache) -> bool {
+    c.hash_wake().is_some() || c.compress_wake().is_some()
 }
 
 impl<'a> Hosts<'a> {
@@ -77,6 +85,7 @@ impl<'a> Hosts<'a> {
             sites,
             parked,
             current: 0,
+            parked_busy: false,
         }
     }
 }
@@ -102,21 +111,38 @@ impl Ctx<'_> {
             return;
         };
         let prev = core::mem::replace(&mut self.cache, next);
+        self.hosts.parked_busy |= busy(&prev);
         self.hosts.parked[usize::from(self.hosts.current)] = Some(prev);
         self.root = root;
         self.site = site;
         self.hosts.current = i;
     }
 
-    /// Calls `f` on every host's cache.
+    /// Calls `f` on every host's cache (the once-a-second sweep).
     pub(crate) fn each_cache(&mut self, mut f: impl FnMut(&mut FileCache)) {
         f(&mut self.cache);
         self.hosts.parked.iter_mut().flatten().for_each(f);
     }
 
-    /// Calls `f` on every host's cache, to read.
-    pub(crate) fn each_cache_ref(&self, mut f: impl FnMut(&FileCache)) {
+    /// Calls `f` on the caches that may have work under way (a loop turn's hashing and
+    /// compression): the one in place, and the parked ones only while one of them may.
+    /// With many hosts a turn then costs what it costs with one.
+    pub(crate) fn busy_caches(&mut self, mut f: impl FnMut(&mut FileCache)) {
+        f(&mut self.cache);
+        if self.hosts.parked_busy {
+            let parked = self.hosts.parked.iter_mut().flatten();
+            self.hosts.parked_busy = parked.fold(false, |any, c| {
+                f(c);
+                any | busy(c)
+            });
+        }
+    }
+
+    /// Calls `f` on the caches [`Ctx::busy_caches`] visits, to read.
+    pub(crate) fn busy_caches_ref(&self, mut f: impl FnMut(&FileCache)) {
         f(&self.cache);
-        self.hosts.parked.iter().flatten().for_each(f);
+        if self.hosts.parked_busy {
+            self.hosts.parked.iter().flatten().for_each(f);
+        }
     }
 }

@@ -45,6 +45,8 @@ pub(crate) enum Command {
         explain: Option<String>,
         /// `--explain-host NAME`: the host the explained request names.
         explain_host: Option<String>,
+        /// `--explain-addr ADDR`: print whether ADDR would be let in.
+        explain_addr: Option<std::net::IpAddr>,
     },
     /// `steerd topo [--sysfs DIR] [--json]`
     Topo {
@@ -540,7 +542,7 @@ fn parse_slots(flag: &str, v: &str) -> Result<u32, ArgsError> {
 
 /// A socket buffer size: bytes, or with `k` (KiB) or `M` (MiB), from 4k to 1024M; the
 /// kernel doubles it for its bookkeeping and caps it at `net.core.wmem_max` (socket(7)).
-fn parse_size(flag: &str, v: &str) -> Result<u32, ArgsError> {
+pub(super) fn parse_size(flag: &str, v: &str) -> Result<u32, ArgsError> {
     let (digits, unit) = match v.strip_suffix(['k', 'K']) {
         Some(d) => (d, 1024),
         None => v.strip_suffix('M').map_or((v, 1), |d| (d, 1024 * 1024)),
@@ -875,6 +877,10 @@ mod tests {
             "--redirect" => "/old/** /new/$1 308",
             "--rewrite" => "/app/** /app/index.html",
             "--try-ext" => "html",
+            "--allow" => "private",
+            "--deny" => "10.0.0.0/8",
+            "--rate-limit" => "100",
+            "--max-rate" => "200k",
             "--config" => "site.conf",
             "--host" => "a.test=/srv/a",
             "--allowed-host" => "nas.test",
@@ -982,10 +988,10 @@ mod tests {
     }
 
     fn file_sample(name: &str) -> &'static str {
-        if name == "--timeout" {
-            "1"
-        } else {
-            "/x"
+        match name {
+            "--timeout" => "1",
+            "--explain-addr" => "::1",
+            _ => "/x",
         }
     }
 

@@ -11,10 +11,12 @@
 //! - [`forwarded`]: the client `X-Forwarded-For` names (its last address, or walked
 //!   from the right past the trusted proxies);
 //! - [`AddrKey`]: the unit per-address limits count (connection slots, credential
-//!   checks).
+//!   checks, request rates);
+//! - [`rate`]: the `--rate-limit` buckets.
 
 pub(crate) mod forwarded;
 pub mod proxy_header;
+pub(crate) mod rate;
 
 pub(crate) use forwarded::{forwarded_for, Walk};
 pub(crate) use proxy_header::parse_proxy_header;

@@ -19,8 +19,8 @@ pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
 mod logging;
 
+pub(crate) use logging::DEV_LOG;
 pub use logging::{Cidr, LogFormat, LogTarget, Logging};
-pub(crate) use logging::{CidrError, DEV_LOG};
 
 /// Which program steers new connections to listeners.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -72,6 +72,7 @@
 //! shorter than the space offered means the socket was drained (a new edge will come),
 //! so no extra read that would return `EAGAIN` is made.
 
+mod admit;
 mod auth;
 mod file;
 mod held;
@@ -187,6 +188,8 @@ pub(crate) struct Conn {
     proxied_plain: bool,
     /// The connection arrived on the worker's own CPU.
     local: bool,
+    /// The `--max-rate` its socket is paced at (0: none; `admit.rs`).
+    pacing: u32,
     /// What the log line of the response in flight will say (beside the response rather
     /// than in it: with the log off, planning never writes it).
     pending: Option<logged::Pending>,
@@ -195,7 +198,7 @@ pub(crate) struct Conn {
     /// Bytes buffered in the receive area.
     in_len: usize,
     /// Bytes of them already scanned for a head's end (see `head_ready`).
-    scanned: usize,
+    scanned: u32,
     /// The slot's region was written since its pages were last given back (`held.rs`).
     held: bool,
     /// The host its request is served for (`hosts.rs`): none until a request names one
@@ -216,6 +219,7 @@ impl Conn {
             forwarded: false,
             proxied_plain: false,
             local: false,
+            pacing: 0,
             pending: None,
             started_us: 0,
             in_len: 0,
@@ -404,6 +408,11 @@ pub(crate) struct Ctx<'a> {
     pub(crate) listings: Listings,
     /// File reads that would wait for the disk, handed to I/O threads (`crate::disk`).
     pub(crate) disk: Disk,
+    /// `--rate-limit`: this loop's buckets (none without the flag).
+    pub(crate) rate: Option<crate::client_addr::rate::RateTable>,
+    /// The `--max-rate` the site answering the request just planned asked for (0: none),
+    /// taken by `admit::paced` (kept here, not in the connection: a slot's size is held).
+    pub(crate) pace_wanted: Option<u32>,
     /// The hosts; `root`, `site` and `cache` above are the one in place (`hosts.rs`).
     pub(crate) hosts: hosts::Hosts<'a>,
 }
@@ -588,6 +597,7 @@ fn transition(
                         return Next::Yield;
                     }
                     if respond::request(c, out, &inb[..c.in_len], ctx, s) {
+                        admit::paced(c, fd, &mut ctx.pace_wanted);
                         budget.requests -= 1;
                         // Answered: no deadline until it waits again. The head stays
                         // until its response is finished (the log reads it).
@@ -603,7 +613,7 @@ fn transition(
                         }
                         continue;
                     }
-                    c.scanned = c.in_len;
+                    c.scanned = c.in_len as u32;
                 }
                 if !c.readable {
                     return await_head(slot, c, inb, ctx);
@@ -774,10 +784,10 @@ fn head_ready(c: &mut Conn, inb: &[u8]) -> bool {
     if c.in_len >= IN_CAP || c.scanned == 0 {
         return true;
     }
-    match find_head_end(&inb[..c.in_len], c.scanned) {
+    match find_head_end(&inb[..c.in_len], c.scanned as usize) {
         Some(_) => true,
         None => {
-            c.scanned = c.in_len;
+            c.scanned = c.in_len as u32;
             false
         }
     }
@@ -1235,6 +1245,8 @@ mod tests {
                 auth: None,
                 listings: Listings::new(0),
                 disk: crate::disk::Disk::new(1).unwrap(),
+                rate: None,
+                pace_wanted: None,
             };
             let out = run(self, &mut ctx);
             self.cache = Some(ctx.cache);
@@ -1285,7 +1297,7 @@ mod tests {
         // The first look parses (a whole head is the usual case).
         assert!(feed(&mut c, b"GET / HTTP/1.1\r\nHo"));
         // The parse said Partial: later bytes are scanned, not parsed, until a head may end.
-        c.scanned = c.in_len;
+        c.scanned = c.in_len as u32;
         assert!(!feed(&mut c, b"st: a"));
         assert!(!feed(&mut c, b"\r\n"));
         assert!(!feed(&mut c, b"\r"));

@@ -38,7 +38,7 @@ use crate::listen::{self, Listeners, SocketOptions};
 use crate::notify::Notifier;
 use crate::plan::Plan;
 use crate::signals;
-use crate::stats::SharedCounters;
+use crate::stats::{self, SharedCounters};
 use crate::sys;
 use crate::upgrade::{self, Launch};
 use crate::user;
@@ -172,9 +172,10 @@ pub(crate) fn run(
     let listeners =
         listen::open_seeded(&plan.workers, seeded, &home, opts).map_err(MasterError::Listen)?;
     let policy = attach_steering(&listeners, plan.steer, program);
+    let backlog = stats::metrics_server::backlog(SOMAXCONN);
     let metrics = match (passed_metrics, cfg.metrics) {
         (Some(fd), _) => Some(fd),
-        (None, Some(addr)) => Some(bind_metrics(addr)?),
+        (None, Some(addr)) => Some(bind_metrics(addr, backlog)?),
         (None, None) => None,
     };
     announce(plan, policy, &listeners, metrics.as_ref());
@@ -200,6 +201,7 @@ pub(crate) fn run(
         listeners: &listeners,
         counters: &counters,
         metrics: metrics.as_ref().zip(status.as_ref()),
+        metrics_backlog: backlog,
         ready: pipe,
         home: &home,
         auth,
@@ -347,15 +349,24 @@ fn attach_steering(
     }
 }
 
+/// Where the system's largest accept queue is read (once, at start).
+const SOMAXCONN: &str = "/proc/sys/net/core/somaxconn";
+
 /// The metrics endpoint: a plain nonblocking listener (not reuseport: only the master
-/// answers it).
-fn bind_metrics(addr: SocketAddr) -> Result<OwnedFd, MasterError> {
+/// answers it), its accept queue as long as the system allows (`backlog`, from
+/// `somaxconn`): the standard library's 128 overflowed under a flood of silent
+/// connections, and the kernel then drops a probe's SYN.
+fn bind_metrics(addr: SocketAddr, backlog: u32) -> Result<OwnedFd, MasterError> {
     let std_listener =
         std::net::TcpListener::bind(addr).map_err(|e| MasterError::Metrics(addr, e))?;
     std_listener
         .set_nonblocking(true)
         .map_err(|e| MasterError::Metrics(addr, e))?;
-    Ok(OwnedFd::from(std_listener))
+    let fd = OwnedFd::from(std_listener);
+    // A second listen(2) on a listening socket sets its backlog anew.
+    let queue = i32::try_from(backlog).unwrap_or(i32::MAX);
+    rustix::net::listen(&fd, queue).map_err(|e| MasterError::Metrics(addr, e.into()))?;
+    Ok(fd)
 }
 
 /// The startup lines (stderr): policy, one line per worker, the bound addresses.

@@ -39,6 +39,9 @@
 //! full table pause accepting for [`Tuning::accept_pause`] (the listener's interest is cleared,
 //! so a level-triggered listener cannot spin the CPU), counted in `accept_pauses`; the
 //! queued connections wait in the kernel's backlog and are served after the pause.
+//! Address lists (`--allow`, `--deny`: the defaults, `site::access`): a peer they refuse
+//! is closed as it is accepted, before a byte is read and before any slot is taken,
+//! counted in `access_refused`; a proxy's clients are checked per request (`conn`).
 //! Fairness (`--max-conns-per-addr`, [`per_addr`]): a connection from an address (an
 //! IPv4 address, an IPv6 /64) that already holds its limit of this loop's slots is
 //! closed at once, before a byte is read, and counted in `per_addr_refused`; it never
@@ -66,6 +69,7 @@ use crate::access_log::AccessLog;
 use crate::auth::budget::Limits;
 use crate::auth::gate::random_key;
 use crate::auth::{Credentials, Gate};
+use crate::client_addr::rate::RateTable;
 use crate::client_addr::Walk;
 use crate::config::{Cidr, Logging, Timeouts};
 pub use crate::conn::hosts::LoopHosts;
@@ -76,6 +80,7 @@ use crate::files::cache::{CacheConfig, FileCache};
 use crate::files::FileOptions;
 use crate::http::date::DateCache;
 use crate::listing::Listings;
+use crate::site::access::AccessList;
 use crate::site::SiteRules;
 use crate::timers::{Kind, Timers};
 use core::sync::atomic::Ordering::Relaxed;
@@ -309,6 +314,8 @@ struct Admission<'a> {
     trusted: &'a [Cidr],
     /// `--proxy-protocol`.
     proxy_protocol: bool,
+    /// `--allow` and `--deny` (the defaults'; before any Host is known).
+    access: &'a AccessList,
     /// The slots each client address holds (`--max-conns-per-addr`).
     per_addr: PerAddr,
 }
@@ -393,6 +400,10 @@ impl<'a> Loop<'a> {
                 crate::listing::BATCH_ENTRIES,
             ),
             disk: Disk::new(n).map_err(setup("eventfd"))?,
+            rate: sites()
+                .any(|s| s.rate_limit > 0)
+                .then(|| RateTable::new(per_addr::seed())),
+            pace_wanted: None,
         };
         poller
             .add_wake(ctx.disk.wake_fd(), Token::DISK)
@@ -409,6 +420,7 @@ impl<'a> Loop<'a> {
                 cpu: cfg.cpu.get() as u32,
                 trusted: &cfg.logging.real_ip_from,
                 proxy_protocol: cfg.logging.proxy_protocol,
+                access: cfg.hosts.at_accept.as_ref().unwrap_or(&cfg.site.access),
                 per_addr: PerAddr::growing(n, cfg.max_conns_per_addr),
             },
             open: 0,
@@ -608,6 +620,12 @@ impl<'a> Loop<'a> {
                 Ok((fd, addr)) => {
                     let peer = addr.and_then(|a| std::net::SocketAddr::try_from(a).ok());
                     let peer = peer.map(|a| a.ip());
+                    if peer.is_some_and(|ip| !self.admission.access.admits(ip)) {
+                        // `--allow`/`--deny`: closed before a byte is read, no slot taken.
+                        self.ctx.counters.access_refused.fetch_add(1, Relaxed);
+                        drop(fd);
+                        continue;
+                    }
                     // A trusted proxy (`--real-ip-from`) carries many clients: not limited.
                     let trusted =
                         peer.is_some_and(|ip| Cidr::any_contains(self.admission.trusted, ip));

@@ -58,6 +58,8 @@ pub struct WorkerCounters {
     pub(crate) log_lines_dropped: AtomicU64,
     /// Connections closed at accept: their address held `--max-conns-per-addr` slots.
     pub(crate) per_addr_refused: AtomicU64,
+    /// Connections closed at accept: their address is not let in by `--allow`/`--deny`.
+    pub(crate) access_refused: AtomicU64,
     /// Passes of directory listings over their directory (`listing`): each reads every
     /// entry with `getdents64`, so this is the work listings did.
     pub(crate) listing_passes: AtomicU64,
@@ -110,6 +112,7 @@ pub(crate) fn merged(a: Option<&WorkerCounters>, b: Option<&WorkerCounters>) -> 
         proxy_refused: sum(|c| &c.proxy_refused),
         log_lines_dropped: sum(|c| &c.log_lines_dropped),
         per_addr_refused: sum(|c| &c.per_addr_refused),
+        access_refused: sum(|c| &c.access_refused),
         listing_passes: sum(|c| &c.listing_passes),
         disk_reads: sum(|c| &c.disk_reads),
         disk_wait_us: sum(|c| &c.disk_wait_us),
@@ -144,7 +147,7 @@ pub(crate) struct PageCounters {
 /// Number of `u64` atomics in [`WorkerCounters`]. The mapping relies on zero bytes being a
 /// valid block, true only while every field is an atomic integer with no padding: this
 /// size check fails to compile if a field of another kind is added.
-const COUNTER_WORDS: usize = 20 + crate::auth::REASONS + latency::BUCKETS + 1 + 5 * HOSTS_COUNTED;
+const COUNTER_WORDS: usize = 21 + crate::auth::REASONS + latency::BUCKETS + 1 + 5 * HOSTS_COUNTED;
 const _: () = assert!(core::mem::size_of::<WorkerCounters>() == COUNTER_WORDS * 8);
 const _: () = assert!(core::mem::size_of::<PageCounters>() == 4096);
 
@@ -191,7 +194,7 @@ fn load(c: &AtomicU64) -> u64 {
     c.load(Ordering::Relaxed)
 }
 
-const FAMILIES: [Family; 13] = [
+const FAMILIES: [Family; 14] = [
     Family {
         name: "steerd_connections_accepted_total",
         kind: "counter",
@@ -257,6 +260,12 @@ const FAMILIES: [Family; 13] = [
         kind: "counter",
         help: "Connections closed at accept: their address held --max-conns-per-addr slots.",
         read: |c| load(&c.per_addr_refused),
+    },
+    Family {
+        name: "steerd_connections_refused_access_total",
+        kind: "counter",
+        help: "Connections closed at accept: their address is not let in by --allow and --deny.",
+        read: |c| load(&c.access_refused),
     },
     Family {
         name: "steerd_compressions_total",

@@ -193,6 +193,7 @@ fn loop_config(start: &WorkerStart<'_>, (index, cpu): (u16, CpuId), roots: Roots
         Some((first, rest)) => (&first.site, rest),
     };
     let hosts = serve_loop::LoopHosts {
+        at_accept: (!cfg.hosts.is_empty()).then(|| cfg.site.access.clone()),
         table: cfg.host_table.clone(),
         names: cfg.hosts.iter().map(|h| h.name.clone()).collect(),
         others: (roots.rest.into_iter())

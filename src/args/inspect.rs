@@ -34,6 +34,7 @@ pub(crate) const CHECK_FLAGS: &[Flag<()>] = &[
     Flag::new("--json", Takes::Switch, ()),
     Flag::new("--explain PATH", Takes::Value, ()),
     Flag::new("--explain-host NAME", Takes::Value, ()),
+    Flag::new("--explain-addr ADDR", Takes::Value, ()),
 ];
 
 /// `steerd topo --help`, its usage line from [`TOPO_FLAGS`].
@@ -59,7 +60,9 @@ pub(crate) fn check_help() -> &'static str {
              program as bpf_asm text and bytecode. It binds and listens on nothing.\n\
              With --explain PATH, prints instead what would answer PATH (with ?QUERY): the rule\n\
              and where it was given, the file or redirect target, the headers and Cache-Control;\n\
-             with --explain-host NAME, for a request naming that host (and which host answers).\n",
+             with --explain-host NAME, for a request naming that host (and which host answers).\n\
+             With --explain-addr ADDR, whether a client at ADDR would be let in by the address\n\
+             lists, by which entry and where it was given.\n",
             usage_words(CHECK_FLAGS)
         )
     })
@@ -72,7 +75,7 @@ pub(crate) fn parse_check(args: &[String], outside: &Outside<'_>) -> Result<Comm
     }
     let mut seen = Seen::default();
     let mut rest = Vec::with_capacity(args.len());
-    let (mut json, mut explain, mut explain_host) = (false, None, None);
+    let (mut json, mut explain, mut explain_host, mut addr) = (false, None, None, None);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let (word, inline) = split_inline(a);
@@ -82,7 +85,10 @@ pub(crate) fn parse_check(args: &[String], outside: &Outside<'_>) -> Result<Comm
         };
         seen.note(f).or_else(|t| err(t.to_string()))?;
         let value = match (f.takes, inline) {
-            (Takes::Switch, _) => String::new(),
+            (Takes::Switch, _) => {
+                json = true;
+                continue;
+            }
             (_, Some(v)) => v.to_string(),
             (_, None) => match it.next() {
                 Some(v) => v.clone(),
@@ -90,21 +96,29 @@ pub(crate) fn parse_check(args: &[String], outside: &Outside<'_>) -> Result<Comm
             },
         };
         match f.name() {
-            "--json" => json = true,
-            "--explain" => explain = Some(value),
-            _ => explain_host = Some(value),
+            "--explain-addr" => match value.parse() {
+                Ok(ip) => addr = Some(ip),
+                Err(_) => {
+                    return err(format!(
+                        "--explain-addr {value:?}: not an IPv4 or IPv6 address"
+                    ))
+                }
+            },
+            "--explain-host" => explain_host = Some(value),
+            _ => explain = Some(value),
         }
     }
     if explain.as_deref().is_some_and(|p| !p.starts_with('/')) {
         return err("--explain PATH: a request path, beginning with /");
     }
-    if explain_host.is_some() && explain.is_none() {
+    if explain_host.is_some() && explain.is_none() && addr.is_none() {
         return err("--explain-host NAME needs --explain PATH (the request it names a host for)");
     }
     Ok(Command::Check {
         json,
         explain,
         explain_host,
+        explain_addr: addr,
         serve: parse_serve_in(&rest, outside)?,
     })
 }

@@ -11,8 +11,7 @@
 //! really called `syslog` or `off` is given as `./syslog`.
 
 use super::{err, ArgsError};
-use crate::config::{Cidr, CidrError, LogFormat, LogTarget, Logging, DEV_LOG};
-use std::net::IpAddr;
+use crate::config::{Cidr, LogFormat, LogTarget, Logging, DEV_LOG};
 use std::path::PathBuf;
 
 /// Which of these flags a serve table entry is (`args/serve.rs`): the table names each
@@ -105,17 +104,7 @@ fn format(flag: &str, v: &str) -> Result<LogFormat, ArgsError> {
 
 /// `ADDR/LEN` or a bare `ADDR` (one host).
 fn cidr(flag: &str, v: &str) -> Result<Cidr, ArgsError> {
-    let addr = v.split_once('/').map_or(v, |(a, _)| a);
-    let Ok(ip) = addr.parse::<IpAddr>() else {
-        return err(format!("{flag} {v:?}: not an IPv4 or IPv6 address"));
-    };
-    let len = match v.split_once('/') {
-        None => Some(if ip.is_ipv4() { 32 } else { 128 }),
-        Some((_, l)) if !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit()) => l.parse().ok(),
-        Some(_) => None,
-    };
-    let net = len.ok_or(CidrError::Prefix).and_then(|l| Cidr::new(ip, l));
-    net.or_else(|e| err(format!("{flag} {v:?}: {e}")))
+    Cidr::parse(v).or_else(|e| err(format!("{flag} {v:?}: {e}")))
 }
 
 #[cfg(test)]

@@ -401,6 +401,30 @@ pub(crate) const FLAGS: &[Flag<Apply>] = &[
          request came over http (X-Forwarded-Proto, PROXY v2)",
         Apply::Site(SiteFlag::HttpsRedirect),
     ),
+    repeated(
+        "--allow CIDR|private|loopback\n\
+         only these addresses may connect; repeatable (private: RFC 1918,\n\
+         RFC 4193, link-local and loopback; a --real-ip-from proxy's\n\
+         clients are held to it per request, 403)",
+        Apply::Site(SiteFlag::Allow),
+    ),
+    repeated(
+        "--deny CIDR\n\
+         these addresses may not connect; repeatable",
+        Apply::Site(SiteFlag::Deny),
+    ),
+    value(
+        "--rate-limit N\n\
+         requests per second per client address (IPv4, IPv6 /64), burst N;\n\
+         past it 429 with Retry-After",
+        Apply::Site(SiteFlag::RateLimit),
+    ),
+    value(
+        "--max-rate SIZE\n\
+         bytes per second per connection, such as 200k or 1M\n\
+         (SO_MAX_PACING_RATE: the kernel paces)",
+        Apply::Site(SiteFlag::MaxRate),
+    ),
     switch(
         "--list-dirs\n\
          a directory without index.html gets a listing: HTML, or\n\

@@ -1,7 +1,8 @@
 //! Stage 1, the everyday-serving flags: `--precompressed`, `--header`, `--cache-control`,
 //! `--error-page`, `--fallback`, `--fallback-skip`, `--mime`, `--mime-types`, `--dotfiles`,
 //! `--cors`, `--basic-auth` with `--basic-auth-realm` and `--basic-auth-skip`, `--compress`,
-//! `--compress-types`, `--compress-cache`, `--etag`
+//! `--compress-types`, `--compress-cache`, `--etag`, `--allow`, `--deny`, `--rate-limit`,
+//! `--max-rate`
 //! (with `SOURCE_DATE_EPOCH` from the environment, `args::parse_serve_in`), and the
 //! switch `--list-dirs`.
 //!
@@ -15,6 +16,7 @@
 use super::{flag_error, ArgsError};
 use crate::http::encoding::Precompressed;
 use crate::http::response::{error_body, head_area};
+use crate::site::access::AccessList;
 use crate::site::auth::{check_realm, BasicAuth, DEFAULT_REALM};
 use crate::site::compress::Compress;
 use crate::site::cors::Cors;
@@ -22,6 +24,7 @@ use crate::site::dotfiles::Dotfiles;
 use crate::site::field::HeaderLine;
 use crate::site::glob::Glob;
 use crate::site::mime::{self, MediaTypes, MimeOverride, TooLong};
+use crate::site::net::CidrError;
 use crate::site::rules::Rule;
 use crate::site::validators::{EtagMode, Validators};
 use crate::site::{type_room, CacheRule, SiteRules};
@@ -75,6 +78,14 @@ pub(crate) enum SiteFlag {
     CompressTypes,
     /// `--compress-cache`
     CompressCache,
+    /// `--allow`
+    Allow,
+    /// `--deny`
+    Deny,
+    /// `--rate-limit`
+    RateLimit,
+    /// `--max-rate`
+    MaxRate,
 }
 
 /// The everyday-serving options of `serve` (and `check`).
@@ -120,6 +131,12 @@ pub struct SiteArgs {
     pub(crate) try_ext: Vec<String>,
     /// `--https-redirect`.
     pub(crate) https_redirect: bool,
+    /// `--allow` and `--deny`, each entry with where it was given.
+    pub(crate) access: AccessList,
+    /// `--rate-limit N` (0: none).
+    pub(crate) rate_limit: u32,
+    /// `--max-rate SIZE` in bytes per second (0: none).
+    pub(crate) max_rate: u32,
     /// Where the next rule comes from, when not from a flag (`FILE:LINE`, set by the
     /// configuration file's reader).
     pub(crate) rule_source: Option<String>,
@@ -169,18 +186,39 @@ impl SiteArgs {
                 .push(Glob::parse(value).map_err(named)?),
             SiteFlag::ListDirs => self.list_dirs = true,
             SiteFlag::Redirect | SiteFlag::Rewrite => {
-                let source = match &self.rule_source {
-                    Some(at) => at.clone(),
-                    None => format!("{flag} {value}"),
-                };
+                let source = self.source(flag, value);
                 let redirect = to == SiteFlag::Redirect;
                 let rule = Rule::parse(value, redirect, &source).map_err(|e| named(&e))?;
                 self.rules.push(rule);
             }
             SiteFlag::TryExt => self.try_ext.push(extension(value).map_err(named)?),
             SiteFlag::HttpsRedirect => self.https_redirect = true,
+            SiteFlag::Allow | SiteFlag::Deny => {
+                let given = self.source(flag, value);
+                let l = &mut self.access;
+                let added = match to {
+                    SiteFlag::Allow => l.allow(value, &given),
+                    _ => l.deny(value, &given),
+                };
+                added.map_err(|e| match (to, e) {
+                    (SiteFlag::Allow, CidrError::Address) => {
+                        named("expected a network (10.0.0.0/8, fd00::/8), private or loopback")
+                    }
+                    _ => named(&e.to_string()),
+                })?
+            }
+            SiteFlag::RateLimit => self.rate_limit = rate_limit(value).map_err(named)?,
+            SiteFlag::MaxRate => self.max_rate = super::parse_size(flag, value)?,
         }
         Ok(())
+    }
+
+    /// Where a rule or list entry was given: `FILE:LINE`, or the flag and its value.
+    fn source(&self, flag: &str, value: &str) -> String {
+        match &self.rule_source {
+            Some(at) => at.clone(),
+            None => format!("{flag} {value}"),
+        }
     }
 
     /// Checks what only the whole set shows: the operator's lines must leave the largest
@@ -296,7 +334,18 @@ impl SiteArgs {
             rule_filter: crate::site::rules::Prefilter::of(&self.rules),
             try_ext: self.try_ext.iter().map(|e| bytes(e)).collect(),
             https_redirect: self.https_redirect,
+            access: self.access.clone(),
+            rate_limit: self.rate_limit,
+            max_rate: self.max_rate,
         }
+    }
+}
+
+/// `--rate-limit N`: requests per second per client address, 1 to 1,000,000.
+fn rate_limit(value: &str) -> Result<u32, &'static str> {
+    match value.parse::<u32>() {
+        Ok(n) if (1..=1_000_000).contains(&n) => Ok(n),
+        _ => Err("expected requests per second, 1 to 1000000"),
     }
 }
 

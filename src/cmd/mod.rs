@@ -128,10 +128,16 @@ fn dispatch(command: Command, argv: &[String]) -> Result<i32, Failure> {
         Command::Topo { roots, json } => topo::main(&roots, json),
         Command::Check {
             serve,
-            explain: Some(path),
+            explain,
             explain_host,
+            explain_addr,
             ..
-        } => explain::main(&serve, &path, explain_host.as_deref()),
+        } if explain.is_some() || explain_addr.is_some() => explain::main(
+            &serve,
+            explain.as_deref(),
+            explain_host.as_deref(),
+            explain_addr,
+        ),
         Command::Check { serve, json, .. } => check::main(serve, json),
         Command::Serve(args) => serve::main(args, argv),
         Command::Bench(command) => crate::bench::main(command).map_err(|usage| Failure {

@@ -11,6 +11,7 @@
 
 use super::Ctx;
 use crate::files::cache::FileCache;
+use crate::site::access::AccessList;
 use crate::site::hosts::HostTable;
 use crate::site::SiteRules;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -28,6 +29,9 @@ pub struct LoopHosts {
     pub(crate) names: Vec<Box<str>>,
     /// Hosts 1.., each with its root (opened once) and rules.
     pub(crate) others: Vec<(OwnedFd, SiteRules)>,
+    /// With hosts, the address lists a connection is held to at accept, before its
+    /// request names a host: the defaults' (host 0's own lines are its alone).
+    pub(crate) at_accept: Option<AccessList>,
 }
 
 impl LoopHosts {
@@ -41,6 +45,7 @@ impl LoopHosts {
                 .map(|n| n.first().map_or("", |n| n).into())
                 .collect(),
             others,
+            at_accept: None,
         }
     }
 }

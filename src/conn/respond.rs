@@ -218,6 +218,10 @@ fn serve(
     };
     // A refused request's unread body closes the connection (405, 401, a preflight).
     r.after = After::keep_if(keep && !has_body, req.minor);
+    // `--allow`/`--deny` for a proxied client, `--rate-limit`, `--max-rate`.
+    if r.refused_by_limits() {
+        return;
+    }
     if let Some(echo) = preflight {
         // A CORS preflight `--cors` allows: 204.
         return r.preflight(echo);

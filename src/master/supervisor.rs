@@ -55,6 +55,8 @@ pub(crate) struct Shared<'a> {
     pub(crate) counters: &'a SharedCounters,
     /// The metrics listener and the status document it serves.
     pub(crate) metrics: Option<(&'a OwnedFd, &'a StatusDocument)>,
+    /// The metrics listener's accept queue (`somaxconn`): most accepted per wake.
+    pub(crate) metrics_backlog: u32,
     /// The workers' readiness pipe: (read end, write end).
     pub(crate) ready: (OwnedFd, OwnedFd),
     /// The CPUs the master runs on between its other moves (its pin, if any).
@@ -169,6 +171,7 @@ impl<'a> Supervisor<'a> {
                 ..WorkerSlot::default()
             })
             .collect();
+        let responder = stats::metrics_server::Responder::new(s.metrics_backlog);
         Supervisor {
             cfg: s.cfg.clone(),
             s,
@@ -177,7 +180,7 @@ impl<'a> Supervisor<'a> {
             left: Vec::new(),
             unlistening: None,
             seen: Seen::default(),
-            responder: stats::metrics_server::Responder::default(),
+            responder,
             history: History::default(),
             notifier,
             launch,
@@ -473,7 +476,9 @@ impl<'a> Supervisor<'a> {
             }
         };
         let answer = |head: &[u8]| dashboard::reply(head, healthy, render);
-        if let Err(e) = self.responder.service(m.as_fd(), now, answer) {
+        let access = &self.cfg.site.access;
+        let admits = |ip| access.admits(ip);
+        if let Err(e) = self.responder.service(m.as_fd(), now, &admits, answer) {
             crate::say!("metrics: {e}");
         }
     }

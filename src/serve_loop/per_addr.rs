@@ -322,7 +322,7 @@ impl PerAddr {
 
 /// A hash multiplier no client can predict: the clock's nanoseconds, the process id and
 /// a stack address, mixed (a client that knew it could aim its addresses at one probe run).
-fn seed() -> u64 {
+pub(super) fn seed() -> u64 {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);

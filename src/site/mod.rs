@@ -7,7 +7,8 @@
 //! (`--list-dirs`), what validators are made of (`--etag`, `SOURCE_DATE_EPOCH`), what
 //! is compressed (`--compress`, `--compress-types`), the redirect and rewrite rules
 //! (`--redirect`, `--rewrite`), the extensions tried for a missing path (`--try-ext`) and
-//! the HTTPS redirect behind a proxy (`--https-redirect`).
+//! the HTTPS redirect behind a proxy (`--https-redirect`), who may connect (`--allow`,
+//! `--deny`), how often (`--rate-limit`) and how fast a response is sent (`--max-rate`).
 //!
 //! Stage: values validated once from the command line (stage 1) and gathered into
 //! [`SiteRules`], then read by the responder for every request without allocating.
@@ -15,6 +16,7 @@
 //! check's business, reading the `--mime-types` file `preflight::media_types`' (at start
 //! and at each reload), and serving them the responder's.
 
+pub(crate) mod access;
 pub(crate) mod auth;
 pub(crate) mod compress;
 pub(crate) mod cors;
@@ -23,6 +25,7 @@ pub(crate) mod field;
 pub(crate) mod glob;
 pub(crate) mod hosts;
 pub mod mime;
+pub mod net;
 pub mod rules;
 pub(crate) mod validators;
 
@@ -71,6 +74,12 @@ pub struct SiteRules {
     pub(crate) try_ext: Vec<Box<[u8]>>,
     /// `--https-redirect`: a request a trusted proxy says came over plain HTTP gets 308.
     pub(crate) https_redirect: bool,
+    /// `--allow` and `--deny`: checked at accept and, for a proxied client, per request.
+    pub(crate) access: access::AccessList,
+    /// `--rate-limit N`: requests per second (burst N) per client address; 0: none.
+    pub(crate) rate_limit: u32,
+    /// `--max-rate SIZE`: bytes per second per connection (`SO_MAX_PACING_RATE`); 0: none.
+    pub(crate) max_rate: u32,
 }
 
 impl SiteRules {

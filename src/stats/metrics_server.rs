@@ -25,14 +25,16 @@
 //!   client has sent bytes, the oldest of them.
 
 use std::io;
+use std::net::IpAddr;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};
 
-/// Clients served at once: as many as the listener's accept queue holds (the standard
-/// library listens with a backlog of 128), so under a flood the connections waiting for
-/// the master are in the table, where a probe's request is read as soon as it arrives,
-/// rather than in a full accept queue, where the kernel drops a probe's SYN (and the
-/// client's first retry comes a second later, past a probe's timeout).
+/// Clients served at once. Under a flood the connections waiting for the master are
+/// accepted (a wake empties the accept queue, which is `somaxconn` long) and pass
+/// through this table, where a probe's request is read as soon as it arrives and a
+/// silent connection is the first to go; an accept queue that overflowed would drop a
+/// probe's SYN instead (and the client's first retry comes a second later, past a
+/// probe's timeout).
 pub(crate) const MAX_CLIENTS: usize = 128;
 /// How long a connection may stay silent before it is the first to go when the table is
 /// full: a real client sends its request right after connecting.
@@ -41,9 +43,18 @@ pub(crate) const SILENT_GRACE: Duration = Duration::from_millis(300);
 pub(crate) const CLIENT_DEADLINE: Duration = Duration::from_secs(1);
 /// Largest request head read; a longer one is answered as it stands.
 const HEAD_MAX: usize = 4096;
-/// Connections accepted per readiness of the listener (bounds the master's work): a whole
-/// accept queue.
-const ACCEPTS_PER_WAKE: usize = 128;
+/// The accept queue when `somaxconn` cannot be read (the kernel's default since 5.4).
+pub(crate) const BACKLOG_FALLBACK: u32 = 4096;
+
+/// The system's largest accept queue, read from `path` (`/proc/sys/net/core/somaxconn`),
+/// or [`BACKLOG_FALLBACK`] when that cannot be read or says nothing usable.
+pub(crate) fn backlog(path: &str) -> u32 {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    match text.trim().parse::<u32>() {
+        Ok(n) if n > 0 => n,
+        _ => BACKLOG_FALLBACK,
+    }
+}
 
 /// One metrics connection and where its exchange stands.
 struct Client {
@@ -64,12 +75,22 @@ enum Step {
 }
 
 /// The open metrics connections, oldest first.
-#[derive(Default)]
 pub(crate) struct Responder {
     clients: Vec<Client>,
+    /// Connections accepted per readiness of the listener: its whole accept queue
+    /// (`backlog`), so a wake empties it; bounded, so the master's work per wake is.
+    accepts_per_wake: usize,
 }
 
 impl Responder {
+    /// No client yet; the listener's accept queue holds `backlog` connections.
+    pub(crate) fn new(backlog: u32) -> Responder {
+        Responder {
+            clients: Vec::new(),
+            accepts_per_wake: backlog.max(1) as usize,
+        }
+    }
+
     /// What to poll: the listener for new clients, each client for its next step.
     pub(crate) fn poll_fds<'a>(
         &'a self,
@@ -106,13 +127,15 @@ impl Responder {
         self.clients.is_empty()
     }
 
-    /// Accepts what is waiting, moves every client as far as its socket allows, drops
-    /// the finished and the late. Never blocks. Returns the first accept error (other
-    /// than "nothing waiting"), after serving the clients it has.
+    /// Accepts what is waiting (closing at once a peer `admits` refuses: `--allow`,
+    /// `--deny`), moves every client as far as its socket allows, drops the finished and
+    /// the late. Never blocks. Returns the first accept error (other than "nothing
+    /// waiting"), after serving the clients it has.
     pub(crate) fn service(
         &mut self,
         listener: BorrowedFd<'_>,
         now: Instant,
+        admits: &dyn Fn(IpAddr) -> bool,
         answer: impl Fn(&[u8]) -> Vec<u8>,
     ) -> io::Result<()> {
         self.clients.retain_mut(|c| {
@@ -121,23 +144,28 @@ impl Responder {
             }
             matches!(step(c, &answer), Step::Pending)
         });
-        self.accept_waiting(listener, now, &answer)
+        self.accept_waiting(listener, now, admits, &answer)
     }
 
     fn accept_waiting(
         &mut self,
         listener: BorrowedFd<'_>,
         now: Instant,
+        admits: &dyn Fn(IpAddr) -> bool,
         answer: &impl Fn(&[u8]) -> Vec<u8>,
     ) -> io::Result<()> {
         use rustix::io::Errno;
         use rustix::net::SocketFlags;
-        for _ in 0..ACCEPTS_PER_WAKE {
-            let fd = match rustix::net::accept_with(
-                listener,
-                SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
-            ) {
-                Ok(fd) => fd,
+        for _ in 0..self.accepts_per_wake {
+            let flags = SocketFlags::NONBLOCK | SocketFlags::CLOEXEC;
+            let fd = match rustix::net::acceptfrom_with(listener, flags) {
+                Ok((fd, from)) => {
+                    let peer = from.and_then(|a| std::net::SocketAddr::try_from(a).ok());
+                    if peer.is_some_and(|p| !admits(p.ip())) {
+                        continue;
+                    }
+                    fd
+                }
                 Err(Errno::AGAIN | Errno::INTR) => return Ok(()),
                 Err(Errno::CONNABORTED) => continue,
                 Err(e) => return Err(e.into()),
@@ -263,7 +291,8 @@ mod tests {
     /// Services a bounded number of rounds.
     fn pump(r: &mut Responder, l: &TcpListener, rounds: usize) {
         for _ in 0..rounds {
-            r.service(l.as_fd(), Instant::now(), echo).expect("service");
+            r.service(l.as_fd(), Instant::now(), &|_| true, echo)
+                .expect("service");
             std::thread::sleep(Duration::from_millis(5));
         }
     }
@@ -272,7 +301,7 @@ mod tests {
     fn silent_clients_do_not_delay_a_real_request_and_the_table_stays_bounded() {
         let l = listener();
         let addr = l.local_addr().unwrap();
-        let mut r = Responder::default();
+        let mut r = Responder::new(128);
         let silent = silent(&mut r, &l, MAX_CLIENTS + 4);
         pump(&mut r, &l, 3);
         assert_eq!(r.len(), MAX_CLIENTS);
@@ -304,7 +333,7 @@ mod tests {
     #[test]
     fn a_client_that_has_sent_bytes_outlives_a_flood_of_silent_ones() {
         let l = listener();
-        let mut r = Responder::default();
+        let mut r = Responder::new(128);
         let mut talker = TcpStream::connect(l.local_addr().unwrap()).expect("connect");
         talker
             .write_all(b"GET /health HTTP/1.1\r\n")
@@ -326,7 +355,7 @@ mod tests {
     #[test]
     fn silent_clients_past_the_grace_go_before_younger_ones() {
         let l = listener();
-        let mut r = Responder::default();
+        let mut r = Responder::new(128);
         let old = silent(&mut r, &l, MAX_CLIENTS);
         assert_eq!(r.len(), MAX_CLIENTS);
         // Later, a young silent client arrives; then one more, which needs a slot.
@@ -342,7 +371,8 @@ mod tests {
             let deadline = Instant::now() + Duration::from_secs(10);
             loop {
                 std::thread::sleep(Duration::from_millis(20));
-                r.service(l.as_fd(), later, echo).expect("service");
+                r.service(l.as_fd(), later, &|_| true, echo)
+                    .expect("service");
                 if closed(gone) || Instant::now() > deadline {
                     break;
                 }
@@ -365,11 +395,12 @@ mod tests {
     fn late_clients_are_dropped_at_their_deadline() {
         let l = listener();
         let _c = TcpStream::connect(l.local_addr().unwrap()).expect("connect");
-        let mut r = Responder::default();
+        let mut r = Responder::new(128);
         pump(&mut r, &l, 3);
         assert_eq!(r.len(), 1);
         let later = Instant::now() + CLIENT_DEADLINE;
-        r.service(l.as_fd(), later, echo).expect("service");
+        r.service(l.as_fd(), later, &|_| true, echo)
+            .expect("service");
         assert!(r.is_empty());
     }
 
@@ -379,7 +410,7 @@ mod tests {
         let mut c = TcpStream::connect(l.local_addr().unwrap()).expect("connect");
         c.write_all(b"GET /x HTTP/1.0\r\n").expect("write");
         c.shutdown(std::net::Shutdown::Write).expect("half close");
-        let mut r = Responder::default();
+        let mut r = Responder::new(128);
         pump(&mut r, &l, 5);
         c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         let mut text = String::new();

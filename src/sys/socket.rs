@@ -34,6 +34,29 @@ pub fn set_tcp_defer_accept(fd: BorrowedFd<'_>, secs: u32) -> io::Result<()> {
     Ok(())
 }
 
+/// `setsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, rate)` — cap what the socket sends at
+/// `rate` bytes per second; `u32::MAX` lifts the cap.
+///
+/// TCP paces by itself (since Linux 4.13) once a socket asks for pacing, or the `fq`
+/// qdisc does; either way no timer of the caller's is needed. The kernel takes a 32-bit
+/// value (a 64-bit one since 5.x as well). See socket(7).
+pub(crate) fn set_max_pacing_rate(fd: BorrowedFd<'_>, rate: u32) -> io::Result<()> {
+    // SAFETY: `rate` lives across the call and the length passed is its exact size.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_MAX_PACING_RATE,
+            (&rate as *const u32).cast(),
+            core::mem::size_of::<u32>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// `ioctl(fd, SIOCOUTQ, &n)` — the bytes of a TCP socket's send queue the peer has not
 /// acknowledged yet (sent or not).
 ///

@@ -255,6 +255,10 @@ fn no_allocation_per_request_with_every_site_option() {
         ("--redirect", "/go/* https://ex.test/$1?k 308"),
         ("--rewrite", "/spa/** /hello.txt"),
         ("--try-ext", "txt"),
+        ("--allow", "loopback"),
+        ("--deny", "10.0.0.0/8"),
+        ("--rate-limit", "1000000"),
+        ("--max-rate", "1024M"),
     ] {
         flags.set(flag, value).unwrap();
     }

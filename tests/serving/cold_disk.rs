@@ -41,7 +41,10 @@ struct Throttle {
 impl Throttle {
     /// A throttle of `bps` on the disk `dev` (`MAJ:MIN`), or why there can be none.
     fn new(dev: &str, bps: u64) -> Result<Throttle, String> {
-        let tag = format!("steerd-test-cold-{}", std::process::id());
+        // One cgroup per throttle: the tests of this file share the test process's id.
+        static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tag = format!("steerd-test-cold-{}-{n}", std::process::id());
         let v1 = Path::new("/sys/fs/cgroup/blkio");
         if v1.join("blkio.throttle.read_bps_device").exists() {
             let dir = v1.join(tag);
@@ -199,6 +202,8 @@ fn cold_server(name: &str, names: &[&str]) -> Option<(Server, Throttle)> {
 #[test]
 fn a_cold_download_through_a_throttled_disk_leaves_the_worker_answering() {
     let name = "a_cold_download_through_a_throttled_disk_leaves_the_worker_answering";
+    // Both throttle the same disk, and the first one measures: one at a time.
+    let _measuring = crate::support::serial::exclusive();
     let Some((server, throttle)) = cold_server(name, &["big.bin"]) else {
         return;
     };
@@ -283,6 +288,8 @@ fn download_across(server: &Server, path: &str, signal: i32) -> Vec<u8> {
 #[test]
 fn a_reload_and_a_graceful_stop_let_a_download_waiting_on_the_disk_finish() {
     let name = "a_reload_and_a_graceful_stop_let_a_download_waiting_on_the_disk_finish";
+    // Both throttle the same disk, and the first one measures: one at a time.
+    let _measuring = crate::support::serial::exclusive();
     let Some((mut server, throttle)) = cold_server(name, &["a.bin", "b.bin"]) else {
         return;
     };

@@ -346,3 +346,41 @@ fn check_explain_names_the_host_that_answers() {
     let c = explain("c.test", "/same.txt");
     assert_eq!(c, "host: none answers c.test\nanswer: 421\n");
 }
+
+#[test]
+fn a_host_blocks_own_rate_limit_and_deny_apply_to_that_host_alone() {
+    let dir = two_roots("hosts-limits");
+    let file = conf(
+        &dir,
+        &format!(
+            "workers 1\nhost a.test\nroot {}\nrate-limit 2\nhost b.test\nroot {}\n\
+             host c.test\nroot {}\ndeny 127.0.0.0/8\n",
+            path_of(&dir, "a"),
+            path_of(&dir, "b"),
+            path_of(&dir, "a")
+        ),
+    );
+    let srv = {
+        let mut cmd = Command::new(binary());
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
+            .arg(&file);
+        Server::spawn(&mut cmd)
+    };
+    let statuses = |host: &str| -> Vec<u16> {
+        (0..6)
+            .map(|_| get_as(srv.addr, host, "/same.txt").status)
+            .collect()
+    };
+    let a = statuses("a.test");
+    assert!(
+        a.contains(&429) && a[..2] == [200, 200],
+        "a's limit of 2: {a:?}"
+    );
+    assert_eq!(statuses("b.test"), [200; 6], "b has no limit");
+    assert_eq!(
+        get_as(srv.addr, "c.test", "/same.txt").status,
+        403,
+        "c's own deny"
+    );
+    assert_eq!(get_as(srv.addr, "b.test", "/same.txt").status, 200);
+}

@@ -1,5 +1,6 @@
 //! What a client sees of `steerd serve`: files, ranges, errors, listings, auth, CORS, media types, keep-alive, fairness and listeners.
 
+mod access;
 mod basic_auth;
 mod basic_auth_file;
 mod binary;

@@ -427,11 +427,11 @@ pub(crate) fn parse_serve_in(
         out.site.source_date_epoch = Some(epoch.or_else(|why| err(format!("{k} {v:?}: {why}")))?);
     }
     let path = config_file(&given).unwrap_or_default();
-    let from_blocks: Result<Vec<_>, _> = (from_file.hosts.iter())
-        .map(|b| file::from_block(&path, b, &out.site, &out.root))
-        .collect();
     let flagged = core::mem::take(&mut out.hosts);
-    out.hosts = from_blocks?;
+    for b in &from_file.hosts {
+        let host = file::from_block(&path, b, &out.site, &out.root)?;
+        out.hosts.push(host);
+    }
     for mut h in flagged {
         h.site.source_date_epoch = out.site.source_date_epoch;
         out.hosts.push(h);

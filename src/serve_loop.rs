@@ -475,7 +475,7 @@ impl<'a> Loop<'a> {
             self.expire();
             self.sweep();
             let (now, mut compressed) = (self.ctx.now_ms, 0);
-            self.ctx.busy_caches(|c| {
+            self.ctx.busy_caches(&mut |c| {
                 c.hash_turn(now);
                 compressed += u64::from(c.compress_turn(now));
             });
@@ -503,7 +503,7 @@ impl<'a> Loop<'a> {
     fn sweep(&mut self) {
         if self.ctx.now_ms >= self.sweep_at {
             let now = self.ctx.now_ms;
-            self.ctx.each_cache(|c| c.sweep(now));
+            self.ctx.each_cache(&mut |c| c.sweep(now));
             self.give_back();
             self.sweep_at = self.ctx.now_ms + SWEEP_MS;
         }
@@ -541,7 +541,7 @@ impl<'a> Loop<'a> {
             until = until.min(end);
         }
         // A large file's content hash goes on at once, or when its slice is read in.
-        self.ctx.busy_caches_ref(|c| {
+        self.ctx.busy_caches_ref(&mut |c| {
             if let Some(at) = c.hash_wake() {
                 until = until.min(at);
             }

@@ -334,28 +334,34 @@ pub(crate) fn render<'a>(
 /// One worker's `steerd_responses_total` series: by class, and with hosts by host as
 /// well (`host=""`: the responses no host answered, the 421s).
 fn responses(out: &mut String, w: &WorkerPlan, c: &WorkerCounters, hosts: &[Box<str>]) {
-    let mut series = |host: Option<&str>, k: usize, n: u64| {
-        out.push_str("steerd_responses_total{");
-        labels(out, w);
-        let _ = write!(out, ",class=\"{}\"", CLASSES[k]);
-        if let Some(h) = host {
-            let _ = write!(out, ",host=\"{h}\"");
-        }
-        let _ = writeln!(out, "}} {n}");
-    };
     let hosts = &hosts[..hosts.len().min(HOSTS_COUNTED)];
     for k in 0..CLASSES.len() {
         if hosts.is_empty() {
-            series(None, k, load(&c.responses[k]));
+            response_series(out, w, k, None, load(&c.responses[k]));
             continue;
         }
         let mut answered = 0;
         for (name, counts) in hosts.iter().zip(&c.host_responses.0) {
             answered += load(&counts[k]);
-            series(Some(name), k, load(&counts[k]));
+            response_series(out, w, k, Some(name), load(&counts[k]));
         }
-        series(Some(""), k, load(&c.responses[k]).saturating_sub(answered));
+        let rest = load(&c.responses[k]).saturating_sub(answered);
+        response_series(out, w, k, Some(""), rest);
     }
+}
+
+/// One `steerd_responses_total` line: worker `w`, class `k`, the host if any, `n`.
+#[inline(never)]
+fn response_series(out: &mut String, w: &WorkerPlan, k: usize, host: Option<&str>, n: u64) {
+    out.push_str("steerd_responses_total{");
+    labels(out, w);
+    out.push_str(",class=\"");
+    out.push_str(CLASSES[k]);
+    if let Some(h) = host {
+        out.push_str("\",host=\"");
+        out.push_str(h);
+    }
+    let _ = writeln!(out, "\"}} {n}");
 }
 
 /// `steerd_disk_read_wait_seconds`: a summary (sum and count) of the reads handed off.

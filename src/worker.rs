@@ -146,24 +146,25 @@ fn open_roots(cfg: &Serving) -> io::Result<Roots> {
         None => (&cfg.root, &[][..]),
         Some((h, rest)) => (&h.root, rest),
     };
-    Ok(Roots {
+    let mut roots = Roots {
         first: open_root(first)?,
-        rest: rest
-            .iter()
-            .map(|h| open_root(&h.root))
-            .collect::<io::Result<_>>()?,
-    })
+        rest: Vec::with_capacity(rest.len()),
+    };
+    for h in rest {
+        roots.rest.push(open_root(&h.root)?);
+    }
+    Ok(roots)
 }
 
 impl Roots {
     fn try_clone(&self) -> io::Result<Roots> {
+        let mut rest = Vec::with_capacity(self.rest.len());
+        for fd in &self.rest {
+            rest.push(fd.try_clone()?);
+        }
         Ok(Roots {
             first: self.first.try_clone()?,
-            rest: self
-                .rest
-                .iter()
-                .map(OwnedFd::try_clone)
-                .collect::<io::Result<_>>()?,
+            rest,
         })
     }
 }

@@ -124,15 +124,15 @@ impl Ctx<'_> {
     }
 
     /// Calls `f` on every host's cache (the once-a-second sweep).
-    pub(crate) fn each_cache(&mut self, mut f: impl FnMut(&mut FileCache)) {
+    pub(crate) fn each_cache(&mut self, f: &mut dyn FnMut(&mut FileCache)) {
         f(&mut self.cache);
-        self.hosts.parked.iter_mut().flatten().for_each(f);
+        self.hosts.parked.iter_mut().flatten().for_each(&mut *f);
     }
 
     /// Calls `f` on the caches that may have work under way (a loop turn's hashing and
     /// compression): the one in place, and the parked ones only while one of them may.
     /// With many hosts a turn then costs what it costs with one.
-    pub(crate) fn busy_caches(&mut self, mut f: impl FnMut(&mut FileCache)) {
+    pub(crate) fn busy_caches(&mut self, f: &mut dyn FnMut(&mut FileCache)) {
         f(&mut self.cache);
         if self.hosts.parked_busy {
             let parked = self.hosts.parked.iter_mut().flatten();
@@ -144,10 +144,10 @@ impl Ctx<'_> {
     }
 
     /// Calls `f` on the caches [`Ctx::busy_caches`] visits, to read.
-    pub(crate) fn busy_caches_ref(&self, mut f: impl FnMut(&FileCache)) {
+    pub(crate) fn busy_caches_ref(&self, f: &mut dyn FnMut(&FileCache)) {
         f(&self.cache);
         if self.hosts.parked_busy {
-            self.hosts.parked.iter().flatten().for_each(f);
+            self.hosts.parked.iter().flatten().for_each(&mut *f);
         }
     }
 }

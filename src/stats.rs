@@ -22,6 +22,7 @@ pub(crate) mod latency;
 pub(crate) mod metrics_server;
 pub(crate) mod process;
 
+use crate::config::VHost;
 use crate::site::hosts::HOSTS_COUNTED;
 use latency::Latency;
 
@@ -295,7 +296,7 @@ fn labels(out: &mut String, w: &WorkerPlan) {
 pub(crate) fn render<'a>(
     workers: &'a [WorkerPlan],
     counters: impl Iterator<Item = &'a WorkerCounters> + Clone,
-    hosts: &[Box<str>],
+    hosts: &[VHost],
 ) -> String {
     let mut out = String::with_capacity(256 + workers.len() * 1024);
     let pairs = || workers.iter().zip(counters.clone());
@@ -333,7 +334,7 @@ pub(crate) fn render<'a>(
 
 /// One worker's `steerd_responses_total` series: by class, and with hosts by host as
 /// well (`host=""`: the responses no host answered, the 421s).
-fn responses(out: &mut String, w: &WorkerPlan, c: &WorkerCounters, hosts: &[Box<str>]) {
+fn responses(out: &mut String, w: &WorkerPlan, c: &WorkerCounters, hosts: &[VHost]) {
     let hosts = &hosts[..hosts.len().min(HOSTS_COUNTED)];
     for k in 0..CLASSES.len() {
         if hosts.is_empty() {
@@ -341,9 +342,9 @@ fn responses(out: &mut String, w: &WorkerPlan, c: &WorkerCounters, hosts: &[Box<
             continue;
         }
         let mut answered = 0;
-        for (name, counts) in hosts.iter().zip(&c.host_responses.0) {
+        for (host, counts) in hosts.iter().zip(&c.host_responses.0) {
             answered += load(&counts[k]);
-            response_series(out, w, k, Some(name), load(&counts[k]));
+            response_series(out, w, k, Some(&host.name), load(&counts[k]));
         }
         let rest = load(&c.responses[k]).saturating_sub(answered);
         response_series(out, w, k, Some(""), rest);
@@ -504,8 +505,12 @@ mod tests {
         c.host_responses.0[0][1].store(3, Ordering::Relaxed);
         c.host_responses.0[1][1].store(2, Ordering::Relaxed);
         c.host_responses.0[1][3].store(1, Ordering::Relaxed);
-        let hosts: Vec<Box<str>> = vec!["a.test".into(), "*".into()];
-        let text = render(&workers, [c].iter(), &hosts);
+        let host = |name: &str| crate::config::VHost {
+            name: name.into(),
+            root: ".".into(),
+            site: Default::default(),
+        };
+        let text = render(&workers, [c].iter(), &[host("a.test"), host("*")]);
         let lines: Vec<&str> = text.lines().collect();
         let l = "worker=\"0\",cpu=\"2\",node=\"0\"";
         for want in [

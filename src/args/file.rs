@@ -121,7 +121,7 @@ pub(crate) fn tokens(
     let blocks = blocks(file, text)?;
     let mut out = FromFile::default();
     for b in blocks.iter().skip(1) {
-        out.hosts.push(host_block(file, b, hosts)?);
+        out.hosts.push(host_block(file, b)?);
     }
     let mut seen: Vec<(&str, usize)> = Vec::new();
     for s in &blocks[0].settings {
@@ -234,12 +234,9 @@ const PER_PROCESS: &[&str] = &[
     "compress-cache",
 ];
 
-/// A host block's lines, each checked on its own (`root` and single values once).
-fn host_block(
-    file: &str,
-    b: &Block<'_>,
-    hosts: &dyn Fn() -> Option<String>,
-) -> Result<FileHost, ArgsError> {
+/// A host block's lines (`root` and single values once); their values are checked as
+/// they are applied, once the defaults are known ([`from_block`]).
+fn host_block(file: &str, b: &Block<'_>) -> Result<FileHost, ArgsError> {
     let mut out = FileHost {
         names: b.hosts.clone(),
         line: b.line,
@@ -256,12 +253,8 @@ fn host_block(
                 s.name
             )));
         }
-        match (flag, s.value) {
-            (_, "") if s.name == "root" => return Err(fail("root needs a directory".into())),
-            (Some(f), v) if f.takes != Takes::Switch && !v.is_empty() => {
-                check_value(f, &long, v, hosts).map_err(|e| fail(e.message))?
-            }
-            _ => {}
+        if s.name == "root" && s.value.is_empty() {
+            return Err(fail("root needs a directory".into()));
         }
         out.settings
             .push((s.line, s.name.to_string(), s.value.to_string()));

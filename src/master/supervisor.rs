@@ -462,12 +462,12 @@ impl<'a> Supervisor<'a> {
             merged().iter().map(|c| c.latency.counts()).collect()
         });
         let (slots, history) = (&self.slots, &self.history);
-        let hosts: Vec<Box<str>> = self.cfg.hosts.iter().map(|h| h.name.clone()).collect();
+        let hosts = &self.cfg.hosts;
         let render = |doc| {
             let merged = merged();
             match doc {
                 Document::Metrics => {
-                    let mut text = stats::render(workers, merged.iter(), &hosts);
+                    let mut text = stats::render(workers, merged.iter(), hosts);
                     stats::render_retiring(&mut text, retiring);
                     stats::process::render(&mut text, workers, slots.iter().map(|s| s.pid));
                     text

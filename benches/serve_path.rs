@@ -170,6 +170,7 @@ fn config(root: &Path, workload: Workload) -> LoopConfig {
         },
         logging,
         site,
+        hosts: Default::default(),
         auth: None,
     }
 }

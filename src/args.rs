@@ -13,6 +13,7 @@ pub(crate) mod duration;
 pub(crate) mod env;
 pub(crate) mod file;
 pub(crate) mod flag;
+pub(crate) mod hosts;
 pub(crate) mod inspect;
 pub(crate) mod listen;
 pub(crate) mod logging;
@@ -42,6 +43,8 @@ pub(crate) enum Command {
         json: bool,
         /// `--explain PATH`: print what would answer PATH instead.
         explain: Option<String>,
+        /// `--explain-host NAME`: the host the explained request names.
+        explain_host: Option<String>,
         /// `--explain-addr ADDR`: print whether ADDR would be let in.
         explain_addr: Option<std::net::IpAddr>,
     },
@@ -188,6 +191,10 @@ pub struct ServeArgs {
     /// `--config FILE` (or `STEERD_CONFIG`): the file the settings were read from, and
     /// are read again from on HUP.
     pub config: Option<PathBuf>,
+    /// The virtual hosts: the file's host blocks, then `--host`, in order.
+    pub hosts: Vec<hosts::HostArgs>,
+    /// `--allowed-host`, lowercase.
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Default for ServeArgs {
@@ -214,6 +221,8 @@ impl Default for ServeArgs {
             roots: Roots::default(),
             site: site::SiteArgs::default(),
             config: None,
+            hosts: Vec::new(),
+            allowed_hosts: Vec::new(),
         }
     }
 }
@@ -417,6 +426,17 @@ pub(crate) fn parse_serve_in(
         let epoch = crate::site::validators::parse_source_date_epoch(v);
         out.site.source_date_epoch = Some(epoch.or_else(|why| err(format!("{k} {v:?}: {why}")))?);
     }
+    let path = config_file(&given).unwrap_or_default();
+    let flagged = core::mem::take(&mut out.hosts);
+    for b in &from_file.hosts {
+        let host = file::from_block(&path, b, &out.site, &out.root)?;
+        out.hosts.push(host);
+    }
+    for mut h in flagged {
+        h.site.source_date_epoch = out.site.source_date_epoch;
+        out.hosts.push(h);
+    }
+    hosts::check(&out)?;
     out.origins = serve::FLAGS
         .iter()
         .filter_map(|f| {
@@ -862,6 +882,8 @@ mod tests {
             "--rate-limit" => "100",
             "--max-rate" => "200k",
             "--config" => "site.conf",
+            "--host" => "a.test=/srv/a",
+            "--allowed-host" => "nas.test",
             n if n.ends_with("-timeout") => "1",
             _ => "",
         };
@@ -908,6 +930,9 @@ mod tests {
             match f.takes {
                 flag::Takes::Repeated if f.name() == "--listen" => {
                     assert!(second.unwrap_err().message.contains("given twice"))
+                }
+                flag::Takes::Repeated if f.name() == "--host" => {
+                    assert!(second.unwrap_err().message.contains("already given"))
                 }
                 flag::Takes::Repeated => assert!(second.is_ok(), "{} repeats", f.name()),
                 _ => assert!(second.is_err(), "{} refuses a second use", f.name()),
@@ -981,7 +1006,14 @@ mod tests {
             &file_sample,
             &[],
         );
-        let check = |a: &[String]| parse(&[&["check".to_string()], a].concat()).map(drop);
+        // `--explain-host` names the host of an `--explain` request: given with one.
+        let check = |a: &[String]| {
+            let mut all = [&["check".to_string()], a].concat();
+            if a.iter().any(|w| w == "--explain-host") && !a.iter().any(|w| w == "--explain") {
+                all.extend(["--explain".to_string(), "/".to_string()]);
+            }
+            parse(&all).map(drop)
+        };
         let (table, help) = (inspect::CHECK_FLAGS, inspect::check_help());
         walk(table, help, &[], &check, &file_sample, &[]);
         let probe_ = |a: &[String]| probe::parse(a).map(drop);

@@ -8,6 +8,7 @@
 //! placement (`plan.rs` does). Its one import is the site rules, themselves plain values
 //! (`site`).
 
+use crate::site::hosts::HostTable;
 use crate::site::SiteRules;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -97,6 +98,35 @@ pub(crate) struct Serving {
     pub(crate) user: Option<UserSpec>,
     /// Headers, cache rules, error pages, fallback, media types, sidecars.
     pub(crate) site: SiteRules,
+    /// The virtual hosts (`--host`, host blocks); none: `root` and `site` serve.
+    pub(crate) hosts: Vec<VHost>,
+    /// Which host answers a name (and `--allowed-host`).
+    pub(crate) host_table: HostTable,
+}
+
+/// One virtual host: its first name (for the log and the metrics), root and rules.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct VHost {
+    /// Its first name (`*` for the catch-all).
+    pub(crate) name: Box<str>,
+    /// Its directory.
+    pub(crate) root: PathBuf,
+    /// Its rules.
+    pub(crate) site: SiteRules,
+}
+
+impl Serving {
+    /// Every (root, rules) pair served: the hosts', or the one site's without hosts.
+    pub(crate) fn sites_mut(&mut self) -> Vec<(&PathBuf, &mut SiteRules)> {
+        match self.hosts.is_empty() {
+            true => vec![(&self.root, &mut self.site)],
+            false => self
+                .hosts
+                .iter_mut()
+                .map(|h| (&h.root, &mut h.site))
+                .collect(),
+        }
+    }
 }
 
 /// Reads the configuration again (`--config`, for a HUP): the next generation's

@@ -76,6 +76,7 @@ mod admit;
 mod auth;
 mod file;
 mod held;
+pub(crate) mod hosts;
 mod in_flight;
 mod listing;
 mod logged;
@@ -200,6 +201,9 @@ pub(crate) struct Conn {
     scanned: u32,
     /// The slot's region was written since its pages were last given back (`held.rs`).
     held: bool,
+    /// The host its request is served for (`hosts.rs`): none until a request names one
+    /// (a new connection does not move the host in place), 0 without hosts.
+    host: u16,
 }
 
 impl Conn {
@@ -221,6 +225,7 @@ impl Conn {
             in_len: 0,
             scanned: 0,
             held: false,
+            host: hosts::NONE,
         }
     }
 
@@ -244,6 +249,7 @@ impl Conn {
     /// Releases everything the slot holds (the socket closes when dropped).
     pub(crate) fn release(&mut self, ctx: &mut Ctx<'_>) {
         if let Awaiting::Send(r) = &mut self.awaiting {
+            ctx.enter(self.host);
             r.release(ctx);
         }
         *self = Conn::free();
@@ -332,6 +338,7 @@ pub(crate) struct Arrival {
 /// went out. `buf` is the slot's arena region.
 pub(crate) fn abandon(c: &mut Conn, buf: &[u8], ctx: &mut Ctx<'_>) {
     if let Awaiting::Send(r) = &mut c.awaiting {
+        ctx.enter(c.host);
         r.release(ctx);
         logged::end(c, &buf[receive_at(buf)..], ctx, true);
         // The slot is released next; until then it has no response to end again.
@@ -354,6 +361,7 @@ pub(crate) fn header_timeout(
     if c.fd.is_none() {
         return false;
     }
+    ctx.enter(c.host);
     if matches!(c.awaiting, Awaiting::Proxy) {
         ctx.counters.proxy_refused.fetch_add(1, Relaxed);
         return false;
@@ -405,6 +413,8 @@ pub(crate) struct Ctx<'a> {
     /// The `--max-rate` the site answering the request just planned asked for (0: none),
     /// taken by `admit::paced` (kept here, not in the connection: a slot's size is held).
     pub(crate) pace_wanted: Option<u32>,
+    /// The hosts; `root`, `site` and `cache` above are the one in place (`hosts.rs`).
+    pub(crate) hosts: hosts::Hosts<'a>,
 }
 
 /// Scratch space for one request at a time (decoded path, path to open).
@@ -524,6 +534,7 @@ pub(crate) fn advance(
     let Some(sock) = c.fd.take() else {
         return Next::Close;
     };
+    ctx.enter(c.host);
     held::load(c, &mut mem);
     let next = transition(slot, c, sock.as_fd(), mem.work.as_mut_slice(), ctx, s);
     held::store(c, &mut mem);
@@ -1216,7 +1227,9 @@ mod tests {
                 headers: self.headers.clone(),
                 ..SiteRules::default()
             };
+            let more = hosts::LoopHosts::default();
             let mut ctx = Ctx {
+                hosts: hosts::Hosts::new((root.as_fd(), &rules), &more, &|_| unreachable!()),
                 root: root.as_fd(),
                 cache: self.cache.take().expect("cache"),
                 date: DateCache::new(0),

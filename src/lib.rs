@@ -17,7 +17,9 @@
 //! Serving + Plan + program ---------> master: fork, pin, supervise -> worker -> serve_loop
 //! serve_loop: event (epoll), timers, access_log (log_line) -> conn (state machine,
 //!         client_addr for PROXY headers and X-Forwarded-For)
-//!         -> http (parser, response) and files (openat2 under the root, sendfile
+//!         -> http (parser, response) -> the request's host (site::hosts names it,
+//!         conn/hosts puts its root, rules and file cache in place; 421 for none)
+//!         and files (openat2 under the host's root, sendfile
 //!         of pages found cached; a miss read off the loop by disk's I/O threads)
 //!         and listing (`--list-dirs`: directories in sorted batches, fixed memory)
 //! every stage ----------------------> stats (shared counters) -> metrics, check output,

@@ -82,6 +82,9 @@ pub(crate) struct Record<'a> {
     /// Where the `--redirect` or `--rewrite` that answered was given (json only, and only
     /// when one did: `"rule":"site.conf:12"`).
     pub(crate) rule: Option<&'a [u8]>,
+    /// The name of the host that answered (json only, and only with hosts:
+    /// `"host":"a.example"`).
+    pub(crate) host: Option<&'a [u8]>,
     /// The worker's index.
     pub(crate) worker: u32,
     /// The CPU the worker runs on.

@@ -488,6 +488,8 @@ mod tests {
             metrics: None,
             user: None,
             site: Default::default(),
+            hosts: Vec::new(),
+            host_table: Default::default(),
         };
         assert_eq!(defer_accept_secs(&cfg), 2);
         cfg.timeouts.header = Duration::from_millis(1);

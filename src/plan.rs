@@ -18,8 +18,9 @@
 //!   workers of the nearest node (by distance) that has some.
 
 use crate::args::{MasterCpu, ServeArgs, Workers};
-use crate::config::{Serving, SteerPolicy, Timeouts};
+use crate::config::{Serving, SteerPolicy, Timeouts, VHost};
 use crate::cpuset::{CpuId, CpuSet};
+use crate::site::hosts::HostTable;
 use crate::topology::{NodeId, Topology};
 use core::fmt;
 use std::collections::{HashMap, HashSet};
@@ -343,6 +344,15 @@ fn nearest_node_with_workers(
 /// The serving configuration the master and workers run with: the serve flags that are
 /// not placement, gathered once so nothing after planning reads the flags.
 pub(crate) fn serving(args: ServeArgs) -> Serving {
+    let names: Vec<Vec<String>> = args.hosts.iter().map(|h| h.names.clone()).collect();
+    let host_table = HostTable::new(&names, &args.allowed_hosts, &args.listen);
+    let hosts = (args.hosts.iter())
+        .map(|h| VHost {
+            name: h.names[0].as_str().into(),
+            root: h.root.clone(),
+            site: h.site.rules(),
+        })
+        .collect();
     Serving {
         root: args.root,
         listen: args.listen,
@@ -359,5 +369,7 @@ pub(crate) fn serving(args: ServeArgs) -> Serving {
         metrics: args.metrics,
         user: args.user,
         site: args.site.rules(),
+        hosts,
+        host_table,
     }
 }

@@ -72,6 +72,7 @@ use crate::auth::{Credentials, Gate};
 use crate::client_addr::rate::RateTable;
 use crate::client_addr::Walk;
 use crate::config::{Cidr, Logging, Timeouts};
+pub use crate::conn::hosts::LoopHosts;
 use crate::conn::{self, Arrival, Ctx, Next, Readiness, Scratch};
 use crate::disk::Disk;
 use crate::event::{Poller, Ready, Token};
@@ -143,6 +144,8 @@ pub struct LoopConfig {
     pub logging: Logging,
     /// The operator's rules for responses (everyday serving).
     pub site: SiteRules,
+    /// The virtual hosts: `root` and `site` above are host 0, these the rest.
+    pub hosts: LoopHosts,
     /// The users of `--basic-auth` (read by the master; `None` without the flag).
     pub auth: Option<Credentials>,
 }
@@ -224,6 +227,17 @@ fn file_cache(cfg: CacheConfig, site: &SiteRules) -> FileCache {
     match site.compress.gzip {
         true => cache.with_compression(dir),
         false => cache,
+    }
+}
+
+/// Each host's share of the file cache: the entries divided among the hosts, at least
+/// 32 each (or all of them, when fewer), so the hosts together hold about what one site
+/// would.
+fn host_caches(cfg: CacheConfig, hosts: usize) -> CacheConfig {
+    let share = cfg.entries / u32::try_from(hosts.max(1)).unwrap_or(u32::MAX);
+    CacheConfig {
+        entries: share.max(cfg.entries.min(32)),
+        ..cfg
     }
 }
 
@@ -335,7 +349,8 @@ impl<'a> Loop<'a> {
     ) -> Result<Loop<'a>, LoopError> {
         let slots = cfg.max_conns.clamp(1, MAX_SLOTS);
         let n = slots as usize;
-        let slot_bytes = conn::slot_bytes(cfg.site.head_area());
+        let sites = || core::iter::once(&cfg.site).chain(cfg.hosts.others.iter().map(|(_, s)| s));
+        let slot_bytes = conn::slot_bytes(sites().map(SiteRules::head_area).max().unwrap_or(0));
         let poller = Poller::new(tuning.events).map_err(setup("epoll_create1"))?;
         poller
             .add_listener(listener)
@@ -354,9 +369,13 @@ impl<'a> Loop<'a> {
             ms(cfg.timeouts.send),
             ms(tuning.linger),
         ];
+        let caches = host_caches(tuning.cache, 1 + cfg.hosts.others.len());
         let ctx = Ctx {
             root: cfg.root.as_fd(),
-            cache: file_cache(tuning.cache, &cfg.site),
+            cache: file_cache(caches, &cfg.site),
+            hosts: conn::hosts::Hosts::new((cfg.root.as_fd(), &cfg.site), &cfg.hosts, &|site| {
+                file_cache(caches, site)
+            }),
             date,
             now_ms: now,
             counters,
@@ -372,7 +391,7 @@ impl<'a> Loop<'a> {
             },
             auth: gate(cfg, &tuning, now)?,
             listings: Listings::with_arena(
-                if cfg.site.list_dirs {
+                if sites().any(|s| s.list_dirs) {
                     tuning.listings
                 } else {
                     0
@@ -381,7 +400,9 @@ impl<'a> Loop<'a> {
                 crate::listing::BATCH_ENTRIES,
             ),
             disk: Disk::new(n).map_err(setup("eventfd"))?,
-            rate: (cfg.site.rate_limit > 0).then(|| RateTable::new(per_addr::seed())),
+            rate: sites()
+                .any(|s| s.rate_limit > 0)
+                .then(|| RateTable::new(per_addr::seed())),
             pace_wanted: None,
         };
         poller
@@ -399,7 +420,7 @@ impl<'a> Loop<'a> {
                 cpu: cfg.cpu.get() as u32,
                 trusted: &cfg.logging.real_ip_from,
                 proxy_protocol: cfg.logging.proxy_protocol,
-                access: &cfg.site.access,
+                access: cfg.hosts.at_accept.as_ref().unwrap_or(&cfg.site.access),
                 per_addr: PerAddr::growing(n, cfg.max_conns_per_addr),
             },
             open: 0,
@@ -453,10 +474,15 @@ impl<'a> Loop<'a> {
             self.drive_ready();
             self.expire();
             self.sweep();
-            self.ctx.cache.hash_turn(self.ctx.now_ms);
-            if self.ctx.cache.compress_turn(self.ctx.now_ms) {
-                self.ctx.counters.compressions.fetch_add(1, Relaxed);
-            }
+            let (now, mut compressed) = (self.ctx.now_ms, 0);
+            self.ctx.busy_caches(&mut |c| {
+                c.hash_turn(now);
+                compressed += u64::from(c.compress_turn(now));
+            });
+            self.ctx
+                .counters
+                .compressions
+                .fetch_add(compressed, Relaxed);
             self.maybe_resume();
             self.ctx.log.tick(&self.ctx.date, self.ctx.now_ms);
             let dropped = self.ctx.log.take_dropped();
@@ -476,7 +502,8 @@ impl<'a> Loop<'a> {
     /// for a while.
     fn sweep(&mut self) {
         if self.ctx.now_ms >= self.sweep_at {
-            self.ctx.cache.sweep(self.ctx.now_ms);
+            let now = self.ctx.now_ms;
+            self.ctx.each_cache(&mut |c| c.sweep(now));
             self.give_back();
             self.sweep_at = self.ctx.now_ms + SWEEP_MS;
         }
@@ -514,13 +541,15 @@ impl<'a> Loop<'a> {
             until = until.min(end);
         }
         // A large file's content hash goes on at once, or when its slice is read in.
-        if let Some(at) = self.ctx.cache.hash_wake() {
-            until = until.min(at);
-        }
-        // So is a compression (a slice a turn).
-        if let Some(at) = self.ctx.cache.compress_wake() {
-            until = until.min(at.max(now));
-        }
+        self.ctx.busy_caches_ref(&mut |c| {
+            if let Some(at) = c.hash_wake() {
+                until = until.min(at);
+            }
+            // So is a compression (a slice a turn).
+            if let Some(at) = c.compress_wake() {
+                until = until.min(at.max(now));
+            }
+        });
         // Connections that yielded are driven again at once, after polling the others.
         if !self.ready.is_empty() {
             until = now;
@@ -877,6 +906,7 @@ mod tests {
             },
             logging: Logging::default(),
             site: SiteRules::default(),
+            hosts: LoopHosts::default(),
             auth: None,
         }
     }

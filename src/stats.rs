@@ -22,6 +22,8 @@ pub(crate) mod latency;
 pub(crate) mod metrics_server;
 pub(crate) mod process;
 
+use crate::config::VHost;
+use crate::site::hosts::HOSTS_COUNTED;
 use latency::Latency;
 
 /// One worker's counters. `#[repr(C)]` and all-atomic so it can live in a `MAP_SHARED`
@@ -72,6 +74,20 @@ pub struct WorkerCounters {
     pub(crate) latency: Latency,
     /// Requests refused by `--basic-auth`, by `auth::Reason` (its `index`).
     pub(crate) auth_failures: [AtomicU64; crate::auth::REASONS],
+    /// With hosts, responses by host (its place in the configuration) and status class,
+    /// as `responses` (which still counts every response, a 421 included).
+    pub(crate) host_responses: HostResponses,
+}
+
+/// Responses by host and status class.
+#[repr(C)]
+#[derive(Debug)]
+pub(crate) struct HostResponses(pub(crate) [[AtomicU64; 5]; HOSTS_COUNTED]);
+
+impl Default for HostResponses {
+    fn default() -> Self {
+        HostResponses(core::array::from_fn(|_| Default::default()))
+    }
 }
 
 /// The sum of two blocks (a worker slot's two generations), for rendering; a missing
@@ -109,6 +125,12 @@ pub(crate) fn merged(a: Option<&WorkerCounters>, b: Option<&WorkerCounters>) -> 
                     + b.map_or(0, |c| load(&c.auth_failures[k])),
             )
         }),
+        host_responses: HostResponses(core::array::from_fn(|h| {
+            let one = |c: Option<&WorkerCounters>, k: usize| {
+                c.map_or(0, |c| load(&c.host_responses.0[h][k]))
+            };
+            core::array::from_fn(|k| AtomicU64::new(one(a, k) + one(b, k)))
+        })),
     }
 }
 
@@ -126,7 +148,7 @@ pub(crate) struct PageCounters {
 /// Number of `u64` atomics in [`WorkerCounters`]. The mapping relies on zero bytes being a
 /// valid block, true only while every field is an atomic integer with no padding: this
 /// size check fails to compile if a field of another kind is added.
-const COUNTER_WORDS: usize = 21 + crate::auth::REASONS + latency::BUCKETS + 1;
+const COUNTER_WORDS: usize = 21 + crate::auth::REASONS + latency::BUCKETS + 1 + 5 * HOSTS_COUNTED;
 const _: () = assert!(core::mem::size_of::<WorkerCounters>() == COUNTER_WORDS * 8);
 const _: () = assert!(core::mem::size_of::<PageCounters>() == 4096);
 
@@ -274,6 +296,7 @@ fn labels(out: &mut String, w: &WorkerPlan) {
 pub(crate) fn render<'a>(
     workers: &'a [WorkerPlan],
     counters: impl Iterator<Item = &'a WorkerCounters> + Clone,
+    hosts: &[VHost],
 ) -> String {
     let mut out = String::with_capacity(256 + workers.len() * 1024);
     let pairs = || workers.iter().zip(counters.clone());
@@ -286,11 +309,7 @@ pub(crate) fn render<'a>(
          # TYPE steerd_responses_total counter\n"
     );
     for (w, c) in pairs() {
-        for (class, n) in CLASSES.iter().zip(&c.responses) {
-            out.push_str("steerd_responses_total{");
-            labels(&mut out, w);
-            let _ = writeln!(out, ",class=\"{class}\"}} {}", load(n));
-        }
+        responses(&mut out, w, c, hosts);
     }
     for f in &FAMILIES[2..] {
         family(&mut out, f, pairs());
@@ -311,6 +330,39 @@ pub(crate) fn render<'a>(
     }
     master_families(&mut out);
     out
+}
+
+/// One worker's `steerd_responses_total` series: by class, and with hosts by host as
+/// well (`host=""`: the responses no host answered, the 421s).
+fn responses(out: &mut String, w: &WorkerPlan, c: &WorkerCounters, hosts: &[VHost]) {
+    let hosts = &hosts[..hosts.len().min(HOSTS_COUNTED)];
+    for k in 0..CLASSES.len() {
+        if hosts.is_empty() {
+            response_series(out, w, k, None, load(&c.responses[k]));
+            continue;
+        }
+        let mut answered = 0;
+        for (host, counts) in hosts.iter().zip(&c.host_responses.0) {
+            answered += load(&counts[k]);
+            response_series(out, w, k, Some(&host.name), load(&counts[k]));
+        }
+        let rest = load(&c.responses[k]).saturating_sub(answered);
+        response_series(out, w, k, Some(""), rest);
+    }
+}
+
+/// One `steerd_responses_total` line: worker `w`, class `k`, the host if any, `n`.
+#[inline(never)]
+fn response_series(out: &mut String, w: &WorkerPlan, k: usize, host: Option<&str>, n: u64) {
+    out.push_str("steerd_responses_total{");
+    labels(out, w);
+    out.push_str(",class=\"");
+    out.push_str(CLASSES[k]);
+    if let Some(h) = host {
+        out.push_str("\",host=\"");
+        out.push_str(h);
+    }
+    let _ = writeln!(out, "\"}} {n}");
 }
 
 /// `steerd_disk_read_wait_seconds`: a summary (sum and count) of the reads handed off.
@@ -426,7 +478,7 @@ mod tests {
         counters[0].responses[1].store(3, Ordering::Relaxed);
         counters[1].responses[3].store(4, Ordering::Relaxed);
         counters[1].auth_failures[3].store(2, Ordering::Relaxed);
-        let text = render(&workers, counters.iter());
+        let text = render(&workers, counters.iter(), &[]);
         let lines: Vec<&str> = text.lines().collect();
         for want in [
             "steerd_connections_accepted_total{worker=\"0\",cpu=\"2\",node=\"0\"} 0",
@@ -445,9 +497,39 @@ mod tests {
     }
 
     #[test]
+    fn with_hosts_responses_carry_a_host_label() {
+        let workers = [worker(0, 2, 0)];
+        let c = WorkerCounters::default();
+        c.responses[1].store(5, Ordering::Relaxed);
+        c.responses[3].store(2, Ordering::Relaxed);
+        c.host_responses.0[0][1].store(3, Ordering::Relaxed);
+        c.host_responses.0[1][1].store(2, Ordering::Relaxed);
+        c.host_responses.0[1][3].store(1, Ordering::Relaxed);
+        let host = |name: &str| crate::config::VHost {
+            name: name.into(),
+            root: ".".into(),
+            site: Default::default(),
+        };
+        let text = render(&workers, [c].iter(), &[host("a.test"), host("*")]);
+        let lines: Vec<&str> = text.lines().collect();
+        let l = "worker=\"0\",cpu=\"2\",node=\"0\"";
+        for want in [
+            format!("steerd_responses_total{{{l},class=\"2xx\",host=\"a.test\"}} 3"),
+            format!("steerd_responses_total{{{l},class=\"2xx\",host=\"*\"}} 2"),
+            format!("steerd_responses_total{{{l},class=\"2xx\",host=\"\"}} 0"),
+            format!("steerd_responses_total{{{l},class=\"4xx\",host=\"*\"}} 1"),
+            format!("steerd_responses_total{{{l},class=\"4xx\",host=\"\"}} 1"),
+        ] {
+            assert!(lines.contains(&&*want), "missing {want:?} in\n{text}");
+        }
+        let unlabelled = format!("steerd_responses_total{{{l},class=\"2xx\"}}");
+        assert!(!text.contains(&unlabelled), "{text}");
+    }
+
+    #[test]
     fn every_sample_line_is_name_labels_value() {
         let workers = [worker(0, 0, 0)];
-        let text = render(&workers, [WorkerCounters::default()].iter());
+        let text = render(&workers, [WorkerCounters::default()].iter(), &[]);
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             let (series, value) = line.rsplit_once(' ').expect("a value");
             assert!(value.parse::<f64>().is_ok(), "{line}");

@@ -117,8 +117,8 @@ fn run(start: WorkerStart<'_>) -> Result<(), WorkerError> {
     for &fd in &start.close {
         sys::close_inherited(fd);
     }
-    let root = open_root(&start.cfg.root).map_err(WorkerError::Root)?;
-    if crate::files::beneath::fallback_in_use(root.as_fd()) {
+    let roots = open_roots(start.cfg).map_err(WorkerError::Root)?;
+    if crate::files::beneath::fallback_in_use(roots.first.as_fd()) {
         crate::say!(
             "worker {}: {}",
             start.plan.index,
@@ -132,7 +132,41 @@ fn run(start: WorkerStart<'_>) -> Result<(), WorkerError> {
         cpu,
         start.plan.node
     );
-    serve_all(&start, root, (start.plan.index, cpu))
+    serve_all(&start, roots, (start.plan.index, cpu))
+}
+
+/// Every host's root, opened once: host 0's (without hosts, the one root), then the rest.
+struct Roots {
+    first: OwnedFd,
+    rest: Vec<OwnedFd>,
+}
+
+fn open_roots(cfg: &Serving) -> io::Result<Roots> {
+    let (first, rest) = match cfg.hosts.split_first() {
+        None => (&cfg.root, &[][..]),
+        Some((h, rest)) => (&h.root, rest),
+    };
+    let mut roots = Roots {
+        first: open_root(first)?,
+        rest: Vec::with_capacity(rest.len()),
+    };
+    for h in rest {
+        roots.rest.push(open_root(&h.root)?);
+    }
+    Ok(roots)
+}
+
+impl Roots {
+    fn try_clone(&self) -> io::Result<Roots> {
+        let mut rest = Vec::with_capacity(self.rest.len());
+        for fd in &self.rest {
+            rest.push(fd.try_clone()?);
+        }
+        Ok(Roots {
+            first: self.first.try_clone()?,
+            rest,
+        })
+    }
 }
 
 /// Pins the process to `cpu` and checks with `sched_getcpu` that it now runs there
@@ -153,24 +187,37 @@ pub(crate) fn open_root(root: &Path) -> io::Result<OwnedFd> {
 }
 
 /// The loop's configuration for worker `index` on `cpu`.
-fn loop_config(start: &WorkerStart<'_>, (index, cpu): (u16, CpuId), root: OwnedFd) -> LoopConfig {
+fn loop_config(start: &WorkerStart<'_>, (index, cpu): (u16, CpuId), roots: Roots) -> LoopConfig {
     let cfg = start.cfg;
+    let (site, others) = match cfg.hosts.split_first() {
+        None => (&cfg.site, &[][..]),
+        Some((first, rest)) => (&first.site, rest),
+    };
+    let hosts = serve_loop::LoopHosts {
+        at_accept: (!cfg.hosts.is_empty()).then(|| cfg.site.access.clone()),
+        table: cfg.host_table.clone(),
+        names: cfg.hosts.iter().map(|h| h.name.clone()).collect(),
+        others: (roots.rest.into_iter())
+            .zip(others.iter().map(|h| h.site.clone()))
+            .collect(),
+    };
     LoopConfig {
         worker: u32::from(index),
         cpu,
-        root,
+        root: roots.first,
         max_conns: cfg.max_conns,
         max_conns_per_addr: cfg.max_conns_per_addr,
         timeouts: cfg.timeouts,
         logging: cfg.logging.clone(),
-        site: cfg.site.clone(),
+        site: site.clone(),
+        hosts,
         auth: start.auth.cloned(),
     }
 }
 
 /// Serves the first listener here and every further one on a thread of its own; returns
 /// when all loops have stopped, with the first error any of them met.
-fn serve_all(start: &WorkerStart<'_>, root: OwnedFd, at: (u16, CpuId)) -> Result<(), WorkerError> {
+fn serve_all(start: &WorkerStart<'_>, roots: Roots, at: (u16, CpuId)) -> Result<(), WorkerError> {
     let counters = start.counters;
     let cpu = at.1;
     let Some((&first, rest)) = start.listeners.split_first() else {
@@ -178,10 +225,10 @@ fn serve_all(start: &WorkerStart<'_>, root: OwnedFd, at: (u16, CpuId)) -> Result
     };
     let mut configs = Vec::with_capacity(rest.len());
     for _ in rest {
-        let dup = root.try_clone().map_err(WorkerError::Root)?;
+        let dup = roots.try_clone().map_err(WorkerError::Root)?;
         configs.push(loop_config(start, at, dup));
     }
-    let main_cfg = loop_config(start, at, root);
+    let main_cfg = loop_config(start, at, roots);
     std::thread::scope(|s| {
         let mut others = Vec::with_capacity(rest.len());
         for (&l, cfg) in rest.iter().zip(configs) {

@@ -27,6 +27,7 @@ fn rec(target: &'static [u8]) -> Record<'static> {
         user_agent: Some(b"t"),
         user: None,
         rule: None,
+        host: None,
         worker: 0,
         cpu: 0,
         local: true,

@@ -18,13 +18,17 @@
 //! names `FILE:LINE`; what only the whole set shows (`--proxy-protocol` without
 //! `--real-ip-from`) is checked with the command line's flags, as it is for flags.
 //!
-//! The file is read as [`Block`]s: the lines before any `host` line are the defaults.
-//! Host blocks (a line `host NAME...` opening a block of site settings) are the next
-//! step; a `host` line is refused until then, naming its line.
+//! The file is read as [`Block`]s: the lines before any `host` line are the defaults; a
+//! line `host NAME [NAME...]` opens a host block, which runs to the next `host` line and
+//! holds `root` and site settings (`args::hosts::FileHost`, made into a host by `args/hosts.rs`
+//! once the defaults are known). A single-valued setting once a block.
 
 use super::flag::{lookup, Takes};
+use super::hosts::{FileHost, HostArgs};
 use super::serve::{check_value, Apply, FLAGS};
+use super::site::SiteArgs;
 use super::ArgsError;
+use std::path::{Path, PathBuf};
 
 /// One setting line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,11 +41,13 @@ pub(crate) struct Setting<'t> {
     pub(crate) value: &'t str,
 }
 
-/// The lines of one block: the defaults (no `hosts`), or, later, one host's.
+/// The lines of one block: the defaults (no `hosts`), or one host's.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Block<'t> {
     /// The names of a host block's `host` line; empty for the defaults.
-    pub(crate) hosts: Vec<&'t str>,
+    pub(crate) hosts: Vec<String>,
+    /// The line of its `host` line (0 for the defaults).
+    pub(crate) line: usize,
     /// Its settings, in file order.
     pub(crate) settings: Vec<Setting<'t>>,
 }
@@ -62,6 +68,8 @@ pub(crate) struct FromFile {
     pub(crate) tokens: Vec<FileToken>,
     /// `root DIR`, with its `FILE:LINE`.
     pub(crate) root: Option<(String, String)>,
+    /// The host blocks, in file order.
+    pub(crate) hosts: Vec<FileHost>,
 }
 
 /// An error at `FILE:LINE`, as the one line steerd prints.
@@ -82,7 +90,14 @@ pub(crate) fn blocks<'t>(file: &str, text: &'t str) -> Result<Vec<Block<'t>>, Ar
         }
         let (name, value) = line.split_once([' ', '\t']).unwrap_or((line, ""));
         if name == "host" {
-            return Err(at_line(file, i + 1, "host blocks are not supported yet"));
+            let names = super::hosts::names(value.split_ascii_whitespace())
+                .map_err(|why| at_line(file, i + 1, format!("host {why}")))?;
+            out.push(Block {
+                hosts: names,
+                line: i + 1,
+                settings: Vec::new(),
+            });
+            continue;
         }
         let setting = Setting {
             line: i + 1,
@@ -105,8 +120,11 @@ pub(crate) fn tokens(
 ) -> Result<FromFile, ArgsError> {
     let blocks = blocks(file, text)?;
     let mut out = FromFile::default();
+    for b in blocks.iter().skip(1) {
+        out.hosts.push(host_block(file, b)?);
+    }
     let mut seen: Vec<(&str, usize)> = Vec::new();
-    for s in blocks.iter().flat_map(|b| &b.settings) {
+    for s in &blocks[0].settings {
         let at = format!("{file}:{}", s.line);
         let fail = |what: String| at_line(file, s.line, what);
         if s.name == "root" {
@@ -147,6 +165,99 @@ pub(crate) fn tokens(
         if !given.iter().any(|g| flag.is(g)) {
             out.tokens.push(FileToken { token, at });
         }
+    }
+    Ok(out)
+}
+
+/// The host of a file's block: the `defaults` with the block's lines on top; a block
+/// without `root` serves ROOT (`root`).
+pub(crate) fn from_block(
+    file: &str,
+    block: &FileHost,
+    defaults: &SiteArgs,
+    root: &Path,
+) -> Result<HostArgs, ArgsError> {
+    let at = |line: usize, what: String| at_line(file, line, what);
+    let mut host = HostArgs {
+        names: block.names.clone(),
+        root: root.to_path_buf(),
+        site: defaults.clone(),
+        source: format!("{file}:{}", block.line),
+    };
+    for (line, name, value) in &block.settings {
+        if name == "root" {
+            host.root = PathBuf::from(value);
+            continue;
+        }
+        let long = format!("--{name}");
+        let flag = lookup(FLAGS, &long).filter(|f| f.name() == long);
+        let Some((flag, Apply::Site(to))) = flag.map(|f| (f, f.apply)) else {
+            return Err(at(
+                *line,
+                format!("{name} is not a site setting: it cannot go in a host block"),
+            ));
+        };
+        if PER_PROCESS.contains(&name.as_str()) {
+            return Err(at(
+                *line,
+                format!("{name} is one for the whole server: set it outside host blocks"),
+            ));
+        }
+        match (flag.takes, value.is_empty()) {
+            (Takes::Switch, false) => {
+                return Err(at(*line, format!("{name} is a switch: its name alone")))
+            }
+            (Takes::Value | Takes::Repeated, true) => {
+                return Err(at(*line, format!("{name} needs a value")))
+            }
+            _ => {}
+        }
+        host.site.rule_source = Some(format!("{file}:{line}"));
+        host.site
+            .apply(to, &long, value)
+            .map_err(|e| at(*line, e.message))?;
+    }
+    host.site.rule_source = None;
+    host.site
+        .validate()
+        .map_err(|e| at(block.line, e.message))?;
+    Ok(host)
+}
+
+/// Site settings read once for the whole server, so not per host yet: the htpasswd
+/// users are read by the master for the one file, the media types file likewise.
+const PER_PROCESS: &[&str] = &[
+    "basic-auth",
+    "basic-auth-realm",
+    "basic-auth-skip",
+    "mime-types",
+    "compress-cache",
+];
+
+/// A host block's lines (`root` and single values once); their values are checked as
+/// they are applied, once the defaults are known ([`from_block`]).
+fn host_block(file: &str, b: &Block<'_>) -> Result<FileHost, ArgsError> {
+    let mut out = FileHost {
+        names: b.hosts.clone(),
+        line: b.line,
+        settings: Vec::new(),
+    };
+    for s in &b.settings {
+        let fail = |what: String| at_line(file, s.line, what);
+        let long = format!("--{}", s.name);
+        let flag = lookup(FLAGS, &long).filter(|f| f.name() == long);
+        let single = s.name == "root" || flag.is_some_and(|f| f.takes != Takes::Repeated);
+        if let Some((l, ..)) = out.settings.iter().find(|(_, n, _)| single && n == s.name) {
+            return Err(fail(format!(
+                "a second value for {} in this host block (first at {file}:{l})",
+                s.name
+            )));
+        }
+        if s.name == "root" && s.value.is_empty() {
+            return Err(fail("root needs a directory".into()));
+        }
+        out.settings
+            .push((s.line, s.name.to_string(), s.value.to_string()));
     }
     Ok(out)
 }
@@ -222,9 +333,15 @@ mod tests {
                 "config other.conf\n",
                 "site.conf:1: a file cannot name another",
             ),
+            ("host a.test:80\n", "site.conf:1: host \"a.test:80\""),
+            ("host\n", "site.conf:1: host expected at least one name"),
             (
-                "host a.test\n",
-                "site.conf:1: host blocks are not supported yet",
+                "host a.test\nfallback /a\nfallback /b\n",
+                "site.conf:3: a second value for fallback in this host block",
+            ),
+            (
+                "host a.test\nheader nope\n",
+                "site.conf:2: --header \"nope\"",
             ),
             ("header A:\u{1}b\n", "site.conf:1: a control character"),
         ] {

@@ -33,6 +33,7 @@ pub(crate) const TOPO_FLAGS: &[Flag<TopoApply>] = &[
 pub(crate) const CHECK_FLAGS: &[Flag<()>] = &[
     Flag::new("--json", Takes::Switch, ()),
     Flag::new("--explain PATH", Takes::Value, ()),
+    Flag::new("--explain-host NAME", Takes::Value, ()),
     Flag::new("--explain-addr ADDR", Takes::Value, ()),
 ];
 
@@ -58,7 +59,8 @@ pub(crate) fn check_help() -> &'static str {
              Prints the topology, the plan (workers, master CPU, CPU -> listener map) and the steering\n\
              program as bpf_asm text and bytecode. It binds and listens on nothing.\n\
              With --explain PATH, prints instead what would answer PATH (with ?QUERY): the rule\n\
-             and where it was given, the file or redirect target, the headers and Cache-Control.\n\
+             and where it was given, the file or redirect target, the headers and Cache-Control;\n\
+             with --explain-host NAME, for a request naming that host (and which host answers).\n\
              With --explain-addr ADDR, whether a client at ADDR would be let in by the address\n\
              lists, by which entry and where it was given.\n",
             usage_words(CHECK_FLAGS)
@@ -73,7 +75,7 @@ pub(crate) fn parse_check(args: &[String], outside: &Outside<'_>) -> Result<Comm
     }
     let mut seen = Seen::default();
     let mut rest = Vec::with_capacity(args.len());
-    let (mut json, mut explain, mut addr) = (false, None, None);
+    let (mut json, mut explain, mut explain_host, mut addr) = (false, None, None, None);
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let (word, inline) = split_inline(a);
@@ -93,8 +95,8 @@ pub(crate) fn parse_check(args: &[String], outside: &Outside<'_>) -> Result<Comm
                 None => return err(format!("{word} needs a value")),
             },
         };
-        match f.text.starts_with("--explain-addr") {
-            true => match value.parse() {
+        match f.name() {
+            "--explain-addr" => match value.parse() {
                 Ok(ip) => addr = Some(ip),
                 Err(_) => {
                     return err(format!(
@@ -102,15 +104,20 @@ pub(crate) fn parse_check(args: &[String], outside: &Outside<'_>) -> Result<Comm
                     ))
                 }
             },
-            false => explain = Some(value),
+            "--explain-host" => explain_host = Some(value),
+            _ => explain = Some(value),
         }
     }
     if explain.as_deref().is_some_and(|p| !p.starts_with('/')) {
         return err("--explain PATH: a request path, beginning with /");
     }
+    if explain_host.is_some() && explain.is_none() && addr.is_none() {
+        return err("--explain-host NAME needs --explain PATH (the request it names a host for)");
+    }
     Ok(Command::Check {
         json,
         explain,
+        explain_host,
         explain_addr: addr,
         serve: parse_serve_in(&rest, outside)?,
     })

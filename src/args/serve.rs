@@ -25,6 +25,8 @@ pub(crate) struct Draft<'a> {
     site_errors: Vec<String>,
     per_addr: Option<u32>,
     hosts: &'a dyn Fn() -> Option<String>,
+    /// `--host` values: names, root, the flag as given (their sites are the defaults).
+    vhosts: Vec<(Vec<String>, PathBuf, String)>,
 }
 
 /// Where a serve flag's value goes; [`apply`] parses it there. A tag rather than a
@@ -70,6 +72,10 @@ pub(crate) enum Apply {
     Procfs,
     /// `--config`: read before the tokens are (`args/file.rs`); here only kept.
     Config,
+    /// `--host` (`args/hosts.rs`).
+    Host,
+    /// `--allowed-host`.
+    AllowedHost,
 }
 
 /// Applies `flag` (as spelled) with its value (empty for a switch) to the draft. Out of
@@ -106,6 +112,13 @@ fn apply(d: &mut Draft<'_>, to: Apply, flag: &str, v: &str) -> Result<(), ArgsEr
         Apply::Procfs => out.roots.procfs = PathBuf::from(v),
         Apply::Config if v.is_empty() => return err(format!("{flag}: empty path")),
         Apply::Config => out.config = Some(PathBuf::from(v)),
+        Apply::Host => {
+            let (names, root) = super::hosts::parse_flag(flag, v)?;
+            d.vhosts.push((names, root, format!("{flag} {v}")));
+        }
+        Apply::AllowedHost => out
+            .allowed_hosts
+            .push(super::hosts::parse_allowed(flag, v)?),
     }
     Ok(())
 }
@@ -418,6 +431,20 @@ pub(crate) const FLAGS: &[Flag<Apply>] = &[
          JSON when Accept prefers application/json (default off: 404)",
         Apply::Site(SiteFlag::ListDirs),
     ),
+    repeated(
+        "--host 'NAME[,NAME...]=ROOT'\n\
+         serve the names (Host, without case or port; * for names no\n\
+         other host lists) from ROOT with the site settings given\n\
+         outside host blocks; other names get 421; repeatable",
+        Apply::Host,
+    ),
+    repeated(
+        "--allowed-host NAME\n\
+         without hosts: a request whose Host is none of these names\n\
+         and no IP literal of a listener gets 421 (the DNS-rebinding\n\
+         defence); repeatable",
+        Apply::AllowedHost,
+    ),
     value(
         "--config FILE\n\
          settings from FILE, one NAME VALUE a line (NAME: a flag's\n\
@@ -467,6 +494,7 @@ impl<'a> Draft<'a> {
             site_errors: Vec::new(),
             per_addr: None,
             hosts,
+            vhosts: Vec::new(),
         }
     }
 }
@@ -564,6 +592,16 @@ impl Draft<'_> {
             return Err(flag_error(self.site_errors.join("\n")));
         }
         out.site.validate()?;
+        out.hosts = self
+            .vhosts
+            .into_iter()
+            .map(|(names, root, source)| super::hosts::HostArgs {
+                names,
+                root,
+                site: out.site.clone(),
+                source,
+            })
+            .collect();
         Ok(out)
     }
 }

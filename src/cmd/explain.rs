@@ -1,8 +1,10 @@
-//! `steerd check --explain PATH` and `--explain-addr ADDR`, and what `check` warns about the rules.
+//! `steerd check --explain PATH` (with `--explain-host NAME`) and `--explain-addr ADDR`,
+//! and what `check` warns about the rules.
 //!
 //! Input: validated [`ServeArgs`] (their site rules compiled as a worker compiles them)
-//! and, for `--explain`, a request path with an optional `?QUERY`, taken as decoded.
-//! Output: the explanation on standard output (the rule and its source, the redirect
+//! and, for `--explain`, a request path with an optional `?QUERY`, taken as decoded, and
+//! the host it names (`--explain-host`). Output: the explanation on standard output (with
+//! hosts, the host that answers, its names and where it was given, or the 421; the rule and its source, the redirect
 //! target or the file that answers, the header lines and the `Cache-Control` line that
 //! apply), and [`rule_warnings`]: a rule that can never match because an earlier one
 //! answers whatever it would, a redirect loop between rules, a rule that shadows files
@@ -11,10 +13,12 @@
 //! for the shadowed files; it changes nothing and binds nothing.
 
 use super::Failure;
+use crate::args::site::SiteArgs;
 use crate::args::ServeArgs;
 use crate::files::{self, FileOptions, Lookup, PATH_MAX};
 use crate::site::access::{AccessList, Verdict};
 use crate::site::glob::Captures;
+use crate::site::hosts::HostTable;
 use crate::site::rules::{first_match, Action, Rule};
 use crate::site::SiteRules;
 use rustix::fd::{AsFd, BorrowedFd};
@@ -25,15 +29,25 @@ use std::path::Path;
 /// Most entries of the root's tree `check` looks at for files a rule shadows.
 const WALK_MAX: usize = 20_000;
 
-/// Prints what would answer `target` and whether a client at `addr` is let in; returns
-/// the exit status.
+/// Prints what would answer `target` for a request naming `host` (none: a request
+/// without a Host) and whether a client at `addr` is let in; returns the exit status.
 #[inline(never)]
 pub(crate) fn main(
     args: &ServeArgs,
     target: Option<&str>,
+    host: Option<&str>,
     addr: Option<IpAddr>,
 ) -> Result<i32, Failure> {
-    let mut site = args.site.rules();
+    // Only a request (or a named host) is answered by a host; an address alone is
+    // checked against the defaults' lists, as a connection is before its request.
+    let (site_args, root) = match (target, host) {
+        (None, None) => (&args.site, args.root.as_path()),
+        _ => match host_of(args, host) {
+            Some(found) => found,
+            None => return Ok(0),
+        },
+    };
+    let mut site = site_args.rules();
     if let Some(ip) = addr {
         print!("{}", explain_addr(&site.access, ip));
     }
@@ -42,9 +56,29 @@ pub(crate) fn main(
     };
     site.types =
         crate::preflight::media_types(&site).map_err(|p| Failure::new(p.stage, p.message))?;
-    let root = crate::preflight::root(&args.root).map_err(|e| Failure::new("root", e))?;
+    let root = crate::preflight::root(root).map_err(|e| Failure::new("root", e))?;
     print!("{}", explain(&site, root.as_fd(), target));
     Ok(0)
+}
+
+/// The site and root that answer a request naming `host`, its `host:` line printed
+/// when there are hosts; `None` (the 421 printed) when no host answers.
+fn host_of<'a>(args: &'a ServeArgs, host: Option<&str>) -> Option<(&'a SiteArgs, &'a Path)> {
+    let names: Vec<Vec<String>> = args.hosts.iter().map(|h| h.names.clone()).collect();
+    let table = HostTable::new(&names, &args.allowed_hosts, &args.listen);
+    match (table.pick(host.map(str::as_bytes)), args.hosts.is_empty()) {
+        (None, _) => {
+            let name = host.unwrap_or("a request without Host");
+            println!("host: none answers {name}\nanswer: 421");
+            None
+        }
+        (Some(_), true) => Some((&args.site, &args.root)),
+        (Some(i), false) => {
+            let h = &args.hosts[usize::from(i)];
+            println!("host: {} ({})", h.names.join(" "), h.source);
+            Some((&h.site, &h.root))
+        }
+    }
 }
 
 /// Whether `--allow` and `--deny` let a client at `ip` in, and which entry says so.

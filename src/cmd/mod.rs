@@ -129,11 +129,15 @@ fn dispatch(command: Command, argv: &[String]) -> Result<i32, Failure> {
         Command::Check {
             serve,
             explain,
+            explain_host,
             explain_addr,
             ..
-        } if explain.is_some() || explain_addr.is_some() => {
-            explain::main(&serve, explain.as_deref(), explain_addr)
-        }
+        } if explain.is_some() || explain_addr.is_some() => explain::main(
+            &serve,
+            explain.as_deref(),
+            explain_host.as_deref(),
+            explain_addr,
+        ),
         Command::Check { serve, json, .. } => check::main(serve, json),
         Command::Serve(args) => serve::main(args, argv),
         Command::Bench(command) => crate::bench::main(command).map_err(|usage| Failure {

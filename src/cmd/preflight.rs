@@ -29,6 +29,20 @@ pub(crate) fn problems(args: &ServeArgs) -> Vec<Failure> {
         }
         Err(e) => found.push(Failure::new("root", e)),
     }
+    for h in &args.hosts {
+        let host = |what: String| format!("host {} ({}): {what}", h.names[0], h.source);
+        match crate::preflight::root(&h.root) {
+            Ok(root) => {
+                let pages = crate::preflight::pages(root.as_fd(), &h.site.rules());
+                found.extend(
+                    pages
+                        .into_iter()
+                        .map(|p| Failure::new(p.stage, host(p.message))),
+                );
+            }
+            Err(e) => found.push(Failure::new("root", host(e.to_string()))),
+        }
+    }
     if let Err(p) = crate::preflight::media_types(&site) {
         found.push(Failure::new(p.stage, p.message));
     }

@@ -53,8 +53,10 @@ pub(crate) fn main(mut args: ServeArgs, argv: &[String]) -> Result<i32, Failure>
     let args_config = args.config.is_some();
     let mut serving = crate::plan::serving(args);
     // Read again for serving: the file `check` read above may have changed since.
-    serving.site.types = crate::preflight::media_types(&serving.site)
-        .map_err(|p| Failure::new(p.stage, p.message))?;
+    for (_, site) in serving.sites_mut() {
+        site.types =
+            crate::preflight::media_types(site).map_err(|p| Failure::new(p.stage, p.message))?;
+    }
     let insns = program.as_ref().map(|p| p.insns.as_slice());
     let again = || reread(argv, &first);
     let reread: Option<crate::config::Reread<'_>> = args_config.then_some(&again);

@@ -226,6 +226,7 @@ fn write_line(c: &mut Conn, inb: &[u8], ctx: &mut Ctx<'_>, cut_short: bool) {
         rule: (p.rule)
             .and_then(|i| ctx.site.rules.get(usize::from(i.get() - 1)))
             .map(|r| r.source.as_bytes()),
+        host: (ctx.hosts.names.get(usize::from(c.host))).map(|n| n.as_bytes()),
         worker: ctx.worker,
         cpu: ctx.cpu,
         local: c.local,

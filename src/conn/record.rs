@@ -153,12 +153,29 @@ impl<'a, 'w> Responder<'a, 'w> {
         self.plan(status, Preamble::unsent(len, false), body);
     }
 
+    /// Counts the response for its host (none for a 421).
+    #[inline(never)]
+    fn count_for_host(&mut self, class: usize) {
+        let host = self
+            .ctx
+            .counters
+            .host_responses
+            .0
+            .get(usize::from(self.c.host));
+        if let Some(counts) = host {
+            counts[class].fetch_add(1, Relaxed);
+        }
+    }
+
     /// Records the plan on the connection, counts it and starts its log line (written
     /// when the response ends). A HEAD drops the body here, for every status.
     #[inline]
     pub(super) fn plan(&mut self, status: u16, preamble: Preamble, body: Outgoing) {
         let class = usize::from(status / 100).clamp(1, 5) - 1;
         self.ctx.counters.responses[class].fetch_add(1, Relaxed);
+        if !self.ctx.hosts.names.is_empty() {
+            self.count_for_host(class);
+        }
         logged::begin(self.c, self.ctx, status, &self.line.log);
         self.c.awaiting = Awaiting::Send(Response {
             preamble,

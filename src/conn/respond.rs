@@ -70,10 +70,21 @@ pub(super) fn request(
     let (path, rewrite, bufs) = s.split();
     match parse_request(inb, &mut fields, path) {
         Ok(Status::Complete(req)) => {
+            let host = ctx.hosts.table.pick(req.host());
+            if let Some(i) = host {
+                c.host = i;
+                ctx.enter(i);
+            }
             let cors = cors_answer(&ctx.site.cors, &req, &fields[..req.fields]);
             let line = line_of(&req, inb, &fields[..req.fields], cors.lines());
             let mut r = Responder::new(c, out, ctx, bufs, line);
-            if body_too_large(&req) {
+            if host.is_none() {
+                // RFC 9110 §15.5.20: no host here answers this name (nor is one logged).
+                r.c.host = super::hosts::NONE;
+                // The connection closes after it: the client may try another (§15.5.20).
+                r.answered = req.head_len;
+                r.builtin_error(421);
+            } else if body_too_large(&req) {
                 // Close once the 413 is out, dropping what is buffered: nothing lingers.
                 r.after = After::Close { linger: false };
                 r.answered = inb.len();

@@ -7,7 +7,9 @@
 //! to the end of its response), `cut_short` (the response ended before all of it was
 //! written: the client went away, a timeout, or the file shrank under the transfer),
 //! `user` (the user `--basic-auth` accepted, else `null`; last, so lines of earlier
-//! versions are a prefix of the same keys).
+//! versions are a prefix of the same keys); then, only when they apply, `rule` (where
+//! the redirect or rewrite that answered was given) and `host` (the name of the host
+//! that answered, with `--host` or host blocks).
 
 use super::{escape, put_ip, request_text, LogClock, Record, FIELD_BUDGET};
 use crate::http::response::Writer;
@@ -52,6 +54,10 @@ pub(super) fn write(rec: &Record<'_>, clock: &LogClock, out: &mut Writer<'_>) {
     if let Some(rule) = rec.rule {
         out.put(b",\"rule\":");
         string_or_null(Some(rule), out);
+    }
+    if let Some(host) = rec.host {
+        out.put(b",\"host\":");
+        string_or_null(Some(host), out);
     }
     out.put(b"}");
 }

@@ -22,6 +22,7 @@ fn record() -> Record<'static> {
         user_agent: Some(b"curl/8"),
         user: None,
         rule: None,
+        host: None,
         worker: 3,
         cpu: 5,
         local: true,
@@ -236,19 +237,23 @@ fn addresses_are_written_as_core_fmt_writes_them() {
     }
 }
 
-/// The rule that answered is `rule` in `json`, after `user`, only when one did; the
-/// other formats do not show it.
+/// The rule that answered is `rule` in `json`, after `user`, only when one did, and
+/// the host that answered `host` after it, only with hosts; the other formats show
+/// neither.
 #[test]
 fn json_names_the_rule_that_answered() {
     let ruled = Record {
         rule: Some(b"site.conf:3"),
+        host: Some(b"a.test"),
         ..record()
     };
     let text = line(LogFormat::Json, &ruled);
     assert!(
-        text.contains(",\"user\":null,\"rule\":\"site.conf:3\"}"),
+        text.contains(",\"user\":null,\"rule\":\"site.conf:3\",\"host\":\"a.test\"}"),
         "{text}"
     );
     assert!(!line(LogFormat::Json, &record()).contains("rule"));
+    assert!(!line(LogFormat::Json, &record()).contains("host"));
     assert!(!line(LogFormat::Combined, &ruled).contains("site.conf"));
+    assert!(!line(LogFormat::Combined, &ruled).contains("a.test"));
 }

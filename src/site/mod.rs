@@ -23,6 +23,7 @@ pub(crate) mod cors;
 pub(crate) mod dotfiles;
 pub(crate) mod field;
 pub(crate) mod glob;
+pub(crate) mod hosts;
 pub mod mime;
 pub mod net;
 pub mod rules;

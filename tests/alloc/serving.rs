@@ -188,6 +188,23 @@ fn site_round(addr: std::net::SocketAddr, buf: &mut [u8]) {
     while s.read(buf).unwrap() > 0 {}
 }
 
+/// Requests per [`hosts_round`].
+const HOSTS_PER_ROUND: usize = 4;
+
+/// Four requests on one connection naming the hosts: the second host's file, the first
+/// host's by another spelling, the second's again (its cache entry), then a name no host
+/// lists (421, which closes).
+fn hosts_round(addr: std::net::SocketAddr, buf: &mut [u8]) {
+    let reqs = "GET /hello.txt HTTP/1.1\r\nHost: u\r\n\r\n\
+                GET /hello.txt HTTP/1.1\r\nHost: T:80\r\n\r\n\
+                GET /hello.txt HTTP/1.1\r\nHost: U:8080\r\n\r\n\
+                GET /hello.txt HTTP/1.1\r\nHost: nobody.test\r\n\r\n";
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(reqs.as_bytes()).unwrap();
+    while s.read(buf).unwrap() > 0 {}
+}
+
 #[test]
 fn no_allocation_per_request_with_every_site_option() {
     // The tests of this binary share the counter: one at a time (`main.rs`).
@@ -249,28 +266,47 @@ fn no_allocation_per_request_with_every_site_option() {
     let mut cfg = config(&site.root);
     cfg.logging.access_log = LogTarget::File(site.base.join("access.log"));
     cfg.site = flags.rules();
+    // A second host, "u", with a root of its own.
+    let other = Site::new("alloc-site-u");
+    std::fs::write(other.root.join("hello.txt"), "host u\n").unwrap();
+    let names = [vec!["t".to_string()], vec!["u".to_string()]];
+    let others = vec![(open_root(&other.root), flags.rules())];
+    cfg.hosts = steerd::serve_loop::LoopHosts::named(&names, others);
     let mut tuning = Tuning::default();
     tuning.listing_names = LISTING_NAMES;
     let srv = InProc::start_marked(cfg, tuning, || watch_this_thread(true));
     let mut buf = vec![0u8; 1 << 16];
     for _ in 0..3 {
         site_round(srv.addr, &mut buf);
+        hosts_round(srv.addr, &mut buf);
     }
     let before = allocations();
     let rounds = 200;
     for _ in 0..rounds {
         site_round(srv.addr, &mut buf);
+        hosts_round(srv.addr, &mut buf);
     }
     let after = allocations();
     assert_eq!(
         after - before,
         0,
         "allocations over {} requests",
-        rounds * SITE_PER_ROUND
+        rounds * (SITE_PER_ROUND + HOSTS_PER_ROUND)
     );
     drop(srv);
     let log = std::fs::read_to_string(site.base.join("access.log")).unwrap();
-    assert_eq!(log.lines().count(), (rounds + 3) * SITE_PER_ROUND);
+    let per_round = SITE_PER_ROUND + HOSTS_PER_ROUND;
+    assert_eq!(log.lines().count(), (rounds + 3) * per_round);
+    assert_eq!(
+        log.matches("\" 421 ").count(),
+        rounds + 3,
+        "the unknown name"
+    );
+    assert_eq!(
+        log.matches("\" 200 7 ").count(),
+        2 * (rounds + 3),
+        "host u's file"
+    );
     for status in [
         " 200 ", " 204 ", " 206 ", " 301 ", " 304 ", " 308 ", " 404 ", " 405 ", " 406 ", " 416 ",
     ] {

@@ -51,6 +51,11 @@ fn promtool_finds_no_problem_in_a_live_scrape() {
     let body = scrape(&server);
     assert!(body.contains(&format!("{HISTOGRAM}_bucket{{")), "{body}");
     assert!(body.contains("process_open_fds{"), "{body}");
+    promtool_accepts(&body);
+}
+
+/// `promtool check metrics` says nothing about `body`.
+fn promtool_accepts(body: &str) {
     let mut check = Command::new("promtool")
         .args(["check", "metrics"])
         .stdin(Stdio::piped())
@@ -75,6 +80,45 @@ fn promtool_finds_no_problem_in_a_live_scrape() {
         "promtool check metrics: {}\n{said}\non:\n{body}",
         out.status
     );
+}
+
+#[test]
+fn promtool_accepts_the_host_labels_of_the_response_counters() {
+    let name = "promtool_accepts_the_host_labels_of_the_response_counters";
+    if Command::new("promtool").arg("--version").output().is_err() {
+        return skip_or_fail(name, "no promtool on PATH (Debian package `prometheus`)");
+    }
+    let root = TempDir::new("metrics-hosts");
+    root.write_all(&[("index.html", "hi\n")]);
+    let a = format!("a.test={}", root.path().display());
+    let server = Server::start(&["--workers", "1", "--host", &a]);
+    server.wait_healthy();
+    let ask = |host: &str| {
+        let mut s = TcpStream::connect(server.addr).unwrap();
+        write!(
+            s,
+            "GET /index.html HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        text
+    };
+    assert!(ask("a.test").starts_with("HTTP/1.1 200"));
+    assert!(ask("A.test:80").starts_with("HTTP/1.1 200"));
+    assert!(ask("b.test").starts_with("HTTP/1.1 421"));
+    let l = labels(0, server.plan()[0].1);
+    let m = samples(&server);
+    let series = |class: &str, host: &str| {
+        m.get(&format!(
+            "steerd_responses_total{{{l},class=\"{class}\",host=\"{host}\"}}"
+        ))
+        .copied()
+    };
+    assert_eq!(series("2xx", "a.test"), Some(2.0), "{m:?}");
+    assert_eq!(series("4xx", ""), Some(1.0), "the 421, no host's");
+    assert_eq!(series("4xx", "a.test"), Some(0.0));
+    promtool_accepts(&scrape(&server));
 }
 
 #[test]

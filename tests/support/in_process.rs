@@ -77,6 +77,7 @@ pub(crate) fn config(root: &Path) -> LoopConfig {
         },
         logging: Logging::default(),
         site: Default::default(),
+        hosts: Default::default(),
         auth: None,
     }
 }

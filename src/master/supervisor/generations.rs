@@ -128,20 +128,14 @@ impl Supervisor<'_> {
             Some(Err(e)) => return self.refuse_reload(&e),
             None => None,
         };
-        let cfg = fresh.as_ref().unwrap_or(&self.cfg);
-        let log = &cfg.logging.access_log;
-        let checked = crate::preflight::worker_files(&cfg.root, &cfg.site, log)
-            .and_then(|users| crate::preflight::media_types(&cfg.site).map(|types| (users, types)));
+        let mut fresh = fresh;
+        let checked = reload_files(fresh.as_mut().unwrap_or(&mut self.cfg));
         match checked {
-            // The new generation serves the files as they are now; the old keeps its own.
-            Ok((users, types)) => {
-                self.s.auth = users;
-                if let Some(cfg) = fresh {
-                    self.cfg = cfg;
-                }
-                self.cfg.site.types = types;
-            }
+            Ok(users) => self.s.auth = users,
             Err(p) => return self.refuse_reload(&p),
+        }
+        if let Some(cfg) = fresh {
+            self.cfg = cfg;
         }
         crate::say!("reload: starting new workers, stopping the old ones gracefully");
         self.notifier.reloading("reloading");
@@ -327,4 +321,22 @@ impl Supervisor<'_> {
             self.retire(pid, NO_BLOCK);
         }
     }
+}
+
+/// The files every host's workers will open, checked as they will meet them (the root,
+/// the pages, the access log, the htpasswd and media types files); with all of them
+/// good, each site's media types as read now are put in `cfg`, and the users returned.
+fn reload_files(
+    cfg: &mut crate::config::Serving,
+) -> Result<Option<crate::auth::Credentials>, crate::preflight::Problem> {
+    let log = cfg.logging.access_log.clone();
+    let (mut users, mut types) = (None, Vec::new());
+    for (root, site) in cfg.sites_mut() {
+        users = users.or(crate::preflight::worker_files(root, site, &log)?);
+        types.push(crate::preflight::media_types(site)?);
+    }
+    for ((_, site), t) in cfg.sites_mut().into_iter().zip(types) {
+        site.types = t;
+    }
+    Ok(users)
 }

@@ -1,0 +1,153 @@
+//! The host a request is served for: its root, its rules and its file cache, put in
+//! place in the worker's [`Ctx`] before the connection's work.
+//!
+//! Input: the loop's hosts ([`LoopHosts`]: the name table and, past the first, each
+//! host's root and rules) and a host index (picked by `respond.rs` from the request's
+//! host, kept in the connection for the rest of its response). Output: `ctx.root`,
+//! `ctx.site` and `ctx.cache` are that host's. Each host has a cache of its own, so one
+//! host never answers with another's file; the caches not in use are parked here and
+//! swapped in by moving the value (no allocation, nothing copied but the cache's
+//! handle). Without hosts there is one host, and entering it is one comparison.
+
+use super::Ctx;
+use crate::files::cache::FileCache;
+use crate::site::access::AccessList;
+use crate::site::hosts::HostTable;
+use crate::site::SiteRules;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+/// The host of a connection whose request has named none yet, or none that answers (a
+/// 421): entering it changes nothing.
+pub(crate) const NONE: u16 = u16::MAX;
+
+/// What the loop serves besides its first root and rules.
+#[derive(Debug, Default)]
+pub struct LoopHosts {
+    /// Which host answers a name.
+    pub(crate) table: HostTable,
+    /// Each host's name for the log (empty without hosts).
+    pub(crate) names: Vec<Box<str>>,
+    /// Hosts 1.., each with its root (opened once) and rules.
+    pub(crate) others: Vec<(OwnedFd, SiteRules)>,
+    /// With hosts, the address lists a connection is held to at accept, before its
+    /// request names a host: the defaults' (host 0's own lines are its alone).
+    pub(crate) at_accept: Option<AccessList>,
+}
+
+impl LoopHosts {
+    /// Hosts named `names` (one list a host, host 0 first: the loop's own root and
+    /// rules), the rest served from `others`.
+    pub fn named(names: &[Vec<String>], others: Vec<(OwnedFd, SiteRules)>) -> LoopHosts {
+        LoopHosts {
+            table: HostTable::new(names, &[], &[]),
+            names: names
+                .iter()
+                .map(|n| n.first().map_or("", |n| n).into())
+                .collect(),
+            others,
+            at_accept: None,
+        }
+    }
+}
+
+/// The hosts as the connections see them.
+pub(crate) struct Hosts<'a> {
+    /// Which host answers a name.
+    pub(crate) table: &'a HostTable,
+    /// Each host's name (empty without hosts).
+    pub(crate) names: &'a [Box<str>],
+    /// Every host's root and rules, host 0 first.
+    sites: Vec<(BorrowedFd<'a>, &'a SiteRules)>,
+    /// The caches of the hosts not in place (`None` at the one that is).
+    parked: Vec<Option<FileCache>>,
+    /// The host in place.
+    current: u16,
+    /// A parked cache may have hashing or compression under way (it had when parked):
+    /// only then does a loop turn visit the parked caches.
+    parked_busy: bool,
+}
+
+/// Whether `c` has hashing or compression under way (work a loop turn moves on).
+fn busy(c: &FileCache) -> bool {
+    c.hash_wake().is_some() || c.compress_wake().is_some()
+}
+
+impl<'a> Hosts<'a> {
+    /// Host 0 (`root`, `site`, whose cache the context holds) and `more`, each with the
+    /// cache `cache` makes for its rules.
+    pub(crate) fn new(
+        first: (BorrowedFd<'a>, &'a SiteRules),
+        more: &'a LoopHosts,
+        cache: &dyn Fn(&SiteRules) -> FileCache,
+    ) -> Self {
+        let mut sites = vec![first];
+        sites.extend(more.others.iter().map(|(fd, s)| (fd.as_fd(), s)));
+        let mut parked = vec![None];
+        parked.extend(more.others.iter().map(|(_, s)| Some(cache(s))));
+        Hosts {
+            table: &more.table,
+            names: &more.names,
+            sites,
+            parked,
+            current: 0,
+            parked_busy: false,
+        }
+    }
+}
+
+impl Ctx<'_> {
+    /// Puts host `i`'s root, rules and cache in place.
+    #[inline]
+    pub(crate) fn enter(&mut self, i: u16) {
+        if i == self.hosts.current {
+            return;
+        }
+        self.switch(i);
+    }
+
+    #[inline(never)]
+    fn switch(&mut self, i: u16) {
+        let at = usize::from(i);
+        // `sites` and `parked` have one entry a host: an index past them changes nothing.
+        let Some(&(root, site)) = self.hosts.sites.get(at) else {
+            return;
+        };
+        let Some(next) = self.hosts.parked.get_mut(at).and_then(Option::take) else {
+            return;
+        };
+        let prev = core::mem::replace(&mut self.cache, next);
+        self.hosts.parked_busy |= busy(&prev);
+        self.hosts.parked[usize::from(self.hosts.current)] = Some(prev);
+        self.root = root;
+        self.site = site;
+        self.hosts.current = i;
+    }
+
+    /// Calls `f` on every host's cache (the once-a-second sweep).
+    pub(crate) fn each_cache(&mut self, f: &mut dyn FnMut(&mut FileCache)) {
+        f(&mut self.cache);
+        self.hosts.parked.iter_mut().flatten().for_each(&mut *f);
+    }
+
+    /// Calls `f` on the caches that may have work under way (a loop turn's hashing and
+    /// compression): the one in place, and the parked ones only while one of them may.
+    /// With many hosts a turn then costs what it costs with one.
+    pub(crate) fn busy_caches(&mut self, f: &mut dyn FnMut(&mut FileCache)) {
+        f(&mut self.cache);
+        if self.hosts.parked_busy {
+            let parked = self.hosts.parked.iter_mut().flatten();
+            self.hosts.parked_busy = parked.fold(false, |any, c| {
+                f(c);
+                any | busy(c)
+            });
+        }
+    }
+
+    /// Calls `f` on the caches [`Ctx::busy_caches`] visits, to read.
+    pub(crate) fn busy_caches_ref(&self, f: &mut dyn FnMut(&FileCache)) {
+        f(&self.cache);
+        if self.hosts.parked_busy {
+            self.hosts.parked.iter().flatten().for_each(&mut *f);
+        }
+    }
+}

@@ -1,0 +1,386 @@
+//! Virtual hosts through the real binary: `--host` and the configuration file's host
+//! blocks, each host with its own root and settings; names matched without case and port;
+//! 421 for a name no host lists, `host *` for the rest; the same path in two roots never
+//! answered from the other's; `--allowed-host` against a rebinding name and the
+//! listeners' IP literals (IPv4 and IPv6); HUP adding and removing a host.
+
+use crate::support;
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::Command;
+use support::client::{exchange, Response};
+use support::server::{binary, run_steerd, wait_for_new_pid, wait_until, Server, TempDir};
+use support::skip::skip_or_fail;
+
+/// Two roots, `a/` and `b/`, with the same paths holding different bytes.
+fn two_roots(tag: &str) -> TempDir {
+    let dir = TempDir::new(tag);
+    dir.write_all(&[
+        ("a/same.txt", "from a\n"),
+        ("a/index.html", "a home\n"),
+        ("b/same.txt", "from b, longer\n"),
+        ("b/index.html", "b home\n"),
+    ]);
+    dir
+}
+
+/// `GET path` with `Host: host`, closing.
+fn get_as(addr: SocketAddr, host: &str, path: &str) -> Response {
+    exchange(
+        addr,
+        &format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"),
+    )
+}
+
+fn serve(args: &[&str]) -> Server {
+    let mut cmd = Command::new(binary());
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--workers", "1"])
+        .args(args);
+    Server::spawn(&mut cmd)
+}
+
+fn path_of(dir: &TempDir, sub: &str) -> String {
+    dir.path().join(sub).display().to_string()
+}
+
+/// A configuration file `site.conf` in `dir` holding `text`.
+fn conf(dir: &TempDir, text: &str) -> PathBuf {
+    let p = dir.path().join("site.conf");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn hosts_from_the_file_and_flags_serve_their_roots_and_settings() {
+    let dir = two_roots("hosts-two");
+    let log = dir.path().join("access.log");
+    let file = conf(
+        &dir,
+        &format!(
+            "header X-Site: default\n\
+             host a.test www.a.test\n\
+             root {}\n\
+             cache-control /**=max-age=60\n\
+             header X-Only-A: yes\n",
+            path_of(&dir, "a")
+        ),
+    );
+    let b = format!("b.test={}", path_of(&dir, "b"));
+    let srv = serve(&[
+        "--config",
+        file.to_str().unwrap(),
+        "--host",
+        &b,
+        "--access-log",
+        log.to_str().unwrap(),
+        "--log-format",
+        "json",
+    ]);
+    let a = get_as(srv.addr, "a.test", "/same.txt");
+    assert_eq!((a.status, a.text()), (200, "from a\n".into()));
+    assert_eq!(a.header("cache-control"), Some("max-age=60"));
+    assert_eq!(a.header("x-only-a"), Some("yes"));
+    assert_eq!(a.header("x-site"), Some("default"), "the defaults extend");
+    let b = get_as(srv.addr, "b.test", "/same.txt");
+    assert_eq!((b.status, b.text()), (200, "from b, longer\n".into()));
+    assert_eq!(b.header("cache-control"), None, "{:?}", b.headers);
+    assert_eq!(b.header("x-only-a"), None);
+    assert_eq!(b.header("x-site"), Some("default"));
+    // Case and port are not part of the name.
+    for host in ["A.TEST", "www.A.test:8080", "a.test:1"] {
+        assert_eq!(
+            get_as(srv.addr, host, "/same.txt").text(),
+            "from a\n",
+            "{host}"
+        );
+    }
+    assert_eq!(
+        get_as(srv.addr, "B.Test:80", "/same.txt").text(),
+        "from b, longer\n"
+    );
+    // A name no host lists, and no Host at all (HTTP/1.0).
+    let r = get_as(srv.addr, "c.test", "/same.txt");
+    assert_eq!((r.status, r.header("connection")), (421, Some("close")));
+    let r = exchange(srv.addr, "GET /same.txt HTTP/1.0\r\n\r\n");
+    assert_eq!(r.status, 421);
+    wait_until("eight lines logged", || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .count()
+            >= 8
+    });
+    let log = std::fs::read_to_string(&log).unwrap();
+    let hosts: Vec<&str> = log
+        .lines()
+        .map(|l| {
+            l.split("\"host\":\"")
+                .nth(1)
+                .map_or("-", |h| &h[..h.find('"').unwrap()])
+        })
+        .collect();
+    assert_eq!(
+        hosts,
+        ["a.test", "b.test", "a.test", "a.test", "a.test", "b.test", "-", "-"],
+        "{log}"
+    );
+}
+
+#[test]
+fn host_star_answers_names_no_block_lists() {
+    let dir = two_roots("hosts-star");
+    let a = format!("a.test={}", path_of(&dir, "a"));
+    let any = format!("*={}", path_of(&dir, "b"));
+    let srv = serve(&["--host", &a, "--host", &any]);
+    assert_eq!(get_as(srv.addr, "a.test", "/same.txt").text(), "from a\n");
+    for host in ["other.test", "127.0.0.1", "[::1]:9"] {
+        let r = get_as(srv.addr, host, "/same.txt");
+        assert_eq!(
+            (r.status, r.text()),
+            (200, "from b, longer\n".into()),
+            "{host}"
+        );
+    }
+}
+
+/// `n` alternating requests for `/same.txt` on one keep-alive connection, each checked.
+fn alternate(addr: SocketAddr, n: usize) {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let mut r = std::io::BufReader::new(s.try_clone().unwrap());
+    for i in 0..n {
+        let (host, want) = match i % 2 {
+            0 => ("a.test", "from a\n"),
+            _ => ("b.test", "from b, longer\n"),
+        };
+        write!(s, "GET /same.txt HTTP/1.1\r\nHost: {host}\r\n\r\n").unwrap();
+        let resp = support::client::read_response(&mut r, false).unwrap();
+        assert_eq!(
+            (resp.status, resp.text()),
+            (200, want.to_string()),
+            "request {i}"
+        );
+    }
+}
+
+#[test]
+fn the_same_path_in_two_roots_never_crosses() {
+    let dir = two_roots("hosts-cross");
+    let a = format!("a.test={}", path_of(&dir, "a"));
+    let b = format!("b.test={}", path_of(&dir, "b"));
+    let srv = serve(&["--host", &a, "--host", &b]);
+    // Both files enter their host's cache in the first two requests; the rest are hits.
+    alternate(srv.addr, 40);
+    // And on a second connection, where each request starts in the other host.
+    alternate(srv.addr, 11);
+}
+
+/// True when `[::1]` takes connections here.
+fn has_ipv6_loopback() -> bool {
+    std::net::TcpListener::bind("[::1]:0").is_ok()
+}
+
+#[test]
+fn allowed_host_refuses_a_rebinding_name_but_not_the_listeners_literals() {
+    const NAME: &str = "allowed_host_refuses_a_rebinding_name_but_not_the_listeners_literals";
+    let dir = two_roots("hosts-allowed");
+    let v6 = has_ipv6_loopback();
+    let mut cmd = Command::new(binary());
+    cmd.args(["serve", "--workers", "1", "--listen", "127.0.0.1:0"]);
+    if v6 {
+        cmd.args(["--listen", "[::1]:0"]);
+    }
+    cmd.args(["--allowed-host", "nas.test"])
+        .arg(dir.path().join("a"));
+    let srv = Server::spawn(&mut cmd);
+    let addrs = srv.addrs();
+    let v4 = addrs[0];
+    let ok = |addr: SocketAddr, host: &str| get_as(addr, host, "/same.txt").status;
+    assert_eq!(ok(v4, "nas.test"), 200);
+    assert_eq!(ok(v4, "NAS.test:8080"), 200);
+    assert_eq!(ok(v4, &v4.to_string()), 200, "the listener's IPv4 literal");
+    assert_eq!(ok(v4, "127.0.0.1"), 200);
+    // A name pointed at 127.0.0.1 by someone else's DNS, and another literal.
+    assert_eq!(ok(v4, "rebind.attacker.example"), 421);
+    assert_eq!(ok(v4, "127.0.0.2"), 421);
+    assert_eq!(ok(v4, "[::1]"), if v6 { 200 } else { 421 });
+    if !v6 {
+        return skip_or_fail(
+            NAME,
+            "no IPv6 loopback here: the [::1] listener is not checked",
+        );
+    }
+    let v6 = addrs[1];
+    assert_eq!(ok(v6, &v6.to_string()), 200, "the listener's IPv6 literal");
+    assert_eq!(ok(v6, "rebind.attacker.example"), 421);
+    assert_eq!(ok(v6, "[::2]"), 421);
+    // Without the flag every name is served (what the rebinding page relies on).
+    let open = serve(&[&path_of(&dir, "a")]);
+    assert_eq!(ok(open.addr, "rebind.attacker.example"), 200);
+}
+
+#[test]
+fn hup_adds_and_removes_a_host() {
+    let dir = two_roots("hosts-hup");
+    let block = |name: &str, sub: &str| format!("host {name}\nroot {}\n", path_of(&dir, sub));
+    let file = conf(&dir, &format!("workers 1\n{}", block("a.test", "a")));
+    let srv = {
+        let mut cmd = Command::new(binary());
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
+            .arg(&file);
+        Server::spawn(&mut cmd)
+    };
+    assert_eq!(get_as(srv.addr, "a.test", "/same.txt").text(), "from a\n");
+    assert_eq!(get_as(srv.addr, "b.test", "/same.txt").status, 421);
+    let text = format!(
+        "workers 1\n{}{}",
+        block("a.test", "a"),
+        block("b.test", "b")
+    );
+    std::fs::write(&file, text).unwrap();
+    let before = srv.worker_pids();
+    srv.signal(libc::SIGHUP);
+    wait_for_new_pid(&srv, 0, before[0]);
+    wait_until("host b answers", || {
+        get_as(srv.addr, "b.test", "/same.txt").text() == "from b, longer\n"
+    });
+    assert_eq!(get_as(srv.addr, "a.test", "/same.txt").text(), "from a\n");
+    std::fs::write(&file, format!("workers 1\n{}", block("b.test", "b"))).unwrap();
+    let before = srv.worker_pids();
+    srv.signal(libc::SIGHUP);
+    wait_for_new_pid(&srv, 0, before[0]);
+    wait_until("host a is gone", || {
+        get_as(srv.addr, "a.test", "/same.txt").status == 421
+    });
+}
+
+#[test]
+fn check_refuses_bad_host_blocks_with_file_and_line() {
+    let dir = two_roots("hosts-check");
+    for (text, needle) in [
+        (
+            "host a.test\nworkers 2\n",
+            ":2: workers is not a site setting",
+        ),
+        ("host a.test:80\n", ":1: host \"a.test:80\""),
+        (
+            "host a.test\nbasic-auth /x\n",
+            ":2: basic-auth is one for the whole server",
+        ),
+        (
+            "host a.test\nroot /a\nroot /b\n",
+            ":3: a second value for root in this host block",
+        ),
+        ("host a.test\nhost A.test\n", "host a.test at "),
+    ] {
+        let file = conf(&dir, text);
+        let out = run_steerd(&["check", "--config", file.to_str().unwrap()], b"");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text:?}: {err}");
+        assert!(err.contains(needle), "{text:?}: {err}");
+    }
+    let out = run_steerd(&["check", "--host", "a.test=/nonexistent/x"], b"");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("host a.test (--host a.test=/nonexistent/x)"),
+        "{err}"
+    );
+    let a = format!("a.test={}", path_of(&dir, "a"));
+    let out = run_steerd(&["check", "--host", &a, "--allowed-host", "b.test"], b"");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--allowed-host applies without hosts"),
+        "{err}"
+    );
+}
+
+#[test]
+fn check_explain_names_the_host_that_answers() {
+    let dir = two_roots("hosts-explain");
+    let file = conf(
+        &dir,
+        &format!(
+            "host a.test www.a.test\nroot {}\nredirect /old /same.txt 302\n\
+             host b.test\nroot {}\n",
+            path_of(&dir, "a"),
+            path_of(&dir, "b")
+        ),
+    );
+    let f = file.to_str().unwrap();
+    let explain = |host: &str, path: &str| {
+        let out = run_steerd(
+            &[
+                "check",
+                "--config",
+                f,
+                "--explain",
+                path,
+                "--explain-host",
+                host,
+            ],
+            b"",
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let a = explain("WWW.a.test:8080", "/old");
+    assert!(
+        a.starts_with(&format!("host: a.test www.a.test ({f}:1)\n")),
+        "{a}"
+    );
+    assert!(a.contains(&format!("rule: {f}:3 (redirect /old)")), "{a}");
+    let b = explain("b.test", "/same.txt");
+    assert!(b.starts_with(&format!("host: b.test ({f}:4)\n")), "{b}");
+    assert!(
+        b.contains("rule: none") && b.contains("file: /same.txt (text/plain"),
+        "{b}"
+    );
+    assert!(b.contains(" 15 bytes)"), "b's own file: {b}");
+    let c = explain("c.test", "/same.txt");
+    assert_eq!(c, "host: none answers c.test\nanswer: 421\n");
+}
+
+#[test]
+fn a_host_blocks_own_rate_limit_and_deny_apply_to_that_host_alone() {
+    let dir = two_roots("hosts-limits");
+    let file = conf(
+        &dir,
+        &format!(
+            "workers 1\nhost a.test\nroot {}\nrate-limit 2\nhost b.test\nroot {}\n\
+             host c.test\nroot {}\ndeny 127.0.0.0/8\n",
+            path_of(&dir, "a"),
+            path_of(&dir, "b"),
+            path_of(&dir, "a")
+        ),
+    );
+    let srv = {
+        let mut cmd = Command::new(binary());
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
+            .arg(&file);
+        Server::spawn(&mut cmd)
+    };
+    let statuses = |host: &str| -> Vec<u16> {
+        (0..6)
+            .map(|_| get_as(srv.addr, host, "/same.txt").status)
+            .collect()
+    };
+    let a = statuses("a.test");
+    assert!(
+        a.contains(&429) && a[..2] == [200, 200],
+        "a's limit of 2: {a:?}"
+    );
+    assert_eq!(statuses("b.test"), [200; 6], "b has no limit");
+    assert_eq!(
+        get_as(srv.addr, "c.test", "/same.txt").status,
+        403,
+        "c's own deny"
+    );
+    assert_eq!(get_as(srv.addr, "b.test", "/same.txt").status, 200);
+}

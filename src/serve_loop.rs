@@ -475,14 +475,16 @@ impl<'a> Loop<'a> {
             self.expire();
             self.sweep();
             let (now, mut compressed) = (self.ctx.now_ms, 0);
-            self.ctx.busy_caches(&mut |c| {
+            self.ctx.busy_caches(|c| {
                 c.hash_turn(now);
                 compressed += u64::from(c.compress_turn(now));
             });
-            self.ctx
-                .counters
-                .compressions
-                .fetch_add(compressed, Relaxed);
+            if compressed > 0 {
+                self.ctx
+                    .counters
+                    .compressions
+                    .fetch_add(compressed, Relaxed);
+            }
             self.maybe_resume();
             self.ctx.log.tick(&self.ctx.date, self.ctx.now_ms);
             let dropped = self.ctx.log.take_dropped();
@@ -541,7 +543,7 @@ impl<'a> Loop<'a> {
             until = until.min(end);
         }
         // A large file's content hash goes on at once, or when its slice is read in.
-        self.ctx.busy_caches_ref(&mut |c| {
+        self.ctx.busy_caches_ref(|c| {
             if let Some(at) = c.hash_wake() {
                 until = until.min(at);
             }

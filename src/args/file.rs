@@ -339,10 +339,6 @@ mod tests {
                 "host a.test\nfallback /a\nfallback /b\n",
                 "site.conf:3: a second value for fallback in this host block",
             ),
-            (
-                "host a.test\nheader nope\n",
-                "site.conf:2: --header \"nope\"",
-            ),
             ("header A:\u{1}b\n", "site.conf:1: a control character"),
         ] {
             let e = read(text).unwrap_err();

@@ -433,6 +433,7 @@ impl FileCache {
 
 impl FileCache {
     /// When the loop should call [`FileCache::hash_turn`] next (ms), if it has work.
+    #[inline]
     pub(crate) fn hash_wake(&self) -> Option<u64> {
         self.hash_wake
     }

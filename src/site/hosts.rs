@@ -63,12 +63,18 @@ impl HostTable {
         t
     }
 
-    /// The host that answers `host` (the request's, port and all), `None`: 421.
-    #[inline]
+    /// The host that answers `host` (the request's, port and all), `None`: 421. Without
+    /// hosts and `--allowed-host`, one compare where the request is answered.
+    #[inline(always)]
     pub(crate) fn pick(&self, host: Option<&[u8]>) -> Option<u16> {
-        if self.names.is_empty() {
-            return self.any;
+        match self.names.is_empty() {
+            true => self.any,
+            false => self.pick_named(host),
         }
+    }
+
+    #[inline(never)]
+    fn pick_named(&self, host: Option<&[u8]>) -> Option<u16> {
         let Some(name) = host.map(without_port) else {
             return self.any;
         };

@@ -275,6 +275,8 @@ fn check_refuses_bad_host_blocks_with_file_and_line() {
             ":3: a second value for root in this host block",
         ),
         ("host a.test\nhost A.test\n", "host a.test at "),
+        // A block's values are checked as they are applied, still with their line.
+        ("host a.test\nheader nope\n", ":2: --header \"nope\""),
     ] {
         let file = conf(&dir, text);
         let out = run_steerd(&["check", "--config", file.to_str().unwrap()], b"");

@@ -168,6 +168,7 @@ impl FileCache {
     }
 
     /// When [`FileCache::compress_turn`] has work (ms; 0: at once).
+    #[inline]
     pub(crate) fn compress_wake(&self) -> Option<u64> {
         match &self.gz.job {
             Some(job) => Some(job.retry_at),

@@ -3,7 +3,7 @@
 //!
 //! Never panics, never writes past its buffer. A rule that parses either matches the
 //! path or not; when it does, its target is written whole into a buffer four times the
-//! longest the rule and path can make, and: a redirect's target is visible ASCII only
+//! longest the rule and path can make (TO may name a capture any number of times), and: a redirect's target is visible ASCII only
 //! (no CR, LF, NUL, space or byte over 0x7e: nothing that could end or split a
 //! `Location` line), beginning with `/` or `http`; a rewrite's target begins with `/` and
 //! holds every byte the rule wrote, no query. A buffer too small gives `None`, never a
@@ -34,7 +34,9 @@ pub(super) fn holds(data: &[u8]) {
     if !rule.matches(path, &mut caps) {
         return;
     }
-    let room = 4 * (text.len() + 3 * 9 * path.len() + request.len()) + 16;
+    // Every `$N` of TO (two bytes of the rule at least) may stand for the whole path,
+    // percent-encoded (three bytes a byte), as often as TO repeats it; the query follows.
+    let room = 4 * (text.len() * (3 * path.len() + 3) + 3 * request.len()) + 16;
     let mut out = vec![0u8; room];
     let n = rule
         .write_target(path, &caps, query, &mut out)

@@ -22,9 +22,33 @@ pub(crate) fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_steerd")
 }
 
+/// How long a one-shot `steerd` command may take, output collected: far more than any needs
+/// on a loaded machine or under user-mode emulation, so only a hang reaches it.
+const ONE_SHOT_LIMIT: Duration = Duration::from_secs(120);
+
 /// Runs `steerd ARGS` to its end with `stdin` as its standard input, and collects its
-/// status and both outputs.
+/// status and both outputs. A command that has not ended within [`ONE_SHOT_LIMIT`] is
+/// killed and the test fails, naming the state the process was in. Under user-mode QEMU
+/// (`STEERD_EMULATED`), whose fork emulation has been seen to leave a child hung before it
+/// ran a single instruction of steerd, a hung command is run once more, saying so.
 pub(crate) fn run_steerd(args: &[&str], stdin: &[u8]) -> Output {
+    let hung = match run_steerd_within(args, stdin, ONE_SHOT_LIMIT) {
+        Ok(out) => return out,
+        Err(hung) => hung,
+    };
+    if std::env::var_os("STEERD_EMULATED").is_none() {
+        panic!("steerd {args:?} did not end within {ONE_SHOT_LIMIT:?}: {hung}");
+    }
+    eprintln!(
+        "note: steerd {args:?} hung under user-mode emulation ({hung}); killed, run again once"
+    );
+    run_steerd_within(args, stdin, ONE_SHOT_LIMIT)
+        .unwrap_or_else(|again| panic!("steerd {args:?} hung twice: {hung}; then {again}"))
+}
+
+/// One bounded run: the output, or what was seen of a run that did not end in `limit`.
+fn run_steerd_within(args: &[&str], stdin: &[u8], limit: Duration) -> Result<Output, String> {
+    let deadline = Instant::now() + limit;
     let mut child = Command::new(binary())
         .args(args)
         .stdin(Stdio::piped())
@@ -32,11 +56,71 @@ pub(crate) fn run_steerd(args: &[&str], stdin: &[u8]) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn steerd");
+    let (tx, rx) = std::sync::mpsc::channel();
     let mut input = child.stdin.take().expect("stdin");
+    let stdin = stdin.to_vec();
     // steerd exits without reading stdin on a usage error: a broken pipe is fine.
-    let _ = input.write_all(stdin);
-    drop(input);
-    child.wait_with_output().expect("wait for steerd")
+    std::thread::spawn(move || drop(input.write_all(&stdin)));
+    drain(child.stdout.take().expect("stdout"), 1, tx.clone());
+    drain(child.stderr.take().expect("stderr"), 2, tx);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for steerd") {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let seen = process_state(child.id());
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("pid {} still running, {seen}", child.id()));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut out = Output {
+        status,
+        stdout: Vec::new(),
+        stderr: Vec::new(),
+    };
+    for _ in 0..2 {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        let (fd, bytes) = rx.recv_timeout(wait).map_err(|_| {
+            format!("exited ({status}) but another process holds its output pipe open")
+        })?;
+        *(if fd == 1 {
+            &mut out.stdout
+        } else {
+            &mut out.stderr
+        }) = bytes;
+    }
+    Ok(out)
+}
+
+/// Reads `from` to its end in a thread and sends the bytes, tagged with `fd`.
+fn drain(mut from: impl Read + Send + 'static, fd: u8, to: std::sync::mpsc::Sender<(u8, Vec<u8>)>) {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = from.read_to_end(&mut bytes);
+        let _ = to.send((fd, bytes));
+    });
+}
+
+/// What /proc says of a process: its state and wait channel, and what it runs (whether it
+/// got as far as executing steerd).
+fn process_state(pid: u32) -> String {
+    let read =
+        |what: &str| std::fs::read_to_string(format!("/proc/{pid}/{what}")).unwrap_or_default();
+    let stat = read("stat");
+    let state = stat
+        .rsplit(") ")
+        .next()
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap_or("?");
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).map(|p| p.display().to_string());
+    format!(
+        "state {state}, wchan {}, exe {}, cmdline {:?}",
+        read("wchan"),
+        exe.unwrap_or_else(|e| e.to_string()),
+        read("cmdline").replace('\0', " ")
+    )
 }
 
 /// Lines the server wrote to stderr, shared with the thread that reads them.
@@ -702,4 +786,27 @@ pub(crate) fn with_socket(fd: &std::os::fd::OwnedFd, args: &str) -> Command {
     let mut cmd = Command::new("bash");
     cmd.args(["-c", &script]);
     cmd
+}
+
+/// The one-shot runner's bound holds: a command that never ends (a server) is killed at
+/// the limit and reported with its state, and it does not wait for the limit otherwise.
+#[test]
+fn a_one_shot_command_that_never_ends_is_killed_at_its_limit() {
+    let root = TempDir::new("one-shot");
+    let dir = root.path().to_str().unwrap();
+    let started = Instant::now();
+    let hung = run_steerd_within(
+        &["serve", dir, "--listen", "127.0.0.1:0"],
+        b"",
+        Duration::from_secs(3),
+    )
+    .expect_err("a server does not end by itself");
+    assert!(hung.contains("still running, state "), "{hung}");
+    assert!(
+        started.elapsed() < ONE_SHOT_LIMIT,
+        "waited {:?}",
+        started.elapsed()
+    );
+    let out = run_steerd_within(&["help"], b"", ONE_SHOT_LIMIT).expect("help ends");
+    assert!(out.status.success() && !out.stdout.is_empty(), "{out:?}");
 }

@@ -98,7 +98,9 @@ impl Answer {
 }
 
 /// The whole reply to `head`; `render` makes the document asked for; `healthy`: every
-/// planned worker serves.
+/// planned worker serves. Out of line: the master's metrics answer is cold code.
+#[inline(never)]
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn reply(head: &[u8], healthy: bool, render: impl Fn(Document) -> String) -> Vec<u8> {
     let (method, route) = route(head);
     let a = answer(route, head, healthy, render);

@@ -89,7 +89,6 @@ impl SettingError {
 }
 
 /// Splits a stored hash into its setting and digest text.
-#[cfg_attr(feature = "cold-size", optimize(size))]
 pub fn parse(hash: &[u8]) -> Result<(Setting<'_>, &[u8]), SettingError> {
     let (variant, rest) = match hash {
         [b'$', b'5', b'$', rest @ ..] => (Variant::Sha256, rest),

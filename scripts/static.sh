@@ -27,8 +27,8 @@
 # The standard library they rebuild is made at opt-level "s" (std, core and alloc
 # only): 6,464 bytes of the aarch64 binary, which put it back under 1 MiB with hosts.
 # With the cold-size feature the functions marked cold in the source (start-up, flags,
-# check, the tools; never the request path) are compiled for size too: 77,968 bytes of
-# the aarch64 binary (1,043,232 -> 965,264).
+# check, the tools; never the request path) are compiled for size too: 77,360 bytes of
+# the aarch64 binary (1,043,232 -> 965,872).
 #
 # Each is stripped by the linker and lands where cargo puts it (target/TARGET/release/
 # steerd; the VM tests use it), with a copy in target/static/steerd-TARGET; its size is

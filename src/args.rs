@@ -250,6 +250,7 @@ pub struct ArgsError {
 }
 
 impl fmt::Display for ArgsError {
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (i, line) in self.message.lines().enumerate() {
             let sep = if i == 0 { "" } else { "\n" };
@@ -270,6 +271,7 @@ fn err<T>(msg: impl Into<String>) -> Result<T, ArgsError> {
 /// the many call sites stays one call.
 #[cold]
 #[inline(never)]
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn flag_error(message: String) -> ArgsError {
     ArgsError {
         stage: "args",
@@ -344,6 +346,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn parse_serve_or_help(
     args: &[String],
     outside: &Outside<'_>,
@@ -383,6 +386,7 @@ pub fn parse_serve(args: &[String]) -> Result<ServeArgs, ArgsError> {
 /// Parses serve options with the `STEERD_*` variables of `outside` for the flags the
 /// command line does not give (`args/env.rs`). A bad value from a variable is named
 /// with its variable.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn parse_serve_in(
     args: &[String],
     outside: &Outside<'_>,
@@ -455,6 +459,7 @@ pub(crate) fn parse_serve_in(
 
 /// The `--config` (or `STEERD_CONFIG`) among the command line's and environment's
 /// tokens, found through the flag table.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn config_file(given: &[&str]) -> Option<String> {
     let is_config = |w: &str| {
         let (word, _) = flag::split_inline(w);
@@ -533,6 +538,7 @@ fn parse_user(v: &str) -> Result<UserSpec, ArgsError> {
 }
 
 /// A slot count (`--max-conns`, `--max-conns-per-addr`).
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn parse_slots(flag: &str, v: &str) -> Result<u32, ArgsError> {
     match v.parse::<u32>() {
         Ok(n) if (1..=1_000_000).contains(&n) => Ok(n),
@@ -542,6 +548,7 @@ fn parse_slots(flag: &str, v: &str) -> Result<u32, ArgsError> {
 
 /// A socket buffer size: bytes, or with `k` (KiB) or `M` (MiB), from 4k to 1024M; the
 /// kernel doubles it for its bookkeeping and caps it at `net.core.wmem_max` (socket(7)).
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(super) fn parse_size(flag: &str, v: &str) -> Result<u32, ArgsError> {
     let (digits, unit) = match v.strip_suffix(['k', 'K']) {
         Some(d) => (d, 1024),

@@ -174,6 +174,7 @@ impl CpuSet {
 
     /// Parses the kernel's cpulist format. Empty text (or only whitespace) is the empty set.
     /// Accepts the `N-M:used/group` stride form of `bitmap_parselist()`.
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub fn parse_list(text: &str) -> Result<CpuSet, CpuListError> {
         let mut set = CpuSet::new();
         for piece in text

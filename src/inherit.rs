@@ -53,6 +53,7 @@ pub(crate) enum InheritError {
 }
 
 impl core::fmt::Display for InheritError {
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             InheritError::TooManyReexec(pid) => write!(
@@ -119,6 +120,7 @@ pub(crate) fn parse_reexec(
 }
 
 /// True when the re-exec variables are meant for this process (`STEERD_REEXEC_PID`).
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn reexec_is_ours() -> bool {
     std::env::var(PID_VAR)
         .ok()
@@ -172,6 +174,7 @@ pub(crate) struct Inherited {
 
 /// The descriptors passed to this process, taken from the environment once (the
 /// variables are then removed). Fails when a named descriptor is not open.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn take_from_env() -> Result<Vec<Inherited>, InheritError> {
     let var = |k: &str| std::env::var(k).ok();
     let passed = match var(FDS_VAR) {
@@ -225,6 +228,7 @@ pub(crate) fn inspect(fd: &OwnedFd) -> io::Result<(SocketAddr, bool)> {
 
 /// The line `check` prints for a passed socket that cannot join a reuseport group, or
 /// `None` when it can.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn reuseport_problem(inherited: &Inherited) -> Option<InheritError> {
     match inherited.listener {
         Some(_) if inherited.name == METRICS => None,

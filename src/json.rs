@@ -38,6 +38,7 @@ impl Value {
     }
 
     /// [`Value::obj`] for any count of pairs, so only the array move is per-size code.
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn obj_of(pairs: Vec<(&str, Value)>) -> Value {
         Value::Obj(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
     }
@@ -88,6 +89,7 @@ impl Value {
     }
 
     /// Writes the value at `depth` of the pretty layout, or compact for `None`.
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn write(&self, out: &mut String, depth: Option<usize>) {
         let (sep, colon) = if depth.is_some() {
             (", ", ": ")
@@ -178,6 +180,7 @@ fn indent(out: &mut String, depth: usize) {
 }
 
 /// A JSON string literal: `"`, `\` and control characters escaped (RFC 8259 section 7).
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn write_str(out: &mut String, s: &str) {
     out.push('"');
     for ch in s.chars() {

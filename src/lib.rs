@@ -47,6 +47,9 @@
 //! uses it (`unreachable_pub` warns about the rest).
 
 #![deny(unsafe_code)]
+// The appliance builds compile the cold functions for size (the `cold-size` feature,
+// Cargo.toml; docs/appliance.md).
+#![cfg_attr(feature = "cold-size", feature(optimize_attribute))]
 
 // Each module stands alone in its group so that rustfmt keeps pipeline order.
 

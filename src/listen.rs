@@ -104,6 +104,7 @@ pub(crate) fn open(
 /// those are the first members, in the order given, and only the members for the
 /// remaining workers are made. A group with passed sockets is not probed: its address is
 /// held by them.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn open_seeded(
     workers: &[WorkerPlan],
     seeded: Vec<(SocketAddr, Vec<OwnedFd>)>,

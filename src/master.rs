@@ -83,6 +83,7 @@ pub(crate) enum MasterError {
 }
 
 impl fmt::Display for MasterError {
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             MasterError::Signals(e) => write!(f, "signals: {e}"),
@@ -221,6 +222,7 @@ pub(crate) fn run(
 }
 
 /// The passed listening sockets, seated in their `--listen` groups (`listen::adopt`).
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn seat_passed(
     cfg: &Serving,
     plan: &Plan,
@@ -273,6 +275,7 @@ const FD_HEADROOM: u64 = 64;
 /// files and headroom: the usual soft limit of 1024 is below the default 10,240
 /// connections. If the hard limit is lower, one warning names the capacity left (no
 /// privilege is used to raise the hard limit). getrlimit(2).
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn raise_fd_limit(cfg: &Serving, workers: usize) {
     use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
     let loops = cfg.listen.len().max(1) as u64;
@@ -328,6 +331,7 @@ fn place_master(plan: &Plan) -> io::Result<crate::sys::AffinityMask> {
 /// Attaches the program to every group; the policy actually in force. A kernel that
 /// refuses it (an old kernel, gVisor: ENOPROTOOPT, EINVAL) leaves the kernel's hash, with
 /// one warning line.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn attach_steering(
     listeners: &Listeners,
     planned: SteerPolicy,
@@ -356,6 +360,7 @@ const SOMAXCONN: &str = "/proc/sys/net/core/somaxconn";
 /// answers it), its accept queue as long as the system allows (`backlog`, from
 /// `somaxconn`): the standard library's 128 overflowed under a flood of silent
 /// connections, and the kernel then drops a probe's SYN.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn bind_metrics(addr: SocketAddr, backlog: u32) -> Result<OwnedFd, MasterError> {
     let std_listener =
         std::net::TcpListener::bind(addr).map_err(|e| MasterError::Metrics(addr, e))?;
@@ -371,6 +376,7 @@ fn bind_metrics(addr: SocketAddr, backlog: u32) -> Result<OwnedFd, MasterError> 
 
 /// The startup lines (stderr): policy, one line per worker, the bound addresses.
 /// Tests and scripts read `listening on ADDR` and `metrics on ADDR`.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn announce(plan: &Plan, policy: SteerPolicy, listeners: &Listeners, metrics: Option<&OwnedFd>) {
     let master = plan
         .master_cpu
@@ -396,6 +402,7 @@ fn announce(plan: &Plan, policy: SteerPolicy, listeners: &Listeners, metrics: Op
 /// Becomes the `--user` resolved before binding, and checks it cannot be undone. A master
 /// that already is that user (started by an upgrade of one that had dropped privileges)
 /// has nothing to do.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn drop_privileges(id: &user::Identity) -> Result<(), MasterError> {
     let already = rustix::process::geteuid().as_raw() == id.uid
         && rustix::process::getuid().as_raw() == id.uid

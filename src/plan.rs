@@ -103,6 +103,7 @@ pub enum PlanError {
 }
 
 impl fmt::Display for PlanError {
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             PlanError::CpusNotAllowed { cpus, allowed } => write!(
@@ -122,6 +123,7 @@ impl fmt::Display for PlanError {
 }
 
 /// Makes the plan. Pure: the same inputs give the same plan.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub fn make(args: &ServeArgs, topo: &Topology) -> Result<Plan, PlanError> {
     let cpus = worker_cpus(args, topo)?;
     let workers = index_order(&cpus, topo);
@@ -343,6 +345,7 @@ fn nearest_node_with_workers(
 
 /// The serving configuration the master and workers run with: the serve flags that are
 /// not placement, gathered once so nothing after planning reads the flags.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn serving(args: ServeArgs) -> Serving {
     let names: Vec<Vec<String>> = args.hosts.iter().map(|h| h.names.clone()).collect();
     let host_table = HostTable::new(&names, &args.allowed_hosts, &args.listen);

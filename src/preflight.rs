@@ -43,6 +43,7 @@ pub(crate) struct Problem {
 }
 
 impl core::fmt::Display for Problem {
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(f, "{}: {}", self.stage, self.message)
     }
@@ -50,6 +51,7 @@ impl core::fmt::Display for Problem {
 
 /// The root must be a directory this process can read; its descriptor, for checks of
 /// what lies under it.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn root(root: &Path) -> Result<OwnedFd, RootError> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
     rustix::fs::open(root, flags, Mode::empty()).map_err(|e| RootError {
@@ -68,6 +70,7 @@ pub(crate) struct RootError {
 }
 
 impl core::fmt::Display for RootError {
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(f, "{}: {}", self.path.display(), self.error)
     }
@@ -76,6 +79,7 @@ impl core::fmt::Display for RootError {
 /// Each `--error-page` and the `--fallback` must be a regular file under `root` that
 /// this process can read (it is opened as a worker opens it, then closed): one problem
 /// per page that is not, as `--error-page /404.html: why`.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn pages(root: BorrowedFd<'_>, site: &SiteRules) -> Vec<Problem> {
     let mut scratch = [0u8; PATH_MAX + 1];
     // Whether a page opens does not depend on its media type; it does on `--dotfiles`.
@@ -106,6 +110,7 @@ pub(crate) const HTPASSWD_MAX: u64 = 4 << 20;
 
 /// The `--basic-auth` file, read and validated (`None` without the flag). A problem is
 /// `--basic-auth FILE:LINE: why` (no line when the file as a whole is wrong).
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn credentials(site: &SiteRules) -> Result<Option<Credentials>, Problem> {
     let Some(rule) = &site.auth else {
         return Ok(None);
@@ -129,6 +134,7 @@ pub(crate) fn credentials(site: &SiteRules) -> Result<Option<Credentials>, Probl
 
 /// The root, the pages its site rules name and the `--basic-auth` file, as a worker
 /// would find them: the first problem, or the users the file names.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn site_files(
     root_dir: &Path,
     site: &SiteRules,
@@ -165,6 +171,7 @@ pub(crate) fn worker_files(
 /// `--compress-cache DIR` must be a directory in which this process can make an
 /// anonymous file (`O_TMPFILE`: a file system that has it, write permission), as the
 /// workers will; the file made to check is never linked, so nothing is left behind.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn compress_cache(site: &SiteRules) -> Result<(), Problem> {
     let Some(dir) = &site.compress.cache_dir else {
         return Ok(());
@@ -188,6 +195,7 @@ pub(crate) fn compress_cache(site: &SiteRules) -> Result<(), Problem> {
 /// read now and put between `--mime` and the built-in table. A file that cannot be read
 /// or has a bad line is a problem naming the flag, the file and the line:
 /// `--mime-types /etc/steerd/types:12: "text" is not a media type (...)`.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn media_types(site: &SiteRules) -> Result<MediaTypes, Problem> {
     let Some(path) = &site.mime_types else {
         return Ok(site.types.clone());
@@ -205,6 +213,7 @@ pub(crate) fn media_types(site: &SiteRules) -> Result<MediaTypes, Problem> {
 
 /// The bytes of a regular file of at most `max` bytes (the `--mime-types` and
 /// `--basic-auth` files).
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn read_small(path: &Path, max: u64) -> std::io::Result<Vec<u8>> {
     use std::io::{Error, ErrorKind};
     // O_NONBLOCK: a FIFO opens at once (and is refused below) instead of waiting.

@@ -184,6 +184,7 @@ fn write_all(fd: BorrowedFd<'_>, mut buf: &[u8]) -> rustix::io::Result<()> {
 
 /// An error's text for a one-line message: without the ` (os error N)` that `io::Error`
 /// appends (`Permission denied`, not `Permission denied (os error 13)`).
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn plain(e: &std::io::Error) -> String {
     let text = e.to_string();
     match text.rfind(" (os error ") {

@@ -353,6 +353,7 @@ fn responses(out: &mut String, w: &WorkerPlan, c: &WorkerCounters, hosts: &[VHos
 
 /// One `steerd_responses_total` line: worker `w`, class `k`, the host if any, `n`.
 #[inline(never)]
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn response_series(out: &mut String, w: &WorkerPlan, k: usize, host: Option<&str>, n: u64) {
     out.push_str("steerd_responses_total{");
     labels(out, w);

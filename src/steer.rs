@@ -76,6 +76,7 @@ pub enum SteerError {
 }
 
 impl fmt::Display for SteerError {
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SteerError::TooLong { insns, policy } => {
@@ -111,6 +112,7 @@ pub fn program(plan: &Plan, topo: &Topology) -> Result<Option<SteerProgram>, Ste
 
 /// [`program`] for a plan made without a topology (the bench reference responder):
 /// the program is verified on every CPU id up to the highest of `possible` and the map.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn program_for(
     plan: &Plan,
     possible: &CpuSet,
@@ -228,6 +230,7 @@ impl Leaf {
     /// Instructions at the leaf's place in the tree. A spread is one `ja` to its node's
     /// shared block (emitted once after the tree), so a map whose nodes alternate CPU by
     /// CPU costs one instruction per segment, not one spread block per segment.
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn size(self) -> usize {
         match self {
             Leaf::Const(_) => 1,
@@ -350,6 +353,7 @@ const MAX_JUMP: usize = 255;
 
 impl Tree {
     /// The tree over `segs` (not empty), split at the middle segment.
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(crate) fn build(segs: &[Segment]) -> Tree {
         if segs.len() <= 1 {
             return Tree::Leaf(segs.first().map_or(Leaf::Const(0), |s| s.leaf));
@@ -363,6 +367,7 @@ impl Tree {
     }
 
     /// Instructions emitted for this subtree.
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(crate) fn size(&self) -> usize {
         match self {
             Tree::Leaf(l) => l.size(),
@@ -374,6 +379,7 @@ impl Tree {
     }
 
     /// The most instructions one run through this subtree executes.
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(crate) fn longest_path(&self) -> usize {
         match self {
             Tree::Leaf(l @ Leaf::Spread { .. }) => l.size() + l.block_size(),
@@ -393,6 +399,7 @@ impl Tree {
         out
     }
 
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn collect_spreads(&self, out: &mut Vec<Leaf>) {
         match self {
             Tree::Leaf(l @ Leaf::Spread { .. }) if !out.contains(l) => out.push(*l),
@@ -475,6 +482,7 @@ impl Emitter {
         self.pending = Some(label);
     }
 
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn tree(&mut self, tree: &Tree) {
         match tree {
             Tree::Leaf(leaf) => self.leaf(*leaf),

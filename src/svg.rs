@@ -43,12 +43,14 @@ impl Svg {
 
     /// A `<style>` block (CSS; its text must not contain `<`).
     #[inline(never)]
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(crate) fn style(&mut self, css: &str) {
         let _ = writeln!(self.out, "<style>{css}</style>");
     }
 
     /// A straight line.
     #[inline(never)]
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(crate) fn line(&mut self, from: Point, to: Point, class: &str) {
         let _ = writeln!(
             self.out,
@@ -59,6 +61,7 @@ impl Svg {
 
     /// Connected line segments (none drawn for fewer than two points).
     #[inline(never)]
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(crate) fn polyline(&mut self, points: &[Point], class: &str) {
         if points.len() < 2 {
             return;
@@ -73,6 +76,7 @@ impl Svg {
 
     /// A rectangle from its top-left corner (negative sizes are drawn as zero).
     #[inline(never)]
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(crate) fn rect(&mut self, at: Point, width: f64, height: f64, class: &str) {
         let _ = writeln!(
             self.out,
@@ -86,6 +90,7 @@ impl Svg {
 
     /// A circle.
     #[inline(never)]
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(crate) fn circle(&mut self, at: Point, r: f64, class: &str) {
         let _ = writeln!(
             self.out,
@@ -96,6 +101,7 @@ impl Svg {
 
     /// One line of text whose baseline passes through `at`.
     #[inline(never)]
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(crate) fn text(&mut self, at: Point, anchor: Anchor, class: &str, text: &str) {
         let anchor = match anchor {
             Anchor::Start => "start",
@@ -113,6 +119,7 @@ impl Svg {
 
     /// Opens a group (`<g class="...">`); close it with [`Svg::end_group`].
     #[inline(never)]
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(crate) fn group(&mut self, class: &str) {
         let _ = writeln!(self.out, "<g class=\"{class}\">");
     }
@@ -130,6 +137,7 @@ impl Svg {
 }
 
 /// Text with `&`, `<`, `>` and `"` escaped for XML content and attributes.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn escape_into(out: &mut String, text: &str) {
     for ch in text.chars() {
         match ch {
@@ -180,6 +188,7 @@ impl Scale {
 
     /// The pixel position of `v` (values outside the interval are clamped to it).
     #[inline(never)]
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(crate) fn at(&self, v: f64) -> f64 {
         let v = if self.log { v.max(1e-9).log10() } else { v };
         let t = ((v - self.lo) / (self.hi - self.lo)).clamp(0.0, 1.0);

@@ -134,6 +134,7 @@ fn close_on_exec(fds: &[(BorrowedFd<'_>, &str)]) {
 /// This process's environment without any `LISTEN_*`, earlier `STEERD_REEXEC_*` or
 /// `STEERD_UPGRADE_*` (what a program this master starts gets, besides its own
 /// variables).
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn own_environment() -> io::Result<Vec<CString>> {
     let ours = |k: &str| {
         k.starts_with("LISTEN_")
@@ -153,6 +154,7 @@ pub(crate) fn own_environment() -> io::Result<Vec<CString>> {
 
 /// [`own_environment`] plus the three variables that name what goes across, for the
 /// calling process (`getpid`).
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn environment(
     fds: &[(BorrowedFd<'_>, &str)],
     workers: &[TakenOver],
@@ -172,6 +174,7 @@ pub(crate) fn environment(
 }
 
 /// `s` as a C string; a NUL byte inside is an error.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn c_string(s: OsString) -> io::Result<CString> {
     CString::new(s.into_vec()).map_err(|_| io::Error::other("a NUL byte in an argument"))
 }

@@ -91,6 +91,7 @@ fn resolve_group(group: &str, group_text: &str) -> Result<u32, UserError> {
 
 /// Reads `/etc/passwd` and `/etc/group` and resolves `spec` (a missing `/etc/group` is
 /// read as empty).
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn lookup(spec: &UserSpec) -> Result<Identity, UserError> {
     let passwd = std::fs::read_to_string("/etc/passwd")
         .map_err(|e| UserError(format!("reading /etc/passwd: {e}")))?;

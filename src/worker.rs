@@ -181,12 +181,14 @@ pub(crate) fn pin_and_verify(cpu: CpuId) -> Result<(), WorkerError> {
 }
 
 /// `open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)`: the handle every file is resolved under.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn open_root(root: &Path) -> io::Result<OwnedFd> {
     let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
     rustix::fs::open(root, flags, Mode::empty()).map_err(io::Error::from)
 }
 
 /// The loop's configuration for worker `index` on `cpu`.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn loop_config(start: &WorkerStart<'_>, (index, cpu): (u16, CpuId), roots: Roots) -> LoopConfig {
     let cfg = start.cfg;
     let (site, others) = match cfg.hosts.split_first() {

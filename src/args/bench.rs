@@ -73,6 +73,7 @@ pub struct Url {
 
 impl Url {
     /// Checks `http://HOST[:PORT][/PATH]`; only `http://` is supported.
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(crate) fn parse(url: &str) -> Result<Url, ArgsError> {
         let rest = url.strip_prefix("http://").ok_or_else(|| {
             refused(format!(
@@ -203,6 +204,7 @@ pub struct ResponderArgs {
 
 /// Parses the arguments after `bench`; a refusal is a stage-1 [`ArgsError`] naming the
 /// tool (`steerd: bench: load: -c "0": ...`).
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn parse(args: &[String]) -> Result<BenchCommand, ArgsError> {
     let Some((tool, rest)) = args.split_first() else {
         return Ok(BenchCommand::NoTool);

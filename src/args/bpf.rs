@@ -134,6 +134,7 @@ pub(crate) const SUBCOMMANDS: &[Subcommand] = &[
 
 impl Subcommand {
     /// `run [FILE|-] [--cpu N] ...`: the usage line's words after `steerd bpf `.
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn words(&self) -> String {
         self.usage.replacen("{}", &usage_words(self.flags), 1)
     }
@@ -154,6 +155,7 @@ impl Subcommand {
 }
 
 /// `steerd bpf --help`, printed after a usage error of no subcommand: one line each.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn usage() -> &'static str {
     static USAGE: OnceLock<String> = OnceLock::new();
     rendered(&USAGE, || {
@@ -287,6 +289,7 @@ pub(crate) enum BadArg {
 }
 
 impl core::fmt::Display for BadArg {
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             BadArg::UnknownOption(o) => write!(f, "unknown option `{o}`"),
@@ -321,6 +324,7 @@ fn refused(message: String, usage: &'static str) -> ArgsError {
 
 /// Applies the words of a subcommand's command line: its `flags` to a draft, the one
 /// other word (a FILE, or `-`) as its input.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn words(flags: &[Flag<Apply>], args: &[String]) -> Result<(Draft, Option<String>), BadArg> {
     let mut draft = Draft::default();
     let mut path = None;
@@ -371,6 +375,7 @@ fn packet(draft: Draft) -> Result<Packet, BadArg> {
 }
 
 /// A decimal or `0x` hexadecimal number no larger than `max`.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn number(flag: &str, text: &str, max: u64) -> Result<u64, BadArg> {
     let (digits, radix) = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
         Some(hex) => (hex, 16),

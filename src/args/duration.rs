@@ -18,6 +18,7 @@ pub(crate) const MAX: Duration = Duration::from_secs(86_400);
 pub(crate) const MIN: Duration = Duration::from_millis(1);
 
 /// Parses `500ms`, `2s`, `1.5s`, `1m` or a bare number of seconds (`0.5`).
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn parse(v: &str) -> Result<Duration, BadDuration> {
     let (num, scale) = split_unit(v);
     let ok = !num.is_empty()
@@ -55,6 +56,7 @@ fn bad(v: &str) -> BadDuration {
 pub(crate) struct BadDuration(pub String);
 
 impl core::fmt::Display for BadDuration {
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(
             f,

@@ -112,6 +112,7 @@ pub(crate) fn blocks<'t>(file: &str, text: &'t str) -> Result<Vec<Block<'t>>, Ar
 /// The tokens of `file`'s `text` for the flags `given` (the command line's and the
 /// environment's tokens) does not name; every line checked on its own.
 #[inline(never)]
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn tokens(
     file: &str,
     text: &str,

@@ -80,6 +80,7 @@ impl<A> Flag<A> {
 // The string work is out of line and not generic: one copy for every table.
 
 #[inline(never)]
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn first_line(text: &'static str) -> &'static str {
     first_word_before(text, '\n')
 }
@@ -89,11 +90,13 @@ fn first_word(label: &'static str) -> &'static str {
 }
 
 #[inline(never)]
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn first_word_before(text: &str, end: char) -> &str {
     text.split_once(end).map_or(text, |(w, _)| w)
 }
 
 #[inline(never)]
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn spells(text: &'static str, short: &[(&str, &str)], word: &str) -> bool {
     word == first_word(first_line(text)) || short.iter().any(|(s, _)| *s == word)
 }
@@ -136,6 +139,7 @@ type Entry = (&'static str, &'static [(&'static str, &'static str)]);
 
 /// [`rows`], not generic: one copy for every table.
 #[inline(never)]
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn rows_of(entries: &mut Peekable<&mut dyn Iterator<Item = Entry>>, width: usize) -> String {
     let mut out = String::new();
     while let Some((text, short)) = entries.next() {
@@ -162,6 +166,7 @@ fn help_of(text: &'static str) -> &'static str {
 }
 
 /// One help row (see [`rows`]), for a word that is no flag (`ROOT`).
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn row(out: &mut String, label: &str, help: &str, width: usize) {
     let mut lines = help.lines();
     let first = lines.next().unwrap_or("");
@@ -181,6 +186,7 @@ pub(crate) fn usage_words<A>(table: &[Flag<A>]) -> String {
 }
 
 #[inline(never)]
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn bracketed(labels: &mut dyn Iterator<Item = &'static str>) -> String {
     labels.map(|l| format!(" [{l}]")).collect()
 }
@@ -208,6 +214,7 @@ impl<'a> Seen<'a> {
 
     /// As [`Seen::note`], by name: a word in no table (`-`) is refused as itself.
     #[inline(never)]
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(crate) fn note_name(&mut self, name: &'a str, takes: Takes) -> Result<(), Twice> {
         if takes == Takes::Repeated {
             return Ok(());

@@ -132,6 +132,7 @@ pub(crate) enum NoName {
 }
 
 impl core::fmt::Display for BadListen {
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             BadListen::Form(value) => write!(

@@ -25,12 +25,14 @@ pub(crate) type Apply = fn(&mut Option<Duration>, &str) -> Result<(), ArgsError>
 pub(crate) const FLAGS: &[Flag<Apply>] =
     &[Flag::new("--timeout S", Takes::Value, timeout as Apply)];
 
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn timeout(d: &mut Option<Duration>, v: &str) -> Result<(), ArgsError> {
     *d = Some(super::duration::parse(v).map_err(|e| usage(format!("--timeout {e}")))?);
     Ok(())
 }
 
 /// `steerd probe --help`, its usage line from [`FLAGS`].
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn help() -> &'static str {
     static HELP: OnceLock<String> = OnceLock::new();
     rendered(&HELP, || {
@@ -47,6 +49,7 @@ pub(crate) fn help() -> &'static str {
 
 /// A usage error of `steerd probe` (stage `probe`, followed by the usage text).
 #[cold]
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn usage(message: String) -> ArgsError {
     ArgsError {
         stage: "probe",
@@ -56,6 +59,7 @@ fn usage(message: String) -> ArgsError {
 }
 
 /// Parses the arguments after `probe`; `Ok(None)` asks for the help text.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn parse(args: &[String]) -> Result<Option<ProbeArgs>, ArgsError> {
     let mut url = None;
     let mut timeout = None;

@@ -81,6 +81,7 @@ pub(crate) enum Apply {
 /// Applies `flag` (as spelled) with its value (empty for a switch) to the draft. Out of
 /// line: the parser and [`check_value`] share one copy.
 #[inline(never)]
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn apply(d: &mut Draft<'_>, to: Apply, flag: &str, v: &str) -> Result<(), ArgsError> {
     let out = &mut d.out;
     match to {
@@ -523,6 +524,7 @@ pub(crate) fn parse_tokens(
 }
 
 /// [`parse_tokens`], with the rules of the file's lines named by their `FILE:LINE`.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn parse_sourced(
     t: &Tokens<'_>,
     hosts: &dyn Fn() -> Option<String>,

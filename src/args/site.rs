@@ -146,6 +146,7 @@ impl SiteArgs {
     /// Applies the flag `to` (spelled `flag`) with its value (empty for a switch), as
     /// the serve table routes it here.
     #[inline(never)]
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(crate) fn apply(&mut self, to: SiteFlag, flag: &str, value: &str) -> Result<(), ArgsError> {
         let named = |why: &str| flag_error(format!("{flag} {value:?}: {why}"));
         match to {
@@ -225,6 +226,7 @@ impl SiteArgs {
     /// response head within the largest head area (`http::response::head_area`).
     /// When the lines fit beside the built-in types but not beside the longest `--mime`
     /// type, that `--mime` is named; otherwise `--header` and `--cache-control` are.
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(crate) fn validate(&self) -> Result<(), ArgsError> {
         self.validate_pages()?;
         self.validate_auth()?;
@@ -292,6 +294,7 @@ impl SiteArgs {
     }
 
     /// The `--basic-auth` rule, when the flag is given.
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn auth(&self) -> Option<BasicAuth> {
         let realm = self.basic_auth_realm.as_deref().unwrap_or(DEFAULT_REALM);
         let skip = self.basic_auth_skip.clone();
@@ -301,6 +304,7 @@ impl SiteArgs {
     }
 
     /// The rules a worker serves with (the media types are made `'static` here, once).
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub fn rules(&self) -> SiteRules {
         let bytes = |s: &str| Box::<[u8]>::from(s.as_bytes());
         SiteRules {
@@ -367,6 +371,7 @@ fn error_page(value: &str) -> Result<(u16, String), &'static str> {
 
 /// A path under the root as a request path: a leading `/` is added; no NUL, no `.` or
 /// `..` segment, nothing empty.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn request_path(value: &str) -> Result<String, &'static str> {
     let rel = value.strip_prefix('/').unwrap_or(value);
     if rel.is_empty() || rel.ends_with('/') {

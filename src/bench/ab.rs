@@ -66,6 +66,7 @@ struct Transcript {
 }
 
 impl Transcript {
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn say(&mut self, line: String) {
         if !self.json {
             emit(&format!("{line}\n"));
@@ -139,6 +140,7 @@ fn run(spec: &AbSpec) -> Result<(), BenchError> {
 }
 
 /// One run: start, wait, warm, measure, stop. With `traced`, strace counts the calls.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn one_run(
     spec: &AbSpec,
     argv: &[String],
@@ -183,6 +185,7 @@ fn one_run(
 }
 
 /// A per-worker counter's growth between two metrics pages (missing before = 0).
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn worker_delta(before: &str, after: &str, needle: &str) -> Option<Vec<u64>> {
     let old = procs::parse_per_worker(before, needle);
     let new = procs::parse_per_worker(after, needle);

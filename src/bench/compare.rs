@@ -28,6 +28,7 @@ pub(crate) fn main(a: &str, b: &str) -> Result<i32, Usage> {
 }
 
 /// The numbers of one file.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn read(path: &str) -> Result<Vec<f64>, Usage> {
     let text =
         std::fs::read_to_string(path).map_err(|e| Usage::StatsUnreadable(path.to_string(), e))?;
@@ -42,6 +43,7 @@ fn read(path: &str) -> Result<Vec<f64>, Usage> {
 }
 
 /// One row of the ministat table.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn summary_row(label: &str, s: &Summary) -> String {
     format!(
         "{label} {:>3} {:>13} {:>13} {:>13} {:>13} {:>13}",
@@ -55,6 +57,7 @@ pub(crate) fn summary_row(label: &str, s: &Summary) -> String {
 }
 
 /// The t verdict, the paired ratio and the permutation p, one per line.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn verdict(a: &[f64], b: &[f64], seed: u64) -> String {
     let t = ministat::student_t(a, b, 95.0).map_or(
         "No difference proven at 95.0% confidence (too few runs)".into(),

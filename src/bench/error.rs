@@ -85,6 +85,7 @@ pub enum ResponseFault {
 }
 
 impl fmt::Display for ResponseFault {
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ResponseFault::Unreadable(e) => write!(f, "{e}"),
@@ -97,6 +98,7 @@ impl fmt::Display for ResponseFault {
 }
 
 impl fmt::Display for BenchError {
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use BenchError::*;
         match self {
@@ -150,6 +152,7 @@ pub enum Usage {
 }
 
 impl fmt::Display for Usage {
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Usage::Target(tool, e) => write!(f, "{tool}: {e}"),

@@ -181,6 +181,7 @@ impl LoadReport {
 }
 
 /// Runs the load described by `spec` and waits for every thread.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub fn run(spec: &LoadSpec) -> Result<LoadReport, BenchError> {
     let request = spec.request();
     let cpu_before = process_cpu();

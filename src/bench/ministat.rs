@@ -56,6 +56,7 @@ fn sorted(xs: &[f64]) -> Vec<f64> {
 
 impl Summary {
     /// Summarises `xs`; `None` when it is empty or holds a NaN.
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(crate) fn of(xs: &[f64]) -> Option<Summary> {
         if xs.is_empty() || xs.iter().any(|x| x.is_nan()) {
             return None;
@@ -137,6 +138,7 @@ impl fmt::Display for Comparison {
 }
 
 /// Formats like C's `%g` with six significant digits, as ministat does.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn sig6(x: f64) -> String {
     if x == 0.0 || !x.is_finite() {
         return format!("{x}");
@@ -156,6 +158,7 @@ pub(crate) fn sig6(x: f64) -> String {
 
 /// Pooled Student's t comparison of `b` against `a` at `confidence` percent; `None` with
 /// fewer than two points on a side or a zero mean of A.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn student_t(a: &[f64], b: &[f64], confidence: f64) -> Option<Comparison> {
     if a.len() < 2 || b.len() < 2 {
         return None;
@@ -214,6 +217,7 @@ impl fmt::Display for Ratio {
 
 /// Pairs `a[i]` with `b[i]` and returns the mean ratio with its t interval (df n-1);
 /// `None` with fewer than two pairs or a zero in A.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn paired_ratio(a: &[f64], b: &[f64], confidence: f64) -> Option<Ratio> {
     let n = a.len().min(b.len());
     if n < 2 || a[..n].contains(&0.0) {
@@ -244,6 +248,7 @@ pub(crate) const RESAMPLES: u32 = 100_000;
 /// Exact (all 2^n assignments) up to [`EXACT_LIMIT`] rounds, otherwise [`RESAMPLES`]
 /// random assignments from a xorshift generator seeded with `seed`, counting the
 /// observed assignment itself so p is never 0.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn permutation_p(a: &[f64], b: &[f64], seed: u64) -> Option<f64> {
     let n = a.len().min(b.len());
     if n == 0 {
@@ -304,6 +309,7 @@ impl XorShift {
 
 /// The two-sided critical value of Student's t: P(|T| <= t) = confidence/100 with `df`
 /// degrees of freedom. Returns NaN for df <= 0 or a confidence outside (0, 100).
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn t_quantile(confidence: f64, df: f64) -> f64 {
     if df <= 0.0 || !(0.0..100.0).contains(&confidence) || confidence == 0.0 {
         return f64::NAN;
@@ -345,6 +351,7 @@ fn incomplete_beta(x: f64, a: f64, b: f64) -> f64 {
 }
 
 /// The continued fraction of A&S 26.5.8, evaluated with the modified Lentz method.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn beta_fraction(x: f64, a: f64, b: f64) -> f64 {
     const TINY: f64 = 1e-300;
     let mut c = 1.0;
@@ -370,6 +377,7 @@ fn beta_fraction(x: f64, a: f64, b: f64) -> f64 {
 }
 
 /// ln Γ(x) for x > 0 by the Lanczos approximation (g = 7, nine coefficients).
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn ln_gamma(x: f64) -> f64 {
     const G: f64 = 7.0;
     const COEF: [f64; 9] = [

@@ -49,6 +49,7 @@ use std::path::{Path, PathBuf};
 
 /// Runs `steerd bench ...`: the exit status (0 ok, 1 failure, 2 with the tools' help),
 /// or the usage error to print (exit status 2).
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn main(command: BenchCommand) -> Result<i32, Usage> {
     match command {
         BenchCommand::NoTool => {
@@ -81,6 +82,7 @@ pub(crate) fn sort_few_by<T>(v: &mut [T], before: impl Fn(&T, &T) -> bool) {
 
 /// Writes `text` to stdout and flushes it. A reader that went away (a closed pipe) is
 /// not an error worth a panic: the text is dropped.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn emit(text: &str) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
@@ -114,6 +116,7 @@ pub(crate) struct OutFile(Option<(PathBuf, std::fs::File)>);
 
 impl OutFile {
     /// Creates (truncates) `path`, if one is given.
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(crate) fn create(path: Option<&Path>) -> Result<OutFile, BenchError> {
         let open = |p: &Path| {
             std::fs::File::create(p)
@@ -129,6 +132,7 @@ impl OutFile {
     }
 
     /// Writes `text` to the file, if one was given.
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(crate) fn write(&self, text: &str) -> Result<(), BenchError> {
         use std::io::Write;
         let Some((path, file)) = &self.0 else {

@@ -30,6 +30,7 @@ pub(crate) struct Cdf {
 impl Cdf {
     /// The CDF of `hist`, read at every whole percentile and through the tail; `None`
     /// when it holds no value.
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(crate) fn of(hist: &Hist) -> Option<Cdf> {
         if hist.count() == 0 {
             return None;
@@ -123,6 +124,7 @@ impl Panel {
     }
 
     /// Frame, grid, tick labels, axis names and title.
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn axes(&self, s: &mut Svg, x: (&Scale, &[(f64, String)]), y: (&Scale, &[(f64, String)])) {
         for (v, label) in x.1 {
             let at = x.0.at(*v);
@@ -167,6 +169,7 @@ fn ns_tick(ns: f64) -> String {
 }
 
 /// Requests per second with a suffix (`12.3k`).
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn rate_tick(v: f64) -> String {
     match v.abs() {
         a if a >= 1e6 => format!("{:.3}M", v / 1e6),
@@ -176,6 +179,7 @@ fn rate_tick(v: f64) -> String {
 }
 
 /// The CDF panel: one curve per distribution, marks and legend.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn cdf_panel(s: &mut Svg, p: &Panel, cdfs: &[(usize, &Cdf)], title: &str) {
     let (lo, hi) = cdfs
         .iter()
@@ -230,6 +234,7 @@ fn cdf_panel(s: &mut Svg, p: &Panel, cdfs: &[(usize, &Cdf)], title: &str) {
 }
 
 /// Round numbers 1..=n on a linear x scale, as ticks.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn round_ticks(n: usize) -> Vec<(f64, String)> {
     let step = n.div_ceil(10).max(1);
     (1..=n)
@@ -240,6 +245,7 @@ fn round_ticks(n: usize) -> Vec<(f64, String)> {
 
 /// A y scale and its ticks over `values` (with 5% margins).
 #[inline(never)]
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn y_axis(p: &Panel, values: &[f64], fmt: fn(f64) -> String) -> (Scale, Vec<(f64, String)>) {
     let (lo, hi) = values
         .iter()
@@ -317,6 +323,7 @@ fn ratio_panel(s: &mut Svg, p: &Panel, rps: [&[f64]; 2], ratio: Option<Ratio>) {
 }
 
 /// The whole A/B figure: commands, CDFs, req/s and B/A per round, the req/s verdict.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn ab_svg(f: &AbFigure) -> String {
     let verdict: Vec<&str> = f.verdict.lines().collect();
     let mut s = Svg::new(WIDTH, 760 + 16 * verdict.len() as u32);
@@ -380,6 +387,7 @@ pub(crate) fn load_svg(title: &str, cdf: &Cdf) -> String {
 
 /// The self-contained report of `bench ab --report`: the figure inline, then the whole
 /// text output (run lines, summaries, verdicts).
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn ab_html(f: &AbFigure, text: &str) -> String {
     let mut o = String::from(
         "<!doctype html>\n<html lang=\"en\">\n<meta charset=\"utf-8\">\n\

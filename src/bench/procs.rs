@@ -9,7 +9,6 @@
 //! utime+stime+cutime+cstime over the live members of the tree counts every process
 //! that ever belonged to it exactly once.
 
-use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
@@ -28,6 +27,7 @@ pub(crate) struct Stat {
 }
 
 /// Parses the text of `/proc/PID/stat`.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn parse_stat(text: &str) -> Option<Stat> {
     let after = &text[text.rfind(')')? + 1..];
     let f: Vec<&str> = after.split_whitespace().collect();
@@ -42,12 +42,14 @@ pub(crate) fn parse_stat(text: &str) -> Option<Stat> {
 
 /// True while any live process belongs to process group `pgrp`.
 pub(crate) fn group_alive(pgrp: u32) -> bool {
-    all_processes().values().any(|s| s.pgrp == pgrp)
+    all_processes().iter().any(|(_, s)| s.pgrp == pgrp)
 }
 
-/// Every live process by pid.
-fn all_processes() -> HashMap<u32, Stat> {
-    let mut out = HashMap::new();
+/// Every live process with its pid (a list: the lookups are few, and a hash map's code is
+/// the larger).
+#[cfg_attr(feature = "cold-size", optimize(size))]
+fn all_processes() -> Vec<(u32, Stat)> {
+    let mut out = Vec::new();
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return out;
     };
@@ -63,7 +65,7 @@ fn all_processes() -> HashMap<u32, Stat> {
             .ok()
             .and_then(|t| parse_stat(&t))
         {
-            out.insert(pid, stat);
+            out.push((pid, stat));
         }
     }
     out
@@ -74,7 +76,8 @@ pub(crate) fn tree_pids(root: u32) -> Vec<u32> {
     descendants(root, &all_processes())
 }
 
-fn descendants(root: u32, procs: &HashMap<u32, Stat>) -> Vec<u32> {
+#[cfg_attr(feature = "cold-size", optimize(size))]
+fn descendants(root: u32, procs: &[(u32, Stat)]) -> Vec<u32> {
     let mut tree = vec![root];
     let mut i = 0;
     while i < tree.len() {
@@ -83,26 +86,29 @@ fn descendants(root: u32, procs: &HashMap<u32, Stat>) -> Vec<u32> {
             procs
                 .iter()
                 .filter(|(_, s)| s.ppid == parent)
-                .map(|(&pid, _)| pid),
+                .map(|&(pid, _)| pid),
         );
         i += 1;
     }
-    tree.retain(|p| procs.contains_key(p));
+    tree.retain(|p| procs.iter().any(|(pid, _)| pid == p));
     tree
 }
 
 /// CPU time (user + system) used so far by `root`'s process tree, reaped members included.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn tree_cpu(root: u32) -> Duration {
     let procs = all_processes();
     let ticks: u64 = descendants(root, &procs)
         .iter()
-        .filter_map(|p| procs.get(p))
+        .filter_map(|p| procs.iter().find(|(pid, _)| pid == p))
+        .map(|(_, s)| s)
         .map(|s| s.own + s.reaped)
         .sum();
     ticks_to_duration(ticks)
 }
 
 /// CPU time of this process's reaped children (`cutime + cstime` of `/proc/self/stat`).
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn reaped_children_cpu() -> Duration {
     let ticks = std::fs::read_to_string("/proc/self/stat")
         .ok()
@@ -119,6 +125,7 @@ fn ticks_to_duration(ticks: u64) -> Duration {
 /// A per-worker counter from a Prometheus text page: every sample whose metric name
 /// contains `needle` (such as `accepted`, matching `steerd_connections_accepted_total`)
 /// and that has a `worker` label, in worker order.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn parse_per_worker(page: &str, needle: &str) -> Vec<(String, u64)> {
     let mut out: Vec<(String, u64)> = Vec::new();
     for line in page.lines().filter(|l| !l.starts_with('#')) {
@@ -146,6 +153,7 @@ pub(crate) fn parse_per_worker(page: &str, needle: &str) -> Vec<(String, u64)> {
 }
 
 /// Fetches `http://addr/metrics` with a plain blocking request (2 s limit).
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn fetch_metrics(addr: SocketAddr) -> Option<String> {
     let limit = Some(Duration::from_secs(2));
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;

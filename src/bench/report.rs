@@ -12,6 +12,7 @@ use crate::json::Value;
 use std::fmt::Write;
 
 /// Formats nanoseconds with a unit a person reads quickly.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn human_ns(ns: u64) -> String {
     let ns = ns as f64;
     if ns < 1e3 {
@@ -35,6 +36,7 @@ fn mode(spec: &LoadSpec) -> String {
 }
 
 /// What was loaded and how: `http://HOST/PATH: 2 threads, 10 connections, 2.00 s, ...`.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn headline(spec: &LoadSpec) -> String {
     format!(
         "http://{}{}: {} threads, {} connections, {:.2} s, {}",
@@ -122,6 +124,7 @@ fn errors_text(t: &ThreadReport) -> String {
     format!("{} ({})", t.error_total(), parts.join(", "))
 }
 
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn hist_json(h: &Hist) -> Value {
     let mut pairs = vec![("count".to_string(), Value::uint(h.count()))];
     for (p, name) in REPORTED {
@@ -133,6 +136,7 @@ fn hist_json(h: &Hist) -> Value {
     Value::Obj(pairs)
 }
 
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn thread_json(t: &ThreadReport) -> Value {
     let cpu = t.cpu.map_or(Value::Null, |c| Value::uint(c.get() as u64));
     let errors = ErrorKind::ALL

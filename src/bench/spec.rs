@@ -67,6 +67,7 @@ impl Target {
     }
 
     /// Resolves a checked URL's host (port 80 when it names none).
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(crate) fn resolve(url: &Url) -> Result<Target, TargetError> {
         let authority = &url.authority;
         let with_port = if authority.ends_with(']') || !authority.contains(':') {
@@ -98,6 +99,7 @@ impl Target {
 pub type LoadSpec = LoadArgs<Target>;
 
 /// The load options of stage 1 with their URL resolved.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn resolve(load: LoadArgs) -> Result<LoadSpec, TargetError> {
     let target = Target::resolve(&load.target)?;
     Ok(load.with_target(target))

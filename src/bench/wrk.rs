@@ -111,6 +111,7 @@ pub(crate) fn parse(text: &str) -> Option<RunFigures> {
 }
 
 /// wrk's `123.45us`, `1.20ms`, `2.00s`, `1.00m` in microseconds.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn duration_us(v: &str) -> Option<f64> {
     let split = v.find(|c: char| c.is_ascii_alphabetic())?;
     let (num, unit) = v.split_at(split);

@@ -35,6 +35,7 @@ const ANSWER_MAX: usize = 4096;
 pub(crate) struct AsUserError(pub String);
 
 impl core::fmt::Display for AsUserError {
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str(&self.0)
     }
@@ -123,6 +124,7 @@ fn run_as(
 }
 
 /// Everything the child wrote, until it closed the pipe (bounded).
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn read_answer(rx: &rustix::fd::OwnedFd) -> String {
     let mut buf = vec![0u8; ANSWER_MAX];
     let mut len = 0;

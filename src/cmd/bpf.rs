@@ -31,6 +31,7 @@ struct Unreadable<'a> {
 }
 
 impl core::fmt::Display for Unreadable<'_> {
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(f, "cannot read {}: {}", self.name, self.error)
     }
@@ -44,6 +45,7 @@ fn read(path: Option<&str>) -> Result<Vec<u8>, Unreadable<'_>> {
     })
 }
 
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn write_stdout(bytes: &[u8]) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(bytes).and_then(|()| out.flush());

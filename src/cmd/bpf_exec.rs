@@ -43,6 +43,7 @@ pub(crate) fn run(input: Option<&str>, packet: Packet) -> Result<i32, Failure> {
 }
 
 /// Reads, loads and checks the program; a failure names the input and the step.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn load_checked(sub: &str, path: Option<&str>) -> Result<Vec<Insn>, Failure> {
     let name = input_name(path);
     let fail = |why: &dyn core::fmt::Display| failed(sub, format!("{name}: {why}"));

@@ -25,6 +25,7 @@ pub enum InputError {
 }
 
 impl Display for InputError {
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn fmt(&self, f: &mut Formatter<'_>) -> core::fmt::Result {
         match self {
             InputError::Unreadable(e) => write!(f, "cannot read: {e}"),
@@ -64,6 +65,7 @@ pub(super) fn input_name(path: Option<&str>) -> &str {
 }
 
 /// Reads FILE, or stdin for none or `-`.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(super) fn read_input(path: Option<&str>) -> std::io::Result<Vec<u8>> {
     match path {
         None | Some("-") => {

@@ -22,6 +22,7 @@ use std::fmt::Write;
 use std::net::SocketAddr;
 
 /// Runs `steerd check`; returns the exit status or the failure.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn main(mut args: ServeArgs, json: bool) -> Result<i32, Failure> {
     // Asked by a master about to upgrade to this binary (`upgrade/handshake.rs`).
     if let Some(line) = crate::upgrade::handshake::answer_probe() {
@@ -200,6 +201,7 @@ fn int(n: impl TryInto<i64>) -> Value {
 }
 
 /// The members of `check --json` (also the fixed part of the dashboard's status.json).
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn check_members(
     args: &ServeArgs,
     topo: &Topology,

@@ -32,6 +32,7 @@ const WALK_MAX: usize = 20_000;
 /// Prints what would answer `target` for a request naming `host` (none: a request
 /// without a Host) and whether a client at `addr` is let in; returns the exit status.
 #[inline(never)]
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn main(
     args: &ServeArgs,
     target: Option<&str>,
@@ -171,6 +172,7 @@ fn explain(site: &SiteRules, root: BorrowedFd<'_>, target: &str) -> String {
 
 /// The `--header` lines (2xx and 3xx) and, for a file served at `path`, its
 /// `Cache-Control` line.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn with_lines(mut out: String, site: &SiteRules, path: Option<&str>) -> String {
     for line in String::from_utf8_lossy(&site.headers).lines() {
         let _ = writeln!(out, "header: {line}");
@@ -187,6 +189,7 @@ fn with_lines(mut out: String, site: &SiteRules, path: Option<&str>) -> String {
 }
 
 /// A rule's target for `path` (its captures in `caps`), as text.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn target_of(rule: &Rule, path: &str, caps: &Captures, query: Option<&[u8]>) -> String {
     let mut buf = vec![0u8; 4 * crate::http::MAX_TARGET];
     let n = rule.write_target(path.as_bytes(), caps, query, &mut buf);
@@ -196,6 +199,7 @@ fn target_of(rule: &Rule, path: &str, caps: &Captures, query: Option<&[u8]>) -> 
 /// What `check` warns about the rules of `site` served from `root`: rules that never
 /// match, redirect loops, shadowed files.
 #[inline(never)]
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn rule_warnings(site: &SiteRules, root: &Path) -> Vec<String> {
     let rules = &site.rules;
     if rules.is_empty() {

@@ -41,6 +41,7 @@ impl Failure {
 }
 
 impl fmt::Display for Failure {
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "steerd: {}: {}", self.stage, self.message)
     }
@@ -79,6 +80,7 @@ fn steerd_vars() -> Result<Vec<(String, String)>, args::ArgsError> {
 }
 
 /// The text of a configuration file, or why it cannot be read.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn read_config(path: &str) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| e.to_string())
 }
@@ -86,6 +88,7 @@ fn read_config(path: &str) -> Result<String, String> {
 /// Parses the command line (without the program name) with the process's variables
 /// and files: at start, and again for a HUP with `--config` (`serve.rs`).
 #[inline(never)]
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn parse(argv: &[String]) -> Result<Command, args::ArgsError> {
     let outside = |vars| args::Outside {
         vars,
@@ -97,6 +100,7 @@ fn parse(argv: &[String]) -> Result<Command, args::ArgsError> {
 }
 
 /// Runs the command line (without the program name) and returns the exit status.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub fn run(argv: &[String]) -> i32 {
     let command = match parse(argv) {
         Ok(c) => c,

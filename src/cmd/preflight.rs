@@ -19,6 +19,7 @@ use crate::config::LogTarget;
 use rustix::fd::AsFd;
 
 /// Every problem found, in the order root, pages, media types, access log, user.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn problems(args: &ServeArgs) -> Vec<Failure> {
     let mut found = Vec::new();
     let site = args.site.rules();
@@ -132,6 +133,7 @@ fn hash_costs(site: &crate::site::SiteRules) -> Vec<String> {
 }
 
 /// `access-log: PATH: why`.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn log_failure(log: &LogTarget, why: String) -> Failure {
     match log {
         LogTarget::File(p) | LogTarget::Syslog(p) => {

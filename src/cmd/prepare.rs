@@ -62,6 +62,7 @@ pub(crate) fn prepare(args: &ServeArgs, show: impl Fn(&str)) -> Result<Prepared,
 /// read from there, every file would be missing and the machine would look like one CPU
 /// with a warning per file. The defaults, `/sys` and `/proc`, are only warned about when
 /// unreadable (a minimal container may lack them; steerd still serves on one CPU).
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn roots_exist(roots: &Roots) -> Result<(), Failure> {
     let given = [
         ("--sysfs", &roots.sysfs, "/sys"),

@@ -40,6 +40,7 @@ pub(crate) enum ProbeError {
 }
 
 impl fmt::Display for ProbeError {
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ProbeError::Target(e) => write!(f, "{e}"),

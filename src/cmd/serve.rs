@@ -15,6 +15,7 @@ use crate::master;
 
 /// Runs `steerd serve` and returns the exit status; `argv` is the command line it was
 /// parsed from, parsed again (with the file) by a HUP when `--config` is given.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn main(mut args: ServeArgs, argv: &[String]) -> Result<i32, Failure> {
     let first = Fixed::of(&args);
     // A master re-executed by an upgrade starts with every signal at its default
@@ -79,6 +80,7 @@ struct Fixed {
 }
 
 impl Fixed {
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn of(a: &ServeArgs) -> Fixed {
         Fixed {
             listen: a.listen.clone(),
@@ -119,6 +121,7 @@ impl Fixed {
 /// master could apply ([`Fixed`]) is refused by name when it changed: stop and start
 /// the server (or upgrade it with USR2) for those.
 #[inline(never)]
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn reread(argv: &[String], first: &Fixed) -> Result<crate::config::Serving, String> {
     let args = match super::parse(argv) {
         Ok(crate::args::Command::Serve(args)) => args,

@@ -7,10 +7,9 @@
 //! to stderr, one line each. It reads and never changes anything.
 
 use crate::args::Roots;
-use crate::cpuset::{CpuId, CpuSet};
+use crate::cpuset::{CpuId, CpuSet, MAX_CPUS};
 use crate::json::Value;
 use crate::topology::{self, Cpu, Topology};
-use std::collections::HashMap;
 use std::fmt::Write;
 
 /// Runs `steerd topo`; returns the exit status.
@@ -29,6 +28,7 @@ pub(crate) fn main(roots: &Roots, json: bool) -> Result<i32, super::Failure> {
 }
 
 /// A cpulist as a JSON array of CPU ids.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn ids(set: &CpuSet) -> Value {
     Value::Arr(set.iter().map(|c| Value::Int(c.get() as i64)).collect())
 }
@@ -38,45 +38,49 @@ type GroupKey = fn(&Cpu) -> Option<CpuId>;
 
 /// The groups of one kind, each with its online CPUs, built in one pass over the CPUs
 /// (a scan of every CPU per group or per row was quadratic: 8192 CPUs took minutes).
+/// A group is found by its key through a table indexed by CPU id, not a hash map: the
+/// keys are CPU ids, and a hash map's code is the larger.
 struct Groups {
-    /// Group keys in order of first appearance.
-    firsts: Vec<CpuId>,
-    members: HashMap<CpuId, CpuSet>,
+    /// Each group's CPUs, in order of first appearance.
+    members: Vec<CpuSet>,
     /// Each group's cpulist, formatted once (every row of the group prints it).
-    lists: HashMap<CpuId, String>,
+    lists: Vec<String>,
+    /// By key (a CPU id): the group's index in `members`, plus one (0: no group).
+    slot: Vec<u16>,
 }
 
 impl Groups {
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn of(topo: &Topology, key: GroupKey) -> Groups {
-        let mut firsts = Vec::new();
-        let mut members: HashMap<CpuId, CpuSet> = HashMap::new();
+        let mut members: Vec<CpuSet> = Vec::new();
+        let mut slot = vec![0u16; MAX_CPUS];
         for c in &topo.cpus {
             if let Some(g) = key(c) {
-                members
-                    .entry(g)
-                    .or_insert_with(|| {
-                        firsts.push(g);
-                        CpuSet::new()
-                    })
-                    .insert(c.id);
+                if slot[g.get()] == 0 {
+                    members.push(CpuSet::new());
+                    // At most MAX_CPUS groups, so the count fits a u16.
+                    slot[g.get()] = members.len() as u16;
+                }
+                members[usize::from(slot[g.get()]) - 1].insert(c.id);
             }
         }
-        let lists = members.iter().map(|(&g, s)| (g, s.to_string())).collect();
+        let lists = members.iter().map(CpuSet::to_string).collect();
         Groups {
-            firsts,
             members,
             lists,
+            slot,
         }
     }
 
     /// Every group's CPUs, in order of first appearance.
     fn sets(&self) -> impl Iterator<Item = &CpuSet> {
-        self.firsts.iter().filter_map(|g| self.members.get(g))
+        self.members.iter()
     }
 
     /// `c`'s group as a cpulist, if `c` has one of this kind.
     fn list_of(&self, key: GroupKey, c: &Cpu) -> Option<String> {
-        key(c).and_then(|g| self.lists.get(&g)).cloned()
+        let index = usize::from(self.slot[key(c)?.get()]);
+        index.checked_sub(1).map(|i| self.lists[i].clone())
     }
 }
 
@@ -89,11 +93,13 @@ const PACKAGE: GroupKey = |c| Some(c.package_group);
 struct RowGroups([(GroupKey, Groups); 4]);
 
 impl RowGroups {
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn of(topo: &Topology) -> RowGroups {
         RowGroups([CORE, CLUSTER, LLC, PACKAGE].map(|k| (k, Groups::of(topo, k))))
     }
 
     /// `c`'s core, cluster, LLC and package groups as cpulists.
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn lists(&self, c: &Cpu) -> [Option<String>; 4] {
         self.0.each_ref().map(|(k, g)| g.list_of(*k, c))
     }
@@ -132,6 +138,7 @@ fn offline_json(topo: &Topology, id: CpuId) -> Value {
 }
 
 /// The topology's JSON members (shared with `steerd check --json`).
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn topology_json(topo: &Topology, warnings: &[String]) -> Vec<(String, Value)> {
     let every = topo.possible.union(&topo.online);
     let rows = RowGroups::of(topo);
@@ -206,11 +213,13 @@ fn nic_json(topo: &Topology) -> Value {
     ])
 }
 
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn opt(v: Option<u32>) -> String {
     v.map_or_else(|| "-".to_string(), |n| n.to_string())
 }
 
 /// The human-readable report.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn topology_text(topo: &Topology) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -279,7 +288,7 @@ pub(crate) fn topology_text(topo: &Topology) -> String {
         None => out.push_str("quota: none\n"),
     }
     let join = |groups: &Groups| {
-        if groups.firsts.is_empty() {
+        if groups.members.is_empty() {
             return "none (the kernel gives no list)".to_string();
         }
         groups
@@ -288,7 +297,7 @@ pub(crate) fn topology_text(topo: &Topology) -> String {
             .collect::<Vec<_>>()
             .join(" ")
     };
-    let _ = writeln!(out, "cores: {}", rows.0[0].1.firsts.len());
+    let _ = writeln!(out, "cores: {}", rows.0[0].1.members.len());
     let _ = writeln!(out, "clusters: {}", join(&rows.0[1].1));
     let _ = writeln!(out, "llc groups: {}", join(&rows.0[2].1));
     out.push_str(&nodes_text(topo));

@@ -12,14 +12,14 @@
 //! touches the serving path.
 //!
 //! The page (`page.html`, plain HTML and JavaScript, no external resources) is built into
-//! the binary twice: as written, and gzip-compressed (`page.html.gz`, made by
-//! `scripts/dashboard-gz.sh` and checked against `page.html` by `tests/operations/dashboard.rs`). The
+//! the binary as written; its gzip form is made once, by the master's first answer that
+//! needs it, with steerd's own encoder (`deflate::gzip`, the one `--compress gzip` uses:
+//! about a millisecond and 256 KiB of working memory, freed after), and kept. The
 //! representation is chosen by the rules the file server applies to its `.gz` sidecars
 //! (`http::encoding`): a client that accepts gzip gets the compressed bytes with
 //! `Content-Encoding: gzip` (browsers do), any other the page as written (a first `curl`),
 //! and only one that refuses both (`identity;q=0`) a 406. Both carry
-//! `Vary: Accept-Encoding`. The master needs neither a compressor nor a decompressor; the
-//! plain copy costs the binary the page's size (about 13 KB).
+//! `Vary: Accept-Encoding`. The page costs the binary its size (about 11 KB) once.
 
 pub(crate) mod history;
 pub(crate) mod status;
@@ -29,8 +29,12 @@ use std::borrow::Cow;
 
 /// The dashboard page as written.
 pub(crate) const PAGE: &str = include_str!("page.html");
-/// The dashboard page, `gzip -9n` of `page.html`.
-pub(crate) const PAGE_GZ: &[u8] = include_bytes!("page.html.gz");
+
+/// The dashboard page gzip-compressed, made on first use (module doc).
+fn page_gz() -> &'static [u8] {
+    static GZ: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    GZ.get_or_init(|| crate::deflate::gzip(PAGE.as_bytes()))
+}
 
 /// A document rendered per request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,7 +102,9 @@ impl Answer {
 }
 
 /// The whole reply to `head`; `render` makes the document asked for; `healthy`: every
-/// planned worker serves.
+/// planned worker serves. Out of line: the master's metrics answer is cold code.
+#[inline(never)]
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn reply(head: &[u8], healthy: bool, render: impl Fn(Document) -> String) -> Vec<u8> {
     let (method, route) = route(head);
     let a = answer(route, head, healthy, render);
@@ -122,7 +128,7 @@ fn answer(route: Route, head: &[u8], healthy: bool, render: impl Fn(Document) ->
             b"unavailable: not every worker serves\n",
         ),
         Route::Page => match page_coding(head) {
-            Choice::Coded(_) => Answer::new("200 OK", HTML_GZ, PAGE_GZ),
+            Choice::Coded(_) => Answer::new("200 OK", HTML_GZ, page_gz()),
             Choice::Identity => Answer::new("200 OK", HTML, PAGE.as_bytes()),
             Choice::NotAcceptable => Answer::new(
                 "406 Not Acceptable",
@@ -226,7 +232,7 @@ mod tests {
         assert!(ok.starts_with("HTTP/1.1 200 OK\r\n"), "{ok}");
         assert!(ok.contains("\r\nContent-Encoding: gzip\r\n"), "{ok}");
         assert!(ok.contains("\r\nVary: Accept-Encoding\r\n"), "{ok}");
-        let len = format!("\r\nContent-Length: {}\r\n", PAGE_GZ.len());
+        let len = format!("\r\nContent-Length: {}\r\n", page_gz().len());
         assert!(ok.contains(&len), "{ok}");
         for head in [
             "GET / HTTP/1.1\r\nHost: x\r\n\r\n",

@@ -29,6 +29,7 @@ pub(crate) type Seating = Vec<(SocketAddr, Vec<usize>)>;
 
 /// Seats `offered` in the groups of `addrs` (`default_only`: `addrs` is the default the
 /// user did not choose). `workers` bounds a group's size.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn seat(
     addrs: &[SocketAddr],
     default_only: bool,
@@ -125,6 +126,7 @@ pub(crate) enum SeatError {
 }
 
 impl core::fmt::Display for SeatError {
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             SeatError::NoReuseport { name, addr } => write!(

@@ -26,6 +26,7 @@ pub(crate) enum Unbindable {
 }
 
 impl fmt::Display for Unbindable {
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Unbindable::NoIpv6 => f.write_str("this kernel has no IPv6 (EAFNOSUPPORT)"),
@@ -37,6 +38,7 @@ impl fmt::Display for Unbindable {
 }
 
 /// The addresses of `addrs` to listen on, and a warning for each implied one left out.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn bindable(
     addrs: &[SocketAddr],
     implied: &[SocketAddr],
@@ -60,6 +62,7 @@ pub(crate) fn bindable(
 
 /// Why `addr`'s family or address cannot be bound here, if that is the case: a socket of
 /// its family is bound to port 0 of its address, never listened on, and closed on return.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn unbindable(addr: SocketAddr) -> Option<Unbindable> {
     let family = match addr {
         SocketAddr::V4(_) => AddressFamily::INET,

@@ -47,6 +47,7 @@ pub enum MemberError {
 }
 
 impl core::fmt::Display for MemberError {
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             MemberError::Read(what, e) => write!(f, "reading {what}: {e}"),
@@ -77,6 +78,7 @@ impl Membership {
     }
 
     /// Reads a listener's membership options.
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(crate) fn of(fd: BorrowedFd<'_>, addr: SocketAddr) -> Result<Membership, MemberError> {
         use rustix::net::sockopt;
         let v6only = match addr {
@@ -127,6 +129,7 @@ impl Membership {
     }
 
     /// `v6only=0`, `v6only=1` and `device=NAME` as `check` prints them.
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(crate) fn describe(&self, addr: SocketAddr) -> String {
         let mut s = match addr {
             SocketAddr::V4(_) => String::from("ipv4"),

@@ -159,6 +159,7 @@ pub(crate) struct Supervisor<'a> {
 }
 
 impl<'a> Supervisor<'a> {
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(crate) fn new(
         s: Shared<'a>,
         notifier: Notifier,
@@ -194,6 +195,7 @@ impl<'a> Supervisor<'a> {
     /// The workers the image before an upgrade ran: each keeps serving its slot as the
     /// predecessor of the worker this image starts there (retired when that one serves,
     /// as after a HUP); those already retiring are told again and waited for.
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(crate) fn take_over(&mut self, workers: &[TakenOver]) {
         for w in workers {
             match w.slot.and_then(|i| self.slots.get_mut(i)) {
@@ -226,6 +228,7 @@ impl<'a> Supervisor<'a> {
 
     /// Forks worker `i` with signals blocked across the fork (the child unblocks them
     /// once its counters are reset).
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn spawn(&mut self, i: usize) -> io::Result<()> {
         let start = WorkerStart {
             plan: self.s.plan.workers[i],
@@ -260,6 +263,7 @@ impl<'a> Supervisor<'a> {
 
     /// The supervision loop; returns once every worker has stopped after a stop signal
     /// (an upgrade does not return: it replaces this program).
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(crate) fn supervise(&mut self) {
         loop {
             // A stop signal sent to the whole process group (as service managers do)
@@ -283,6 +287,7 @@ impl<'a> Supervisor<'a> {
     /// Collects every exited child (any child at all: as PID 1 the orphans of the
     /// namespace are ours to reap); schedules a respawn for current workers unless
     /// `stopping`.
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn reap(&mut self, stopping: bool) {
         while let Ok(Some((pid, status))) = rustix::process::waitpid(None, WaitOptions::NOHANG) {
             if self.proving.as_mut().is_some_and(|p| p.exited(pid, status)) {

@@ -140,6 +140,7 @@ impl SpreadTree {
 
     /// Recomputes `e`'s score from its count and best child, and moves it in its
     /// parent's (or the root's) ordered set.
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn refresh(&mut self, e: usize) {
         let entry = &self.entries[e];
         let best: Option<Score> = if entry.level + 1 == LEVELS {

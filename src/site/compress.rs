@@ -88,6 +88,7 @@ fn prefix_ci(s: &[u8], prefix: &[u8]) -> bool {
 }
 
 /// A comma-separated list of `type/subtype` or `type/*`.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn parse_types(value: &str) -> Result<Vec<Box<[u8]>>, &'static str> {
     let token = |s: &str| {
         !s.is_empty()

@@ -62,6 +62,7 @@ const ANY_SEGMENTS: &[u8] = b"**";
 impl Glob {
     /// Validates and splits `text`: non-empty, printable ASCII or UTF-8 (no controls, no
     /// spaces).
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(crate) fn parse(text: &str) -> Result<Glob, &'static str> {
         if text.is_empty() {
             return Err("the pattern is empty");

@@ -40,6 +40,7 @@ impl Default for HostTable {
 impl HostTable {
     /// The table of `hosts` (each host's names, in host order; `*` is the catch-all), or,
     /// with no hosts, of the `allowed` names and the `listen` addresses' literals.
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(crate) fn new(hosts: &[Vec<String>], allowed: &[String], listen: &[SocketAddr]) -> Self {
         // The names come checked and lowercase (`args::hosts`).
         let lower = |n: &str| Box::<[u8]>::from(n.as_bytes());

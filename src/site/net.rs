@@ -79,6 +79,7 @@ impl Cidr {
     }
 
     /// `ADDR/LEN`, or a bare `ADDR` (one host).
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub fn parse(v: &str) -> Result<Cidr, CidrError> {
         let (addr, len) = match v.split_once('/') {
             Some((a, l)) => (a, Some(l)),

@@ -62,6 +62,7 @@ fn plain_in_location(b: u8) -> bool {
 impl Rule {
     /// Parses `FROM TO [CODE]` (`redirect`) or `FROM TO` (a rewrite), given at `source`.
     #[inline(never)]
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub fn parse(text: &str, redirect: bool, source: &str) -> Result<Rule, String> {
         let words: Vec<&str> = text.split_whitespace().collect();
         let (from, to, code) = match (redirect, &words[..]) {

@@ -90,6 +90,7 @@ pub(crate) fn cumulative(counts: &[u64; BUCKETS]) -> [u64; BUCKETS] {
 /// (per bucket), estimated as Prometheus's `histogram_quantile` does: the bucket holding
 /// the rank `q × total`, interpolated linearly within it (the first bucket starts at 0);
 /// a rank in the `+Inf` bucket gives the highest finite bound. `None` with no response.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn quantile(q: f64, counts: &[u64; BUCKETS]) -> Option<f64> {
     let cum = cumulative(counts);
     let total = cum[BUCKETS - 1];

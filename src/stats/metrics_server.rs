@@ -48,6 +48,7 @@ pub(crate) const BACKLOG_FALLBACK: u32 = 4096;
 
 /// The system's largest accept queue, read from `path` (`/proc/sys/net/core/somaxconn`),
 /// or [`BACKLOG_FALLBACK`] when that cannot be read or says nothing usable.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn backlog(path: &str) -> u32 {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     match text.trim().parse::<u32>() {

@@ -38,6 +38,7 @@ pub(crate) struct Figures {
 }
 
 /// Reads the figures of `pid` (`boot`: the boot time, `btime` of `/proc/stat`).
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn read(pid: Pid, boot: Option<u64>) -> Figures {
     let dir = format!("/proc/{}", pid.as_raw_nonzero());
     let text = |name: &str| std::fs::read_to_string(format!("{dir}/{name}")).ok();

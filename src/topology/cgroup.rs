@@ -85,6 +85,7 @@ struct CgroupDir {
 impl CgroupDir {
     /// The cgroup and its ancestors up to the mount point (only the cgroup itself if it
     /// is somehow not below the mount point), so nothing above the hierarchy is read.
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn chain(&self) -> Vec<PathBuf> {
         if !self.path.starts_with(&self.top) {
             return vec![self.path.clone()];
@@ -145,6 +146,7 @@ fn membership_dirs(r: &mut Reader) -> Vec<CgroupDir> {
 }
 
 /// A proc file the cgroup limits depend on; missing or unreadable warns once.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn required_proc(r: &mut Reader, rel: &str) -> Option<String> {
     let before = r.warnings.len();
     let text = r.proc(rel);
@@ -246,6 +248,7 @@ fn quota_at(r: &mut Reader, dir: &Path) -> Option<Quota> {
     warn_err(r, dir, parse::parse_cfs(&quota, &period))
 }
 
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn warn_err(
     r: &mut Reader,
     dir: &Path,

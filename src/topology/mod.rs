@@ -40,6 +40,7 @@ use std::path::{Path, PathBuf};
 pub struct NodeId(pub u32);
 
 impl core::fmt::Display for NodeId {
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         self.0.fmt(f)
     }
@@ -184,6 +185,7 @@ pub(crate) struct Reader {
 }
 
 impl Reader {
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(crate) fn new(sysfs: &Path, procfs: &Path) -> Reader {
         let live_sys = sysfs == Path::new("/sys");
         let live_proc = procfs == Path::new("/proc");
@@ -207,6 +209,7 @@ impl Reader {
     }
 
     /// The file's text, `None` if it does not exist; other read errors warn.
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(crate) fn text(&mut self, path: &Path) -> Option<String> {
         match std::fs::read(path) {
             Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
@@ -230,6 +233,7 @@ impl Reader {
     }
 
     /// A cpulist file, `None` if missing; malformed text warns.
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(crate) fn cpulist(&mut self, rel: &str) -> Option<CpuSet> {
         let text = self.sys(rel)?;
         match CpuSet::parse_list(&text) {
@@ -241,6 +245,7 @@ impl Reader {
         }
     }
 
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn id(&mut self, rel: &str) -> Option<u32> {
         let text = self.sys(rel)?;
         match parse::parse_id(&text) {
@@ -252,6 +257,7 @@ impl Reader {
         }
     }
 
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     fn topology(&mut self) -> Topology {
         let affinity = cgroup::affinity(self);
         let online = self.online_cpus(affinity.as_ref());

@@ -31,6 +31,7 @@ pub struct Nic {
 
 /// Finds the NIC of the first listen address on a real interface and stores it in the
 /// topology; returns the warnings.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub fn attach_nic(
     topo: &mut Topology,
     listen: &[SocketAddr],
@@ -146,6 +147,7 @@ fn rps_cpus(r: &mut Reader, name: &str) -> CpuSet {
 
 /// The device's MSI vectors (`device/msi_irqs/`), else the `/proc/interrupts` lines
 /// naming the interface or its device, then each one's effective affinity.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn irq_cpus(r: &mut Reader, name: &str) -> CpuSet {
     let dev_path = r.sysfs.join(format!("class/net/{name}/device"));
     let mut irqs: Vec<u32> = std::fs::read_dir(dev_path.join("msi_irqs"))

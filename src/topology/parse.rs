@@ -31,6 +31,7 @@ fn bad<T>(what: &str, text: &str) -> Result<T, ShapeError> {
 
 /// A small non-negative id (`core_id`, `physical_package_id`, `die_id`, `cluster_id`).
 /// The kernel prints -1 for "unknown" in some of them; that is `Ok(None)`.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub fn parse_id(text: &str) -> Result<Option<u32>, ShapeError> {
     let t = text.trim();
     if t == "-1" {
@@ -213,6 +214,7 @@ pub fn parse_cgroup_mounts(text: &str) -> Vec<Mount> {
 }
 
 /// Decodes mountinfo's `\040`-style escapes (space, tab, newline, backslash).
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn unescape_octal(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());

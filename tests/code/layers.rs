@@ -50,7 +50,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 /// The files of top-level module `m`.
-fn module_files(m: &str) -> Vec<PathBuf> {
+pub(super) fn module_files(m: &str) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let single = src().join(format!("{m}.rs"));
     if single.exists() {

@@ -124,6 +124,7 @@ pub(crate) const FLAGS: &[Flag<Apply>] = &[
 ];
 
 /// `steerd bench ab --help`, its options from [`FLAGS`] and `load::FLAGS`.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn help() -> &'static str {
     static HELP: OnceLock<String> = OnceLock::new();
     rendered(&HELP, || {
@@ -205,6 +206,7 @@ fn apply_own_flags(opts: &[String], draft: &mut Draft) -> Result<Vec<String>, Ar
 }
 
 /// A number from `min` to `max`.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn number(flag: &str, v: &str, min: u64, max: u64) -> Result<u64, ArgsError> {
     match v.parse::<u64>() {
         Ok(n) if (min..=max).contains(&n) => Ok(n),

@@ -116,6 +116,7 @@ pub(crate) const TOOL_FLAGS: &[Flag<()>] = &[Flag::new(
 pub(crate) const WIDTH: usize = 18;
 
 /// `steerd bench load --help`, its options from [`FLAGS`] and [`TOOL_FLAGS`].
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn help() -> &'static str {
     static HELP: OnceLock<String> = OnceLock::new();
     rendered(&HELP, || {
@@ -148,6 +149,7 @@ pub(crate) fn value<'w>(
 
 /// `bench load`: the load, and `--svg FILE` (an option of the tool, not of the load
 /// `bench ab` passes on).
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn parse_tool(args: &[String]) -> Result<BenchCommand, ArgsError> {
     let (mut svg, mut rest) = (None, Vec::with_capacity(args.len()));
     let mut seen = Seen::default();
@@ -183,6 +185,7 @@ fn split_attached(args: &[String]) -> Vec<String> {
 
 /// Parses `load` arguments (a URL and load flags, in any order): the URL is found
 /// first, so that a command line without one says so whatever its flags hold.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn parse(args: &[String]) -> Result<LoadArgs, ArgsError> {
     let args = &split_attached(args)[..];
     let mut url = None;
@@ -239,6 +242,7 @@ fn finish(mut draft: Draft) -> Result<LoadArgs<()>, ArgsError> {
     Ok(draft.load)
 }
 
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn count(flag: &str, v: &str) -> Result<u32, ArgsError> {
     match v.parse::<u32>() {
         Ok(n) if (1..=1_000_000).contains(&n) => Ok(n),

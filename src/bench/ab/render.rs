@@ -14,6 +14,7 @@ use crate::json::Value;
 use std::fmt::Write as _;
 
 /// The load line: client, URL, flags, rounds, warm-up.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn describe_load(spec: &AbSpec) -> String {
     let l = &spec.load;
     format!(
@@ -112,6 +113,7 @@ fn mean_split(rs: &[RunFigures]) -> String {
 }
 
 /// Everything as one JSON object on one line (for scripts).
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(super) fn json(spec: &AbSpec, runs: &[Vec<RunFigures>; 2], syscalls: &[Traced]) -> String {
     let mut rows = Vec::new();
     for (side, rs) in runs.iter().enumerate() {

@@ -69,6 +69,7 @@ impl Server {
 
     /// SIGTERM to the server's first process (a master stops its own workers, as nginx
     /// and steerd do); SIGKILL to the whole group if anything in it is alive 5 s later.
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(super) fn stop(&mut self) {
         use rustix::process::{kill_process, kill_process_group, Pid, Signal};
         let Some(pgid) = Pid::from_raw(self.pid as i32) else {

@@ -60,6 +60,7 @@ pub(crate) struct Traced {
 
 impl Traced {
     /// Calls per request: the total, and each call of at least 0.01, most first.
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(super) fn per_request(&self) -> Option<(f64, Vec<(String, f64)>)> {
         let (total, rows) = self.summary.as_ref()?;
         let n = self.requests.max(1) as f64;

@@ -1,8 +1,9 @@
 //! What a new worker will open, checked before a reload starts any: the root (a
 //! directory that can be read), the pages the site rules name (each `--error-page` and
 //! the `--fallback`: a regular file under the root that can be read), the `--basic-auth`
-//! file (read and parsed whole: [`credentials`], whose users the master hands to the
-//! workers it starts, so they serve exactly what was checked) and the access log
+//! file (read and parsed whole: [`credentials`]; [`host_users`] reads every host's, whose
+//! users the master hands to the workers it starts, so they serve exactly what was
+//! checked) and the access log
 //! (`access_log::dest::check`: a regular file, appendable or creatable, nothing created,
 //! a FIFO refused from its `stat` so that the master never waits on it). Without this, a
 //! HUP with a log the workers cannot open left no worker serving, the new ones restarting
@@ -20,8 +21,8 @@
 //! root and page checks from here.
 
 use crate::access_log::dest;
-use crate::auth::Credentials;
-use crate::config::LogTarget;
+use crate::auth::{Credentials, HostUsers};
+use crate::config::{LogTarget, Serving};
 use crate::files::{self, FileOptions, Lookup, PATH_MAX};
 use crate::site::mime::{self, MediaTypes};
 use crate::site::{type_room, SiteRules};
@@ -29,6 +30,7 @@ use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{FileType, Mode, OFlags};
 use std::io::Read;
 use std::path::Path;
+use std::sync::Arc;
 
 /// Largest `--mime-types` file read (Debian's `/etc/mime.types` is about 60 KB).
 pub(crate) const MIME_TYPES_MAX: u64 = 1 << 20;
@@ -127,6 +129,23 @@ pub(crate) fn credentials(site: &SiteRules) -> Result<Option<Credentials>, Probl
     })
 }
 
+/// Each host's `--basic-auth` users, host 0 first (one entry without hosts): a file is
+/// read once however many hosts name it, and those hosts share its users.
+pub(crate) fn host_users(cfg: &Serving) -> Result<HostUsers, Problem> {
+    let sites = cfg.sites();
+    let file = |s: &SiteRules| s.auth.as_ref().map(|a| a.file.clone());
+    let mut out: HostUsers = Vec::with_capacity(sites.len());
+    for (i, site) in sites.iter().enumerate() {
+        let same = sites[..i].iter().position(|s| file(s) == file(site));
+        let users = match same {
+            Some(at) => out[at].clone(),
+            None => credentials(site)?.map(Arc::new),
+        };
+        out.push(users);
+    }
+    Ok(out)
+}
+
 /// The root, the pages its site rules name and the `--basic-auth` file, as a worker
 /// would find them: the first problem, or the users the file names.
 pub(crate) fn site_files(
@@ -144,13 +163,13 @@ pub(crate) fn site_files(
 }
 
 /// What a worker opens: the root, the pages its site rules name, the `--basic-auth`
-/// file, then the access log; the users of the file.
+/// file, the `--compress-cache` directory, then the access log.
 pub(crate) fn worker_files(
     root_dir: &Path,
     site: &SiteRules,
     log: &LogTarget,
-) -> Result<Option<Credentials>, Problem> {
-    let users = site_files(root_dir, site)?;
+) -> Result<(), Problem> {
+    site_files(root_dir, site)?;
     compress_cache(site)?;
     dest::check(log).map_err(|e| Problem {
         stage: "access-log",
@@ -159,7 +178,7 @@ pub(crate) fn worker_files(
             LogTarget::Off | LogTarget::Stdout => e.to_string(),
         },
     })?;
-    Ok(users)
+    Ok(())
 }
 
 /// `--compress-cache DIR` must be a directory in which this process can make an

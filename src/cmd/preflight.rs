@@ -29,29 +29,28 @@ pub(crate) fn problems(args: &ServeArgs) -> Vec<Failure> {
         }
         Err(e) => found.push(Failure::new("root", e)),
     }
+    let defaults = files_named(&site);
     for h in &args.hosts {
         let host = |what: String| format!("host {} ({}): {what}", h.names[0], h.source);
+        let rules = h.site.rules();
+        let mut problems = files_named(&rules);
         match crate::preflight::root(&h.root) {
-            Ok(root) => {
-                let pages = crate::preflight::pages(root.as_fd(), &h.site.rules());
-                found.extend(
-                    pages
-                        .into_iter()
-                        .map(|p| Failure::new(p.stage, host(p.message))),
-                );
-            }
+            Ok(root) => problems.extend(crate::preflight::pages(root.as_fd(), &rules)),
             Err(e) => found.push(Failure::new("root", host(e.to_string()))),
         }
+        // A file the host has from the defaults is named once, below.
+        problems.retain(|p| !defaults.contains(p));
+        found.extend(
+            problems
+                .into_iter()
+                .map(|p| Failure::new(p.stage, host(p.message))),
+        );
     }
-    if let Err(p) = crate::preflight::media_types(&site) {
-        found.push(Failure::new(p.stage, p.message));
-    }
-    if let Err(p) = crate::preflight::credentials(&site) {
-        found.push(Failure::new(p.stage, p.message));
-    }
-    if let Err(p) = crate::preflight::compress_cache(&site) {
-        found.push(Failure::new(p.stage, p.message));
-    }
+    found.extend(
+        defaults
+            .into_iter()
+            .map(|p| Failure::new(p.stage, p.message)),
+    );
     let files_checked = found.is_empty();
     let user = args.user.as_ref().map(crate::user::lookup);
     let log = &args.logging.access_log;
@@ -97,6 +96,19 @@ pub(crate) fn problems(args: &ServeArgs) -> Vec<Failure> {
         _ => {}
     }
     found
+}
+
+/// The problems of the files `site` names besides its pages: the `--mime-types` file,
+/// the `--basic-auth` file and the `--compress-cache` directory.
+fn files_named(site: &crate::site::SiteRules) -> Vec<crate::preflight::Problem> {
+    [
+        crate::preflight::media_types(site).err(),
+        crate::preflight::credentials(site).err(),
+        crate::preflight::compress_cache(site).err(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 /// What `serve` would accept but an operator should change: an htpasswd file whose

@@ -111,13 +111,21 @@ fn files_named(site: &crate::site::SiteRules) -> Vec<crate::preflight::Problem> 
     .collect()
 }
 
-/// What `serve` would accept but an operator should change: an htpasswd file whose
+/// What `serve` would accept but an operator should change: the rule warnings of the
+/// defaults and of each host (`explain::rule_warnings`); an htpasswd file whose
 /// hashes have different costs. Then the time of a check tells which cost a name is
 /// checked at (an unknown name at the cost of its decoy, `auth::htpasswd`): not whether
 /// it is a user, but which group it falls in. One line, `site: --basic-auth FILE: ...`.
 pub(crate) fn warnings(args: &ServeArgs) -> Vec<String> {
     let site = args.site.rules();
     let mut found = super::explain::rule_warnings(&site, &args.root);
+    // Each host's rules under its root; what the defaults already said is said once.
+    for h in &args.hosts {
+        let own = super::explain::rule_warnings(&h.site.rules(), &h.root);
+        let new: Vec<String> = own.into_iter().filter(|w| !found.contains(w)).collect();
+        let host = |w: String| format!("host {} ({}): {w}", h.names[0], h.source);
+        found.extend(new.into_iter().map(host));
+    }
     found.extend(hash_costs(&site));
     found
 }

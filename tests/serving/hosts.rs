@@ -394,3 +394,38 @@ fn a_host_blocks_own_rate_limit_and_deny_apply_to_that_host_alone() {
     );
     assert_eq!(get_as(srv.addr, "b.test", "/same.txt").status, 200);
 }
+
+#[test]
+fn check_warns_of_a_host_blocks_rules_under_its_root() {
+    let dir = two_roots("hosts-warn");
+    let file = conf(
+        &dir,
+        &format!(
+            "redirect /gone /x 302\nhost a.test\nroot {}\nredirect /same.txt /x 302\n\
+             redirect /same.txt /y 302\nhost b.test\nroot {}\n",
+            path_of(&dir, "a"),
+            path_of(&dir, "b")
+        ),
+    );
+    let out = run_steerd(&["check", "--config", file.to_str().unwrap()], b"");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let c = file.display();
+    let host = format!("steerd: warning: host a.test ({c}:2): rules:");
+    for line in [
+        format!(
+            "{host} {c}:4 (/same.txt) shadows the file /same.txt (and 0 more): the rule \
+             answers instead"
+        ),
+        format!(
+            "{host} {c}:5 (/same.txt) never matches: {c}:4 (/same.txt) answers every path it \
+             would"
+        ),
+    ] {
+        assert!(err.lines().any(|l| l == line), "{line}\nin\n{err}");
+    }
+    assert!(
+        !err.contains("host b.test"),
+        "b's rules are the defaults': {err}"
+    );
+}

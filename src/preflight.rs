@@ -108,6 +108,8 @@ pub(crate) const HTPASSWD_MAX: u64 = 4 << 20;
 
 /// The `--basic-auth` file, read and validated (`None` without the flag). A problem is
 /// `--basic-auth FILE:LINE: why` (no line when the file as a whole is wrong).
+// Out of line: several callers, one copy of its messages.
+#[inline(never)]
 pub(crate) fn credentials(site: &SiteRules) -> Result<Option<Credentials>, Problem> {
     let Some(rule) = &site.auth else {
         return Ok(None);
@@ -133,7 +135,10 @@ pub(crate) fn credentials(site: &SiteRules) -> Result<Option<Credentials>, Probl
 /// read once however many hosts name it, and those hosts share its users.
 pub(crate) fn host_users(cfg: &Serving) -> Result<HostUsers, Problem> {
     let sites = cfg.sites();
-    let file = |s: &SiteRules| s.auth.as_ref().map(|a| a.file.clone());
+    // The bytes of the path, not `Path`'s component-wise equality (much more code).
+    fn file(s: &SiteRules) -> Option<&std::ffi::OsStr> {
+        s.auth.as_ref().map(|a| a.file.as_os_str())
+    }
     let mut out: HostUsers = Vec::with_capacity(sites.len());
     for (i, site) in sites.iter().enumerate() {
         let same = sites[..i].iter().position(|s| file(s) == file(site));
@@ -184,6 +189,8 @@ pub(crate) fn worker_files(
 /// `--compress-cache DIR` must be a directory in which this process can make an
 /// anonymous file (`O_TMPFILE`: a file system that has it, write permission), as the
 /// workers will; the file made to check is never linked, so nothing is left behind.
+// Out of line: several callers, one copy of its messages.
+#[inline(never)]
 pub(crate) fn compress_cache(site: &SiteRules) -> Result<(), Problem> {
     let Some(dir) = &site.compress.cache_dir else {
         return Ok(());
@@ -207,6 +214,8 @@ pub(crate) fn compress_cache(site: &SiteRules) -> Result<(), Problem> {
 /// read now and put between `--mime` and the built-in table. A file that cannot be read
 /// or has a bad line is a problem naming the flag, the file and the line:
 /// `--mime-types /etc/steerd/types:12: "text" is not a media type (...)`.
+// Out of line: several callers, one copy of its messages.
+#[inline(never)]
 pub(crate) fn media_types(site: &SiteRules) -> Result<MediaTypes, Problem> {
     let Some(path) = &site.mime_types else {
         return Ok(site.types.clone());

@@ -100,12 +100,11 @@ fn explain(site: &SiteRules, root: BorrowedFd<'_>, target: &str) -> String {
     };
     let mut out = format!("path: {path}\n");
     if let Some(auth) = &site.auth {
-        let realm = String::from_utf8_lossy(auth.challenge());
-        let realm = realm.trim_end().trim_start_matches("WWW-Authenticate: ");
-        let _ = match auth.skips(path.as_bytes()) {
-            true => writeln!(out, "auth: none for this path (basic-auth-skip)"),
-            false => writeln!(out, "auth: {} ({realm})", auth.file.display()),
+        let skipped = match auth.skips(path.as_bytes()) {
+            true => " (not for this path: basic-auth-skip)",
+            false => "",
         };
+        let _ = writeln!(out, "auth: {}{skipped}", auth.file.display());
     }
     let mut caps = Captures::default();
     let mut served = path.to_string();

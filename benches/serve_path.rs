@@ -171,7 +171,7 @@ fn config(root: &Path, workload: Workload) -> LoopConfig {
         logging,
         site,
         hosts: Default::default(),
-        auth: None,
+        auth: Vec::new(),
     }
 }
 

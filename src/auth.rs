@@ -26,6 +26,7 @@ pub(crate) mod gate;
 pub(crate) mod htpasswd;
 pub(crate) mod remember;
 
+pub use gate::HostUsers;
 pub(crate) use gate::{Gate, Verdict};
 pub use htpasswd::Credentials;
 

@@ -116,6 +116,14 @@ pub(crate) struct VHost {
 }
 
 impl Serving {
+    /// Every site's rules, host 0 first: the hosts', or the one site's without hosts.
+    pub(crate) fn sites(&self) -> Vec<&SiteRules> {
+        match self.hosts.is_empty() {
+            true => vec![&self.site],
+            false => self.hosts.iter().map(|h| &h.site).collect(),
+        }
+    }
+
     /// Every (root, rules) pair served: the hosts', or the one site's without hosts.
     pub(crate) fn sites_mut(&mut self) -> Vec<(&PathBuf, &mut SiteRules)> {
         match self.hosts.is_empty() {

@@ -185,7 +185,7 @@ pub(crate) fn run(
         drop_privileges(id)?;
     }
     // As the workers' user, as every reload reads it (`preflight::worker_files`).
-    let auth = crate::preflight::credentials(&cfg.site).map_err(MasterError::Credentials)?;
+    let auth = crate::preflight::host_users(cfg).map_err(MasterError::Credentials)?;
     // Two blocks per worker: one per generation (see `WorkerSlot::block`).
     let counters = SharedCounters::new(2 * plan.workers.len()).map_err(MasterError::Counters)?;
     let status = status.map(|mut s| {

@@ -1,8 +1,9 @@
 //! What a new worker will open, checked before a reload starts any: the root (a
 //! directory that can be read), the pages the site rules name (each `--error-page` and
 //! the `--fallback`: a regular file under the root that can be read), the `--basic-auth`
-//! file (read and parsed whole: [`credentials`], whose users the master hands to the
-//! workers it starts, so they serve exactly what was checked) and the access log
+//! file (read and parsed whole: [`credentials`]; [`host_users`] reads every host's, whose
+//! users the master hands to the workers it starts, so they serve exactly what was
+//! checked) and the access log
 //! (`access_log::dest::check`: a regular file, appendable or creatable, nothing created,
 //! a FIFO refused from its `stat` so that the master never waits on it). Without this, a
 //! HUP with a log the workers cannot open left no worker serving, the new ones restarting
@@ -20,8 +21,8 @@
 //! root and page checks from here.
 
 use crate::access_log::dest;
-use crate::auth::Credentials;
-use crate::config::LogTarget;
+use crate::auth::{Credentials, HostUsers};
+use crate::config::{LogTarget, Serving};
 use crate::files::{self, FileOptions, Lookup, PATH_MAX};
 use crate::site::mime::{self, MediaTypes};
 use crate::site::{type_room, SiteRules};
@@ -29,6 +30,7 @@ use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{FileType, Mode, OFlags};
 use std::io::Read;
 use std::path::Path;
+use std::sync::Arc;
 
 /// Largest `--mime-types` file read (Debian's `/etc/mime.types` is about 60 KB).
 pub(crate) const MIME_TYPES_MAX: u64 = 1 << 20;
@@ -110,6 +112,8 @@ pub(crate) const HTPASSWD_MAX: u64 = 4 << 20;
 
 /// The `--basic-auth` file, read and validated (`None` without the flag). A problem is
 /// `--basic-auth FILE:LINE: why` (no line when the file as a whole is wrong).
+// Out of line: several callers, one copy of its messages.
+#[inline(never)]
 #[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn credentials(site: &SiteRules) -> Result<Option<Credentials>, Problem> {
     let Some(rule) = &site.auth else {
@@ -132,6 +136,26 @@ pub(crate) fn credentials(site: &SiteRules) -> Result<Option<Credentials>, Probl
     })
 }
 
+/// Each host's `--basic-auth` users, host 0 first (one entry without hosts): a file is
+/// read once however many hosts name it, and those hosts share its users.
+pub(crate) fn host_users(cfg: &Serving) -> Result<HostUsers, Problem> {
+    let sites = cfg.sites();
+    // The bytes of the path, not `Path`'s component-wise equality (much more code).
+    fn file(s: &SiteRules) -> Option<&std::ffi::OsStr> {
+        s.auth.as_ref().map(|a| a.file.as_os_str())
+    }
+    let mut out: HostUsers = Vec::with_capacity(sites.len());
+    for (i, site) in sites.iter().enumerate() {
+        let same = sites[..i].iter().position(|s| file(s) == file(site));
+        let users = match same {
+            Some(at) => out[at].clone(),
+            None => credentials(site)?.map(Arc::new),
+        };
+        out.push(users);
+    }
+    Ok(out)
+}
+
 /// The root, the pages its site rules name and the `--basic-auth` file, as a worker
 /// would find them: the first problem, or the users the file names.
 #[cfg_attr(feature = "cold-size", optimize(size))]
@@ -150,13 +174,13 @@ pub(crate) fn site_files(
 }
 
 /// What a worker opens: the root, the pages its site rules name, the `--basic-auth`
-/// file, then the access log; the users of the file.
+/// file, the `--compress-cache` directory, then the access log.
 pub(crate) fn worker_files(
     root_dir: &Path,
     site: &SiteRules,
     log: &LogTarget,
-) -> Result<Option<Credentials>, Problem> {
-    let users = site_files(root_dir, site)?;
+) -> Result<(), Problem> {
+    site_files(root_dir, site)?;
     compress_cache(site)?;
     dest::check(log).map_err(|e| Problem {
         stage: "access-log",
@@ -165,12 +189,14 @@ pub(crate) fn worker_files(
             LogTarget::Off | LogTarget::Stdout => e.to_string(),
         },
     })?;
-    Ok(users)
+    Ok(())
 }
 
 /// `--compress-cache DIR` must be a directory in which this process can make an
 /// anonymous file (`O_TMPFILE`: a file system that has it, write permission), as the
 /// workers will; the file made to check is never linked, so nothing is left behind.
+// Out of line: several callers, one copy of its messages.
+#[inline(never)]
 #[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn compress_cache(site: &SiteRules) -> Result<(), Problem> {
     let Some(dir) = &site.compress.cache_dir else {
@@ -195,6 +221,8 @@ pub(crate) fn compress_cache(site: &SiteRules) -> Result<(), Problem> {
 /// read now and put between `--mime` and the built-in table. A file that cannot be read
 /// or has a bad line is a problem naming the flag, the file and the line:
 /// `--mime-types /etc/steerd/types:12: "text" is not a media type (...)`.
+// Out of line: several callers, one copy of its messages.
+#[inline(never)]
 #[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn media_types(site: &SiteRules) -> Result<MediaTypes, Problem> {
     let Some(path) = &site.mime_types else {

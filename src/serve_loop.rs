@@ -68,7 +68,7 @@
 use crate::access_log::AccessLog;
 use crate::auth::budget::Limits;
 use crate::auth::gate::random_key;
-use crate::auth::{Credentials, Gate};
+use crate::auth::{Gate, HostUsers};
 use crate::client_addr::rate::RateTable;
 use crate::client_addr::Walk;
 use crate::config::{Cidr, Logging, Timeouts};
@@ -146,8 +146,8 @@ pub struct LoopConfig {
     pub site: SiteRules,
     /// The virtual hosts: `root` and `site` above are host 0, these the rest.
     pub hosts: LoopHosts,
-    /// The users of `--basic-auth` (read by the master; `None` without the flag).
-    pub auth: Option<Credentials>,
+    /// Each host's users of `--basic-auth` (read by the master; empty without the flag).
+    pub auth: HostUsers,
 }
 
 /// Why the loop could not run.
@@ -271,12 +271,12 @@ pub fn run_tuned(
 /// The loop's `--basic-auth` gate: the credentials, and a key for its memory drawn now
 /// (`now` on the turn clock).
 fn gate(cfg: &LoopConfig, tuning: &Tuning, now: u64) -> Result<Option<Gate>, LoopError> {
-    let Some(credentials) = &cfg.auth else {
+    if cfg.auth.iter().all(Option::is_none) {
         return Ok(None);
-    };
+    }
     let key = random_key().map_err(|e| LoopError::Setup("getrandom (the credential key)", e))?;
     Ok(Some(Gate::new(
-        credentials.clone(),
+        cfg.auth.clone(),
         tuning.auth_limits,
         key,
         now,
@@ -909,7 +909,7 @@ mod tests {
             logging: Logging::default(),
             site: SiteRules::default(),
             hosts: LoopHosts::default(),
-            auth: None,
+            auth: Vec::new(),
         }
     }
 

@@ -11,7 +11,7 @@
 //! worker several listeners; the first is served on the worker's main thread and each
 //! further one by a thread of the same (pinned) process, each with its own loop.
 
-use crate::auth::Credentials;
+use crate::auth::HostUsers;
 use crate::config::Serving;
 use crate::cpuset::CpuId;
 use crate::plan::WorkerPlan;
@@ -43,8 +43,8 @@ pub(crate) struct WorkerStart<'a> {
     /// The master's pid, taken before the fork: the child's own `getppid` would already
     /// name the reaper if the master died before the child first ran.
     pub(crate) master: rustix::process::Pid,
-    /// The users of `--basic-auth`, as the master last read them.
-    pub(crate) auth: Option<&'a Credentials>,
+    /// Each host's users of `--basic-auth`, as the master last read them.
+    pub(crate) auth: &'a HostUsers,
 }
 
 /// A bring-up step of the worker that failed.
@@ -213,7 +213,7 @@ fn loop_config(start: &WorkerStart<'_>, (index, cpu): (u16, CpuId), roots: Roots
         logging: cfg.logging.clone(),
         site: site.clone(),
         hosts,
-        auth: start.auth.cloned(),
+        auth: start.auth.clone(),
     }
 }
 

@@ -198,12 +198,6 @@ pub(crate) fn from_block(
                 format!("{name} is not a site setting: it cannot go in a host block"),
             ));
         };
-        if PER_PROCESS.contains(&name.as_str()) {
-            return Err(at(
-                *line,
-                format!("{name} is one for the whole server: set it outside host blocks"),
-            ));
-        }
         match (flag.takes, value.is_empty()) {
             (Takes::Switch, false) => {
                 return Err(at(*line, format!("{name} is a switch: its name alone")))
@@ -224,16 +218,6 @@ pub(crate) fn from_block(
         .map_err(|e| at(block.line, e.message))?;
     Ok(host)
 }
-
-/// Site settings read once for the whole server, so not per host yet: the htpasswd
-/// users are read by the master for the one file, the media types file likewise.
-const PER_PROCESS: &[&str] = &[
-    "basic-auth",
-    "basic-auth-realm",
-    "basic-auth-skip",
-    "mime-types",
-    "compress-cache",
-];
 
 /// A host block's lines (`root` and single values once); their values are checked as
 /// they are applied, once the defaults are known ([`from_block`]).

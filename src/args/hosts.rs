@@ -41,11 +41,13 @@ pub struct HostArgs {
     pub(crate) source: String,
 }
 
-/// The names of a `host` line or a `--host` value, checked and lowercased.
+/// The names of a `host` line or a `--host` value, checked, lowercased and without a
+/// trailing dot.
 pub(crate) fn names<'v>(list: impl Iterator<Item = &'v str>) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
-    for n in list {
-        check_name(n).map_err(|why| format!("{n:?}: {why}"))?;
+    for given in list {
+        let n = relative(given);
+        check_name(n).map_err(|why| format!("{given:?}: {why}"))?;
         out.push(n.to_ascii_lowercase());
     }
     match out.is_empty() {
@@ -67,14 +69,21 @@ pub(crate) fn parse_flag(flag: &str, v: &str) -> Result<(Vec<String>, PathBuf), 
     Ok((names(list.split(',')).map_err(named)?, PathBuf::from(root)))
 }
 
-/// A `--allowed-host` name, lowercase.
-pub(crate) fn parse_allowed(flag: &str, v: &str) -> Result<String, ArgsError> {
+/// `name` without its trailing dot: `example.com.` (the absolute name, RFC 1034 §3.1)
+/// is the name `example.com`, as a request's host is taken (`site::hosts`).
+fn relative(name: &str) -> &str {
+    name.strip_suffix('.').unwrap_or(name)
+}
+
+/// A `--allowed-host` name, lowercase, without a trailing dot.
+pub(crate) fn parse_allowed(flag: &str, given: &str) -> Result<String, ArgsError> {
+    let v = relative(given);
     match check_name(v) {
         Ok(()) if v != "*" => Ok(v.to_ascii_lowercase()),
         Ok(()) => Err(flag_error(format!(
             "{flag} *: every name is allowed without the flag"
         ))),
-        Err(why) => Err(flag_error(format!("{flag} {v:?}: {why}"))),
+        Err(why) => Err(flag_error(format!("{flag} {given:?}: {why}"))),
     }
 }
 
@@ -128,6 +137,12 @@ mod tests {
             parse_allowed("--allowed-host", "NAS.local").unwrap(),
             "nas.local"
         );
+        assert_eq!(
+            parse_allowed("--allowed-host", "nas.local.").unwrap(),
+            "nas.local"
+        );
+        assert_eq!(super::names(["A.test."].into_iter()).unwrap(), ["a.test"]);
+        assert!(super::names(["."].into_iter()).is_err());
         assert!(parse_allowed("--allowed-host", "*").is_err());
         assert!(parse_allowed("--allowed-host", "a b").is_err());
     }

@@ -21,6 +21,7 @@ use super::Reason;
 use crate::client_addr::AddrKey;
 use rustix::time::{clock_gettime, ClockId};
 use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
 
 /// What to answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,38 +37,39 @@ pub(crate) enum Verdict {
     },
 }
 
+/// Each host's `--basic-auth` users, host 0 first (`None`: a host without the flag);
+/// hosts naming one file share its users.
+pub type HostUsers = Vec<Option<Arc<Credentials>>>;
+
 /// The per-loop state of `--basic-auth`.
 #[derive(Debug)]
 pub(crate) struct Gate {
-    credentials: Credentials,
+    users: HostUsers,
     memory: Memory,
     budget: Budget,
     decoded: Box<[u8; DECODED_MAX]>,
 }
 
 impl Gate {
-    /// A gate for `credentials` with empty memory and full budgets of `limits`; `key`
-    /// (random per loop) keys the remembered tags, `seed` the budget's address table.
-    pub(crate) fn new(
-        credentials: Credentials,
-        limits: Limits,
-        key: [u8; 16],
-        now_ms: u64,
-    ) -> Gate {
+    /// A gate for each host's `users` with empty memory and full budgets of `limits`;
+    /// `key` (random per loop) keys the remembered tags, `seed` the budget's address table.
+    pub(crate) fn new(users: HostUsers, limits: Limits, key: [u8; 16], now_ms: u64) -> Gate {
         // The address table's hash multiplier, from the same random key.
         let seed = crate::crypt::siphash::sip64(&key, b"budget table");
         Gate {
-            credentials,
+            users,
             memory: Memory::new(key),
             budget: Budget::new(limits, seed, now_ms),
             decoded: Box::new([0; DECODED_MAX]),
         }
     }
 
-    /// The verdict for a request with `authorization` from `client` (asked only when a
-    /// hash check is due) at `now_ms`.
+    /// The verdict for a request to `host` with `authorization` from `client` (asked
+    /// only when a hash check is due) at `now_ms`. A verdict is remembered per host, so
+    /// one host's users never pass another's check.
     pub(crate) fn check(
         &mut self,
+        host: u16,
         authorization: Option<&[u8]>,
         client: impl FnOnce() -> Option<IpAddr>,
         now_ms: u64,
@@ -75,7 +77,10 @@ impl Gate {
         let Some(value) = authorization else {
             return Verdict::Challenge(Reason::Missing);
         };
-        let tag = self.memory.tag(value);
+        let Some(users) = self.users.get(usize::from(host)).and_then(Option::as_ref) else {
+            return Verdict::Challenge(Reason::Missing);
+        };
+        let tag = self.memory.tag(value, host);
         if let Some(checked) = self.memory.recall(tag) {
             return verdict(checked);
         }
@@ -87,7 +92,7 @@ impl Gate {
             return Verdict::Limited { retry_after };
         }
         let started = micros();
-        let checked = self.credentials.check(user, password);
+        let checked = users.check(user, password);
         self.budget.spent(micros().saturating_sub(started));
         self.memory.keep(tag, checked);
         verdict(checked)
@@ -134,7 +139,7 @@ mod tests {
             ceiling_burst_ms: 60_000,
             ..Limits::SERVING
         };
-        Gate::new(c, limits, random_key().unwrap(), 0)
+        Gate::new(vec![Some(Arc::new(c))], limits, random_key().unwrap(), 0)
     }
 
     fn basic(user_pass: &str) -> Vec<u8> {
@@ -162,21 +167,21 @@ mod tests {
     fn verdicts_in_order() {
         let mut g = gate();
         assert_eq!(
-            g.check(None, || ONE, 0),
+            g.check(0, None, || ONE, 0),
             Verdict::Challenge(Reason::Missing)
         );
         assert_eq!(
-            g.check(Some(b"Bearer x"), || ONE, 0),
+            g.check(0, Some(b"Bearer x"), || ONE, 0),
             Verdict::Challenge(Reason::Malformed)
         );
         let good = basic("bob:U*U");
-        assert_eq!(g.check(Some(&good), || ONE, 0), Verdict::Pass);
+        assert_eq!(g.check(0, Some(&good), || ONE, 0), Verdict::Pass);
         assert_eq!(
-            g.check(Some(&basic("bob:nope")), || ONE, 0),
+            g.check(0, Some(&basic("bob:nope")), || ONE, 0),
             Verdict::Challenge(Reason::WrongCredentials)
         );
         assert_eq!(
-            g.check(Some(&basic("eve:U*U")), || ONE, 0),
+            g.check(0, Some(&basic("eve:U*U")), || ONE, 0),
             Verdict::Challenge(Reason::WrongCredentials)
         );
     }
@@ -185,28 +190,28 @@ mod tests {
     fn a_guesser_is_limited_and_others_are_not() {
         let mut g = gate();
         let good = basic("bob:U*U");
-        assert_eq!(g.check(Some(&good), || TWO, 0), Verdict::Pass);
+        assert_eq!(g.check(0, Some(&good), || TWO, 0), Verdict::Pass);
         for i in 0..Limits::SERVING.addr_burst {
             let guess = basic(&format!("bob:guess{i}"));
             assert_eq!(
-                g.check(Some(&guess), || ONE, 0),
+                g.check(0, Some(&guess), || ONE, 0),
                 Verdict::Challenge(Reason::WrongCredentials)
             );
         }
         let guess = basic("bob:one more");
         assert_eq!(
-            g.check(Some(&guess), || ONE, 0),
+            g.check(0, Some(&guess), || ONE, 0),
             Verdict::Limited { retry_after: 1 }
         );
         // A guess already made is answered from memory, budget or not.
         assert_eq!(
-            g.check(Some(&basic("bob:guess0")), || ONE, 0),
+            g.check(0, Some(&basic("bob:guess0")), || ONE, 0),
             Verdict::Challenge(Reason::WrongCredentials)
         );
         // The other address's remembered login is untouched, and so is its allowance.
-        assert_eq!(g.check(Some(&good), || TWO, 0), Verdict::Pass);
+        assert_eq!(g.check(0, Some(&good), || TWO, 0), Verdict::Pass);
         assert_eq!(
-            g.check(Some(&basic("bob:typo")), || TWO, 0),
+            g.check(0, Some(&basic("bob:typo")), || TWO, 0),
             Verdict::Challenge(Reason::WrongCredentials)
         );
     }

@@ -57,9 +57,13 @@ impl Memory {
         }
     }
 
-    /// The tag of a header value.
-    pub(crate) fn tag(&self, value: &[u8]) -> Tag {
-        Tag(u128::from_le_bytes(sip128(&self.key, value)))
+    /// The tag of a header value shown to host `host`: another host (whose users may
+    /// differ) names the same value with another tag.
+    pub(crate) fn tag(&self, value: &[u8], host: u16) -> Tag {
+        let mut key = self.key;
+        let salt = host.to_le_bytes();
+        key[..2].iter_mut().zip(salt).for_each(|(k, h)| *k ^= h);
+        Tag(u128::from_le_bytes(sip128(&key, value)))
     }
 
     fn set(&mut self, tag: Tag) -> &mut [Entry] {
@@ -113,20 +117,21 @@ mod tests {
     #[test]
     fn remembers_per_value_and_forgets_the_least_recent() {
         let mut m = Memory::new([7; 16]);
-        let a = m.tag(b"Basic YTpi");
+        let a = m.tag(b"Basic YTpi", 0);
         assert_eq!(m.recall(a), None);
         m.keep(a, Checked::Valid);
         assert_eq!(m.recall(a), Some(Checked::Valid));
-        let b = m.tag(b"Basic YTpj");
+        let b = m.tag(b"Basic YTpj", 0);
         assert_ne!(a, b);
         m.keep(b, Checked::WrongPassword);
         assert_eq!(m.recall(b), Some(Checked::WrongPassword));
         assert_eq!(m.recall(a), Some(Checked::Valid));
         // Another key names the same value differently.
-        assert_ne!(Memory::new([8; 16]).tag(b"Basic YTpi"), a);
+        assert_ne!(Memory::new([8; 16]).tag(b"Basic YTpi", 0), a);
+        assert_ne!(m.tag(b"Basic YTpi", 1), a, "another host, another tag");
         // Values that share a's set: the least recently used goes first, a stays.
         let same_set: Vec<Tag> = (0u32..)
-            .map(|i| m.tag(format!("Basic {i}").as_bytes()))
+            .map(|i| m.tag(format!("Basic {i}").as_bytes(), 0))
             .filter(|t| t.0 as usize % SETS == a.0 as usize % SETS)
             .take(WAYS)
             .collect();
@@ -147,7 +152,7 @@ mod tests {
     fn refusals_never_push_logins_out() {
         let mut m = Memory::new([9; 16]);
         let tags: Vec<Tag> = (0u32..)
-            .map(|i| m.tag(format!("Basic {i}").as_bytes()))
+            .map(|i| m.tag(format!("Basic {i}").as_bytes(), 0))
             .filter(|t| t.0 as usize % SETS == 5)
             .take(WAYS + 3)
             .collect();

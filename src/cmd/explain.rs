@@ -100,6 +100,13 @@ fn explain(site: &SiteRules, root: BorrowedFd<'_>, target: &str) -> String {
         None => (target, None),
     };
     let mut out = format!("path: {path}\n");
+    if let Some(auth) = &site.auth {
+        let skipped = match auth.skips(path.as_bytes()) {
+            true => " (not for this path: basic-auth-skip)",
+            false => "",
+        };
+        let _ = writeln!(out, "auth: {}{skipped}", auth.file.display());
+    }
     let mut caps = Captures::default();
     let mut served = path.to_string();
     match first_match(&site.rules, path.as_bytes(), &mut caps) {

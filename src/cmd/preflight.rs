@@ -30,29 +30,28 @@ pub(crate) fn problems(args: &ServeArgs) -> Vec<Failure> {
         }
         Err(e) => found.push(Failure::new("root", e)),
     }
+    let defaults = files_named(&site);
     for h in &args.hosts {
         let host = |what: String| format!("host {} ({}): {what}", h.names[0], h.source);
+        let rules = h.site.rules();
+        let mut problems = files_named(&rules);
         match crate::preflight::root(&h.root) {
-            Ok(root) => {
-                let pages = crate::preflight::pages(root.as_fd(), &h.site.rules());
-                found.extend(
-                    pages
-                        .into_iter()
-                        .map(|p| Failure::new(p.stage, host(p.message))),
-                );
-            }
+            Ok(root) => problems.extend(crate::preflight::pages(root.as_fd(), &rules)),
             Err(e) => found.push(Failure::new("root", host(e.to_string()))),
         }
+        // A file the host has from the defaults is named once, below.
+        problems.retain(|p| !defaults.contains(p));
+        found.extend(
+            problems
+                .into_iter()
+                .map(|p| Failure::new(p.stage, host(p.message))),
+        );
     }
-    if let Err(p) = crate::preflight::media_types(&site) {
-        found.push(Failure::new(p.stage, p.message));
-    }
-    if let Err(p) = crate::preflight::credentials(&site) {
-        found.push(Failure::new(p.stage, p.message));
-    }
-    if let Err(p) = crate::preflight::compress_cache(&site) {
-        found.push(Failure::new(p.stage, p.message));
-    }
+    found.extend(
+        defaults
+            .into_iter()
+            .map(|p| Failure::new(p.stage, p.message)),
+    );
     let files_checked = found.is_empty();
     let user = args.user.as_ref().map(crate::user::lookup);
     let log = &args.logging.access_log;
@@ -100,13 +99,34 @@ pub(crate) fn problems(args: &ServeArgs) -> Vec<Failure> {
     found
 }
 
-/// What `serve` would accept but an operator should change: an htpasswd file whose
+/// The problems of the files `site` names besides its pages: the `--mime-types` file,
+/// the `--basic-auth` file and the `--compress-cache` directory.
+fn files_named(site: &crate::site::SiteRules) -> Vec<crate::preflight::Problem> {
+    [
+        crate::preflight::media_types(site).err(),
+        crate::preflight::credentials(site).err(),
+        crate::preflight::compress_cache(site).err(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// What `serve` would accept but an operator should change: the rule warnings of the
+/// defaults and of each host (`explain::rule_warnings`); an htpasswd file whose
 /// hashes have different costs. Then the time of a check tells which cost a name is
 /// checked at (an unknown name at the cost of its decoy, `auth::htpasswd`): not whether
 /// it is a user, but which group it falls in. One line, `site: --basic-auth FILE: ...`.
 pub(crate) fn warnings(args: &ServeArgs) -> Vec<String> {
     let site = args.site.rules();
     let mut found = super::explain::rule_warnings(&site, &args.root);
+    // Each host's rules under its root; what the defaults already said is said once.
+    for h in &args.hosts {
+        let own = super::explain::rule_warnings(&h.site.rules(), &h.root);
+        let new: Vec<String> = own.into_iter().filter(|w| !found.contains(w)).collect();
+        let host = |w: String| format!("host {} ({}): {w}", h.names[0], h.source);
+        found.extend(new.into_iter().map(host));
+    }
     found.extend(hash_costs(&site));
     found
 }

@@ -43,7 +43,7 @@ impl Responder<'_, '_> {
             false => c.client,
         };
         let value = authorization(fields);
-        let verdict = gate.check(value, client, self.ctx.now_ms);
+        let verdict = gate.check(self.ctx.hosts.current, value, client, self.ctx.now_ms);
         let mut retry = [0u8; 32];
         let (status, lines, reason) = match verdict {
             Verdict::Pass => {

@@ -61,7 +61,7 @@ pub(crate) struct Hosts<'a> {
     /// The caches of the hosts not in place (`None` at the one that is).
     parked: Vec<Option<FileCache>>,
     /// The host in place.
-    current: u16,
+    pub(super) current: u16,
     /// A parked cache may have hashing or compression under way (it had when parked):
     /// only then does a loop turn visit the parked caches.
     parked_busy: bool,

@@ -17,7 +17,7 @@
 //! socket it had. Retiring workers: at most `RETIRING_PER_SLOT` per slot drain at their
 //! own pace; older ones are told to close their idle connections at once.
 
-use crate::auth::Credentials;
+use crate::auth::HostUsers;
 use crate::config::Serving;
 use crate::dashboard::{self, history::History, status::StatusDocument, Document};
 use crate::listen::Listeners;
@@ -63,7 +63,7 @@ pub(crate) struct Shared<'a> {
     pub(crate) home: &'a sys::AffinityMask,
     /// The users of `--basic-auth` as last read (at start, then at each HUP that
     /// passed its checks): what every worker started from now on serves with.
-    pub(crate) auth: Option<Credentials>,
+    pub(crate) auth: HostUsers,
     /// With `--config`: reads the configuration again for a HUP (`cmd/serve.rs`).
     pub(crate) reread: Option<crate::config::Reread<'a>>,
 }
@@ -242,7 +242,7 @@ impl<'a> Supervisor<'a> {
                 .ok_or_else(|| io::Error::other("no counter block"))?,
             ready: Some(self.s.ready.1.as_fd()),
             master: rustix::process::getpid(),
-            auth: self.s.auth.as_ref(),
+            auth: &self.s.auth,
         };
         sys::mask_signals(&signals::COUNTED, true)?;
         let forked = sys::fork();

@@ -5,8 +5,9 @@
 //! responder for every parsed request. Input: a request's host (the absolute-form
 //! authority or the Host field, already checked by the parser). Output: the index of the
 //! host that answers, or `None` for a 421 (Misdirected Request, RFC 9110 §15.5.20).
-//! Names match without case (RFC 9110 §4.2.3: the host is case-insensitive) and without
-//! the port. With no hosts and no `--allowed-host` the table is empty and every request
+//! Names match without case (RFC 9110 §4.2.3: the host is case-insensitive), without
+//! the port and without a trailing dot (`example.com.` is the absolute form of the name
+//! `example.com`, RFC 1034 §3.1; the configured names have none, `args::hosts`). With no hosts and no `--allowed-host` the table is empty and every request
 //! is host 0 without its host being looked at. Nothing here allocates after [`HostTable::new`].
 
 use std::net::{IpAddr, SocketAddr};
@@ -76,7 +77,10 @@ impl HostTable {
 
     #[inline(never)]
     fn pick_named(&self, host: Option<&[u8]>) -> Option<u16> {
-        let Some(name) = host.map(without_port) else {
+        let Some(name) = host
+            .map(without_port)
+            .map(|n| n.strip_suffix(b".").unwrap_or(n))
+        else {
             return self.any;
         };
         if let Some((_, i)) = self
@@ -169,6 +173,8 @@ mod tests {
         assert_eq!(t.pick(Some(b"c.test")), None);
         assert_eq!(t.pick(None), None);
         assert_eq!(t.pick(Some(b"a.test.evil")), None);
+        assert_eq!(t.pick(Some(b"a.test.:80")), Some(0), "the absolute name");
+        assert_eq!(t.pick(Some(b"a.test..")), None);
         let star = HostTable::new(&names(&[&["a.test"], &["*"]]), &[], &[]);
         assert_eq!(star.pick(Some(b"c.test")), Some(1));
         assert_eq!(star.pick(Some(b"a.test")), Some(0));

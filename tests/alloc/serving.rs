@@ -388,7 +388,8 @@ fn no_allocation_per_request_with_basic_auth() {
     cfg.site = flags.rules();
     // "U*U" under bcrypt cost 4 (libxcrypt).
     let file = b"bob:$2b$04$CCCCCCCCCCCCCCCCCCCCC.K7Qr0se1MxuggH4aP4YgB.U2Em1pGSK\n";
-    cfg.auth = Some(steerd::auth::Credentials::parse(file, [7; 16]).unwrap());
+    let users = steerd::auth::Credentials::parse(file, [7; 16]).unwrap();
+    cfg.auth = vec![Some(std::sync::Arc::new(users))];
     let srv = InProc::start_marked(cfg, Tuning::default(), || watch_this_thread(true));
     let mut buf = vec![0u8; 1 << 16];
     for i in 0..3 {

@@ -31,11 +31,11 @@ fn beside_others() -> std::sync::RwLockReadGuard<'static, ()> {
 
 /// "U*U" under bcrypt cost 5 and "Hello world!" under SHA-256 crypt: published vectors,
 /// so the tests that need no tool run everywhere.
-const BOB: &str = "bob:$2a$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW";
-const ANN: &str = "ann:$5$saltstring$5B8vYYiY.CVt1RlTTf8KbXBH3hsxY/GNooZaBBGWEc5";
+pub(super) const BOB: &str = "bob:$2a$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW";
+pub(super) const ANN: &str = "ann:$5$saltstring$5B8vYYiY.CVt1RlTTf8KbXBH3hsxY/GNooZaBBGWEc5";
 
 /// `Authorization: Basic ...` for `user:password`, with its CRLF.
-fn basic(user: &str, password: &str) -> String {
+pub(super) fn basic(user: &str, password: &str) -> String {
     const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let raw = format!("{user}:{password}");
     let mut out = String::new();
@@ -401,7 +401,7 @@ fn hashes_made_by_htpasswd_mkpasswd_and_openssl_are_accepted() {
 /// does: a test that is not about the budget must not depend on the speed of hashing
 /// (under user-mode QEMU one check can take longer than the loop's ceiling allows in a
 /// row); the 429s seen are added to `limited`.
-fn patiently(limited: &mut u64, mut ask: impl FnMut() -> Response) -> Response {
+pub(super) fn patiently(limited: &mut u64, mut ask: impl FnMut() -> Response) -> Response {
     for _ in 0..60 {
         let r = ask();
         if r.status != 429 {

@@ -15,7 +15,7 @@ use support::server::{binary, run_steerd, wait_for_new_pid, wait_until, Server, 
 use support::skip::skip_or_fail;
 
 /// Two roots, `a/` and `b/`, with the same paths holding different bytes.
-fn two_roots(tag: &str) -> TempDir {
+pub(super) fn two_roots(tag: &str) -> TempDir {
     let dir = TempDir::new(tag);
     dir.write_all(&[
         ("a/same.txt", "from a\n"),
@@ -27,26 +27,26 @@ fn two_roots(tag: &str) -> TempDir {
 }
 
 /// `GET path` with `Host: host`, closing.
-fn get_as(addr: SocketAddr, host: &str, path: &str) -> Response {
+pub(super) fn get_as(addr: SocketAddr, host: &str, path: &str) -> Response {
     exchange(
         addr,
         &format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"),
     )
 }
 
-fn serve(args: &[&str]) -> Server {
+pub(super) fn serve(args: &[&str]) -> Server {
     let mut cmd = Command::new(binary());
     cmd.args(["serve", "--listen", "127.0.0.1:0", "--workers", "1"])
         .args(args);
     Server::spawn(&mut cmd)
 }
 
-fn path_of(dir: &TempDir, sub: &str) -> String {
+pub(super) fn path_of(dir: &TempDir, sub: &str) -> String {
     dir.path().join(sub).display().to_string()
 }
 
 /// A configuration file `site.conf` in `dir` holding `text`.
-fn conf(dir: &TempDir, text: &str) -> PathBuf {
+pub(super) fn conf(dir: &TempDir, text: &str) -> PathBuf {
     let p = dir.path().join("site.conf");
     std::fs::write(&p, text).unwrap();
     p
@@ -67,7 +67,8 @@ fn hosts_from_the_file_and_flags_serve_their_roots_and_settings() {
             path_of(&dir, "a")
         ),
     );
-    let b = format!("b.test={}", path_of(&dir, "b"));
+    // Given as an absolute name: the same name.
+    let b = format!("B.test.={}", path_of(&dir, "b"));
     let srv = serve(&[
         "--config",
         file.to_str().unwrap(),
@@ -89,7 +90,14 @@ fn hosts_from_the_file_and_flags_serve_their_roots_and_settings() {
     assert_eq!(b.header("x-only-a"), None);
     assert_eq!(b.header("x-site"), Some("default"));
     // Case and port are not part of the name.
-    for host in ["A.TEST", "www.A.test:8080", "a.test:1"] {
+    // Nor is a trailing dot: `a.test.` is the absolute form of `a.test` (RFC 1034 §3.1).
+    for host in [
+        "A.TEST",
+        "www.A.test:8080",
+        "a.test:1",
+        "a.test.",
+        "WWW.a.test.:80",
+    ] {
         assert_eq!(
             get_as(srv.addr, host, "/same.txt").text(),
             "from a\n",
@@ -110,7 +118,7 @@ fn hosts_from_the_file_and_flags_serve_their_roots_and_settings() {
             .unwrap_or_default()
             .lines()
             .count()
-            >= 8
+            >= 10
     });
     let log = std::fs::read_to_string(&log).unwrap();
     let hosts: Vec<&str> = log
@@ -123,7 +131,10 @@ fn hosts_from_the_file_and_flags_serve_their_roots_and_settings() {
         .collect();
     assert_eq!(
         hosts,
-        ["a.test", "b.test", "a.test", "a.test", "a.test", "b.test", "-", "-"],
+        [
+            "a.test", "b.test", "a.test", "a.test", "a.test", "a.test", "a.test", "b.test", "-",
+            "-"
+        ],
         "{log}"
     );
 }
@@ -201,6 +212,8 @@ fn allowed_host_refuses_a_rebinding_name_but_not_the_listeners_literals() {
     let ok = |addr: SocketAddr, host: &str| get_as(addr, host, "/same.txt").status;
     assert_eq!(ok(v4, "nas.test"), 200);
     assert_eq!(ok(v4, "NAS.test:8080"), 200);
+    assert_eq!(ok(v4, "nas.test."), 200, "the absolute name");
+    assert_eq!(ok(v4, "nas.test..:80"), 421);
     assert_eq!(ok(v4, &v4.to_string()), 200, "the listener's IPv4 literal");
     assert_eq!(ok(v4, "127.0.0.1"), 200);
     // A name pointed at 127.0.0.1 by someone else's DNS, and another literal.
@@ -267,10 +280,6 @@ fn check_refuses_bad_host_blocks_with_file_and_line() {
         ),
         ("host a.test:80\n", ":1: host \"a.test:80\""),
         (
-            "host a.test\nbasic-auth /x\n",
-            ":2: basic-auth is one for the whole server",
-        ),
-        (
             "host a.test\nroot /a\nroot /b\n",
             ":3: a second value for root in this host block",
         ),
@@ -299,6 +308,24 @@ fn check_refuses_bad_host_blocks_with_file_and_line() {
     );
 }
 
+/// What `steerd check --config CONFIG --explain PATH --explain-host HOST` prints.
+pub(super) fn explain(config: &std::path::Path, host: &str, path: &str) -> String {
+    let f = config.to_str().unwrap();
+    let args = [
+        "check",
+        "--config",
+        f,
+        "--explain",
+        path,
+        "--explain-host",
+        host,
+    ];
+    let out = run_steerd(&args, b"");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
 #[test]
 fn check_explain_names_the_host_that_answers() {
     let dir = two_roots("hosts-explain");
@@ -312,26 +339,7 @@ fn check_explain_names_the_host_that_answers() {
         ),
     );
     let f = file.to_str().unwrap();
-    let explain = |host: &str, path: &str| {
-        let out = run_steerd(
-            &[
-                "check",
-                "--config",
-                f,
-                "--explain",
-                path,
-                "--explain-host",
-                host,
-            ],
-            b"",
-        );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    };
+    let explain = |host: &str, path: &str| explain(&file, host, path);
     let a = explain("WWW.a.test:8080", "/old");
     assert!(
         a.starts_with(&format!("host: a.test www.a.test ({f}:1)\n")),
@@ -385,4 +393,39 @@ fn a_host_blocks_own_rate_limit_and_deny_apply_to_that_host_alone() {
         "c's own deny"
     );
     assert_eq!(get_as(srv.addr, "b.test", "/same.txt").status, 200);
+}
+
+#[test]
+fn check_warns_of_a_host_blocks_rules_under_its_root() {
+    let dir = two_roots("hosts-warn");
+    let file = conf(
+        &dir,
+        &format!(
+            "redirect /gone /x 302\nhost a.test\nroot {}\nredirect /same.txt /x 302\n\
+             redirect /same.txt /y 302\nhost b.test\nroot {}\n",
+            path_of(&dir, "a"),
+            path_of(&dir, "b")
+        ),
+    );
+    let out = run_steerd(&["check", "--config", file.to_str().unwrap()], b"");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let c = file.display();
+    let host = format!("steerd: warning: host a.test ({c}:2): rules:");
+    for line in [
+        format!(
+            "{host} {c}:4 (/same.txt) shadows the file /same.txt (and 0 more): the rule \
+             answers instead"
+        ),
+        format!(
+            "{host} {c}:5 (/same.txt) never matches: {c}:4 (/same.txt) answers every path it \
+             would"
+        ),
+    ] {
+        assert!(err.lines().any(|l| l == line), "{line}\nin\n{err}");
+    }
+    assert!(
+        !err.contains("host b.test"),
+        "b's rules are the defaults': {err}"
+    );
 }

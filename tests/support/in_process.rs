@@ -78,7 +78,7 @@ pub(crate) fn config(root: &Path) -> LoopConfig {
         logging: Logging::default(),
         site: Default::default(),
         hosts: Default::default(),
-        auth: None,
+        auth: Vec::new(),
     }
 }
 

@@ -328,13 +328,14 @@ impl Supervisor<'_> {
 /// good, each site's media types as read now are put in `cfg`, and the users returned.
 fn reload_files(
     cfg: &mut crate::config::Serving,
-) -> Result<Option<crate::auth::Credentials>, crate::preflight::Problem> {
+) -> Result<crate::auth::HostUsers, crate::preflight::Problem> {
     let log = cfg.logging.access_log.clone();
-    let (mut users, mut types) = (None, Vec::new());
+    let mut types = Vec::new();
     for (root, site) in cfg.sites_mut() {
-        users = users.or(crate::preflight::worker_files(root, site, &log)?);
+        crate::preflight::worker_files(root, site, &log)?;
         types.push(crate::preflight::media_types(site)?);
     }
+    let users = crate::preflight::host_users(cfg)?;
     for ((_, site), t) in cfg.sites_mut().into_iter().zip(types) {
         site.types = t;
     }

@@ -259,9 +259,14 @@ impl<'b> Writer<'b> {
     }
 
     /// Appends bytes (or records the overflow). Always inlined: most pieces are
-    /// constants, whose copies then compile to a few moves instead of a `memmove` call.
+    /// constants, whose copies then compile to a few moves instead of a `memmove` call;
+    /// a piece of unknown length that is empty (the operator's lines, the CORS lines
+    /// and a challenge, absent from most answers) costs one compare, not a call.
     #[inline(always)]
     pub(crate) fn put(&mut self, b: &[u8]) -> &mut Self {
+        if b.is_empty() {
+            return self;
+        }
         match self.buf.get_mut(self.len..self.len + b.len()) {
             Some(dst) => {
                 dst.copy_from_slice(b);

@@ -259,20 +259,26 @@ impl<'b> Writer<'b> {
     }
 
     /// Appends bytes (or records the overflow). Always inlined: most pieces are
-    /// constants, whose copies then compile to a few moves instead of a `memmove` call;
-    /// a piece of unknown length that is empty (the operator's lines, the CORS lines
-    /// and a challenge, absent from most answers) costs one compare, not a call.
+    /// constants, whose copies then compile to a few moves instead of a `memmove` call.
     #[inline(always)]
     pub(crate) fn put(&mut self, b: &[u8]) -> &mut Self {
-        if b.is_empty() {
-            return self;
-        }
         match self.buf.get_mut(self.len..self.len + b.len()) {
             Some(dst) => {
                 dst.copy_from_slice(b);
                 self.len += b.len();
             }
             None => self.overflow = true,
+        }
+        self
+    }
+
+    /// [`Writer::put`] for a piece most answers leave empty (the operator's lines, the
+    /// CORS lines, a challenge): an empty one costs one compare, not a `memmove` call of
+    /// no bytes (the check sits only where such pieces are written: binary size).
+    #[inline(always)]
+    pub(crate) fn put_unless_empty(&mut self, b: &[u8]) -> &mut Self {
+        if !b.is_empty() {
+            self.put(b);
         }
         self
     }
@@ -429,13 +435,13 @@ pub(crate) fn write_head(out: &mut [u8], h: &ResponseHead<'_>) -> Option<usize> 
     if h.vary {
         w.put(b"Vary: Accept-Encoding\r\n");
     }
-    w.put(h.lines);
+    w.put_unless_empty(h.lines);
     if let Some(line) = h.cache_control {
         w.put(line);
     }
-    w.put(h.extra);
-    w.put(h.cors);
-    w.put(h.challenge);
+    w.put_unless_empty(h.extra);
+    w.put_unless_empty(h.cors);
+    w.put_unless_empty(h.challenge);
     if let Some(echo) = h.preflight {
         w.put(PREFLIGHT_LINES);
         if !echo.is_empty() {

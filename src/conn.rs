@@ -670,13 +670,14 @@ fn transition(
             // Send space: write until done or the socket is full (send deadline re-armed
             // on progress).
             Awaiting::Send(ref mut r) => {
-                if r.awaits_disk() {
+                let disk = r.body.reads_disk();
+                if disk && r.awaits_disk() {
                     return Next::Park;
                 }
                 if !c.writable {
                     return Next::Park;
                 }
-                let ready = match r.must_read() {
+                let ready = match disk && r.must_read() {
                     true => ensure_pages(slot, r, ctx),
                     false => Ready::Send,
                 };

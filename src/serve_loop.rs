@@ -314,8 +314,9 @@ struct Admission<'a> {
     trusted: &'a [Cidr],
     /// `--proxy-protocol`.
     proxy_protocol: bool,
-    /// `--allow` and `--deny` (the defaults'; before any Host is known).
-    access: &'a AccessList,
+    /// `--allow` and `--deny` (the defaults'; before any Host is known), `None` when
+    /// both are empty (every peer passes: one compare a connection).
+    access: Option<&'a AccessList>,
     /// The slots each client address holds (`--max-conns-per-addr`).
     per_addr: PerAddr,
 }
@@ -420,7 +421,8 @@ impl<'a> Loop<'a> {
                 cpu: cfg.cpu.get() as u32,
                 trusted: &cfg.logging.real_ip_from,
                 proxy_protocol: cfg.logging.proxy_protocol,
-                access: cfg.hosts.at_accept.as_ref().unwrap_or(&cfg.site.access),
+                access: Some(cfg.hosts.at_accept.as_ref().unwrap_or(&cfg.site.access))
+                    .filter(|list| !list.is_open()),
                 per_addr: PerAddr::growing(n, cfg.max_conns_per_addr),
             },
             open: 0,
@@ -622,7 +624,8 @@ impl<'a> Loop<'a> {
                 Ok((fd, addr)) => {
                     let peer = addr.and_then(|a| std::net::SocketAddr::try_from(a).ok());
                     let peer = peer.map(|a| a.ip());
-                    if peer.is_some_and(|ip| !self.admission.access.admits(ip)) {
+                    let access = self.admission.access;
+                    if access.is_some_and(|l| peer.is_some_and(|ip| !l.admits(ip))) {
                         // `--allow`/`--deny`: closed before a byte is read, no slot taken.
                         self.ctx.counters.access_refused.fetch_add(1, Relaxed);
                         drop(fd);

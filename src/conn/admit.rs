@@ -25,7 +25,10 @@ impl Responder<'_, '_> {
     /// go on. Sets the connection's pacing to the site's `--max-rate` first.
     pub(crate) fn refused_by_limits(&mut self) -> bool {
         let site = self.ctx.site;
-        self.pace(site.max_rate);
+        // Asked for only when it changes the connection's pacing (mostly never).
+        if site.max_rate != self.c.pacing {
+            self.pace(site.max_rate);
+        }
         if site.access.is_open() && site.rate_limit == 0 {
             return false;
         }

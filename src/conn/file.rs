@@ -25,7 +25,7 @@
 use super::in_flight::Outgoing;
 use super::record::{Bufs, Place, Responder};
 use super::Ctx;
-use crate::files::cache::Served;
+use crate::files::cache::{FileCache, Served};
 use crate::files::{sidecar_path, FileMeta, Lookup, PATH_MAX};
 use crate::http::conditional::{not_modified, precondition_fails};
 use crate::http::encoding::{Choice, Coding};
@@ -42,54 +42,79 @@ pub(super) enum Source {
     File(OwnedFd),
 }
 
+/// The regular file a request found: a cache entry, whose metadata is borrowed from the
+/// cache where it is read (never copied: a request's instructions count,
+/// `scripts/serve-instructions.sh`), or a file opened uncached with its metadata.
+pub(super) enum Found<'m> {
+    Cached(u32),
+    File(OwnedFd, &'m FileMeta),
+}
+
+/// The metadata of the file found: cache entry `entry`'s, else `own`.
+fn meta_of<'m>(
+    cache: &'m FileCache,
+    entry: Option<u32>,
+    own: Option<&'m FileMeta>,
+) -> Option<&'m FileMeta> {
+    match entry {
+        Some(index) => cache.meta(index),
+        None => own,
+    }
+}
+
 impl Responder<'_, '_> {
     /// 200, 206, 304, 406, 412 or 416 for the regular file found at `path`.
-    pub(super) fn file(
-        &mut self,
-        req: &Request<'_, '_>,
-        path: &[u8],
-        meta: &FileMeta,
-        src: Source,
-    ) {
+    pub(super) fn file(&mut self, req: &Request<'_, '_>, path: &[u8], found: Found<'_>) {
+        let (src, entry, own) = match found {
+            Found::Cached(index) => (Source::Cached(index), Some(index), None),
+            Found::File(fd, meta) => (Source::File(fd), None, Some(meta)),
+        };
+        let Some(meta) = meta_of(&self.ctx.cache, entry, own) else {
+            return self.error_page(500);
+        };
+        let (sidecars, mime) = (meta.sidecars, meta.mime);
         // Compressed by us: a cached small file of a compressible type, whose gzip
         // sidecar (if any) keeps priority.
-        let ours = match src {
-            Source::Cached(index) if self.compressible(index, meta) => Some(index),
-            _ => None,
-        };
-        let mut usable = meta.sidecars;
+        let ours = entry.filter(|&index| self.compressible(index, meta));
+        let mut usable = sidecars;
         let mut order = self.ctx.cache.options().precompressed;
         if ours.is_some() {
             (usable, order) = (usable.with(Coding::Gzip), order.with_gzip());
         }
         let vary = !usable.is_empty();
-        // The representation: the file itself, a sidecar or our gzip bytes, described by
-        // its own metadata.
-        let side: FileMeta;
-        let (rep, src, coding) = match req.accept_encoding().choose(&order, usable) {
-            Choice::Identity => (meta, src, None),
-            Choice::Coded(Coding::Gzip) if !meta.sidecars.contains(Coding::Gzip) => {
+        // The representation: the file itself, a sidecar (described by its own metadata)
+        // or our gzip bytes (`gzip_len` of them, with the file's validators).
+        let (mut side, mut gzip_len) = (None, None);
+        let (src, coding) = match req.accept_encoding().choose(&order, usable) {
+            Choice::Identity => (src, None),
+            Choice::Coded(Coding::Gzip) if !sidecars.contains(Coding::Gzip) => {
                 match ours.and_then(|i| Some((i, self.ctx.cache.gzip(i)?))) {
                     Some((index, len)) => {
-                        side = FileMeta {
-                            size: len as u64,
-                            ..*meta
-                        };
-                        (&side, Source::CachedGzip(index), Some(Coding::Gzip))
+                        gzip_len = Some(len as u64);
+                        (Source::CachedGzip(index), Some(Coding::Gzip))
                     }
                     // Not ready yet (now queued): the identity bytes meanwhile.
-                    None => (meta, src, None),
+                    None => (src, None),
                 }
             }
             Choice::Coded(coding) => match sidecar(self.ctx, &mut self.bufs, path, coding) {
                 Some((m, s)) => {
-                    side = m;
-                    (&side, s, Some(coding))
+                    side = Some(m);
+                    (s, Some(coding))
                 }
-                None => (meta, src, None),
+                None => (src, None),
             },
             Choice::NotAcceptable => return self.error_answer(406, vary, None, b""),
         };
+        // The file's metadata is borrowed again (a sidecar's lookup may have run since).
+        let rep = match &side {
+            Some(m) => m,
+            None => match meta_of(&self.ctx.cache, entry, own) {
+                Some(m) => m,
+                None => return self.error_page(500),
+            },
+        };
+        let size = gzip_len.unwrap_or(rep.size);
         // The identity's tag is borrowed, not copied (a request's instructions count).
         let coded;
         let etag = match coding {
@@ -100,9 +125,8 @@ impl Responder<'_, '_> {
             None => rep.etag.as_ref(),
         };
         let etag = etag.map(|t| t.as_bytes());
-        let date = *self.ctx.date.text();
         let site = self.ctx.site;
-        let mut h = ResponseHead::new(200, &date, self.after.persist());
+        let mut h = ResponseHead::new(200, self.ctx.date.text(), self.after.persist());
         h.last_modified = rep.last_modified.as_ref();
         h.etag = etag;
         h.vary = vary;
@@ -110,14 +134,20 @@ impl Responder<'_, '_> {
         h.cache_control = crate::site::cache_control(&site.cache_rules, path);
         h.extra = &site.headers;
         h.cors = self.line.cors;
-        let size = rep.size;
         // No validator and no Range (the usual request): the full 200, nothing to evaluate.
         let (first, end) = if req.conditional() {
             match evaluate_conditions(req, etag, rep.modified(), size) {
                 Conditions::Failed => return self.error_answer(412, vary, None, b""),
                 Conditions::NotModified => {
                     h.status = 304;
-                    return self.answer(&h, Place::PreambleArea, Outgoing::Nothing);
+                    // The `ResponseHead` borrows the cache's metadata: written first.
+                    let written = write_head(self.out, &h);
+                    return self.answer_written(
+                        304,
+                        written,
+                        Place::PreambleArea,
+                        Outgoing::Nothing,
+                    );
                 }
                 Conditions::Unsatisfiable => return self.error_answer(416, vary, Some(size), b""),
                 Conditions::Full => (0, size),
@@ -139,7 +169,7 @@ impl Responder<'_, '_> {
             ));
             (0, size)
         };
-        h.content_type = Some(meta.mime);
+        h.content_type = Some(mime);
         h.content_length = Some(end - first);
         h.accept_ranges = true;
         // A full 200 of a cached file as itself: the cache rendered these lines already.
@@ -147,7 +177,8 @@ impl Responder<'_, '_> {
             (Source::Cached(index), None, 200) => self.ctx.cache.file_lines(*index),
             _ => None,
         };
-        // The `ResponseHead` borrows the cache's rendered lines: written before the plan.
+        // The `ResponseHead` borrows the cache's metadata and rendered lines: written
+        // before the plan.
         let (status, written) = (h.status, write_head(self.out, &h));
         let body = match req.method {
             Method::Head => Outgoing::Nothing,

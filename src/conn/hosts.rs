@@ -97,15 +97,17 @@ impl<'a> Hosts<'a> {
 }
 
 impl Ctx<'_> {
-    /// Puts host `i`'s root, rules and cache in place.
+    /// Puts host `i`'s root, rules and cache in place ([`NONE`] changes nothing: a new
+    /// connection's, which every connection in close mode enters once).
     #[inline]
     pub(crate) fn enter(&mut self, i: u16) {
-        if i == self.hosts.current {
+        if i == self.hosts.current || i == NONE {
             return;
         }
         self.switch(i);
     }
 
+    #[cold]
     #[inline(never)]
     fn switch(&mut self, i: u16) {
         let at = usize::from(i);

@@ -124,6 +124,15 @@ impl Outgoing {
         }
     }
 
+    /// A body read from the disk (a file, a listing's directory): only such a body may
+    /// wait for it, so every other kind is sent after one compare.
+    pub(super) fn reads_disk(&self) -> bool {
+        matches!(
+            self,
+            Outgoing::File { .. } | Outgoing::CachedFile { .. } | Outgoing::Listing { .. }
+        )
+    }
+
     /// A file body whose next bytes are not known to be cached.
     pub(super) fn needs_pages(&self) -> bool {
         match *self {

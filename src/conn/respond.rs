@@ -22,7 +22,7 @@
 //! §15.5.14) and the connection closes at once: no byte of that body is waited for or
 //! read.
 
-use super::file::Source;
+use super::file::Found;
 use super::in_flight::{After, Outgoing, Preamble};
 use super::logged::LoggedRequest;
 use super::record::{Line, Place, Responder};
@@ -274,11 +274,8 @@ fn serve(
         }
     }
     match found {
-        Served::Hit(index) => match r.ctx.cache.meta(index) {
-            Some(&meta) => r.file(req, path, &meta, Source::Cached(index)),
-            None => r.error_page(500),
-        },
-        Served::Miss(Lookup::File(fd, meta)) => r.file(req, path, &meta, Source::File(fd)),
+        Served::Hit(index) => r.file(req, path, Found::Cached(index)),
+        Served::Miss(Lookup::File(fd, meta)) => r.file(req, path, Found::File(fd, &meta)),
         // Only the request's own path redirects; a fallback that is a directory is none.
         Served::Miss(Lookup::AddSlash) if path == req.path => r.redirect(req),
         Served::Miss(Lookup::AddSlash) => r.error_page(404),

@@ -256,9 +256,11 @@ fn template(to: &str, wildcards: usize) -> Result<Vec<Part>, String> {
 /// condition: the second byte of its literal prefix (an anchored FROM such as
 /// `/old/**`), else the last byte of its literal suffix (`*.php`), else none (it may
 /// match anything). A request no rule concerns is then passed over in a few
-/// instructions, however many rules there are.
+/// instructions, however many rules there are, and a site without rules in one compare.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Prefilter {
+    /// The list has a rule.
+    some: bool,
     second: [u64; 4],
     last: [u64; 4],
     any: bool,
@@ -267,7 +269,10 @@ pub(crate) struct Prefilter {
 impl Prefilter {
     /// The prefilter of `rules`.
     pub(crate) fn of(rules: &[Rule]) -> Prefilter {
-        let mut f = Prefilter::default();
+        let mut f = Prefilter {
+            some: !rules.is_empty(),
+            ..Prefilter::default()
+        };
         for rule in rules {
             match rule.from.literal_ends() {
                 (prefix, _) if prefix.len() >= 2 => set(&mut f.second, prefix[1]),
@@ -281,6 +286,11 @@ impl Prefilter {
     /// False when no rule can match `path`.
     #[inline]
     pub(crate) fn may_match(&self, path: &[u8]) -> bool {
+        self.some && self.may_match_some(path)
+    }
+
+    #[inline]
+    fn may_match_some(&self, path: &[u8]) -> bool {
         self.any
             || path.get(1).is_some_and(|&b| has(&self.second, b))
             || path.last().is_some_and(|&b| has(&self.last, b))

@@ -117,6 +117,7 @@ pub(crate) struct VHost {
 
 impl Serving {
     /// Every site's rules, host 0 first: the hosts', or the one site's without hosts.
+    #[cfg_attr(feature = "cold-size", optimize(size))]
     pub(crate) fn sites(&self) -> Vec<&SiteRules> {
         match self.hosts.is_empty() {
             true => vec![&self.site],

@@ -138,6 +138,7 @@ pub(crate) fn credentials(site: &SiteRules) -> Result<Option<Credentials>, Probl
 
 /// Each host's `--basic-auth` users, host 0 first (one entry without hosts): a file is
 /// read once however many hosts name it, and those hosts share its users.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn host_users(cfg: &Serving) -> Result<HostUsers, Problem> {
     let sites = cfg.sites();
     // The bytes of the path, not `Path`'s component-wise equality (much more code).

@@ -76,6 +76,7 @@ fn relative(name: &str) -> &str {
 }
 
 /// A `--allowed-host` name, lowercase, without a trailing dot.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 pub(crate) fn parse_allowed(flag: &str, given: &str) -> Result<String, ArgsError> {
     let v = relative(given);
     match check_name(v) {

@@ -101,6 +101,7 @@ pub(crate) fn problems(args: &ServeArgs) -> Vec<Failure> {
 
 /// The problems of the files `site` names besides its pages: the `--mime-types` file,
 /// the `--basic-auth` file and the `--compress-cache` directory.
+#[cfg_attr(feature = "cold-size", optimize(size))]
 fn files_named(site: &crate::site::SiteRules) -> Vec<crate::preflight::Problem> {
     [
         crate::preflight::media_types(site).err(),

@@ -80,6 +80,7 @@ pub(crate) mod hosts;
 mod in_flight;
 mod listing;
 mod logged;
+mod proxy;
 mod record;
 mod respond;
 mod rules;

@@ -233,14 +233,22 @@ fn serve(
     if r.refused_by_auth(req) {
         return;
     }
-    if !matches!(req.method, Method::Get | Method::Head) {
+    let reads = matches!(req.method, Method::Get | Method::Head);
+    if reads {
+        r.after = After::keep_if(keep, req.minor);
+    }
+    let (rewritten, tried) = rewrite.split_at_mut(rewrite.len() / 2);
+    // Any method may be forwarded; the other rules and the files answer GET and HEAD.
+    let ruled = r.rules(req, rewritten);
+    if let Ruled::Proxy(rule) = ruled {
+        return r.proxy(req, rule);
+    }
+    if !reads {
         return r.error_page(405);
     }
-    r.after = After::keep_if(keep, req.minor);
     let site = r.ctx.site;
-    let (rewritten, tried) = rewrite.split_at_mut(rewrite.len() / 2);
-    let mut path = match r.rules(req, rewritten) {
-        Ruled::Answered => return,
+    let mut path = match ruled {
+        Ruled::Answered | Ruled::Proxy(_) => return,
         // A page its own request would not be let in to is not sent in its place.
         Ruled::Path(p) if p.is_empty() || !site.admits(r.admitted, p) => return r.error_page(404),
         Ruled::Path(p) => p,

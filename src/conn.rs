@@ -82,6 +82,7 @@ mod listing;
 mod logged;
 mod proxy;
 mod record;
+pub(crate) mod relay;
 mod respond;
 mod rules;
 
@@ -416,6 +417,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) pace_wanted: Option<u32>,
     /// The hosts; `root`, `site` and `cache` above are the one in place (`hosts.rs`).
     pub(crate) hosts: hosts::Hosts<'a>,
+    /// Exchanges with upstreams, by slot (`relay.rs`; inert when no site forwards).
+    pub(crate) relays: relay::Relays,
 }
 
 /// Scratch space for one request at a time (decoded path, path to open).
@@ -723,6 +726,17 @@ fn transition(
                     // Sent up to the pages known cached: look at the next ones.
                     Sent::Uncertain => {}
                     Sent::Failed => return Next::Close,
+                    // A relayed answer: the exchange moves it (`proxy.rs`).
+                    Sent::Relay => match proxy::relay(slot, c, (fd, inb), ctx, s, &mut budget) {
+                        proxy::Relayed::Done => {
+                            if finish_response(slot, c, fd, inb, ctx) == Next::Close {
+                                return Next::Close;
+                            }
+                        }
+                        proxy::Relayed::Park => return Next::Park,
+                        proxy::Relayed::Yield => return Next::Yield,
+                        proxy::Relayed::Close => return Next::Close,
+                    },
                 }
             }
             // Lingering: discard input until EOF (then close) or the linger deadline.
@@ -884,6 +898,8 @@ enum Sent {
     /// A file body is sent up to the pages known cached (`Pages::resident`).
     Uncertain,
     Failed,
+    /// A relayed answer's bytes come from its exchange (`proxy::relay`).
+    Relay,
 }
 
 /// Writes as much of the response as the socket (and the budget) takes.
@@ -923,7 +939,10 @@ fn send_some(
             _ => {
                 let body = body_rest(&r.body, ctx);
                 if preamble.is_empty() && body.is_empty() {
-                    return Sent::Done;
+                    return match r.body {
+                        Outgoing::Upstream { .. } => Sent::Relay,
+                        _ => Sent::Done,
+                    };
                 }
                 // A spilled preamble shares the receive area: nothing is copied behind it.
                 let room = if r.preamble.spilled {
@@ -1239,7 +1258,7 @@ mod tests {
                 log: self.log.take().expect("log"),
                 worker: 0,
                 cpu: 0,
-                timers: Timers::new(1, [1000; 4]),
+                timers: Timers::new(1, [1000; 5]),
                 draining: false,
                 site: &rules,
                 forwarded: Walk::LastHop,
@@ -1248,6 +1267,7 @@ mod tests {
                 disk: crate::disk::Disk::new(1).unwrap(),
                 rate: None,
                 pace_wanted: None,
+                relays: relay::Relays::new(None),
             };
             let out = run(self, &mut ctx);
             self.cache = Some(ctx.cache);

@@ -148,6 +148,8 @@ pub struct LoopConfig {
     pub hosts: LoopHosts,
     /// The users of `--basic-auth` (read by the master; `None` without the flag).
     pub auth: Option<Credentials>,
+    /// What bounds a forwarded request (`--max-body`, `--proxy-timeout`, ...).
+    pub proxy: crate::config::ProxyLimits,
 }
 
 /// Why the loop could not run.
@@ -368,6 +370,7 @@ impl<'a> Loop<'a> {
             ms(cfg.timeouts.keepalive),
             ms(cfg.timeouts.send),
             ms(tuning.linger),
+            ms(cfg.proxy.timeout),
         ];
         let caches = host_caches(tuning.cache, 1 + cfg.hosts.others.len());
         let ctx = Ctx {
@@ -404,6 +407,10 @@ impl<'a> Loop<'a> {
                 .any(|s| s.rate_limit > 0)
                 .then(|| RateTable::new(per_addr::seed())),
             pace_wanted: None,
+            relays: conn::relay::Relays::new(match sites().any(SiteRules::forwards) {
+                true => Some(poller.handle().map_err(setup("dup(epoll)"))?),
+                false => None,
+            }),
         };
         poller
             .add_wake(ctx.disk.wake_fd(), Token::DISK)
@@ -567,6 +574,9 @@ impl<'a> Loop<'a> {
         if token == Token::DISK {
             return self.disk_done();
         }
+        if token.slot & Token::UPSTREAM != 0 {
+            return self.upstream_ready(token, ready);
+        }
         let Some(conn) = self.table.live(token) else {
             self.ctx.counters.stale_events.fetch_add(1, Relaxed);
             return;
@@ -577,6 +587,17 @@ impl<'a> Loop<'a> {
             peer_shut: ready.peer_shut || ready.hangup,
         });
         self.drive(token.slot);
+    }
+
+    /// An upstream socket's event: drives the connection whose exchange it is (an event
+    /// for an exchange ended since is dropped).
+    #[inline(never)]
+    fn upstream_ready(&mut self, token: Token, ready: Ready) {
+        let seen = ready.readable || ready.hangup;
+        let relays = &mut self.ctx.relays;
+        if let Some(slot) = relays.note_ready(token, seen, ready.writable || ready.hangup) {
+            self.drive(slot);
+        }
     }
 
     /// Reads handed to the I/O threads completed: count them, drive each connection
@@ -778,6 +799,11 @@ impl<'a> Loop<'a> {
                     continue;
                 }
             }
+            if kind == Kind::Upstream {
+                self.ctx.relays.time_out(slot);
+                self.drive(slot);
+                continue;
+            }
             if kind == Kind::Linger && conn::still_flushing(&self.table.slot(slot).conn, &self.ctx)
             {
                 self.ctx.timers.arm(slot, Kind::Linger, self.ctx.now_ms);
@@ -910,6 +936,7 @@ mod tests {
             site: SiteRules::default(),
             hosts: LoopHosts::default(),
             auth: None,
+            proxy: Default::default(),
         }
     }
 

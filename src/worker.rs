@@ -212,6 +212,7 @@ fn loop_config(start: &WorkerStart<'_>, (index, cpu): (u16, CpuId), roots: Roots
         site: site.clone(),
         hosts,
         auth: start.auth.cloned(),
+        proxy: cfg.proxy,
     }
 }
 

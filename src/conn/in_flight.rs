@@ -96,6 +96,16 @@ pub(crate) enum Outgoing {
         /// Its pages are known cached up to here (`crate::disk`).
         cached: u64,
     },
+    /// A forwarded request's answer, produced by its exchange (`conn::relay`) as the
+    /// upstream sends it.
+    Upstream {
+        /// The slot whose exchange it is, once started (`conn::proxy::relay`).
+        slot: Option<u32>,
+        /// The index of the `--proxy` rule among the site's rules.
+        rule: u16,
+        /// Bytes the client has taken.
+        sent: u64,
+    },
     /// A directory listing (`--list-dirs`), produced piece by piece into its listing
     /// slot's buffer (`crate::listing`) as the socket takes the previous piece.
     Listing {
@@ -121,6 +131,8 @@ impl Outgoing {
             Outgoing::Cached { at, end, .. } => at >= end,
             Outgoing::CachedFile { at, end, .. } | Outgoing::File { at, end, .. } => at >= end,
             Outgoing::Listing { at, end, last, .. } => last && at >= end,
+            // Its end is the exchange's to tell (`conn::proxy::relay`).
+            Outgoing::Upstream { .. } => false,
         }
     }
 
@@ -264,6 +276,7 @@ impl Response {
     pub(super) fn release(&mut self, ctx: &mut Ctx<'_>) {
         match (&self.body, self.pinned) {
             (Outgoing::Listing { index, .. }, _) => ctx.listings.release(*index),
+            (Outgoing::Upstream { slot: Some(s), .. }, _) => ctx.relays.release(*s),
             (body, true) => {
                 if let Some(index) = body.cache_entry() {
                     ctx.cache.unpin(index)

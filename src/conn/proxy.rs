@@ -1,19 +1,291 @@
-//! A request a `--proxy` rule matched: forwarded to the rule's upstream.
+//! A request a `--proxy` rule matched: re-framed for the rule's upstream and answered
+//! with what the upstream says (`relay.rs` holds the exchange).
 //!
-//! Input: the parsed request and the index of the rule among the site's rules. Output:
-//! the response plan. Until the connection to the upstream is made here, a forwarded
-//! request is answered 502 (the upstream is not reached), its body unread and the
-//! connection closed.
+//! Input: the parsed request (steerd's strict parser has judged its framing), the index
+//! of the rule among the site's rules, the connection's client address and trust.
+//! Output: the request head written for the upstream and the connection set to
+//! `Awaiting::Send` with an `Outgoing::Upstream` body, whose bytes the relay produces;
+//! then, per turn, [`relay`] moves them to the client.
+//!
+//! The head sent upstream (RFC 9110 §7.6, RFC 9112 §3): the method and target as the
+//! client sent them (an absolute-form target becomes origin-form), `HTTP/1.1`, every
+//! end-to-end field in order, without the hop-by-hop ones (`http::hop`: `Connection`,
+//! the fields it names, `Keep-Alive`, `TE`, `Trailer`, `Transfer-Encoding`, `Upgrade`,
+//! `Proxy-*`), without `Content-Length` (steerd frames the body itself) and without the
+//! client's `X-Forwarded-*` unless the peer is trusted (`--real-ip-from`, the trust the
+//! log's client address has); then `X-Forwarded-For` (a trusted peer's list with the peer
+//! appended, else the client's address), `X-Forwarded-Proto` and `X-Forwarded-Host`. A
+//! `Connection` naming more than 16 fields is answered 400.
 
-use super::in_flight::After;
+use super::in_flight::{After, Outgoing, Preamble, Response};
 use super::record::Responder;
-use crate::http::Request;
+use super::relay::{Asked, Pump, REQUEST_CAP};
+use super::{logged, Awaiting, Budget, Conn, Ctx, Scratch};
+use crate::http::hop::{is_hop_by_hop, ConnectionTokens};
+use crate::http::{parse_request, Body, Fields, Header, Method, Request, Status, MAX_FIELDS};
+use crate::site::rules::Out;
+use crate::timers::Kind;
+use core::fmt::Write as _;
+use core::sync::atomic::Ordering::Relaxed;
+use rustix::fd::BorrowedFd;
+use rustix::io::Errno;
+use rustix::net::SendFlags;
 
 impl Responder<'_, '_> {
-    /// Forwards `req` by the rule at `rule` of the site's rules.
+    /// Forwards `req` by the rule at `rule` of the site's rules: the response is planned
+    /// here, its exchange started by the first [`relay`] (which has the slot).
     #[inline(never)]
-    pub(super) fn proxy(&mut self, _req: &Request<'_, '_>, _rule: usize) {
-        self.after = After::Close { linger: true };
-        self.error_page(502);
+    pub(super) fn proxy(&mut self, req: &Request<'_, '_>, rule: usize) {
+        if req.body != Body::None {
+            // Request bodies are not forwarded yet: refused before the upstream sees them.
+            self.after = After::Close { linger: true };
+            return self.error_page(501);
+        }
+        logged::begin(self.c, self.ctx, 0, &self.line.log);
+        let body = Outgoing::Upstream {
+            slot: None,
+            rule: rule as u16,
+            sent: 0,
+        };
+        self.c.awaiting = Awaiting::Send(self.response(Preamble::unsent(0, false), body));
+    }
+}
+
+/// Starts the exchange of the request at the front of `inb` (parsed again: the parse
+/// that planned it kept no fields) by the rule at `rule`.
+fn start(slot: u32, rule: u16, c: &Conn, inb: &[u8], ctx: &mut Ctx<'_>, s: &mut Scratch) {
+    let date = *ctx.date.text();
+    let mut fields = Fields::<MAX_FIELDS>::new();
+    let parsed = parse_request(&inb[..c.in_len], &mut fields, &mut s.path[..]);
+    let (asked, to) = match parsed {
+        Ok(Status::Complete(req)) => {
+            let keep = match &c.awaiting {
+                Awaiting::Send(r) => matches!(r.after, After::KeepAlive { .. }),
+                _ => false,
+            };
+            let asked = Asked {
+                head_method: req.method == Method::Head,
+                minor: req.minor,
+                keep,
+            };
+            let upstream = ctx
+                .site
+                .rules
+                .get(usize::from(rule))
+                .and_then(|r| r.upstream.as_ref());
+            let area = ctx.relays.request_area();
+            let len = request_head(&req, &fields[..req.fields], c, area);
+            (
+                asked,
+                match (upstream, len) {
+                    (Some(u), Some(len)) => Ok((u, len)),
+                    (None, _) => Err(500),
+                    (_, None) => Err(400),
+                },
+            )
+        }
+        _ => {
+            let asked = Asked {
+                head_method: false,
+                minor: 1,
+                keep: false,
+            };
+            (asked, Err(500))
+        }
+    };
+    ctx.relays.start(slot, to, asked, &date);
+}
+
+/// Writes the head for the upstream into `out`; `None` when it does not fit or the
+/// request's `Connection` names too many fields.
+fn request_head(
+    req: &Request<'_, '_>,
+    fields: &[Header<'_>],
+    c: &Conn,
+    out: &mut [u8],
+) -> Option<usize> {
+    let mut named = ConnectionTokens::new();
+    for h in fields
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case(b"connection"))
+    {
+        named.add(h.value).ok()?;
+    }
+    let mut w = Out::new(out);
+    w.put(req.method.as_str().as_bytes())?;
+    w.put(b" ")?;
+    w.put(origin_form(req.target()))?;
+    w.put(b" HTTP/1.1\r\n")?;
+    let trusted = c.forwarded;
+    let mut own = [false; 3];
+    for h in fields {
+        let name = h.name;
+        let xf = FORWARDED.iter().position(|f| name.eq_ignore_ascii_case(f));
+        if is_hop_by_hop(name)
+            || named.names(name)
+            || name.eq_ignore_ascii_case(b"content-length")
+            || xf.is_some() && !trusted
+        {
+            continue;
+        }
+        // A trusted peer's X-Forwarded-For lines become one, the peer appended below.
+        if xf == Some(0) {
+            let lead: &[u8] = if own[0] { b", " } else { b"X-Forwarded-For: " };
+            w.all(&[lead, h.value])?;
+            own[0] = true;
+            continue;
+        }
+        if let Some(i) = xf {
+            own[i] = true;
+        }
+        w.all(&[name, b": ", h.value, b"\r\n"])?;
+    }
+    let mut ip = arrayvec::ArrayString::<48>::new();
+    if let Some(addr) = c.client {
+        let _ = write!(ip, "{addr}");
+    }
+    let lead: &[u8] = if own[0] { b", " } else { b"X-Forwarded-For: " };
+    w.all(&[lead, ip.as_bytes(), b"\r\n"])?;
+    if !own[1] {
+        w.put(b"X-Forwarded-Proto: http\r\n")?;
+    }
+    if let (false, Some(host)) = (own[2], req.host()) {
+        w.all(&[b"X-Forwarded-Host: ", host, b"\r\n"])?;
+    }
+    w.put(b"\r\n")?;
+    (w.len() <= REQUEST_CAP).then_some(w.len())
+}
+
+/// The `X-Forwarded-*` fields steerd sets, in the order of the flags of `own` above.
+const FORWARDED: [&[u8]; 3] = [
+    b"x-forwarded-for",
+    b"x-forwarded-proto",
+    b"x-forwarded-host",
+];
+
+/// An absolute-form target's path and query (`http://h/p?q` gives `/p?q`); any other
+/// target as it is.
+fn origin_form(target: &[u8]) -> &[u8] {
+    if target.starts_with(b"/") || target == b"*" {
+        return target;
+    }
+    let after_scheme = memchr::memmem::find(target, b"://").map_or(0, |i| i + 3);
+    match memchr::memchr(b'/', &target[after_scheme..]) {
+        Some(i) => &target[after_scheme + i..],
+        None => b"/",
+    }
+}
+
+/// What [`relay`] leaves the transition to do.
+pub(super) enum Relayed {
+    /// The response is complete: finish it (keep-alive, close or linger).
+    Done,
+    /// Wait for the client's socket or the upstream's.
+    Park,
+    /// The turn's byte budget is spent.
+    Yield,
+    /// The response was cut short or the client is gone: close.
+    Close,
+}
+
+/// Moves a relayed response to the client of `slot` as far as both sockets allow (its
+/// exchange started first, on the first call).
+pub(super) fn relay(
+    slot: u32,
+    c: &mut Conn,
+    (fd, inb): (BorrowedFd<'_>, &[u8]),
+    ctx: &mut Ctx<'_>,
+    s: &mut Scratch,
+    budget: &mut Budget,
+) -> Relayed {
+    if let Awaiting::Send(Response {
+        body:
+            Outgoing::Upstream {
+                slot: id @ None,
+                rule,
+                ..
+            },
+        ..
+    }) = &mut c.awaiting
+    {
+        *id = Some(slot);
+        let rule = *rule;
+        start(slot, rule, c, inb, ctx, s);
+    }
+    let Awaiting::Send(r) = &mut c.awaiting else {
+        return Relayed::Close;
+    };
+    let Outgoing::Upstream { sent, .. } = &mut r.body else {
+        return Relayed::Close;
+    };
+    let date = *ctx.date.text();
+    let mut progressed = false;
+    loop {
+        if budget.bytes_spent() {
+            return Relayed::Yield;
+        }
+        let bytes = match ctx.relays.pump(slot, *sent, &date) {
+            Pump::Bytes(b) => b,
+            Pump::Wait => {
+                if ctx.relays.take_progress(slot) || ctx.timers.kind(slot) != Some(Kind::Upstream) {
+                    ctx.timers.arm(slot, Kind::Upstream, ctx.now_ms);
+                }
+                note_news(slot, c, ctx);
+                return Relayed::Park;
+            }
+            Pump::Finished => {
+                ended(slot, c, ctx);
+                return Relayed::Done;
+            }
+            Pump::Cut => {
+                ended(slot, c, ctx);
+                return Relayed::Close;
+            }
+        };
+        match rustix::net::send(fd, bytes, SendFlags::NOSIGNAL) {
+            Ok(n) => {
+                progressed = true;
+                *sent += n as u64;
+                r.body_sent += n as u64;
+                budget.spend_bytes(n);
+                ctx.counters.bytes_sent.fetch_add(n as u64, Relaxed);
+            }
+            Err(Errno::INTR) => {}
+            Err(Errno::AGAIN) => {
+                c.writable = false;
+                if progressed || ctx.timers.kind(slot) != Some(Kind::Send) {
+                    ctx.timers.arm(slot, Kind::Send, ctx.now_ms);
+                }
+                note_news(slot, c, ctx);
+                return Relayed::Park;
+            }
+            Err(_) => return Relayed::Close,
+        }
+    }
+}
+
+/// The exchange of `slot` ended (whole or cut): its news noted, the body bytes the log
+/// shows made the body's alone, the exchange given back.
+fn ended(slot: u32, c: &mut Conn, ctx: &mut Ctx<'_>) {
+    note_news(slot, c, ctx);
+    if let Awaiting::Send(r) = &mut c.awaiting {
+        r.body_sent = r.body_sent.saturating_sub(ctx.relays.head_bytes(slot));
+    }
+    ctx.relays.release(slot);
+}
+
+/// The upstream's head was turned into the client's: count the response, put its status
+/// in the log line, and close after it when it must.
+fn note_news(slot: u32, c: &mut Conn, ctx: &mut Ctx<'_>) {
+    let Some((status, close)) = ctx.relays.take_news(slot) else {
+        return;
+    };
+    let class = usize::from(status / 100).clamp(1, 5) - 1;
+    ctx.counters.responses[class].fetch_add(1, Relaxed);
+    logged::restatus(c, status);
+    if let (true, Awaiting::Send(r)) = (close, &mut c.awaiting) {
+        if matches!(r.after, After::KeepAlive { .. }) {
+            r.after = After::Close { linger: false };
+        }
     }
 }

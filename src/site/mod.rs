@@ -84,6 +84,11 @@ pub struct SiteRules {
 }
 
 impl SiteRules {
+    /// Some rule forwards requests to an upstream (`--proxy`).
+    pub(crate) fn forwards(&self) -> bool {
+        self.rules.iter().any(|r| r.upstream.is_some())
+    }
+
     /// The page to send with `status`, if one is configured.
     pub(crate) fn error_page(&self, status: u16) -> Option<&[u8]> {
         self.error_pages

@@ -193,6 +193,11 @@ impl<'a> Out<'a> {
         Some(())
     }
 
+    /// Writes each of `parts` as it is.
+    pub(crate) fn all(&mut self, parts: &[&[u8]]) -> Option<()> {
+        parts.iter().try_for_each(|p| self.put(p))
+    }
+
     /// Writes `b` as itself when a `Location` path may hold it, else as `%XX`.
     pub(crate) fn encoded(&mut self, b: u8) -> Option<()> {
         match plain_in_location(b) {

@@ -1,0 +1,741 @@
+//! The exchanges with upstreams: one per connection slot whose request a `--proxy` rule
+//! forwards, kept in a per-worker side table indexed by slot (a connection serving files
+//! pays nothing for it: its `Conn` holds only `Outgoing::Upstream`).
+//!
+//! Input: the re-framed request head (`proxy.rs` writes it into [`Relays::start`]'s
+//! buffer), the upstream's readiness from epoll, and how many bytes the client has taken.
+//! Output: the bytes for the client ([`Pump::Bytes`]): the response head steerd frames
+//! from the upstream's (status and reason kept, end-to-end fields, its own framing
+//! fields), then the body as it arrives, or a 502/504 page when no head came. Nothing
+//! waits: the upstream socket is nonblocking and registered edge-triggered in the
+//! worker's epoll under the client's slot with [`Token::UPSTREAM`] set; an event drives
+//! the client's connection, which pumps its exchange.
+//!
+//! Framing (RFC 9112 §6.3, §7.1): a `Content-Length` body is relayed counted; a chunked
+//! one is decoded (`http::chunked`) and chunked again, so the client never sees a chunk
+//! the decoder did not accept; a body delimited by the upstream's close is chunked to an
+//! HTTP/1.1 client (the connection persists) and sent as it is, then closed, to HTTP/1.0.
+//! A body cut short by the upstream ends the client's connection without the last chunk
+//! or the missing bytes: never a truncated body that looks complete. An interim 1xx
+//! answer (but 101) is dropped.
+//!
+//! Memory: the three buffers of an exchange (the request head, the upstream's bytes, the
+//! client's) are taken from a spare list and given back at its end, so steady proxying
+//! allocates nothing.
+
+use crate::event::{add_edge, Token};
+use crate::http::chunked::{chunk_line, Dechunk, LAST_CHUNK};
+use crate::http::response::{error_body, reason, write_error_head, Persist};
+use crate::http::upstream_head::{self, RespFraming, RespHead, MAX_RESPONSE_HEAD};
+use crate::site::rules::Out;
+use crate::site::upstream::Upstream;
+use rustix::fd::{AsFd, OwnedFd};
+use rustix::io::Errno;
+use rustix::net::{AddressFamily, SendFlags, SocketAddrUnix, SocketFlags, SocketType};
+
+/// Bytes of the request head buffer: the longest head steerd reads, and the fields it
+/// adds (`X-Forwarded-*`).
+pub(crate) const REQUEST_CAP: usize = super::IN_CAP + 1024;
+/// Bytes read from the upstream at most at once (the longest response head).
+const UP_CAP: usize = MAX_RESPONSE_HEAD;
+/// Bytes for the client: a head re-framed from one of `UP_CAP`, or a chunk of that much
+/// data with its size line and CRLF.
+const DOWN_CAP: usize = UP_CAP + 256;
+/// Spare buffer sets kept for the next exchanges.
+const SPARE_MAX: usize = 64;
+
+/// An exchange's buffers.
+struct Bufs {
+    request: Box<[u8]>,
+    up: Box<[u8]>,
+    down: Box<[u8]>,
+}
+
+impl Bufs {
+    fn new() -> Bufs {
+        Bufs {
+            request: vec![0; REQUEST_CAP].into_boxed_slice(),
+            up: vec![0; UP_CAP].into_boxed_slice(),
+            down: vec![0; DOWN_CAP].into_boxed_slice(),
+        }
+    }
+}
+
+/// Where an exchange is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// The nonblocking connect is under way.
+    Connecting,
+    /// The request head is being written.
+    Request,
+    /// The response head is awaited.
+    Head,
+    /// The body is relayed.
+    Body,
+    /// Everything for the client is produced.
+    Done,
+    /// The response was cut short after its head went out.
+    Cut,
+}
+
+/// What the planner says about the request an exchange forwards.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Asked {
+    /// The request is HEAD (the answer has no body whatever it says).
+    pub(crate) head_method: bool,
+    /// The client's HTTP minor version.
+    pub(crate) minor: u8,
+    /// The client's connection may persist after the response.
+    pub(crate) keep: bool,
+}
+
+/// One exchange with an upstream.
+struct Exchange {
+    /// The upstream socket (`None`: the exchange failed before one was connected).
+    fd: Option<OwnedFd>,
+    generation: u32,
+    phase: Phase,
+    readable: bool,
+    writable: bool,
+    bufs: Bufs,
+    request_len: usize,
+    request_sent: usize,
+    up_len: usize,
+    down_len: usize,
+    /// Bytes ever put in `down` (the client's count of bytes taken runs against it).
+    produced: u64,
+    asked: Asked,
+    framing: RespFraming,
+    /// Body bytes still to come under `Content-Length`.
+    left: u64,
+    dechunk: Dechunk,
+    /// The body goes to the client chunked.
+    chunk_out: bool,
+    /// The status and persistence the client's head says, once produced (taken once).
+    news: Option<(u16, bool)>,
+    /// The client's head bytes (not body bytes, for the log).
+    head_bytes: u64,
+    /// The upstream was read from since the last look (re-arms its deadline).
+    progressed: bool,
+    timed_out: bool,
+}
+
+/// What [`Relays::pump`] has for the client.
+pub(crate) enum Pump<'a> {
+    /// These bytes are next.
+    Bytes(&'a [u8]),
+    /// Nothing until the upstream is ready again.
+    Wait,
+    /// The response is complete.
+    Finished,
+    /// The response was cut short: close the client's connection.
+    Cut,
+}
+
+/// The worker's exchanges, by connection slot.
+#[derive(Default)]
+pub(crate) struct Relays {
+    epoll: Option<OwnedFd>,
+    by_slot: Vec<Option<Exchange>>,
+    spare: Vec<Bufs>,
+    generation: u32,
+}
+
+impl Relays {
+    /// Relays registering upstream sockets in `epoll` (`None`: no site forwards).
+    pub(crate) fn new(epoll: Option<OwnedFd>) -> Relays {
+        Relays {
+            epoll,
+            ..Relays::default()
+        }
+    }
+
+    /// The request head buffer of the next exchange, to be written and then passed to
+    /// [`Relays::start`] with its length.
+    pub(crate) fn request_area(&mut self) -> &mut [u8] {
+        if self.spare.is_empty() {
+            self.spare.push(Bufs::new());
+        }
+        let last = self.spare.len() - 1;
+        &mut self.spare[last].request
+    }
+
+    /// Starts the exchange of `slot`: with `to`'s upstream, its head the first bytes of
+    /// [`Relays::request_area`] (as many as `to` says), or, for `Err(status)` or an
+    /// upstream that cannot be reached (502), with steerd's error page as its answer.
+    pub(crate) fn start(
+        &mut self,
+        slot: u32,
+        to: Result<(&Upstream, usize), u16>,
+        asked: Asked,
+        date: &[u8; 29],
+    ) {
+        self.generation = self.generation.wrapping_add(1);
+        let token = Token {
+            slot: slot | Token::UPSTREAM,
+            generation: self.generation,
+        };
+        let epoll = self.epoll.as_ref();
+        let opened = to.and_then(|(upstream, len)| {
+            let fd = connect(upstream).map_err(|_| 502u16)?;
+            let epoll = epoll.ok_or(502u16)?;
+            add_edge(epoll.as_fd(), &fd, token).map_err(|_| 502u16)?;
+            Ok((fd, len))
+        });
+        let (fd, len, failed) = match opened {
+            Ok((fd, len)) => (Some(fd), len, None),
+            Err(status) => (None, 0, Some(status)),
+        };
+        if self.by_slot.len() <= slot as usize {
+            self.by_slot.resize_with(slot as usize + 1, || None);
+        }
+        let bufs = self.spare.pop().unwrap_or_else(Bufs::new);
+        let x = self.by_slot[slot as usize].insert(Exchange {
+            fd,
+            generation: self.generation,
+            phase: Phase::Connecting,
+            readable: false,
+            writable: false,
+            bufs,
+            request_len: len,
+            request_sent: 0,
+            up_len: 0,
+            down_len: 0,
+            produced: 0,
+            asked,
+            framing: RespFraming::None,
+            left: 0,
+            dechunk: Dechunk::new(),
+            chunk_out: false,
+            news: None,
+            head_bytes: 0,
+            progressed: false,
+            timed_out: false,
+        });
+        if let Some(status) = failed {
+            x.fail(status, date);
+        }
+    }
+
+    /// An event for an upstream socket: `Some(slot)` when it is the live exchange's, to
+    /// drive that slot.
+    pub(crate) fn note_ready(
+        &mut self,
+        token: Token,
+        readable: bool,
+        writable: bool,
+    ) -> Option<u32> {
+        let slot = token.slot & !Token::UPSTREAM;
+        let x = self.by_slot.get_mut(slot as usize)?.as_mut()?;
+        if x.generation != token.generation {
+            return None;
+        }
+        x.readable |= readable;
+        x.writable |= writable;
+        Some(slot)
+    }
+
+    /// The upstream deadline of `slot` passed: no head yet is a 504, else a cut.
+    pub(crate) fn time_out(&mut self, slot: u32) {
+        if let Some(Some(x)) = self.by_slot.get_mut(slot as usize) {
+            x.timed_out = true;
+        }
+    }
+
+    /// Ends the exchange of `slot` (its upstream socket closes), keeping its buffers.
+    pub(crate) fn release(&mut self, slot: u32) {
+        let Some(x) = self.by_slot.get_mut(slot as usize).and_then(Option::take) else {
+            return;
+        };
+        if self.spare.len() < SPARE_MAX {
+            self.spare.push(x.bufs);
+        }
+    }
+
+    /// The status and persistence of the client's head, once it is produced.
+    pub(crate) fn take_news(&mut self, slot: u32) -> Option<(u16, bool)> {
+        self.exchange(slot)?.news.take()
+    }
+
+    /// Whether the upstream was read from since the last call.
+    pub(crate) fn take_progress(&mut self, slot: u32) -> bool {
+        self.exchange(slot)
+            .is_some_and(|x| core::mem::take(&mut x.progressed))
+    }
+
+    /// Bytes of the client's head in what was produced.
+    pub(crate) fn head_bytes(&self, slot: u32) -> u64 {
+        let x = self.by_slot.get(slot as usize).and_then(Option::as_ref);
+        x.map_or(0, |x| x.head_bytes)
+    }
+
+    fn exchange(&mut self, slot: u32) -> Option<&mut Exchange> {
+        self.by_slot.get_mut(slot as usize)?.as_mut()
+    }
+
+    /// The next bytes for the client of `slot`, which has taken `sent` bytes so far;
+    /// moves the exchange with the upstream as far as it goes without waiting.
+    pub(crate) fn pump(&mut self, slot: u32, sent: u64, date: &[u8; 29]) -> Pump<'_> {
+        let Some(x) = self.by_slot.get_mut(slot as usize).and_then(Option::as_mut) else {
+            return Pump::Cut;
+        };
+        if sent >= x.produced {
+            x.down_len = 0;
+            x.step(date);
+        }
+        let unsent = (x.produced.saturating_sub(sent)) as usize;
+        match x.phase {
+            _ if unsent > 0 => Pump::Bytes(&x.bufs.down[x.down_len - unsent..x.down_len]),
+            Phase::Done => Pump::Finished,
+            Phase::Cut => Pump::Cut,
+            _ => Pump::Wait,
+        }
+    }
+}
+
+/// A nonblocking stream socket connecting to `upstream`. A refusal or a missing socket is
+/// known at once for a unix path; a TCP connect completes later (`Phase::Connecting`).
+fn connect(upstream: &Upstream) -> Result<OwnedFd, Errno> {
+    let flags = SocketFlags::NONBLOCK | SocketFlags::CLOEXEC;
+    let done = match upstream {
+        Upstream::Unix(path) => {
+            let fd =
+                rustix::net::socket_with(AddressFamily::UNIX, SocketType::STREAM, flags, None)?;
+            let addr = SocketAddrUnix::new(&**path)?;
+            (rustix::net::connect(&fd, &addr), fd)
+        }
+        Upstream::Tcp(addr) => {
+            let family = match addr {
+                std::net::SocketAddr::V4(_) => AddressFamily::INET,
+                std::net::SocketAddr::V6(_) => AddressFamily::INET6,
+            };
+            let fd = rustix::net::socket_with(family, SocketType::STREAM, flags, None)?;
+            let _ = rustix::net::sockopt::set_tcp_nodelay(&fd, true);
+            (rustix::net::connect(&fd, addr), fd)
+        }
+    };
+    match done {
+        (Ok(()) | Err(Errno::INPROGRESS | Errno::AGAIN | Errno::INTR), fd) => Ok(fd),
+        (Err(e), _) => Err(e),
+    }
+}
+
+impl Exchange {
+    /// Moves the exchange until it produces bytes for the client (into the empty `down`),
+    /// ends, or would wait.
+    fn step(&mut self, date: &[u8; 29]) {
+        loop {
+            let before = self.produced;
+            let go_on = match self.phase {
+                Phase::Connecting => self.connected(date),
+                Phase::Request => self.send_request(date),
+                Phase::Head | Phase::Body => self.relay(date),
+                Phase::Done | Phase::Cut => false,
+            };
+            if !go_on || self.produced > before {
+                break;
+            }
+        }
+        if self.timed_out
+            && matches!(self.phase, Phase::Connecting | Phase::Request | Phase::Head)
+            && self.produced == 0
+        {
+            self.fail(504, date);
+        } else if self.timed_out && self.phase == Phase::Body && self.down_len == 0 {
+            self.phase = Phase::Cut;
+        }
+    }
+
+    /// The connect completed (or failed: 502).
+    fn connected(&mut self, date: &[u8; 29]) -> bool {
+        if !self.writable {
+            return false;
+        }
+        let Some(fd) = &self.fd else {
+            self.fail(502, date);
+            return true;
+        };
+        match rustix::net::sockopt::socket_error(fd) {
+            Ok(Ok(())) => self.phase = Phase::Request,
+            _ => self.fail(502, date),
+        }
+        true
+    }
+
+    /// Writes the request head; `true` when it is all written.
+    fn send_request(&mut self, date: &[u8; 29]) -> bool {
+        let Some(fd) = &self.fd else {
+            self.fail(502, date);
+            return false;
+        };
+        while self.request_sent < self.request_len {
+            let rest = &self.bufs.request[self.request_sent..self.request_len];
+            match rustix::net::send(fd, rest, SendFlags::NOSIGNAL) {
+                Ok(n) => self.request_sent += n,
+                Err(Errno::INTR) => {}
+                Err(Errno::AGAIN) => {
+                    self.writable = false;
+                    return false;
+                }
+                Err(_) => {
+                    self.fail(502, date);
+                    return false;
+                }
+            }
+        }
+        self.phase = Phase::Head;
+        true
+    }
+
+    /// Reads what the upstream has and turns it into bytes for the client; `true` while
+    /// it may go on without waiting.
+    fn relay(&mut self, date: &[u8; 29]) -> bool {
+        if self.up_len > 0 || self.phase == Phase::Body && self.body_needs_nothing() {
+            let moved = match self.phase {
+                Phase::Head => self.head(date),
+                _ => self.body(),
+            };
+            if moved {
+                return true;
+            }
+        }
+        if self.phase == Phase::Done || self.phase == Phase::Cut {
+            return false;
+        }
+        let Some(fd) = self.fd.as_ref().filter(|_| self.readable) else {
+            return false;
+        };
+        match rustix::io::read(fd, &mut self.bufs.up[self.up_len..]) {
+            Ok(0) => {
+                self.readable = false;
+                self.upstream_closed(date);
+                true
+            }
+            Ok(n) => {
+                self.up_len += n;
+                self.progressed = true;
+                true
+            }
+            Err(Errno::INTR) => true,
+            Err(Errno::AGAIN) => {
+                self.readable = false;
+                false
+            }
+            Err(_) => {
+                self.upstream_closed(date);
+                true
+            }
+        }
+    }
+
+    /// A body that ends without more input: `Content-Length: 0` or no body.
+    fn body_needs_nothing(&self) -> bool {
+        matches!(self.framing, RespFraming::None | RespFraming::Length(0))
+    }
+
+    /// The upstream closed (or failed): the end of a close-delimited body; before a head a
+    /// 502; in another body, a cut.
+    fn upstream_closed(&mut self, date: &[u8; 29]) {
+        match (self.phase, self.framing) {
+            (Phase::Head, _) => self.fail(502, date),
+            (Phase::Body, RespFraming::UntilClose) => {
+                if self.up_len > 0 {
+                    self.body();
+                }
+                if self.chunk_out {
+                    self.put(LAST_CHUNK);
+                }
+                self.phase = Phase::Done;
+            }
+            _ => self.phase = Phase::Cut,
+        }
+    }
+
+    /// steerd's own error page, closing (nothing of a response went out yet).
+    fn fail(&mut self, status: u16, date: &[u8; 29]) {
+        let down = &mut self.bufs.down[self.down_len..];
+        let len = write_error_head(down, status, date, Persist::Close, None).unwrap_or(0);
+        self.down_len += len;
+        self.produced += len as u64;
+        self.head_bytes = len as u64;
+        self.put(error_body(status));
+        self.news = Some((status, true));
+        self.phase = Phase::Done;
+    }
+
+    /// Parses the buffered response head; `true` when it moved on.
+    fn head(&mut self, date: &[u8; 29]) -> bool {
+        let parsed = upstream_head::parse(&self.bufs.up[..self.up_len], self.asked.head_method);
+        let head = match parsed {
+            Ok(None) => return false,
+            Ok(Some(h)) => h,
+            Err(_) => {
+                self.fail(502, date);
+                return true;
+            }
+        };
+        if (100..200).contains(&head.status) {
+            // An interim answer (101 is not forwarded yet: the request asked no upgrade).
+            if head.status == 101 {
+                self.fail(502, date);
+                return true;
+            }
+            self.consume(head.head_len);
+            return true;
+        }
+        let (framing, close) = self.client_framing(&head);
+        let len = client_head(
+            &self.bufs.up,
+            &head,
+            framing,
+            close,
+            self.asked.minor,
+            &mut self.bufs.down,
+        );
+        let Some(len) = len else {
+            self.fail(502, date);
+            return true;
+        };
+        self.down_len = len;
+        self.produced += len as u64;
+        self.head_bytes = len as u64;
+        self.news = Some((head.status, close));
+        self.framing = head.framing;
+        self.left = match head.framing {
+            RespFraming::Length(n) => n,
+            _ => 0,
+        };
+        self.chunk_out = framing == ClientFraming::Chunked;
+        self.consume(head.head_len);
+        self.phase = match head.framing {
+            RespFraming::None => Phase::Done,
+            _ => Phase::Body,
+        };
+        true
+    }
+
+    /// How the client's body is framed, and whether its connection closes after.
+    fn client_framing(&self, head: &RespHead) -> (ClientFraming, bool) {
+        let keep = self.asked.keep;
+        match head.framing {
+            RespFraming::None => (ClientFraming::Given, !keep),
+            RespFraming::Length(n) => (ClientFraming::Length(n), !keep),
+            RespFraming::Chunked | RespFraming::UntilClose if self.asked.minor >= 1 => {
+                (ClientFraming::Chunked, !keep)
+            }
+            // An HTTP/1.0 client reads such a body to the close.
+            RespFraming::Chunked | RespFraming::UntilClose => (ClientFraming::Close, true),
+        }
+    }
+
+    /// Moves buffered body bytes to the client; `true` when something moved or ended.
+    fn body(&mut self) -> bool {
+        match self.framing {
+            RespFraming::Length(_) => {
+                let k = (self.left.min(self.up_len as u64) as usize).min(DOWN_CAP);
+                self.forward(k);
+                self.left -= k as u64;
+                if self.left == 0 {
+                    self.phase = Phase::Done;
+                }
+                true
+            }
+            RespFraming::Chunked => self.dechunk_some(),
+            RespFraming::UntilClose => {
+                let k = self.up_len.min(DOWN_CAP - 32);
+                self.forward(k);
+                true
+            }
+            RespFraming::None => {
+                self.phase = Phase::Done;
+                true
+            }
+        }
+    }
+
+    /// Puts `k` bytes at the front of `up` out for the client (as a chunk when chunking).
+    fn forward(&mut self, k: usize) {
+        if k == 0 {
+            return;
+        }
+        if self.chunk_out {
+            let mut line = [0u8; 18];
+            let n = chunk_line(k as u64, &mut line);
+            self.put(&line[..n]);
+        }
+        let (up, down) = (&self.bufs.up, &mut self.bufs.down);
+        down[self.down_len..self.down_len + k].copy_from_slice(&up[..k]);
+        self.down_len += k;
+        self.produced += k as u64;
+        if self.chunk_out {
+            self.put(b"\r\n");
+        }
+        self.consume(k);
+    }
+
+    /// Decodes buffered chunked bytes, putting their data out; `true` when something
+    /// was consumed.
+    fn dechunk_some(&mut self) -> bool {
+        let mut at = 0;
+        let mut moved = false;
+        while at < self.up_len && !self.dechunk.is_done() {
+            let room = DOWN_CAP - self.down_len;
+            if room < 64 {
+                break;
+            }
+            let end = self.up_len.min(at + room - 32);
+            let (used, data) = match self.dechunk.next(&self.bufs.up[at..end]) {
+                Ok(step) => step,
+                Err(_) => {
+                    self.phase = Phase::Cut;
+                    return true;
+                }
+            };
+            if used == 0 {
+                break;
+            }
+            if !data.is_empty() {
+                let from = data.as_ptr() as usize - self.bufs.up.as_ptr() as usize;
+                self.chunk_from(from, data.len());
+            }
+            at += used;
+            moved = true;
+        }
+        self.consume(at);
+        if self.dechunk.is_done() {
+            if self.chunk_out {
+                self.put(LAST_CHUNK);
+            }
+            self.phase = Phase::Done;
+            return true;
+        }
+        moved
+    }
+
+    /// Puts `up[from..from + len]` out (as one chunk when chunking).
+    fn chunk_from(&mut self, from: usize, len: usize) {
+        if self.chunk_out {
+            let mut line = [0u8; 18];
+            let n = chunk_line(len as u64, &mut line);
+            self.put(&line[..n]);
+        }
+        let (up, down) = (&self.bufs.up, &mut self.bufs.down);
+        down[self.down_len..self.down_len + len].copy_from_slice(&up[from..from + len]);
+        self.down_len += len;
+        self.produced += len as u64;
+        if self.chunk_out {
+            self.put(b"\r\n");
+        }
+    }
+
+    /// Appends `bytes` for the client.
+    fn put(&mut self, bytes: &[u8]) {
+        let end = (self.down_len + bytes.len()).min(DOWN_CAP);
+        let n = end - self.down_len;
+        self.bufs.down[self.down_len..end].copy_from_slice(&bytes[..n]);
+        self.down_len = end;
+        self.produced += n as u64;
+    }
+
+    /// Drops `n` bytes from the front of `up`.
+    fn consume(&mut self, n: usize) {
+        self.bufs.up.copy_within(n..self.up_len, 0);
+        self.up_len -= n;
+    }
+}
+
+/// How the client's body is framed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ClientFraming {
+    /// No body of ours: the upstream's `Content-Length` (an answer to HEAD, a 304) kept.
+    Given,
+    /// `Content-Length: n`.
+    Length(u64),
+    /// `Transfer-Encoding: chunked`.
+    Chunked,
+    /// To the close.
+    Close,
+}
+
+/// Writes the client's response head for the upstream's `head` (in `up`) into `out`: its
+/// status line with the upstream's reason, the end-to-end fields, steerd's framing and
+/// `Connection` fields. `None` when it does not fit.
+fn client_head(
+    up: &[u8],
+    head: &RespHead,
+    framing: ClientFraming,
+    close: bool,
+    minor: u8,
+    out: &mut [u8],
+) -> Option<usize> {
+    let mut w = Out::new(out);
+    let status = head.status;
+    w.put(if minor == 0 {
+        b"HTTP/1.0 "
+    } else {
+        b"HTTP/1.1 "
+    })?;
+    w.put(&[
+        b'0' + (status / 100) as u8,
+        b'0' + (status / 10 % 10) as u8,
+        b'0' + (status % 10) as u8,
+    ])?;
+    w.put(b" ")?;
+    w.put(upstream_reason(up).unwrap_or(reason(status).as_bytes()))?;
+    w.put(b"\r\n")?;
+    for (name, value) in upstream_head::end_to_end(up, head, false) {
+        w.all(&[name, b": ", value, b"\r\n"])?;
+    }
+    let mut digits = [0u8; 20];
+    match framing {
+        ClientFraming::Given => {
+            if let Some(v) = content_length(up, head) {
+                w.all(&[b"Content-Length: ", v, b"\r\n"])?;
+            }
+        }
+        ClientFraming::Length(n) => {
+            w.all(&[b"Content-Length: ", decimal(n, &mut digits), b"\r\n"])?;
+        }
+        ClientFraming::Chunked => w.put(b"Transfer-Encoding: chunked\r\n")?,
+        ClientFraming::Close => {}
+    }
+    match (close, minor) {
+        (true, _) => w.put(b"Connection: close\r\n")?,
+        (false, 0) => w.put(b"Connection: keep-alive\r\n")?,
+        (false, _) => {}
+    }
+    w.put(b"\r\n")?;
+    Some(w.len())
+}
+
+/// The reason phrase of the upstream's status line (the parser checked its bytes).
+fn upstream_reason(up: &[u8]) -> Option<&[u8]> {
+    let line = &up[..memchr::memchr(b'\r', up)?];
+    let reason = line.get(13..)?;
+    (!reason.is_empty()).then_some(reason)
+}
+
+/// The upstream's `Content-Length` value, for an answer without a body of ours.
+fn content_length<'a>(up: &'a [u8], head: &RespHead) -> Option<&'a [u8]> {
+    let lines = up.get(..head.head_len)?.split(|&b| b == b'\n').skip(1);
+    lines
+        .filter_map(|l| {
+            let (name, value) = l.split_at(memchr::memchr(b':', l)?);
+            name.eq_ignore_ascii_case(b"content-length")
+                .then(|| value[1..].trim_ascii())
+        })
+        .next()
+}
+
+/// `n` in decimal, in `digits`.
+fn decimal(mut n: u64, digits: &mut [u8; 20]) -> &[u8] {
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &digits[at..];
+        }
+    }
+}

@@ -20,6 +20,7 @@ mod list_dirs;
 mod mime_limit;
 mod mime_types;
 mod multihost;
+mod proxy_garden;
 mod rules;
 mod send_buffer;
 mod validators;

@@ -23,4 +23,5 @@ mod multihost;
 mod proxy_garden;
 mod rules;
 mod send_buffer;
+mod upstream_harness;
 mod validators;

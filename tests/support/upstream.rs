@@ -6,7 +6,7 @@
 //! steerd's: what steerd forwards is what is under test. Each request is recorded as it
 //! arrived ([`Seen`]), and a request it cannot read is recorded raw, counted in
 //! [`Upstream::unparsed`], and ends its connection. Then the test's `answer` function
-//! says what to send back ([`Answer`]).
+//! says what to send back ([`Answer`]). Its own tests: `tests/serving/upstream_harness.rs`.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -494,7 +494,3 @@ fn reason(status: u16) -> &'static str {
         _ => "Status",
     }
 }
-
-#[cfg(test)]
-#[path = "upstream_tests.rs"]
-mod tests;

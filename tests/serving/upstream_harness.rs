@@ -1,11 +1,12 @@
-//! The test upstream against a plain client: each answer as sent, each request as
-//! recorded, what it refuses to parse, keep-alive, and that dropping it stops it.
+//! The test upstream the proxy tests stand on (`support/upstream.rs`), against a plain
+//! client: each answer as sent, each request as recorded, what it refuses to parse,
+//! keep-alive, and that dropping it stops it.
 
 use std::io::{BufReader, Read, Write};
 use std::time::{Duration, Instant};
 
-use super::*;
 use crate::support::client::{read_chunked, read_response};
+use crate::support::upstream::*;
 
 const BOTH: [Listen; 2] = [Listen::Unix, Listen::Tcp];
 

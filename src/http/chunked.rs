@@ -30,6 +30,8 @@
 //!   colon) and dropped; the section is bounded by [`MAX_TRAILER`].
 //!
 //! After an error the decoder's state means nothing: the connection is closed.
+//!
+//! Tests: `tests/http/chunked.rs` (vectors, each split every way) and the fuzz target.
 
 use super::tables::{FIELD_VALUE, TOKEN};
 
@@ -340,7 +342,3 @@ pub fn chunk_line(len: u64, out: &mut [u8; 18]) -> usize {
     out[digits + 1] = b'\n';
     digits + 2
 }
-
-#[cfg(test)]
-#[path = "chunked_tests.rs"]
-mod tests;

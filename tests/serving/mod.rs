@@ -21,6 +21,8 @@ mod mime_limit;
 mod mime_types;
 mod multihost;
 mod proxy;
+mod proxy_garden;
 mod rules;
 mod send_buffer;
+mod upstream_harness;
 mod validators;

@@ -1,35 +1,21 @@
-//! Vectors for the chunked decoder, each run whole, split at every byte, and one byte at
-//! a time; the encoder's lines read back by the decoder.
+//! The chunked decoder (`src/http/chunked.rs`): vectors, each run whole, split at every
+//! byte, and one byte at a time; the encoder's lines read back by the decoder.
 
-use super::*;
+use steerd::http::chunked::{
+    chunk_line, ChunkError, Dechunk, LAST_CHUNK, MAX_EXTENSIONS, MAX_TRAILER,
+};
 
-/// What decoding `input` gives when its bytes arrive up to each offset of `cuts` in
-/// turn, then whole: the data, the bytes consumed, and whether the body ended. Bytes not
-/// consumed stay in front of the next arrival, as in a receive buffer.
-fn decode_at(input: &[u8], cuts: &[usize]) -> Result<(Vec<u8>, usize, bool), ChunkError> {
-    let mut d = Dechunk::new();
-    let (mut data, mut at) = (Vec::new(), 0);
-    for &received in cuts.iter().chain([input.len()].iter()) {
-        let received = received.clamp(at, input.len());
-        loop {
-            let (n, got) = d.next(&input[at..received])?;
-            if n == 0 {
-                break;
-            }
-            data.extend_from_slice(got);
-            at += n;
-        }
-    }
-    Ok((data, at, d.is_done()))
-}
+// The fuzz target's properties and decoding helper, loaded once for the suite.
+use crate::code::fuzz_seeds::chunked as props;
+use props::{decode_at, Outcome};
 
-fn decode(input: &[u8]) -> Result<(Vec<u8>, usize, bool), ChunkError> {
+fn decode(input: &[u8]) -> Outcome {
     decode_at(input, &[])
 }
 
 /// `input` decoded whole, in pieces of every size up to 8, and split once at every
 /// offset, all with the same answer.
-fn decode_every_way(input: &[u8]) -> Result<(Vec<u8>, usize, bool), ChunkError> {
+fn decode_every_way(input: &[u8]) -> Outcome {
     let whole = decode(input);
     for piece in 1..=8 {
         let cuts: Vec<usize> = (piece..input.len()).step_by(piece).collect();
@@ -216,5 +202,14 @@ fn chunk_lines_are_minimal_hex_and_read_back() {
 
 #[test]
 fn the_decoder_is_small() {
-    assert!(core::mem::size_of::<Dechunk>() <= 32);
+    assert_eq!(core::mem::size_of::<Dechunk>(), 24);
+}
+
+/// The fuzz target's properties (split stability, the round trip of the input framed at
+/// sizes it picks) on every vector.
+#[test]
+fn the_fuzz_properties_hold_on_every_vector() {
+    for input in GOOD.iter().map(|g| g.0).chain(BAD.iter().map(|b| b.0)) {
+        props::holds(input);
+    }
 }

@@ -419,6 +419,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) hosts: hosts::Hosts<'a>,
     /// Exchanges with upstreams, by slot (`relay.rs`; inert when no site forwards).
     pub(crate) relays: relay::Relays,
+    /// `--max-body`: the largest request body forwarded.
+    pub(crate) max_body: u64,
 }
 
 /// Scratch space for one request at a time (decoded path, path to open).
@@ -1268,6 +1270,7 @@ mod tests {
                 rate: None,
                 pace_wanted: None,
                 relays: relay::Relays::new(None),
+                max_body: 0,
             };
             let out = run(self, &mut ctx);
             self.cache = Some(ctx.cache);

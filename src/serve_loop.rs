@@ -411,6 +411,7 @@ impl<'a> Loop<'a> {
                 true => Some(poller.handle().map_err(setup("dup(epoll)"))?),
                 false => None,
             }),
+            max_body: cfg.proxy.max_body,
         };
         poller
             .add_wake(ctx.disk.wake_fd(), Token::DISK)

@@ -15,11 +15,14 @@
 //! client's `X-Forwarded-*` unless the peer is trusted (`--real-ip-from`, the trust the
 //! log's client address has); then `X-Forwarded-For` (a trusted peer's list with the peer
 //! appended, else the client's address), `X-Forwarded-Proto` and `X-Forwarded-Host`. A
-//! `Connection` naming more than 16 fields is answered 400.
+//! `Connection` naming more than 16 fields is answered 400. The body is framed by steerd:
+//! `Content-Length` as announced, or `Transfer-Encoding: chunked` (`relay/upload.rs`);
+//! `Expect: 100-continue` is answered by steerd (one past `--max-body` is 413 at once)
+//! and not forwarded.
 
 use super::in_flight::{After, Outgoing, Preamble, Response};
 use super::record::Responder;
-use super::relay::{Asked, Pump, REQUEST_CAP};
+use super::relay::{Asked, Client, Pump, Upload, REQUEST_CAP};
 use super::{logged, Awaiting, Budget, Conn, Ctx, Scratch};
 use crate::http::hop::{is_hop_by_hop, ConnectionTokens};
 use crate::http::{parse_request, Body, Fields, Header, Method, Request, Status, MAX_FIELDS};
@@ -36,11 +39,17 @@ impl Responder<'_, '_> {
     /// here, its exchange started by the first [`relay`] (which has the slot).
     #[inline(never)]
     pub(super) fn proxy(&mut self, req: &Request<'_, '_>, rule: usize) {
-        if req.body != Body::None {
-            // Request bodies are not forwarded yet: refused before the upstream sees them.
-            self.after = After::Close { linger: true };
-            return self.error_page(501);
+        if let Body::Length(n) = req.body {
+            if n > self.ctx.max_body {
+                // Refused before the upstream sees anything; the body is not read.
+                self.after = After::Close { linger: true };
+                return self.error_page(413);
+            }
         }
+        // The body is the exchange's to read: nothing is owed after the answer.
+        let keep = req.keep_alive && !self.ctx.draining;
+        self.after = After::keep_if(keep, req.minor);
+        self.owed = 0;
         logged::begin(self.c, self.ctx, 0, &self.line.log);
         let body = Outgoing::Upstream {
             slot: None,
@@ -53,7 +62,7 @@ impl Responder<'_, '_> {
 
 /// Starts the exchange of the request at the front of `inb` (parsed again: the parse
 /// that planned it kept no fields) by the rule at `rule`.
-fn start(slot: u32, rule: u16, c: &Conn, inb: &[u8], ctx: &mut Ctx<'_>, s: &mut Scratch) {
+fn start(slot: u32, rule: u16, c: &mut Conn, inb: &[u8], ctx: &mut Ctx<'_>, s: &mut Scratch) {
     let date = *ctx.date.text();
     let mut fields = Fields::<MAX_FIELDS>::new();
     let parsed = parse_request(&inb[..c.in_len], &mut fields, &mut s.path[..]);
@@ -67,6 +76,13 @@ fn start(slot: u32, rule: u16, c: &Conn, inb: &[u8], ctx: &mut Ctx<'_>, s: &mut 
                 head_method: req.method == Method::Head,
                 minor: req.minor,
                 keep,
+                upload: match req.body {
+                    Body::None | Body::Length(0) => Upload::None,
+                    Body::Length(n) => Upload::Length(n),
+                    Body::Chunked => Upload::Chunked,
+                },
+                max_body: ctx.max_body,
+                expect: req.expect_continue,
             };
             let upstream = ctx
                 .site
@@ -89,11 +105,24 @@ fn start(slot: u32, rule: u16, c: &Conn, inb: &[u8], ctx: &mut Ctx<'_>, s: &mut 
                 head_method: false,
                 minor: 1,
                 keep: false,
+                upload: Upload::None,
+                max_body: 0,
+                expect: false,
             };
             (asked, Err(500))
         }
     };
-    ctx.relays.start(slot, to, asked, &date);
+    let head_len = match &c.awaiting {
+        Awaiting::Send(r) => r.answered.min(c.in_len),
+        _ => c.in_len,
+    };
+    let took = ctx
+        .relays
+        .start(slot, to, (asked, &inb[head_len..c.in_len]), &date);
+    // The body bytes taken go with the head once the answer is finished.
+    if let Awaiting::Send(r) = &mut c.awaiting {
+        r.answered = head_len + took;
+    }
 }
 
 /// Writes the head for the upstream into `out`; `None` when it does not fit or the
@@ -124,14 +153,13 @@ fn request_head(
         if is_hop_by_hop(name)
             || named.names(name)
             || name.eq_ignore_ascii_case(b"content-length")
+            || name.eq_ignore_ascii_case(b"expect")
             || xf.is_some() && !trusted
         {
             continue;
         }
-        // A trusted peer's X-Forwarded-For lines become one, the peer appended below.
+        // A trusted peer's X-Forwarded-For lines become one, written below.
         if xf == Some(0) {
-            let lead: &[u8] = if own[0] { b", " } else { b"X-Forwarded-For: " };
-            w.all(&[lead, h.value])?;
             own[0] = true;
             continue;
         }
@@ -144,13 +172,28 @@ fn request_head(
     if let Some(addr) = c.client {
         let _ = write!(ip, "{addr}");
     }
-    let lead: &[u8] = if own[0] { b", " } else { b"X-Forwarded-For: " };
-    w.all(&[lead, ip.as_bytes(), b"\r\n"])?;
+    w.put(b"X-Forwarded-For: ")?;
+    let listed = fields
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case(FORWARDED[0]));
+    for h in listed.filter(|_| own[0]) {
+        w.all(&[h.value, b", "])?;
+    }
+    w.all(&[ip.as_bytes(), b"\r\n"])?;
     if !own[1] {
         w.put(b"X-Forwarded-Proto: http\r\n")?;
     }
     if let (false, Some(host)) = (own[2], req.host()) {
         w.all(&[b"X-Forwarded-Host: ", host, b"\r\n"])?;
+    }
+    let mut digits = arrayvec::ArrayString::<20>::new();
+    match req.body {
+        Body::None => {}
+        Body::Length(n) => {
+            let _ = write!(digits, "{n}");
+            w.all(&[b"Content-Length: ", digits.as_bytes(), b"\r\n"])?;
+        }
+        Body::Chunked => w.put(b"Transfer-Encoding: chunked\r\n")?,
     }
     w.put(b"\r\n")?;
     (w.len() <= REQUEST_CAP).then_some(w.len())
@@ -224,7 +267,13 @@ pub(super) fn relay(
         if budget.bytes_spent() {
             return Relayed::Yield;
         }
-        let bytes = match ctx.relays.pump(slot, *sent, &date) {
+        let mut client = Client {
+            fd,
+            readable: c.readable,
+        };
+        let pumped = ctx.relays.pump(slot, *sent, &date, &mut client);
+        c.readable = client.readable;
+        let bytes = match pumped {
             Pump::Bytes(b) => b,
             Pump::Wait => {
                 if ctx.relays.take_progress(slot) || ctx.timers.kind(slot) != Some(Kind::Upstream) {
@@ -284,8 +333,7 @@ fn note_news(slot: u32, c: &mut Conn, ctx: &mut Ctx<'_>) {
     ctx.counters.responses[class].fetch_add(1, Relaxed);
     logged::restatus(c, status);
     if let (true, Awaiting::Send(r)) = (close, &mut c.awaiting) {
-        if matches!(r.after, After::KeepAlive { .. }) {
-            r.after = After::Close { linger: false };
-        }
+        // A body may be left unread (a refusal): linger rather than reset.
+        r.after = After::Close { linger: true };
     }
 }

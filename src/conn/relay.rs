@@ -23,6 +23,10 @@
 //! client's) are taken from a spare list and given back at its end, so steady proxying
 //! allocates nothing.
 
+mod upload;
+
+pub(crate) use upload::{Client, Upload};
+
 use crate::event::{add_edge, Token};
 use crate::http::chunked::{chunk_line, Dechunk, LAST_CHUNK};
 use crate::http::response::{error_body, reason, write_error_head, Persist};
@@ -33,9 +37,10 @@ use rustix::fd::{AsFd, OwnedFd};
 use rustix::io::Errno;
 use rustix::net::{AddressFamily, SendFlags, SocketAddrUnix, SocketFlags, SocketType};
 
-/// Bytes of the request head buffer: the longest head steerd reads, and the fields it
-/// adds (`X-Forwarded-*`).
-pub(crate) const REQUEST_CAP: usize = super::IN_CAP + 1024;
+/// Bytes of the request buffer: the longest head steerd reads with the fields it adds
+/// (`X-Forwarded-*`, framing), then the body bytes the receive area held behind it,
+/// staged for the upstream (chunked again: no longer than they came).
+pub(crate) const REQUEST_CAP: usize = 2 * super::IN_CAP + 1024;
 /// Bytes read from the upstream at most at once (the longest response head).
 const UP_CAP: usize = MAX_RESPONSE_HEAD;
 /// Bytes for the client: a head re-framed from one of `UP_CAP`, or a chunk of that much
@@ -87,6 +92,12 @@ pub(crate) struct Asked {
     pub(crate) minor: u8,
     /// The client's connection may persist after the response.
     pub(crate) keep: bool,
+    /// The body the request announced.
+    pub(crate) upload: Upload,
+    /// `--max-body`.
+    pub(crate) max_body: u64,
+    /// `Expect: 100-continue`: steerd says `100 Continue` before it reads the body.
+    pub(crate) expect: bool,
 }
 
 /// One exchange with an upstream.
@@ -118,6 +129,19 @@ struct Exchange {
     /// The upstream was read from since the last look (re-arms its deadline).
     progressed: bool,
     timed_out: bool,
+    /// The request body still to read (`upload.rs`).
+    upload: Upload,
+    body_dechunk: Dechunk,
+    /// Decoded bytes of a chunked request body so far.
+    body_total: u64,
+    /// The last chunk is staged.
+    last_staged: bool,
+    /// A read of a chunked body took bytes past its end: close the client after.
+    overread: bool,
+    /// The response head (or steerd's error page) was produced.
+    head_out: bool,
+    /// The request head has begun to go out (`upload.rs`: not before the body that fits).
+    head_sent: bool,
 }
 
 /// What [`Relays::pump`] has for the client.
@@ -163,13 +187,15 @@ impl Relays {
     /// Starts the exchange of `slot`: with `to`'s upstream, its head the first bytes of
     /// [`Relays::request_area`] (as many as `to` says), or, for `Err(status)` or an
     /// upstream that cannot be reached (502), with steerd's error page as its answer.
+    /// `body` holds the body bytes already read (behind the head in the receive area);
+    /// returns how many of them the exchange took.
     pub(crate) fn start(
         &mut self,
         slot: u32,
         to: Result<(&Upstream, usize), u16>,
-        asked: Asked,
+        (asked, body): (Asked, &[u8]),
         date: &[u8; 29],
-    ) {
+    ) -> usize {
         self.generation = self.generation.wrapping_add(1);
         let token = Token {
             slot: slot | Token::UPSTREAM,
@@ -211,10 +237,24 @@ impl Relays {
             head_bytes: 0,
             progressed: false,
             timed_out: false,
+            upload: asked.upload,
+            body_dechunk: Dechunk::new(),
+            body_total: 0,
+            last_staged: false,
+            overread: false,
+            head_out: false,
+            head_sent: false,
         });
         if let Some(status) = failed {
             x.fail(status, date);
+            return 0;
         }
+        let took = x.feed(body, date);
+        if asked.expect && !x.body_read() && !x.head_out {
+            x.put(b"HTTP/1.1 100 Continue\r\n\r\n");
+            x.head_bytes = x.produced;
+        }
+        took
     }
 
     /// An event for an upstream socket: `Some(slot)` when it is the live exchange's, to
@@ -275,13 +315,19 @@ impl Relays {
 
     /// The next bytes for the client of `slot`, which has taken `sent` bytes so far;
     /// moves the exchange with the upstream as far as it goes without waiting.
-    pub(crate) fn pump(&mut self, slot: u32, sent: u64, date: &[u8; 29]) -> Pump<'_> {
+    pub(crate) fn pump(
+        &mut self,
+        slot: u32,
+        sent: u64,
+        date: &[u8; 29],
+        client: &mut Client<'_>,
+    ) -> Pump<'_> {
         let Some(x) = self.by_slot.get_mut(slot as usize).and_then(Option::as_mut) else {
             return Pump::Cut;
         };
         if sent >= x.produced {
             x.down_len = 0;
-            x.step(date);
+            x.step(date, client);
         }
         let unsent = (x.produced.saturating_sub(sent)) as usize;
         match x.phase {
@@ -323,12 +369,12 @@ fn connect(upstream: &Upstream) -> Result<OwnedFd, Errno> {
 impl Exchange {
     /// Moves the exchange until it produces bytes for the client (into the empty `down`),
     /// ends, or would wait.
-    fn step(&mut self, date: &[u8; 29]) {
+    fn step(&mut self, date: &[u8; 29], client: &mut Client<'_>) {
         loop {
             let before = self.produced;
             let go_on = match self.phase {
                 Phase::Connecting => self.connected(date),
-                Phase::Request => self.send_request(date),
+                Phase::Request => self.send_request(date, client),
                 Phase::Head | Phase::Body => self.relay(date),
                 Phase::Done | Phase::Cut => false,
             };
@@ -336,10 +382,10 @@ impl Exchange {
                 break;
             }
         }
-        if self.timed_out
-            && matches!(self.phase, Phase::Connecting | Phase::Request | Phase::Head)
-            && self.produced == 0
-        {
+        let waiting_body = self.phase == Phase::Request && !self.body_read();
+        if self.timed_out && !self.head_out && waiting_body {
+            self.fail(408, date);
+        } else if self.timed_out && !self.head_out && self.phase != Phase::Done {
             self.fail(504, date);
         } else if self.timed_out && self.phase == Phase::Body && self.down_len == 0 {
             self.phase = Phase::Cut;
@@ -362,29 +408,44 @@ impl Exchange {
         true
     }
 
-    /// Writes the request head; `true` when it is all written.
-    fn send_request(&mut self, date: &[u8; 29]) -> bool {
-        let Some(fd) = &self.fd else {
-            self.fail(502, date);
-            return false;
-        };
-        while self.request_sent < self.request_len {
-            let rest = &self.bufs.request[self.request_sent..self.request_len];
-            match rustix::net::send(fd, rest, SendFlags::NOSIGNAL) {
-                Ok(n) => self.request_sent += n,
-                Err(Errno::INTR) => {}
-                Err(Errno::AGAIN) => {
-                    self.writable = false;
-                    return false;
+    /// Writes the request head, then its body as the client sends it; `true` when it
+    /// is all written.
+    fn send_request(&mut self, date: &[u8; 29], client: &mut Client<'_>) -> bool {
+        loop {
+            if !self.head_sent && self.gathers() {
+                if !self.read_client(client, date) {
+                    return self.phase != Phase::Request;
                 }
-                Err(_) => {
-                    self.fail(502, date);
-                    return false;
+                continue;
+            }
+            self.head_sent = true;
+            let Some(fd) = &self.fd else {
+                return true;
+            };
+            while self.request_sent < self.request_len {
+                let rest = &self.bufs.request[self.request_sent..self.request_len];
+                match rustix::net::send(fd, rest, SendFlags::NOSIGNAL) {
+                    Ok(n) => self.request_sent += n,
+                    Err(Errno::INTR) => {}
+                    Err(Errno::AGAIN) => {
+                        self.writable = false;
+                        return false;
+                    }
+                    Err(_) => {
+                        self.fail(502, date);
+                        return true;
+                    }
                 }
             }
+            (self.request_sent, self.request_len) = (0, 0);
+            if self.body_read() {
+                self.phase = Phase::Head;
+                return true;
+            }
+            if !self.read_client(client, date) {
+                return self.phase != Phase::Request;
+            }
         }
-        self.phase = Phase::Head;
-        true
     }
 
     /// Reads what the upstream has and turns it into bytes for the client; `true` while
@@ -451,13 +512,16 @@ impl Exchange {
         }
     }
 
-    /// steerd's own error page, closing (nothing of a response went out yet).
+    /// steerd's own error page, closing (nothing of a response went out yet); the
+    /// upstream's socket is closed, whatever of the request it got.
     fn fail(&mut self, status: u16, date: &[u8; 29]) {
+        self.fd = None;
+        self.head_out = true;
         let down = &mut self.bufs.down[self.down_len..];
         let len = write_error_head(down, status, date, Persist::Close, None).unwrap_or(0);
         self.down_len += len;
         self.produced += len as u64;
-        self.head_bytes = len as u64;
+        self.head_bytes += len as u64;
         self.put(error_body(status));
         self.news = Some((status, true));
         self.phase = Phase::Done;
@@ -498,7 +562,8 @@ impl Exchange {
         };
         self.down_len = len;
         self.produced += len as u64;
-        self.head_bytes = len as u64;
+        self.head_bytes += len as u64;
+        self.head_out = true;
         self.news = Some((head.status, close));
         self.framing = head.framing;
         self.left = match head.framing {
@@ -516,7 +581,7 @@ impl Exchange {
 
     /// How the client's body is framed, and whether its connection closes after.
     fn client_framing(&self, head: &RespHead) -> (ClientFraming, bool) {
-        let keep = self.asked.keep;
+        let keep = self.asked.keep && !self.overread;
         match head.framing {
             RespFraming::None => (ClientFraming::Given, !keep),
             RespFraming::Length(n) => (ClientFraming::Length(n), !keep),

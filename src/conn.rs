@@ -729,12 +729,10 @@ fn transition(
                     Sent::Uncertain => {}
                     Sent::Failed => return Next::Close,
                     // A relayed answer: the exchange moves it (`proxy.rs`).
+                    // Once its last byte is out the body is `Nothing`: the next pass
+                    // finishes it as any response (one call of `finish_response`).
                     Sent::Relay => match proxy::relay(slot, c, (fd, inb), ctx, s, &mut budget) {
-                        proxy::Relayed::Done => {
-                            if finish_response(slot, c, fd, inb, ctx) == Next::Close {
-                                return Next::Close;
-                            }
-                        }
+                        proxy::Relayed::Done => {}
                         proxy::Relayed::Park => return Next::Park,
                         proxy::Relayed::Yield => return Next::Yield,
                         proxy::Relayed::Close => return Next::Close,

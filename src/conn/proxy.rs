@@ -64,7 +64,9 @@ impl Responder<'_, '_> {
 /// that planned it kept no fields) by the rule at `rule`.
 fn start(slot: u32, rule: u16, c: &mut Conn, inb: &[u8], ctx: &mut Ctx<'_>, s: &mut Scratch) {
     let date = *ctx.date.text();
-    let mut fields = Fields::<MAX_FIELDS>::new();
+    // Another instance of the parser than the planner's: that one stays inlined in its
+    // only caller, the request path. The bytes parsed the same once; they do again.
+    let mut fields = Fields::<{ MAX_FIELDS + 1 }>::new();
     let parsed = parse_request(&inb[..c.in_len], &mut fields, &mut s.path[..]);
     let (asked, to) = match parsed {
         Ok(Status::Complete(req)) => {
@@ -83,6 +85,7 @@ fn start(slot: u32, rule: u16, c: &mut Conn, inb: &[u8], ctx: &mut Ctx<'_>, s: &
                 },
                 max_body: ctx.max_body,
                 expect: req.expect_continue,
+                upgrade: upgrade_asked(&fields[..req.fields]).is_some(),
             };
             let upstream = ctx
                 .site
@@ -108,6 +111,7 @@ fn start(slot: u32, rule: u16, c: &mut Conn, inb: &[u8], ctx: &mut Ctx<'_>, s: &
                 upload: Upload::None,
                 max_body: 0,
                 expect: false,
+                upgrade: false,
             };
             (asked, Err(500))
         }
@@ -186,6 +190,9 @@ fn request_head(
     if let (false, Some(host)) = (own[2], req.host()) {
         w.all(&[b"X-Forwarded-Host: ", host, b"\r\n"])?;
     }
+    if let Some(protocols) = upgrade_asked(fields) {
+        w.all(&[b"Upgrade: ", protocols, b"\r\nConnection: upgrade\r\n"])?;
+    }
     let mut digits = arrayvec::ArrayString::<20>::new();
     match req.body {
         Body::None => {}
@@ -197,6 +204,22 @@ fn request_head(
     }
     w.put(b"\r\n")?;
     (w.len() <= REQUEST_CAP).then_some(w.len())
+}
+
+/// The protocols of the request's `Upgrade` field when its `Connection` names it (RFC
+/// 9110 §7.8): the one hop-by-hop field forwarded, for the upstream to accept with 101.
+fn upgrade_asked<'a>(fields: &[Header<'a>]) -> Option<&'a [u8]> {
+    let mut named = ConnectionTokens::new();
+    for h in fields
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case(b"connection"))
+    {
+        named.add(h.value).ok()?;
+    }
+    let upgrade = fields
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case(b"upgrade"))?;
+    named.names(b"upgrade").then_some(upgrade.value)
 }
 
 /// The `X-Forwarded-*` fields steerd sets, in the order of the flags of `own` above.
@@ -221,7 +244,7 @@ fn origin_form(target: &[u8]) -> &[u8] {
 
 /// What [`relay`] leaves the transition to do.
 pub(super) enum Relayed {
-    /// The response is complete: finish it (keep-alive, close or linger).
+    /// The response is complete (its body now `Nothing`): finish it as any response.
     Done,
     /// Wait for the client's socket or the upstream's.
     Park,
@@ -314,11 +337,13 @@ pub(super) fn relay(
 }
 
 /// The exchange of `slot` ended (whole or cut): its news noted, the body bytes the log
-/// shows made the body's alone, the exchange given back.
+/// shows made the body's alone, the exchange given back (the response's body is then
+/// `Nothing`).
 fn ended(slot: u32, c: &mut Conn, ctx: &mut Ctx<'_>) {
     note_news(slot, c, ctx);
     if let Awaiting::Send(r) = &mut c.awaiting {
         r.body_sent = r.body_sent.saturating_sub(ctx.relays.head_bytes(slot));
+        r.body = Outgoing::Nothing;
     }
     ctx.relays.release(slot);
 }

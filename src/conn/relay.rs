@@ -23,16 +23,18 @@
 //! client's) are taken from a spare list and given back at its end, so steady proxying
 //! allocates nothing.
 
+mod head;
+mod tunnel;
 mod upload;
 
 pub(crate) use upload::{Client, Upload};
 
 use crate::event::{add_edge, Token};
 use crate::http::chunked::{chunk_line, Dechunk, LAST_CHUNK};
-use crate::http::response::{error_body, reason, write_error_head, Persist};
+use crate::http::response::{error_body, write_error_head, Persist};
 use crate::http::upstream_head::{self, RespFraming, RespHead, MAX_RESPONSE_HEAD};
-use crate::site::rules::Out;
 use crate::site::upstream::Upstream;
+use head::{client_head, ClientFraming};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::io::Errno;
 use rustix::net::{AddressFamily, SendFlags, SocketAddrUnix, SocketFlags, SocketType};
@@ -77,6 +79,8 @@ enum Phase {
     Head,
     /// The body is relayed.
     Body,
+    /// After a 101: bytes both ways until either side closes (`tunnel.rs`).
+    Tunnel,
     /// Everything for the client is produced.
     Done,
     /// The response was cut short after its head went out.
@@ -98,6 +102,8 @@ pub(crate) struct Asked {
     pub(crate) max_body: u64,
     /// `Expect: 100-continue`: steerd says `100 Continue` before it reads the body.
     pub(crate) expect: bool,
+    /// The request asks for an upgrade (`Upgrade`, named by `Connection`).
+    pub(crate) upgrade: bool,
 }
 
 /// One exchange with an upstream.
@@ -376,6 +382,7 @@ impl Exchange {
                 Phase::Connecting => self.connected(date),
                 Phase::Request => self.send_request(date, client),
                 Phase::Head | Phase::Body => self.relay(date),
+                Phase::Tunnel => self.tunnel(client),
                 Phase::Done | Phase::Cut => false,
             };
             if !go_on || self.produced > before {
@@ -389,6 +396,8 @@ impl Exchange {
             self.fail(504, date);
         } else if self.timed_out && self.phase == Phase::Body && self.down_len == 0 {
             self.phase = Phase::Cut;
+        } else if self.timed_out && self.phase == Phase::Tunnel && self.down_len == 0 {
+            self.phase = Phase::Done;
         }
     }
 
@@ -538,8 +547,9 @@ impl Exchange {
                 return true;
             }
         };
-        if (100..200).contains(&head.status) {
-            // An interim answer (101 is not forwarded yet: the request asked no upgrade).
+        let upgraded = head.status == 101 && self.asked.upgrade;
+        if (100..200).contains(&head.status) && !upgraded {
+            // An interim answer is dropped; a 101 the request did not ask for is refused.
             if head.status == 101 {
                 self.fail(502, date);
                 return true;
@@ -547,7 +557,10 @@ impl Exchange {
             self.consume(head.head_len);
             return true;
         }
-        let (framing, close) = self.client_framing(&head);
+        let (framing, close) = match upgraded {
+            true => (ClientFraming::Upgrade, true),
+            false => self.client_framing(&head),
+        };
         let len = client_head(
             &self.bufs.up,
             &head,
@@ -573,6 +586,7 @@ impl Exchange {
         self.chunk_out = framing == ClientFraming::Chunked;
         self.consume(head.head_len);
         self.phase = match head.framing {
+            _ if upgraded => Phase::Tunnel,
             RespFraming::None => Phase::Done,
             _ => Phase::Body,
         };
@@ -620,22 +634,10 @@ impl Exchange {
 
     /// Puts `k` bytes at the front of `up` out for the client (as a chunk when chunking).
     fn forward(&mut self, k: usize) {
-        if k == 0 {
-            return;
+        if k > 0 {
+            self.chunk_from(0, k);
+            self.consume(k);
         }
-        if self.chunk_out {
-            let mut line = [0u8; 18];
-            let n = chunk_line(k as u64, &mut line);
-            self.put(&line[..n]);
-        }
-        let (up, down) = (&self.bufs.up, &mut self.bufs.down);
-        down[self.down_len..self.down_len + k].copy_from_slice(&up[..k]);
-        self.down_len += k;
-        self.produced += k as u64;
-        if self.chunk_out {
-            self.put(b"\r\n");
-        }
-        self.consume(k);
     }
 
     /// Decodes buffered chunked bytes, putting their data out; `true` when something
@@ -706,101 +708,5 @@ impl Exchange {
     fn consume(&mut self, n: usize) {
         self.bufs.up.copy_within(n..self.up_len, 0);
         self.up_len -= n;
-    }
-}
-
-/// How the client's body is framed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum ClientFraming {
-    /// No body of ours: the upstream's `Content-Length` (an answer to HEAD, a 304) kept.
-    Given,
-    /// `Content-Length: n`.
-    Length(u64),
-    /// `Transfer-Encoding: chunked`.
-    Chunked,
-    /// To the close.
-    Close,
-}
-
-/// Writes the client's response head for the upstream's `head` (in `up`) into `out`: its
-/// status line with the upstream's reason, the end-to-end fields, steerd's framing and
-/// `Connection` fields. `None` when it does not fit.
-fn client_head(
-    up: &[u8],
-    head: &RespHead,
-    framing: ClientFraming,
-    close: bool,
-    minor: u8,
-    out: &mut [u8],
-) -> Option<usize> {
-    let mut w = Out::new(out);
-    let status = head.status;
-    w.put(if minor == 0 {
-        b"HTTP/1.0 "
-    } else {
-        b"HTTP/1.1 "
-    })?;
-    w.put(&[
-        b'0' + (status / 100) as u8,
-        b'0' + (status / 10 % 10) as u8,
-        b'0' + (status % 10) as u8,
-    ])?;
-    w.put(b" ")?;
-    w.put(upstream_reason(up).unwrap_or(reason(status).as_bytes()))?;
-    w.put(b"\r\n")?;
-    for (name, value) in upstream_head::end_to_end(up, head, false) {
-        w.all(&[name, b": ", value, b"\r\n"])?;
-    }
-    let mut digits = [0u8; 20];
-    match framing {
-        ClientFraming::Given => {
-            if let Some(v) = content_length(up, head) {
-                w.all(&[b"Content-Length: ", v, b"\r\n"])?;
-            }
-        }
-        ClientFraming::Length(n) => {
-            w.all(&[b"Content-Length: ", decimal(n, &mut digits), b"\r\n"])?;
-        }
-        ClientFraming::Chunked => w.put(b"Transfer-Encoding: chunked\r\n")?,
-        ClientFraming::Close => {}
-    }
-    match (close, minor) {
-        (true, _) => w.put(b"Connection: close\r\n")?,
-        (false, 0) => w.put(b"Connection: keep-alive\r\n")?,
-        (false, _) => {}
-    }
-    w.put(b"\r\n")?;
-    Some(w.len())
-}
-
-/// The reason phrase of the upstream's status line (the parser checked its bytes).
-fn upstream_reason(up: &[u8]) -> Option<&[u8]> {
-    let line = &up[..memchr::memchr(b'\r', up)?];
-    let reason = line.get(13..)?;
-    (!reason.is_empty()).then_some(reason)
-}
-
-/// The upstream's `Content-Length` value, for an answer without a body of ours.
-fn content_length<'a>(up: &'a [u8], head: &RespHead) -> Option<&'a [u8]> {
-    let lines = up.get(..head.head_len)?.split(|&b| b == b'\n').skip(1);
-    lines
-        .filter_map(|l| {
-            let (name, value) = l.split_at(memchr::memchr(b':', l)?);
-            name.eq_ignore_ascii_case(b"content-length")
-                .then(|| value[1..].trim_ascii())
-        })
-        .next()
-}
-
-/// `n` in decimal, in `digits`.
-fn decimal(mut n: u64, digits: &mut [u8; 20]) -> &[u8] {
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return &digits[at..];
-        }
     }
 }

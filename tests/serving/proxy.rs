@@ -466,3 +466,37 @@ fn ambiguous_framing_is_400_with_nothing_sent_upstream() {
     assert!(up.seen().is_empty(), "the upstream saw {:?}", up.seen());
     assert_eq!(up.unparsed(), 0);
 }
+
+#[test]
+fn a_websocket_upgrade_is_relayed_then_bytes_flow_both_ways() {
+    let up = Upstream::start(Listen::Unix, |_| Answer::UpgradeEcho);
+    let (_dir, srv) = in_front("proxy-ws", &up, &[]);
+    let mut s = TcpStream::connect(srv.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let head = "GET /api/ws HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+                Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+    s.write_all(head.as_bytes()).unwrap();
+    let mut rd = BufReader::new(s);
+    let r = read_response(&mut rd, true).unwrap();
+    assert_eq!(r.status, 101);
+    assert_eq!(r.header("upgrade"), Some("websocket"));
+    assert_eq!(r.header("connection"), Some("upgrade"));
+    let seen = &up.seen()[0];
+    assert_eq!(seen.field("upgrade").as_deref(), Some("websocket"));
+    assert_eq!(
+        seen.field("sec-websocket-key").as_deref(),
+        Some("dGhlIHNhbXBsZSBub25jZQ==")
+    );
+    for round in 0..3 {
+        let msg = format!("frame {round} {}", "x".repeat(round * 30_000));
+        rd.get_mut().write_all(msg.as_bytes()).unwrap();
+        let mut back = vec![0u8; msg.len()];
+        rd.read_exact(&mut back).unwrap();
+        assert_eq!(back, msg.as_bytes(), "round {round}");
+    }
+    rd.get_mut().shutdown(std::net::Shutdown::Write).unwrap();
+    assert!(
+        closed_within(rd.get_mut(), Duration::from_secs(10)),
+        "the tunnel ends"
+    );
+}

@@ -1267,7 +1267,7 @@ mod tests {
                 disk: crate::disk::Disk::new(1).unwrap(),
                 rate: None,
                 pace_wanted: None,
-                relays: relay::Relays::new(None),
+                relays: relay::Relays::new(None, 0),
                 max_body: 0,
             };
             let out = run(self, &mut ctx);

@@ -407,10 +407,13 @@ impl<'a> Loop<'a> {
                 .any(|s| s.rate_limit > 0)
                 .then(|| RateTable::new(per_addr::seed())),
             pace_wanted: None,
-            relays: conn::relay::Relays::new(match sites().any(SiteRules::forwards) {
-                true => Some(poller.handle().map_err(setup("dup(epoll)"))?),
-                false => None,
-            }),
+            relays: conn::relay::Relays::new(
+                match sites().any(SiteRules::forwards) {
+                    true => Some(poller.handle().map_err(setup("dup(epoll)"))?),
+                    false => None,
+                },
+                cfg.proxy.max_conns,
+            ),
             max_body: cfg.proxy.max_body,
         };
         poller

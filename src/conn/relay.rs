@@ -148,6 +148,8 @@ struct Exchange {
     head_out: bool,
     /// The request head has begun to go out (`upload.rs`: not before the body that fits).
     head_sent: bool,
+    /// The upstream it is counted in flight to (`Relays::admit`; 0: none).
+    counted: usize,
 }
 
 /// What [`Relays::pump`] has for the client.
@@ -169,14 +171,43 @@ pub(crate) struct Relays {
     by_slot: Vec<Option<Exchange>>,
     spare: Vec<Bufs>,
     generation: u32,
+    /// `--proxy-max-conns`: exchanges in flight to one upstream.
+    limit: u32,
+    /// Exchanges in flight by upstream (the address of its rule's `Upstream`, which
+    /// lives as long as the loop's site rules).
+    in_flight: Vec<(usize, u32)>,
 }
 
 impl Relays {
-    /// Relays registering upstream sockets in `epoll` (`None`: no site forwards).
-    pub(crate) fn new(epoll: Option<OwnedFd>) -> Relays {
+    /// Relays registering upstream sockets in `epoll` (`None`: no site forwards), with at
+    /// most `limit` exchanges in flight to one upstream.
+    pub(crate) fn new(epoll: Option<OwnedFd>, limit: u32) -> Relays {
         Relays {
             epoll,
+            limit,
             ..Relays::default()
+        }
+    }
+
+    /// Counts an exchange in to the upstream `key`; `false` when it has `limit` already.
+    fn admit(&mut self, key: usize) -> bool {
+        let at = match self.in_flight.iter().position(|e| e.0 == key) {
+            Some(i) => i,
+            None => {
+                self.in_flight.push((key, 0));
+                self.in_flight.len() - 1
+            }
+        };
+        let count = &mut self.in_flight[at].1;
+        let admitted = *count < self.limit;
+        *count += u32::from(admitted);
+        admitted
+    }
+
+    /// Counts an exchange out of the upstream `key` (0: none was counted).
+    fn leave(&mut self, key: usize) {
+        if let Some(e) = self.in_flight.iter_mut().find(|e| e.0 == key && key != 0) {
+            e.1 = e.1.saturating_sub(1);
         }
     }
 
@@ -207,6 +238,13 @@ impl Relays {
             slot: slot | Token::UPSTREAM,
             generation: self.generation,
         };
+        // Past `--proxy-max-conns` to this upstream: 503, nothing sent.
+        let key = to.map_or(0, |(u, _)| core::ptr::from_ref(u) as usize);
+        let to = match to {
+            Ok(_) if !self.admit(key) => Err(503),
+            other => other,
+        };
+        let counted = if to.is_ok() { key } else { 0 };
         let epoll = self.epoll.as_ref();
         let opened = to.and_then(|(upstream, len)| {
             let fd = connect(upstream).map_err(|_| 502u16)?;
@@ -250,6 +288,7 @@ impl Relays {
             overread: false,
             head_out: false,
             head_sent: false,
+            counted,
         });
         if let Some(status) = failed {
             x.fail(status, date);
@@ -293,6 +332,7 @@ impl Relays {
         let Some(x) = self.by_slot.get_mut(slot as usize).and_then(Option::take) else {
             return;
         };
+        self.leave(x.counted);
         if self.spare.len() < SPARE_MAX {
             self.spare.push(x.bufs);
         }

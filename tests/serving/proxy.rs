@@ -500,3 +500,30 @@ fn a_websocket_upgrade_is_relayed_then_bytes_flow_both_ways() {
         "the tunnel ends"
     );
 }
+
+#[test]
+fn past_proxy_max_conns_to_one_upstream_is_503() {
+    let up = Upstream::start(Listen::Unix, |_| Answer::Silent);
+    let more = ["--proxy-max-conns", "1", "--proxy-timeout", "2"];
+    let (_dir, srv) = in_front("proxy-503", &up, &more);
+    let mut first = TcpStream::connect(srv.addr).unwrap();
+    first
+        .write_all(b"GET /api/wait HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    // Once the upstream holds the first, a second in flight to it is refused.
+    let began = Instant::now();
+    while up.connections() == 0 && began.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(get(srv.addr, "/api/other", "").status, 503);
+    first
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let r = read_response(&mut BufReader::new(first), false).unwrap();
+    assert_eq!(r.status, 504, "the first waited for its head");
+    assert_eq!(
+        get(srv.addr, "/index.html", "").status,
+        200,
+        "files are not counted"
+    );
+}

@@ -1258,7 +1258,7 @@ mod tests {
                 log: self.log.take().expect("log"),
                 worker: 0,
                 cpu: 0,
-                timers: Timers::new(1, [1000; 5]),
+                timers: Timers::new(1, [1000; 4]),
                 draining: false,
                 site: &rules,
                 forwarded: Walk::LastHop,
@@ -1267,7 +1267,7 @@ mod tests {
                 disk: crate::disk::Disk::new(1).unwrap(),
                 rate: None,
                 pace_wanted: None,
-                relays: relay::Relays::new(None, 0),
+                relays: relay::Relays::new(None, 0, 0),
                 max_body: 0,
             };
             let out = run(self, &mut ctx);

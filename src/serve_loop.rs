@@ -370,7 +370,6 @@ impl<'a> Loop<'a> {
             ms(cfg.timeouts.keepalive),
             ms(cfg.timeouts.send),
             ms(tuning.linger),
-            ms(cfg.proxy.timeout),
         ];
         let caches = host_caches(tuning.cache, 1 + cfg.hosts.others.len());
         let ctx = Ctx {
@@ -413,6 +412,7 @@ impl<'a> Loop<'a> {
                     false => None,
                 },
                 cfg.proxy.max_conns,
+                ms(cfg.proxy.timeout),
             ),
             max_body: cfg.proxy.max_body,
         };
@@ -517,8 +517,20 @@ impl<'a> Loop<'a> {
         if self.ctx.now_ms >= self.sweep_at {
             let now = self.ctx.now_ms;
             self.ctx.each_cache(&mut |c| c.sweep(now));
+            self.relays_expire();
             self.give_back();
             self.sweep_at = self.ctx.now_ms + SWEEP_MS;
+        }
+    }
+
+    /// Exchanges with upstreams past `--proxy-timeout` without progress: each connection
+    /// is driven to its 504 or its end (checked with the sweep, about once a second: the
+    /// deadline is seconds long, and the request path pays nothing for it).
+    fn relays_expire(&mut self) {
+        for slot in 0..self.ctx.relays.slots() {
+            if self.ctx.relays.expire(slot, self.ctx.now_ms) {
+                self.drive(slot);
+            }
         }
     }
 
@@ -578,10 +590,11 @@ impl<'a> Loop<'a> {
         if token == Token::DISK {
             return self.disk_done();
         }
-        if token.slot & Token::UPSTREAM != 0 {
-            return self.upstream_ready(token, ready);
-        }
         let Some(conn) = self.table.live(token) else {
+            // An upstream's token names no slot of the table (its bit is set).
+            if token.slot & Token::UPSTREAM != 0 {
+                return self.upstream_ready(token, ready);
+            }
             self.ctx.counters.stale_events.fetch_add(1, Relaxed);
             return;
         };
@@ -802,11 +815,6 @@ impl<'a> Loop<'a> {
                     self.drive(slot);
                     continue;
                 }
-            }
-            if kind == Kind::Upstream {
-                self.ctx.relays.time_out(slot);
-                self.drive(slot);
-                continue;
             }
             if kind == Kind::Linger && conn::still_flushing(&self.table.slot(slot).conn, &self.ctx)
             {

@@ -19,11 +19,9 @@ pub(crate) enum Kind {
     Send = 2,
     /// The peer's EOF after a closing error response: linger timeout.
     Linger = 3,
-    /// An upstream's answer to a forwarded request: proxy timeout, re-armed on progress.
-    Upstream = 4,
 }
 
-const KINDS: usize = 5;
+const KINDS: usize = 4;
 const NIL: u32 = u32::MAX;
 
 #[derive(Clone, Copy)]
@@ -171,7 +169,7 @@ mod tests {
 
     #[test]
     fn expiry_in_deadline_order_across_kinds() {
-        let mut t = Timers::new(8, [100, 50, 10, 5, 1000]);
+        let mut t = Timers::new(8, [100, 50, 10, 5]);
         t.arm(1, Kind::Header, 0); // 100
         t.arm(2, Kind::Idle, 0); // 50
         t.arm(3, Kind::Header, 10); // 110
@@ -188,7 +186,7 @@ mod tests {
 
     #[test]
     fn rearm_and_disarm_keep_lists_consistent() {
-        let mut t = Timers::new(4, [10, 10, 10, 10, 10]);
+        let mut t = Timers::new(4, [10, 10, 10, 10]);
         for s in 0..4 {
             t.arm(s, Kind::Idle, u64::from(s));
         }

@@ -96,16 +96,6 @@ pub(crate) enum Outgoing {
         /// Its pages are known cached up to here (`crate::disk`).
         cached: u64,
     },
-    /// A forwarded request's answer, produced by its exchange (`conn::relay`) as the
-    /// upstream sends it.
-    Upstream {
-        /// The slot whose exchange it is, once started (`conn::proxy::relay`).
-        slot: Option<u32>,
-        /// The index of the `--proxy` rule among the site's rules.
-        rule: u16,
-        /// Bytes the client has taken.
-        sent: u64,
-    },
     /// A directory listing (`--list-dirs`), produced piece by piece into its listing
     /// slot's buffer (`crate::listing`) as the socket takes the previous piece.
     Listing {
@@ -119,6 +109,16 @@ pub(crate) enum Outgoing {
         end: usize,
         /// The current piece is the last.
         last: bool,
+    },
+    /// A forwarded request's answer, produced by its exchange (`conn::relay`) as the
+    /// upstream sends it.
+    Upstream {
+        /// The slot whose exchange it is, once started (`conn::proxy::relay`).
+        slot: Option<u32>,
+        /// The index of the `--proxy` rule among the site's rules.
+        rule: u16,
+        /// Bytes the client has taken.
+        sent: u64,
     },
 }
 

@@ -299,8 +299,12 @@ pub(super) fn relay(
         let bytes = match pumped {
             Pump::Bytes(b) => b,
             Pump::Wait => {
-                if ctx.relays.take_progress(slot) || ctx.timers.kind(slot) != Some(Kind::Upstream) {
-                    ctx.timers.arm(slot, Kind::Upstream, ctx.now_ms);
+                // Waiting on the upstream (or the body's next bytes): its deadline runs.
+                if ctx.timers.kind(slot).is_some() {
+                    ctx.timers.disarm(slot);
+                }
+                if ctx.relays.take_progress(slot) || !ctx.relays.armed(slot) {
+                    ctx.relays.arm(slot, ctx.now_ms);
                 }
                 note_news(slot, c, ctx);
                 return Relayed::Park;
@@ -325,6 +329,7 @@ pub(super) fn relay(
             Err(Errno::INTR) => {}
             Err(Errno::AGAIN) => {
                 c.writable = false;
+                ctx.relays.disarm(slot);
                 if progressed || ctx.timers.kind(slot) != Some(Kind::Send) {
                     ctx.timers.arm(slot, Kind::Send, ctx.now_ms);
                 }

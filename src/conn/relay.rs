@@ -23,6 +23,7 @@
 //! client's) are taken from a spare list and given back at its end, so steady proxying
 //! allocates nothing.
 
+mod body;
 mod head;
 mod tunnel;
 mod upload;
@@ -30,11 +31,10 @@ mod upload;
 pub(crate) use upload::{Client, Upload};
 
 use crate::event::{add_edge, Token};
-use crate::http::chunked::{chunk_line, Dechunk, LAST_CHUNK};
-use crate::http::response::{error_body, write_error_head, Persist};
+use crate::http::chunked::{Dechunk, LAST_CHUNK};
 use crate::http::upstream_head::{self, RespFraming, RespHead, MAX_RESPONSE_HEAD};
 use crate::site::upstream::Upstream;
-use head::{client_head, ClientFraming};
+use head::{client_head, own_answer, ClientFraming};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::io::Errno;
 use rustix::net::{AddressFamily, SendFlags, SocketAddrUnix, SocketFlags, SocketType};
@@ -150,6 +150,8 @@ struct Exchange {
     head_sent: bool,
     /// The upstream it is counted in flight to (`Relays::admit`; 0: none).
     counted: usize,
+    /// When it times out without progress (turn clock; 0: not armed).
+    deadline_ms: u64,
 }
 
 /// What [`Relays::pump`] has for the client.
@@ -176,17 +178,57 @@ pub(crate) struct Relays {
     /// Exchanges in flight by upstream (the address of its rule's `Upstream`, which
     /// lives as long as the loop's site rules).
     in_flight: Vec<(usize, u32)>,
+    /// `--proxy-timeout` in milliseconds.
+    timeout_ms: u64,
 }
 
 impl Relays {
     /// Relays registering upstream sockets in `epoll` (`None`: no site forwards), with at
     /// most `limit` exchanges in flight to one upstream.
-    pub(crate) fn new(epoll: Option<OwnedFd>, limit: u32) -> Relays {
+    pub(crate) fn new(epoll: Option<OwnedFd>, limit: u32, timeout_ms: u64) -> Relays {
         Relays {
             epoll,
             limit,
+            timeout_ms,
             ..Relays::default()
         }
+    }
+
+    /// Slots the table has room for (every slot below it may hold an exchange).
+    pub(crate) fn slots(&self) -> u32 {
+        self.by_slot.len() as u32
+    }
+
+    /// (Re-)arms the deadline of `slot`'s exchange: `--proxy-timeout` from `now_ms`.
+    pub(crate) fn arm(&mut self, slot: u32, now_ms: u64) {
+        let timeout = self.timeout_ms;
+        if let Some(x) = self.exchange(slot) {
+            x.deadline_ms = now_ms + timeout;
+        }
+    }
+
+    /// Whether `slot`'s exchange just passed its deadline (armed, not yet timed out): it
+    /// is marked timed out (504 without a head, else its end) and its slot must be driven.
+    pub(crate) fn expire(&mut self, slot: u32, now_ms: u64) -> bool {
+        let Some(x) = self.exchange(slot) else {
+            return false;
+        };
+        let due = x.deadline_ms != 0 && now_ms >= x.deadline_ms && !x.timed_out;
+        x.timed_out |= due;
+        due
+    }
+
+    /// Stops `slot`'s deadline: the client is the one being waited for (its send timeout
+    /// runs instead).
+    pub(crate) fn disarm(&mut self, slot: u32) {
+        if let Some(x) = self.exchange(slot) {
+            x.deadline_ms = 0;
+        }
+    }
+
+    /// Whether `slot`'s exchange has a deadline armed.
+    pub(crate) fn armed(&mut self, slot: u32) -> bool {
+        self.exchange(slot).is_some_and(|x| x.deadline_ms != 0)
     }
 
     /// Counts an exchange in to the upstream `key`; `false` when it has `limit` already.
@@ -289,6 +331,7 @@ impl Relays {
             head_out: false,
             head_sent: false,
             counted,
+            deadline_ms: 0,
         });
         if let Some(status) = failed {
             x.fail(status, date);
@@ -318,13 +361,6 @@ impl Relays {
         x.readable |= readable;
         x.writable |= writable;
         Some(slot)
-    }
-
-    /// The upstream deadline of `slot` passed: no head yet is a 504, else a cut.
-    pub(crate) fn time_out(&mut self, slot: u32) {
-        if let Some(Some(x)) = self.by_slot.get_mut(slot as usize) {
-            x.timed_out = true;
-        }
     }
 
     /// Ends the exchange of `slot` (its upstream socket closes), keeping its buffers.
@@ -567,11 +603,10 @@ impl Exchange {
         self.fd = None;
         self.head_out = true;
         let down = &mut self.bufs.down[self.down_len..];
-        let len = write_error_head(down, status, date, Persist::Close, None).unwrap_or(0);
+        let (len, head) = own_answer(status, date, down);
         self.down_len += len;
         self.produced += len as u64;
-        self.head_bytes += len as u64;
-        self.put(error_body(status));
+        self.head_bytes += head as u64;
         self.news = Some((status, true));
         self.phase = Phase::Done;
     }
@@ -645,108 +680,5 @@ impl Exchange {
             // An HTTP/1.0 client reads such a body to the close.
             RespFraming::Chunked | RespFraming::UntilClose => (ClientFraming::Close, true),
         }
-    }
-
-    /// Moves buffered body bytes to the client; `true` when something moved or ended.
-    fn body(&mut self) -> bool {
-        match self.framing {
-            RespFraming::Length(_) => {
-                let k = (self.left.min(self.up_len as u64) as usize).min(DOWN_CAP);
-                self.forward(k);
-                self.left -= k as u64;
-                if self.left == 0 {
-                    self.phase = Phase::Done;
-                }
-                true
-            }
-            RespFraming::Chunked => self.dechunk_some(),
-            RespFraming::UntilClose => {
-                let k = self.up_len.min(DOWN_CAP - 32);
-                self.forward(k);
-                true
-            }
-            RespFraming::None => {
-                self.phase = Phase::Done;
-                true
-            }
-        }
-    }
-
-    /// Puts `k` bytes at the front of `up` out for the client (as a chunk when chunking).
-    fn forward(&mut self, k: usize) {
-        if k > 0 {
-            self.chunk_from(0, k);
-            self.consume(k);
-        }
-    }
-
-    /// Decodes buffered chunked bytes, putting their data out; `true` when something
-    /// was consumed.
-    fn dechunk_some(&mut self) -> bool {
-        let mut at = 0;
-        let mut moved = false;
-        while at < self.up_len && !self.dechunk.is_done() {
-            let room = DOWN_CAP - self.down_len;
-            if room < 64 {
-                break;
-            }
-            let end = self.up_len.min(at + room - 32);
-            let (used, data) = match self.dechunk.next(&self.bufs.up[at..end]) {
-                Ok(step) => step,
-                Err(_) => {
-                    self.phase = Phase::Cut;
-                    return true;
-                }
-            };
-            if used == 0 {
-                break;
-            }
-            if !data.is_empty() {
-                let from = data.as_ptr() as usize - self.bufs.up.as_ptr() as usize;
-                self.chunk_from(from, data.len());
-            }
-            at += used;
-            moved = true;
-        }
-        self.consume(at);
-        if self.dechunk.is_done() {
-            if self.chunk_out {
-                self.put(LAST_CHUNK);
-            }
-            self.phase = Phase::Done;
-            return true;
-        }
-        moved
-    }
-
-    /// Puts `up[from..from + len]` out (as one chunk when chunking).
-    fn chunk_from(&mut self, from: usize, len: usize) {
-        if self.chunk_out {
-            let mut line = [0u8; 18];
-            let n = chunk_line(len as u64, &mut line);
-            self.put(&line[..n]);
-        }
-        let (up, down) = (&self.bufs.up, &mut self.bufs.down);
-        down[self.down_len..self.down_len + len].copy_from_slice(&up[from..from + len]);
-        self.down_len += len;
-        self.produced += len as u64;
-        if self.chunk_out {
-            self.put(b"\r\n");
-        }
-    }
-
-    /// Appends `bytes` for the client.
-    fn put(&mut self, bytes: &[u8]) {
-        let end = (self.down_len + bytes.len()).min(DOWN_CAP);
-        let n = end - self.down_len;
-        self.bufs.down[self.down_len..end].copy_from_slice(&bytes[..n]);
-        self.down_len = end;
-        self.produced += n as u64;
-    }
-
-    /// Drops `n` bytes from the front of `up`.
-    fn consume(&mut self, n: usize) {
-        self.bufs.up.copy_within(n..self.up_len, 0);
-        self.up_len -= n;
     }
 }

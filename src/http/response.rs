@@ -178,9 +178,7 @@ pub(crate) fn reason(status: u16) -> &'static str {
         431 => "Request Header Fields Too Large",
         500 => "Internal Server Error",
         501 => "Not Implemented",
-        502 => "Bad Gateway",
         503 => "Service Unavailable",
-        504 => "Gateway Timeout",
         505 => "HTTP Version Not Supported",
         _ => "Unknown",
     }
@@ -229,9 +227,7 @@ pub(crate) fn error_body(status: u16) -> &'static [u8] {
         431 => page!("431", "Request Header Fields Too Large"),
         500 => page!("500", "Internal Server Error"),
         501 => page!("501", "Not Implemented"),
-        502 => page!("502", "Bad Gateway"),
         503 => page!("503", "Service Unavailable"),
-        504 => page!("504", "Gateway Timeout"),
         505 => page!("505", "HTTP Version Not Supported"),
         _ => b"",
     }

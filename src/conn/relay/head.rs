@@ -3,9 +3,11 @@
 //! ones and `Content-Length` removed), then steerd's own framing and `Connection` fields.
 //!
 //! Input: the upstream's parsed head and its bytes, how the body goes to the client.
-//! Output: the head's bytes in a caller's buffer, or `None` when they do not fit.
+//! Output: the head's bytes in a caller's buffer, or `None` when they do not fit. Also
+//! steerd's own answers when no head came ([`own_answer`]): 502 and 504 are written here,
+//! not by `http::response`, whose status table the file path reads.
 
-use crate::http::response::reason;
+use crate::http::response::{error_body, reason, write_error_head, Persist, HTML};
 use crate::http::upstream_head::{self, RespHead};
 use crate::site::rules::Out;
 
@@ -109,3 +111,40 @@ fn decimal(mut n: u64, digits: &mut [u8; 20]) -> &[u8] {
         }
     }
 }
+
+/// steerd's own closing answer with `status` (head and page) into `out`: its length and
+/// how much of it is the head.
+pub(super) fn own_answer(status: u16, date: &[u8; 29], out: &mut [u8]) -> (usize, usize) {
+    let (reason, page): (&[u8], &[u8]) = match status {
+        502 => (b"502 Bad Gateway", GATEWAY_PAGES[0]),
+        504 => (b"504 Gateway Timeout", GATEWAY_PAGES[1]),
+        _ => {
+            let head = write_error_head(out, status, date, Persist::Close, None).unwrap_or(0);
+            let page = error_body(status);
+            let end = (head + page.len()).min(out.len());
+            out[head..end].copy_from_slice(&page[..end - head]);
+            return (end, head);
+        }
+    };
+    let mut digits = [0u8; 20];
+    let mut w = Out::new(out);
+    let head = w
+        .all(&[b"HTTP/1.1 ", reason, b"\r\nServer: steerd\r\nDate: ", date])
+        .and_then(|()| w.all(&[b"\r\nContent-Type: ", HTML, b"\r\nContent-Length: "]))
+        .and_then(|()| w.put(decimal(page.len() as u64, &mut digits)))
+        .and_then(|()| w.put(b"\r\nConnection: close\r\n\r\n"))
+        .map(|()| w.len());
+    let Some(head) = head else {
+        return (0, 0);
+    };
+    match w.put(page) {
+        Some(()) => (w.len(), head),
+        None => (head, head),
+    }
+}
+
+/// The pages of 502 and 504, as `http::response` writes its own.
+const GATEWAY_PAGES: [&[u8]; 2] = [
+    b"<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1></body></html>\n",
+    b"<html><head><title>504 Gateway Timeout</title></head><body><h1>504 Gateway Timeout</h1></body></html>\n",
+];

@@ -731,12 +731,11 @@ fn transition(
                     // A relayed answer: the exchange moves it (`proxy.rs`).
                     // Once its last byte is out the body is `Nothing`: the next pass
                     // finishes it as any response (one call of `finish_response`).
-                    Sent::Relay => match proxy::relay(slot, c, (fd, inb), ctx, s, &mut budget) {
-                        proxy::Relayed::Done => {}
-                        proxy::Relayed::Park => return Next::Park,
-                        proxy::Relayed::Yield => return Next::Yield,
-                        proxy::Relayed::Close => return Next::Close,
-                    },
+                    Sent::Relay => {
+                        if let Some(next) = proxy::turn(slot, c, (fd, inb), ctx, &mut budget) {
+                            return next;
+                        }
+                    }
                 }
             }
             // Lingering: discard input until EOF (then close) or the linger deadline.

@@ -115,8 +115,8 @@ pub(crate) enum Outgoing {
     Upstream {
         /// The slot whose exchange it is, once started (`conn::proxy::relay`).
         slot: Option<u32>,
-        /// The index of the `--proxy` rule among the site's rules.
-        rule: u16,
+        /// What the relays keep the planned exchange under until it starts.
+        ticket: u32,
         /// Bytes the client has taken.
         sent: u64,
     },
@@ -277,6 +277,7 @@ impl Response {
         match (&self.body, self.pinned) {
             (Outgoing::Listing { index, .. }, _) => ctx.listings.release(*index),
             (Outgoing::Upstream { slot: Some(s), .. }, _) => ctx.relays.release(*s),
+            (Outgoing::Upstream { ticket, .. }, _) => ctx.relays.forget(*ticket),
             (body, true) => {
                 if let Some(index) = body.cache_entry() {
                     ctx.cache.unpin(index)

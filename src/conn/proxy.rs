@@ -23,9 +23,9 @@
 use super::in_flight::{After, Outgoing, Preamble, Response};
 use super::record::Responder;
 use super::relay::{Asked, Client, Pump, Upload, REQUEST_CAP};
-use super::{logged, Awaiting, Budget, Conn, Ctx, Scratch};
+use super::{logged, Awaiting, Budget, Conn, Ctx, Next};
 use crate::http::hop::{is_hop_by_hop, ConnectionTokens};
-use crate::http::{parse_request, Body, Fields, Header, Method, Request, Status, MAX_FIELDS};
+use crate::http::{Body, Header, Method, Request};
 use crate::site::rules::Out;
 use crate::timers::Kind;
 use core::fmt::Write as _;
@@ -35,8 +35,9 @@ use rustix::io::Errno;
 use rustix::net::SendFlags;
 
 impl Responder<'_, '_> {
-    /// Forwards `req` by the rule at `rule` of the site's rules: the response is planned
-    /// here, its exchange started by the first [`relay`] (which has the slot).
+    /// Forwards `req` by the rule at `rule` of the site's rules: the head for the
+    /// upstream is written here (the relays keep it under a ticket), the exchange is
+    /// started by the first [`relay`], which has the slot.
     #[inline(never)]
     pub(super) fn proxy(&mut self, req: &Request<'_, '_>, rule: usize) {
         if let Body::Length(n) = req.body {
@@ -50,79 +51,46 @@ impl Responder<'_, '_> {
         let keep = req.keep_alive && !self.ctx.draining;
         self.after = After::keep_if(keep, req.minor);
         self.owed = 0;
+        let fields = self.line.log.fields;
+        let asked = Asked {
+            head_method: req.method == Method::Head,
+            minor: req.minor,
+            keep,
+            upload: match req.body {
+                Body::None | Body::Length(0) => Upload::None,
+                Body::Length(n) => Upload::Length(n),
+                Body::Chunked => Upload::Chunked,
+            },
+            max_body: self.ctx.max_body,
+            expect: req.expect_continue,
+            upgrade: upgrade_asked(fields).is_some(),
+        };
+        let c = &*self.c;
+        let ticket = self.ctx.relays.plan(asked, |area| {
+            let len = request_head(req, fields, c, area).ok_or(400u16)?;
+            Ok((rule, len))
+        });
         logged::begin(self.c, self.ctx, 0, &self.line.log);
         let body = Outgoing::Upstream {
             slot: None,
-            rule: rule as u16,
+            ticket,
             sent: 0,
         };
         self.c.awaiting = Awaiting::Send(self.response(Preamble::unsent(0, false), body));
     }
 }
 
-/// Starts the exchange of the request at the front of `inb` (parsed again: the parse
-/// that planned it kept no fields) by the rule at `rule`.
-fn start(slot: u32, rule: u16, c: &mut Conn, inb: &[u8], ctx: &mut Ctx<'_>, s: &mut Scratch) {
+/// Starts the exchange planned under `ticket` for the request at the front of `inb`,
+/// with the body bytes buffered behind its head.
+fn start(slot: u32, ticket: u32, c: &mut Conn, inb: &[u8], ctx: &mut Ctx<'_>) {
     let date = *ctx.date.text();
-    // Another instance of the parser than the planner's: that one stays inlined in its
-    // only caller, the request path. The bytes parsed the same once; they do again.
-    let mut fields = Fields::<{ MAX_FIELDS + 1 }>::new();
-    let parsed = parse_request(&inb[..c.in_len], &mut fields, &mut s.path[..]);
-    let (asked, to) = match parsed {
-        Ok(Status::Complete(req)) => {
-            let keep = match &c.awaiting {
-                Awaiting::Send(r) => matches!(r.after, After::KeepAlive { .. }),
-                _ => false,
-            };
-            let asked = Asked {
-                head_method: req.method == Method::Head,
-                minor: req.minor,
-                keep,
-                upload: match req.body {
-                    Body::None | Body::Length(0) => Upload::None,
-                    Body::Length(n) => Upload::Length(n),
-                    Body::Chunked => Upload::Chunked,
-                },
-                max_body: ctx.max_body,
-                expect: req.expect_continue,
-                upgrade: upgrade_asked(&fields[..req.fields]).is_some(),
-            };
-            let upstream = ctx
-                .site
-                .rules
-                .get(usize::from(rule))
-                .and_then(|r| r.upstream.as_ref());
-            let area = ctx.relays.request_area();
-            let len = request_head(&req, &fields[..req.fields], c, area);
-            (
-                asked,
-                match (upstream, len) {
-                    (Some(u), Some(len)) => Ok((u, len)),
-                    (None, _) => Err(500),
-                    (_, None) => Err(400),
-                },
-            )
-        }
-        _ => {
-            let asked = Asked {
-                head_method: false,
-                minor: 1,
-                keep: false,
-                upload: Upload::None,
-                max_body: 0,
-                expect: false,
-                upgrade: false,
-            };
-            (asked, Err(500))
-        }
-    };
     let head_len = match &c.awaiting {
         Awaiting::Send(r) => r.answered.min(c.in_len),
         _ => c.in_len,
     };
-    let took = ctx
-        .relays
-        .start(slot, to, (asked, &inb[head_len..c.in_len]), &date);
+    let rules = &ctx.site.rules;
+    let body = &inb[head_len..c.in_len];
+    let took = ctx.relays.start(slot, ticket, rules, body, &date);
     // The body bytes taken go with the head once the answer is finished.
     if let Awaiting::Send(r) = &mut c.awaiting {
         r.answered = head_len + took;
@@ -243,7 +211,7 @@ fn origin_form(target: &[u8]) -> &[u8] {
 }
 
 /// What [`relay`] leaves the transition to do.
-pub(super) enum Relayed {
+enum Relayed {
     /// The response is complete (its body now `Nothing`): finish it as any response.
     Done,
     /// Wait for the client's socket or the upstream's.
@@ -254,29 +222,48 @@ pub(super) enum Relayed {
     Close,
 }
 
+/// [`relay`] for the transition: `None` when the response is complete (its body now
+/// `Nothing`, finished by the next pass as any response), else what the loop does next.
+/// Cold and out of line: the file path's transition carries only the call.
+#[cold]
+#[inline(never)]
+pub(super) fn turn(
+    slot: u32,
+    c: &mut Conn,
+    sock: (BorrowedFd<'_>, &[u8]),
+    ctx: &mut Ctx<'_>,
+    budget: &mut Budget,
+) -> Option<Next> {
+    match relay(slot, c, sock, ctx, budget) {
+        Relayed::Done => None,
+        Relayed::Park => Some(Next::Park),
+        Relayed::Yield => Some(Next::Yield),
+        Relayed::Close => Some(Next::Close),
+    }
+}
+
 /// Moves a relayed response to the client of `slot` as far as both sockets allow (its
 /// exchange started first, on the first call).
-pub(super) fn relay(
+fn relay(
     slot: u32,
     c: &mut Conn,
     (fd, inb): (BorrowedFd<'_>, &[u8]),
     ctx: &mut Ctx<'_>,
-    s: &mut Scratch,
     budget: &mut Budget,
 ) -> Relayed {
     if let Awaiting::Send(Response {
         body:
             Outgoing::Upstream {
                 slot: id @ None,
-                rule,
+                ticket,
                 ..
             },
         ..
     }) = &mut c.awaiting
     {
         *id = Some(slot);
-        let rule = *rule;
-        start(slot, rule, c, inb, ctx, s);
+        let ticket = *ticket;
+        start(slot, ticket, c, inb, ctx);
     }
     let Awaiting::Send(r) = &mut c.awaiting else {
         return Relayed::Close;

@@ -33,6 +33,7 @@ pub(crate) use upload::{Client, Upload};
 use crate::event::{add_edge, Token};
 use crate::http::chunked::{Dechunk, LAST_CHUNK};
 use crate::http::upstream_head::{self, RespFraming, RespHead, MAX_RESPONSE_HEAD};
+use crate::site::rules::Rule;
 use crate::site::upstream::Upstream;
 use head::{client_head, own_answer, ClientFraming};
 use rustix::fd::{AsFd, OwnedFd};
@@ -104,6 +105,21 @@ pub(crate) struct Asked {
     pub(crate) expect: bool,
     /// The request asks for an upgrade (`Upgrade`, named by `Connection`).
     pub(crate) upgrade: bool,
+}
+
+impl Asked {
+    /// What nothing was asked (an exchange started without a plan answers 500).
+    fn none() -> Asked {
+        Asked {
+            head_method: false,
+            minor: 1,
+            keep: false,
+            upload: Upload::None,
+            max_body: 0,
+            expect: false,
+            upgrade: false,
+        }
+    }
 }
 
 /// One exchange with an upstream.
@@ -180,6 +196,19 @@ pub(crate) struct Relays {
     in_flight: Vec<(usize, u32)>,
     /// `--proxy-timeout` in milliseconds.
     timeout_ms: u64,
+    /// Exchanges planned and not started yet (normally one, for a moment).
+    planned: Vec<Planned>,
+    /// The last ticket given.
+    ticket: u32,
+}
+
+/// An exchange planned: its head written, its slot not known yet.
+struct Planned {
+    ticket: u32,
+    bufs: Bufs,
+    /// The rule's index and the head's length, or the status to answer instead.
+    to: Result<(usize, usize), u16>,
+    asked: Asked,
 }
 
 impl Relays {
@@ -253,28 +282,60 @@ impl Relays {
         }
     }
 
-    /// The request head buffer of the next exchange, to be written and then passed to
-    /// [`Relays::start`] with its length.
-    pub(crate) fn request_area(&mut self) -> &mut [u8] {
-        if self.spare.is_empty() {
-            self.spare.push(Bufs::new());
-        }
-        let last = self.spare.len() - 1;
-        &mut self.spare[last].request
+    /// Plans an exchange: `write` puts the upstream's head in its request buffer and says
+    /// which rule and how long (or which status to answer instead); the ticket it is kept
+    /// under until [`Relays::start`].
+    pub(crate) fn plan(
+        &mut self,
+        asked: Asked,
+        write: impl FnOnce(&mut [u8]) -> Result<(usize, usize), u16>,
+    ) -> u32 {
+        let mut bufs = self.spare.pop().unwrap_or_else(Bufs::new);
+        let to = write(&mut bufs.request);
+        self.ticket = self.ticket.wrapping_add(1);
+        let ticket = self.ticket;
+        self.planned.push(Planned {
+            ticket,
+            bufs,
+            to,
+            asked,
+        });
+        ticket
     }
 
-    /// Starts the exchange of `slot`: with `to`'s upstream, its head the first bytes of
-    /// [`Relays::request_area`] (as many as `to` says), or, for `Err(status)` or an
-    /// upstream that cannot be reached (502), with steerd's error page as its answer.
-    /// `body` holds the body bytes already read (behind the head in the receive area);
-    /// returns how many of them the exchange took.
+    /// A planned exchange that will not start (its connection ended first).
+    pub(crate) fn forget(&mut self, ticket: u32) {
+        if let Some(i) = self.planned.iter().position(|p| p.ticket == ticket) {
+            let p = self.planned.swap_remove(i);
+            self.spare.push(p.bufs);
+        }
+    }
+
+    /// Starts the exchange planned under `ticket` for `slot`: with its rule's upstream
+    /// (of `rules`), or, for a status planned instead or an upstream that cannot be
+    /// reached (502), with steerd's own answer. `body` holds the body bytes already read
+    /// (behind the head in the receive area); returns how many of them it took.
     pub(crate) fn start(
         &mut self,
         slot: u32,
-        to: Result<(&Upstream, usize), u16>,
-        (asked, body): (Asked, &[u8]),
+        ticket: u32,
+        rules: &[Rule],
+        body: &[u8],
         date: &[u8; 29],
     ) -> usize {
+        let planned = match self.planned.iter().position(|p| p.ticket == ticket) {
+            Some(i) => Some(self.planned.swap_remove(i)),
+            None => None,
+        };
+        let (bufs, to, asked) = match planned {
+            Some(p) => (p.bufs, p.to, p.asked),
+            None => (Bufs::new(), Err(500), Asked::none()),
+        };
+        let upstream = |(rule, len): (usize, usize)| {
+            let up = rules.get(rule).and_then(|r| r.upstream.as_ref());
+            up.map(|u| (u, len)).ok_or(500u16)
+        };
+        let to = to.and_then(upstream);
         self.generation = self.generation.wrapping_add(1);
         let token = Token {
             slot: slot | Token::UPSTREAM,
@@ -301,7 +362,6 @@ impl Relays {
         if self.by_slot.len() <= slot as usize {
             self.by_slot.resize_with(slot as usize + 1, || None);
         }
-        let bufs = self.spare.pop().unwrap_or_else(Bufs::new);
         let x = self.by_slot[slot as usize].insert(Exchange {
             fd,
             generation: self.generation,

@@ -7,7 +7,7 @@
 //! steerd's own answers when no head came ([`own_answer`]): 502 and 504 are written here,
 //! not by `http::response`, whose status table the file path reads.
 
-use crate::http::response::{error_body, reason, write_error_head, Persist, HTML};
+use crate::http::response::HTML;
 use crate::http::upstream_head::{self, RespHead};
 use crate::site::rules::Out;
 
@@ -51,7 +51,8 @@ pub(super) fn client_head(
         b'0' + (status % 10) as u8,
     ])?;
     w.put(b" ")?;
-    w.put(upstream_reason(up).unwrap_or(reason(status).as_bytes()))?;
+    // An upstream's empty reason stays empty (RFC 9112 §4: the phrase is optional).
+    w.put(upstream_reason(up).unwrap_or_default())?;
     w.put(b"\r\n")?;
     let upgrade = framing == ClientFraming::Upgrade;
     for (name, value) in upstream_head::end_to_end(up, head, upgrade) {
@@ -112,39 +113,38 @@ fn decimal(mut n: u64, digits: &mut [u8; 20]) -> &[u8] {
     }
 }
 
-/// steerd's own closing answer with `status` (head and page) into `out`: its length and
-/// how much of it is the head.
+/// steerd's own closing answer with `status` (head and page, as `http::response` writes
+/// its error pages) into `out`: its length and how much of it is the head. Written here
+/// rather than through `http::response::write_head`, whose code the file path runs.
 pub(super) fn own_answer(status: u16, date: &[u8; 29], out: &mut [u8]) -> (usize, usize) {
-    let (reason, page): (&[u8], &[u8]) = match status {
-        502 => (b"502 Bad Gateway", GATEWAY_PAGES[0]),
-        504 => (b"504 Gateway Timeout", GATEWAY_PAGES[1]),
-        _ => {
-            let head = write_error_head(out, status, date, Persist::Close, None).unwrap_or(0);
-            let page = error_body(status);
-            let end = (head + page.len()).min(out.len());
-            out[head..end].copy_from_slice(&page[..end - head]);
-            return (end, head);
-        }
+    let line: &[u8] = match status {
+        400 => b"400 Bad Request",
+        408 => b"408 Request Timeout",
+        413 => b"413 Content Too Large",
+        502 => b"502 Bad Gateway",
+        503 => b"503 Service Unavailable",
+        504 => b"504 Gateway Timeout",
+        _ => b"500 Internal Server Error",
     };
+    const PAGE: [&[u8]; 3] = [
+        b"<html><head><title>",
+        b"</title></head><body><h1>",
+        b"</h1></body></html>\n",
+    ];
+    let page_len = PAGE.iter().map(|p| p.len()).sum::<usize>() + 2 * line.len();
     let mut digits = [0u8; 20];
     let mut w = Out::new(out);
     let head = w
-        .all(&[b"HTTP/1.1 ", reason, b"\r\nServer: steerd\r\nDate: ", date])
+        .all(&[b"HTTP/1.1 ", line, b"\r\nServer: steerd\r\nDate: ", date])
         .and_then(|()| w.all(&[b"\r\nContent-Type: ", HTML, b"\r\nContent-Length: "]))
-        .and_then(|()| w.put(decimal(page.len() as u64, &mut digits)))
+        .and_then(|()| w.put(decimal(page_len as u64, &mut digits)))
         .and_then(|()| w.put(b"\r\nConnection: close\r\n\r\n"))
         .map(|()| w.len());
     let Some(head) = head else {
         return (0, 0);
     };
-    match w.put(page) {
+    match w.all(&[PAGE[0], line, PAGE[1], line, PAGE[2]]) {
         Some(()) => (w.len(), head),
         None => (head, head),
     }
 }
-
-/// The pages of 502 and 504, as `http::response` writes its own.
-const GATEWAY_PAGES: [&[u8]; 2] = [
-    b"<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1></body></html>\n",
-    b"<html><head><title>504 Gateway Timeout</title></head><body><h1>504 Gateway Timeout</h1></body></html>\n",
-];

@@ -180,6 +180,17 @@ impl Outgoing {
     }
 }
 
+/// Ends a relayed response's exchange: started (its slot known) or only planned. Cold
+/// and out of line, so releasing a file response stays small enough to inline.
+#[cold]
+#[inline(never)]
+fn end_exchange(ctx: &mut Ctx<'_>, slot: Option<u32>, ticket: u32) {
+    match slot {
+        Some(s) => ctx.relays.release(s),
+        None => ctx.relays.forget(ticket),
+    }
+}
+
 /// The preamble (status line and header fields): `len` bytes in the preamble area, or,
 /// `spilled`, at the back of the receive area (a 301 too long for the preamble area, see
 /// `conn::SPILL_CAP`).
@@ -276,8 +287,7 @@ impl Response {
     pub(super) fn release(&mut self, ctx: &mut Ctx<'_>) {
         match (&self.body, self.pinned) {
             (Outgoing::Listing { index, .. }, _) => ctx.listings.release(*index),
-            (Outgoing::Upstream { slot: Some(s), .. }, _) => ctx.relays.release(*s),
-            (Outgoing::Upstream { ticket, .. }, _) => ctx.relays.forget(*ticket),
+            (Outgoing::Upstream { slot, ticket, .. }, _) => end_exchange(ctx, *slot, *ticket),
             (body, true) => {
                 if let Some(index) = body.cache_entry() {
                     ctx.cache.unpin(index)

@@ -239,6 +239,10 @@ fn the_oracle_reads_what_the_client_sent() {
     assert_eq!((sent.len(), sent[0].body.len()), (1, 16));
     let broken = b"GET /a HTTP/1.1\r\nHost: a\r\n\r\nGET /b HTTP/1.1\nHost: a\r\n\r\n";
     assert_eq!(requests_sent(broken).len(), 1);
+    let listed = b"POST /a HTTP/1.1\r\nTransfer-Encoding: ,chunked\r\n\r\n1\r\nZ\r\n0\r\n\r\n";
+    assert_eq!(requests_sent(listed)[0].body, b"Z");
+    let other = b"POST /a HTTP/1.1\r\nTransfer-Encoding: \xa0chunked\r\n\r\n0\r\n\r\n";
+    assert!(requests_sent(other).is_empty());
     let closing = b"GET /a HTTP/1.1\r\nConnection: close\r\n\r\nGET /b HTTP/1.1\r\n\r\n";
     assert_eq!(requests_sent(closing).len(), 1);
     let smuggled = [Seen {

@@ -7,7 +7,8 @@
 //! well-behaved relay would send. Accepted, RFC 9112 without leniency: one SP between
 //! request-line parts, `HTTP/1.0` or `HTTP/1.1`, every line ending in CRLF, `tchar` names
 //! with the colon right after, no control byte in a value but HTAB, at most one
-//! Content-Length (digits) or one `Transfer-Encoding: chunked`, never both; a chunked body
+//! Content-Length (digits) or one Transfer-Encoding line listing `chunked` alone (as a
+//! list: `, chunked` is `chunked`), never both; a chunked body
 //! with bare hex sizes, no extensions and no trailer fields (a relay that re-frames has
 //! no reason to send either).
 
@@ -175,7 +176,7 @@ fn parse_head(head: &[u8]) -> Option<(Framing, bool)> {
             }
             length = Some(digits.parse::<usize>().ok()?);
         } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
-            if chunked || !value.eq_ignore_ascii_case(b"chunked") || minor == 0 {
+            if chunked || !only_chunked(value) || minor == 0 {
                 return None;
             }
             chunked = true;
@@ -191,6 +192,30 @@ fn parse_head(head: &[u8]) -> Option<(Framing, bool)> {
         (None, true) => Framing::Chunked,
     };
     Some((framing, !close))
+}
+
+/// Whether a Transfer-Encoding value lists exactly one coding, `chunked` (RFC 9110
+/// §5.6.1: elements split on ",", OWS trimmed, empty elements ignored, so `,chunked` is
+/// `chunked`; `\xa0chunked` and `chunked;x` are other codings).
+fn only_chunked(value: &[u8]) -> bool {
+    let mut codings = value
+        .split(|&b| b == b',')
+        .map(|c| {
+            let start = c
+                .iter()
+                .position(|&b| b != b' ' && b != b'\t')
+                .unwrap_or(c.len());
+            let end = c
+                .iter()
+                .rposition(|&b| b != b' ' && b != b'\t')
+                .map_or(start, |e| e + 1);
+            &c[start..end.max(start)]
+        })
+        .filter(|c| !c.is_empty());
+    codings
+        .next()
+        .is_some_and(|c| c.eq_ignore_ascii_case(b"chunked"))
+        && codings.next().is_none()
 }
 
 /// `method SP target SP HTTP/1.D`: the minor version when valid.

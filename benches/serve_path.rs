@@ -172,6 +172,7 @@ fn config(root: &Path, workload: Workload) -> LoopConfig {
         site,
         hosts: Default::default(),
         auth: Vec::new(),
+        proxy: Default::default(),
     }
 }
 

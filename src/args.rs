@@ -184,6 +184,8 @@ pub struct ServeArgs {
     pub logging: Logging,
     /// Prometheus metrics endpoint.
     pub metrics: Option<SocketAddr>,
+    /// `--max-body`, `--proxy-timeout`, `--proxy-max-conns`.
+    pub proxy: crate::config::ProxyLimits,
     /// Where `/sys` and `/proc` are read from.
     pub roots: Roots,
     /// Everyday-serving options (`args/site.rs`).
@@ -218,6 +220,7 @@ impl Default for ServeArgs {
             shutdown_timeout: Duration::from_secs(30),
             logging: Logging::default(),
             metrics: None,
+            proxy: crate::config::ProxyLimits::default(),
             roots: Roots::default(),
             site: site::SiteArgs::default(),
             config: None,
@@ -563,6 +566,24 @@ pub(super) fn parse_size(flag: &str, v: &str) -> Result<u32, ArgsError> {
     }
 }
 
+/// A body size: bytes, or with `k`, `M` or `G` (binary units), from 0 to 1 TiB.
+fn parse_body_size(flag: &str, v: &str) -> Result<u64, ArgsError> {
+    let unit = match v.as_bytes().last() {
+        Some(b'k' | b'K') => 1 << 10,
+        Some(b'M') => 1 << 20,
+        Some(b'G') => 1 << 30,
+        _ => 1,
+    };
+    let digits = if unit == 1 { v } else { &v[..v.len() - 1] };
+    let n = digits.parse::<u64>().ok().and_then(|n| n.checked_mul(unit));
+    match n {
+        Some(n) if n <= 1 << 40 => Ok(n),
+        _ => err(format!(
+            "{flag} {v:?}: expected bytes, or with k, M or G (64k, 1M, 2G), at most 1024G"
+        )),
+    }
+}
+
 /// A time in the one grammar of `args::duration` (`500ms`, `2s`, `1.5s`, `1m`, `3`).
 fn parse_secs(flag: &str, v: &str) -> Result<Duration, ArgsError> {
     duration::parse(v).or_else(|e| err(format!("{flag} {e}")))
@@ -853,7 +874,7 @@ mod tests {
     fn the_flag_table_the_parser_and_the_help_agree() {
         let sample = |f: &flag::Flag<serve::Apply>| match f.name() {
             "--listen" => "127.0.0.1:0",
-            "--workers" | "--max-conns" | "--max-conns-per-addr" => "2",
+            "--workers" | "--max-conns" | "--max-conns-per-addr" | "--proxy-max-conns" => "2",
             "--cpus" => "0",
             "--steer" => "hash",
             "--master-cpu" => "none",
@@ -884,6 +905,8 @@ mod tests {
             "--redirect" => "/old/** /new/$1 308",
             "--rewrite" => "/app/** /app/index.html",
             "--try-ext" => "html",
+            "--proxy" => "/api/** unix:/run/app.sock",
+            "--max-body" => "2M",
             "--allow" => "private",
             "--deny" => "10.0.0.0/8",
             "--rate-limit" => "100",

@@ -61,6 +61,27 @@ pub(crate) fn default_conns_per_addr(max_conns: u32) -> u32 {
     (max_conns / 4).max(16)
 }
 
+/// What bounds a proxied request: `--max-body`, `--proxy-timeout`, `--proxy-max-conns`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProxyLimits {
+    /// The largest request body forwarded (past it 413).
+    pub max_body: u64,
+    /// How long an upstream may take to send its response head (then 504).
+    pub timeout: Duration,
+    /// Connections in flight to one upstream per worker (past it 503).
+    pub max_conns: u32,
+}
+
+impl Default for ProxyLimits {
+    fn default() -> Self {
+        ProxyLimits {
+            max_body: 1 << 20,
+            timeout: Duration::from_secs(60),
+            max_conns: 256,
+        }
+    }
+}
+
 /// Every connection deadline, as one value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Timeouts {
@@ -94,6 +115,8 @@ pub(crate) struct Serving {
     pub(crate) logging: Logging,
     /// Prometheus metrics endpoint.
     pub(crate) metrics: Option<SocketAddr>,
+    /// What bounds a proxied request.
+    pub(crate) proxy: ProxyLimits,
     /// User to become after binding.
     pub(crate) user: Option<UserSpec>,
     /// Headers, cache rules, error pages, fallback, media types, sidecars.

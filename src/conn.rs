@@ -80,7 +80,9 @@ pub(crate) mod hosts;
 mod in_flight;
 mod listing;
 mod logged;
+mod proxy;
 mod record;
+pub(crate) mod relay;
 mod respond;
 mod rules;
 
@@ -415,6 +417,10 @@ pub(crate) struct Ctx<'a> {
     pub(crate) pace_wanted: Option<u32>,
     /// The hosts; `root`, `site` and `cache` above are the one in place (`hosts.rs`).
     pub(crate) hosts: hosts::Hosts<'a>,
+    /// Exchanges with upstreams, by slot (`relay.rs`; inert when no site forwards).
+    pub(crate) relays: relay::Relays,
+    /// `--max-body`: the largest request body forwarded.
+    pub(crate) max_body: u64,
 }
 
 /// Scratch space for one request at a time (decoded path, path to open).
@@ -723,6 +729,14 @@ fn transition(
                     // Sent up to the pages known cached: look at the next ones.
                     Sent::Uncertain => {}
                     Sent::Failed => return Next::Close,
+                    // A relayed answer: the exchange moves it (`proxy.rs`).
+                    // Once its last byte is out the body is `Nothing`: the next pass
+                    // finishes it as any response (one call of `finish_response`).
+                    Sent::Relay => {
+                        if let Some(next) = proxy::turn(slot, c, (fd, inb), ctx, &mut budget) {
+                            return next;
+                        }
+                    }
                 }
             }
             // Lingering: discard input until EOF (then close) or the linger deadline.
@@ -884,6 +898,8 @@ enum Sent {
     /// A file body is sent up to the pages known cached (`Pages::resident`).
     Uncertain,
     Failed,
+    /// A relayed answer's bytes come from its exchange (`proxy::relay`).
+    Relay,
 }
 
 /// Writes as much of the response as the socket (and the budget) takes.
@@ -923,7 +939,10 @@ fn send_some(
             _ => {
                 let body = body_rest(&r.body, ctx);
                 if preamble.is_empty() && body.is_empty() {
-                    return Sent::Done;
+                    return match r.body {
+                        Outgoing::Upstream { .. } => Sent::Relay,
+                        _ => Sent::Done,
+                    };
                 }
                 // A spilled preamble shares the receive area: nothing is copied behind it.
                 let room = if r.preamble.spilled {
@@ -1248,6 +1267,8 @@ mod tests {
                 disk: crate::disk::Disk::new(1).unwrap(),
                 rate: None,
                 pace_wanted: None,
+                relays: relay::Relays::new(None, 0, 0),
+                max_body: 0,
             };
             let out = run(self, &mut ctx);
             self.cache = Some(ctx.cache);

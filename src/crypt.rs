@@ -19,7 +19,7 @@
 pub mod bcrypt;
 pub(crate) mod blowfish;
 pub(crate) mod radix64;
-pub(crate) mod sha2;
+pub mod sha2;
 pub mod sha_crypt;
 pub(crate) mod siphash;
 

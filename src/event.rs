@@ -43,6 +43,10 @@ impl Token {
         generation: u32::MAX,
     };
 
+    /// Marks a token of an upstream socket (`conn::relay`): its slot is the client's
+    /// connection slot with this bit set (slots stay below `1 << 24`).
+    pub(crate) const UPSTREAM: u32 = 1 << 30;
+
     fn pack(self) -> u64 {
         (u64::from(self.generation) << 32) | u64::from(self.slot)
     }
@@ -53,6 +57,16 @@ impl Token {
             generation: (v >> 32) as u32,
         }
     }
+}
+
+/// Registers `fd` in `epoll` edge-triggered for input, output and peer hang-up.
+pub(crate) fn add_edge(
+    epoll: rustix::fd::BorrowedFd<'_>,
+    fd: impl AsFd,
+    token: Token,
+) -> rustix::io::Result<()> {
+    let flags = EventFlags::IN | EventFlags::OUT | EventFlags::RDHUP | EventFlags::ET;
+    epoll::add(epoll, fd, EventData::new_u64(token.pack()), flags)
 }
 
 /// What an event reported, reduced to what the loop acts on.
@@ -97,8 +111,13 @@ impl Poller {
 
     /// `epoll_ctl(ADD)` a connection: edge-triggered input, output and peer hang-up.
     pub(crate) fn add_conn(&self, fd: impl AsFd, token: Token) -> rustix::io::Result<()> {
-        let flags = EventFlags::IN | EventFlags::OUT | EventFlags::RDHUP | EventFlags::ET;
-        epoll::add(&self.epoll, fd, EventData::new_u64(token.pack()), flags)
+        add_edge(self.epoll.as_fd(), fd, token)
+    }
+
+    /// A second descriptor of the epoll instance, for the relays to register upstream
+    /// sockets in (`conn::relay`).
+    pub(crate) fn handle(&self) -> rustix::io::Result<OwnedFd> {
+        rustix::io::fcntl_dupfd_cloexec(&self.epoll, 0)
     }
 
     /// `epoll_ctl(ADD)` the listener, level-triggered input.

@@ -493,6 +493,7 @@ mod tests {
             },
             logging: Default::default(),
             metrics: None,
+            proxy: Default::default(),
             user: None,
             site: Default::default(),
             hosts: Vec::new(),

@@ -370,6 +370,7 @@ pub(crate) fn serving(args: ServeArgs) -> Serving {
         },
         logging: args.logging,
         metrics: args.metrics,
+        proxy: args.proxy,
         user: args.user,
         site: args.site.rules(),
         hosts,

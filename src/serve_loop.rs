@@ -148,6 +148,8 @@ pub struct LoopConfig {
     pub hosts: LoopHosts,
     /// Each host's users of `--basic-auth` (read by the master; empty without the flag).
     pub auth: HostUsers,
+    /// What bounds a forwarded request (`--max-body`, `--proxy-timeout`, ...).
+    pub proxy: crate::config::ProxyLimits,
 }
 
 /// Why the loop could not run.
@@ -405,6 +407,15 @@ impl<'a> Loop<'a> {
                 .any(|s| s.rate_limit > 0)
                 .then(|| RateTable::new(per_addr::seed())),
             pace_wanted: None,
+            relays: conn::relay::Relays::new(
+                match sites().any(SiteRules::forwards) {
+                    true => Some(poller.handle().map_err(setup("dup(epoll)"))?),
+                    false => None,
+                },
+                cfg.proxy.max_conns,
+                ms(cfg.proxy.timeout),
+            ),
+            max_body: cfg.proxy.max_body,
         };
         poller
             .add_wake(ctx.disk.wake_fd(), Token::DISK)
@@ -508,8 +519,20 @@ impl<'a> Loop<'a> {
         if self.ctx.now_ms >= self.sweep_at {
             let now = self.ctx.now_ms;
             self.ctx.each_cache(&mut |c| c.sweep(now));
+            self.relays_expire();
             self.give_back();
             self.sweep_at = self.ctx.now_ms + SWEEP_MS;
+        }
+    }
+
+    /// Exchanges with upstreams past `--proxy-timeout` without progress: each connection
+    /// is driven to its 504 or its end (checked with the sweep, about once a second: the
+    /// deadline is seconds long, and the request path pays nothing for it).
+    fn relays_expire(&mut self) {
+        for slot in 0..self.ctx.relays.slots() {
+            if self.ctx.relays.expire(slot, self.ctx.now_ms) {
+                self.drive(slot);
+            }
         }
     }
 
@@ -570,6 +593,10 @@ impl<'a> Loop<'a> {
             return self.disk_done();
         }
         let Some(conn) = self.table.live(token) else {
+            // An upstream's token names no slot of the table (its bit is set).
+            if token.slot & Token::UPSTREAM != 0 {
+                return self.upstream_ready(token, ready);
+            }
             self.ctx.counters.stale_events.fetch_add(1, Relaxed);
             return;
         };
@@ -579,6 +606,17 @@ impl<'a> Loop<'a> {
             peer_shut: ready.peer_shut || ready.hangup,
         });
         self.drive(token.slot);
+    }
+
+    /// An upstream socket's event: drives the connection whose exchange it is (an event
+    /// for an exchange ended since is dropped).
+    #[inline(never)]
+    fn upstream_ready(&mut self, token: Token, ready: Ready) {
+        let seen = ready.readable || ready.hangup;
+        let relays = &mut self.ctx.relays;
+        if let Some(slot) = relays.note_ready(token, seen, ready.writable || ready.hangup) {
+            self.drive(slot);
+        }
     }
 
     /// Reads handed to the I/O threads completed: count them, drive each connection
@@ -913,6 +951,7 @@ mod tests {
             site: SiteRules::default(),
             hosts: LoopHosts::default(),
             auth: Vec::new(),
+            proxy: Default::default(),
         }
     }
 

@@ -214,6 +214,7 @@ fn loop_config(start: &WorkerStart<'_>, (index, cpu): (u16, CpuId), roots: Roots
         site: site.clone(),
         hosts,
         auth: start.auth.clone(),
+        proxy: cfg.proxy,
     }
 }
 

@@ -52,6 +52,8 @@ pub(super) fn holds(data: &[u8]) {
             assert!(target.starts_with(b"/") || target.starts_with(b"http"));
         }
         Action::Rewrite => assert!(target.starts_with(b"/"), "{target:?}"),
+        // Rule::parse makes no proxy rule (`--proxy` has its own parser).
+        Action::Proxy => unreachable!("a proxy rule from Rule::parse"),
     }
     if n > 0 {
         let mut small = vec![0u8; n - 1];

@@ -10,8 +10,9 @@ use super::flag::{lookup, rendered, row, rows, split_inline, Flag, Seen, Takes};
 use super::logging::{LogFlag, LogFlags};
 use super::site::SiteFlag;
 use super::{
-    err, flag_error, listen, parse_addr, parse_cpus, parse_master_cpu, parse_secs, parse_size,
-    parse_slots, parse_steer, parse_user, parse_workers, ArgsError, ServeArgs, DEFAULT_LISTEN,
+    err, flag_error, listen, parse_addr, parse_body_size, parse_cpus, parse_master_cpu, parse_secs,
+    parse_size, parse_slots, parse_steer, parse_user, parse_workers, ArgsError, ServeArgs,
+    DEFAULT_LISTEN,
 };
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -62,6 +63,12 @@ pub(crate) enum Apply {
     ShutdownTimeout,
     /// `--metrics`.
     Metrics,
+    /// `--max-body`.
+    MaxBody,
+    /// `--proxy-timeout`.
+    ProxyTimeout,
+    /// `--proxy-max-conns`.
+    ProxyMaxConns,
     /// An access log or client address flag (`args/logging.rs`).
     Log(LogFlag),
     /// An everyday-serving flag (`args/site.rs`); a bad one is collected, not fatal.
@@ -105,6 +112,9 @@ fn apply(d: &mut Draft<'_>, to: Apply, flag: &str, v: &str) -> Result<(), ArgsEr
         Apply::SendBuffer => out.send_buffer = Some(parse_size(flag, v)?),
         Apply::ShutdownTimeout => out.shutdown_timeout = parse_secs(flag, v)?,
         Apply::Metrics => out.metrics = Some(parse_addr(flag, v)?),
+        Apply::MaxBody => out.proxy.max_body = parse_body_size(flag, v)?,
+        Apply::ProxyTimeout => out.proxy.timeout = parse_secs(flag, v)?,
+        Apply::ProxyMaxConns => out.proxy.max_conns = parse_slots(flag, v)?,
         Apply::Log(to) => d.logging.set(to, flag, v)?,
         Apply::Site(to) => d
             .site_errors
@@ -389,6 +399,30 @@ pub(crate) const FLAGS: &[Flag<Apply>] = &[
          FROM is answered by the file at TO under ROOT (captures as\n\
          --redirect's); repeatable",
         Apply::Site(SiteFlag::Rewrite),
+    ),
+    repeated(
+        "--proxy 'GLOB UPSTREAM'\n\
+         forward requests whose path GLOB matches (as --redirect's\n\
+         FROM, one list with it) to UPSTREAM: unix:/path/to.sock or\n\
+         http://IP:PORT; repeatable",
+        Apply::Site(SiteFlag::Proxy),
+    ),
+    value(
+        "--max-body SIZE\n\
+         largest request body forwarded, such as 64k, 1M or 2G\n\
+         (default 1M; past it 413)",
+        Apply::MaxBody,
+    ),
+    value(
+        "--proxy-timeout S\n\
+         wait for an upstream's response head; 504 after it (default 60)",
+        Apply::ProxyTimeout,
+    ),
+    value(
+        "--proxy-max-conns N\n\
+         connections in flight to one upstream per worker; 503 past\n\
+         it (default 256)",
+        Apply::ProxyMaxConns,
     ),
     repeated(
         "--try-ext EXT\n\

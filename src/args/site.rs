@@ -1,6 +1,7 @@
 //! Stage 1, the everyday-serving flags: `--precompressed`, `--header`, `--cache-control`,
 //! `--error-page`, `--fallback`, `--fallback-skip`, `--mime`, `--mime-types`, `--dotfiles`,
 //! `--cors`, `--basic-auth` with `--basic-auth-realm` and `--basic-auth-skip`, `--compress`,
+//! `--redirect`, `--rewrite`, `--proxy`, `--try-ext`, `--https-redirect`,
 //! `--compress-types`, `--compress-cache`, `--etag`, `--allow`, `--deny`, `--rate-limit`,
 //! `--max-rate`
 //! (with `SOURCE_DATE_EPOCH` from the environment, `args::parse_serve_in`), and the
@@ -66,6 +67,8 @@ pub(crate) enum SiteFlag {
     Redirect,
     /// `--rewrite`
     Rewrite,
+    /// `--proxy`
+    Proxy,
     /// `--try-ext`
     TryExt,
     /// `--https-redirect`
@@ -125,7 +128,7 @@ pub struct SiteArgs {
     pub(crate) source_date_epoch: Option<i64>,
     /// `--compress gzip|off` (default `gzip`) and `--compress-types LIST`.
     pub(crate) compress: Compress,
-    /// `--redirect` and `--rewrite`, in the order given.
+    /// `--redirect`, `--rewrite` and `--proxy`, in the order given.
     pub(crate) rules: Vec<Rule>,
     /// `--try-ext EXT`, in order: extensions, without their dot.
     pub(crate) try_ext: Vec<String>,
@@ -191,6 +194,10 @@ impl SiteArgs {
                 let redirect = to == SiteFlag::Redirect;
                 let rule = Rule::parse(value, redirect, &source).map_err(|e| named(&e))?;
                 self.rules.push(rule);
+            }
+            SiteFlag::Proxy => {
+                let rule = Rule::proxy(value, &self.source(flag, value));
+                self.rules.push(rule.map_err(|e| named(&e))?);
             }
             SiteFlag::TryExt => self.try_ext.push(extension(value).map_err(named)?),
             SiteFlag::HttpsRedirect => self.https_redirect = true,

@@ -5,7 +5,7 @@
 //! and, for `--explain`, a request path with an optional `?QUERY`, taken as decoded, and
 //! the host it names (`--explain-host`). Output: the explanation on standard output (with
 //! hosts, the host that answers, its names and where it was given, or the 421; the rule and its source, the redirect
-//! target or the file that answers, the header lines and the `Cache-Control` line that
+//! target, the upstream a proxy rule forwards to, or the file that answers, the header lines and the `Cache-Control` line that
 //! apply), and [`rule_warnings`]: a rule that can never match because an earlier one
 //! answers whatever it would, a redirect loop between rules, a rule that shadows files
 //! under the root. It opens files under the root as a worker does (`files::open`) and
@@ -20,6 +20,7 @@ use crate::site::access::{AccessList, Verdict};
 use crate::site::glob::Captures;
 use crate::site::hosts::HostTable;
 use crate::site::rules::{first_match, Action, Rule};
+use crate::site::upstream::Upstream;
 use crate::site::SiteRules;
 use rustix::fd::{AsFd, BorrowedFd};
 use std::fmt::Write as _;
@@ -118,6 +119,13 @@ fn explain(site: &SiteRules, root: BorrowedFd<'_>, target: &str) -> String {
                     let _ = writeln!(out, "rule: {} (redirect {})", rule.source, rule.from_text);
                     let _ = writeln!(out, "answer: {code}, Location: {to}");
                     return with_lines(out, site, None);
+                }
+                Action::Proxy => {
+                    let up = rule.upstream.as_ref().map(ToString::to_string);
+                    let up = up.unwrap_or_default();
+                    let _ = writeln!(out, "rule: {} (proxy {})", rule.source, rule.from_text);
+                    let _ = writeln!(out, "answer: forwarded to {up}");
+                    return out;
                 }
                 Action::Rewrite => {
                     let _ = writeln!(
@@ -223,6 +231,9 @@ pub(crate) fn rule_warnings(site: &SiteRules, root: &Path) -> Vec<String> {
             out.push(line + " answers every path it would");
             continue;
         }
+        if let Some(why) = rule.upstream.as_ref().and_then(unreachable_socket) {
+            out.push(format!("{line} forwards to {why}"));
+        }
         if let Some(cycle) = redirect_loop(rules, j) {
             out.push(format!("{line} is in a redirect loop: {cycle}"));
         }
@@ -239,6 +250,20 @@ pub(crate) fn rule_warnings(site: &SiteRules, root: &Path) -> Vec<String> {
         }
     }
     out
+}
+
+/// What is wrong with a unix upstream's socket path, seen now: it is missing or not a
+/// socket (each request forwarded there would be answered 502).
+fn unreachable_socket(upstream: &Upstream) -> Option<String> {
+    use std::os::unix::fs::FileTypeExt;
+    let Upstream::Unix(path) = upstream else {
+        return None;
+    };
+    match std::fs::metadata(&**path) {
+        Ok(m) if m.file_type().is_socket() => None,
+        Ok(_) => Some(format!("{upstream}, which is not a socket")),
+        Err(e) => Some(format!("{upstream}, which cannot be reached: {e}")),
+    }
 }
 
 /// `SOURCE (FROM)`.

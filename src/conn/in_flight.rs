@@ -110,6 +110,16 @@ pub(crate) enum Outgoing {
         /// The current piece is the last.
         last: bool,
     },
+    /// A forwarded request's answer, produced by its exchange (`conn::relay`) as the
+    /// upstream sends it.
+    Upstream {
+        /// The slot whose exchange it is, once started (`conn::proxy::relay`).
+        slot: Option<u32>,
+        /// What the relays keep the planned exchange under until it starts.
+        ticket: u32,
+        /// Bytes the client has taken.
+        sent: u64,
+    },
 }
 
 impl Outgoing {
@@ -121,6 +131,8 @@ impl Outgoing {
             Outgoing::Cached { at, end, .. } => at >= end,
             Outgoing::CachedFile { at, end, .. } | Outgoing::File { at, end, .. } => at >= end,
             Outgoing::Listing { at, end, last, .. } => last && at >= end,
+            // Its end is the exchange's to tell (`conn::proxy::relay`).
+            Outgoing::Upstream { .. } => false,
         }
     }
 
@@ -174,6 +186,17 @@ impl Outgoing {
             Outgoing::Cached { index, .. } | Outgoing::CachedFile { index, .. } => Some(index),
             _ => None,
         }
+    }
+}
+
+/// Ends a relayed response's exchange: started (its slot known) or only planned. Cold
+/// and out of line, so releasing a file response stays small enough to inline.
+#[cold]
+#[inline(never)]
+fn end_exchange(ctx: &mut Ctx<'_>, slot: Option<u32>, ticket: u32) {
+    match slot {
+        Some(s) => ctx.relays.release(s),
+        None => ctx.relays.forget(ticket),
     }
 }
 
@@ -273,6 +296,7 @@ impl Response {
     pub(super) fn release(&mut self, ctx: &mut Ctx<'_>) {
         match (&self.body, self.pinned) {
             (Outgoing::Listing { index, .. }, _) => ctx.listings.release(*index),
+            (Outgoing::Upstream { slot, ticket, .. }, _) => end_exchange(ctx, *slot, *ticket),
             (body, true) => {
                 if let Some(index) = body.cache_entry() {
                     ctx.cache.unpin(index)

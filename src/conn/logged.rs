@@ -174,6 +174,14 @@ fn remember(c: &mut Conn, ctx: &Ctx<'_>, status: u16, req: &LoggedRequest<'_>) {
     });
 }
 
+/// The status of the response in flight on `c`, learnt after it was planned (a relayed
+/// response's, from its upstream).
+pub(super) fn restatus(c: &mut Conn, status: u16) {
+    if let Some(p) = &mut c.pending {
+        p.status = status;
+    }
+}
+
 /// The response in flight on `c` ended (`cut_short`: before all of it was written):
 /// count it (cut short, or its response time from the turn that planned it to this one)
 /// and write its line. `inb` is the receive area holding the request. The caller then moves `c` out

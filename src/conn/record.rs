@@ -167,6 +167,23 @@ impl<'a, 'w> Responder<'a, 'w> {
         }
     }
 
+    /// The response in flight for `preamble` and `body`, as this answer leaves the
+    /// connection.
+    #[inline(always)]
+    pub(super) fn response(&self, preamble: Preamble, body: Outgoing) -> Response {
+        Response {
+            preamble,
+            body,
+            pinned: false,
+            body_sent: 0,
+            after: self.after,
+            owed: self.owed,
+            answered: self.answered,
+            planned_ms: self.ctx.now_ms,
+            pages: Pages::default(),
+        }
+    }
+
     /// Records the plan on the connection, counts it and starts its log line (written
     /// when the response ends). A HEAD drops the body here, for every status.
     #[inline]
@@ -177,17 +194,7 @@ impl<'a, 'w> Responder<'a, 'w> {
             self.count_for_host(class);
         }
         logged::begin(self.c, self.ctx, status, &self.line.log);
-        self.c.awaiting = Awaiting::Send(Response {
-            preamble,
-            body,
-            pinned: false,
-            body_sent: 0,
-            after: self.after,
-            owed: self.owed,
-            answered: self.answered,
-            planned_ms: self.ctx.now_ms,
-            pages: Pages::default(),
-        });
+        self.c.awaiting = Awaiting::Send(self.response(preamble, body));
         if self.line.head_method {
             if let Awaiting::Send(r) = &mut self.c.awaiting {
                 r.body = Outgoing::Nothing;

@@ -234,13 +234,16 @@ fn serve(
         return;
     }
     if !matches!(req.method, Method::Get | Method::Head) {
-        return r.error_page(405);
+        // Any method may be forwarded; the files answer GET and HEAD only.
+        return r.other_method(req, rewrite);
     }
     r.after = After::keep_if(keep, req.minor);
-    let site = r.ctx.site;
     let (rewritten, tried) = rewrite.split_at_mut(rewrite.len() / 2);
-    let mut path = match r.rules(req, rewritten) {
+    let ruled = r.rules(req, rewritten);
+    let site = r.ctx.site;
+    let mut path = match ruled {
         Ruled::Answered => return,
+        Ruled::Proxy(rule) => return r.proxy(req, rule),
         // A page its own request would not be let in to is not sent in its place.
         Ruled::Path(p) if p.is_empty() || !site.admits(r.admitted, p) => return r.error_page(404),
         Ruled::Path(p) => p,
@@ -284,6 +287,17 @@ fn serve(
 }
 
 impl Responder<'_, '_> {
+    /// A request neither GET nor HEAD: forwarded when a `--proxy` rule takes it (the
+    /// other rules and the files pass it by), else 405. Out of line: the file path does
+    /// not carry it.
+    #[inline(never)]
+    fn other_method(&mut self, req: &Request<'_, '_>, rewrite: &mut [u8]) {
+        match self.rules(req, rewrite) {
+            Ruled::Proxy(rule) => self.proxy(req, rule),
+            _ => self.error_page(405),
+        }
+    }
+
     /// 204 to a CORS preflight: the origin lines, the methods, the requested headers
     /// echoed (`echo`, unless empty), the max age and the operator's `--header` lines.
     /// Its preamble fits the preamble area: `SiteRules::head_bytes` counts the longest one.

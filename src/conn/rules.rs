@@ -18,7 +18,7 @@ use super::record::{Place, Responder};
 use crate::files::cache::Served;
 use crate::files::Lookup;
 use crate::http::response::{error_body, write_head, ResponseHead, HTML};
-use crate::http::Request;
+use crate::http::{Method, Request};
 use crate::site::glob::Captures;
 use crate::site::rules::{self, Action};
 
@@ -28,13 +28,17 @@ pub(super) enum Ruled<'p> {
     Answered,
     /// Look up this path instead of the request's (a rewrite).
     Path(&'p [u8]),
+    /// Forward the request (the rule at this index of the site's rules).
+    Proxy(usize),
     /// No rule matched.
     None,
 }
 
 impl Responder<'_, '_> {
-    /// The first `--redirect`/`--rewrite` matching the request: a redirect is answered
-    /// here, a rewrite's path is written into `area`.
+    /// The first `--redirect`/`--rewrite`/`--proxy` matching the request: a redirect is
+    /// answered here, a rewrite's path is written into `area`, a proxy rule is named. A
+    /// request that is neither GET nor HEAD meets only the proxy rules (the others serve
+    /// files, which answer it 405).
     #[inline]
     pub(super) fn rules<'p>(&mut self, req: &Request<'_, '_>, area: &'p mut [u8]) -> Ruled<'p> {
         match self.ctx.site.rule_filter.may_match(req.path) {
@@ -52,10 +56,15 @@ impl Responder<'_, '_> {
         let Some(rule) = rules::first_match(&site.rules, req.path, &mut caps) else {
             return Ruled::None;
         };
-        let index = site.rules.iter().position(|r| core::ptr::eq(r, rule));
-        let index = index.map_or(u16::MAX, |i| i as u16);
+        let reads = matches!(req.method, Method::Get | Method::Head);
+        if !reads && rule.action != Action::Proxy {
+            return Ruled::None;
+        }
+        let at = site.rules.iter().position(|r| core::ptr::eq(r, rule));
+        let index = at.map_or(u16::MAX, |i| i as u16);
         self.line.log.rule = Some(index);
         match rule.action {
+            Action::Proxy => Ruled::Proxy(at.unwrap_or(0)),
             Action::Rewrite => match rule.write_target(req.path, &caps, None, area) {
                 Some(n) => Ruled::Path(&area[..n]),
                 // A target longer than any request path names nothing.

@@ -74,7 +74,7 @@ macro_rules! sha2 {
      $init:expr, $compress:ident) => {
         #[doc = $doc]
         #[derive(Clone)]
-        pub(crate) struct $name {
+        pub struct $name {
             state: [$word; 8],
             blocks: Blocks<$block>,
         }
@@ -87,7 +87,7 @@ macro_rules! sha2 {
 
         impl $name {
             /// An empty message.
-            pub(crate) const fn new() -> $name {
+            pub const fn new() -> $name {
                 $name {
                     state: $init,
                     blocks: Blocks::new(),
@@ -97,14 +97,14 @@ macro_rules! sha2 {
             /// Appends `data` to the message. Out of line: SHA-crypt calls it from a
             /// dozen places, and a copy in each costs the appliance binary kilobytes.
             #[inline(never)]
-            pub(crate) fn update(&mut self, data: &[u8]) {
+            pub fn update(&mut self, data: &[u8]) {
                 let state = &mut self.state;
                 self.blocks.feed(data, |b| $compress(state, b));
             }
 
             /// The digest of the message.
             #[inline(never)]
-            pub(crate) fn finish(mut self) -> [u8; $digest] {
+            pub fn finish(mut self) -> [u8; $digest] {
                 let state = &mut self.state;
                 self.blocks.pad($len_bytes, |b| $compress(state, b));
                 let mut out = [0u8; $digest];

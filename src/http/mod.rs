@@ -17,6 +17,10 @@
 //! - [`path`]: percent-decoding and dot-segment removal into a caller buffer;
 //! - [`request`]: the semantic layer that assembles a [`Request`] from the tokens.
 //!
+//! For a relay to an upstream: [`chunked`] (the chunked coding, decoded incrementally
+//! and framed), [`upstream_head`] (an upstream's response head, as strict as a request)
+//! and [`hop`] (the hop-by-hop fields neither side forwards).
+//!
 //! Nothing here allocates, panics on client input, or reads past the slice it is given
 //! (tested with a counting allocator, a fuzz target and a guard page).
 //!
@@ -40,8 +44,11 @@ pub use request::{parse_request, Body, Method, Request};
 pub use scan::find_head_end;
 
 pub(crate) mod accept;
+pub mod chunked;
 pub mod conditional;
 pub mod date;
 pub mod encoding;
+pub mod hop;
 pub mod range;
 pub mod response;
+pub mod upstream_head;

@@ -5,8 +5,8 @@
 //! (`--precompressed`), whether dotfiles are served (`--dotfiles`), which origins may
 //! read the site (`--cors`), who may (`--basic-auth`), whether directories are listed
 //! (`--list-dirs`), what validators are made of (`--etag`, `SOURCE_DATE_EPOCH`), what
-//! is compressed (`--compress`, `--compress-types`), the redirect and rewrite rules
-//! (`--redirect`, `--rewrite`), the extensions tried for a missing path (`--try-ext`) and
+//! is compressed (`--compress`, `--compress-types`), the redirect, rewrite and proxy rules
+//! (`--redirect`, `--rewrite`, `--proxy`), the extensions tried for a missing path (`--try-ext`) and
 //! the HTTPS redirect behind a proxy (`--https-redirect`), who may connect (`--allow`,
 //! `--deny`), how often (`--rate-limit`) and how fast a response is sent (`--max-rate`).
 //!
@@ -27,6 +27,7 @@ pub(crate) mod hosts;
 pub mod mime;
 pub mod net;
 pub mod rules;
+pub(crate) mod upstream;
 pub(crate) mod validators;
 
 use crate::http::encoding::Precompressed;
@@ -66,7 +67,7 @@ pub struct SiteRules {
     pub(crate) validators: validators::Validators,
     /// `--compress`, `--compress-types`: what is sent gzip-compressed without a sidecar.
     pub(crate) compress: compress::Compress,
-    /// `--redirect` and `--rewrite`, in order (the first match answers).
+    /// `--redirect`, `--rewrite` and `--proxy`, in order (the first match answers).
     pub(crate) rules: Vec<rules::Rule>,
     /// Which request paths some rule may match (`rules::Prefilter`).
     pub(crate) rule_filter: rules::Prefilter,
@@ -83,6 +84,11 @@ pub struct SiteRules {
 }
 
 impl SiteRules {
+    /// Some rule forwards requests to an upstream (`--proxy`).
+    pub(crate) fn forwards(&self) -> bool {
+        self.rules.iter().any(|r| r.upstream.is_some())
+    }
+
     /// The page to send with `status`, if one is configured.
     pub(crate) fn error_page(&self, status: u16) -> Option<&[u8]> {
         self.error_pages

@@ -1,5 +1,6 @@
-//! Redirect and rewrite rules: `--redirect 'FROM TO [CODE]'`, `--rewrite 'FROM TO'`, one
-//! ordered list in which the first rule whose FROM matches answers.
+//! Redirect, rewrite and proxy rules: `--redirect 'FROM TO [CODE]'`, `--rewrite 'FROM TO'`,
+//! `--proxy 'FROM UPSTREAM'`, one ordered list in which the first rule whose FROM matches
+//! answers.
 //!
 //! Input: the rule texts (validated once by [`Rule::parse`]), then per request the
 //! decoded path and its raw query. Output: the rule that matches, with its target written
@@ -17,6 +18,7 @@
 
 pub use super::glob::Captures;
 use super::glob::Glob;
+use super::upstream::Upstream;
 
 /// What a matching rule does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,6 +27,8 @@ pub enum Action {
     Redirect(u16),
     /// Answer with the file at the target path.
     Rewrite,
+    /// Forward the request to the rule's upstream.
+    Proxy,
 }
 
 /// One piece of a TO template.
@@ -45,8 +49,10 @@ pub struct Rule {
     to: Vec<Part>,
     /// TO has a `?`: the request's query is not appended.
     own_query: bool,
-    /// Redirect or rewrite.
+    /// Redirect, rewrite or proxy.
     pub action: Action,
+    /// A proxy rule's upstream.
+    pub(crate) upstream: Option<Upstream>,
     /// Where the rule was given: `--redirect`, `--rewrite`, or `FILE:LINE`.
     pub(crate) source: Box<str>,
     /// FROM as given.
@@ -84,8 +90,27 @@ impl Rule {
             to: parts,
             own_query: to.contains('?'),
             action,
+            upstream: None,
             source: source.into(),
             from_text: words[0].into(),
+        })
+    }
+
+    /// Parses `FROM UPSTREAM` (a `--proxy` rule), given at `source`.
+    #[inline(never)]
+    pub(crate) fn proxy(text: &str, source: &str) -> Result<Rule, String> {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let &[from, upstream] = &words[..] else {
+            return Err("expected GLOB UPSTREAM".into());
+        };
+        Ok(Rule {
+            from: Glob::parse(from).map_err(|e| format!("GLOB: {e}"))?,
+            to: Vec::new(),
+            own_query: false,
+            action: Action::Proxy,
+            upstream: Some(Upstream::parse(upstream)?),
+            source: source.into(),
+            from_text: from.into(),
         })
     }
 
@@ -169,6 +194,11 @@ impl<'a> Out<'a> {
         Some(())
     }
 
+    /// Writes each of `parts` as it is.
+    pub(crate) fn all(&mut self, parts: &[&[u8]]) -> Option<()> {
+        parts.iter().try_for_each(|p| self.put(p))
+    }
+
     /// Writes `b` as itself when a `Location` path may hold it, else as `%XX`.
     pub(crate) fn encoded(&mut self, b: u8) -> Option<()> {
         match plain_in_location(b) {
@@ -220,7 +250,7 @@ fn check_target(to: &str, action: Action) -> Result<(), String> {
         Action::Rewrite if to[1..].split('/').any(|s| s == "." || s == "..") => {
             Err("TO leaves the root (a . or .. segment)".into())
         }
-        Action::Rewrite => Ok(()),
+        Action::Rewrite | Action::Proxy => Ok(()),
     }
 }
 
@@ -424,6 +454,26 @@ mod tests {
         }
         let all = Prefilter::of(&[Rule::parse("/** /n", true, "").unwrap()]);
         assert!(all.may_match(b"/f"));
+    }
+
+    #[test]
+    fn a_proxy_rule_names_its_upstream() {
+        let r = Rule::proxy("/api/** unix:/run/app.sock", "--proxy").unwrap();
+        assert_eq!(r.action, Action::Proxy);
+        assert_eq!(
+            r.upstream.as_ref().unwrap().to_string(),
+            "unix:/run/app.sock"
+        );
+        let mut caps = Captures::default();
+        assert!(r.matches(b"/api/v1/x", &mut caps));
+        for (text, needle) in [
+            ("/api/**", "expected GLOB UPSTREAM"),
+            ("/api/** http://127.0.0.1:1 x", "expected GLOB UPSTREAM"),
+            ("/api/** ftp://x", "expected unix:"),
+        ] {
+            let e = Rule::proxy(text, "--t").unwrap_err();
+            assert!(e.contains(needle), "{text}: {e}");
+        }
     }
 
     #[test]

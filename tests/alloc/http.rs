@@ -65,3 +65,57 @@ fn parsing_never_allocates() {
         "the counting allocator missed an allocation"
     );
 }
+
+/// The relay's parsers never allocate: the chunked decoder on bodies fed in pieces, and
+/// the response head parser with its end-to-end walk on every prefix of some heads.
+#[test]
+fn relay_parsing_never_allocates() {
+    use steerd::http::chunked::{chunk_line, Dechunk};
+    use steerd::http::upstream_head::{end_to_end, parse};
+    let bodies: [&[u8]; 4] = [
+        b"5;a=\"b\"\r\nhello\r\n6\r\n world\r\n0\r\nX-T: 1\r\n\r\n",
+        b"ffffffffffffffff\r\nabc",
+        b"5\nhello",
+        b"0\r\nX : 1\r\n\r\n",
+    ];
+    let heads: [&[u8]; 3] = [
+        b"HTTP/1.1 200 OK\r\nConnection: x-a, close\r\nX-A: 1\r\nContent-Length: 5\r\n\r\n",
+        b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 1\r\n\r\n",
+    ];
+    let _one = support::serial::exclusive();
+    let before = allocations();
+    watch_this_thread(true);
+    let mut total = 0usize;
+    for body in bodies {
+        for piece in [1, 3, body.len()] {
+            // Bytes arrive `piece` at a time; what was not consumed stays in front.
+            let mut d = Dechunk::new();
+            let (mut at, mut arrived) = (0, 0);
+            loop {
+                match d.next(&body[at..arrived]) {
+                    Ok((0, _)) if arrived == body.len() => break,
+                    Ok((0, _)) => arrived = body.len().min(arrived + piece),
+                    Ok((n, data)) => {
+                        total += data.len();
+                        at += n;
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
+    }
+    let mut line = [0u8; 18];
+    total += chunk_line(0xabc, &mut line);
+    for head in heads {
+        for k in 0..=head.len() {
+            if let Ok(Some(h)) = parse(&head[..k], false) {
+                total += end_to_end(&head[..k], &h, true).count();
+            }
+        }
+    }
+    watch_this_thread(false);
+    let counted = allocations() - before;
+    assert!(total > 0);
+    assert_eq!(counted, 0, "the relay parsers allocated {counted} times");
+}

@@ -1,4 +1,5 @@
-//! Zero allocations: the parser on every vector, and the serve loop per request.
+//! Zero allocations: the parser on every vector, the relay parsers (chunked bodies,
+//! response heads), and the serve loop per request.
 //!
 //! A binary of its own because it installs a counting `#[global_allocator]`
 //! (`support/alloc.rs`) for the whole process; both modules count only the allocations of

@@ -10,6 +10,8 @@
 mod assemble;
 #[path = "../../fuzz/props/check_and_run.rs"]
 mod check_and_run;
+#[path = "../../fuzz/props/chunked.rs"]
+pub(crate) mod chunked;
 #[path = "../../fuzz/props/config_file.rs"]
 mod config_file;
 #[path = "../../fuzz/props/deflate.rs"]
@@ -24,6 +26,8 @@ mod proxy_header;
 mod rules;
 #[path = "../../fuzz/props/topology.rs"]
 mod topology;
+#[path = "../../fuzz/props/upstream_head.rs"]
+mod upstream_head;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
@@ -103,4 +107,14 @@ fn proxy_header_seeds_hold() {
 #[test]
 fn topology_seeds_hold() {
     seeds("topology", topology::holds);
+}
+
+#[test]
+fn chunked_seeds_hold() {
+    seeds("chunked", chunked::holds);
+}
+
+#[test]
+fn upstream_head_seeds_hold() {
+    seeds("upstream_head", upstream_head::holds);
 }

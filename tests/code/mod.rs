@@ -3,6 +3,6 @@
 
 mod allowed_skips;
 mod cold_size;
-mod fuzz_seeds;
+pub(crate) mod fuzz_seeds;
 mod layers;
 mod static_binary;

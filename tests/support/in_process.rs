@@ -79,6 +79,7 @@ pub(crate) fn config(root: &Path) -> LoopConfig {
         site: Default::default(),
         hosts: Default::default(),
         auth: Vec::new(),
+        proxy: Default::default(),
     }
 }
 

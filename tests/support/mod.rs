@@ -16,6 +16,8 @@
 //! - `bounds.rs`: latency and ordering bounds under load, asserted only when benchmarking.
 //! - `serial.rs`: one lock that tests measuring time or load take, so none runs beside another.
 //! - `http_cases.rs`: the parser's test vectors (`tests/data/http/`) read and rendered.
+//! - `upstream.rs`: a recording upstream for `--proxy` (unix socket or loopback port),
+//!   answering as each test says, reading requests with its own parser (`upstream_parse.rs`).
 //! - `fixtures.rs`: the captured `/sys` trees of `tests/data/sys/`, by name or all of them.
 //!
 //! Every process started here is killed by its PID when its handle drops, and every
@@ -35,6 +37,8 @@ pub(crate) mod responder;
 pub(crate) mod serial;
 pub(crate) mod server;
 pub(crate) mod skip;
+pub(crate) mod upstream;
+pub(crate) mod upstream_parse;
 
 /// A loopback TCP port that was free a moment ago (bound to port 0, then closed).
 pub(crate) fn free_port() -> u16 {

@@ -1,0 +1,744 @@
+//! The exchanges with upstreams: one per connection slot whose request a `--proxy` rule
+//! forwards, kept in a per-worker side table indexed by slot (a connection serving files
+//! pays nothing for it: its `Conn` holds only `Outgoing::Upstream`).
+//!
+//! Input: the re-framed request head (`proxy.rs` writes it into [`Relays::start`]'s
+//! buffer), the upstream's readiness from epoll, and how many bytes the client has taken.
+//! Output: the bytes for the client ([`Pump::Bytes`]): the response head steerd frames
+//! from the upstream's (status and reason kept, end-to-end fields, its own framing
+//! fields), then the body as it arrives, or a 502/504 page when no head came. Nothing
+//! waits: the upstream socket is nonblocking and registered edge-triggered in the
+//! worker's epoll under the client's slot with [`Token::UPSTREAM`] set; an event drives
+//! the client's connection, which pumps its exchange.
+//!
+//! Framing (RFC 9112 §6.3, §7.1): a `Content-Length` body is relayed counted; a chunked
+//! one is decoded (`http::chunked`) and chunked again, so the client never sees a chunk
+//! the decoder did not accept; a body delimited by the upstream's close is chunked to an
+//! HTTP/1.1 client (the connection persists) and sent as it is, then closed, to HTTP/1.0.
+//! A body cut short by the upstream ends the client's connection without the last chunk
+//! or the missing bytes: never a truncated body that looks complete. An interim 1xx
+//! answer (but 101) is dropped.
+//!
+//! Memory: the three buffers of an exchange (the request head, the upstream's bytes, the
+//! client's) are taken from a spare list and given back at its end, so steady proxying
+//! allocates nothing.
+
+mod body;
+mod head;
+mod tunnel;
+mod upload;
+
+pub(crate) use upload::{Client, Upload};
+
+use crate::event::{add_edge, Token};
+use crate::http::chunked::{Dechunk, LAST_CHUNK};
+use crate::http::upstream_head::{self, RespFraming, RespHead, MAX_RESPONSE_HEAD};
+use crate::site::rules::Rule;
+use crate::site::upstream::Upstream;
+use head::{client_head, own_answer, ClientFraming};
+use rustix::fd::{AsFd, OwnedFd};
+use rustix::io::Errno;
+use rustix::net::{AddressFamily, SendFlags, SocketAddrUnix, SocketFlags, SocketType};
+
+/// Bytes of the request buffer: the longest head steerd reads with the fields it adds
+/// (`X-Forwarded-*`, framing), then the body bytes the receive area held behind it,
+/// staged for the upstream (chunked again: no longer than they came).
+pub(crate) const REQUEST_CAP: usize = 2 * super::IN_CAP + 1024;
+/// Bytes read from the upstream at most at once (the longest response head).
+const UP_CAP: usize = MAX_RESPONSE_HEAD;
+/// Bytes for the client: a head re-framed from one of `UP_CAP`, or a chunk of that much
+/// data with its size line and CRLF.
+const DOWN_CAP: usize = UP_CAP + 256;
+/// Spare buffer sets kept for the next exchanges.
+const SPARE_MAX: usize = 64;
+
+/// An exchange's buffers.
+struct Bufs {
+    request: Box<[u8]>,
+    up: Box<[u8]>,
+    down: Box<[u8]>,
+}
+
+impl Bufs {
+    fn new() -> Bufs {
+        Bufs {
+            request: vec![0; REQUEST_CAP].into_boxed_slice(),
+            up: vec![0; UP_CAP].into_boxed_slice(),
+            down: vec![0; DOWN_CAP].into_boxed_slice(),
+        }
+    }
+}
+
+/// Where an exchange is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// The nonblocking connect is under way.
+    Connecting,
+    /// The request head is being written.
+    Request,
+    /// The response head is awaited.
+    Head,
+    /// The body is relayed.
+    Body,
+    /// After a 101: bytes both ways until either side closes (`tunnel.rs`).
+    Tunnel,
+    /// Everything for the client is produced.
+    Done,
+    /// The response was cut short after its head went out.
+    Cut,
+}
+
+/// What the planner says about the request an exchange forwards.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Asked {
+    /// The request is HEAD (the answer has no body whatever it says).
+    pub(crate) head_method: bool,
+    /// The client's HTTP minor version.
+    pub(crate) minor: u8,
+    /// The client's connection may persist after the response.
+    pub(crate) keep: bool,
+    /// The body the request announced.
+    pub(crate) upload: Upload,
+    /// `--max-body`.
+    pub(crate) max_body: u64,
+    /// `Expect: 100-continue`: steerd says `100 Continue` before it reads the body.
+    pub(crate) expect: bool,
+    /// The request asks for an upgrade (`Upgrade`, named by `Connection`).
+    pub(crate) upgrade: bool,
+}
+
+impl Asked {
+    /// What nothing was asked (an exchange started without a plan answers 500).
+    fn none() -> Asked {
+        Asked {
+            head_method: false,
+            minor: 1,
+            keep: false,
+            upload: Upload::None,
+            max_body: 0,
+            expect: false,
+            upgrade: false,
+        }
+    }
+}
+
+/// One exchange with an upstream.
+struct Exchange {
+    /// The upstream socket (`None`: the exchange failed before one was connected).
+    fd: Option<OwnedFd>,
+    generation: u32,
+    phase: Phase,
+    readable: bool,
+    writable: bool,
+    bufs: Bufs,
+    request_len: usize,
+    request_sent: usize,
+    up_len: usize,
+    down_len: usize,
+    /// Bytes ever put in `down` (the client's count of bytes taken runs against it).
+    produced: u64,
+    asked: Asked,
+    framing: RespFraming,
+    /// Body bytes still to come under `Content-Length`.
+    left: u64,
+    dechunk: Dechunk,
+    /// The body goes to the client chunked.
+    chunk_out: bool,
+    /// The status and persistence the client's head says, once produced (taken once).
+    news: Option<(u16, bool)>,
+    /// The client's head bytes (not body bytes, for the log).
+    head_bytes: u64,
+    /// The upstream was read from since the last look (re-arms its deadline).
+    progressed: bool,
+    timed_out: bool,
+    /// The request body still to read (`upload.rs`).
+    upload: Upload,
+    body_dechunk: Dechunk,
+    /// Decoded bytes of a chunked request body so far.
+    body_total: u64,
+    /// The last chunk is staged.
+    last_staged: bool,
+    /// A read of a chunked body took bytes past its end: close the client after.
+    overread: bool,
+    /// The response head (or steerd's error page) was produced.
+    head_out: bool,
+    /// The request head has begun to go out (`upload.rs`: not before the body that fits).
+    head_sent: bool,
+    /// The upstream it is counted in flight to (`Relays::admit`; 0: none).
+    counted: usize,
+    /// When it times out without progress (turn clock; 0: not armed).
+    deadline_ms: u64,
+}
+
+/// What [`Relays::pump`] has for the client.
+pub(crate) enum Pump<'a> {
+    /// These bytes are next.
+    Bytes(&'a [u8]),
+    /// Nothing until the upstream is ready again.
+    Wait,
+    /// The response is complete.
+    Finished,
+    /// The response was cut short: close the client's connection.
+    Cut,
+}
+
+/// The worker's exchanges, by connection slot.
+#[derive(Default)]
+pub(crate) struct Relays {
+    epoll: Option<OwnedFd>,
+    by_slot: Vec<Option<Exchange>>,
+    spare: Vec<Bufs>,
+    generation: u32,
+    /// `--proxy-max-conns`: exchanges in flight to one upstream.
+    limit: u32,
+    /// Exchanges in flight by upstream (the address of its rule's `Upstream`, which
+    /// lives as long as the loop's site rules).
+    in_flight: Vec<(usize, u32)>,
+    /// `--proxy-timeout` in milliseconds.
+    timeout_ms: u64,
+    /// Exchanges planned and not started yet (normally one, for a moment).
+    planned: Vec<Planned>,
+    /// The last ticket given.
+    ticket: u32,
+}
+
+/// An exchange planned: its head written, its slot not known yet.
+struct Planned {
+    ticket: u32,
+    bufs: Bufs,
+    /// The rule's index and the head's length, or the status to answer instead.
+    to: Result<(usize, usize), u16>,
+    asked: Asked,
+}
+
+impl Relays {
+    /// Relays registering upstream sockets in `epoll` (`None`: no site forwards), with at
+    /// most `limit` exchanges in flight to one upstream.
+    pub(crate) fn new(epoll: Option<OwnedFd>, limit: u32, timeout_ms: u64) -> Relays {
+        Relays {
+            epoll,
+            limit,
+            timeout_ms,
+            ..Relays::default()
+        }
+    }
+
+    /// Slots the table has room for (every slot below it may hold an exchange).
+    pub(crate) fn slots(&self) -> u32 {
+        self.by_slot.len() as u32
+    }
+
+    /// (Re-)arms the deadline of `slot`'s exchange: `--proxy-timeout` from `now_ms`.
+    pub(crate) fn arm(&mut self, slot: u32, now_ms: u64) {
+        let timeout = self.timeout_ms;
+        if let Some(x) = self.exchange(slot) {
+            x.deadline_ms = now_ms + timeout;
+        }
+    }
+
+    /// Whether `slot`'s exchange just passed its deadline (armed, not yet timed out): it
+    /// is marked timed out (504 without a head, else its end) and its slot must be driven.
+    pub(crate) fn expire(&mut self, slot: u32, now_ms: u64) -> bool {
+        let Some(x) = self.exchange(slot) else {
+            return false;
+        };
+        let due = x.deadline_ms != 0 && now_ms >= x.deadline_ms && !x.timed_out;
+        x.timed_out |= due;
+        due
+    }
+
+    /// Stops `slot`'s deadline: the client is the one being waited for (its send timeout
+    /// runs instead).
+    pub(crate) fn disarm(&mut self, slot: u32) {
+        if let Some(x) = self.exchange(slot) {
+            x.deadline_ms = 0;
+        }
+    }
+
+    /// Whether `slot`'s exchange has a deadline armed.
+    pub(crate) fn armed(&mut self, slot: u32) -> bool {
+        self.exchange(slot).is_some_and(|x| x.deadline_ms != 0)
+    }
+
+    /// Counts an exchange in to the upstream `key`; `false` when it has `limit` already.
+    fn admit(&mut self, key: usize) -> bool {
+        let at = match self.in_flight.iter().position(|e| e.0 == key) {
+            Some(i) => i,
+            None => {
+                self.in_flight.push((key, 0));
+                self.in_flight.len() - 1
+            }
+        };
+        let count = &mut self.in_flight[at].1;
+        let admitted = *count < self.limit;
+        *count += u32::from(admitted);
+        admitted
+    }
+
+    /// Counts an exchange out of the upstream `key` (0: none was counted).
+    fn leave(&mut self, key: usize) {
+        if let Some(e) = self.in_flight.iter_mut().find(|e| e.0 == key && key != 0) {
+            e.1 = e.1.saturating_sub(1);
+        }
+    }
+
+    /// Plans an exchange: `write` puts the upstream's head in its request buffer and says
+    /// which rule and how long (or which status to answer instead); the ticket it is kept
+    /// under until [`Relays::start`].
+    pub(crate) fn plan(
+        &mut self,
+        asked: Asked,
+        write: impl FnOnce(&mut [u8]) -> Result<(usize, usize), u16>,
+    ) -> u32 {
+        let mut bufs = self.spare.pop().unwrap_or_else(Bufs::new);
+        let to = write(&mut bufs.request);
+        self.ticket = self.ticket.wrapping_add(1);
+        let ticket = self.ticket;
+        self.planned.push(Planned {
+            ticket,
+            bufs,
+            to,
+            asked,
+        });
+        ticket
+    }
+
+    /// A planned exchange that will not start (its connection ended first).
+    pub(crate) fn forget(&mut self, ticket: u32) {
+        if let Some(i) = self.planned.iter().position(|p| p.ticket == ticket) {
+            let p = self.planned.swap_remove(i);
+            self.spare.push(p.bufs);
+        }
+    }
+
+    /// Starts the exchange planned under `ticket` for `slot`: with its rule's upstream
+    /// (of `rules`), or, for a status planned instead or an upstream that cannot be
+    /// reached (502), with steerd's own answer. `body` holds the body bytes already read
+    /// (behind the head in the receive area); returns how many of them it took.
+    pub(crate) fn start(
+        &mut self,
+        slot: u32,
+        ticket: u32,
+        rules: &[Rule],
+        body: &[u8],
+        date: &[u8; 29],
+    ) -> usize {
+        let planned = match self.planned.iter().position(|p| p.ticket == ticket) {
+            Some(i) => Some(self.planned.swap_remove(i)),
+            None => None,
+        };
+        let (bufs, to, asked) = match planned {
+            Some(p) => (p.bufs, p.to, p.asked),
+            None => (Bufs::new(), Err(500), Asked::none()),
+        };
+        let upstream = |(rule, len): (usize, usize)| {
+            let up = rules.get(rule).and_then(|r| r.upstream.as_ref());
+            up.map(|u| (u, len)).ok_or(500u16)
+        };
+        let to = to.and_then(upstream);
+        self.generation = self.generation.wrapping_add(1);
+        let token = Token {
+            slot: slot | Token::UPSTREAM,
+            generation: self.generation,
+        };
+        // Past `--proxy-max-conns` to this upstream: 503, nothing sent.
+        let key = to.map_or(0, |(u, _)| core::ptr::from_ref(u) as usize);
+        let to = match to {
+            Ok(_) if !self.admit(key) => Err(503),
+            other => other,
+        };
+        let counted = if to.is_ok() { key } else { 0 };
+        let epoll = self.epoll.as_ref();
+        let opened = to.and_then(|(upstream, len)| {
+            let fd = connect(upstream).map_err(|_| 502u16)?;
+            let epoll = epoll.ok_or(502u16)?;
+            add_edge(epoll.as_fd(), &fd, token).map_err(|_| 502u16)?;
+            Ok((fd, len))
+        });
+        let (fd, len, failed) = match opened {
+            Ok((fd, len)) => (Some(fd), len, None),
+            Err(status) => (None, 0, Some(status)),
+        };
+        if self.by_slot.len() <= slot as usize {
+            self.by_slot.resize_with(slot as usize + 1, || None);
+        }
+        let x = self.by_slot[slot as usize].insert(Exchange {
+            fd,
+            generation: self.generation,
+            phase: Phase::Connecting,
+            readable: false,
+            writable: false,
+            bufs,
+            request_len: len,
+            request_sent: 0,
+            up_len: 0,
+            down_len: 0,
+            produced: 0,
+            asked,
+            framing: RespFraming::None,
+            left: 0,
+            dechunk: Dechunk::new(),
+            chunk_out: false,
+            news: None,
+            head_bytes: 0,
+            progressed: false,
+            timed_out: false,
+            upload: asked.upload,
+            body_dechunk: Dechunk::new(),
+            body_total: 0,
+            last_staged: false,
+            overread: false,
+            head_out: false,
+            head_sent: false,
+            counted,
+            deadline_ms: 0,
+        });
+        if let Some(status) = failed {
+            x.fail(status, date);
+            return 0;
+        }
+        let took = x.feed(body, date);
+        if asked.expect && !x.body_read() && !x.head_out {
+            x.put(b"HTTP/1.1 100 Continue\r\n\r\n");
+            x.head_bytes = x.produced;
+        }
+        took
+    }
+
+    /// An event for an upstream socket: `Some(slot)` when it is the live exchange's, to
+    /// drive that slot.
+    pub(crate) fn note_ready(
+        &mut self,
+        token: Token,
+        readable: bool,
+        writable: bool,
+    ) -> Option<u32> {
+        let slot = token.slot & !Token::UPSTREAM;
+        let x = self.by_slot.get_mut(slot as usize)?.as_mut()?;
+        if x.generation != token.generation {
+            return None;
+        }
+        x.readable |= readable;
+        x.writable |= writable;
+        Some(slot)
+    }
+
+    /// Ends the exchange of `slot` (its upstream socket closes), keeping its buffers.
+    pub(crate) fn release(&mut self, slot: u32) {
+        let Some(x) = self.by_slot.get_mut(slot as usize).and_then(Option::take) else {
+            return;
+        };
+        self.leave(x.counted);
+        if self.spare.len() < SPARE_MAX {
+            self.spare.push(x.bufs);
+        }
+    }
+
+    /// The status and persistence of the client's head, once it is produced.
+    pub(crate) fn take_news(&mut self, slot: u32) -> Option<(u16, bool)> {
+        self.exchange(slot)?.news.take()
+    }
+
+    /// Whether the upstream was read from since the last call.
+    pub(crate) fn take_progress(&mut self, slot: u32) -> bool {
+        self.exchange(slot)
+            .is_some_and(|x| core::mem::take(&mut x.progressed))
+    }
+
+    /// Bytes of the client's head in what was produced.
+    pub(crate) fn head_bytes(&self, slot: u32) -> u64 {
+        let x = self.by_slot.get(slot as usize).and_then(Option::as_ref);
+        x.map_or(0, |x| x.head_bytes)
+    }
+
+    fn exchange(&mut self, slot: u32) -> Option<&mut Exchange> {
+        self.by_slot.get_mut(slot as usize)?.as_mut()
+    }
+
+    /// The next bytes for the client of `slot`, which has taken `sent` bytes so far;
+    /// moves the exchange with the upstream as far as it goes without waiting.
+    pub(crate) fn pump(
+        &mut self,
+        slot: u32,
+        sent: u64,
+        date: &[u8; 29],
+        client: &mut Client<'_>,
+    ) -> Pump<'_> {
+        let Some(x) = self.by_slot.get_mut(slot as usize).and_then(Option::as_mut) else {
+            return Pump::Cut;
+        };
+        if sent >= x.produced {
+            x.down_len = 0;
+            x.step(date, client);
+        }
+        let unsent = (x.produced.saturating_sub(sent)) as usize;
+        match x.phase {
+            _ if unsent > 0 => Pump::Bytes(&x.bufs.down[x.down_len - unsent..x.down_len]),
+            Phase::Done => Pump::Finished,
+            Phase::Cut => Pump::Cut,
+            _ => Pump::Wait,
+        }
+    }
+}
+
+/// A nonblocking stream socket connecting to `upstream`. A refusal or a missing socket is
+/// known at once for a unix path; a TCP connect completes later (`Phase::Connecting`).
+fn connect(upstream: &Upstream) -> Result<OwnedFd, Errno> {
+    let flags = SocketFlags::NONBLOCK | SocketFlags::CLOEXEC;
+    let done = match upstream {
+        Upstream::Unix(path) => {
+            let fd =
+                rustix::net::socket_with(AddressFamily::UNIX, SocketType::STREAM, flags, None)?;
+            let addr = SocketAddrUnix::new(&**path)?;
+            (rustix::net::connect(&fd, &addr), fd)
+        }
+        Upstream::Tcp(addr) => {
+            let family = match addr {
+                std::net::SocketAddr::V4(_) => AddressFamily::INET,
+                std::net::SocketAddr::V6(_) => AddressFamily::INET6,
+            };
+            let fd = rustix::net::socket_with(family, SocketType::STREAM, flags, None)?;
+            let _ = rustix::net::sockopt::set_tcp_nodelay(&fd, true);
+            (rustix::net::connect(&fd, addr), fd)
+        }
+    };
+    match done {
+        (Ok(()) | Err(Errno::INPROGRESS | Errno::AGAIN | Errno::INTR), fd) => Ok(fd),
+        (Err(e), _) => Err(e),
+    }
+}
+
+impl Exchange {
+    /// Moves the exchange until it produces bytes for the client (into the empty `down`),
+    /// ends, or would wait.
+    fn step(&mut self, date: &[u8; 29], client: &mut Client<'_>) {
+        loop {
+            let before = self.produced;
+            let go_on = match self.phase {
+                Phase::Connecting => self.connected(date),
+                Phase::Request => self.send_request(date, client),
+                Phase::Head | Phase::Body => self.relay(date),
+                Phase::Tunnel => self.tunnel(client),
+                Phase::Done | Phase::Cut => false,
+            };
+            if !go_on || self.produced > before {
+                break;
+            }
+        }
+        let waiting_body = self.phase == Phase::Request && !self.body_read();
+        if self.timed_out && !self.head_out && waiting_body {
+            self.fail(408, date);
+        } else if self.timed_out && !self.head_out && self.phase != Phase::Done {
+            self.fail(504, date);
+        } else if self.timed_out && self.phase == Phase::Body && self.down_len == 0 {
+            self.phase = Phase::Cut;
+        } else if self.timed_out && self.phase == Phase::Tunnel && self.down_len == 0 {
+            self.phase = Phase::Done;
+        }
+    }
+
+    /// The connect completed (or failed: 502).
+    fn connected(&mut self, date: &[u8; 29]) -> bool {
+        if !self.writable {
+            return false;
+        }
+        let Some(fd) = &self.fd else {
+            self.fail(502, date);
+            return true;
+        };
+        match rustix::net::sockopt::socket_error(fd) {
+            Ok(Ok(())) => self.phase = Phase::Request,
+            _ => self.fail(502, date),
+        }
+        true
+    }
+
+    /// Writes the request head, then its body as the client sends it; `true` when it
+    /// is all written.
+    fn send_request(&mut self, date: &[u8; 29], client: &mut Client<'_>) -> bool {
+        loop {
+            if !self.head_sent && self.gathers() {
+                if !self.read_client(client, date) {
+                    return self.phase != Phase::Request;
+                }
+                continue;
+            }
+            self.head_sent = true;
+            let Some(fd) = &self.fd else {
+                return true;
+            };
+            while self.request_sent < self.request_len {
+                let rest = &self.bufs.request[self.request_sent..self.request_len];
+                match rustix::net::send(fd, rest, SendFlags::NOSIGNAL) {
+                    Ok(n) => self.request_sent += n,
+                    Err(Errno::INTR) => {}
+                    Err(Errno::AGAIN) => {
+                        self.writable = false;
+                        return false;
+                    }
+                    Err(_) => {
+                        self.fail(502, date);
+                        return true;
+                    }
+                }
+            }
+            (self.request_sent, self.request_len) = (0, 0);
+            if self.body_read() {
+                self.phase = Phase::Head;
+                return true;
+            }
+            if !self.read_client(client, date) {
+                return self.phase != Phase::Request;
+            }
+        }
+    }
+
+    /// Reads what the upstream has and turns it into bytes for the client; `true` while
+    /// it may go on without waiting.
+    fn relay(&mut self, date: &[u8; 29]) -> bool {
+        if self.up_len > 0 || self.phase == Phase::Body && self.body_needs_nothing() {
+            let moved = match self.phase {
+                Phase::Head => self.head(date),
+                _ => self.body(),
+            };
+            if moved {
+                return true;
+            }
+        }
+        if self.phase == Phase::Done || self.phase == Phase::Cut {
+            return false;
+        }
+        let Some(fd) = self.fd.as_ref().filter(|_| self.readable) else {
+            return false;
+        };
+        match rustix::io::read(fd, &mut self.bufs.up[self.up_len..]) {
+            Ok(0) => {
+                self.readable = false;
+                self.upstream_closed(date);
+                true
+            }
+            Ok(n) => {
+                self.up_len += n;
+                self.progressed = true;
+                true
+            }
+            Err(Errno::INTR) => true,
+            Err(Errno::AGAIN) => {
+                self.readable = false;
+                false
+            }
+            Err(_) => {
+                self.upstream_closed(date);
+                true
+            }
+        }
+    }
+
+    /// A body that ends without more input: `Content-Length: 0` or no body.
+    fn body_needs_nothing(&self) -> bool {
+        matches!(self.framing, RespFraming::None | RespFraming::Length(0))
+    }
+
+    /// The upstream closed (or failed): the end of a close-delimited body; before a head a
+    /// 502; in another body, a cut.
+    fn upstream_closed(&mut self, date: &[u8; 29]) {
+        match (self.phase, self.framing) {
+            (Phase::Head, _) => self.fail(502, date),
+            (Phase::Body, RespFraming::UntilClose) => {
+                if self.up_len > 0 {
+                    self.body();
+                }
+                if self.chunk_out {
+                    self.put(LAST_CHUNK);
+                }
+                self.phase = Phase::Done;
+            }
+            _ => self.phase = Phase::Cut,
+        }
+    }
+
+    /// steerd's own error page, closing (nothing of a response went out yet); the
+    /// upstream's socket is closed, whatever of the request it got.
+    fn fail(&mut self, status: u16, date: &[u8; 29]) {
+        self.fd = None;
+        self.head_out = true;
+        let down = &mut self.bufs.down[self.down_len..];
+        let (len, head) = own_answer(status, date, down);
+        self.down_len += len;
+        self.produced += len as u64;
+        self.head_bytes += head as u64;
+        self.news = Some((status, true));
+        self.phase = Phase::Done;
+    }
+
+    /// Parses the buffered response head; `true` when it moved on.
+    fn head(&mut self, date: &[u8; 29]) -> bool {
+        let parsed = upstream_head::parse(&self.bufs.up[..self.up_len], self.asked.head_method);
+        let head = match parsed {
+            Ok(None) => return false,
+            Ok(Some(h)) => h,
+            Err(_) => {
+                self.fail(502, date);
+                return true;
+            }
+        };
+        let upgraded = head.status == 101 && self.asked.upgrade;
+        if (100..200).contains(&head.status) && !upgraded {
+            // An interim answer is dropped; a 101 the request did not ask for is refused.
+            if head.status == 101 {
+                self.fail(502, date);
+                return true;
+            }
+            self.consume(head.head_len);
+            return true;
+        }
+        let (framing, close) = match upgraded {
+            true => (ClientFraming::Upgrade, true),
+            false => self.client_framing(&head),
+        };
+        let len = client_head(
+            &self.bufs.up,
+            &head,
+            framing,
+            close,
+            self.asked.minor,
+            &mut self.bufs.down,
+        );
+        let Some(len) = len else {
+            self.fail(502, date);
+            return true;
+        };
+        self.down_len = len;
+        self.produced += len as u64;
+        self.head_bytes += len as u64;
+        self.head_out = true;
+        self.news = Some((head.status, close));
+        self.framing = head.framing;
+        self.left = match head.framing {
+            RespFraming::Length(n) => n,
+            _ => 0,
+        };
+        self.chunk_out = framing == ClientFraming::Chunked;
+        self.consume(head.head_len);
+        self.phase = match head.framing {
+            _ if upgraded => Phase::Tunnel,
+            RespFraming::None => Phase::Done,
+            _ => Phase::Body,
+        };
+        true
+    }
+
+    /// How the client's body is framed, and whether its connection closes after.
+    fn client_framing(&self, head: &RespHead) -> (ClientFraming, bool) {
+        let keep = self.asked.keep && !self.overread;
+        match head.framing {
+            RespFraming::None => (ClientFraming::Given, !keep),
+            RespFraming::Length(n) => (ClientFraming::Length(n), !keep),
+            RespFraming::Chunked | RespFraming::UntilClose if self.asked.minor >= 1 => {
+                (ClientFraming::Chunked, !keep)
+            }
+            // An HTTP/1.0 client reads such a body to the close.
+            RespFraming::Chunked | RespFraming::UntilClose => (ClientFraming::Close, true),
+        }
+    }
+}

@@ -5,6 +5,7 @@ mod activation;
 mod dashboard;
 mod health;
 mod log_sinks;
+mod log_stall;
 mod master_accounting;
 mod metrics;
 mod metrics_conventions;

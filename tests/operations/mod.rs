@@ -4,6 +4,7 @@ mod access_log;
 mod activation;
 mod dashboard;
 mod health;
+mod log_handover;
 mod log_sinks;
 mod log_stall;
 mod master_accounting;

@@ -8,7 +8,6 @@ use crate::support::server::*;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
-use std::time::Duration;
 
 /// Requests between two operations.
 const EACH: usize = 30;

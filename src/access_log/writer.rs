@@ -11,7 +11,7 @@
 //! over comes back on the free list once written. With none free the loop's buffer is
 //! dropped whole (its lines counted) and refilled: the newest lines go, so the order of
 //! those kept holds. The free list is a stack, so a writer that keeps up cycles through
-//! two buffers and the others' pages are never touched.
+//! the loop's buffer and one of its own.
 //!
 //! Why a thread of its own and not the disk's I/O threads: a stalled write would hold
 //! one of those two threads (two stalled flushes, both), and the file reads of every

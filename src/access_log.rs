@@ -140,11 +140,12 @@ impl AccessLog {
         }
     }
 
-    /// Writes the buffered lines, or hands them to the writer.
+    /// Writes the buffered lines, or hands them to the writer (collecting the lines its
+    /// earlier writes dropped).
     pub(crate) fn flush(&mut self) {
         if self.len > 0 {
             self.dropped += match &self.writer {
-                Some(w) => w.hand(&mut self.buf, self.len),
+                Some(w) => w.hand(&mut self.buf, self.len) + w.take_dropped(),
                 None => self.dest.write(&self.buf[..self.len]),
             };
         }
@@ -153,10 +154,10 @@ impl AccessLog {
     }
 
     /// The lines dropped since the last call (a failed or short write, or no room with
-    /// the writer), for the metric.
+    /// the writer), for the metric. The writer's own drops are collected at each hand-over
+    /// and at [`AccessLog::close`], so the metric learns of them then.
     pub(crate) fn take_dropped(&mut self) -> u64 {
-        let writer = self.writer.as_ref().map_or(0, Writer::take_dropped);
-        core::mem::take(&mut self.dropped) + writer
+        core::mem::take(&mut self.dropped)
     }
 
     /// Flushes, then opens the destination again (after a rotation moved the old file):
@@ -178,6 +179,7 @@ impl AccessLog {
         self.flush();
         if let Some(w) = &mut self.writer {
             w.finish();
+            self.dropped += w.take_dropped();
         }
     }
 

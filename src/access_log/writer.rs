@@ -26,7 +26,6 @@ use super::dest::{count_lines, Dest};
 use arrayvec::ArrayVec;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Buffers with the writer at most (queued or being written), besides the loop's own.
@@ -61,8 +60,6 @@ struct Shared {
     state: Mutex<State>,
     /// The writer waits here for jobs.
     more: Condvar,
-    /// The loop waits here (at exit) for the queue to empty.
-    idle: Condvar,
     /// Lines the writer could not write whole.
     dropped: AtomicU64,
 }
@@ -75,7 +72,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// The loop's side of the writer.
 pub(crate) struct Writer {
     shared: Arc<Shared>,
-    thread: Option<JoinHandle<()>>,
+    /// [`Writer::finish`] has run.
+    finished: bool,
 }
 
 impl Writer {
@@ -93,7 +91,6 @@ impl Writer {
                 closed: false,
             }),
             more: Condvar::new(),
-            idle: Condvar::new(),
             dropped: AtomicU64::new(0),
         });
         let theirs = Arc::clone(&shared);
@@ -102,9 +99,9 @@ impl Writer {
             .stack_size(STACK)
             .spawn(move || serve(&theirs));
         match spawned {
-            Ok(thread) => Ok(Writer {
+            Ok(_) => Ok(Writer {
                 shared,
-                thread: Some(thread),
+                finished: false,
             }),
             Err(_) => Err(lock(&shared.state).dest.take().unwrap_or(Dest::Off)),
         }
@@ -140,33 +137,33 @@ impl Writer {
         self.shared.dropped.swap(0, Relaxed)
     }
 
-    /// Waits (at most `within`) until everything handed over is written.
+    /// Waits (at most `within`, looking every millisecond: only at exit and in tests)
+    /// until everything handed over is written.
     pub(crate) fn settle(&self, within: Duration) -> bool {
         let end = Instant::now() + within;
-        let mut state = lock(&self.shared.state);
-        while !state.jobs.is_empty() || state.busy {
-            let left = end.saturating_duration_since(Instant::now());
-            if left.is_zero() {
+        loop {
+            let state = lock(&self.shared.state);
+            if state.jobs.is_empty() && !state.busy {
+                return true;
+            }
+            drop(state);
+            if Instant::now() >= end {
                 return false;
             }
-            state = match self.shared.idle.wait_timeout(state, left) {
-                Ok((s, _)) => s,
-                Err(e) => e.into_inner().0,
-            };
+            std::thread::sleep(Duration::from_millis(1));
         }
-        true
     }
 
     /// Ends the writer once what is queued is written, waiting [`CLOSE_WAIT`] at most;
-    /// lines still queued then are counted as dropped ([`Writer::take_dropped`]).
+    /// lines still queued then are counted as dropped ([`Writer::take_dropped`]). The
+    /// thread ends by itself once the queue is empty.
     pub(crate) fn finish(&mut self) {
-        let Some(thread) = self.thread.take() else {
+        if core::mem::replace(&mut self.finished, true) {
             return;
-        };
+        }
         lock(&self.shared.state).closed = true;
         self.shared.more.notify_one();
         if self.settle(CLOSE_WAIT) {
-            let _ = thread.join();
             return;
         }
         let mut state = lock(&self.shared.state);
@@ -198,22 +195,14 @@ fn serve(shared: &Shared) {
                 let mut state = lock(&shared.state);
                 // Room is certain: this buffer came from the free list.
                 let _ = state.free.try_push(buf);
-                done_with_job(shared, state);
+                state.busy = false;
             }
             Job::Reopen => {
                 // A failed open keeps the old file, as on the loop.
                 let _ = dest.reopen();
-                done_with_job(shared, lock(&shared.state));
+                lock(&shared.state).busy = false;
             }
         }
-    }
-}
-
-/// Marks the writer idle, waking a loop that waits for the queue to empty.
-fn done_with_job(shared: &Shared, mut state: MutexGuard<'_, State>) {
-    state.busy = false;
-    if state.jobs.is_empty() {
-        shared.idle.notify_all();
     }
 }
 

@@ -141,7 +141,9 @@ impl AccessLog {
     }
 
     /// Writes the buffered lines, or hands them to the writer (collecting the lines its
-    /// earlier writes dropped).
+    /// earlier writes dropped). Out of line: once per 48 to 64 KiB of lines or per
+    /// 500 ms, so the loop turn that checks whether it is due stays small.
+    #[inline(never)]
     pub(crate) fn flush(&mut self) {
         if self.len > 0 {
             self.dropped += match &self.writer {
@@ -174,7 +176,10 @@ impl AccessLog {
     }
 
     /// At exit: flushes and waits (bounded) for the writer to write everything; what
-    /// it could not is in [`AccessLog::take_dropped`].
+    /// it could not is in [`AccessLog::take_dropped`]. Out of line: the loop's body
+    /// stays as small as it was.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn close(&mut self) {
         self.flush();
         if let Some(w) = &mut self.writer {

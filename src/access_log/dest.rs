@@ -192,7 +192,8 @@ impl Dest {
     }
 
     /// Opens the file again (after a rotation moved it) or reconnects the socket; the
-    /// old descriptor stays in use if that fails.
+    /// old descriptor stays in use if that fails. (Out of line, as [`Dest::write`].)
+    #[inline(never)]
     pub(crate) fn reopen(&mut self) -> io::Result<()> {
         match self {
             Dest::File(f) => {
@@ -228,7 +229,9 @@ impl Dest {
     }
 
     /// Writes `lines` (whole lines, each ending in `\n`); returns how many were not
-    /// written whole (dropped, or cut by a short write).
+    /// written whole (dropped, or cut by a short write). Out of line: the loop and the
+    /// log's thread both call it, and one copy of it is enough in the binary.
+    #[inline(never)]
     pub(crate) fn write(&mut self, lines: &[u8]) -> u64 {
         match self {
             Dest::Off => 0,

@@ -94,16 +94,12 @@ impl Writer {
             dropped: AtomicU64::new(0),
         });
         let theirs = Arc::clone(&shared);
-        let spawned = std::thread::Builder::new()
-            .name("steerd-log".into())
-            .stack_size(STACK)
-            .spawn(move || serve(&theirs));
-        match spawned {
-            Ok(_) => Ok(Writer {
+        match crate::small_thread::start("steerd-log", STACK, Box::new(move || serve(&theirs))) {
+            true => Ok(Writer {
                 shared,
                 finished: false,
             }),
-            Err(_) => Err(lock(&shared.state).dest.take().unwrap_or(Dest::Off)),
+            false => Err(lock(&shared.state).dest.take().unwrap_or(Dest::Off)),
         }
     }
 

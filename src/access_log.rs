@@ -10,10 +10,18 @@
 //! A failed write drops the buffered lines (the log must never stall serving); they are
 //! counted, and the worker adds the count to its `log_lines_dropped` counter each loop
 //! turn ([`AccessLog::take_dropped`]).
+//!
+//! Where the buffer goes when written: a destination whose writes may wait for a disk
+//! (a file, or standard output that is one) is written by the worker's log thread
+//! ([`writer`]: the buffer handed over, bounded, lines dropped and counted when the bound
+//! is reached, never a blocked loop); the syslog socket and standard output as a pipe or
+//! terminal are written on the loop, as they never wait for a disk.
 
 pub(crate) mod dest;
+mod writer;
 
 pub(crate) use dest::Dest;
+use writer::Writer;
 
 use crate::config::{LogFormat, LogTarget};
 use crate::http::date::DateCache;
@@ -29,7 +37,10 @@ const ROOM: usize = LINE_MAX + syslog::HEAD_MAX;
 
 /// An open (or disabled) access log.
 pub(crate) struct AccessLog {
+    /// Where the loop writes the buffer itself ([`Dest::Off`] when the writer does).
     dest: Dest,
+    /// The thread that writes a destination that may wait for the disk.
+    writer: Option<Writer>,
     format: LogFormat,
     buf: Box<[u8]>,
     len: usize,
@@ -50,8 +61,16 @@ impl AccessLog {
     ) -> io::Result<AccessLog> {
         let dest = Dest::open(target)?;
         let size = if dest.is_off() { 0 } else { BUF };
+        let (dest, writer) = match dest.waits_for_disk() {
+            true => match Writer::start(dest, BUF) {
+                Ok(w) => (Dest::Off, Some(w)),
+                Err(dest) => (dest, None),
+            },
+            false => (dest, None),
+        };
         Ok(AccessLog {
             dest,
+            writer,
             format,
             buf: vec![0; size].into_boxed_slice(),
             len: 0,
@@ -67,6 +86,7 @@ impl AccessLog {
     pub(crate) fn off() -> AccessLog {
         AccessLog {
             dest: Dest::Off,
+            writer: None,
             format: LogFormat::default(),
             buf: Box::default(),
             len: 0,
@@ -79,7 +99,7 @@ impl AccessLog {
 
     /// Whether lines are recorded.
     pub(crate) fn enabled(&self) -> bool {
-        !self.dest.is_off()
+        !self.buf.is_empty()
     }
 
     /// The line format.
@@ -120,30 +140,69 @@ impl AccessLog {
         }
     }
 
-    /// Writes the buffered lines.
+    /// Writes the buffered lines, or hands them to the writer (collecting the lines its
+    /// earlier writes dropped). Out of line: once per 48 to 64 KiB of lines or per
+    /// 500 ms, so the loop turn that checks whether it is due stays small.
+    #[inline(never)]
     pub(crate) fn flush(&mut self) {
         if self.len > 0 {
-            self.dropped += self.dest.write(&self.buf[..self.len]);
+            self.dropped += match &self.writer {
+                Some(w) => w.hand(&mut self.buf, self.len) + w.take_dropped(),
+                None => self.dest.write(&self.buf[..self.len]),
+            };
         }
         self.len = 0;
         self.oldest_ms = None;
     }
 
-    /// The lines dropped since the last call (a failed or short write), for the metric.
+    /// The lines dropped since the last call (a failed or short write, or no room with
+    /// the writer), for the metric. The writer's own drops are collected at each hand-over
+    /// and at [`AccessLog::close`], so the metric learns of them then.
     pub(crate) fn take_dropped(&mut self) -> u64 {
         core::mem::take(&mut self.dropped)
     }
 
-    /// Flushes, then opens the destination again (after a rotation moved the old file).
+    /// Flushes, then opens the destination again (after a rotation moved the old file):
+    /// at once on the loop, or by the writer after the lines before.
     pub(crate) fn reopen(&mut self) -> io::Result<()> {
         self.flush();
-        self.dest.reopen()
+        match &self.writer {
+            Some(w) => {
+                w.reopen();
+                Ok(())
+            }
+            None => self.dest.reopen(),
+        }
+    }
+
+    /// At exit: flushes and waits (bounded) for the writer to write everything; what
+    /// it could not is in [`AccessLog::take_dropped`]. Out of line: the loop's body
+    /// stays as small as it was.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn close(&mut self) {
+        self.flush();
+        if let Some(w) = &mut self.writer {
+            w.finish();
+            self.dropped += w.take_dropped();
+        }
+    }
+
+    /// Waits until the writer has written what it was handed (tests read the file).
+    #[cfg(test)]
+    pub(crate) fn settle(&self) {
+        if let Some(w) = &self.writer {
+            assert!(
+                w.settle(std::time::Duration::from_secs(10)),
+                "log writer stuck"
+            );
+        }
     }
 }
 
 impl Drop for AccessLog {
     fn drop(&mut self) {
-        self.flush();
+        self.close();
     }
 }
 

@@ -1286,7 +1286,9 @@ mod tests {
 
         /// The log's lines so far.
         fn logged(&mut self, path: &std::path::Path) -> Vec<String> {
-            self.log.as_mut().unwrap().flush();
+            let log = self.log.as_mut().unwrap();
+            log.flush();
+            log.settle();
             let text = std::fs::read_to_string(path).unwrap();
             text.lines().map(str::to_string).collect()
         }

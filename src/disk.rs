@@ -394,11 +394,9 @@ fn start(wake: &Arc<OwnedFd>) -> Option<Arc<Pool>> {
     let mut started = 0;
     for _ in 0..THREADS {
         let shared = Arc::clone(&pool);
-        let spawned = std::thread::Builder::new()
-            .name("steerd-io".into())
-            .stack_size(STACK)
-            .spawn(move || serve(&shared));
-        started += usize::from(spawned.is_ok());
+        let spawned =
+            crate::small_thread::start("steerd-io", STACK, Box::new(move || serve(&shared)));
+        started += usize::from(spawned);
     }
     (started > 0).then_some(pool)
 }

@@ -61,6 +61,9 @@ pub mod sys;
 
 mod say;
 
+// Named threads with a bounded stack, one copy of std's spawning code for all of them.
+mod small_thread;
+
 pub mod cpuset;
 
 pub mod http;

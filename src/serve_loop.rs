@@ -500,16 +500,24 @@ impl<'a> Loop<'a> {
             }
             self.maybe_resume();
             self.ctx.log.tick(&self.ctx.date, self.ctx.now_ms);
-            let dropped = self.ctx.log.take_dropped();
-            self.ctx
-                .counters
-                .log_lines_dropped
-                .fetch_add(dropped, Relaxed);
+            self.count_log_drops();
         }
         // Responses still being written are cut short: their lines go out with the rest.
         self.close_all();
-        self.ctx.log.flush();
+        self.ctx.log.close();
+        self.count_log_drops();
         Ok(())
+    }
+
+    /// Adds the access log lines dropped since the last call to the worker's counter
+    /// (once a loop turn: inlined, as the two lines it stands for were).
+    #[inline(always)]
+    fn count_log_drops(&mut self) {
+        let dropped = self.ctx.log.take_dropped();
+        self.ctx
+            .counters
+            .log_lines_dropped
+            .fetch_add(dropped, Relaxed);
     }
 
     /// About once a second (the wait never exceeds `MAX_WAIT_MS`): close cached

@@ -4,7 +4,8 @@
 //! Input: a [`LogTarget`] (what `--access-log` names; no syscall made yet). Output: an
 //! open [`Dest`] that writes whole buffers of lines. A failed or refused write drops the
 //! lines it carried: logging never stalls serving on an error (a file or standard output
-//! is written with plain `write`, so a full pipe on standard output does make the worker
+//! is written with plain `write`: a file, or standard output that is one, by the log's
+//! own thread, `super::writer`; a full pipe on standard output does make the worker
 //! wait, as nginx's workers do).
 //!
 //! - A file is opened `O_APPEND | O_CREAT` (mode 0644), so lines from several workers
@@ -191,7 +192,8 @@ impl Dest {
     }
 
     /// Opens the file again (after a rotation moved it) or reconnects the socket; the
-    /// old descriptor stays in use if that fails.
+    /// old descriptor stays in use if that fails. (Out of line, as [`Dest::write`].)
+    #[inline(never)]
     pub(crate) fn reopen(&mut self) -> io::Result<()> {
         match self {
             Dest::File(f) => {
@@ -214,8 +216,22 @@ impl Dest {
         matches!(self, Dest::Off)
     }
 
+    /// Whether a write may wait for a disk: a file, or standard output when it is one
+    /// (a pipe, a terminal or a socket never does; a syslog datagram is sent without
+    /// waiting).
+    pub(crate) fn waits_for_disk(&self) -> bool {
+        match self {
+            Dest::File(_) => true,
+            Dest::Stdout => rustix::fs::fstat(std::io::stdout().as_fd())
+                .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::RegularFile),
+            Dest::Off | Dest::Syslog(..) => false,
+        }
+    }
+
     /// Writes `lines` (whole lines, each ending in `\n`); returns how many were not
-    /// written whole (dropped, or cut by a short write).
+    /// written whole (dropped, or cut by a short write). Out of line: the loop and the
+    /// log's thread both call it, and one copy of it is enough in the binary.
+    #[inline(never)]
     pub(crate) fn write(&mut self, lines: &[u8]) -> u64 {
         match self {
             Dest::Off => 0,
@@ -274,7 +290,7 @@ fn ends_clean(fd: BorrowedFd<'_>) -> Option<bool> {
 }
 
 /// Lines in `rest` (a cut one counts): what a write that stopped there dropped.
-fn count_lines(rest: &[u8]) -> u64 {
+pub(super) fn count_lines(rest: &[u8]) -> u64 {
     let whole = memchr::memchr_iter(b'\n', rest).count();
     let cut = usize::from(rest.last().is_some_and(|&b| b != b'\n'));
     (whole + cut) as u64

@@ -1,5 +1,5 @@
-//! The log through real destinations: a file (with a rotation), and a test-owned
-//! datagram socket standing in for `/dev/log`.
+//! The log through real destinations: a file (written by the log thread, with a
+//! rotation), and a test-owned datagram socket standing in for `/dev/log`.
 
 use super::*;
 use crate::log_line::RequestLine;
@@ -47,12 +47,14 @@ fn file_lines_wait_for_the_flush_then_follow_a_rotation() {
     let mut log = AccessLog::open(&target, LogFormat::Common, &date).unwrap();
     log.record(&rec(b"/a"), 1000);
     log.tick(&date, 1000 + FLUSH_AFTER_MS - 1);
+    log.settle();
     assert_eq!(
         std::fs::read_to_string(&path).unwrap(),
         "",
         "still buffered"
     );
     log.tick(&date, 1000 + FLUSH_AFTER_MS);
+    log.settle();
     assert_eq!(
         std::fs::read_to_string(&path).unwrap(),
         "127.0.0.1 - - [01/Dec/2026:00:16:22 +0000] \"GET /a HTTP/1.1\" 200 7\n"
@@ -79,14 +81,21 @@ fn a_full_buffer_is_written_before_the_next_line() {
     for _ in 0..n {
         log.record(&rec(b"/some/longer/path/to/fill/the/buffer/quickly"), 0);
     }
+    log.settle();
     let written = std::fs::read_to_string(&path).unwrap().lines().count();
     assert!(
         written > 0 && written < n,
         "{written} of {n} written before any tick"
     );
     log.flush();
+    log.settle();
     let text = std::fs::read_to_string(&path).unwrap();
     assert_eq!(text.lines().count(), n);
+    assert_eq!(
+        log.take_dropped(),
+        0,
+        "nothing dropped on a disk that keeps up"
+    );
     for line in text.lines() {
         let _: serde_json::Value = serde_json::from_str(line).unwrap();
     }
@@ -179,4 +188,20 @@ fn a_fifo_is_refused_by_check_and_open_without_waiting() {
     assert!(err.starts_with("is a FIFO; "), "{err}");
     assert_eq!(dest::not_regular(&fifo), Some(dest::Kind::Fifo));
     assert_eq!(dest::not_regular(&d.join("absent")), None);
+}
+
+#[test]
+fn a_file_is_written_off_the_loop_and_a_socket_on_it() {
+    let d = dir("where");
+    let date = DateCache::new(DATE);
+    let file = AccessLog::open(&LogTarget::File(d.join("a.log")), LogFormat::Common, &date);
+    assert!(
+        file.unwrap().writer.is_some(),
+        "a file may wait for its disk"
+    );
+    let sock_path = d.join("log.sock");
+    let _daemon = UnixDatagram::bind(&sock_path).unwrap();
+    let sock = AccessLog::open(&LogTarget::Syslog(sock_path), LogFormat::Common, &date);
+    assert!(sock.unwrap().writer.is_none(), "a datagram never waits");
+    let _ = std::fs::remove_dir_all(&d);
 }

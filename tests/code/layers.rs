@@ -175,6 +175,7 @@ fn forbidden_edges_are_absent() {
     let forbidden: &[(&str, &[&str])] = &[
         ("sys", &["*"]),
         ("say", &["*"]),
+        ("small_thread", &["*"]),
         ("cpuset", &["*"]),
         (
             "http",

@@ -12,6 +12,9 @@
 //! `scripts/cold-disk.sh` is the benchmark with figures; this test only tells the two
 //! apart.
 //!
+//! More cold downloads at once than the reads a worker keeps outstanding each complete
+//! whole and correct (those beyond wait on the list of connections that found no room).
+//!
 //! Needs root, a served directory on a block device, and cgroup v1 blkio or v2 io; without
 //! them it says so (and fails under CI).
 
@@ -114,7 +117,16 @@ fn disk_of(path: &Path) -> Result<String, String> {
 /// both this check and the server ask, is unsupported here (user-mode QEMU 7.2 has no
 /// `preadv2`: the server then sends as before, waiting on the disk).
 fn write_cold(path: &Path, size: usize) -> Result<(), String> {
-    let bytes: Vec<u8> = (0..size).map(|i| (i * 7 + i / 4096) as u8).collect();
+    // Each file its own bytes (the name's length and bytes seed them): a body sent from
+    // another file shows.
+    let seed = path.as_os_str().len()
+        + path
+            .as_os_str()
+            .as_encoded_bytes()
+            .iter()
+            .map(|&b| b as usize)
+            .sum::<usize>();
+    let bytes: Vec<u8> = (0..size).map(|i| (i * 7 + i / 4096 + seed) as u8).collect();
     std::fs::write(path, &bytes).unwrap();
     let file = std::fs::File::open(path).unwrap();
     file.sync_all().unwrap();
@@ -122,7 +134,13 @@ fn write_cold(path: &Path, size: usize) -> Result<(), String> {
     let mut page = [0u8; 4096];
     let mut bufs = [std::io::IoSliceMut::new(&mut page)];
     match rustix::io::preadv2(&file, &mut bufs, 0, rustix::io::ReadWriteFlags::NOWAIT) {
-        Err(rustix::io::Errno::AGAIN) => Ok(()),
+        Err(rustix::io::Errno::AGAIN) => {
+            // That probe started the kernel's readahead of the file (unthrottled, this
+            // process is in no cgroup yet): let it land, then drop the pages again.
+            std::thread::sleep(Duration::from_millis(50));
+            let _ = rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed);
+            Ok(())
+        }
         Ok(_) => Err("posix_fadvise(DONTNEED) left the file's pages cached".into()),
         Err(e) => Err(format!("preadv2(RWF_NOWAIT) is unsupported here: {e}")),
     }
@@ -161,6 +179,16 @@ fn small(s: &mut TcpStream) -> Duration {
 /// One worker serving `small.txt` and the cold files `names` ([`SIZE`] bytes each), run
 /// inside a read throttle of [`RATE`] on their disk; or, said by `skip_or_fail`, why not.
 fn cold_server(name: &str, names: &[&str]) -> Option<(Server, Throttle)> {
+    cold_server_of(name, names, SIZE, RATE)
+}
+
+/// [`cold_server`] with files of `size` bytes and a throttle of `rate` bytes a second.
+fn cold_server_of(
+    name: &str,
+    names: &[&str],
+    size: usize,
+    rate: u64,
+) -> Option<(Server, Throttle)> {
     if !is_root() {
         skip_or_fail(name, "needs root for a blkio cgroup");
         return None;
@@ -176,12 +204,12 @@ fn cold_server(name: &str, names: &[&str]) -> Option<(Server, Throttle)> {
         }
     };
     for file in names {
-        if let Err(why) = write_cold(&root.path().join(file), SIZE) {
+        if let Err(why) = write_cold(&root.path().join(file), size) {
             skip_or_fail(name, &why);
             return None;
         }
     }
-    let throttle = match Throttle::new(&dev, RATE) {
+    let throttle = match Throttle::new(&dev, rate) {
         Ok(t) => t,
         Err(why) => {
             skip_or_fail(name, &why);
@@ -310,6 +338,70 @@ fn a_reload_and_a_graceful_stop_let_a_download_waiting_on_the_disk_finish() {
         );
     }
     assert!(server.wait_exit(Duration::from_secs(30)).success());
+    drop(server);
+    drop(throttle);
+}
+
+/// Cold downloads at once on the one worker: more than the 64 reads a worker keeps
+/// outstanding, so some wait on the list of connections that found no room.
+const MANY: usize = 80;
+/// Reads a worker keeps outstanding (`disk::QUEUE`).
+const OUTSTANDING: usize = 64;
+/// Each of them: above the file cache's 64 KiB, so it is sent by `sendfile`.
+const MANY_SIZE: usize = 128 << 10;
+/// Their disk's throttle: the reads queue behind it for about two and a half seconds.
+const MANY_RATE: u64 = 4 << 20;
+
+#[test]
+fn more_cold_downloads_than_reads_outstanding_each_complete_whole() {
+    let name = "more_cold_downloads_than_reads_outstanding_each_complete_whole";
+    let _measuring = crate::support::serial::exclusive();
+    let names: Vec<String> = (0..MANY).map(|i| format!("f{i:03}.bin")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let Some((server, throttle)) = cold_server_of(name, &refs, MANY_SIZE, MANY_RATE) else {
+        return;
+    };
+    let root = server.root.as_ref().unwrap().path().to_path_buf();
+    let handed_before = server.metric("steerd_disk_read_wait_seconds_count");
+    // Every connection sends its request before any reads its answer.
+    let streams: Vec<TcpStream> = names
+        .iter()
+        .map(|file| {
+            let mut s = server.connect();
+            s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+            write!(
+                s,
+                "GET /{file} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+            )
+            .unwrap();
+            s
+        })
+        .collect();
+    let readers: Vec<_> = streams
+        .into_iter()
+        .map(|mut s| {
+            std::thread::spawn(move || {
+                let mut all = Vec::new();
+                let _ = s.read_to_end(&mut all);
+                all
+            })
+        })
+        .collect();
+    for (file, reader) in names.iter().zip(readers) {
+        let all = reader.join().unwrap();
+        let want = std::fs::read(root.join(file)).unwrap();
+        assert!(body_of(&all) == want, "{file}: {} bytes", all.len());
+    }
+    // One a file, as a rule; at least, more than a worker keeps outstanding: some of
+    // them were handed off from the waiting list. (The `RWF_NOWAIT` probe of a connection
+    // that found no room starts the kernel's readahead of its file, which may have it
+    // cached by the time the connection is driven again.)
+    let handed = server.metric("steerd_disk_read_wait_seconds_count") - handed_before;
+    eprintln!("cold_disk: {handed} reads handed off for {MANY} cold downloads at once");
+    assert!(
+        handed > OUTSTANDING as u64,
+        "{handed} reads handed off for {MANY} cold files, at most {OUTSTANDING} at once"
+    );
     drop(server);
     drop(throttle);
 }

@@ -15,16 +15,17 @@
 # (scripts/fetch/cache.sh; keyed by the toolchain), so the standard library that
 # -Z build-std makes, and the dependencies, are built once per machine, not per clone.
 #
-# The CI subset, chosen for time: every target is emulated instruction by instruction
-# and its std is rebuilt for the tests, so the whole suite costs far more than CI has
+# The CI subset, chosen for time: every target is emulated instruction by instruction and
+# its std is rebuilt for the tests, so the whole suite costs far more than CI has
 # (docs/appliance.md has the figures). It keeps what a 32-bit, big-endian or RISC-V CPU
-# can break: all library unit tests (parser, PROXY v1/v2, conn state machine, plan,
-# files, timers, stats), the asm-bpf crate whole (assembler, checker and interpreter
-# vectors, the kernel as oracle through SO_ATTACH_FILTER), the HTTP vectors and the
-# differential parser test, the steering program on every fixture topology, topology and
-# plan on the captured trees, `steerd bpf` through the binary, the fuzz seed corpora, the
-# cross-target identity outputs, and the real binary serving files, ranges (one past
-# 4 GiB) and errors over loopback (serving::binary, serving::files, serving::everyday).
+# can break: all library unit tests (parser, PROXY v1/v2, conn state machine, plan, files,
+# timers, stats, the upstream's response head), the asm-bpf crate whole (assembler,
+# checker and interpreter vectors, the kernel as oracle through SO_ATTACH_FILTER), the
+# HTTP vectors, the chunked-body vectors and the differential parser test, the steering
+# program on every fixture topology, topology and plan on the captured trees, `steerd bpf`
+# through the binary, the fuzz seed corpora, the cross-target identity outputs, and the
+# real binary serving files, ranges (one past 4 GiB) and errors over loopback
+# (serving::binary, serving::files, serving::everyday).
 #
 # The integration tests start the steerd binary themselves, so the kernel must know to
 # hand TARGET's ELF files to QEMU: when no binfmt_misc entry exists and we are root, one
@@ -106,7 +107,7 @@ fi
 
 # The CI subset (see the top of this file), as cargo test invocations: the integration
 # tests are one binary (tests/tests.rs), so the subset is its modules, as test filters.
-subset=(http::vectors http::differential steering::program steering::topology steering::plan
+subset=(http::vectors http::differential http::chunked steering::program steering::topology steering::plan
     cli::bpf cli::bpf_exec serving::binary serving::files serving::everyday code::fuzz_seeds
     vm::same_everywhere)
 runs=()

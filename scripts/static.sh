@@ -176,6 +176,15 @@ build_one() {
     size=$(stat -c %s "$out")
     printf 'static: %-31s %8d bytes stripped (%d KiB), %-5s %s\n' "$t" "$size" $((size / 1024)) \
         "$CROSS_LIBC" "$out"
+    # The appliance budget (docs/appliance.md): the aarch64 build at most 1 MiB, as it is
+    # made for appliances (std rebuilt, cold functions for size, no unwind tables). A
+    # change that crosses it fails here, not in a later measurement.
+    if [ "$t" = aarch64-unknown-linux-musl ] && [ ${#build_std[@]} -gt 0 ] &&
+        [ -n "$cold_features" ] && [ "${STEERD_STATIC_UNWIND:-0}" != 1 ] &&
+        [ "$size" -gt 1048576 ]; then
+        echo "static: $t: $size bytes, over the appliance budget of 1 MiB (1,048,576 bytes)" >&2
+        exit 1
+    fi
 }
 
 # Two builds at a time (STEERD_STATIC_JOBS): each ends in a link-time optimisation of one

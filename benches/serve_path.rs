@@ -161,7 +161,10 @@ fn hosts(root: &Path) -> (steerd::site::SiteRules, serve_loop::LoopHosts) {
             (fd, access_site(root))
         })
         .collect();
-    (access_site(root), serve_loop::LoopHosts::named(&names, others))
+    (
+        access_site(root),
+        serve_loop::LoopHosts::named(&names, others),
+    )
 }
 
 fn config(root: &Path, workload: Workload) -> LoopConfig {

@@ -395,6 +395,41 @@ fn a_host_blocks_own_rate_limit_and_deny_apply_to_that_host_alone() {
     assert_eq!(get_as(srv.addr, "b.test", "/same.txt").status, 200);
 }
 
+/// On one keep-alive connection, a request to a host whose lists are the defaults' (the
+/// peer was held to them at accept, not again) and then to a host whose own `deny`
+/// refuses the peer: 403, the second time too, and the first host still answers.
+#[test]
+fn a_host_blocks_own_deny_holds_a_connection_that_came_in_for_another_host() {
+    use std::io::BufReader;
+    let dir = two_roots("hosts-lists-switch");
+    let file = conf(
+        &dir,
+        &format!(
+            "workers 1\nallow 127.0.0.0/8\nhost b.test\nroot {}\n\
+             host c.test\nroot {}\ndeny 127.0.0.0/8\n",
+            path_of(&dir, "b"),
+            path_of(&dir, "a")
+        ),
+    );
+    let srv = serve(&["--config", file.to_str().unwrap()]);
+    let s = std::net::TcpStream::connect(srv.addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let mut w = s.try_clone().unwrap();
+    let mut r = BufReader::new(s);
+    let mut status = |host: &str| {
+        let req = format!("GET /same.txt HTTP/1.1\r\nHost: {host}\r\n\r\n");
+        w.write_all(req.as_bytes()).unwrap();
+        support::client::read_response(&mut r, false)
+            .unwrap()
+            .status
+    };
+    let seen: Vec<u16> = ["b.test", "c.test", "b.test", "c.test"]
+        .map(&mut status)
+        .to_vec();
+    assert_eq!(seen, [200, 403, 200, 403], "b, c's own deny, b, c");
+}
+
 #[test]
 fn check_warns_of_a_host_blocks_rules_under_its_root() {
     let dir = two_roots("hosts-warn");

@@ -27,6 +27,9 @@ pub struct LoopHosts {
     pub(crate) table: HostTable,
     /// Each host's name for the log (empty without hosts).
     pub(crate) names: Vec<Box<str>>,
+    /// Each host's row of the per-host response counters (empty without hosts:
+    /// nothing counted by host).
+    pub(crate) rows: Vec<u16>,
     /// Hosts 1.., each with its root (opened once) and rules.
     pub(crate) others: Vec<(OwnedFd, SiteRules)>,
     /// With hosts, the address lists a connection is held to at accept, before its
@@ -44,6 +47,7 @@ impl LoopHosts {
                 .iter()
                 .map(|n| n.first().map_or("", |n| n).into())
                 .collect(),
+            rows: (0..names.len()).map(|i| i as u16).collect(),
             others,
             at_accept: None,
         }
@@ -62,6 +66,8 @@ pub(crate) struct Hosts<'a> {
     pub(crate) table: &'a HostTable,
     /// Each host's name (empty without hosts).
     pub(crate) names: &'a [Box<str>],
+    /// Each host's row of the per-host response counters.
+    pub(crate) rows: &'a [u16],
     /// Every host's root and rules, host 0 first, and whether its address lists are the
     /// ones a direct peer was held to at accept (see [`Hosts::peer_checked`]).
     sites: Vec<(BorrowedFd<'a>, &'a SiteRules, bool)>,
@@ -107,6 +113,7 @@ impl<'a> Hosts<'a> {
         Hosts {
             table: &more.table,
             names: &more.names,
+            rows: &more.rows,
             peer_checked: sites[0].2,
             sites,
             parked,

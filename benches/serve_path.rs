@@ -17,7 +17,12 @@
 //! - `options`: keep-alive with `Accept-Encoding: gzip`, a precompressed sidecar,
 //!   two `--header` lines, a `--cache-control` rule and a combined access log;
 //! - `responder-keep-alive`, `responder-close`: the same clients against
-//!   `steerd bench responder` (one CPU), the floor: a canned answer, no parsing.
+//!   `steerd bench responder` (one CPU), the floor: a canned answer, no parsing;
+//! - `hosts-keep-alive`, `hosts-close`: `keep-alive` and `close` with the configuration
+//!   docs/benchmarks.md compares in `bench ab`: 20 hosts of two names each (the request's
+//!   last, so its name is looked up among 39 others), and on every host an `--allow` list
+//!   of 50 networks (49 that never match, then 127.0.0.0/8) and a `--rate-limit` no
+//!   request reaches (each takes a token).
 //!
 //! With `STEERD_BENCH_RULES=N`, the site has N `--redirect`/`--rewrite` rules that no
 //! request matches (the cost of rules to a request they do not concern).
@@ -57,6 +62,8 @@ enum Workload {
     Options,
     ResponderKeepAlive,
     ResponderClose,
+    HostsKeepAlive,
+    HostsClose,
 }
 
 impl Workload {
@@ -67,18 +74,25 @@ impl Workload {
             "options" => Some(Workload::Options),
             "responder-keep-alive" => Some(Workload::ResponderKeepAlive),
             "responder-close" => Some(Workload::ResponderClose),
+            "hosts-keep-alive" => Some(Workload::HostsKeepAlive),
+            "hosts-close" => Some(Workload::HostsClose),
             _ => None,
         }
     }
 
     fn closes(self) -> bool {
-        matches!(self, Workload::Close | Workload::ResponderClose)
+        matches!(
+            self,
+            Workload::Close | Workload::ResponderClose | Workload::HostsClose
+        )
     }
 
     fn request(self, addr: SocketAddr) -> String {
         let extra = match self {
-            Workload::KeepAlive | Workload::ResponderKeepAlive => "",
-            Workload::Close | Workload::ResponderClose => "Connection: close\r\n",
+            Workload::KeepAlive | Workload::ResponderKeepAlive | Workload::HostsKeepAlive => "",
+            Workload::Close | Workload::ResponderClose | Workload::HostsClose => {
+                "Connection: close\r\n"
+            }
             Workload::Options => "Accept-Encoding: gzip\r\n",
         };
         format!("GET /f.txt HTTP/1.1\r\nHost: {addr}\r\n{extra}\r\n")
@@ -121,6 +135,38 @@ fn rules(root: &Path, n: usize) -> steerd::site::SiteRules {
     steerd::args::parse_serve(&args).unwrap().site.rules()
 }
 
+/// The hosts workloads' site: 50 allowed networks, the last one the client's, and a
+/// rate no request reaches.
+fn access_site(root: &Path) -> steerd::site::SiteRules {
+    let mut args = vec![root.to_str().unwrap().to_string()];
+    for n in 1..50 {
+        args.extend(["--allow".to_string(), format!("10.{n}.0.0/16")]);
+    }
+    args.extend(["--allow", "127.0.0.0/8", "--rate-limit", "1000000"].map(String::from));
+    steerd::args::parse_serve(&args).unwrap().site.rules()
+}
+
+/// 20 hosts with `access_site`'s rules, all on `root`; the client's (`127.0.0.1`, its
+/// Host) is the last. Host 0 is the loop's own root and rules.
+fn hosts(root: &Path) -> (steerd::site::SiteRules, serve_loop::LoopHosts) {
+    use rustix::fs::{Mode, OFlags};
+    let dir = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let mut names: Vec<Vec<String>> = (1..20)
+        .map(|n| vec![format!("h{n}.test"), format!("www.h{n}.test")])
+        .collect();
+    names.push(vec!["127.0.0.1".to_string(), "www.h20.test".to_string()]);
+    let others = (1..20)
+        .map(|_| {
+            let fd = rustix::fs::open(root, dir, Mode::empty()).unwrap();
+            (fd, access_site(root))
+        })
+        .collect();
+    (
+        access_site(root),
+        serve_loop::LoopHosts::named(&names, others),
+    )
+}
+
 fn config(root: &Path, workload: Workload) -> LoopConfig {
     use rustix::fs::{Mode, OFlags};
     let dir = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
@@ -156,6 +202,10 @@ fn config(root: &Path, workload: Workload) -> LoopConfig {
     {
         site = rules(root, n);
     }
+    let mut loop_hosts = serve_loop::LoopHosts::default();
+    if matches!(workload, Workload::HostsKeepAlive | Workload::HostsClose) {
+        (site, loop_hosts) = hosts(root);
+    }
     LoopConfig {
         worker: 0,
         cpu: CpuId::new(0).unwrap(),
@@ -170,7 +220,7 @@ fn config(root: &Path, workload: Workload) -> LoopConfig {
         },
         logging,
         site,
-        hosts: Default::default(),
+        hosts: loop_hosts,
         auth: Vec::new(),
         proxy: Default::default(),
     }
@@ -286,7 +336,7 @@ fn main() {
     let workload = args.first().and_then(|s| Workload::parse(s));
     let requests = args.get(1).and_then(|s| s.parse::<usize>().ok());
     let (Some(workload), Some(requests)) = (workload, requests) else {
-        eprintln!("usage: serve_path keep-alive|close|options REQUESTS");
+        eprintln!("usage: serve_path WORKLOAD REQUESTS (scripts/serve-instructions.sh)");
         std::process::exit(2);
     };
     if matches!(

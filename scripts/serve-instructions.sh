@@ -9,7 +9,8 @@
 #   scripts/serve-instructions.sh [WORKLOAD...]
 #
 # Workloads: keep-alive, close, options (steerd), responder-keep-alive, responder-close
-# (the canned responder, the floor); default: all five.
+# (the canned responder, the floor); default: all five. Also hosts-keep-alive and
+# hosts-close: 20 hosts, a 50-network allow list and a rate limit (benches/serve_path.rs).
 #
 # Environment: N1 (default 200), N2 (default 1200), BIN (a serve_path bench binary to use
 # instead of building one: compare two builds by passing each). Needs valgrind.

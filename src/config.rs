@@ -17,6 +17,7 @@ use std::time::Duration;
 /// The listen address when none is given.
 pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
+pub(crate) mod host_rows;
 mod logging;
 
 pub(crate) use logging::DEV_LOG;
@@ -136,6 +137,9 @@ pub(crate) struct VHost {
     pub(crate) root: PathBuf,
     /// Its rules.
     pub(crate) site: SiteRules,
+    /// Its row of the per-host response counters, kept by name across reloads
+    /// (`stats::host_rows`).
+    pub(crate) row: u16,
 }
 
 impl Serving {

@@ -1249,7 +1249,7 @@ mod tests {
             };
             let more = hosts::LoopHosts::default();
             let mut ctx = Ctx {
-                hosts: hosts::Hosts::new((root.as_fd(), &rules), &more, &|_| unreachable!()),
+                hosts: hosts::Hosts::new((root.as_fd(), &rules), &more, false, &|_| unreachable!()),
                 root: root.as_fd(),
                 cache: self.cache.take().expect("cache"),
                 date: DateCache::new(0),

@@ -349,13 +349,16 @@ fn nearest_node_with_workers(
 pub(crate) fn serving(args: ServeArgs) -> Serving {
     let names: Vec<Vec<String>> = args.hosts.iter().map(|h| h.names.clone()).collect();
     let host_table = HostTable::new(&names, &args.allowed_hosts, &args.listen);
-    let hosts = (args.hosts.iter())
+    let mut hosts: Vec<VHost> = (args.hosts.iter())
         .map(|h| VHost {
             name: h.names[0].as_str().into(),
             root: h.root.clone(),
             site: h.site.rules(),
+            row: crate::config::host_rows::UNCOUNTED,
         })
         .collect();
+    // The rows of a first configuration: in host order (the master keeps them by name).
+    crate::config::host_rows::HostRows::default().assign(&mut hosts);
     Serving {
         root: args.root,
         listen: args.listen,

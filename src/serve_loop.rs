@@ -376,9 +376,12 @@ impl<'a> Loop<'a> {
         let ctx = Ctx {
             root: cfg.root.as_fd(),
             cache: file_cache(caches, &cfg.site),
-            hosts: conn::hosts::Hosts::new((cfg.root.as_fd(), &cfg.site), &cfg.hosts, &|site| {
-                file_cache(caches, site)
-            }),
+            hosts: conn::hosts::Hosts::new(
+                (cfg.root.as_fd(), &cfg.site),
+                &cfg.hosts,
+                cfg.logging.proxy_protocol,
+                &|site| file_cache(caches, site),
+            ),
             date,
             now_ms: now,
             counters,
@@ -432,8 +435,7 @@ impl<'a> Loop<'a> {
                 cpu: cfg.cpu.get() as u32,
                 trusted: &cfg.logging.real_ip_from,
                 proxy_protocol: cfg.logging.proxy_protocol,
-                access: Some(cfg.hosts.at_accept.as_ref().unwrap_or(&cfg.site.access))
-                    .filter(|list| !list.is_open()),
+                access: Some(cfg.hosts.accept_list(&cfg.site)).filter(|list| !list.is_open()),
                 per_addr: PerAddr::growing(n, cfg.max_conns_per_addr),
             },
             open: 0,

@@ -22,7 +22,6 @@ pub(crate) mod latency;
 pub(crate) mod metrics_server;
 pub(crate) mod process;
 
-use crate::config::VHost;
 use crate::site::hosts::HOSTS_COUNTED;
 use latency::Latency;
 
@@ -74,7 +73,8 @@ pub struct WorkerCounters {
     pub(crate) latency: Latency,
     /// Requests refused by `--basic-auth`, by `auth::Reason` (its `index`).
     pub(crate) auth_failures: [AtomicU64; crate::auth::REASONS],
-    /// With hosts, responses by host (its place in the configuration) and status class,
+    /// With hosts, responses by host (its row, kept by name across reloads:
+    /// `config::host_rows`) and status class,
     /// as `responses` (which still counts every response, a 421 included).
     pub(crate) host_responses: HostResponses,
 }
@@ -296,7 +296,7 @@ fn labels(out: &mut String, w: &WorkerPlan) {
 pub(crate) fn render<'a>(
     workers: &'a [WorkerPlan],
     counters: impl Iterator<Item = &'a WorkerCounters> + Clone,
-    hosts: &[VHost],
+    hosts: &[Box<str>],
 ) -> String {
     let mut out = String::with_capacity(256 + workers.len() * 1024);
     let pairs = || workers.iter().zip(counters.clone());
@@ -333,8 +333,9 @@ pub(crate) fn render<'a>(
 }
 
 /// One worker's `steerd_responses_total` series: by class, and with hosts by host as
-/// well (`host=""`: the responses no host answered, the 421s).
-fn responses(out: &mut String, w: &WorkerPlan, c: &WorkerCounters, hosts: &[VHost]) {
+/// well (`host=""`: the responses no host answered, the 421s). `hosts`: the name of
+/// each row of the per-host counters (`config::host_rows`).
+fn responses(out: &mut String, w: &WorkerPlan, c: &WorkerCounters, hosts: &[Box<str>]) {
     let hosts = &hosts[..hosts.len().min(HOSTS_COUNTED)];
     for k in 0..CLASSES.len() {
         if hosts.is_empty() {
@@ -344,7 +345,7 @@ fn responses(out: &mut String, w: &WorkerPlan, c: &WorkerCounters, hosts: &[VHos
         let mut answered = 0;
         for (host, counts) in hosts.iter().zip(&c.host_responses.0) {
             answered += load(&counts[k]);
-            response_series(out, w, k, Some(&host.name), load(&counts[k]));
+            response_series(out, w, k, Some(host), load(&counts[k]));
         }
         let rest = load(&c.responses[k]).saturating_sub(answered);
         response_series(out, w, k, Some(""), rest);
@@ -506,12 +507,7 @@ mod tests {
         c.host_responses.0[0][1].store(3, Ordering::Relaxed);
         c.host_responses.0[1][1].store(2, Ordering::Relaxed);
         c.host_responses.0[1][3].store(1, Ordering::Relaxed);
-        let host = |name: &str| crate::config::VHost {
-            name: name.into(),
-            root: ".".into(),
-            site: Default::default(),
-        };
-        let text = render(&workers, [c].iter(), &[host("a.test"), host("*")]);
+        let text = render(&workers, [c].iter(), &["a.test".into(), "*".into()]);
         let lines: Vec<&str> = text.lines().collect();
         let l = "worker=\"0\",cpu=\"2\",node=\"0\"";
         for want in [

@@ -199,6 +199,7 @@ fn loop_config(start: &WorkerStart<'_>, (index, cpu): (u16, CpuId), roots: Roots
         at_accept: (!cfg.hosts.is_empty()).then(|| cfg.site.access.clone()),
         table: cfg.host_table.clone(),
         names: cfg.hosts.iter().map(|h| h.name.clone()).collect(),
+        rows: cfg.hosts.iter().map(|h| h.row).collect(),
         others: (roots.rest.into_iter())
             .zip(others.iter().map(|h| h.site.clone()))
             .collect(),

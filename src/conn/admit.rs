@@ -12,7 +12,10 @@
 //! the HTTPS redirect and `--basic-auth`, so a client refused here learns nothing else.
 //! A connection whose peer the lists refuse never gets here: the loop closed it at
 //! accept. Checked again per request because a proxy's clients are known only here and
-//! because the site that answers may have lists of its own.
+//! because the site that answers may have lists of its own; a client that is the peer,
+//! at a site whose lists are the ones accept applied, is not checked again (the same
+//! answer, and the pass over 50 networks was most of what the lists cost a keep-alive
+//! request). The rate limit counts every request.
 
 use super::record::Responder;
 use super::Conn;
@@ -40,7 +43,8 @@ impl Responder<'_, '_> {
         let Some(ip) = client else {
             return false;
         };
-        if !site.access.admits(ip) {
+        let checked = !c.forwarded && self.ctx.hosts.peer_checked;
+        if !checked && !site.access.admits(ip) {
             self.error_page(403);
             return true;
         }

@@ -27,6 +27,9 @@ pub struct LoopHosts {
     pub(crate) table: HostTable,
     /// Each host's name for the log (empty without hosts).
     pub(crate) names: Vec<Box<str>>,
+    /// Each host's row of the per-host response counters (empty without hosts:
+    /// nothing counted by host).
+    pub(crate) rows: Vec<u16>,
     /// Hosts 1.., each with its root (opened once) and rules.
     pub(crate) others: Vec<(OwnedFd, SiteRules)>,
     /// With hosts, the address lists a connection is held to at accept, before its
@@ -44,9 +47,16 @@ impl LoopHosts {
                 .iter()
                 .map(|n| n.first().map_or("", |n| n).into())
                 .collect(),
+            rows: (0..names.len()).map(|i| i as u16).collect(),
             others,
             at_accept: None,
         }
+    }
+
+    /// The address lists every peer is held to at accept: [`LoopHosts::at_accept`], or
+    /// without hosts the one site's (`first`, host 0).
+    pub(crate) fn accept_list<'a>(&'a self, first: &'a SiteRules) -> &'a AccessList {
+        self.at_accept.as_ref().unwrap_or(&first.access)
     }
 }
 
@@ -56,12 +66,19 @@ pub(crate) struct Hosts<'a> {
     pub(crate) table: &'a HostTable,
     /// Each host's name (empty without hosts).
     pub(crate) names: &'a [Box<str>],
-    /// Every host's root and rules, host 0 first.
-    sites: Vec<(BorrowedFd<'a>, &'a SiteRules)>,
+    /// Each host's row of the per-host response counters.
+    pub(crate) rows: &'a [u16],
+    /// Every host's root and rules, host 0 first, and whether its address lists are the
+    /// ones a direct peer was held to at accept (see [`Hosts::peer_checked`]).
+    sites: Vec<(BorrowedFd<'a>, &'a SiteRules, bool)>,
     /// The caches of the hosts not in place (`None` at the one that is).
     parked: Vec<Option<FileCache>>,
     /// The host in place.
     pub(super) current: u16,
+    /// The host in place holds a client to the lists accept held its peer to, and the
+    /// peer is the client unless a PROXY header or a trusted proxy names another: then a
+    /// request from a direct peer needs no second pass over the lists (`admit.rs`).
+    pub(crate) peer_checked: bool,
     /// A parked cache may have hashing or compression under way (it had when parked):
     /// only then does a loop turn visit the parked caches.
     parked_busy: bool,
@@ -75,19 +92,29 @@ fn busy(c: &FileCache) -> bool {
 
 impl<'a> Hosts<'a> {
     /// Host 0 (`root`, `site`, whose cache the context holds) and `more`, each with the
-    /// cache `cache` makes for its rules.
+    /// cache `cache` makes for its rules. `proxy_protocol`: every client is named by a
+    /// PROXY header, none is the peer accept saw.
     pub(crate) fn new(
         first: (BorrowedFd<'a>, &'a SiteRules),
         more: &'a LoopHosts,
+        proxy_protocol: bool,
         cache: &dyn Fn(&SiteRules) -> FileCache,
     ) -> Self {
-        let mut sites = vec![first];
-        sites.extend(more.others.iter().map(|(fd, s)| (fd.as_fd(), s)));
+        let at_accept = more.accept_list(first.1);
+        let checked = |s: &SiteRules| !proxy_protocol && s.access == *at_accept;
+        let mut sites = vec![(first.0, first.1, checked(first.1))];
+        sites.extend(
+            more.others
+                .iter()
+                .map(|(fd, s)| (fd.as_fd(), s, checked(s))),
+        );
         let mut parked = vec![None];
         parked.extend(more.others.iter().map(|(_, s)| Some(cache(s))));
         Hosts {
             table: &more.table,
             names: &more.names,
+            rows: &more.rows,
+            peer_checked: sites[0].2,
             sites,
             parked,
             current: 0,
@@ -112,7 +139,7 @@ impl Ctx<'_> {
     fn switch(&mut self, i: u16) {
         let at = usize::from(i);
         // `sites` and `parked` have one entry a host: an index past them changes nothing.
-        let Some(&(root, site)) = self.hosts.sites.get(at) else {
+        let Some(&(root, site, peer_checked)) = self.hosts.sites.get(at) else {
             return;
         };
         let Some(next) = self.hosts.parked.get_mut(at).and_then(Option::take) else {
@@ -124,6 +151,7 @@ impl Ctx<'_> {
         self.root = root;
         self.site = site;
         self.hosts.current = i;
+        self.hosts.peer_checked = peer_checked;
     }
 
     /// Calls `f` on every host's cache (the once-a-second sweep).

@@ -153,16 +153,12 @@ impl<'a, 'w> Responder<'a, 'w> {
         self.plan(status, Preamble::unsent(len, false), body);
     }
 
-    /// Counts the response for its host (none for a 421).
+    /// Counts the response in its host's row (none for a 421, nor without hosts).
     #[inline(never)]
     fn count_for_host(&mut self, class: usize) {
-        let host = self
-            .ctx
-            .counters
-            .host_responses
-            .0
-            .get(usize::from(self.c.host));
-        if let Some(counts) = host {
+        let row = self.ctx.hosts.rows.get(usize::from(self.c.host));
+        let all = &self.ctx.counters.host_responses.0;
+        if let Some(counts) = row.and_then(|&r| all.get(usize::from(r))) {
             counts[class].fetch_add(1, Relaxed);
         }
     }

@@ -18,6 +18,7 @@
 //! own pace; older ones are told to close their idle connections at once.
 
 use crate::auth::HostUsers;
+use crate::config::host_rows::HostRows;
 use crate::config::Serving;
 use crate::dashboard::{self, history::History, status::StatusDocument, Document};
 use crate::listen::Listeners;
@@ -130,6 +131,9 @@ pub(crate) struct Supervisor<'a> {
     /// What new workers start with: `s.cfg`, with the media types as last read (at start,
     /// or by the last reload that went through, which re-reads `--mime-types`).
     cfg: Serving,
+    /// The name of each row of the per-host response counters: a host keeps its row
+    /// through every reload (`config::host_rows`), as its counts stay in the blocks.
+    host_rows: HostRows,
     slots: Vec<WorkerSlot>,
     /// Workers of an older generation that are draining, oldest first.
     retiring: Vec<Retiring>,
@@ -173,8 +177,12 @@ impl<'a> Supervisor<'a> {
             })
             .collect();
         let responder = stats::metrics_server::Responder::new(s.metrics_backlog);
+        let mut cfg = s.cfg.clone();
+        let mut host_rows = HostRows::default();
+        host_rows.assign(&mut cfg.hosts);
         Supervisor {
-            cfg: s.cfg.clone(),
+            cfg,
+            host_rows,
             s,
             slots,
             retiring: Vec::new(),
@@ -467,7 +475,7 @@ impl<'a> Supervisor<'a> {
             merged().iter().map(|c| c.latency.counts()).collect()
         });
         let (slots, history) = (&self.slots, &self.history);
-        let hosts = &self.cfg.hosts;
+        let hosts = self.host_rows.names();
         let render = |doc| {
             let merged = merged();
             match doc {

@@ -11,11 +11,12 @@
 use core::fmt;
 use std::net::IpAddr;
 
-/// A network: its address bits and prefix length, in the IPv6 space.
+/// A network: its address bits and its prefix as a mask, in the IPv6 space (the mask,
+/// not the length, so that a test is an AND and a compare: a request may test 50).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cidr {
     net: u128,
-    prefix: u8,
+    mask: u128,
 }
 
 /// `10.0.0.0/8`, `fc00::/7`: an IPv4 network (IPv4-mapped, prefix 96 or more) in its
@@ -23,9 +24,10 @@ pub struct Cidr {
 impl fmt::Display for Cidr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let v6 = std::net::Ipv6Addr::from(self.net);
-        match v6.to_ipv4_mapped().filter(|_| self.prefix >= 96) {
-            Some(v4) => write!(f, "{v4}/{}", self.prefix - 96),
-            None => write!(f, "{v6}/{}", self.prefix),
+        let prefix = self.mask.leading_ones();
+        match v6.to_ipv4_mapped().filter(|_| prefix >= 96) {
+            Some(v4) => write!(f, "{v4}/{}", prefix - 96),
+            None => write!(f, "{v6}/{prefix}"),
         }
     }
 }
@@ -71,11 +73,11 @@ impl Cidr {
             return Err(CidrError::Prefix);
         }
         let prefix = len + (128 - width);
-        let net = bits(ip);
-        if net & !mask(prefix) != 0 {
+        let (net, mask) = (bits(ip), mask(prefix));
+        if net & !mask != 0 {
             return Err(CidrError::HostBits);
         }
-        Ok(Cidr { net, prefix })
+        Ok(Cidr { net, mask })
     }
 
     /// `ADDR/LEN`, or a bare `ADDR` (one host).
@@ -101,7 +103,7 @@ impl Cidr {
 
     /// Whether the address whose IPv6 form is `bits` ([`bits`]) is in this network.
     pub(crate) fn holds(&self, bits: u128) -> bool {
-        bits & mask(self.prefix) == self.net
+        bits & self.mask == self.net
     }
 
     /// Whether any network of `list` holds `ip`.
@@ -157,6 +159,20 @@ mod tests {
         assert_eq!(Cidr::new(ip("10.1.0.0"), 8), Err(CidrError::HostBits));
         assert_eq!(Cidr::new(ip("2001:db8::1"), 32), Err(CidrError::HostBits));
         assert!(!CidrError::Prefix.to_string().is_empty());
+    }
+
+    #[test]
+    fn displayed_as_given() {
+        for (given, shown) in [
+            ("10.0.0.0/8", "10.0.0.0/8"),
+            ("0.0.0.0/0", "0.0.0.0/0"),
+            ("192.0.2.7", "192.0.2.7/32"),
+            ("fc00::/7", "fc00::/7"),
+            ("::/0", "::/0"),
+            ("::1", "::1/128"),
+        ] {
+            assert_eq!(Cidr::parse(given).unwrap().to_string(), shown, "{given}");
+        }
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! blocks, each host with its own root and settings; names matched without case and port;
 //! 421 for a name no host lists, `host *` for the rest; the same path in two roots never
 //! answered from the other's; `--allowed-host` against a rebinding name and the
-//! listeners' IP literals (IPv4 and IPv6); HUP adding and removing a host.
+//! listeners' IP literals (IPv4 and IPv6); HUP adding and removing a host, and keeping
+//! each host's response counts with its name.
 
 use crate::support;
 
@@ -270,6 +271,70 @@ fn hup_adds_and_removes_a_host() {
     });
 }
 
+/// The 2xx responses `/metrics` labels with `host`, summed over workers.
+fn host_2xx(srv: &Server, host: &str) -> u64 {
+    let label = format!(",class=\"2xx\",host=\"{host}\"}}");
+    (srv.metrics().iter())
+        .filter(|(k, _)| k.starts_with("steerd_responses_total{") && k.ends_with(&label))
+        .map(|(_, v)| v)
+        .sum()
+}
+
+/// Reloads that reorder, add and remove host blocks leave each host's response counts
+/// under its own name: the counter blocks keep the counts of earlier generations, which
+/// were counted when the hosts stood in another order.
+#[test]
+fn hup_keeps_each_hosts_response_counts_with_its_name() {
+    let dir = two_roots("hosts-hup-metrics");
+    let block = |name: &str, sub: &str| format!("host {name}\nroot {}\n", path_of(&dir, sub));
+    let write = |blocks: &[(&str, &str)]| {
+        let text: String = blocks.iter().map(|(n, sub)| block(n, sub)).collect();
+        conf(&dir, &format!("workers 1\n{text}"))
+    };
+    let file = write(&[("a.test", "a"), ("b.test", "b")]);
+    let srv = serve(&[
+        "--metrics",
+        "127.0.0.1:0",
+        "--config",
+        file.to_str().unwrap(),
+    ]);
+    let ok = |host: &str| get_as(srv.addr, host, "/same.txt").status == 200;
+    for host in ["a.test", "a.test", "a.test", "b.test"] {
+        assert!(ok(host), "{host}");
+    }
+    assert_eq!((host_2xx(&srv, "a.test"), host_2xx(&srv, "b.test")), (3, 1));
+    let reload = |blocks: &[(&str, &str)]| {
+        write(blocks);
+        let before = srv.worker_pids();
+        srv.signal(libc::SIGHUP);
+        wait_for_new_pid(&srv, 0, before[0]);
+    };
+    // Reordered, with a new host first in line after b: c's answers are counted as they
+    // come (the old worker answers 421 until the new one serves).
+    reload(&[("b.test", "b"), ("c.test", "a"), ("a.test", "a")]);
+    let mut c = 0;
+    wait_until("host c answers", || {
+        let served = ok("c.test");
+        c += u64::from(served);
+        served
+    });
+    assert!(ok("b.test"));
+    let seen = |srv: &Server| ["a.test", "b.test", "c.test"].map(|h| host_2xx(srv, h));
+    assert_eq!(seen(&srv), [3, 2, c], "a, b, c after the reorder");
+    // a removed: its counts stay its own; the next generation counts into the block
+    // the first one did, under rows it kept.
+    // The old worker answers a until the new one serves: those answers are a's too.
+    reload(&[("c.test", "a"), ("b.test", "b")]);
+    let mut a = 3;
+    wait_until("host a is gone", || {
+        let status = get_as(srv.addr, "a.test", "/same.txt").status;
+        a += u64::from(status == 200);
+        status == 421
+    });
+    assert!(ok("b.test") && ok("c.test"));
+    assert_eq!(seen(&srv), [a, 3, c + 1], "a, b, c after a is removed");
+}
+
 #[test]
 fn check_refuses_bad_host_blocks_with_file_and_line() {
     let dir = two_roots("hosts-check");
@@ -393,6 +458,41 @@ fn a_host_blocks_own_rate_limit_and_deny_apply_to_that_host_alone() {
         "c's own deny"
     );
     assert_eq!(get_as(srv.addr, "b.test", "/same.txt").status, 200);
+}
+
+/// On one keep-alive connection, a request to a host whose lists are the defaults' (the
+/// peer was held to them at accept, not again) and then to a host whose own `deny`
+/// refuses the peer: 403, the second time too, and the first host still answers.
+#[test]
+fn a_host_blocks_own_deny_holds_a_connection_that_came_in_for_another_host() {
+    use std::io::BufReader;
+    let dir = two_roots("hosts-lists-switch");
+    let file = conf(
+        &dir,
+        &format!(
+            "workers 1\nallow 127.0.0.0/8\nhost b.test\nroot {}\n\
+             host c.test\nroot {}\ndeny 127.0.0.0/8\n",
+            path_of(&dir, "b"),
+            path_of(&dir, "a")
+        ),
+    );
+    let srv = serve(&["--config", file.to_str().unwrap()]);
+    let s = std::net::TcpStream::connect(srv.addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let mut w = s.try_clone().unwrap();
+    let mut r = BufReader::new(s);
+    let mut status = |host: &str| {
+        let req = format!("GET /same.txt HTTP/1.1\r\nHost: {host}\r\n\r\n");
+        w.write_all(req.as_bytes()).unwrap();
+        support::client::read_response(&mut r, false)
+            .unwrap()
+            .status
+    };
+    let seen: Vec<u16> = ["b.test", "c.test", "b.test", "c.test"]
+        .map(&mut status)
+        .to_vec();
+    assert_eq!(seen, [200, 403, 200, 403], "b, c's own deny, b, c");
 }
 
 #[test]

@@ -134,7 +134,8 @@ impl Supervisor<'_> {
             Ok(users) => self.s.auth = users,
             Err(p) => return self.refuse_reload(&p),
         }
-        if let Some(cfg) = fresh {
+        if let Some(mut cfg) = fresh {
+            self.host_rows.assign(&mut cfg.hosts);
             self.cfg = cfg;
         }
         crate::say!("reload: starting new workers, stopping the old ones gracefully");

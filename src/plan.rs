@@ -356,7 +356,7 @@ pub(crate) fn serving(args: ServeArgs) -> Serving {
             site: h.site.rules(),
         })
         .collect();
-    Serving {
+    let mut serving = Serving {
         root: args.root,
         listen: args.listen,
         max_conns: args.max_conns,
@@ -375,5 +375,7 @@ pub(crate) fn serving(args: ServeArgs) -> Serving {
         site: args.site.rules(),
         hosts,
         host_table,
-    }
+    };
+    serving.number_upstreams();
+    serving
 }

@@ -467,12 +467,13 @@ impl<'a> Supervisor<'a> {
             merged().iter().map(|c| c.latency.counts()).collect()
         });
         let (slots, history) = (&self.slots, &self.history);
-        let hosts = &self.cfg.hosts;
+        let cfg = &self.cfg;
         let render = |doc| {
             let merged = merged();
             match doc {
                 Document::Metrics => {
-                    let mut text = stats::render(workers, merged.iter(), hosts);
+                    let mut text =
+                        stats::render(workers, merged.iter(), &cfg.hosts, &cfg.upstreams());
                     stats::render_retiring(&mut text, retiring);
                     stats::process::render(&mut text, workers, slots.iter().map(|s| s.pid));
                     text

@@ -1,6 +1,14 @@
 //! The response head steerd sends for an upstream's: the status line with the
 //! upstream's reason, the end-to-end fields (`http::upstream_head::end_to_end`: hop-by-hop
-//! ones and `Content-Length` removed), then steerd's own framing and `Connection` fields.
+//! ones and `Content-Length` removed), the operator's lines ([`OwnLines`]), then steerd's
+//! own framing and `Connection` fields.
+//!
+//! The operator's lines, as on a file's answer: `--cors`'s origin lines on every answer
+//! (steerd's own errors included), and then the upstream's `Access-Control-Allow-Origin`
+//! is dropped (who may read is the operator's to say; the upstream's other
+//! `Access-Control-*` fields, which only it can know, pass); `--header`'s lines on a
+//! 2xx or 3xx answer, each replacing the upstream's fields of its name (one value, the
+//! operator's: a security field such as `Content-Security-Policy` is not doubled).
 //!
 //! Input: the upstream's parsed head and its bytes, how the body goes to the client.
 //! Output: the head's bytes in a caller's buffer, or `None` when they do not fit. Also
@@ -27,15 +35,50 @@ pub(super) enum ClientFraming {
     Upgrade,
 }
 
+/// The operator's lines a relayed answer carries.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct OwnLines<'a> {
+    /// `--cors`'s origin lines for the request (empty without `--cors`).
+    cors: &'a [u8],
+    /// `--header`'s lines.
+    headers: &'a [u8],
+}
+
+impl<'a> OwnLines<'a> {
+    /// The lines kept as `--cors`'s (`cors_len` bytes) then `--header`'s.
+    pub(super) fn split(lines: &'a [u8], cors_len: usize) -> OwnLines<'a> {
+        let (cors, headers) = lines.split_at(cors_len.min(lines.len()));
+        OwnLines { cors, headers }
+    }
+
+    /// Whether the upstream's field `name` gives way to a line of the operator's on an
+    /// answer with `status`.
+    fn replaces(&self, name: &[u8], status: u16) -> bool {
+        let cors =
+            !self.cors.is_empty() && name.eq_ignore_ascii_case(b"access-control-allow-origin");
+        cors || (200..400).contains(&status)
+            && names(self.headers).any(|n| n.eq_ignore_ascii_case(name))
+    }
+}
+
+/// The field names of CRLF-terminated `Name: value` lines.
+fn names(lines: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let named = lines
+        .split(|&b| b == b'\n')
+        .filter_map(|l| memchr::memchr(b':', l).map(|i| &l[..i]));
+    named.filter(|n| !n.is_empty())
+}
+
 /// Writes the client's response head for the upstream's `head` (in `up`) into `out`: its
-/// status line with the upstream's reason, the end-to-end fields, steerd's framing and
-/// `Connection` fields. `None` when it does not fit.
+/// status line with the upstream's reason, the end-to-end fields, the operator's `lines`,
+/// steerd's framing and `Connection` fields. `None` when it does not fit.
 pub(super) fn client_head(
     up: &[u8],
     head: &RespHead,
     framing: ClientFraming,
     close: bool,
     minor: u8,
+    lines: OwnLines<'_>,
     out: &mut [u8],
 ) -> Option<usize> {
     let mut w = Out::new(out);
@@ -56,7 +99,13 @@ pub(super) fn client_head(
     w.put(b"\r\n")?;
     let upgrade = framing == ClientFraming::Upgrade;
     for (name, value) in upstream_head::end_to_end(up, head, upgrade) {
-        w.all(&[name, b": ", value, b"\r\n"])?;
+        if !lines.replaces(name, status) {
+            w.all(&[name, b": ", value, b"\r\n"])?;
+        }
+    }
+    w.put(lines.cors)?;
+    if (200..400).contains(&status) {
+        w.put(lines.headers)?;
     }
     let mut digits = [0u8; 20];
     match framing {
@@ -114,9 +163,15 @@ fn decimal(mut n: u64, digits: &mut [u8; 20]) -> &[u8] {
 }
 
 /// steerd's own closing answer with `status` (head and page, as `http::response` writes
-/// its error pages) into `out`: its length and how much of it is the head. Written here
-/// rather than through `http::response::write_head`, whose code the file path runs.
-pub(super) fn own_answer(status: u16, date: &[u8; 29], out: &mut [u8]) -> (usize, usize) {
+/// its error pages, with the request's `cors` lines) into `out`: its length and how much
+/// of it is the head. Written here rather than through `http::response::write_head`,
+/// whose code the file path runs.
+pub(super) fn own_answer(
+    status: u16,
+    date: &[u8; 29],
+    cors: &[u8],
+    out: &mut [u8],
+) -> (usize, usize) {
     let line: &[u8] = match status {
         400 => b"400 Bad Request",
         408 => b"408 Request Timeout",
@@ -138,7 +193,7 @@ pub(super) fn own_answer(status: u16, date: &[u8; 29], out: &mut [u8]) -> (usize
         .all(&[b"HTTP/1.1 ", line, b"\r\nServer: steerd\r\nDate: ", date])
         .and_then(|()| w.all(&[b"\r\nContent-Type: ", HTML, b"\r\nContent-Length: "]))
         .and_then(|()| w.put(decimal(page_len as u64, &mut digits)))
-        .and_then(|()| w.put(b"\r\nConnection: close\r\n\r\n"))
+        .and_then(|()| w.all(&[b"\r\n", cors, b"Connection: close\r\n\r\n"]))
         .map(|()| w.len());
     let Some(head) = head else {
         return (0, 0);

@@ -19,6 +19,13 @@
 //! `Content-Length` as announced, or `Transfer-Encoding: chunked` (`relay/upload.rs`);
 //! `Expect: 100-continue` is answered by steerd (one past `--max-body` is 413 at once)
 //! and not forwarded.
+//!
+//! What is told of it: the log line's upstream time (the exchange's start to the client's
+//! head, `logged::upstream_answered`), and one count by upstream and outcome
+//! (`stats::proxy`): steerd's own answer in the upstream's place when the head is
+//! produced, else at the end, relayed whole or cut short (a connection that ends first
+//! counts its exchange cut short, `in_flight.rs`). The `--cors` and `--header` lines go
+//! with the plan, for the client's head (`relay/head.rs`).
 
 use super::in_flight::{After, Outgoing, Preamble, Response};
 use super::record::Responder;
@@ -358,8 +365,9 @@ fn count(ctx: &Ctx<'_>, tally: Option<u8>, outcome: Outcome) {
     }
 }
 
-/// The upstream's head was turned into the client's: count the response, put its status
-/// in the log line, and close after it when it must.
+/// The upstream's head was turned into the client's (or steerd's own answer made in its
+/// place): count the response (and steerd's answer's outcome), put its status and the
+/// upstream's time in the log line, and close after it when it must.
 fn note_news(slot: u32, c: &mut Conn, ctx: &mut Ctx<'_>) {
     let Some((status, close)) = ctx.relays.take_news(slot) else {
         return;

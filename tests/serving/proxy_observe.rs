@@ -14,11 +14,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::client::*;
-use support::server::{Server, TempDir};
+use support::server::{Server, TempDir, PATIENCE};
 use support::upstream::{refusing_spec, Answer, Listen, Seen, Upstream};
-
-/// How long a test waits for what the server does in its own time.
-const PATIENCE: Duration = Duration::from_secs(20);
 
 fn serve(root: &Path, args: &[&str]) -> Server {
     let mut all = vec!["--workers", "1"];

@@ -203,3 +203,76 @@ pub(super) fn own_answer(
         None => (head, head),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const UP: &[u8] = b"HTTP/1.1 200 OK\r\nAccess-Control-Allow-Origin: *\r\n\
+        Access-Control-Allow-Methods: PUT\r\nx-frame-options: SAMEORIGIN\r\n\
+        Content-Length: 2\r\n\r\nok";
+
+    fn head_for(up: &[u8], cors: &[u8], headers: &[u8]) -> String {
+        let head = upstream_head::parse(up, false).unwrap().unwrap();
+        let lines = [cors, headers].concat();
+        let lines = OwnLines::split(&lines, cors.len());
+        let mut out = [0u8; 1024];
+        let n = client_head(
+            up,
+            &head,
+            ClientFraming::Length(2),
+            false,
+            1,
+            lines,
+            &mut out,
+        );
+        String::from_utf8(out[..n.unwrap()].to_vec()).unwrap()
+    }
+
+    #[test]
+    fn the_operators_lines_replace_the_upstreams_of_their_names() {
+        let cors = b"Access-Control-Allow-Origin: https://a.test\r\nVary: Origin\r\n";
+        let text = head_for(UP, cors, b"X-Frame-Options: DENY\r\n");
+        assert_eq!(
+            text.matches("Access-Control-Allow-Origin").count(),
+            1,
+            "{text}"
+        );
+        assert!(text.contains("Access-Control-Allow-Origin: https://a.test\r\n"));
+        assert!(
+            text.contains("Access-Control-Allow-Methods: PUT\r\n"),
+            "{text}"
+        );
+        assert!(!text.contains("SAMEORIGIN"), "{text}");
+        assert!(text.contains("X-Frame-Options: DENY\r\n"));
+        // Without lines the upstream's fields pass as they came.
+        let plain = head_for(UP, b"", b"");
+        assert!(
+            plain.contains("Access-Control-Allow-Origin: *\r\n"),
+            "{plain}"
+        );
+        assert!(plain.contains("x-frame-options: SAMEORIGIN\r\n"), "{plain}");
+    }
+
+    #[test]
+    fn a_4xx_keeps_its_fields_and_gets_no_header_line() {
+        let up = [b"HTTP/1.1 404 Not Found".as_slice(), &UP[15..]].concat();
+        let text = head_for(&up, b"Vary: Origin\r\n", b"X-Frame-Options: DENY\r\n");
+        assert!(text.contains("x-frame-options: SAMEORIGIN\r\n"), "{text}");
+        assert!(!text.contains("DENY"), "{text}");
+        assert!(text.contains("Vary: Origin\r\n"), "{text}");
+    }
+
+    #[test]
+    fn steerds_own_answer_carries_the_origin_lines() {
+        let date = *b"Mon, 07 Dec 2026 06:00:00 GMT";
+        let mut out = [0u8; 1024];
+        let (len, head) = own_answer(502, &date, b"Vary: Origin\r\n", &mut out);
+        let text = String::from_utf8(out[..len].to_vec()).unwrap();
+        assert!(
+            text[..head].ends_with("Vary: Origin\r\nConnection: close\r\n\r\n"),
+            "{text}"
+        );
+        assert!(text.starts_with("HTTP/1.1 502 Bad Gateway\r\n"));
+    }
+}

@@ -102,12 +102,13 @@ fn start(slot: u32, ticket: u32, c: &mut Conn, inb: &[u8], ctx: &mut Ctx<'_>) {
     };
     let rules = &ctx.site.rules;
     let body = &inb[head_len..c.in_len];
+    let began = logged::stamp(ctx);
     let took = ctx.relays.start(slot, ticket, rules, body, &date);
     // The body bytes taken go with the head once the answer is finished.
     if let Awaiting::Send(r) = &mut c.awaiting {
         r.answered = head_len + took;
         if let Outgoing::Upstream { began_us, .. } = &mut r.body {
-            *began_us = logged::stamp(ctx);
+            *began_us = began;
         }
     }
 }

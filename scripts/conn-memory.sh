@@ -7,6 +7,8 @@
 #       N       connection counts, default: 1000 10000 max
 #               (max: as many as the descriptor limit allows, about 2 x (hard limit - 500))
 #               busy:N  N BUSY connections instead (busy:max allowed), see below
+#               proxy:N N idle connections after a proxied answer, see below
+#               held:N  N requests in flight held at a silent upstream, see below
 #
 # For each server and each N: a fresh server with 2 workers; VmRSS and RssAnon of every
 # process (master and workers, from /proc/PID/status) summed, read before any connection,
@@ -31,6 +33,18 @@
 # 0.2 s. Printed per server: the reading before, with the N connections open, the peak
 # while busy, and the responses per second the clients counted. These rows come after the
 # idle ones, under their own header.
+#
+# proxy:N and held:N measure the app path: both servers forward /p/ to one upstream on a
+# unix socket (a python3 process, standard library only: steerd `--proxy '/p/** unix:SOCK'`,
+# nginx `proxy_pass http://unix:SOCK`, each with its defaults otherwise: a connection per
+# exchange, no upstream keep-alive). proxy:N is the idle measurement above with each
+# connection's one request forwarded (the upstream answers `ok` at once): what an idle
+# keep-alive connection costs after a proxied answer. held:N sends each connection's
+# request to an upstream that reads it and never answers, and reads once the upstream holds
+# all N (steerd with `--proxy-max-conns N --proxy-timeout 600`, nginx with
+# `proxy_read_timeout 600s`): what a request in flight costs, its client connection and its
+# upstream connection included. Their rows come under the idle header, named `proxy` and
+# `held` after the server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 steerd=${1:-${CARGO_TARGET_DIR:-target}/release/steerd}
@@ -50,10 +64,12 @@ max=$((2 * per_worker - 1000))
 
 work=$(mktemp -d)
 server=""
+upstream=""
 clients=()
 cleanup() {
     [ ${#clients[@]} = 0 ] || kill "${clients[@]}" 2>/dev/null || true
     [ -z "$server" ] || kill "$server" 2>/dev/null || true
+    [ -z "$upstream" ] || kill "$upstream" 2>/dev/null || true
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -96,7 +112,7 @@ start_steerd() { # SERVE OPTIONS...
     addr=$(sed -n 's/.*listening on //p' "$work/steerd.log" | head -n 1)
 }
 
-start_nginx() {
+start_nginx() { # [LOCATION]
     local port
     port=$(free_port)
     mkdir -p "$work/nginx"
@@ -112,7 +128,7 @@ http {
     keepalive_timeout 600s;
     keepalive_requests 1000000;
     client_body_temp_path $work/nginx/body;
-    server { listen 127.0.0.1:$port reuseport; root $work/www; }
+    server { listen 127.0.0.1:$port reuseport; root $work/www; ${1:-} }
 }
 EOF
     "$nginx" -p "$work/nginx" -c "$work/nginx/nginx.conf" 2>>"$work/nginx/error.log" &
@@ -130,20 +146,24 @@ stop_server() {
     server=""
 }
 
-# One client process: COUNT connections to ADDR from 127.0.1.1-16, one request each, held
-# until the file RELEASE exists, then closed.
+# One client process: COUNT connections to ADDR from 127.0.1.1-16, one request each for
+# $path (its answer read unless $answered is 0), held until the file RELEASE exists, then
+# closed.
+path=/a answered=1
 client() { # CPU ADDR COUNT HELD RELEASE
-    taskset -c "$1" python3 - "$2" "$3" "$4" "$5" <<'PY'
+    taskset -c "$1" python3 - "$2" "$3" "$4" "$5" "$path" "$answered" <<'PY'
 import os, socket, sys, time
 host, port = sys.argv[1].rsplit(":", 1)
 n, held_flag, release = int(sys.argv[2]), sys.argv[3], sys.argv[4]
+path, answered = sys.argv[5], sys.argv[6] == "1"
 held = []
 for i in range(n):
     s = socket.socket()
     s.bind((f"127.0.1.{i % 16 + 1}", 0))
     s.connect((host, int(port)))
-    s.sendall(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n")
-    got = b""
+    s.sendall(b"GET " + path.encode() + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    # Not answered (held:N): the loop below has nothing to wait for.
+    got = b"" if answered else b"\r\n\r\nok\n"
     while not got.endswith(b"\r\n\r\nok\n"):
         chunk = s.recv(4096)
         if not chunk or (len(got) < 12 <= len(got) + len(chunk) and b" 200 " not in got + chunk):
@@ -180,6 +200,16 @@ measure() { # NAME N
         echo "conn-memory: $1 could not hold $n connections" >&2
         exit 1
     fi
+    if [ "$answered" = 0 ]; then
+        for _ in $(seq 3000); do
+            [ "$(cat "$work/up.count" 2>/dev/null || echo 0)" -ge "$n" ] && break
+            sleep 0.1
+        done
+        [ "$(cat "$work/up.count" 2>/dev/null || echo 0)" -ge "$n" ] || {
+            echo "conn-memory: $1: the upstream holds $(cat "$work/up.count") of $n requests" >&2
+            exit 1
+        }
+    fi
     sleep 1
     during=$(reading)
     touch "$work/release"
@@ -189,7 +219,7 @@ measure() { # NAME N
     after=$(reading)
     set -- "$1" "$n" $before $during $after
     awk -v name="$1" -v n="$2" -v r0="$3" -v a0="$4" -v r1="$5" -v a1="$6" -v r2="$7" -v a2="$8" 'BEGIN {
-        printf "%-7s %6d  %7d / %-7d %7d / %-7d %7d / %-7d %7.0f  %7.0f  %+6.1f%%\n",
+        printf "%-12s %6d  %7d / %-7d %7d / %-7d %7d / %-7d %7.0f  %7.0f  %+6.1f%%\n",
             name, n, r0, a0, r1, a1, r2, a2, (a1 - a0) * 1024 / n, (r1 - r0) * 1024 / n,
             (r2 - r0) * 100 / r0 }'
 }
@@ -265,14 +295,89 @@ measure_busy() { # NAME N
         "$peak_rss" "$peak_anon" "$((answers / busy))"
 }
 
-# MEASURE (measure or measure_busy) with N connections against a fresh steerd, then nginx.
-both() { # MEASURE N
-    start_steerd --max-conns "$per_worker" --keepalive-timeout 600
-    "$1" steerd "$2"
+# The upstream on $work/up.sock: MODE answer (`ok` to each request at once) or silent
+# (reads, never answers); the count of connections it accepted kept in $work/up.count.
+start_upstream() { # MODE
+    rm -f "$work/up.sock" "$work/up.count"
+    python3 - "$1" "$work/up.sock" "$work/up.count" <<'PY' &
+import os, selectors, socket, sys
+mode, path, count_file = sys.argv[1:4]
+listener = socket.socket(socket.AF_UNIX)
+listener.bind(path)
+os.chmod(path, 0o777) # nginx's workers run as nobody when started by root
+listener.listen(4096)
+listener.setblocking(False)
+sel, accepted = selectors.DefaultSelector(), 0
+sel.register(listener, selectors.EVENT_READ)
+answer = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\nok\n"
+got = {}
+while True:
+    for key, _ in sel.select():
+        if key.fileobj is listener:
+            while True:
+                try:
+                    conn, _ = listener.accept()
+                except BlockingIOError:
+                    break
+                conn.setblocking(False)
+                sel.register(conn, selectors.EVENT_READ)
+                got[conn] = b""
+                accepted += 1
+            with open(count_file + ".new", "w") as f:
+                f.write(f"{accepted}\n")
+            os.replace(count_file + ".new", count_file)
+            continue
+        conn = key.fileobj
+        try:
+            chunk = conn.recv(65536)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            sel.unregister(conn)
+            del got[conn]
+            conn.close()
+            continue
+        got[conn] += chunk
+        if mode == "answer" and b"\r\n\r\n" in got[conn]:
+            got[conn] = b""
+            conn.sendall(answer)
+PY
+    upstream=$!
+    for _ in $(seq 100); do
+        [ -S "$work/up.sock" ] && return 0
+        sleep 0.1
+    done
+    echo "conn-memory: the upstream did not start" >&2
+    exit 1
+}
+
+stop_upstream() {
+    kill "$upstream" 2>/dev/null || true
+    wait "$upstream" 2>/dev/null || true
+    upstream=""
+}
+
+# MEASURE (measure or measure_busy) with N connections against a fresh steerd, then nginx;
+# with KIND proxy or held, both forward /p/ to the upstream.
+both() { # MEASURE N [KIND]
+    local kind=${3:-}
+    local steerd_proxy=() nginx_proxy=""
+    if [ -n "$kind" ]; then
+        start_upstream "$([ "$kind" = held ] && echo silent || echo answer)"
+        steerd_proxy=(--proxy "/p/** unix:$work/up.sock" --proxy-max-conns "$2"
+            --proxy-timeout 600)
+        nginx_proxy="location /p/ { proxy_pass http://unix:$work/up.sock; proxy_read_timeout 600s; }"
+        path=/p/a
+        answered=$([ "$kind" = held ] && echo 0 || echo 1)
+    fi
+    start_steerd --max-conns "$per_worker" --keepalive-timeout 600 "${steerd_proxy[@]}"
+    "$1" "steerd${kind:+ $kind}" "$2"
     stop_server
-    start_nginx
-    "$1" nginx "$2"
+    start_nginx "$nginx_proxy"
+    "$1" "nginx${kind:+ $kind}" "$2"
     stop_server
+    [ -z "$kind" ] || stop_upstream
+    path=/a answered=1
 }
 
 resolve() { [ "$1" = max ] && echo "$max" || echo "$1"; }
@@ -287,16 +392,22 @@ idle=() busy_counts=()
 for c in "${counts[@]}"; do
     case $c in
     busy:*) busy_counts+=("$(resolve "${c#busy:}")") ;;
+    proxy:* | held:*) idle+=("${c%%:*}:$(resolve "${c#*:}")") ;;
     *) idle+=("$(resolve "$c")") ;;
     esac
 done
 if [ ${#idle[@]} -gt 0 ]; then
     echo
     echo "kB summed over master and workers; B/conn = (during - before) / N"
-    printf '%-7s %6s  %-17s %-17s %-17s %7s  %7s  %7s\n' server N "before RSS/anon" \
+    printf '%-12s %6s  %-17s %-17s %-17s %7s  %7s  %7s\n' server N "before RSS/anon" \
         "during RSS/anon" "after RSS/anon" "anon B" "RSS B" "after"
 fi
-for n in "${idle[@]}"; do both measure "$n"; done
+for n in "${idle[@]}"; do
+    case $n in
+    *:*) both measure "${n#*:}" "${n%%:*}" ;;
+    *) both measure "$n" ;;
+    esac
+done
 [ ${#busy_counts[@]} = 0 ] && exit 0
 echo
 echo "busy: kB summed over master and workers, peak read every 0.2 s for ${busy}s of requests"

@@ -9,6 +9,7 @@
 //! (`site`).
 
 use crate::site::hosts::HostTable;
+use crate::site::upstream::UPSTREAMS_COUNTED;
 use crate::site::SiteRules;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -162,6 +163,40 @@ impl Serving {
                 .map(|h| (&h.root, &mut h.site))
                 .collect(),
         }
+    }
+
+    /// Numbers the distinct upstreams of every site's `--proxy` rules in the order they
+    /// are first named, for `/metrics` (each rule's `counted`): the first
+    /// [`UPSTREAMS_COUNTED`] get a place; the rules of any further one get none.
+    #[cfg_attr(feature = "cold-size", optimize(size))]
+    pub(crate) fn number_upstreams(&mut self) {
+        let mut names: Vec<Box<str>> = Vec::new();
+        for (_, site) in self.sites_mut() {
+            for rule in site.rules.iter_mut().filter(|r| r.upstream.is_some()) {
+                let at = names.iter().position(|n| *n == rule.upstream_name);
+                let at = match at {
+                    None if names.len() < UPSTREAMS_COUNTED => {
+                        names.push(rule.upstream_name.clone());
+                        Some(names.len() - 1)
+                    }
+                    other => other,
+                };
+                rule.counted = at.map(|i| i as u8);
+            }
+        }
+    }
+
+    /// The upstreams `/metrics` counts apart, by their place
+    /// ([`Serving::number_upstreams`]).
+    #[cfg_attr(feature = "cold-size", optimize(size))]
+    pub(crate) fn upstreams(&self) -> Vec<&str> {
+        let mut names = Vec::new();
+        for rule in self.sites().into_iter().flat_map(|s| &s.rules) {
+            if rule.counted.is_some_and(|i| usize::from(i) == names.len()) {
+                names.push(&*rule.upstream_name);
+            }
+        }
+        names
     }
 }
 

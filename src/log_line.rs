@@ -15,7 +15,8 @@
 //!            "status":200,"body_bytes":1234,"referer":"http://r/","user_agent":"curl/8",
 //!            "worker":0,"cpu":2,"local":true,"duration_us":85,"cut_short":false,
 //!            "user":null}   (one line; `"rule":"FILE:LINE"` after `user` when a
-//!            `--redirect` or `--rewrite` answered)
+//!            rule answered; `"upstream":"unix:/run/app.sock","upstream_us":412` last
+//!            when a `--proxy` rule forwarded the request)
 //! ```
 //!
 //! The bytes are those of the body actually written (nginx's `$body_bytes_sent`: `0`
@@ -35,6 +36,7 @@ pub(crate) use crate::config::LogFormat;
 pub(crate) use clock::LogClock;
 
 use crate::http::response::Writer;
+use crate::http::Method;
 use core::net::IpAddr;
 
 /// Longest line written, newline included.
@@ -43,16 +45,16 @@ pub(crate) const LINE_MAX: usize = 16 * 1024;
 pub(crate) const TARGET_BUDGET: usize = 8 * 1024;
 /// Output bytes a `Referer`, `User-Agent` or user value may take, escaped.
 pub(crate) const FIELD_BUDGET: usize = 2 * 1024;
-/// Longest method written (the parser refuses longer ones).
-const METHOD_MAX: usize = 32;
+/// Longest method token (`OPTIONS` and `CONNECT`; the parser knows no longer one).
+const METHOD_MAX: usize = 7;
 
 /// The request as the log shows it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum RequestLine<'a> {
     /// A parsed request line.
     Parsed {
-        /// Method token (the parser only lets known methods through, each a constant).
-        method: &'static [u8],
+        /// Method (the parser only lets known methods through).
+        method: Method,
         /// Request-target as sent.
         target: &'a [u8],
         /// Minor HTTP version (`HTTP/1.x`).
@@ -85,6 +87,13 @@ pub(crate) struct Record<'a> {
     /// The name of the host that answered (json only, and only with hosts:
     /// `"host":"a.example"`).
     pub(crate) host: Option<&'a [u8]>,
+    /// The upstream a `--proxy` rule forwarded the request to (json only, and only for a
+    /// forwarded request: `"upstream":"unix:/run/app.sock"`).
+    pub(crate) upstream: Option<&'a [u8]>,
+    /// Microseconds from the start of the exchange with the upstream (its connect) to its
+    /// response head, or to steerd's own 502, 503 or 504 in its place (json only, with
+    /// `upstream`; `null` when neither came: the client went away first).
+    pub(crate) upstream_us: Option<u64>,
     /// The worker's index.
     pub(crate) worker: u32,
     /// The CPU the worker runs on.
@@ -127,7 +136,7 @@ fn request_text(
             target,
             minor,
         } => {
-            escape(&method[..method.len().min(METHOD_MAX)], out, METHOD_MAX * 6);
+            escape(method.as_str().as_bytes(), out, METHOD_MAX * 6);
             out.put(b" ");
             escape(target, out, TARGET_BUDGET);
             out.put(b" HTTP/1.");

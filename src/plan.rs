@@ -359,7 +359,7 @@ pub(crate) fn serving(args: ServeArgs) -> Serving {
         .collect();
     // The rows of a first configuration: in host order (the master keeps them by name).
     crate::config::host_rows::HostRows::default().assign(&mut hosts);
-    Serving {
+    let mut serving = Serving {
         root: args.root,
         listen: args.listen,
         max_conns: args.max_conns,
@@ -378,5 +378,7 @@ pub(crate) fn serving(args: ServeArgs) -> Serving {
         site: args.site.rules(),
         hosts,
         host_table,
-    }
+    };
+    serving.number_upstreams();
+    serving
 }

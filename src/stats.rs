@@ -21,9 +21,11 @@ use core::sync::atomic::{AtomicU64, Ordering};
 pub(crate) mod latency;
 pub(crate) mod metrics_server;
 pub(crate) mod process;
+pub(crate) mod proxy;
 
 use crate::site::hosts::HOSTS_COUNTED;
 use latency::Latency;
+use proxy::ProxyResponses;
 
 /// One worker's counters. `#[repr(C)]` and all-atomic so it can live in a `MAP_SHARED`
 /// mapping that master and workers see.
@@ -77,6 +79,8 @@ pub struct WorkerCounters {
     /// `config::host_rows`) and status class,
     /// as `responses` (which still counts every response, a 421 included).
     pub(crate) host_responses: HostResponses,
+    /// Forwarded requests by upstream and outcome ([`proxy`]).
+    pub(crate) proxy_responses: ProxyResponses,
 }
 
 /// Responses by host and status class.
@@ -131,6 +135,10 @@ pub(crate) fn merged(a: Option<&WorkerCounters>, b: Option<&WorkerCounters>) -> 
             };
             core::array::from_fn(|k| AtomicU64::new(one(a, k) + one(b, k)))
         })),
+        proxy_responses: ProxyResponses::merged(
+            a.map(|c| &c.proxy_responses),
+            b.map(|c| &c.proxy_responses),
+        ),
     }
 }
 
@@ -148,7 +156,12 @@ pub(crate) struct PageCounters {
 /// Number of `u64` atomics in [`WorkerCounters`]. The mapping relies on zero bytes being a
 /// valid block, true only while every field is an atomic integer with no padding: this
 /// size check fails to compile if a field of another kind is added.
-const COUNTER_WORDS: usize = 21 + crate::auth::REASONS + latency::BUCKETS + 1 + 5 * HOSTS_COUNTED;
+const COUNTER_WORDS: usize = 21
+    + crate::auth::REASONS
+    + latency::BUCKETS
+    + 1
+    + 5 * HOSTS_COUNTED
+    + proxy::OUTCOMES.len() * crate::site::upstream::UPSTREAMS_COUNTED;
 const _: () = assert!(core::mem::size_of::<WorkerCounters>() == COUNTER_WORDS * 8);
 const _: () = assert!(core::mem::size_of::<PageCounters>() == 4096);
 
@@ -292,11 +305,13 @@ fn labels(out: &mut String, w: &WorkerPlan) {
 }
 
 /// Renders every worker's counters in the Prometheus text format, families in a fixed
-/// order, workers in plan order. `workers` and `counters` pair up by position.
+/// order, workers in plan order. `workers` and `counters` pair up by position; `hosts`
+/// and `upstreams` name the places of the counters by host and by upstream.
 pub(crate) fn render<'a>(
     workers: &'a [WorkerPlan],
     counters: impl Iterator<Item = &'a WorkerCounters> + Clone,
     hosts: &[Box<str>],
+    upstreams: &[&str],
 ) -> String {
     let mut out = String::with_capacity(256 + workers.len() * 1024);
     let pairs = || workers.iter().zip(counters.clone());
@@ -328,6 +343,11 @@ pub(crate) fn render<'a>(
             let _ = writeln!(out, ",reason=\"{}\"}} {}", reason.label(), load(n));
         }
     }
+    proxy::render(
+        &mut out,
+        pairs().map(|(w, c)| (w, &c.proxy_responses)),
+        upstreams,
+    );
     master_families(&mut out);
     out
 }
@@ -480,7 +500,7 @@ mod tests {
         counters[0].responses[1].store(3, Ordering::Relaxed);
         counters[1].responses[3].store(4, Ordering::Relaxed);
         counters[1].auth_failures[3].store(2, Ordering::Relaxed);
-        let text = render(&workers, counters.iter(), &[]);
+        let text = render(&workers, counters.iter(), &[], &[]);
         let lines: Vec<&str> = text.lines().collect();
         for want in [
             "steerd_connections_accepted_total{worker=\"0\",cpu=\"2\",node=\"0\"} 0",
@@ -507,7 +527,7 @@ mod tests {
         c.host_responses.0[0][1].store(3, Ordering::Relaxed);
         c.host_responses.0[1][1].store(2, Ordering::Relaxed);
         c.host_responses.0[1][3].store(1, Ordering::Relaxed);
-        let text = render(&workers, [c].iter(), &["a.test".into(), "*".into()]);
+        let text = render(&workers, [c].iter(), &["a.test".into(), "*".into()], &[]);
         let lines: Vec<&str> = text.lines().collect();
         let l = "worker=\"0\",cpu=\"2\",node=\"0\"";
         for want in [
@@ -526,7 +546,7 @@ mod tests {
     #[test]
     fn every_sample_line_is_name_labels_value() {
         let workers = [worker(0, 0, 0)];
-        let text = render(&workers, [WorkerCounters::default()].iter(), &[]);
+        let text = render(&workers, [WorkerCounters::default()].iter(), &[], &[]);
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             let (series, value) = line.rsplit_once(' ').expect("a value");
             assert!(value.parse::<f64>().is_ok(), "{line}");

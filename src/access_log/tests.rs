@@ -17,7 +17,7 @@ fn rec(target: &'static [u8]) -> Record<'static> {
     Record {
         client: Some("127.0.0.1".parse().unwrap()),
         request: RequestLine::Parsed {
-            method: b"GET",
+            method: crate::http::Method::Get,
             target,
             minor: 1,
         },
@@ -28,6 +28,8 @@ fn rec(target: &'static [u8]) -> Record<'static> {
         user: None,
         rule: None,
         host: None,
+        upstream: None,
+        upstream_us: None,
         worker: 0,
         cpu: 0,
         local: true,

@@ -14,6 +14,7 @@ use super::Ctx;
 use crate::disk::Pages;
 use crate::files::cache::FileCache;
 use crate::http::response::Persist;
+use crate::stats::proxy::Outcome;
 use rustix::fd::OwnedFd;
 
 /// How the connection goes on after the response: the one value from which both the
@@ -119,6 +120,11 @@ pub(crate) enum Outgoing {
         ticket: u32,
         /// Bytes the client has taken.
         sent: u64,
+        /// When the exchange started (`logged::stamp`: 0 unless the log shows times).
+        began_us: u64,
+        /// The upstream's place in the counters by upstream until its outcome is
+        /// counted (`conn::proxy`); `None` then, or for an upstream not counted apart.
+        tally: Option<u8>,
     },
 }
 
@@ -189,13 +195,20 @@ impl Outgoing {
     }
 }
 
-/// Ends a relayed response's exchange: started (its slot known) or only planned. Cold
-/// and out of line, so releasing a file response stays small enough to inline.
+/// Ends a relayed response's exchange with its connection (the client gone, a stop):
+/// counted cut short when it started and its outcome was not counted yet (`tally`), then
+/// given back, started (its slot known) or only planned. Cold and out of line, so
+/// releasing a file response stays small enough to inline.
 #[cold]
 #[inline(never)]
-fn end_exchange(ctx: &mut Ctx<'_>, slot: Option<u32>, ticket: u32) {
+fn end_exchange(ctx: &mut Ctx<'_>, slot: Option<u32>, ticket: u32, tally: Option<u8>) {
     match slot {
-        Some(s) => ctx.relays.release(s),
+        Some(s) => {
+            if let Some(place) = tally {
+                ctx.counters.proxy_responses.count(place, Outcome::CutShort);
+            }
+            ctx.relays.release(s);
+        }
         None => ctx.relays.forget(ticket),
     }
 }
@@ -296,7 +309,15 @@ impl Response {
     pub(super) fn release(&mut self, ctx: &mut Ctx<'_>) {
         match (&self.body, self.pinned) {
             (Outgoing::Listing { index, .. }, _) => ctx.listings.release(*index),
-            (Outgoing::Upstream { slot, ticket, .. }, _) => end_exchange(ctx, *slot, *ticket),
+            (
+                Outgoing::Upstream {
+                    slot,
+                    ticket,
+                    tally,
+                    ..
+                },
+                _,
+            ) => end_exchange(ctx, *slot, *ticket, *tally),
             (body, true) => {
                 if let Some(index) = body.cache_entry() {
                     ctx.cache.unpin(index)

@@ -22,7 +22,7 @@ use super::{Awaiting, Conn, Ctx, IN_CAP};
 use crate::auth::basic::{self, DECODED_MAX};
 use crate::client_addr::forwarded_for;
 use crate::config::LogFormat;
-use crate::http::Header;
+use crate::http::{Header, Method};
 use crate::log_line::{Record, RequestLine};
 use core::num::NonZeroU16;
 use core::sync::atomic::Ordering::Relaxed;
@@ -73,8 +73,8 @@ impl Span {
 pub(crate) enum LineSpan {
     /// A parsed request line.
     Parsed {
-        /// Method token.
-        method: &'static [u8],
+        /// Method (one byte where its token's slice took sixteen: a slot's size is held).
+        method: Method,
         /// Request-target.
         target: Span,
         /// Minor HTTP version.
@@ -98,6 +98,9 @@ pub(crate) struct Pending {
     /// bytes where `Option<u16>` takes four: a connection slot's size is held,
     /// `conn.rs`).
     rule: Option<NonZeroU16>,
+    /// A forwarded request's upstream time in microseconds ([`upstream_answered`];
+    /// `u32::MAX`: not known).
+    upstream_us: u32,
 }
 
 /// The request of a response being planned, as the log shows it: slices of `area` (the
@@ -171,6 +174,7 @@ fn remember(c: &mut Conn, ctx: &Ctx<'_>, status: u16, req: &LoggedRequest<'_>) {
         accepted: req.accepted.map(span),
         client: forwarded.or(c.client),
         rule: req.rule.and_then(|i| NonZeroU16::new(i.wrapping_add(1))),
+        upstream_us: u32::MAX,
     });
 }
 
@@ -179,6 +183,14 @@ fn remember(c: &mut Conn, ctx: &Ctx<'_>, status: u16, req: &LoggedRequest<'_>) {
 pub(super) fn restatus(c: &mut Conn, status: u16) {
     if let Some(p) = &mut c.pending {
         p.status = status;
+    }
+}
+
+/// The head of the forwarded request in flight on `c` came (or steerd's own answer in its
+/// place), `us` microseconds after its exchange began: its log line shows it.
+pub(super) fn upstream_answered(c: &mut Conn, us: u64) {
+    if let Some(p) = &mut c.pending {
+        p.upstream_us = us.min(u64::from(u32::MAX - 1)) as u32;
     }
 }
 
@@ -223,6 +235,8 @@ fn write_line(c: &mut Conn, inb: &[u8], ctx: &mut Ctx<'_>, cut_short: bool) {
         LineSpan::Raw(raw) => RequestLine::Raw(raw.get(area)),
     };
     let started = core::mem::take(&mut c.started_us);
+    let rule = (p.rule).and_then(|i| ctx.site.rules.get(usize::from(i.get() - 1)));
+    let forwarded = rule.filter(|r| r.upstream.is_some());
     let mut rec = Record {
         client: p.client,
         request,
@@ -231,9 +245,9 @@ fn write_line(c: &mut Conn, inb: &[u8], ctx: &mut Ctx<'_>, cut_short: bool) {
         referer: p.referer.map(|s| s.get(area)),
         user_agent: p.user_agent.map(|s| s.get(area)),
         user: None,
-        rule: (p.rule)
-            .and_then(|i| ctx.site.rules.get(usize::from(i.get() - 1)))
-            .map(|r| r.source.as_bytes()),
+        rule: rule.map(|r| r.source.as_bytes()),
+        upstream: forwarded.map(|r| r.upstream_name.as_bytes()),
+        upstream_us: (p.upstream_us != u32::MAX).then_some(u64::from(p.upstream_us)),
         host: (ctx.hosts.names.get(usize::from(c.host))).map(|n| n.as_bytes()),
         worker: ctx.worker,
         cpu: ctx.cpu,

@@ -19,6 +19,13 @@
 //! `Content-Length` as announced, or `Transfer-Encoding: chunked` (`relay/upload.rs`);
 //! `Expect: 100-continue` is answered by steerd (one past `--max-body` is 413 at once)
 //! and not forwarded.
+//!
+//! What is told of it: the log line's upstream time (the exchange's start to the client's
+//! head, `logged::upstream_answered`), and one count by upstream and outcome
+//! (`stats::proxy`): steerd's own answer in the upstream's place when the head is
+//! produced, else at the end, relayed whole or cut short (a connection that ends first
+//! counts its exchange cut short, `in_flight.rs`). The `--cors` and `--header` lines go
+//! with the plan, for the client's head (`relay/head.rs`).
 
 use super::in_flight::{After, Outgoing, Preamble, Response};
 use super::record::Responder;
@@ -27,6 +34,7 @@ use super::{logged, Awaiting, Budget, Conn, Ctx, Next};
 use crate::http::hop::{is_hop_by_hop, ConnectionTokens};
 use crate::http::{Body, Header, Method, Request};
 use crate::site::rules::Out;
+use crate::stats::proxy::Outcome;
 use crate::timers::Kind;
 use core::fmt::Write as _;
 use core::sync::atomic::Ordering::Relaxed;
@@ -64,9 +72,11 @@ impl Responder<'_, '_> {
             max_body: self.ctx.max_body,
             expect: req.expect_continue,
             upgrade: upgrade_asked(fields).is_some(),
+            cors_len: self.line.cors.len(),
         };
         let c = &*self.c;
-        let ticket = self.ctx.relays.plan(asked, |area| {
+        let lines = [self.line.cors, &self.ctx.site.headers[..]];
+        let ticket = self.ctx.relays.plan(asked, lines, |area| {
             let len = request_head(req, fields, c, area).ok_or(400u16)?;
             Ok((rule, len))
         });
@@ -75,6 +85,8 @@ impl Responder<'_, '_> {
             slot: None,
             ticket,
             sent: 0,
+            began_us: 0,
+            tally: self.ctx.site.rules.get(rule).and_then(|r| r.counted),
         };
         self.c.awaiting = Awaiting::Send(self.response(Preamble::unsent(0, false), body));
     }
@@ -90,10 +102,14 @@ fn start(slot: u32, ticket: u32, c: &mut Conn, inb: &[u8], ctx: &mut Ctx<'_>) {
     };
     let rules = &ctx.site.rules;
     let body = &inb[head_len..c.in_len];
+    let began = logged::stamp(ctx);
     let took = ctx.relays.start(slot, ticket, rules, body, &date);
     // The body bytes taken go with the head once the answer is finished.
     if let Awaiting::Send(r) = &mut c.awaiting {
         r.answered = head_len + took;
+        if let Outgoing::Upstream { began_us, .. } = &mut r.body {
+            *began_us = began;
+        }
     }
 }
 
@@ -297,11 +313,11 @@ fn relay(
                 return Relayed::Park;
             }
             Pump::Finished => {
-                ended(slot, c, ctx);
+                ended(slot, c, ctx, Outcome::Relayed);
                 return Relayed::Done;
             }
             Pump::Cut => {
-                ended(slot, c, ctx);
+                ended(slot, c, ctx, Outcome::CutShort);
                 return Relayed::Close;
             }
         };
@@ -328,20 +344,31 @@ fn relay(
     }
 }
 
-/// The exchange of `slot` ended (whole or cut): its news noted, the body bytes the log
-/// shows made the body's alone, the exchange given back (the response's body is then
-/// `Nothing`).
-fn ended(slot: u32, c: &mut Conn, ctx: &mut Ctx<'_>) {
+/// The exchange of `slot` ended (whole, `Relayed`, or `CutShort`): its news noted, its
+/// outcome counted (unless steerd's own answer was), the body bytes the log shows made
+/// the body's alone, the exchange given back (the response's body is then `Nothing`).
+fn ended(slot: u32, c: &mut Conn, ctx: &mut Ctx<'_>, outcome: Outcome) {
     note_news(slot, c, ctx);
     if let Awaiting::Send(r) = &mut c.awaiting {
+        if let Outgoing::Upstream { tally, .. } = r.body {
+            count(ctx, tally, outcome);
+        }
         r.body_sent = r.body_sent.saturating_sub(ctx.relays.head_bytes(slot));
         r.body = Outgoing::Nothing;
     }
     ctx.relays.release(slot);
 }
 
-/// The upstream's head was turned into the client's: count the response, put its status
-/// in the log line, and close after it when it must.
+/// Counts one forwarded request to the upstream at `tally` (none: not counted apart).
+fn count(ctx: &Ctx<'_>, tally: Option<u8>, outcome: Outcome) {
+    if let Some(place) = tally {
+        ctx.counters.proxy_responses.count(place, outcome);
+    }
+}
+
+/// The upstream's head was turned into the client's (or steerd's own answer made in its
+/// place): count the response (and steerd's answer's outcome), put its status and the
+/// upstream's time in the log line, and close after it when it must.
 fn note_news(slot: u32, c: &mut Conn, ctx: &mut Ctx<'_>) {
     let Some((status, close)) = ctx.relays.take_news(slot) else {
         return;
@@ -349,8 +376,24 @@ fn note_news(slot: u32, c: &mut Conn, ctx: &mut Ctx<'_>) {
     let class = usize::from(status / 100).clamp(1, 5) - 1;
     ctx.counters.responses[class].fetch_add(1, Relaxed);
     logged::restatus(c, status);
-    if let (true, Awaiting::Send(r)) = (close, &mut c.awaiting) {
+    let own = ctx.relays.own_outcome(slot);
+    let Awaiting::Send(r) = &mut c.awaiting else {
+        return;
+    };
+    if close {
         // A body may be left unread (a refusal): linger rather than reset.
         r.after = After::Close { linger: true };
     }
+    let Outgoing::Upstream {
+        began_us, tally, ..
+    } = &mut r.body
+    else {
+        return;
+    };
+    let began = *began_us;
+    if let Some(outcome) = own {
+        // steerd answered in the upstream's place: that is the outcome.
+        count(ctx, tally.take(), outcome);
+    }
+    logged::upstream_answered(c, logged::stamp(ctx).saturating_sub(began));
 }

@@ -19,9 +19,9 @@
 //! or the missing bytes: never a truncated body that looks complete. An interim 1xx
 //! answer (but 101) is dropped.
 //!
-//! Memory: the three buffers of an exchange (the request head, the upstream's bytes, the
-//! client's) are taken from a spare list and given back at its end, so steady proxying
-//! allocates nothing.
+//! Memory: the buffers of an exchange (the request head, the upstream's bytes, the
+//! client's, the operator's lines for the client's head) are taken from a spare list and
+//! given back at its end, so steady proxying allocates nothing.
 
 mod body;
 mod head;
@@ -35,7 +35,8 @@ use crate::http::chunked::{Dechunk, LAST_CHUNK};
 use crate::http::upstream_head::{self, RespFraming, RespHead, MAX_RESPONSE_HEAD};
 use crate::site::rules::Rule;
 use crate::site::upstream::Upstream;
-use head::{client_head, own_answer, ClientFraming};
+use crate::stats::proxy::Outcome;
+use head::{client_head, own_answer, ClientFraming, OwnLines};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::io::Errno;
 use rustix::net::{AddressFamily, SendFlags, SocketAddrUnix, SocketFlags, SocketType};
@@ -57,6 +58,9 @@ struct Bufs {
     request: Box<[u8]>,
     up: Box<[u8]>,
     down: Box<[u8]>,
+    /// The operator's lines for the client's head (`head::OwnLines`; kept with its
+    /// capacity, so a steady run allocates nothing).
+    lines: Vec<u8>,
 }
 
 impl Bufs {
@@ -65,6 +69,7 @@ impl Bufs {
             request: vec![0; REQUEST_CAP].into_boxed_slice(),
             up: vec![0; UP_CAP].into_boxed_slice(),
             down: vec![0; DOWN_CAP].into_boxed_slice(),
+            lines: Vec::new(),
         }
     }
 }
@@ -105,6 +110,8 @@ pub(crate) struct Asked {
     pub(crate) expect: bool,
     /// The request asks for an upgrade (`Upgrade`, named by `Connection`).
     pub(crate) upgrade: bool,
+    /// Bytes of `--cors` lines at the front of the operator's lines ([`Relays::plan`]).
+    pub(crate) cors_len: usize,
 }
 
 impl Asked {
@@ -118,6 +125,7 @@ impl Asked {
             max_body: 0,
             expect: false,
             upgrade: false,
+            cors_len: 0,
         }
     }
 }
@@ -168,6 +176,8 @@ struct Exchange {
     counted: usize,
     /// When it times out without progress (turn clock; 0: not armed).
     deadline_ms: u64,
+    /// What steerd's own answer in place of the upstream's says of the exchange.
+    own: Option<Outcome>,
 }
 
 /// What [`Relays::pump`] has for the client.
@@ -283,14 +293,18 @@ impl Relays {
     }
 
     /// Plans an exchange: `write` puts the upstream's head in its request buffer and says
-    /// which rule and how long (or which status to answer instead); the ticket it is kept
-    /// under until [`Relays::start`].
+    /// which rule and how long (or which status to answer instead); `lines` are the
+    /// operator's lines for the client's head (`--cors`'s, `asked.cors_len` bytes, then
+    /// `--header`'s); the ticket it is kept under until [`Relays::start`].
     pub(crate) fn plan(
         &mut self,
         asked: Asked,
+        lines: [&[u8]; 2],
         write: impl FnOnce(&mut [u8]) -> Result<(usize, usize), u16>,
     ) -> u32 {
         let mut bufs = self.spare.pop().unwrap_or_else(Bufs::new);
+        bufs.lines.clear();
+        lines.iter().for_each(|l| bufs.lines.extend_from_slice(l));
         let to = write(&mut bufs.request);
         self.ticket = self.ticket.wrapping_add(1);
         let ticket = self.ticket;
@@ -392,6 +406,7 @@ impl Relays {
             head_sent: false,
             counted,
             deadline_ms: 0,
+            own: None,
         });
         if let Some(status) = failed {
             x.fail(status, date);
@@ -437,6 +452,12 @@ impl Relays {
     /// The status and persistence of the client's head, once it is produced.
     pub(crate) fn take_news(&mut self, slot: u32) -> Option<(u16, bool)> {
         self.exchange(slot)?.news.take()
+    }
+
+    /// The outcome of steerd's own answer, when it answered in the upstream's place.
+    pub(crate) fn own_outcome(&self, slot: u32) -> Option<Outcome> {
+        let x = self.by_slot.get(slot as usize).and_then(Option::as_ref);
+        x.and_then(|x| x.own)
     }
 
     /// Whether the upstream was read from since the last call.
@@ -660,10 +681,12 @@ impl Exchange {
     /// steerd's own error page, closing (nothing of a response went out yet); the
     /// upstream's socket is closed, whatever of the request it got.
     fn fail(&mut self, status: u16, date: &[u8; 29]) {
+        self.own = Some(Outcome::of_own(status, self.phase == Phase::Head));
         self.fd = None;
         self.head_out = true;
         let down = &mut self.bufs.down[self.down_len..];
-        let (len, head) = own_answer(status, date, down);
+        let cors = &self.bufs.lines[..self.asked.cors_len];
+        let (len, head) = own_answer(status, date, cors, down);
         self.down_len += len;
         self.produced += len as u64;
         self.head_bytes += head as u64;
@@ -702,6 +725,7 @@ impl Exchange {
             framing,
             close,
             self.asked.minor,
+            OwnLines::split(&self.bufs.lines, self.asked.cors_len),
             &mut self.bufs.down,
         );
         let Some(len) = len else {

@@ -140,7 +140,7 @@ fn line_of<'r>(
         log: LoggedRequest {
             area,
             line: RequestLine::Parsed {
-                method: req.method.as_str().as_bytes(),
+                method: req.method,
                 target: req.target(),
                 minor: req.minor,
             },

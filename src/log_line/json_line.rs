@@ -8,8 +8,10 @@
 //! written: the client went away, a timeout, or the file shrank under the transfer),
 //! `user` (the user `--basic-auth` accepted, else `null`; last, so lines of earlier
 //! versions are a prefix of the same keys); then, only when they apply, `rule` (where
-//! the redirect or rewrite that answered was given) and `host` (the name of the host
-//! that answered, with `--host` or host blocks).
+//! the redirect, rewrite or proxy rule that answered was given), `host` (the name of the
+//! host that answered, with `--host` or host blocks), and for a forwarded request
+//! `upstream` (the `--proxy` rule's upstream) and `upstream_us` (its connect to its
+//! response head, as nginx's `$upstream_header_time`; `null` when no head came).
 
 use super::{escape, put_ip, request_text, LogClock, Record, FIELD_BUDGET};
 use crate::http::response::Writer;
@@ -59,7 +61,22 @@ pub(super) fn write(rec: &Record<'_>, clock: &LogClock, out: &mut Writer<'_>) {
         out.put(b",\"host\":");
         string_or_null(Some(host), out);
     }
+    if let Some(upstream) = rec.upstream {
+        forwarded(upstream, rec.upstream_us, out);
+    }
     out.put(b"}");
+}
+
+/// The keys of a forwarded request. Out of line: a file's line does not carry them.
+#[inline(never)]
+fn forwarded(upstream: &[u8], us: Option<u64>, out: &mut Writer<'_>) {
+    out.put(b",\"upstream\":");
+    string_or_null(Some(upstream), out);
+    out.put(b",\"upstream_us\":");
+    match us {
+        Some(us) => out.num(us),
+        None => out.put(b"null"),
+    };
 }
 
 fn bool_text(b: bool) -> &'static [u8] {

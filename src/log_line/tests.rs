@@ -12,7 +12,7 @@ fn record() -> Record<'static> {
     Record {
         client: Some("127.0.0.1".parse().unwrap()),
         request: RequestLine::Parsed {
-            method: b"GET",
+            method: crate::http::Method::Get,
             target: b"/a",
             minor: 1,
         },
@@ -23,6 +23,8 @@ fn record() -> Record<'static> {
         user: None,
         rule: None,
         host: None,
+        upstream: None,
+        upstream_us: None,
         worker: 3,
         cpu: 5,
         local: true,
@@ -55,7 +57,7 @@ fn absent_fields_zero_bytes_and_http_1_0() {
     let r = Record {
         client: None,
         request: RequestLine::Parsed {
-            method: b"HEAD",
+            method: crate::http::Method::Head,
             target: b"/",
             minor: 0,
         },
@@ -77,7 +79,7 @@ fn hostile_fields_are_escaped() {
     let r = Record {
         client: Some("2001:db8::7".parse().unwrap()),
         request: RequestLine::Parsed {
-            method: b"GET",
+            method: crate::http::Method::Get,
             target: b"/caf\xc3\xa9?q=\"x\"",
             minor: 1,
         },
@@ -173,7 +175,7 @@ fn the_longest_line_fits_and_stays_well_formed() {
     let r = Record {
         client: Some("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff".parse().unwrap()),
         request: RequestLine::Parsed {
-            method: &[b'M'; 64],
+            method: crate::http::Method::Options,
             target: &target,
             minor: 1,
         },
@@ -183,6 +185,8 @@ fn the_longest_line_fits_and_stays_well_formed() {
         user_agent: Some(&ua),
         user: Some(&[b' '; 255]),
         duration_us: u64::MAX,
+        upstream: Some(&[b'"'; 112]),
+        upstream_us: Some(u64::MAX),
         ..record()
     };
     for format in [LogFormat::Combined, LogFormat::Common, LogFormat::Json] {
@@ -256,4 +260,31 @@ fn json_names_the_rule_that_answered() {
     assert!(!line(LogFormat::Json, &record()).contains("host"));
     assert!(!line(LogFormat::Combined, &ruled).contains("site.conf"));
     assert!(!line(LogFormat::Combined, &ruled).contains("a.test"));
+}
+
+/// A forwarded request's line ends in its upstream and the upstream's time to its head
+/// (`null` when none came); a file's has neither key, and the other formats show
+/// neither.
+#[test]
+fn json_names_the_upstream_and_its_time() {
+    let forwarded = Record {
+        rule: Some(b"--proxy /api/** unix:/run/app.sock"),
+        upstream: Some(b"unix:/run/app.sock"),
+        upstream_us: Some(412),
+        ..record()
+    };
+    let text = line(LogFormat::Json, &forwarded);
+    assert!(
+        text.ends_with(",\"upstream\":\"unix:/run/app.sock\",\"upstream_us\":412}\n"),
+        "{text}"
+    );
+    let gone = Record {
+        upstream_us: None,
+        ..forwarded
+    };
+    assert!(line(LogFormat::Json, &gone).ends_with(",\"upstream_us\":null}\n"));
+    assert!(!line(LogFormat::Json, &record()).contains("upstream"));
+    for format in [LogFormat::Combined, LogFormat::Common] {
+        assert!(!line(format, &forwarded).contains("app.sock"));
+    }
 }

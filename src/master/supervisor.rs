@@ -476,11 +476,12 @@ impl<'a> Supervisor<'a> {
         });
         let (slots, history) = (&self.slots, &self.history);
         let hosts = self.host_rows.names();
+        let cfg = &self.cfg;
         let render = |doc| {
             let merged = merged();
             match doc {
                 Document::Metrics => {
-                    let mut text = stats::render(workers, merged.iter(), hosts);
+                    let mut text = stats::render(workers, merged.iter(), &hosts, &cfg.upstreams());
                     stats::render_retiring(&mut text, retiring);
                     stats::process::render(&mut text, workers, slots.iter().map(|s| s.pid));
                     text

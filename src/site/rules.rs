@@ -53,6 +53,12 @@ pub struct Rule {
     pub action: Action,
     /// A proxy rule's upstream.
     pub(crate) upstream: Option<Upstream>,
+    /// A proxy rule's upstream as the log and the metrics name it (`unix:/run/app.sock`);
+    /// empty for other rules.
+    pub(crate) upstream_name: Box<str>,
+    /// A proxy rule's upstream's place among the upstreams `/metrics` counts apart
+    /// (`Serving::number_upstreams`); `None` past them, and for other rules.
+    pub(crate) counted: Option<u8>,
     /// Where the rule was given: `--redirect`, `--rewrite`, or `FILE:LINE`.
     pub(crate) source: Box<str>,
     /// FROM as given.
@@ -91,6 +97,8 @@ impl Rule {
             own_query: to.contains('?'),
             action,
             upstream: None,
+            upstream_name: Box::default(),
+            counted: None,
             source: source.into(),
             from_text: words[0].into(),
         })
@@ -103,12 +111,15 @@ impl Rule {
         let &[from, upstream] = &words[..] else {
             return Err("expected GLOB UPSTREAM".into());
         };
+        let upstream = Upstream::parse(upstream)?;
         Ok(Rule {
             from: Glob::parse(from).map_err(|e| format!("GLOB: {e}"))?,
             to: Vec::new(),
             own_query: false,
             action: Action::Proxy,
-            upstream: Some(Upstream::parse(upstream)?),
+            upstream_name: upstream.to_string().into(),
+            upstream: Some(upstream),
+            counted: None,
             source: source.into(),
             from_text: from.into(),
         })

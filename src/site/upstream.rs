@@ -8,6 +8,10 @@
 
 use std::net::{IpAddr, SocketAddr};
 
+/// Distinct upstreams `/metrics` counts apart (the first named; `Serving::upstreams`):
+/// six words of each worker's counter page per upstream.
+pub(crate) const UPSTREAMS_COUNTED: usize = 16;
+
 /// The longest socket path `sun_path` holds, its terminating NUL excluded (unix(7)).
 const SUN_PATH_MAX: usize = 107;
 

@@ -1,5 +1,6 @@
 //! What monitors expect of `/metrics`, through the real binary: `promtool check metrics`
-//! (the Prometheus project's own linter) finds no problem in a live scrape;
+//! (the Prometheus project's own linter) finds no problem in a live scrape (with a
+//! `--proxy` rule, so the counts by upstream are in it);
 //! `steerd_build_info` and the `process_*` figures are there for the master and every
 //! worker and move with the process (open descriptors follow held connections); the
 //! response-time histogram counts every response finished, in cumulative buckets, and a
@@ -43,13 +44,20 @@ fn promtool_finds_no_problem_in_a_live_scrape() {
     if Command::new("promtool").arg("--version").output().is_err() {
         return skip_or_fail(name, "no promtool on PATH (Debian package `prometheus`)");
     }
-    let server = Server::start(&[]);
+    // A proxy rule to a socket nothing listens at: the family by upstream is linted too.
+    let nowhere = TempDir::new("promtool-upstream");
+    let rule = format!(
+        "/api/** unix:{}",
+        nowhere.path().join("none.sock").display()
+    );
+    let server = Server::start(&["--proxy", &rule]);
     server.wait_healthy();
-    for path in ["/index.html", "/index.html", "/no-such-file"] {
+    for path in ["/index.html", "/index.html", "/no-such-file", "/api/x"] {
         get(server.addr, path);
     }
     let body = scrape(&server);
     assert!(body.contains(&format!("{HISTOGRAM}_bucket{{")), "{body}");
+    assert!(body.contains("steerd_proxy_responses_total{"), "{body}");
     assert!(body.contains("process_open_fds{"), "{body}");
     promtool_accepts(&body);
 }

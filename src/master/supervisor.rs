@@ -481,7 +481,7 @@ impl<'a> Supervisor<'a> {
             let merged = merged();
             match doc {
                 Document::Metrics => {
-                    let mut text = stats::render(workers, merged.iter(), &hosts, &cfg.upstreams());
+                    let mut text = stats::render(workers, merged.iter(), hosts, &cfg.upstreams());
                     stats::render_retiring(&mut text, retiring);
                     stats::process::render(&mut text, workers, slots.iter().map(|s| s.pid));
                     text

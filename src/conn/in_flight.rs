@@ -195,7 +195,7 @@ impl Outgoing {
 #[inline(never)]
 fn end_exchange(ctx: &mut Ctx<'_>, slot: Option<u32>, ticket: u32) {
     match slot {
-        Some(s) => ctx.relays.release(s),
+        Some(s) => ctx.relays.release(s, ctx.now_ms),
         None => ctx.relays.forget(ticket),
     }
 }

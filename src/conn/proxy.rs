@@ -64,6 +64,15 @@ impl Responder<'_, '_> {
             max_body: self.ctx.max_body,
             expect: req.expect_continue,
             upgrade: upgrade_asked(fields).is_some(),
+            idempotent: matches!(
+                req.method,
+                Method::Get
+                    | Method::Head
+                    | Method::Put
+                    | Method::Delete
+                    | Method::Options
+                    | Method::Trace
+            ),
         };
         let c = &*self.c;
         let ticket = self.ctx.relays.plan(asked, |area| {
@@ -281,7 +290,8 @@ fn relay(
             fd,
             readable: c.readable,
         };
-        let pumped = ctx.relays.pump(slot, *sent, &date, &mut client);
+        let rules = &ctx.site.rules;
+        let pumped = ctx.relays.pump(slot, *sent, (&date, rules), &mut client);
         c.readable = client.readable;
         let bytes = match pumped {
             Pump::Bytes(b) => b,
@@ -337,7 +347,7 @@ fn ended(slot: u32, c: &mut Conn, ctx: &mut Ctx<'_>) {
         r.body_sent = r.body_sent.saturating_sub(ctx.relays.head_bytes(slot));
         r.body = Outgoing::Nothing;
     }
-    ctx.relays.release(slot);
+    ctx.relays.release(slot, ctx.now_ms);
 }
 
 /// The upstream's head was turned into the client's: count the response, put its status

@@ -23,6 +23,7 @@ mod mime_types;
 mod multihost;
 mod proxy;
 mod proxy_garden;
+mod proxy_pool;
 mod rules;
 mod send_buffer;
 mod upstream_harness;

@@ -315,13 +315,10 @@ impl Relays {
             other => other,
         };
         let counted = if to.is_ok() { key } else { 0 };
-        let opened = to.and_then(|(upstream, len)| {
-            let (fd, reused) = self.open(upstream, key, token)?;
-            Ok((fd, reused, len))
-        });
-        let (fd, reused, len, failed) = match opened {
-            Ok((fd, reused, len)) => (Some(fd), reused, len, None),
-            Err(status) => (None, false, 0, Some(status)),
+        let opened = to.and_then(|(upstream, len)| Ok((self.open(upstream, key, token)?, len)));
+        let (fd, reused, token, len, failed) = match opened {
+            Ok(((fd, reused, token), len)) => (Some(fd), reused, token, len, None),
+            Err(status) => (None, false, token, 0, Some(status)),
         };
         if self.by_slot.len() <= slot as usize {
             self.by_slot.resize_with(slot as usize + 1, || None);
@@ -390,7 +387,7 @@ impl Relays {
         let Some(x) = live.filter(|x| x.generation == token.generation) else {
             // An idle connection the upstream closed, or wrote to unasked: closed now.
             if readable {
-                self.pool.drop_generation(token.generation);
+                self.pool.drop_token(token);
             }
             return None;
         };
@@ -405,7 +402,7 @@ impl Relays {
         let Some(mut x) = self.by_slot.get_mut(slot as usize).and_then(Option::take) else {
             return;
         };
-        Relays::park(&mut self.pool, &mut x, now_ms);
+        Relays::park(&mut self.pool, (slot, &mut x), now_ms);
         self.leave(x.counted);
         if self.spare.len() < SPARE_MAX {
             self.spare.push(x.bufs);

@@ -14,7 +14,7 @@
 //! head and body, is still in its buffer; otherwise the client is answered 502.
 
 use super::head::{client_head, own_answer, ClientFraming};
-use super::{Client, Exchange, Phase};
+use super::{Client, Exchange, Phase, DOWN_CAP};
 use crate::http::chunked::LAST_CHUNK;
 use crate::http::upstream_head::{self, RespFraming, RespHead};
 use rustix::io::Errno;
@@ -34,7 +34,7 @@ impl Exchange {
                 // A fresh connection is the relays' to open.
                 Phase::Retry | Phase::Done | Phase::Cut => false,
             };
-            if !go_on || self.produced > before {
+            if !go_on || self.produced > before && !self.more_fits() {
                 break;
             }
         }
@@ -48,6 +48,13 @@ impl Exchange {
         } else if self.timed_out && self.phase == Phase::Tunnel && self.down_len == 0 {
             self.phase = Phase::Done;
         }
+    }
+
+    /// Body bytes buffered behind what was just produced fit beside it: they go out with
+    /// it, in one send (a small response's head and body).
+    fn more_fits(&self) -> bool {
+        let room = DOWN_CAP - self.down_len;
+        self.phase == Phase::Body && self.up_len > 0 && self.up_len + 64 <= room
     }
 
     /// The connect completed (or failed: 502).

@@ -33,23 +33,28 @@ impl Relays {
         }
     }
 
-    /// A connection to `upstream` (pool key `key`) registered under `token`: an idle one
-    /// (`true`: reused, connected) or a fresh one, its connect under way.
+    /// A connection to `upstream` (pool key `key`) for `token`'s slot, and the token it
+    /// is registered under: an idle one (`true`: reused, connected; still under its own
+    /// token when its last exchange had the same slot) or a fresh one under `token`, its
+    /// connect under way.
     pub(super) fn open(
         &mut self,
         upstream: &Upstream,
         key: usize,
         token: Token,
-    ) -> Result<(OwnedFd, bool), u16> {
+    ) -> Result<(OwnedFd, bool, Token), u16> {
         let epoll = self.epoll.as_ref().ok_or(502u16)?;
-        if let Some(fd) = self.pool.take(key) {
+        if let Some((fd, was)) = self.pool.take(key, token) {
+            if was.slot == token.slot {
+                return Ok((fd, true, was));
+            }
             if modify_edge(epoll.as_fd(), &fd, token).is_ok() {
-                return Ok((fd, true));
+                return Ok((fd, true, token));
             }
         }
         let fd = connect(upstream).map_err(|_| 502u16)?;
         add_edge(epoll.as_fd(), &fd, token).map_err(|_| 502u16)?;
-        Ok((fd, false))
+        Ok((fd, false, token))
     }
 
     /// Opens a fresh connection for `slot`'s exchange, whose reused one failed before any
@@ -77,17 +82,21 @@ impl Relays {
         x.request_sent = 0;
     }
 
-    /// Gives an ended exchange's connection to the pool when it ended cleanly (the
-    /// module doc), else closes it.
-    pub(super) fn park(pool: &mut Pool, x: &mut Exchange, now_ms: u64) {
+    /// Gives the connection of `slot`'s ended exchange to the pool when it ended cleanly
+    /// (the module doc), else closes it.
+    pub(super) fn park(pool: &mut Pool, (slot, x): (u32, &mut Exchange), now_ms: u64) {
         let clean = x.phase == Phase::Done
             && x.keep_up
             && x.up_len == 0
             && !x.timed_out
             && !x.asked.upgrade
             && x.counted != 0;
+        let token = Token {
+            slot: slot | Token::UPSTREAM,
+            generation: x.generation,
+        };
         match x.fd.take() {
-            Some(fd) if clean => pool.put(x.counted, fd, x.generation, now_ms),
+            Some(fd) if clean => pool.put(x.counted, fd, token, now_ms),
             _ => {}
         }
     }

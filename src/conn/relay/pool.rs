@@ -7,7 +7,7 @@
 //! connections to one upstream and [`IDLE_MAX`] in all (one past them is closed); one
 //! idle for [`IDLE_MS`] is closed at the next sweep. An idle connection stays registered
 //! edge-triggered: any input while it idles, the upstream's close (`EPOLLRDHUP`, EOF) or
-//! bytes it sent unasked, closes it at once ([`Pool::drop_generation`]). Taking one peeks
+//! bytes it sent unasked, closes it at once ([`Pool::drop_token`]). Taking one peeks
 //! at it first, so a close whose event is not read yet is not taken for an open
 //! connection; a close that crosses the next request on the wire is the retry rule's
 //! (`machine.rs`).
@@ -16,6 +16,7 @@
 //! and nothing is allocated after: steady proxying allocates nothing. A worker that
 //! forwards nothing never touches it.
 
+use crate::event::Token;
 use rustix::fd::OwnedFd;
 use rustix::io::Errno;
 use rustix::net::RecvFlags;
@@ -34,8 +35,8 @@ struct Idle {
     /// The upstream it goes to.
     key: usize,
     fd: OwnedFd,
-    /// The generation of the token it is registered under.
-    generation: u32,
+    /// The token it is registered under (its last exchange's).
+    token: Token,
     /// When it went idle (turn clock).
     since_ms: u64,
 }
@@ -47,9 +48,9 @@ pub(super) struct Pool {
 }
 
 impl Pool {
-    /// Keeps `fd` (registered under `generation`) idle for the upstream `key`; past the
+    /// Keeps `fd` (registered under `token`) idle for the upstream `key`; past the
     /// bounds it is closed instead.
-    pub(super) fn put(&mut self, key: usize, fd: OwnedFd, generation: u32, now_ms: u64) {
+    pub(super) fn put(&mut self, key: usize, fd: OwnedFd, token: Token, now_ms: u64) {
         let same = self.idle.iter().filter(|i| i.key == key).count();
         if same >= PER_UPSTREAM || self.idle.len() >= IDLE_MAX {
             return;
@@ -60,27 +61,33 @@ impl Pool {
         self.idle.push(Idle {
             key,
             fd,
-            generation,
+            token,
             since_ms: now_ms,
         });
     }
 
-    /// The connection to `key` idle the shortest time that is still open and quiet;
-    /// those found closed on the way are dropped.
-    pub(super) fn take(&mut self, key: usize) -> Option<OwnedFd> {
-        while let Some(at) = self.idle.iter().rposition(|i| i.key == key) {
+    /// A connection to `key` that is still open and quiet, with the token it is
+    /// registered under: the last one the slot of `token` used if it idles (its
+    /// registration then serves as it is: no `epoll_ctl`), else the one idle the shortest
+    /// time. Those found closed on the way are dropped.
+    pub(super) fn take(&mut self, key: usize, token: Token) -> Option<(OwnedFd, Token)> {
+        loop {
+            let idle = self.idle.iter();
+            let mine = idle
+                .clone()
+                .rposition(|i| i.key == key && i.token.slot == token.slot);
+            let at = mine.or_else(|| self.idle.iter().rposition(|i| i.key == key))?;
             let idle = self.idle.remove(at);
             if quiet(&idle.fd) {
-                return Some(idle.fd);
+                return Some((idle.fd, idle.token));
             }
         }
-        None
     }
 
-    /// Closes the idle connection registered under `generation` (its upstream closed it
-    /// or sent what nobody asked for); `false` when none is.
-    pub(super) fn drop_generation(&mut self, generation: u32) -> bool {
-        let at = self.idle.iter().position(|i| i.generation == generation);
+    /// Closes the idle connection registered under `token` (its upstream closed it or
+    /// sent what nobody asked for); `false` when none is.
+    pub(super) fn drop_token(&mut self, token: Token) -> bool {
+        let at = self.idle.iter().position(|i| i.token == token);
         at.map(|at| self.idle.remove(at)).is_some()
     }
 
@@ -111,6 +118,13 @@ mod tests {
     use super::*;
     use rustix::net::{socketpair, AddressFamily, SocketFlags, SocketType};
 
+    fn token(slot: u32, generation: u32) -> Token {
+        Token {
+            slot: slot | Token::UPSTREAM,
+            generation,
+        }
+    }
+
     fn pair() -> (OwnedFd, OwnedFd) {
         let flags = SocketFlags::CLOEXEC;
         socketpair(AddressFamily::UNIX, SocketType::STREAM, flags, None).unwrap()
@@ -124,7 +138,7 @@ mod tests {
             for g in 0..PER_UPSTREAM as u32 + 2 {
                 let (ours, theirs) = pair();
                 peers.push(theirs);
-                pool.put(key, ours, key as u32 * 100 + g, 0);
+                pool.put(key, ours, token(1, key as u32 * 100 + g), 0);
             }
         }
         assert_eq!(pool.len(), IDLE_MAX);
@@ -140,15 +154,30 @@ mod tests {
         let (chatty, talker) = pair();
         rustix::io::write(&talker, b"HTTP/1.1 200 OK\r\n").unwrap();
         let (open, _keep) = pair();
-        pool.put(7, open, 1, 0);
-        pool.put(7, closed, 2, 0);
-        pool.put(7, chatty, 3, 0);
-        assert!(
-            pool.take(7).is_some(),
+        pool.put(7, open, token(1, 1), 0);
+        pool.put(7, closed, token(1, 2), 0);
+        pool.put(7, chatty, token(1, 3), 0);
+        let (_, was) = pool.take(7, token(2, 4)).unwrap();
+        assert_eq!(
+            was,
+            token(1, 1),
             "the quiet one is found behind two bad ones"
         );
         assert_eq!(pool.len(), 0);
-        assert!(pool.take(7).is_none());
+        assert!(pool.take(7, token(2, 5)).is_none());
+    }
+
+    #[test]
+    fn a_slot_gets_back_the_connection_it_used_last() {
+        let mut pool = Pool::default();
+        let (a, _pa) = pair();
+        let (b, _pb) = pair();
+        pool.put(1, a, token(3, 10), 0);
+        pool.put(1, b, token(4, 11), 0);
+        let (_, was) = pool.take(1, token(3, 12)).unwrap();
+        assert_eq!(was, token(3, 10));
+        let (_, was) = pool.take(1, token(5, 13)).unwrap();
+        assert_eq!(was, token(4, 11), "another slot takes the newest");
     }
 
     #[test]
@@ -156,10 +185,10 @@ mod tests {
         let mut pool = Pool::default();
         let (a, _pa) = pair();
         let (b, _pb) = pair();
-        pool.put(1, a, 10, 0);
-        pool.put(1, b, 11, 1_000);
-        assert!(pool.drop_generation(10));
-        assert!(!pool.drop_generation(10));
+        pool.put(1, a, token(1, 10), 0);
+        pool.put(1, b, token(1, 11), 1_000);
+        assert!(pool.drop_token(token(1, 10)));
+        assert!(!pool.drop_token(token(1, 10)));
         pool.expire(IDLE_MS + 999);
         assert_eq!(pool.len(), 1);
         pool.expire(IDLE_MS + 1_000);

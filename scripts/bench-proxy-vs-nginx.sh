@@ -35,7 +35,7 @@ if [ "${BUILD:-1}" = 1 ]; then
     cargo build --release -q -p steerd
 fi
 BIN=$PWD/target/release/steerd
-UPSTREAM=${UPSTREAM:-$(cargo bench -q --bench unix_upstream --no-run 2>&1 |
+UPSTREAM=${UPSTREAM:-$(cargo bench --bench unix_upstream --no-run 2>&1 |
     grep -o 'target/release/deps/unix_upstream-[0-9a-f]*' | head -1)}
 [ -x "$UPSTREAM" ] || {
     echo "no unix_upstream bench binary" >&2

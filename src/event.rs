@@ -59,14 +59,29 @@ impl Token {
     }
 }
 
+/// Input, output and peer hang-up, edge-triggered: an upstream socket's interest.
+const EDGE: EventFlags = EventFlags::IN
+    .union(EventFlags::OUT)
+    .union(EventFlags::RDHUP)
+    .union(EventFlags::ET);
+
 /// Registers `fd` in `epoll` edge-triggered for input, output and peer hang-up.
 pub(crate) fn add_edge(
     epoll: rustix::fd::BorrowedFd<'_>,
     fd: impl AsFd,
     token: Token,
 ) -> rustix::io::Result<()> {
-    let flags = EventFlags::IN | EventFlags::OUT | EventFlags::RDHUP | EventFlags::ET;
-    epoll::add(epoll, fd, EventData::new_u64(token.pack()), flags)
+    epoll::add(epoll, fd, EventData::new_u64(token.pack()), EDGE)
+}
+
+/// Moves `fd`'s registration in `epoll` to `token`, with [`add_edge`]'s interest (an
+/// edge for what is ready now is reported again: epoll_ctl(2), `EPOLL_CTL_MOD`).
+pub(crate) fn modify_edge(
+    epoll: rustix::fd::BorrowedFd<'_>,
+    fd: impl AsFd,
+    token: Token,
+) -> rustix::io::Result<()> {
+    epoll::modify(epoll, fd, EventData::new_u64(token.pack()), EDGE)
 }
 
 /// What an event reported, reduced to what the loop acts on.

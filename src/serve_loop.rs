@@ -535,10 +535,12 @@ impl<'a> Loop<'a> {
         }
     }
 
-    /// Exchanges with upstreams past `--proxy-timeout` without progress: each connection
-    /// is driven to its 504 or its end (checked with the sweep, about once a second: the
+    /// Idle pooled upstream connections past their time are closed, and exchanges with
+    /// upstreams past `--proxy-timeout` without progress: each connection is driven to
+    /// its 504 or its end (checked with the sweep, about once a second: the
     /// deadline is seconds long, and the request path pays nothing for it).
     fn relays_expire(&mut self) {
+        self.ctx.relays.expire_idle(self.ctx.now_ms);
         for slot in 0..self.ctx.relays.slots() {
             if self.ctx.relays.expire(slot, self.ctx.now_ms) {
                 self.drive(slot);

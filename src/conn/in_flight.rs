@@ -207,7 +207,7 @@ fn end_exchange(ctx: &mut Ctx<'_>, slot: Option<u32>, ticket: u32, tally: Option
             if let Some(place) = tally {
                 ctx.counters.proxy_responses.count(place, Outcome::CutShort);
             }
-            ctx.relays.release(s);
+            ctx.relays.release(s, ctx.now_ms);
         }
         None => ctx.relays.forget(ticket),
     }

@@ -73,6 +73,15 @@ impl Responder<'_, '_> {
             expect: req.expect_continue,
             upgrade: upgrade_asked(fields).is_some(),
             cors_len: self.line.cors.len(),
+            idempotent: matches!(
+                req.method,
+                Method::Get
+                    | Method::Head
+                    | Method::Put
+                    | Method::Delete
+                    | Method::Options
+                    | Method::Trace
+            ),
         };
         let c = &*self.c;
         let lines = [self.line.cors, &self.ctx.site.headers[..]];
@@ -297,7 +306,8 @@ fn relay(
             fd,
             readable: c.readable,
         };
-        let pumped = ctx.relays.pump(slot, *sent, &date, &mut client);
+        let rules = &ctx.site.rules;
+        let pumped = ctx.relays.pump(slot, *sent, (&date, rules), &mut client);
         c.readable = client.readable;
         let bytes = match pumped {
             Pump::Bytes(b) => b,
@@ -356,7 +366,7 @@ fn ended(slot: u32, c: &mut Conn, ctx: &mut Ctx<'_>, outcome: Outcome) {
         r.body_sent = r.body_sent.saturating_sub(ctx.relays.head_bytes(slot));
         r.body = Outgoing::Nothing;
     }
-    ctx.relays.release(slot);
+    ctx.relays.release(slot, ctx.now_ms);
 }
 
 /// Counts one forwarded request to the upstream at `tally` (none: not counted apart).

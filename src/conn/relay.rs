@@ -19,27 +19,34 @@
 //! or the missing bytes: never a truncated body that looks complete. An interim 1xx
 //! answer (but 101) is dropped.
 //!
+//! Connections: an exchange takes an idle connection to its upstream from the worker's
+//! pool (`pool.rs`) or connects a fresh one, and gives it back when it ended cleanly
+//! (`open.rs` says when); one that fails before any response is retried once on a fresh
+//! connection when that is safe (`machine.rs`). `--proxy-max-conns` counts exchanges in
+//! flight, not idle connections, which the pool bounds itself.
+//!
 //! Memory: the buffers of an exchange (the request head, the upstream's bytes, the
 //! client's, the operator's lines for the client's head) are taken from a spare list and
 //! given back at its end, so steady proxying allocates nothing.
 
 mod body;
 mod head;
+mod limits;
+mod machine;
+mod open;
+mod pool;
 mod tunnel;
 mod upload;
 
 pub(crate) use upload::{Client, Upload};
 
-use crate::event::{add_edge, Token};
-use crate::http::chunked::{Dechunk, LAST_CHUNK};
-use crate::http::upstream_head::{self, RespFraming, RespHead, MAX_RESPONSE_HEAD};
+use crate::event::Token;
+use crate::http::chunked::Dechunk;
+use crate::http::upstream_head::{RespFraming, MAX_RESPONSE_HEAD};
 use crate::site::rules::Rule;
-use crate::site::upstream::Upstream;
 use crate::stats::proxy::Outcome;
-use head::{client_head, own_answer, ClientFraming, OwnLines};
-use rustix::fd::{AsFd, OwnedFd};
-use rustix::io::Errno;
-use rustix::net::{AddressFamily, SendFlags, SocketAddrUnix, SocketFlags, SocketType};
+use pool::Pool;
+use rustix::fd::OwnedFd;
 
 /// Bytes of the request buffer: the longest head steerd reads with the fields it adds
 /// (`X-Forwarded-*`, framing), then the body bytes the receive area held behind it,
@@ -91,6 +98,8 @@ enum Phase {
     Done,
     /// The response was cut short after its head went out.
     Cut,
+    /// A reused connection failed before any response: a fresh one is wanted.
+    Retry,
 }
 
 /// What the planner says about the request an exchange forwards.
@@ -112,6 +121,8 @@ pub(crate) struct Asked {
     pub(crate) upgrade: bool,
     /// Bytes of `--cors` lines at the front of the operator's lines ([`Relays::plan`]).
     pub(crate) cors_len: usize,
+    /// The method is idempotent (RFC 9110 §9.2.2): the request may be sent again.
+    pub(crate) idempotent: bool,
 }
 
 impl Asked {
@@ -126,6 +137,7 @@ impl Asked {
             expect: false,
             upgrade: false,
             cors_len: 0,
+            idempotent: false,
         }
     }
 }
@@ -178,6 +190,16 @@ struct Exchange {
     deadline_ms: u64,
     /// What steerd's own answer in place of the upstream's says of the exchange.
     own: Option<Outcome>,
+    /// The index of its rule (a retry opens that rule's upstream again).
+    rule: usize,
+    /// The connection came from the pool (a failure before a response may be retried).
+    reused: bool,
+    /// The request buffer holds the whole request, head and body, from its start.
+    whole: bool,
+    /// A byte of a response came on this connection.
+    answered: bool,
+    /// The upstream's head lets its connection persist.
+    keep_up: bool,
 }
 
 /// What [`Relays::pump`] has for the client.
@@ -210,6 +232,8 @@ pub(crate) struct Relays {
     planned: Vec<Planned>,
     /// The last ticket given.
     ticket: u32,
+    /// Idle connections to upstreams.
+    pool: Pool,
 }
 
 /// An exchange planned: its head written, its slot not known yet.
@@ -236,60 +260,6 @@ impl Relays {
     /// Slots the table has room for (every slot below it may hold an exchange).
     pub(crate) fn slots(&self) -> u32 {
         self.by_slot.len() as u32
-    }
-
-    /// (Re-)arms the deadline of `slot`'s exchange: `--proxy-timeout` from `now_ms`.
-    pub(crate) fn arm(&mut self, slot: u32, now_ms: u64) {
-        let timeout = self.timeout_ms;
-        if let Some(x) = self.exchange(slot) {
-            x.deadline_ms = now_ms + timeout;
-        }
-    }
-
-    /// Whether `slot`'s exchange just passed its deadline (armed, not yet timed out): it
-    /// is marked timed out (504 without a head, else its end) and its slot must be driven.
-    pub(crate) fn expire(&mut self, slot: u32, now_ms: u64) -> bool {
-        let Some(x) = self.exchange(slot) else {
-            return false;
-        };
-        let due = x.deadline_ms != 0 && now_ms >= x.deadline_ms && !x.timed_out;
-        x.timed_out |= due;
-        due
-    }
-
-    /// Stops `slot`'s deadline: the client is the one being waited for (its send timeout
-    /// runs instead).
-    pub(crate) fn disarm(&mut self, slot: u32) {
-        if let Some(x) = self.exchange(slot) {
-            x.deadline_ms = 0;
-        }
-    }
-
-    /// Whether `slot`'s exchange has a deadline armed.
-    pub(crate) fn armed(&mut self, slot: u32) -> bool {
-        self.exchange(slot).is_some_and(|x| x.deadline_ms != 0)
-    }
-
-    /// Counts an exchange in to the upstream `key`; `false` when it has `limit` already.
-    fn admit(&mut self, key: usize) -> bool {
-        let at = match self.in_flight.iter().position(|e| e.0 == key) {
-            Some(i) => i,
-            None => {
-                self.in_flight.push((key, 0));
-                self.in_flight.len() - 1
-            }
-        };
-        let count = &mut self.in_flight[at].1;
-        let admitted = *count < self.limit;
-        *count += u32::from(admitted);
-        admitted
-    }
-
-    /// Counts an exchange out of the upstream `key` (0: none was counted).
-    fn leave(&mut self, key: usize) {
-        if let Some(e) = self.in_flight.iter_mut().find(|e| e.0 == key && key != 0) {
-            e.1 = e.1.saturating_sub(1);
-        }
     }
 
     /// Plans an exchange: `write` puts the upstream's head in its request buffer and says
@@ -345,16 +315,13 @@ impl Relays {
             Some(p) => (p.bufs, p.to, p.asked),
             None => (Bufs::new(), Err(500), Asked::none()),
         };
+        let rule = to.map_or(0, |(rule, _)| rule);
         let upstream = |(rule, len): (usize, usize)| {
             let up = rules.get(rule).and_then(|r| r.upstream.as_ref());
             up.map(|u| (u, len)).ok_or(500u16)
         };
         let to = to.and_then(upstream);
-        self.generation = self.generation.wrapping_add(1);
-        let token = Token {
-            slot: slot | Token::UPSTREAM,
-            generation: self.generation,
-        };
+        let token = self.token(slot);
         // Past `--proxy-max-conns` to this upstream: 503, nothing sent.
         let key = to.map_or(0, |(u, _)| core::ptr::from_ref(u) as usize);
         let to = match to {
@@ -362,26 +329,23 @@ impl Relays {
             other => other,
         };
         let counted = if to.is_ok() { key } else { 0 };
-        let epoll = self.epoll.as_ref();
-        let opened = to.and_then(|(upstream, len)| {
-            let fd = connect(upstream).map_err(|_| 502u16)?;
-            let epoll = epoll.ok_or(502u16)?;
-            add_edge(epoll.as_fd(), &fd, token).map_err(|_| 502u16)?;
-            Ok((fd, len))
-        });
-        let (fd, len, failed) = match opened {
-            Ok((fd, len)) => (Some(fd), len, None),
-            Err(status) => (None, 0, Some(status)),
+        let opened = to.and_then(|(upstream, len)| Ok((self.open(upstream, key, token)?, len)));
+        let (fd, reused, token, len, failed) = match opened {
+            Ok(((fd, reused, token), len)) => (Some(fd), reused, token, len, None),
+            Err(status) => (None, false, token, 0, Some(status)),
         };
         if self.by_slot.len() <= slot as usize {
             self.by_slot.resize_with(slot as usize + 1, || None);
         }
         let x = self.by_slot[slot as usize].insert(Exchange {
             fd,
-            generation: self.generation,
-            phase: Phase::Connecting,
+            generation: token.generation,
+            phase: match reused {
+                true => Phase::Request,
+                false => Phase::Connecting,
+            },
             readable: false,
-            writable: false,
+            writable: reused,
             bufs,
             request_len: len,
             request_sent: 0,
@@ -407,6 +371,11 @@ impl Relays {
             counted,
             deadline_ms: 0,
             own: None,
+            rule,
+            reused,
+            whole: true,
+            answered: false,
+            keep_up: false,
         });
         if let Some(status) = failed {
             x.fail(status, date);
@@ -429,20 +398,26 @@ impl Relays {
         writable: bool,
     ) -> Option<u32> {
         let slot = token.slot & !Token::UPSTREAM;
-        let x = self.by_slot.get_mut(slot as usize)?.as_mut()?;
-        if x.generation != token.generation {
+        let live = self.by_slot.get_mut(slot as usize).and_then(Option::as_mut);
+        let Some(x) = live.filter(|x| x.generation == token.generation) else {
+            // An idle connection the upstream closed, or wrote to unasked: closed now.
+            if readable {
+                self.pool.drop_token(token);
+            }
             return None;
-        }
+        };
         x.readable |= readable;
         x.writable |= writable;
         Some(slot)
     }
 
-    /// Ends the exchange of `slot` (its upstream socket closes), keeping its buffers.
-    pub(crate) fn release(&mut self, slot: u32) {
-        let Some(x) = self.by_slot.get_mut(slot as usize).and_then(Option::take) else {
+    /// Ends the exchange of `slot`, keeping its buffers; its upstream connection goes to
+    /// the pool when it ended cleanly, else closes.
+    pub(crate) fn release(&mut self, slot: u32, now_ms: u64) {
+        let Some(mut x) = self.by_slot.get_mut(slot as usize).and_then(Option::take) else {
             return;
         };
+        Relays::park(&mut self.pool, (slot, &mut x), now_ms);
         self.leave(x.counted);
         if self.spare.len() < SPARE_MAX {
             self.spare.push(x.bufs);
@@ -476,293 +451,43 @@ impl Relays {
         self.by_slot.get_mut(slot as usize)?.as_mut()
     }
 
+    /// Closes the idle upstream connections kept too long (the once-a-second sweep).
+    pub(crate) fn expire_idle(&mut self, now_ms: u64) {
+        self.pool.expire(now_ms);
+    }
+
     /// The next bytes for the client of `slot`, which has taken `sent` bytes so far;
-    /// moves the exchange with the upstream as far as it goes without waiting.
+    /// moves the exchange with the upstream as far as it goes without waiting (`rules`:
+    /// the site's, whose upstream a retry connects to again).
     pub(crate) fn pump(
         &mut self,
         slot: u32,
         sent: u64,
-        date: &[u8; 29],
+        (date, rules): (&[u8; 29], &[Rule]),
         client: &mut Client<'_>,
     ) -> Pump<'_> {
-        let Some(x) = self.by_slot.get_mut(slot as usize).and_then(Option::as_mut) else {
+        let Some(x) = self.exchange(slot) else {
             return Pump::Cut;
         };
         if sent >= x.produced {
             x.down_len = 0;
             x.step(date, client);
+            if x.phase == Phase::Retry {
+                self.reopen(slot, rules, date);
+                if let Some(x) = self.exchange(slot) {
+                    x.step(date, client);
+                }
+            }
         }
+        let Some(x) = self.by_slot.get_mut(slot as usize).and_then(Option::as_mut) else {
+            return Pump::Cut;
+        };
         let unsent = (x.produced.saturating_sub(sent)) as usize;
         match x.phase {
             _ if unsent > 0 => Pump::Bytes(&x.bufs.down[x.down_len - unsent..x.down_len]),
             Phase::Done => Pump::Finished,
             Phase::Cut => Pump::Cut,
             _ => Pump::Wait,
-        }
-    }
-}
-
-/// A nonblocking stream socket connecting to `upstream`. A refusal or a missing socket is
-/// known at once for a unix path; a TCP connect completes later (`Phase::Connecting`).
-fn connect(upstream: &Upstream) -> Result<OwnedFd, Errno> {
-    let flags = SocketFlags::NONBLOCK | SocketFlags::CLOEXEC;
-    let done = match upstream {
-        Upstream::Unix(path) => {
-            let fd =
-                rustix::net::socket_with(AddressFamily::UNIX, SocketType::STREAM, flags, None)?;
-            let addr = SocketAddrUnix::new(&**path)?;
-            (rustix::net::connect(&fd, &addr), fd)
-        }
-        Upstream::Tcp(addr) => {
-            let family = match addr {
-                std::net::SocketAddr::V4(_) => AddressFamily::INET,
-                std::net::SocketAddr::V6(_) => AddressFamily::INET6,
-            };
-            let fd = rustix::net::socket_with(family, SocketType::STREAM, flags, None)?;
-            let _ = rustix::net::sockopt::set_tcp_nodelay(&fd, true);
-            (rustix::net::connect(&fd, addr), fd)
-        }
-    };
-    match done {
-        (Ok(()) | Err(Errno::INPROGRESS | Errno::AGAIN | Errno::INTR), fd) => Ok(fd),
-        (Err(e), _) => Err(e),
-    }
-}
-
-impl Exchange {
-    /// Moves the exchange until it produces bytes for the client (into the empty `down`),
-    /// ends, or would wait.
-    fn step(&mut self, date: &[u8; 29], client: &mut Client<'_>) {
-        loop {
-            let before = self.produced;
-            let go_on = match self.phase {
-                Phase::Connecting => self.connected(date),
-                Phase::Request => self.send_request(date, client),
-                Phase::Head | Phase::Body => self.relay(date),
-                Phase::Tunnel => self.tunnel(client),
-                Phase::Done | Phase::Cut => false,
-            };
-            if !go_on || self.produced > before {
-                break;
-            }
-        }
-        let waiting_body = self.phase == Phase::Request && !self.body_read();
-        if self.timed_out && !self.head_out && waiting_body {
-            self.fail(408, date);
-        } else if self.timed_out && !self.head_out && self.phase != Phase::Done {
-            self.fail(504, date);
-        } else if self.timed_out && self.phase == Phase::Body && self.down_len == 0 {
-            self.phase = Phase::Cut;
-        } else if self.timed_out && self.phase == Phase::Tunnel && self.down_len == 0 {
-            self.phase = Phase::Done;
-        }
-    }
-
-    /// The connect completed (or failed: 502).
-    fn connected(&mut self, date: &[u8; 29]) -> bool {
-        if !self.writable {
-            return false;
-        }
-        let Some(fd) = &self.fd else {
-            self.fail(502, date);
-            return true;
-        };
-        match rustix::net::sockopt::socket_error(fd) {
-            Ok(Ok(())) => self.phase = Phase::Request,
-            _ => self.fail(502, date),
-        }
-        true
-    }
-
-    /// Writes the request head, then its body as the client sends it; `true` when it
-    /// is all written.
-    fn send_request(&mut self, date: &[u8; 29], client: &mut Client<'_>) -> bool {
-        loop {
-            if !self.head_sent && self.gathers() {
-                if !self.read_client(client, date) {
-                    return self.phase != Phase::Request;
-                }
-                continue;
-            }
-            self.head_sent = true;
-            let Some(fd) = &self.fd else {
-                return true;
-            };
-            while self.request_sent < self.request_len {
-                let rest = &self.bufs.request[self.request_sent..self.request_len];
-                match rustix::net::send(fd, rest, SendFlags::NOSIGNAL) {
-                    Ok(n) => self.request_sent += n,
-                    Err(Errno::INTR) => {}
-                    Err(Errno::AGAIN) => {
-                        self.writable = false;
-                        return false;
-                    }
-                    Err(_) => {
-                        self.fail(502, date);
-                        return true;
-                    }
-                }
-            }
-            (self.request_sent, self.request_len) = (0, 0);
-            if self.body_read() {
-                self.phase = Phase::Head;
-                return true;
-            }
-            if !self.read_client(client, date) {
-                return self.phase != Phase::Request;
-            }
-        }
-    }
-
-    /// Reads what the upstream has and turns it into bytes for the client; `true` while
-    /// it may go on without waiting.
-    fn relay(&mut self, date: &[u8; 29]) -> bool {
-        if self.up_len > 0 || self.phase == Phase::Body && self.body_needs_nothing() {
-            let moved = match self.phase {
-                Phase::Head => self.head(date),
-                _ => self.body(),
-            };
-            if moved {
-                return true;
-            }
-        }
-        if self.phase == Phase::Done || self.phase == Phase::Cut {
-            return false;
-        }
-        let Some(fd) = self.fd.as_ref().filter(|_| self.readable) else {
-            return false;
-        };
-        match rustix::io::read(fd, &mut self.bufs.up[self.up_len..]) {
-            Ok(0) => {
-                self.readable = false;
-                self.upstream_closed(date);
-                true
-            }
-            Ok(n) => {
-                self.up_len += n;
-                self.progressed = true;
-                true
-            }
-            Err(Errno::INTR) => true,
-            Err(Errno::AGAIN) => {
-                self.readable = false;
-                false
-            }
-            Err(_) => {
-                self.upstream_closed(date);
-                true
-            }
-        }
-    }
-
-    /// A body that ends without more input: `Content-Length: 0` or no body.
-    fn body_needs_nothing(&self) -> bool {
-        matches!(self.framing, RespFraming::None | RespFraming::Length(0))
-    }
-
-    /// The upstream closed (or failed): the end of a close-delimited body; before a head a
-    /// 502; in another body, a cut.
-    fn upstream_closed(&mut self, date: &[u8; 29]) {
-        match (self.phase, self.framing) {
-            (Phase::Head, _) => self.fail(502, date),
-            (Phase::Body, RespFraming::UntilClose) => {
-                if self.up_len > 0 {
-                    self.body();
-                }
-                if self.chunk_out {
-                    self.put(LAST_CHUNK);
-                }
-                self.phase = Phase::Done;
-            }
-            _ => self.phase = Phase::Cut,
-        }
-    }
-
-    /// steerd's own error page, closing (nothing of a response went out yet); the
-    /// upstream's socket is closed, whatever of the request it got.
-    fn fail(&mut self, status: u16, date: &[u8; 29]) {
-        self.own = Some(Outcome::of_own(status, self.phase == Phase::Head));
-        self.fd = None;
-        self.head_out = true;
-        let down = &mut self.bufs.down[self.down_len..];
-        let cors = &self.bufs.lines[..self.asked.cors_len];
-        let (len, head) = own_answer(status, date, cors, down);
-        self.down_len += len;
-        self.produced += len as u64;
-        self.head_bytes += head as u64;
-        self.news = Some((status, true));
-        self.phase = Phase::Done;
-    }
-
-    /// Parses the buffered response head; `true` when it moved on.
-    fn head(&mut self, date: &[u8; 29]) -> bool {
-        let parsed = upstream_head::parse(&self.bufs.up[..self.up_len], self.asked.head_method);
-        let head = match parsed {
-            Ok(None) => return false,
-            Ok(Some(h)) => h,
-            Err(_) => {
-                self.fail(502, date);
-                return true;
-            }
-        };
-        let upgraded = head.status == 101 && self.asked.upgrade;
-        if (100..200).contains(&head.status) && !upgraded {
-            // An interim answer is dropped; a 101 the request did not ask for is refused.
-            if head.status == 101 {
-                self.fail(502, date);
-                return true;
-            }
-            self.consume(head.head_len);
-            return true;
-        }
-        let (framing, close) = match upgraded {
-            true => (ClientFraming::Upgrade, true),
-            false => self.client_framing(&head),
-        };
-        let len = client_head(
-            &self.bufs.up,
-            &head,
-            framing,
-            close,
-            self.asked.minor,
-            OwnLines::split(&self.bufs.lines, self.asked.cors_len),
-            &mut self.bufs.down,
-        );
-        let Some(len) = len else {
-            self.fail(502, date);
-            return true;
-        };
-        self.down_len = len;
-        self.produced += len as u64;
-        self.head_bytes += len as u64;
-        self.head_out = true;
-        self.news = Some((head.status, close));
-        self.framing = head.framing;
-        self.left = match head.framing {
-            RespFraming::Length(n) => n,
-            _ => 0,
-        };
-        self.chunk_out = framing == ClientFraming::Chunked;
-        self.consume(head.head_len);
-        self.phase = match head.framing {
-            _ if upgraded => Phase::Tunnel,
-            RespFraming::None => Phase::Done,
-            _ => Phase::Body,
-        };
-        true
-    }
-
-    /// How the client's body is framed, and whether its connection closes after.
-    fn client_framing(&self, head: &RespHead) -> (ClientFraming, bool) {
-        let keep = self.asked.keep && !self.overread;
-        match head.framing {
-            RespFraming::None => (ClientFraming::Given, !keep),
-            RespFraming::Length(n) => (ClientFraming::Length(n), !keep),
-            RespFraming::Chunked | RespFraming::UntilClose if self.asked.minor >= 1 => {
-                (ClientFraming::Chunked, !keep)
-            }
-            // An HTTP/1.0 client reads such a body to the close.
-            RespFraming::Chunked | RespFraming::UntilClose => (ClientFraming::Close, true),
         }
     }
 }

@@ -1,5 +1,5 @@
 //! Zero allocations: the parser on every vector, the relay parsers (chunked bodies,
-//! response heads), and the serve loop per request.
+//! response heads), and the serve loop per request, proxied requests included.
 //!
 //! A binary of its own because it installs a counting `#[global_allocator]`
 //! (`support/alloc.rs`) for the whole process; both modules count only the allocations of
@@ -11,6 +11,7 @@
 mod support;
 
 mod http;
+mod proxy;
 mod serving;
 
 #[global_allocator]

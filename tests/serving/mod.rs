@@ -24,6 +24,7 @@ mod multihost;
 mod proxy;
 mod proxy_garden;
 mod proxy_observe;
+mod proxy_pool;
 mod rules;
 mod send_buffer;
 mod upstream_harness;

@@ -48,6 +48,13 @@ pub(crate) enum Answer {
     CutShort(u64, Vec<u8>),
     /// 200 whose body is "{method} {target} {body length} {body sha256 hex}\n".
     Echo,
+    /// the inner answer, then close without having said `Connection: close` (an upstream
+    /// whose idle timeout is zero).
+    ThenClose(Box<Answer>),
+    /// the inner answer to a connection's first request; a later request on it is read
+    /// (and recorded), then the connection closes unanswered (an upstream that closed an
+    /// idle connection just as a request came).
+    FirstOnly(Box<Answer>),
 }
 
 /// One request as the upstream received it: the raw head bytes and the body bytes
@@ -102,6 +109,8 @@ struct Shared {
     seen: Mutex<Vec<Seen>>,
     unparsed: AtomicUsize,
     connections: AtomicUsize,
+    /// Connections accepted and not ended yet.
+    open: AtomicUsize,
     stop: AtomicBool,
     /// Each live connection's thread, and a clone of its stream to shut it down.
     live: Mutex<Vec<(Stream, JoinHandle<()>)>>,
@@ -151,6 +160,11 @@ impl Upstream {
     /// Connections accepted so far (to see keep-alive reuse).
     pub(crate) fn connections(&self) -> usize {
         self.shared.connections.load(Ordering::SeqCst)
+    }
+
+    /// Connections open now (accepted, and the peer has not closed them).
+    pub(crate) fn open(&self) -> usize {
+        self.shared.open.load(Ordering::SeqCst)
     }
 }
 
@@ -292,6 +306,7 @@ fn accept_loop(listener: Listener, shared: &Arc<Shared>, answer: fn(&Seen) -> An
             continue;
         };
         shared.connections.fetch_add(1, Ordering::SeqCst);
+        shared.open.fetch_add(1, Ordering::SeqCst);
         let thread = {
             let shared = shared.clone();
             std::thread::spawn(move || serve(stream, &shared, answer))
@@ -306,20 +321,24 @@ fn serve(mut stream: Stream, shared: &Shared, answer: fn(&Seen) -> Answer) {
     // A bound on every wait: a test that forgets the handle still ends.
     stream.set_read_timeout(Duration::from_secs(120));
     let mut buf = Vec::new();
-    while let Some(keep) = serve_one(&mut stream, shared, answer, &mut buf) {
+    let mut nth = 0;
+    while let Some(keep) = serve_one(&mut stream, shared, (answer, nth), &mut buf) {
         if !keep {
             break;
         }
+        nth += 1;
     }
     stream.shutdown();
+    shared.open.fetch_sub(1, Ordering::SeqCst);
 }
 
-/// One request and its answer; `None` when the connection ended before a request or
-/// with one that could not be parsed, else whether it persists.
+/// One request (the connection's `nth`, from 0) and its answer; `None` when the
+/// connection ended before a request or with one that could not be parsed, else whether
+/// it persists.
 fn serve_one(
     stream: &mut Stream,
     shared: &Shared,
-    answer: fn(&Seen) -> Answer,
+    (answer, nth): (fn(&Seen) -> Answer, usize),
     buf: &mut Vec<u8>,
 ) -> Option<bool> {
     let (seen, keep) = match read_request(stream, buf) {
@@ -336,7 +355,11 @@ fn serve_one(
         Received::Request(seen, keep) => (seen, keep),
     };
     shared.seen.lock().unwrap().push(seen.clone());
-    let reply = answer(&seen);
+    let reply = match answer(&seen) {
+        Answer::FirstOnly(_) if nth > 0 => return Some(false),
+        Answer::FirstOnly(first) => *first,
+        reply => reply,
+    };
     let head_only = seen.method() == "HEAD";
     let open = respond(stream, shared, &seen, reply, head_only, buf);
     Some(open.unwrap_or(false) && keep)
@@ -437,6 +460,11 @@ fn respond(
             }
             Ok(false)
         }
+        Answer::ThenClose(inner) => {
+            respond(s, shared, seen, *inner, head_only, pending)?;
+            Ok(false)
+        }
+        Answer::FirstOnly(inner) => respond(s, shared, seen, *inner, head_only, pending),
         Answer::CutShort(announced, body) => {
             let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {announced}\r\n\r\n");
             s.write_all(head.as_bytes())?;

@@ -14,7 +14,8 @@ impl Exchange {
     pub(super) fn body(&mut self) -> bool {
         match self.framing {
             RespFraming::Length(_) => {
-                let k = (self.left.min(self.up_len as u64) as usize).min(DOWN_CAP);
+                let room = DOWN_CAP - self.down_len;
+                let k = (self.left.min(self.up_len as u64) as usize).min(room);
                 self.forward(k);
                 self.left -= k as u64;
                 if self.left == 0 {
@@ -24,7 +25,9 @@ impl Exchange {
             }
             RespFraming::Chunked => self.dechunk_some(),
             RespFraming::UntilClose => {
-                let k = self.up_len.min(DOWN_CAP - FRAMING);
+                let k = self
+                    .up_len
+                    .min((DOWN_CAP - self.down_len).saturating_sub(FRAMING));
                 self.forward(k);
                 true
             }

@@ -9,7 +9,6 @@
 //! (`site`).
 
 use crate::site::hosts::HostTable;
-use crate::site::upstream::UPSTREAMS_COUNTED;
 use crate::site::SiteRules;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -18,8 +17,8 @@ use std::time::Duration;
 /// The listen address when none is given.
 pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
-pub(crate) mod host_rows;
 mod logging;
+pub(crate) mod rows;
 
 pub(crate) use logging::DEV_LOG;
 pub use logging::{Cidr, LogFormat, LogTarget, Logging};
@@ -139,7 +138,7 @@ pub(crate) struct VHost {
     /// Its rules.
     pub(crate) site: SiteRules,
     /// Its row of the per-host response counters, kept by name across reloads
-    /// (`stats::host_rows`).
+    /// (`config::rows`).
     pub(crate) row: u16,
 }
 
@@ -165,38 +164,16 @@ impl Serving {
         }
     }
 
-    /// Numbers the distinct upstreams of every site's `--proxy` rules in the order they
-    /// are first named, for `/metrics` (each rule's `counted`): the first
-    /// [`UPSTREAMS_COUNTED`] get a place; the rules of any further one get none.
+    /// Gives each `--proxy` rule of every site its upstream's row of the counters by
+    /// upstream (`counted`), kept by name in `rows` (`config::rows`): none once every row
+    /// has another upstream.
     #[cfg_attr(feature = "cold-size", optimize(size))]
-    pub(crate) fn number_upstreams(&mut self) {
-        let mut names: Vec<Box<str>> = Vec::new();
+    pub(crate) fn number_upstreams(&mut self, rows: &mut rows::Rows) {
         for (_, site) in self.sites_mut() {
             for rule in site.rules.iter_mut().filter(|r| r.upstream.is_some()) {
-                let at = names.iter().position(|n| *n == rule.upstream_name);
-                let at = match at {
-                    None if names.len() < UPSTREAMS_COUNTED => {
-                        names.push(rule.upstream_name.clone());
-                        Some(names.len() - 1)
-                    }
-                    other => other,
-                };
-                rule.counted = at.map(|i| i as u8);
+                rule.counted = rows.row_of(&rule.upstream_name).map(|i| i as u8);
             }
         }
-    }
-
-    /// The upstreams `/metrics` counts apart, by their place
-    /// ([`Serving::number_upstreams`]).
-    #[cfg_attr(feature = "cold-size", optimize(size))]
-    pub(crate) fn upstreams(&self) -> Vec<&str> {
-        let mut names = Vec::new();
-        for rule in self.sites().into_iter().flat_map(|s| &s.rules) {
-            if rule.counted.is_some_and(|i| usize::from(i) == names.len()) {
-                names.push(&*rule.upstream_name);
-            }
-        }
-        names
     }
 }
 

@@ -354,11 +354,11 @@ pub(crate) fn serving(args: ServeArgs) -> Serving {
             name: h.names[0].as_str().into(),
             root: h.root.clone(),
             site: h.site.rules(),
-            row: crate::config::host_rows::UNCOUNTED,
+            row: crate::config::rows::UNCOUNTED,
         })
         .collect();
-    // The rows of a first configuration: in host order (the master keeps them by name).
-    crate::config::host_rows::HostRows::default().assign(&mut hosts);
+    // The rows of a first configuration: in order (the master keeps them by name).
+    crate::config::rows::Rows::of_hosts().assign(&mut hosts);
     let mut serving = Serving {
         root: args.root,
         listen: args.listen,
@@ -379,6 +379,6 @@ pub(crate) fn serving(args: ServeArgs) -> Serving {
         hosts,
         host_table,
     };
-    serving.number_upstreams();
+    serving.number_upstreams(&mut crate::config::rows::Rows::of_upstreams());
     serving
 }

@@ -76,7 +76,7 @@ pub struct WorkerCounters {
     /// Requests refused by `--basic-auth`, by `auth::Reason` (its `index`).
     pub(crate) auth_failures: [AtomicU64; crate::auth::REASONS],
     /// With hosts, responses by host (its row, kept by name across reloads:
-    /// `config::host_rows`) and status class,
+    /// `config::rows`) and status class,
     /// as `responses` (which still counts every response, a 421 included).
     pub(crate) host_responses: HostResponses,
     /// Forwarded requests by upstream and outcome ([`proxy`]).
@@ -311,7 +311,7 @@ pub(crate) fn render<'a>(
     workers: &'a [WorkerPlan],
     counters: impl Iterator<Item = &'a WorkerCounters> + Clone,
     hosts: &[Box<str>],
-    upstreams: &[&str],
+    upstreams: &[Box<str>],
 ) -> String {
     let mut out = String::with_capacity(256 + workers.len() * 1024);
     let pairs = || workers.iter().zip(counters.clone());
@@ -354,7 +354,7 @@ pub(crate) fn render<'a>(
 
 /// One worker's `steerd_responses_total` series: by class, and with hosts by host as
 /// well (`host=""`: the responses no host answered, the 421s). `hosts`: the name of
-/// each row of the per-host counters (`config::host_rows`).
+/// each row of the per-host counters (`config::rows`).
 fn responses(out: &mut String, w: &WorkerPlan, c: &WorkerCounters, hosts: &[Box<str>]) {
     let hosts = &hosts[..hosts.len().min(HOSTS_COUNTED)];
     for k in 0..CLASSES.len() {

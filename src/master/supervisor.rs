@@ -18,7 +18,7 @@
 //! own pace; older ones are told to close their idle connections at once.
 
 use crate::auth::HostUsers;
-use crate::config::host_rows::HostRows;
+use crate::config::rows::Rows;
 use crate::config::Serving;
 use crate::dashboard::{self, history::History, status::StatusDocument, Document};
 use crate::listen::Listeners;
@@ -132,8 +132,10 @@ pub(crate) struct Supervisor<'a> {
     /// or by the last reload that went through, which re-reads `--mime-types`).
     cfg: Serving,
     /// The name of each row of the per-host response counters: a host keeps its row
-    /// through every reload (`config::host_rows`), as its counts stay in the blocks.
-    host_rows: HostRows,
+    /// through every reload (`config::rows`), as its counts stay in the blocks.
+    host_rows: Rows,
+    /// The row of each upstream's counters by upstream, kept the same way.
+    upstream_rows: Rows,
     slots: Vec<WorkerSlot>,
     /// Workers of an older generation that are draining, oldest first.
     retiring: Vec<Retiring>,
@@ -178,11 +180,13 @@ impl<'a> Supervisor<'a> {
             .collect();
         let responder = stats::metrics_server::Responder::new(s.metrics_backlog);
         let mut cfg = s.cfg.clone();
-        let mut host_rows = HostRows::default();
+        let (mut host_rows, mut upstream_rows) = (Rows::of_hosts(), Rows::of_upstreams());
         host_rows.assign(&mut cfg.hosts);
+        cfg.number_upstreams(&mut upstream_rows);
         Supervisor {
             cfg,
             host_rows,
+            upstream_rows,
             s,
             slots,
             retiring: Vec::new(),
@@ -475,13 +479,12 @@ impl<'a> Supervisor<'a> {
             merged().iter().map(|c| c.latency.counts()).collect()
         });
         let (slots, history) = (&self.slots, &self.history);
-        let hosts = self.host_rows.names();
-        let cfg = &self.cfg;
+        let (hosts, upstreams) = (self.host_rows.names(), self.upstream_rows.names());
         let render = |doc| {
             let merged = merged();
             match doc {
                 Document::Metrics => {
-                    let mut text = stats::render(workers, merged.iter(), hosts, &cfg.upstreams());
+                    let mut text = stats::render(workers, merged.iter(), hosts, upstreams);
                     stats::render_retiring(&mut text, retiring);
                     stats::process::render(&mut text, workers, slots.iter().map(|s| s.pid));
                     text

@@ -8,7 +8,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-/// Distinct upstreams `/metrics` counts apart (the first named; `Serving::upstreams`):
+/// Distinct upstreams `/metrics` counts apart (the first named since start, each kept by name: `config::rows`):
 /// six words of each worker's counter page per upstream.
 pub(crate) const UPSTREAMS_COUNTED: usize = 16;
 

@@ -2,8 +2,8 @@
 //!
 //! Input: each worker's [`ProxyResponses`] block (bumped by `conn::proxy` once per
 //! forwarded request, when its outcome is known) and the names of the upstreams counted
-//! apart (`Serving::upstreams`, the first `site::upstream::UPSTREAMS_COUNTED` distinct ones
-//! in the order the configuration names them). Output: the family's lines in the
+//! apart (`config::rows`: the first `site::upstream::UPSTREAMS_COUNTED` distinct ones in
+//! the order the configurations since start named them, each row kept by its name). Output: the family's lines in the
 //! Prometheus text format. It counts nothing itself.
 
 use super::{labels, load};
@@ -95,7 +95,7 @@ impl ProxyResponses {
 pub(crate) fn render<'a>(
     out: &mut String,
     pairs: impl Iterator<Item = (&'a WorkerPlan, &'a ProxyResponses)>,
-    upstreams: &[&str],
+    upstreams: &[Box<str>],
 ) {
     const NAME: &str = "steerd_proxy_responses_total";
     if upstreams.is_empty() {
@@ -147,7 +147,7 @@ mod tests {
         render(
             &mut out,
             [(&w, &c)].into_iter(),
-            &["unix:/run/a\"b.sock", "http://127.0.0.1:9"],
+            &["unix:/run/a\"b.sock".into(), "http://127.0.0.1:9".into()],
         );
         let l = "worker=\"0\",cpu=\"2\",node=\"0\"";
         for want in [

@@ -424,3 +424,57 @@ fn the_gates_stand_in_front_of_proxied_paths() {
         "only the admitted were forwarded"
     );
 }
+
+#[test]
+fn hup_keeps_each_upstreams_counts_with_its_name() {
+    let (a, b, c) = [0, 1, 2]
+        .map(|_| Upstream::start(Listen::Unix, made))
+        .into();
+    let dir = site("observe-hup");
+    let file = dir.path().join("site.conf");
+    let write = |rules: &[(&str, &Upstream)]| {
+        let mut text = String::from("workers 1\n");
+        for (path, up) in rules {
+            text += &format!("proxy /{path}/** {}\n", up.spec());
+        }
+        std::fs::write(&file, text).unwrap();
+    };
+    write(&[("a", &a), ("b", &b)]);
+    let srv = serve(
+        dir.path(),
+        &[
+            "--metrics",
+            "127.0.0.1:0",
+            "--config",
+            file.to_str().unwrap(),
+        ],
+    );
+    for path in ["/a/1", "/a/2", "/a/3", "/b/1"] {
+        assert_eq!(get(srv.addr, path, "").status, 201, "{path}");
+    }
+    let relayed = |up: &Upstream| {
+        let counts = proxy_counts(&srv);
+        counts
+            .get(&(up.spec(), "relayed".into()))
+            .copied()
+            .unwrap_or(0)
+    };
+    assert_eq!([&a, &b].map(relayed), [3, 1]);
+    // Reordered, with a new upstream between: each count stays with its upstream.
+    write(&[("b", &b), ("c", &c), ("a", &a)]);
+    let before = srv.worker_pids();
+    srv.signal(libc::SIGHUP);
+    support::server::wait_for_new_pid(&srv, 0, before[0]);
+    let mut served_c = 0;
+    support::server::wait_until("the new generation forwards /c", || {
+        let served = get(srv.addr, "/c/1", "").status == 201;
+        served_c += u64::from(served);
+        served
+    });
+    assert_eq!(get(srv.addr, "/b/2", "").status, 201);
+    assert_eq!(
+        [&a, &b, &c].map(relayed),
+        [3, 2, served_c],
+        "a, b, c after the reorder"
+    );
+}

@@ -136,6 +136,7 @@ impl Supervisor<'_> {
         }
         if let Some(mut cfg) = fresh {
             self.host_rows.assign(&mut cfg.hosts);
+            cfg.number_upstreams(&mut self.upstream_rows);
             self.cfg = cfg;
         }
         crate::say!("reload: starting new workers, stopping the old ones gracefully");

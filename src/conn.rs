@@ -74,6 +74,7 @@
 
 mod admit;
 mod auth;
+mod discard;
 mod file;
 mod held;
 pub(crate) mod hosts;
@@ -99,6 +100,7 @@ use crate::site::SiteRules;
 use crate::stats::WorkerCounters;
 use crate::timers::{Kind, Timers};
 use core::sync::atomic::Ordering::Relaxed;
+use discard::Judged;
 pub(crate) use held::Areas;
 use in_flight::{After, Outgoing, Response};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -155,10 +157,18 @@ enum Awaiting {
     Proxy,
     /// The bytes of a request head.
     Head,
-    /// `left` more body bytes of a GET/HEAD, to discard.
+    /// `left` more body bytes of a counted body, to discard after the answer.
     Body {
         /// Bytes still to discard.
         left: u64,
+    },
+    /// The rest of a chunked body no upstream reads, judged before the answer
+    /// (`discard.rs`); the head stays at the front of the receive area.
+    Chunked {
+        /// The strict decoder, as far as the body has come.
+        dechunk: crate::http::chunked::Dechunk,
+        /// Bytes of the head in front of the body.
+        head: u32,
     },
     /// Send space, to continue the response in flight.
     Send(Response),
@@ -368,7 +378,8 @@ pub(crate) fn header_timeout(
         ctx.counters.proxy_refused.fetch_add(1, Relaxed);
         return false;
     }
-    let started = !c.idle() || matches!(c.awaiting, Awaiting::Body { .. });
+    let started =
+        !c.idle() || matches!(c.awaiting, Awaiting::Body { .. } | Awaiting::Chunked { .. });
     if started {
         // The answer is planned in the slot's region (what `held::load` reads next).
         c.held = true;
@@ -602,21 +613,12 @@ fn transition(
                     if budget.requests == 0 {
                         return Next::Yield;
                     }
-                    if respond::request(c, out, &inb[..c.in_len], ctx, s) {
-                        admit::paced(c, fd, &mut ctx.pace_wanted);
+                    if respond::request(c, out, &inb[..c.in_len], ctx, s, Judged::Unread) {
                         budget.requests -= 1;
                         // Answered: no deadline until it waits again. The head stays
                         // until its response is finished (the log reads it).
                         ctx.timers.disarm(slot);
-                        if let Awaiting::Send(r) = &c.awaiting {
-                            if r.preamble.spilled {
-                                // The connection closes after this answer: the receive
-                                // area holds the spilled preamble instead of further input.
-                                c.in_len = 0;
-                                let (at, len) = (logged::spill_at(r), r.preamble.len);
-                                inb[at..at + len].copy_from_slice(&s.spill[..len]);
-                            }
-                        }
+                        planned(c, fd, inb, ctx, s);
                         continue;
                     }
                     c.scanned = c.in_len as u32;
@@ -672,6 +674,17 @@ fn transition(
                         return Next::Park;
                     }
                 }
+            }
+            // A chunked body no upstream reads: judge it through the strict decoder,
+            // then answer as the verdict says (header deadline while it waits).
+            Awaiting::Chunked { .. } => {
+                let judged = match discard::chunked(slot, c, fd, inb, ctx, &mut budget) {
+                    Ok(judged) => judged,
+                    Err(next) => return next,
+                };
+                ctx.timers.disarm(slot);
+                respond::request(c, out, &inb[..c.in_len], ctx, s, judged);
+                planned(c, fd, inb, ctx, s);
             }
             // Send space: write until done or the socket is full (send deadline re-armed
             // on progress).
@@ -774,6 +787,22 @@ fn await_head(slot: u32, c: &Conn, inb: &[u8], ctx: &mut Ctx<'_>) -> Next {
         _ => ctx.timers.arm(slot, Kind::Header, ctx.now_ms),
     }
     Next::Park
+}
+
+/// A response was just planned (or a chunked body is to be judged first): pace the
+/// socket as its site asks, and move a spilled preamble into the receive area.
+#[inline(always)]
+fn planned(c: &mut Conn, fd: BorrowedFd<'_>, inb: &mut [u8], ctx: &mut Ctx<'_>, s: &Scratch) {
+    admit::paced(c, fd, &mut ctx.pace_wanted);
+    if let Awaiting::Send(r) = &c.awaiting {
+        if r.preamble.spilled {
+            // The connection closes after this answer: the receive area holds the
+            // spilled preamble instead of further input.
+            c.in_len = 0;
+            let (at, len) = (logged::spill_at(r), r.preamble.len);
+            inb[at..at + len].copy_from_slice(&s.spill[..len]);
+        }
+    }
 }
 
 /// Only CR and LF (or nothing): no request has begun.
@@ -1436,6 +1465,52 @@ mod tests {
             "{:?}",
             f.conn.awaiting
         );
+    }
+
+    #[test]
+    fn a_chunked_body_is_judged_across_reads_before_the_answer() {
+        let mut f = fixture("chunked");
+        f.peer
+            .write_all(
+                b"POST /a.txt HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nab",
+            )
+            .unwrap();
+        assert_eq!(f.step(), Next::Park);
+        assert!(
+            matches!(f.conn.awaiting, Awaiting::Chunked { head: 61, .. }),
+            "{:?}",
+            f.conn.awaiting
+        );
+        assert_eq!(
+            f.conn.in_len, 61,
+            "the body's bytes are dropped, the head kept"
+        );
+        f.peer
+            .write_all(b"c\r\n0\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        assert_eq!(f.step(), Next::Park);
+        let answers = f.answer();
+        assert!(answers.starts_with("HTTP/1.1 405 "), "{answers}");
+        assert!(
+            answers.ends_with("abc"),
+            "then the request after the body: {answers}"
+        );
+        assert!(matches!(f.conn.awaiting, Awaiting::Head));
+    }
+
+    #[test]
+    fn a_bad_chunk_is_400_and_lingers() {
+        let mut f = fixture("bad-chunk");
+        f.peer
+            .write_all(
+                b"POST /a.txt HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3x\r\n",
+            )
+            .unwrap();
+        assert_eq!(f.step(), Next::Park);
+        let answer = f.answer();
+        assert!(answer.starts_with("HTTP/1.1 400 "), "{answer}");
+        assert!(answer.contains("Connection: close"), "{answer}");
+        assert!(matches!(f.conn.awaiting, Awaiting::PeerClose));
     }
 
     #[test]

@@ -22,6 +22,7 @@
 //! §15.5.14) and the connection closes at once: no byte of that body is waited for or
 //! read.
 
+use super::discard::{self, Judged};
 use super::file::Found;
 use super::in_flight::{After, Outgoing, Preamble};
 use super::logged::LoggedRequest;
@@ -58,13 +59,15 @@ fn unparsed(inb: &[u8]) -> Line<'_> {
     }
 }
 
-/// Plans the response to the head at the start of `inb`. `false`: not complete yet.
+/// Plans the response to the head at the start of `inb`, its chunked body `judged`
+/// so far (`discard.rs`). `false`: not complete yet.
 pub(super) fn request(
     c: &mut Conn,
     out: &mut [u8],
     inb: &[u8],
     ctx: &mut Ctx<'_>,
     s: &mut Scratch,
+    judged: Judged,
 ) -> bool {
     let mut fields = Fields::<MAX_FIELDS>::new();
     let (path, rewrite, bufs) = s.split();
@@ -89,9 +92,16 @@ pub(super) fn request(
                 r.after = After::Close { linger: false };
                 r.answered = inb.len();
                 r.error_page(413);
+            } else if judged == Judged::Malformed {
+                // Framing before the method: a bad chunk is 400 on every path, and the
+                // message's end is unknown, so the connection closes (RFC 9112 §9.3).
+                r.answered = inb.len();
+                r.builtin_error(400);
+            } else if judged == Judged::Unread && r.judges_first(&req, rewrite) {
+                discard::begin(r.c, req.head_len);
             } else {
                 r.answered = req.head_len;
-                serve(&mut r, &req, cors.preflight(), rewrite);
+                serve(&mut r, &req, cors.preflight(), rewrite, judged);
             }
         }
         Ok(Status::Partial) if inb.len() < IN_CAP => return false,
@@ -203,21 +213,24 @@ fn serve(
     req: &Request<'_, '_>,
     preflight: Option<&[u8]>,
     rewrite: &mut [u8],
+    judged: Judged,
 ) {
-    let has_body = req.body != Body::None;
-    // Expect: 100-continue with a body we will not read: answer and close rather than
-    // wait for a body the client may never send (RFC 9110 §10.1.1).
-    let keep = req.keep_alive && !r.ctx.draining && !(has_body && req.expect_continue);
     // Body bytes still owed: discarded before the next head when the connection persists,
     // else they make the close linger (closing with unread input sends a reset, which
-    // can destroy the response at the client, RFC 9112 §9.6).
-    r.owed = match req.body {
-        Body::None => 0,
-        Body::Length(n) => n,
-        Body::Chunked => u64::MAX,
+    // can destroy the response at the client, RFC 9112 §9.6). A chunked body judged
+    // already was read whole.
+    r.owed = match (req.body, judged) {
+        (Body::None, _) | (_, Judged::Read) => 0,
+        (Body::Length(n), _) => n,
+        (Body::Chunked, _) => u64::MAX,
     };
-    // A refused request's unread body closes the connection (405, 401, a preflight).
-    r.after = After::keep_if(keep && !has_body, req.minor);
+    // Expect: 100-continue with a body we will not read: answer and close rather than
+    // wait for a body the client may never send (RFC 9110 §10.1.1).
+    let keep = req.keep_alive && !r.ctx.draining && !(r.owed > 0 && req.expect_continue);
+    // A counted body of a refused request (405, 401, 404, a preflight) is discarded
+    // after the answer as a GET's is, up to `DISCARD_MAX`; a larger one, or a chunked
+    // one not read whole, closes the connection.
+    r.after = After::keep_if(keep && r.owed <= DISCARD_MAX, req.minor);
     // `--allow`/`--deny` for a proxied client, `--rate-limit`, `--max-rate`.
     if r.refused_by_limits() {
         return;
@@ -237,7 +250,6 @@ fn serve(
         // Any method may be forwarded; the files answer GET and HEAD only.
         return r.other_method(req, rewrite);
     }
-    r.after = After::keep_if(keep, req.minor);
     let (rewritten, tried) = rewrite.split_at_mut(rewrite.len() / 2);
     let ruled = r.rules(req, rewritten);
     let site = r.ctx.site;

@@ -29,9 +29,12 @@
 //! Rules (RFC 9112 §9.3 persistence, §9.3.2 pipelining, §9.6 closing; RFC 9110 §9.3.1):
 //! - requests are answered strictly in order: the next buffered head is parsed only once
 //!   the previous response is completely written;
-//! - a GET/HEAD body announced by Content-Length is read and discarded exactly, after the
-//!   response, before the next head (never parsed as a request); one over 1 MiB is
-//!   refused with 413 and the connection closes at once, unread (`respond.rs`);
+//! - a body that is not forwarded is read and discarded, never parsed as a request: one
+//!   announced by Content-Length exactly, after the response, before the next head; a
+//!   chunked one before the response, through the strict decoder, since its framing
+//!   decides the answer (`discard.rs`: a bad chunk is 400); past 1 MiB a GET/HEAD is
+//!   refused with 413 and the connection closes at once, unread, another method's
+//!   answer closes after a linger (`respond.rs`);
 //! - HTTP/1.0 without keep-alive and `Connection: close` close after the response;
 //! - after an error that must close (400, 413, 414, 431, 505, framing errors) the write
 //!   side is shut, and the connection lingers reading and discarding input until the peer
@@ -46,7 +49,8 @@
 //! The response in flight is one value inside `Awaiting::Send` (`in_flight.rs`: its
 //! preamble's length, spill and bytes sent, the body with its cache pin, how the connection goes on,
 //! the request's unread body and head), as hyper's `Writing::Body(Encoder)` carries its
-//! encoder; a body still to discard exists only as `Awaiting::Body { left }`. Planning
+//! encoder; a body still to discard exists only as `Awaiting::Body { left }` (after the
+//! answer) or `Awaiting::Chunked` (before it). Planning
 //! builds that value: a `Responder` (`record.rs`) whose methods are the response kinds
 //! (`respond.rs` picks one, `file.rs`, `listing.rs`, `auth.rs` hold the rest) writes the
 //! preamble into the working area's preamble area, which start-up sized for the largest

@@ -21,13 +21,16 @@
 //! 408 when it fires), and the worker's byte budget per turn.
 
 use super::record::Responder;
-use super::respond::DISCARD_MAX;
 use super::rules::Ruled;
 use super::{read_some, Awaiting, Budget, Conn, Ctx, Next, Read, IN_CAP};
 use crate::http::chunked::Dechunk;
 use crate::http::{Body, Request};
 use crate::timers::Kind;
 use rustix::fd::BorrowedFd;
+
+/// Largest body that is read and discarded when it is not forwarded (nginx's default
+/// `client_max_body_size`); a larger one on GET or HEAD gets 413 (`respond.rs`).
+pub(crate) const DISCARD_MAX: u64 = 1 << 20;
 
 /// What became of a request's chunked body before its answer was planned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -17,12 +17,15 @@
 //! the operator's `--error-page` for its status when that page can be served
 //! (`file.rs`), the built-in page otherwise.
 //!
-//! A GET or HEAD may carry a body, which is read and discarded after the response; one
-//! declared larger than [`DISCARD_MAX`] is refused before anything else (413, RFC 9110
-//! §15.5.14) and the connection closes at once: no byte of that body is waited for or
-//! read.
+//! Framing is judged before the method: a request that is not forwarded may carry a
+//! body, which is read and discarded, a counted one after the response, a chunked one
+//! before it (`discard.rs`; a bad chunk is 400, a good body gets the answer the request
+//! would have had), up to [`DISCARD_MAX`]. A GET or HEAD declaring a larger one is
+//! refused before anything else (413, RFC 9110 §15.5.14) and the connection closes at
+//! once: no byte of that body is waited for or read; another method's answer closes
+//! after a linger.
 
-use super::discard::{self, Judged};
+use super::discard::{self, Judged, DISCARD_MAX};
 use super::file::Found;
 use super::in_flight::{After, Outgoing, Preamble};
 use super::logged::LoggedRequest;
@@ -35,10 +38,6 @@ use crate::http::response::{error_body, write_head, ResponseHead};
 use crate::http::{parse_request, Body, Fields, Header, Method, Request, Status, MAX_FIELDS};
 use crate::log_line::RequestLine;
 use crate::site::cors::{Cors, CorsAnswer};
-
-/// Largest body of a GET or HEAD that is read and discarded (nginx's default
-/// `client_max_body_size`); a larger one gets 413.
-pub(crate) const DISCARD_MAX: u64 = 1 << 20;
 
 /// Longest first line of a refused request kept for the log.
 const RAW_LINE_MAX: usize = 8 * 1024;

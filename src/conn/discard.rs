@@ -47,25 +47,45 @@ pub(super) enum Judged {
 }
 
 impl Responder<'_, '_> {
-    /// The request's body must be judged before its answer: chunked, not read yet, on a
-    /// path no `--proxy` rule takes, and no `Expect: 100-continue` (that client waits for
-    /// an answer before it sends the body, which then may never come). Out of line: a
-    /// request without a body pays one compare.
+    /// A request with a chunked body, `judged` so far: `true` when it is answered here
+    /// or waits for its body (`Awaiting::Chunked`), `false` to plan its answer as any
+    /// other (a body read whole is then no longer the request's). The body is judged
+    /// first unless a `--proxy` rule takes the path (the exchange reads it) or the
+    /// request says `Expect: 100-continue` (that client waits for an answer before it
+    /// sends the body, which then may never come). Out of line: a request without a
+    /// chunked body pays one compare.
     #[inline(never)]
-    pub(super) fn judges_first(&mut self, req: &Request<'_, '_>, area: &mut [u8]) -> bool {
-        req.body == Body::Chunked
-            && !req.expect_continue
-            && !matches!(self.rules(req, area), Ruled::Proxy(_))
+    pub(super) fn chunked_first(
+        &mut self,
+        req: &mut Request<'_, '_>,
+        judged: Judged,
+        area: &mut [u8],
+    ) -> bool {
+        match judged {
+            Judged::Read => req.body = Body::None,
+            // A bad chunk is 400 on every path; the message's end is unknown, so the
+            // connection closes after a linger (RFC 9112 §9.3), everything buffered
+            // dropped.
+            Judged::Malformed => {
+                self.answered = self.line.log.area.len();
+                self.builtin_error(400);
+                return true;
+            }
+            Judged::Unbounded => {}
+            Judged::Unread if req.expect_continue => {}
+            Judged::Unread if matches!(self.rules(req, area), Ruled::Proxy(_)) => {}
+            Judged::Unread => {
+                // Nothing is planned yet: no count, no log line, no deadline until the
+                // body has to be waited for.
+                self.c.awaiting = Awaiting::Chunked {
+                    dechunk: Dechunk::new(),
+                    head: req.head_len as u32,
+                };
+                return true;
+            }
+        }
+        false
     }
-}
-
-/// Waits for the chunked body behind a head of `head` bytes (nothing is planned yet:
-/// no count, no log line, no deadline until it has to wait).
-pub(super) fn begin(c: &mut Conn, head: usize) {
-    c.awaiting = Awaiting::Chunked {
-        dechunk: Dechunk::new(),
-        head: head as u32,
-    };
 }
 
 /// Judges what is buffered behind the head and reads more until the body is judged

@@ -25,7 +25,7 @@
 //! once: no byte of that body is waited for or read; another method's answer closes
 //! after a linger.
 
-use super::discard::{self, Judged, DISCARD_MAX};
+use super::discard::{Judged, DISCARD_MAX};
 use super::file::Found;
 use super::in_flight::{After, Outgoing, Preamble};
 use super::logged::LoggedRequest;
@@ -71,7 +71,7 @@ pub(super) fn request(
     let mut fields = Fields::<MAX_FIELDS>::new();
     let (path, rewrite, bufs) = s.split();
     match parse_request(inb, &mut fields, path) {
-        Ok(Status::Complete(req)) => {
+        Ok(Status::Complete(mut req)) => {
             let host = ctx.hosts.table.pick(req.host());
             if let Some(i) = host {
                 c.host = i;
@@ -91,16 +91,12 @@ pub(super) fn request(
                 r.after = After::Close { linger: false };
                 r.answered = inb.len();
                 r.error_page(413);
-            } else if judged == Judged::Malformed {
-                // Framing before the method: a bad chunk is 400 on every path, and the
-                // message's end is unknown, so the connection closes (RFC 9112 §9.3).
-                r.answered = inb.len();
-                r.builtin_error(400);
-            } else if judged == Judged::Unread && r.judges_first(&req, rewrite) {
-                discard::begin(r.c, req.head_len);
+            } else if req.body == Body::Chunked && r.chunked_first(&mut req, judged, rewrite) {
+                // Framing before the method: its chunked body is judged first (or was
+                // found malformed: 400).
             } else {
                 r.answered = req.head_len;
-                serve(&mut r, &req, cors.preflight(), rewrite, judged);
+                serve(&mut r, &req, cors.preflight(), rewrite);
             }
         }
         Ok(Status::Partial) if inb.len() < IN_CAP => return false,
@@ -212,16 +208,14 @@ fn serve(
     req: &Request<'_, '_>,
     preflight: Option<&[u8]>,
     rewrite: &mut [u8],
-    judged: Judged,
 ) {
     // Body bytes still owed: discarded before the next head when the connection persists,
     // else they make the close linger (closing with unread input sends a reset, which
-    // can destroy the response at the client, RFC 9112 §9.6). A chunked body judged
-    // already was read whole.
-    r.owed = match (req.body, judged) {
-        (Body::None, _) | (_, Judged::Read) => 0,
-        (Body::Length(n), _) => n,
-        (Body::Chunked, _) => u64::MAX,
+    // can destroy the response at the client, RFC 9112 §9.6).
+    r.owed = match req.body {
+        Body::None => 0,
+        Body::Length(n) => n,
+        Body::Chunked => u64::MAX,
     };
     // Expect: 100-continue with a body we will not read: answer and close rather than
     // wait for a body the client may never send (RFC 9110 §10.1.1).

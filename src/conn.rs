@@ -574,6 +574,8 @@ fn transition(
 ) -> Next {
     let (out, inb) = areas(buf);
     let mut budget = Budget::fresh();
+    // What the `Chunked` state found of the body behind the head it hands back.
+    let mut judged = Judged::Unread;
     loop {
         match c.awaiting {
             // A free slot has nothing to do.
@@ -617,12 +619,22 @@ fn transition(
                     if budget.requests == 0 {
                         return Next::Yield;
                     }
-                    if respond::request(c, out, &inb[..c.in_len], ctx, s, Judged::Unread) {
+                    let verdict = core::mem::replace(&mut judged, Judged::Unread);
+                    if respond::request(c, out, &inb[..c.in_len], ctx, s, verdict) {
+                        admit::paced(c, fd, &mut ctx.pace_wanted);
                         budget.requests -= 1;
                         // Answered: no deadline until it waits again. The head stays
                         // until its response is finished (the log reads it).
                         ctx.timers.disarm(slot);
-                        planned(c, fd, inb, ctx, s);
+                        if let Awaiting::Send(r) = &c.awaiting {
+                            if r.preamble.spilled {
+                                // The connection closes after this answer: the receive
+                                // area holds the spilled preamble instead of further input.
+                                c.in_len = 0;
+                                let (at, len) = (logged::spill_at(r), r.preamble.len);
+                                inb[at..at + len].copy_from_slice(&s.spill[..len]);
+                            }
+                        }
                         continue;
                     }
                     c.scanned = c.in_len as u32;
@@ -679,16 +691,19 @@ fn transition(
                     }
                 }
             }
-            // A chunked body no upstream reads: judge it through the strict decoder,
-            // then answer as the verdict says (header deadline while it waits).
+            // A chunked body no upstream reads: judge it through the strict decoder
+            // (header deadline while it waits), then its head, still in front, is
+            // answered as the verdict says, as any head but not counted again. The
+            // verdict goes to the head's one planning call (a second caller would
+            // cost the file path its inlining).
             Awaiting::Chunked { .. } => {
-                let judged = match discard::chunked(slot, c, fd, inb, ctx, &mut budget) {
-                    Ok(judged) => judged,
+                judged = match discard::chunked(slot, c, fd, inb, ctx, &mut budget) {
+                    Ok(verdict) => verdict,
                     Err(next) => return next,
                 };
-                ctx.timers.disarm(slot);
-                respond::request(c, out, &inb[..c.in_len], ctx, s, judged);
-                planned(c, fd, inb, ctx, s);
+                budget.requests += 1;
+                c.scanned = 0;
+                c.awaiting = Awaiting::Head;
             }
             // Send space: write until done or the socket is full (send deadline re-armed
             // on progress).
@@ -791,22 +806,6 @@ fn await_head(slot: u32, c: &Conn, inb: &[u8], ctx: &mut Ctx<'_>) -> Next {
         _ => ctx.timers.arm(slot, Kind::Header, ctx.now_ms),
     }
     Next::Park
-}
-
-/// A response was just planned (or a chunked body is to be judged first): pace the
-/// socket as its site asks, and move a spilled preamble into the receive area.
-#[inline(always)]
-fn planned(c: &mut Conn, fd: BorrowedFd<'_>, inb: &mut [u8], ctx: &mut Ctx<'_>, s: &Scratch) {
-    admit::paced(c, fd, &mut ctx.pace_wanted);
-    if let Awaiting::Send(r) = &c.awaiting {
-        if r.preamble.spilled {
-            // The connection closes after this answer: the receive area holds the
-            // spilled preamble instead of further input.
-            c.in_len = 0;
-            let (at, len) = (logged::spill_at(r), r.preamble.len);
-            inb[at..at + len].copy_from_slice(&s.spill[..len]);
-        }
-    }
 }
 
 /// Only CR and LF (or nothing): no request has begun.

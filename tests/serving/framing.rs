@@ -239,3 +239,28 @@ fn other_refusals_judge_the_body_too() {
         );
     }
 }
+
+/// More judged bodies pipelined than one turn answers (the request budget): each is
+/// answered once, in order, and the turn's yields lose no verdict.
+#[test]
+fn many_pipelined_bodies_are_each_answered_once_in_order() {
+    let (_dir, srv) = site("framing-many", &[]);
+    let (mut r, mut w) = connect(&srv);
+    let mut all = String::new();
+    for i in 0..40 {
+        let body = format!("{i}");
+        all.push_str(&format!(
+            "{POST_CHUNKED}{:x}\r\n{body}\r\n0\r\n\r\n",
+            body.len()
+        ));
+    }
+    all.push_str("GET /index.html HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    w.write_all(all.as_bytes()).unwrap();
+    for i in 0..40 {
+        let resp = read_response(&mut r, false).unwrap();
+        assert_eq!((resp.status, resp.header("connection")), (405, None), "{i}");
+    }
+    let resp = read_response(&mut r, false).unwrap();
+    assert_eq!((resp.status, resp.text().as_str()), (200, "home\n"));
+    assert!(rest(&mut r).is_empty());
+}

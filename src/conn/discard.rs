@@ -90,7 +90,10 @@ impl Responder<'_, '_> {
 
 /// Judges what is buffered behind the head and reads more until the body is judged
 /// (`Ok`, the bytes after it still buffered behind the head) or the socket would block,
-/// the budget is spent or the peer closed (`Err`, what the loop does next).
+/// the budget is spent or the peer closed (`Err`, what the loop does next). Cold and out
+/// of line: the transition carries only the call.
+#[cold]
+#[inline(never)]
 pub(super) fn chunked(
     slot: u32,
     c: &mut Conn,

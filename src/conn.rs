@@ -693,9 +693,9 @@ fn transition(
             }
             // A chunked body no upstream reads: judge it through the strict decoder
             // (header deadline while it waits), then its head, still in front, is
-            // answered as the verdict says, as any head but not counted again. The
-            // verdict goes to the head's one planning call (a second caller would
-            // cost the file path its inlining).
+            // answered as the verdict says, as any head but not counted again: the
+            // verdict goes to the `Head` arm's planning call, the one place a head is
+            // planned and paced.
             Awaiting::Chunked { .. } => {
                 judged = match discard::chunked(slot, c, fd, inb, ctx, &mut budget) {
                     Ok(verdict) => verdict,

@@ -29,9 +29,12 @@
 //! Rules (RFC 9112 §9.3 persistence, §9.3.2 pipelining, §9.6 closing; RFC 9110 §9.3.1):
 //! - requests are answered strictly in order: the next buffered head is parsed only once
 //!   the previous response is completely written;
-//! - a GET/HEAD body announced by Content-Length is read and discarded exactly, after the
-//!   response, before the next head (never parsed as a request); one over 1 MiB is
-//!   refused with 413 and the connection closes at once, unread (`respond.rs`);
+//! - a body that is not forwarded is read and discarded, never parsed as a request: one
+//!   announced by Content-Length exactly, after the response, before the next head; a
+//!   chunked one before the response, through the strict decoder, since its framing
+//!   decides the answer (`discard.rs`: a bad chunk is 400); past 1 MiB a GET/HEAD is
+//!   refused with 413 and the connection closes at once, unread, another method's
+//!   answer closes after a linger (`respond.rs`);
 //! - HTTP/1.0 without keep-alive and `Connection: close` close after the response;
 //! - after an error that must close (400, 413, 414, 431, 505, framing errors) the write
 //!   side is shut, and the connection lingers reading and discarding input until the peer
@@ -46,7 +49,8 @@
 //! The response in flight is one value inside `Awaiting::Send` (`in_flight.rs`: its
 //! preamble's length, spill and bytes sent, the body with its cache pin, how the connection goes on,
 //! the request's unread body and head), as hyper's `Writing::Body(Encoder)` carries its
-//! encoder; a body still to discard exists only as `Awaiting::Body { left }`. Planning
+//! encoder; a body still to discard exists only as `Awaiting::Body { left }` (after the
+//! answer) or `Awaiting::Chunked` (before it). Planning
 //! builds that value: a `Responder` (`record.rs`) whose methods are the response kinds
 //! (`respond.rs` picks one, `file.rs`, `listing.rs`, `auth.rs` hold the rest) writes the
 //! preamble into the working area's preamble area, which start-up sized for the largest
@@ -74,6 +78,7 @@
 
 mod admit;
 mod auth;
+mod discard;
 mod file;
 mod held;
 pub(crate) mod hosts;
@@ -99,6 +104,7 @@ use crate::site::SiteRules;
 use crate::stats::WorkerCounters;
 use crate::timers::{Kind, Timers};
 use core::sync::atomic::Ordering::Relaxed;
+use discard::Judged;
 pub(crate) use held::Areas;
 use in_flight::{After, Outgoing, Response};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -155,10 +161,18 @@ enum Awaiting {
     Proxy,
     /// The bytes of a request head.
     Head,
-    /// `left` more body bytes of a GET/HEAD, to discard.
+    /// `left` more body bytes of a counted body, to discard after the answer.
     Body {
         /// Bytes still to discard.
         left: u64,
+    },
+    /// The rest of a chunked body no upstream reads, judged before the answer
+    /// (`discard.rs`); the head stays at the front of the receive area.
+    Chunked {
+        /// The strict decoder, as far as the body has come.
+        dechunk: crate::http::chunked::Dechunk,
+        /// Bytes of the head in front of the body.
+        head: u32,
     },
     /// Send space, to continue the response in flight.
     Send(Response),
@@ -368,7 +382,8 @@ pub(crate) fn header_timeout(
         ctx.counters.proxy_refused.fetch_add(1, Relaxed);
         return false;
     }
-    let started = !c.idle() || matches!(c.awaiting, Awaiting::Body { .. });
+    let started =
+        !c.idle() || matches!(c.awaiting, Awaiting::Body { .. } | Awaiting::Chunked { .. });
     if started {
         // The answer is planned in the slot's region (what `held::load` reads next).
         c.held = true;
@@ -559,6 +574,8 @@ fn transition(
 ) -> Next {
     let (out, inb) = areas(buf);
     let mut budget = Budget::fresh();
+    // What the `Chunked` state found of the body behind the head it hands back.
+    let mut judged = Judged::Unread;
     loop {
         match c.awaiting {
             // A free slot has nothing to do.
@@ -602,7 +619,8 @@ fn transition(
                     if budget.requests == 0 {
                         return Next::Yield;
                     }
-                    if respond::request(c, out, &inb[..c.in_len], ctx, s) {
+                    let verdict = core::mem::replace(&mut judged, Judged::Unread);
+                    if respond::request(c, out, &inb[..c.in_len], ctx, s, verdict) {
                         admit::paced(c, fd, &mut ctx.pace_wanted);
                         budget.requests -= 1;
                         // Answered: no deadline until it waits again. The head stays
@@ -672,6 +690,20 @@ fn transition(
                         return Next::Park;
                     }
                 }
+            }
+            // A chunked body no upstream reads: judge it through the strict decoder
+            // (header deadline while it waits), then its head, still in front, is
+            // answered as the verdict says, as any head but not counted again: the
+            // verdict goes to the `Head` arm's planning call, the one place a head is
+            // planned and paced.
+            Awaiting::Chunked { .. } => {
+                judged = match discard::chunked(slot, c, fd, inb, ctx, &mut budget) {
+                    Ok(verdict) => verdict,
+                    Err(next) => return next,
+                };
+                budget.requests += 1;
+                c.scanned = 0;
+                c.awaiting = Awaiting::Head;
             }
             // Send space: write until done or the socket is full (send deadline re-armed
             // on progress).
@@ -1436,6 +1468,52 @@ mod tests {
             "{:?}",
             f.conn.awaiting
         );
+    }
+
+    #[test]
+    fn a_chunked_body_is_judged_across_reads_before_the_answer() {
+        let mut f = fixture("chunked");
+        f.peer
+            .write_all(
+                b"POST /a.txt HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nab",
+            )
+            .unwrap();
+        assert_eq!(f.step(), Next::Park);
+        assert!(
+            matches!(f.conn.awaiting, Awaiting::Chunked { head: 61, .. }),
+            "{:?}",
+            f.conn.awaiting
+        );
+        assert_eq!(
+            f.conn.in_len, 61,
+            "the body's bytes are dropped, the head kept"
+        );
+        f.peer
+            .write_all(b"c\r\n0\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        assert_eq!(f.step(), Next::Park);
+        let answers = f.answer();
+        assert!(answers.starts_with("HTTP/1.1 405 "), "{answers}");
+        assert!(
+            answers.ends_with("abc"),
+            "then the request after the body: {answers}"
+        );
+        assert!(matches!(f.conn.awaiting, Awaiting::Head));
+    }
+
+    #[test]
+    fn a_bad_chunk_is_400_and_lingers() {
+        let mut f = fixture("bad-chunk");
+        f.peer
+            .write_all(
+                b"POST /a.txt HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3x\r\n",
+            )
+            .unwrap();
+        assert_eq!(f.step(), Next::Park);
+        let answer = f.answer();
+        assert!(answer.starts_with("HTTP/1.1 400 "), "{answer}");
+        assert!(answer.contains("Connection: close"), "{answer}");
+        assert!(matches!(f.conn.awaiting, Awaiting::PeerClose));
     }
 
     #[test]

@@ -19,10 +19,11 @@
 //! - the unsent rest of a preamble, in the preamble area or, spilled, at the back of
 //!   the receive area (`logged::spill_at`).
 //!
-//! A body being discarded, a linger and an idle connection hold nothing. When anything is
-//! stored the connection is marked `held`; the loop gives the slot's pages back when the
-//! connection is idle again or closes (`serve_loop`), so a slow path costs pages only
-//! while it lasts.
+//! A counted body being discarded, a linger and an idle connection hold nothing; a
+//! chunked body being judged before its answer holds its head (the buffered input).
+//! When anything is stored the connection is marked `held`; the loop gives the slot's
+//! pages back when the connection is idle again or closes (`serve_loop`), so a slow path
+//! costs pages only while it lasts.
 
 use super::{logged, receive_at, Awaiting, Conn};
 use crate::sys::ZeroedArena;

@@ -17,11 +17,15 @@
 //! the operator's `--error-page` for its status when that page can be served
 //! (`file.rs`), the built-in page otherwise.
 //!
-//! A GET or HEAD may carry a body, which is read and discarded after the response; one
-//! declared larger than [`DISCARD_MAX`] is refused before anything else (413, RFC 9110
-//! §15.5.14) and the connection closes at once: no byte of that body is waited for or
-//! read.
+//! Framing is judged before the method: a request that is not forwarded may carry a
+//! body, which is read and discarded, a counted one after the response, a chunked one
+//! before it (`discard.rs`; a bad chunk is 400, a good body gets the answer the request
+//! would have had), up to [`DISCARD_MAX`]. A GET or HEAD declaring a larger one is
+//! refused before anything else (413, RFC 9110 §15.5.14) and the connection closes at
+//! once: no byte of that body is waited for or read; another method's answer closes
+//! after a linger.
 
+use super::discard::{Judged, DISCARD_MAX};
 use super::file::Found;
 use super::in_flight::{After, Outgoing, Preamble};
 use super::logged::LoggedRequest;
@@ -34,10 +38,6 @@ use crate::http::response::{error_body, write_head, ResponseHead};
 use crate::http::{parse_request, Body, Fields, Header, Method, Request, Status, MAX_FIELDS};
 use crate::log_line::RequestLine;
 use crate::site::cors::{Cors, CorsAnswer};
-
-/// Largest body of a GET or HEAD that is read and discarded (nginx's default
-/// `client_max_body_size`); a larger one gets 413.
-pub(crate) const DISCARD_MAX: u64 = 1 << 20;
 
 /// Longest first line of a refused request kept for the log.
 const RAW_LINE_MAX: usize = 8 * 1024;
@@ -58,18 +58,20 @@ fn unparsed(inb: &[u8]) -> Line<'_> {
     }
 }
 
-/// Plans the response to the head at the start of `inb`. `false`: not complete yet.
+/// Plans the response to the head at the start of `inb`, its chunked body `judged`
+/// so far (`discard.rs`). `false`: not complete yet.
 pub(super) fn request(
     c: &mut Conn,
     out: &mut [u8],
     inb: &[u8],
     ctx: &mut Ctx<'_>,
     s: &mut Scratch,
+    judged: Judged,
 ) -> bool {
     let mut fields = Fields::<MAX_FIELDS>::new();
     let (path, rewrite, bufs) = s.split();
     match parse_request(inb, &mut fields, path) {
-        Ok(Status::Complete(req)) => {
+        Ok(Status::Complete(mut req)) => {
             let host = ctx.hosts.table.pick(req.host());
             if let Some(i) = host {
                 c.host = i;
@@ -89,6 +91,9 @@ pub(super) fn request(
                 r.after = After::Close { linger: false };
                 r.answered = inb.len();
                 r.error_page(413);
+            } else if req.body == Body::Chunked && r.chunked_first(&mut req, judged, rewrite) {
+                // Framing before the method: its chunked body is judged first (or was
+                // found malformed: 400).
             } else {
                 r.answered = req.head_len;
                 serve(&mut r, &req, cors.preflight(), rewrite);
@@ -204,10 +209,6 @@ fn serve(
     preflight: Option<&[u8]>,
     rewrite: &mut [u8],
 ) {
-    let has_body = req.body != Body::None;
-    // Expect: 100-continue with a body we will not read: answer and close rather than
-    // wait for a body the client may never send (RFC 9110 §10.1.1).
-    let keep = req.keep_alive && !r.ctx.draining && !(has_body && req.expect_continue);
     // Body bytes still owed: discarded before the next head when the connection persists,
     // else they make the close linger (closing with unread input sends a reset, which
     // can destroy the response at the client, RFC 9112 §9.6).
@@ -216,8 +217,13 @@ fn serve(
         Body::Length(n) => n,
         Body::Chunked => u64::MAX,
     };
-    // A refused request's unread body closes the connection (405, 401, a preflight).
-    r.after = After::keep_if(keep && !has_body, req.minor);
+    // Expect: 100-continue with a body we will not read: answer and close rather than
+    // wait for a body the client may never send (RFC 9110 §10.1.1).
+    let keep = req.keep_alive && !r.ctx.draining && !(r.owed > 0 && req.expect_continue);
+    // A counted body of a refused request (405, 401, 404, a preflight) is discarded
+    // after the answer as a GET's is, up to `DISCARD_MAX`; a larger one, or a chunked
+    // one not read whole, closes the connection.
+    r.after = After::keep_if(keep && r.owed <= DISCARD_MAX, req.minor);
     // `--allow`/`--deny` for a proxied client, `--rate-limit`, `--max-rate`.
     if r.refused_by_limits() {
         return;
@@ -237,7 +243,6 @@ fn serve(
         // Any method may be forwarded; the files answer GET and HEAD only.
         return r.other_method(req, rewrite);
     }
-    r.after = After::keep_if(keep, req.minor);
     let (rewritten, tried) = rewrite.split_at_mut(rewrite.len() / 2);
     let ruled = r.rules(req, rewritten);
     let site = r.ctx.site;

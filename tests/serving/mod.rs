@@ -15,6 +15,7 @@ mod event_loop;
 mod everyday;
 mod fairness;
 mod files;
+mod framing;
 mod host_files;
 mod hosts;
 mod list_dirs;

@@ -220,6 +220,13 @@ pub(crate) struct Conn {
     /// The host its request is served for (`hosts.rs`): none until a request names one
     /// (a new connection does not move the host in place), 0 without hosts.
     host: u16,
+    /// The place in the host table of the name its last request matched
+    /// ([`crate::site::hosts::NO_NAME`]: none): the next request's Host is compared
+    /// with it first (`HostTable::pick_again`).
+    host_name: u16,
+    /// The rate-limit bucket its last request took a token from
+    /// ([`crate::client_addr::rate::NO_BUCKET`]: none; `admit.rs`).
+    rate_at: u16,
 }
 
 impl Conn {
@@ -242,6 +249,8 @@ impl Conn {
             scanned: 0,
             held: false,
             host: hosts::NONE,
+            host_name: crate::site::hosts::NO_NAME,
+            rate_at: crate::client_addr::rate::NO_BUCKET,
         }
     }
 

@@ -95,7 +95,38 @@ impl RateTable {
     }
 
     /// Takes a token from `key`'s bucket at `per_sec`; `Err(seconds)` when there is none.
+    #[cfg(test)]
     pub(crate) fn take(&mut self, key: AddrKey, per_sec: u32, now_ms: u64) -> Result<(), u32> {
+        let mut at = NO_BUCKET;
+        self.take_at(key, &mut at, per_sec, now_ms)
+    }
+
+    /// Takes a token from `key`'s bucket at `per_sec`; `Err(seconds)` when there is none.
+    /// `at`: the bucket a connection's previous request took from ([`NO_BUCKET`]: none),
+    /// updated here. While that bucket is still `key`'s it is the one the probe would
+    /// find (a key has one bucket, in its own probe window), so a connection's next
+    /// request is one compare of the key, no hash and no probe.
+    #[inline]
+    pub(crate) fn take_at(
+        &mut self,
+        key: AddrKey,
+        at: &mut u16,
+        per_sec: u32,
+        now_ms: u64,
+    ) -> Result<(), u32> {
+        if let Some(b) = self.buckets.get_mut(usize::from(*at)) {
+            if b.live && b.key == key {
+                return b.take(per_sec, now_ms);
+            }
+        }
+        let (found, taken) = self.probe(key, per_sec, now_ms);
+        *at = found;
+        taken
+    }
+
+    /// The probe from `key`'s home: its bucket, a free one for it, or the overflow
+    /// ([`NO_BUCKET`]); and the token taken from it.
+    fn probe(&mut self, key: AddrKey, per_sec: u32, now_ms: u64) -> (u16, Result<(), u32>) {
         // The product's top bits: they depend on every bit of the key.
         let home = (key.hash_word().wrapping_mul(self.mult) >> (64 - HOME_BITS)) as usize;
         let mut free = None;
@@ -103,14 +134,14 @@ impl RateTable {
             let at = (home + i) % ENTRIES;
             let b = &self.buckets[at];
             if b.live && b.key == key {
-                return self.buckets[at].take(per_sec, now_ms);
+                return (at as u16, self.buckets[at].take(per_sec, now_ms));
             }
             if free.is_none() && b.reusable(per_sec, now_ms) {
                 free = Some(at);
             }
         }
         let Some(at) = free else {
-            return self.overflow.take(per_sec, now_ms);
+            return (NO_BUCKET, self.overflow.take(per_sec, now_ms));
         };
         self.buckets[at] = Bucket {
             key,
@@ -118,9 +149,13 @@ impl RateTable {
             credit: u64::from(per_sec) * 1000,
             at_ms: now_ms,
         };
-        self.buckets[at].take(per_sec, now_ms)
+        (at as u16, self.buckets[at].take(per_sec, now_ms))
     }
 }
+
+/// No bucket of the table (the overflow's, or none yet): past every index.
+pub(crate) const NO_BUCKET: u16 = u16::MAX;
+const _: () = assert!(ENTRIES < NO_BUCKET as usize);
 
 #[cfg(test)]
 mod tests {

@@ -51,7 +51,8 @@ impl Responder<'_, '_> {
         let Some(table) = self.ctx.rate.as_mut().filter(|_| site.rate_limit > 0) else {
             return false;
         };
-        let Err(secs) = table.take(AddrKey::of(ip), site.rate_limit, self.ctx.now_ms) else {
+        let (key, now) = (AddrKey::of(ip), self.ctx.now_ms);
+        let Err(secs) = table.take_at(key, &mut self.c.rate_at, site.rate_limit, now) else {
             return false;
         };
         let mut retry = [0u8; 32];

@@ -72,7 +72,7 @@ pub(super) fn request(
     let (path, rewrite, bufs) = s.split();
     match parse_request(inb, &mut fields, path) {
         Ok(Status::Complete(mut req)) => {
-            let host = ctx.hosts.table.pick(req.host());
+            let host = ctx.hosts.table.pick_again(req.host(), &mut c.host_name);
             if let Some(i) = host {
                 c.host = i;
                 ctx.enter(i);

@@ -87,8 +87,36 @@ impl HostTable {
         }
     }
 
+    /// [`HostTable::pick`] for a connection's next request: `seen` is the place of the
+    /// name its previous request matched ([`NO_NAME`]: none), updated here. A keep-alive
+    /// client sends the same Host again, byte for byte: that is one compare with the
+    /// name `seen` (configured lowercase), before any case folding or hashing; only a
+    /// different spelling (case, trailing dot) or another name takes the lookup.
+    #[inline(always)]
+    pub(crate) fn pick_again(&self, host: Option<&[u8]>, seen: &mut u16) -> Option<u16> {
+        if self.names.is_empty() {
+            return self.any;
+        }
+        if let (Some((n, i)), Some(h)) = (self.names.get(usize::from(*seen)), host) {
+            // The name and nothing, or the name and a port: what `without_port` keeps
+            // (a configured name has no `:` outside brackets).
+            if h.starts_with(n) && h.get(n.len()).is_none_or(|&b| b == b':') {
+                return Some(*i);
+            }
+        }
+        self.pick_seen(host, seen)
+    }
+
     #[inline(never)]
     fn pick_named(&self, host: Option<&[u8]>) -> Option<u16> {
+        let mut seen = NO_NAME;
+        self.pick_seen(host, &mut seen)
+    }
+
+    /// The lookup: `seen` becomes the place of the name found ([`NO_NAME`]: none).
+    #[inline(never)]
+    fn pick_seen(&self, host: Option<&[u8]>, seen: &mut u16) -> Option<u16> {
+        *seen = NO_NAME;
         let Some(name) = host
             .map(without_port)
             .map(|n| n.strip_suffix(b".").unwrap_or(n))
@@ -96,6 +124,7 @@ impl HostTable {
             return self.any;
         };
         if let Some(i) = self.find(name) {
+            *seen = i as u16;
             return Some(self.names[i].1);
         }
         match self.is_listener_literal(name) {
@@ -147,6 +176,9 @@ impl HostTable {
 
 /// A slot of the index that holds no name.
 const EMPTY: u16 = u16::MAX;
+
+/// No name matched (the `seen` of [`HostTable::pick_again`]).
+pub(crate) const NO_NAME: u16 = u16::MAX;
 
 /// FNV-1a (32 bits) over the bytes with bit 5 set: names equal without case hash alike
 /// (an ASCII letter's two cases differ in that bit alone; any other byte is the same in
@@ -292,6 +324,44 @@ mod tests {
             for name in &asked {
                 let name = name.as_bytes();
                 assert_eq!(t.find(name), naive(&t, name), "{count} names: {name:?}");
+            }
+        }
+    }
+
+    /// A connection's next request gets what a fresh lookup gets, whatever name its
+    /// previous request matched: every ordered pair of spellings, known and not.
+    #[test]
+    fn pick_again_agrees_with_pick_after_any_name() {
+        let t = HostTable::new(
+            &names(&[&["a.test", "www.a.test"], &["b.test", "[::1]"], &["a.test"]]),
+            &[],
+            &[],
+        );
+        let asked: [&[u8]; 16] = [
+            b"a.test",
+            b"A.TEST",
+            b"a.test:80",
+            b"a.test.",
+            b"a.test.:8",
+            b"a.test..",
+            b"a.testx",
+            b"a.tes",
+            b"a.test.evil",
+            b"www.a.test",
+            b"b.test",
+            b"B.test:1",
+            b"[::1]",
+            b"[::1]:80",
+            b"[::1]x",
+            b"c.test",
+        ];
+        for prev in asked {
+            for next in asked {
+                let mut seen = NO_NAME;
+                assert_eq!(t.pick_again(Some(prev), &mut seen), t.pick(Some(prev)));
+                let got = t.pick_again(Some(next), &mut seen);
+                assert_eq!(got, t.pick(Some(next)), "{prev:?} then {next:?}");
+                assert_eq!(t.pick_again(None, &mut seen), None, "{next:?} then none");
             }
         }
     }

@@ -190,6 +190,55 @@ fn the_same_path_in_two_roots_never_crosses() {
     alternate(srv.addr, 11);
 }
 
+/// Requests for `/same.txt` on one keep-alive connection, each with its Host, and the
+/// status and body each must get (`""`: any body).
+fn hosts_in_turn(addr: SocketAddr, turns: &[(&str, u16, &str)]) {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let mut r = std::io::BufReader::new(s.try_clone().unwrap());
+    for (i, &(host, status, body)) in turns.iter().enumerate() {
+        write!(s, "GET /same.txt HTTP/1.1\r\nHost: {host}\r\n\r\n").unwrap();
+        let resp = support::client::read_response(&mut r, false).unwrap();
+        assert_eq!(resp.status, status, "request {i}: {host}");
+        if !body.is_empty() {
+            assert_eq!(resp.text(), body, "request {i}: {host}");
+        }
+    }
+}
+
+/// A keep-alive connection's next request is matched against the name its previous one
+/// matched first: every other spelling of that name (case, port, trailing dot) still
+/// answers, another host's name switches host, and a name that only begins with it is
+/// 421 (after which the connection closes, and a new one is served again).
+#[test]
+fn a_keep_alive_connection_switches_hosts_between_requests() {
+    let dir = two_roots("hosts-switch");
+    let a = format!("a.test={}", path_of(&dir, "a"));
+    let b = format!("b.test,www.b.test={}", path_of(&dir, "b"));
+    let srv = serve(&["--host", &a, "--host", &b]);
+    let (fa, fb) = ("from a\n", "from b, longer\n");
+    hosts_in_turn(
+        srv.addr,
+        &[
+            ("a.test", 200, fa),
+            ("a.test", 200, fa),
+            ("a.test:8080", 200, fa),
+            ("A.Test", 200, fa),
+            ("b.test", 200, fb),
+            ("www.b.test", 200, fb),
+            ("b.test.:80", 200, fb),
+            ("a.test.", 200, fa),
+            ("a.test", 200, fa),
+        ],
+    );
+    for unknown in ["a.test.evil", "a.testx", "a.tes", "a.test..", "c.test"] {
+        hosts_in_turn(srv.addr, &[("a.test", 200, fa), (unknown, 421, "")]);
+        hosts_in_turn(srv.addr, &[(unknown, 421, "")]);
+        hosts_in_turn(srv.addr, &[("b.test", 200, fb), ("a.test", 200, fa)]);
+    }
+}
+
 /// True when `[::1]` takes connections here.
 fn has_ipv6_loopback() -> bool {
     std::net::TcpListener::bind("[::1]:0").is_ok()

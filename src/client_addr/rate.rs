@@ -219,4 +219,38 @@ mod tests {
             "refilled buckets are free again"
         );
     }
+
+    /// A connection's remembered bucket, once refilled and taken by another address
+    /// (here by a wave of
+    /// addresses that fills most of the table), is not used for it: its next request is probed again, gets
+    /// what a twin table without memory gives, and remembers a bucket of its own (or
+    /// none: the overflow).
+    #[test]
+    fn a_remembered_bucket_taken_by_another_address_is_probed_again() {
+        let (mut fast, mut probed) = (RateTable::new(SEED), RateTable::new(SEED));
+        let conns = ["192.0.2.1", "192.0.2.2", "2001:db8::1", "198.51.100.9"].map(key);
+        let mut at = [NO_BUCKET; 4];
+        let mut taken_over = 0;
+        for (round, now) in [0, 2000, 4000, 6000].into_iter().enumerate() {
+            for i in 0..3000u32 {
+                let n = 0x0a00_0000 + round as u32 * 0x1_0000 + i;
+                let ip = AddrKey::of(IpAddr::from(std::net::Ipv4Addr::from(n)));
+                assert_eq!(fast.take(ip, 1, now), probed.take(ip, 1, now));
+            }
+            for (c, &k) in conns.iter().enumerate() {
+                let before = at[c];
+                assert_eq!(
+                    fast.take_at(k, &mut at[c], 1, now + 1),
+                    probed.take(k, 1, now + 1)
+                );
+                let holds = fast.buckets.get(usize::from(at[c])).map(|b| b.key);
+                assert!(
+                    holds.is_none_or(|h| h == k),
+                    "round {round}, connection {c}"
+                );
+                taken_over += usize::from(before != NO_BUCKET && before != at[c]);
+            }
+        }
+        assert!(taken_over > 0, "no remembered bucket was taken over");
+    }
 }

@@ -8,11 +8,12 @@ transfer, divided by the bytes moved; the upstream and the client are this scrip
 threads and are not counted. The two variants run alternately, ROUNDS times each, each
 a fresh steerd, and the ratio of the medians is printed with the per-round figures.
 
-    scripts/tunnel-cpu.py STEERD_BINARY [MB] [ROUNDS] [VAR=VALUE]
+    scripts/tunnel-cpu.py STEERD_BINARY [MB] [ROUNDS] [B_BINARY | VAR=VALUE]
 
-The variant B runs with the environment variable VAR=VALUE set (default
-STEERD_TUNNEL_SPLICE=1, which the prototype in
-docs/history/2026-tunnel-splice-prototype.patch reads), variant A without it. Every
+Variant A is STEERD_BINARY. Variant B is B_BINARY (two builds, e.g. the copying tunnel
+of an earlier main against the spliced one), or STEERD_BINARY run with the environment
+variable VAR=VALUE set (default STEERD_TUNNEL_SPLICE=1, which the prototype in
+docs/history/2026-tunnel-splice-prototype.patch reads). Every
 byte received is compared with the pattern sent at its offset in the stream, so a
 variant that loses, repeats or reorders bytes fails.
 """
@@ -142,12 +143,16 @@ def main():
     mb = int(sys.argv[2]) if len(sys.argv) > 2 else 200
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 5
     var = sys.argv[4] if len(sys.argv) > 4 else "STEERD_TUNNEL_SPLICE=1"
-    k, v = var.split("=", 1)
+    if "=" in var:
+        k, v = var.split("=", 1)
+        b_binary, b_env = binary, {k: v}
+    else:
+        b_binary, b_env = var, {}
     total = mb << 20
     a, b = [], []
     for r in range(rounds):
         a.append(one(binary, total, {}))
-        b.append(one(binary, total, {k: v}))
+        b.append(one(b_binary, total, b_env))
         print(f"round {r}: A {a[-1]:.3f} ns/byte, B {b[-1]:.3f} ns/byte", flush=True)
     ma, mb_ = statistics.median(a), statistics.median(b)
     print(f"median A {ma:.3f} ns/byte, B ({var}) {mb_:.3f} ns/byte, B/A {mb_ / ma:.3f}")

@@ -309,8 +309,11 @@ fn relay(
         let rules = &ctx.site.rules;
         let pumped = ctx.relays.pump(slot, *sent, (&date, rules), &mut client);
         c.readable = client.readable;
-        let bytes = match pumped {
-            Pump::Bytes(b) => b,
+        let moved = match pumped {
+            Pump::Bytes(b) => rustix::net::send(fd, b, SendFlags::NOSIGNAL),
+            // A tunnel's pipe reached the client's socket itself: counted as a send.
+            Pump::Spliced(n) => Ok(n),
+            Pump::Blocked => Err(Errno::AGAIN),
             Pump::Wait => {
                 // Waiting on the upstream (or the body's next bytes): its deadline runs.
                 if ctx.timers.kind(slot).is_some() {
@@ -331,7 +334,7 @@ fn relay(
                 return Relayed::Close;
             }
         };
-        match rustix::net::send(fd, bytes, SendFlags::NOSIGNAL) {
+        match moved {
             Ok(n) => {
                 progressed = true;
                 *sent += n as u64;

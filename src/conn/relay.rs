@@ -35,6 +35,7 @@ mod limits;
 mod machine;
 mod open;
 mod pool;
+mod splice;
 mod tunnel;
 mod upload;
 
@@ -200,12 +201,18 @@ struct Exchange {
     answered: bool,
     /// The upstream's head lets its connection persist.
     keep_up: bool,
+    /// A tunnel's pipes (made on first use, closed with the exchange).
+    pipes: splice::Pipes,
 }
 
 /// What [`Relays::pump`] has for the client.
 pub(crate) enum Pump<'a> {
     /// These bytes are next.
     Bytes(&'a [u8]),
+    /// A tunnel moved these bytes to the client itself (through its pipe).
+    Spliced(usize),
+    /// A tunnel's bytes wait in its pipe for the client's socket, which would block.
+    Blocked,
     /// Nothing until the upstream is ready again.
     Wait,
     /// The response is complete.
@@ -376,6 +383,7 @@ impl Relays {
             whole: true,
             answered: false,
             keep_up: false,
+            pipes: splice::Pipes::default(),
         });
         if let Some(status) = failed {
             x.fail(status, date);
@@ -483,6 +491,14 @@ impl Relays {
             return Pump::Cut;
         };
         let unsent = (x.produced.saturating_sub(sent)) as usize;
+        if x.pipes.spliced > 0 {
+            let n = core::mem::take(&mut x.pipes.spliced);
+            x.produced += n as u64;
+            return Pump::Spliced(n);
+        }
+        if core::mem::take(&mut x.pipes.blocked) {
+            return Pump::Blocked;
+        }
         match x.phase {
             _ if unsent > 0 => Pump::Bytes(&x.bufs.down[x.down_len - unsent..x.down_len]),
             Phase::Done => Pump::Finished,

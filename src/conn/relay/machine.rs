@@ -46,7 +46,11 @@ impl Exchange {
             self.fail(504, date);
         } else if self.timed_out && self.phase == Phase::Body && self.down_len == 0 {
             self.phase = Phase::Cut;
-        } else if self.timed_out && self.phase == Phase::Tunnel && self.down_len == 0 {
+        } else if self.timed_out
+            && self.phase == Phase::Tunnel
+            && self.down_len == 0
+            && !self.pipes.held_down()
+        {
             self.phase = Phase::Done;
         }
     }

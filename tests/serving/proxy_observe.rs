@@ -478,3 +478,65 @@ fn hup_keeps_each_upstreams_counts_with_its_name() {
         "a, b, c after the reorder"
     );
 }
+
+/// A tunnel's bytes reach the client through a pipe, not through steerd's buffers: they
+/// are counted all the same, in the access log's `body_bytes` (the bytes after the 101's
+/// head) and in `steerd_bytes_sent_total` (head and bytes).
+#[test]
+fn a_tunnels_bytes_are_counted_in_the_log_and_the_metrics() {
+    const TOTAL: usize = 3 << 20;
+    let up = Upstream::start(Listen::Unix, |_| Answer::UpgradeEcho);
+    let logs = TempDir::new("observe-tunnel-log");
+    let log = logs.path().join("access.log");
+    let args = [
+        "--access-log",
+        log.to_str().unwrap(),
+        "--log-format",
+        "json",
+        "--metrics",
+        "127.0.0.1:0",
+    ];
+    let (_dir, srv) = api_and_down("observe-tunnel", &up, Listen::Tcp, &args);
+    let mut s = std::net::TcpStream::connect(srv.addr).unwrap();
+    s.set_read_timeout(Some(PATIENCE)).unwrap();
+    let head = "GET /api/ws?tunnel HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\n\
+                Connection: Upgrade\r\n\r\n";
+    s.write_all(head.as_bytes()).unwrap();
+    let mut rd = std::io::BufReader::new(s);
+    // The 101's head, its bytes counted as they come.
+    let (mut head_len, mut line) = (0, String::new());
+    while line != "\r\n" {
+        line.clear();
+        let n = std::io::BufRead::read_line(&mut rd, &mut line).unwrap();
+        assert!(n > 0, "closed in the head");
+        assert!(head_len > 0 || line.starts_with("HTTP/1.1 101 "), "{line}");
+        head_len += n;
+    }
+    assert!(
+        rd.buffer().is_empty(),
+        "bytes behind the 101 before any were sent"
+    );
+    let mut w = rd.get_ref().try_clone().unwrap();
+    let writer = std::thread::spawn(move || w.write_all(&vec![b'x'; TOTAL]).unwrap());
+    let mut back = vec![0u8; 1 << 16];
+    let mut got = 0;
+    while got < TOTAL {
+        let n = rd.read(&mut back).unwrap();
+        assert!(n > 0, "the tunnel ended after {got} bytes");
+        got += n;
+    }
+    writer.join().unwrap();
+    rd.get_mut().shutdown(std::net::Shutdown::Write).unwrap();
+    assert_eq!(rd.read(&mut back).unwrap(), 0, "the tunnel closes");
+    let lines = json_lines(&log, 1);
+    let line = line_for(&lines, "?tunnel");
+    assert_eq!(line["status"], 101);
+    assert_eq!(line["body_bytes"].as_u64(), Some(TOTAL as u64), "{line}");
+    let sent: u64 = srv
+        .metrics()
+        .into_iter()
+        .filter(|(series, _)| series.starts_with("steerd_bytes_sent_total"))
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(sent, (TOTAL + head_len) as u64, "a {head_len}-byte head");
+}

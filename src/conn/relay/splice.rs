@@ -164,7 +164,6 @@ fn flags() -> SpliceFlags {
 }
 
 /// A direction's pipe, or `None` when none can be made (the descriptor limit).
-#[cfg_attr(feature = "cold-size", optimize(size))]
 fn make() -> Option<Pipe> {
     let (read, write) = pipe_with(PipeFlags::NONBLOCK | PipeFlags::CLOEXEC).ok()?;
     Some(Pipe {

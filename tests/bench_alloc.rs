@@ -1,7 +1,8 @@
 //! The load generator allocates nothing per request: a counting global allocator watches
 //! whole `steerd::bench::load::run` calls against a reference responder in another
 //! process, a short run and a run three times longer, keep-alive and close. Each run
-//! completes hundreds to thousands of requests with the same few dozen allocations.
+//! completes hundreds to thousands of requests with the same few dozen allocations, after
+//! an uncounted first run.
 //! One test only, so no other test thread allocates while it counts: a binary of its own
 //! (the counting allocator is the whole process's, and it counts every thread), not a
 //! module of `tests/tests.rs` or `tests/alloc/`.
@@ -39,6 +40,11 @@ fn allocations_do_not_grow_with_requests() {
         spec.conns = 4;
         spec.threads = 2;
         spec.close = close;
+        // A first run, not counted: the process's first run took 31 to 52 allocations
+        // where every later one takes a steady 27 (keep-alive), what is set up once per
+        // process, which would otherwise be charged to the short run.
+        spec.duration = Duration::from_millis(100);
+        measure(&spec);
         spec.duration = Duration::from_millis(300);
         let (short_reqs, short_allocs) = measure(&spec);
         spec.duration = Duration::from_millis(900);
@@ -52,6 +58,7 @@ fn allocations_do_not_grow_with_requests() {
         );
         assert!(short_reqs.min(long_reqs) >= 100, "{runs}");
         assert!(short_allocs.max(long_allocs) <= 64, "{runs}");
-        assert!(short_allocs.abs_diff(long_allocs) <= 8, "{runs}");
+        // Growth with the count is the defect; a run may also take a few fewer.
+        assert!(long_allocs <= short_allocs + 8, "{runs}");
     }
 }
